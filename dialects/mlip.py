@@ -1,0 +1,250 @@
+"""The `mlip` ISA dialect: one op per machine instruction, every field explicit.
+
+The instruction ops are made from the ISA table in `mrvl.isa`, so the dialect, the binary
+encoder and the simulator cannot disagree on what an instruction holds. A program is a
+`builtin.module` whose attributes name the target, with `mlip.io` entries, one `mlip.consts`
+pool, and the instructions in program order. It prints as assembly:
+
+    mlip.conv tile 0 signal 3 wait [1, 2] : in_addr 0, in_shape [1, 15, 28, 1], ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    I32,
+    BytesAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    f32,
+    i32,
+    IntegerType,
+    Signedness,
+)
+
+ui8 = IntegerType(8, Signedness.UNSIGNED)
+from xdsl.ir import Attribute, Dialect
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    opt_prop_def,
+    prop_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from mrvl.isa import NO_SIGNAL, OPCODES, DType, FieldSpec, OpcodeSpec
+
+DTYPE_NAMES = {d: d.name.lower() for d in DType}
+
+
+def _field_constraint(spec: FieldSpec):
+    if spec.kind == "f32":
+        return prop_def(FloatAttr[Float32Type])
+    if spec.kind == "i32":
+        return prop_def(IntegerAttr[I32])
+    return prop_def(DenseArrayBase[I32])
+
+
+def field_attr(spec: FieldSpec, value) -> Attribute:
+    """The property that stores `value` for instruction field `spec`."""
+    if spec.kind == "f32":
+        return FloatAttr(float(value), f32)
+    if spec.kind == "i32":
+        return IntegerAttr(int(value), i32)
+    return DenseArrayBase.from_list(i32, [int(v) for v in value])
+
+
+def field_value(spec: FieldSpec, attr: Attribute):
+    """The Python value of an instruction field's property."""
+    if spec.kind == "f32":
+        assert isinstance(attr, FloatAttr)
+        return attr.value.data
+    if spec.kind == "i32":
+        assert isinstance(attr, IntegerAttr)
+        return attr.value.data
+    assert isinstance(attr, DenseArrayBase)
+    return tuple(attr.get_values())
+
+
+class InstructionOp(IRDLOperation):
+    """Common header of every instruction: tile, signal token, wait tokens."""
+
+    SPEC: OpcodeSpec
+
+    tile = prop_def(IntegerAttr[I32])
+    signal = opt_prop_def(IntegerAttr[I32])
+    waits = opt_prop_def(DenseArrayBase[I32])
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        tile: int,
+        signal: int = NO_SIGNAL,
+        waits: Sequence[int] = (),
+        fields: dict[str, object],
+    ) -> InstructionOp:
+        props: dict[str, Attribute] = {"tile": IntegerAttr(tile, i32)}
+        if signal != NO_SIGNAL:
+            props["signal"] = IntegerAttr(signal, i32)
+        if waits:
+            props["waits"] = DenseArrayBase.from_list(i32, list(waits))
+        for spec in cls.SPEC.fields:
+            props[spec.name] = field_attr(spec, fields[spec.name])
+        return cls.create(properties=props)
+
+    @property
+    def signal_token(self) -> int:
+        return self.signal.value.data if self.signal is not None else NO_SIGNAL
+
+    @property
+    def wait_tokens(self) -> tuple[int, ...]:
+        return tuple(self.waits.get_values()) if self.waits is not None else ()
+
+    def field_values(self) -> dict[str, object]:
+        return {s.name: field_value(s, self.properties[s.name]) for s in self.SPEC.fields}
+
+    def verify_(self) -> None:
+        for spec in self.SPEC.fields:
+            if spec.kind.startswith("i32x"):
+                n = len(self.properties[spec.name])  # type: ignore[arg-type]
+                if n != spec.length:
+                    raise VerifyException(
+                        f"{self.name}: field {spec.name} takes {spec.length} values, got {n}"
+                    )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" tile {self.tile.value.data}")
+        if self.signal is not None:
+            printer.print_string(f" signal {self.signal.value.data}")
+        if self.waits is not None:
+            printer.print_string(f" wait {list(self.waits.get_values())}")
+        parts = []
+        for spec, value in zip(self.SPEC.fields, self.field_values().values()):
+            if spec.kind == "f32":
+                parts.append(f"{spec.name} {value!r}")
+            elif spec.kind == "i32":
+                parts.append(f"{spec.name} {value}")
+            else:
+                parts.append(f"{spec.name} {list(value)}")  # type: ignore[arg-type]
+        if parts:
+            printer.print_string(" : " + ", ".join(parts))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> InstructionOp:
+        parser.parse_keyword("tile")
+        tile = parser.parse_integer()
+        signal = NO_SIGNAL
+        waits: list[int] = []
+        if parser.parse_optional_keyword("signal"):
+            signal = parser.parse_integer()
+        if parser.parse_optional_keyword("wait"):
+            waits = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, parser.parse_integer
+            )
+        fields: dict[str, object] = {}
+        if cls.SPEC.fields:
+            parser.parse_punctuation(":")
+            for i, spec in enumerate(cls.SPEC.fields):
+                if i:
+                    parser.parse_punctuation(",")
+                parser.parse_keyword(spec.name, f" (field {i} of {cls.SPEC.name})")
+                if spec.kind == "f32":
+                    fields[spec.name] = parser.parse_float()
+                elif spec.kind == "i32":
+                    fields[spec.name] = parser.parse_integer()
+                else:
+                    fields[spec.name] = parser.parse_comma_separated_list(
+                        parser.Delimiter.SQUARE, parser.parse_integer
+                    )
+        return cls.build(tile=tile, signal=signal, waits=waits, fields=fields)
+
+
+def _instruction_op(spec: OpcodeSpec) -> type[InstructionOp]:
+    """Make the IRDL op class of one opcode: its fields become properties."""
+    namespace: dict[str, object] = {
+        "name": f"mlip.{spec.name}",
+        "SPEC": spec,
+        "__doc__": spec.doc,
+        "__module__": __name__,
+    }
+    namespace.update({f.name: _field_constraint(f) for f in spec.fields})
+    class_name = "".join(p.capitalize() for p in spec.name.split("_")) + "Op"
+    return irdl_op_definition(type(class_name, (InstructionOp,), namespace))
+
+
+INSTRUCTION_OPS: dict[str, type[InstructionOp]] = {s.name: _instruction_op(s) for s in OPCODES}
+DmaOp = INSTRUCTION_OPS["dma"]
+CvtOp = INSTRUCTION_OPS["cvt"]
+ConvOp = INSTRUCTION_OPS["conv"]
+PoolOp = INSTRUCTION_OPS["pool"]
+FcOp = INSTRUCTION_OPS["fc"]
+EndOp = INSTRUCTION_OPS["end"]
+
+
+@irdl_op_definition
+class IOOp(IRDLOperation):
+    """An entry of the binary's I/O table: a dense tensor in DDR."""
+
+    name = "mlip.io"
+    io_name = prop_def(StringAttr)
+    kind = prop_def(StringAttr)
+    shape = prop_def(DenseArrayBase[I32])
+    dtype = prop_def(StringAttr)
+    addr = prop_def(IntegerAttr[I32])
+    assembly_format = "$io_name $kind $shape $dtype `at` $addr attr-dict"
+
+    def __init__(self, io_name: str, is_input: bool, shape, dtype: DType, addr: int):
+        super().__init__(
+            properties={
+                "io_name": StringAttr(io_name),
+                "kind": StringAttr("input" if is_input else "output"),
+                "shape": DenseArrayBase.from_list(i32, list(shape)),
+                "dtype": StringAttr(DTYPE_NAMES[dtype]),
+                "addr": IntegerAttr(addr, i32),
+            }
+        )
+
+    def verify_(self) -> None:
+        if self.kind.data not in ("input", "output"):
+            raise VerifyException('mlip.io: kind must be "input" or "output"')
+        if self.dtype.data not in DTYPE_NAMES.values():
+            raise VerifyException(f"mlip.io: unknown dtype {self.dtype.data}")
+
+
+@irdl_op_definition
+class ConstsOp(IRDLOperation):
+    """The constant pool: raw bytes loaded into DDR at the module's `mlip.const_base`."""
+
+    name = "mlip.consts"
+    data = prop_def(DenseIntOrFPElementsAttr)
+    assembly_format = "$data attr-dict"
+
+    def __init__(self, blob: bytes):
+        super().__init__(
+            properties={
+                "data": DenseIntOrFPElementsAttr(
+                    TensorType(ui8, [len(blob)]), BytesAttr(bytes(blob))
+                )
+            }
+        )
+
+    @property
+    def blob(self) -> bytes:
+        return self.data.data.data
+
+
+Mlip = Dialect("mlip", [IOOp, ConstsOp, *INSTRUCTION_OPS.values()], [])
+
+PROGRAM_ATTRS = ("mlip.target", "mlip.num_tiles", "mlip.ddr_size", "mlip.const_base")
+"""Module attributes every `mlip` program carries."""
+
+__all__ = ["Mlip", "INSTRUCTION_OPS", "InstructionOp", "IOOp", "ConstsOp"]

@@ -1,0 +1,593 @@
+"""The `mrvl` graph dialect: one op per MLIP layer, on tensors with an explicit layout.
+
+Tensor types are builtin tensors whose encoding is a `#mrvl.layout<...>` attribute naming the
+dimension order (`NHWC` activations, `OHWI` weights, `NC` for 2-D activations, ...). Layers carry
+their fused pieces (padding, bias, activation) as attributes, as the MLIP executes them.
+Constants keep the names TVM gave them (`<symbol>_mrvl_const_<i>`), which the Constants-JSON uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    I64,
+    AnyFloat,
+    BytesAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f16,
+    f32,
+    i8,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    param_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import NoMemoryEffect, Pure
+from xdsl.utils.exceptions import VerifyException
+
+# ---------------------------------------------------------------------------------------------
+# Layouts and tensor types
+# ---------------------------------------------------------------------------------------------
+
+KNOWN_LAYOUTS = ("NCHW", "NHWC", "OIHW", "OHWI", "NC", "OI", "O")
+
+
+@irdl_attr_definition
+class LayoutAttr(ParametrizedAttribute):
+    """Dimension order of a tensor, written as one letter per dimension (`NHWC`)."""
+
+    name = "mrvl.layout"
+    layout: StringAttr = param_def()
+
+    def __init__(self, layout: str | StringAttr):
+        super().__init__(StringAttr(layout) if isinstance(layout, str) else layout)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (StringAttr(parser.parse_identifier("layout name")),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.layout.data}>")
+
+    def verify(self) -> None:
+        if self.layout.data not in KNOWN_LAYOUTS:
+            raise VerifyException(
+                f"unknown layout '{self.layout.data}', expected one of {', '.join(KNOWN_LAYOUTS)}"
+            )
+
+    @property
+    def name_str(self) -> str:
+        return self.layout.data
+
+
+def tensor(shape: Sequence[int], element_type: Attribute, layout: str) -> TensorType:
+    """A tensor type carrying its layout as encoding."""
+    return TensorType(element_type, list(shape), LayoutAttr(layout))
+
+
+def layout_of(value_or_type: SSAValue | Attribute) -> str:
+    t = value_or_type.type if isinstance(value_or_type, SSAValue) else value_or_type
+    if not isinstance(t, TensorType) or not isinstance(t.encoding, LayoutAttr):
+        raise VerifyException(f"expected a tensor with a #mrvl.layout encoding, got {t}")
+    return t.encoding.name_str
+
+
+def shape_of(value_or_type: SSAValue | Attribute) -> tuple[int, ...]:
+    t = value_or_type.type if isinstance(value_or_type, SSAValue) else value_or_type
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+def element_type_of(value_or_type: SSAValue | Attribute) -> Attribute:
+    t = value_or_type.type if isinstance(value_or_type, SSAValue) else value_or_type
+    assert isinstance(t, TensorType)
+    return t.element_type
+
+
+def _check_tensor(op: IRDLOperation, what: str, value: SSAValue, rank: int, layout: str) -> None:
+    """Fail verification with a message naming the operand if its type is not as expected."""
+    t = value.type
+    if not isinstance(t, TensorType) or not isinstance(t.encoding, LayoutAttr):
+        raise VerifyException(f"{op.name}: {what} must be a tensor with a #mrvl.layout, got {t}")
+    if len(t.get_shape()) != rank:
+        raise VerifyException(f"{op.name}: {what} must have rank {rank}, got {t}")
+    if t.encoding.name_str != layout:
+        raise VerifyException(
+            f"{op.name}: {what} must have layout {layout}, got {t.encoding.name_str}"
+        )
+
+
+NUMPY_DTYPES: dict[type, str] = {Float32Type: "float32", Float16Type: "float16"}
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    if isinstance(element_type, Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(element_type, Float16Type):
+        return np.dtype(np.float16)
+    if isinstance(element_type, IntegerType) and element_type.width.data == 8:
+        return np.dtype(np.int8)
+    raise VerifyException(f"no numpy equivalent of element type {element_type}")
+
+
+def element_type_for(dtype: np.dtype) -> Attribute:
+    return {"float32": f32, "float16": f16, "int8": i8}[np.dtype(dtype).name]
+
+
+# ---------------------------------------------------------------------------------------------
+# Activation fused into a layer
+# ---------------------------------------------------------------------------------------------
+
+ACTIVATIONS = ("relu", "clip", "leaky_relu")
+
+
+class FusedActivation:
+    """Mixin for layers with an optional fused activation (`act "relu"`, `act "clip" [a, b]`)."""
+
+    activation = opt_prop_def(StringAttr)
+    act_min = opt_prop_def(FloatAttr[Float32Type])
+    act_max = opt_prop_def(FloatAttr[Float32Type])
+    alpha = opt_prop_def(FloatAttr[Float32Type])
+
+    def verify_activation(self) -> None:
+        op: IRDLOperation = self  # type: ignore[assignment]
+        act = self.activation
+        if act is None:
+            if self.act_min or self.act_max or self.alpha:
+                raise VerifyException(f"{op.name}: activation parameters without an activation")
+            return
+        if act.data not in ACTIVATIONS:
+            raise VerifyException(
+                f"{op.name}: unknown activation '{act.data}', expected one of "
+                f"{', '.join(ACTIVATIONS)}"
+            )
+        if act.data == "clip" and (self.act_min is None or self.act_max is None):
+            raise VerifyException(f"{op.name}: clip needs act_min and act_max")
+        if act.data == "leaky_relu" and self.alpha is None:
+            raise VerifyException(f"{op.name}: leaky_relu needs alpha")
+
+
+_ACT_FORMAT = (
+    "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)?"
+)
+
+
+def _i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops
+# ---------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A named constant tensor (weights, bias). The name is TVM's constant name."""
+
+    name = "mrvl.constant"
+    const_name = prop_def(StringAttr)
+    value = prop_def(DenseIntOrFPElementsAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, const_name: str, array: np.ndarray, layout: str):
+        array = np.ascontiguousarray(array)
+        el = element_type_for(array.dtype)
+        value = DenseIntOrFPElementsAttr(
+            TensorType(el, list(array.shape)), BytesAttr(array.tobytes())
+        )
+        super().__init__(
+            properties={"const_name": StringAttr(const_name), "value": value},
+            result_types=[tensor(array.shape, el, layout)],
+        )
+
+    def numpy(self) -> np.ndarray:
+        """The constant's data as a (read-only) numpy array of the result's shape."""
+        t = self.value.type
+        return np.frombuffer(self.value.data.data, dtype=numpy_dtype(t.element_type)).reshape(
+            t.get_shape()
+        )
+
+    def verify_(self) -> None:
+        vt, rt = self.value.type, self.result.type
+        assert isinstance(rt, TensorType)
+        if tuple(vt.get_shape()) != tuple(rt.get_shape()) or vt.element_type != rt.element_type:
+            raise VerifyException(
+                f"mrvl.constant '{self.const_name.data}': value type {vt} does not match the "
+                f"result type {rt}"
+            )
+        layout_of(rt)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.const_name.data)
+        printer.print_string(" = ")
+        printer.print_attribute(self.value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        name = parser.parse_str_literal("constant name")
+        parser.parse_punctuation("=")
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            parser.raise_error("mrvl.constant expects a dense<...> value")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        op = cls.create(
+            properties={"const_name": StringAttr(name), "value": value},
+            result_types=[result_type],
+        )
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class Conv2DOp(FusedActivation, IRDLOperation):
+    """2-D convolution, NHWC input, OHWI weights, optional f32 bias, fused activation.
+
+    `pads` are [top, left, bottom, right], as the Nodes-JSON writes them.
+    """
+
+    name = "mrvl.conv2d"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+
+    strides = prop_def(DenseArrayBase[I64], default_value=_i64_array([1, 1]))
+    pads = prop_def(DenseArrayBase[I64], default_value=_i64_array([0, 0, 0, 0]))
+    dilations = prop_def(DenseArrayBase[I64], default_value=_i64_array([1, 1]))
+    groups = prop_def(DenseArrayBase[I64], default_value=_i64_array([1]))
+
+    assembly_format = (
+        "$input `,` $weight (`bias` $bias^)? (`strides` $strides^)? (`pads` $pads^)? "
+        "(`dilations` $dilations^)? (`groups` $groups^)? "
+        + _ACT_FORMAT
+        + " attr-dict `:` functional-type(operands, results)"
+    )
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None,
+        output_type: Attribute,
+        *,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        groups: int = 1,
+        activation: dict[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[input, weight, bias],
+            result_types=[output_type],
+            properties={
+                "strides": _i64_array(strides),
+                "pads": _i64_array(pads),
+                "dilations": _i64_array(dilations),
+                "groups": _i64_array([groups]),
+                **(activation or {}),
+            },
+        )
+
+    @property
+    def group_count(self) -> int:
+        return self.groups.get_values()[0]
+
+    def verify_(self) -> None:
+        _check_tensor(self, "input", self.input, 4, "NHWC")
+        _check_tensor(self, "weight", self.weight, 4, "OHWI")
+        _check_tensor(self, "output", self.output, 4, "NHWC")
+        self.verify_activation()
+        n, h, w, c = shape_of(self.input)
+        o, kh, kw, ci = shape_of(self.weight)
+        on, oh, ow, oc = shape_of(self.output)
+        sh, sw = self.strides.get_values()
+        pt, pl, pb, pr = self.pads.get_values()
+        dh, dw = self.dilations.get_values()
+        g = self.group_count
+        if len(self.strides) != 2 or len(self.dilations) != 2 or len(self.pads) != 4:
+            raise VerifyException("mrvl.conv2d: strides and dilations take 2 values, pads 4")
+        if min(sh, sw, dh, dw, g) < 1 or min(pt, pl, pb, pr) < 0:
+            raise VerifyException("mrvl.conv2d: strides, dilations, groups must be >= 1, pads >= 0")
+        if c % g or o % g or ci != c // g:
+            raise VerifyException(
+                f"mrvl.conv2d: weight input channels {ci} must equal input channels {c} / "
+                f"groups {g}, and output channels {o} must divide by groups"
+            )
+        exp_h = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
+        exp_w = (w + pl + pr - (kw - 1) * dw - 1) // sw + 1
+        if (on, oh, ow, oc) != (n, exp_h, exp_w, o):
+            raise VerifyException(
+                f"mrvl.conv2d: output shape {[on, oh, ow, oc]} does not match the computed "
+                f"{[n, exp_h, exp_w, o]}"
+            )
+        if self.bias is not None:
+            _check_tensor(self, "bias", self.bias, 1, "O")
+            if shape_of(self.bias) != (o,):
+                raise VerifyException(
+                    f"mrvl.conv2d: bias must have {o} elements, got {shape_of(self.bias)}"
+                )
+            if not isinstance(element_type_of(self.bias), Float32Type):
+                raise VerifyException("mrvl.conv2d: bias must be f32 (the MLIP adds it in fp32)")
+
+
+class Pool2DBase(IRDLOperation):
+    """Shared form of the 2-D pooling layers (NHWC in and out)."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel = prop_def(DenseArrayBase[I64])
+    strides = prop_def(DenseArrayBase[I64], default_value=_i64_array([1, 1]))
+    pads = prop_def(DenseArrayBase[I64], default_value=_i64_array([0, 0, 0, 0]))
+
+    assembly_format = (
+        "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? "
+        "attr-dict `:` type($input) `->` type($output)"
+    )
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(
+        self,
+        input: SSAValue,
+        output_type: Attribute,
+        *,
+        kernel: Sequence[int],
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        **extra: Attribute,
+    ):
+        super().__init__(
+            operands=[input],
+            result_types=[output_type],
+            properties={
+                "kernel": _i64_array(kernel),
+                "strides": _i64_array(strides),
+                "pads": _i64_array(pads),
+                **extra,
+            },
+        )
+
+    def verify_(self) -> None:
+        _check_tensor(self, "input", self.input, 4, "NHWC")
+        _check_tensor(self, "output", self.output, 4, "NHWC")
+        n, h, w, c = shape_of(self.input)
+        on, oh, ow, oc = shape_of(self.output)
+        kh, kw = self.kernel.get_values()
+        sh, sw = self.strides.get_values()
+        pt, pl, pb, pr = self.pads.get_values()
+        if min(kh, kw, sh, sw) < 1 or min(pt, pl, pb, pr) < 0:
+            raise VerifyException(f"{self.name}: kernel and strides must be >= 1, pads >= 0")
+        if pt >= kh or pb >= kh or pl >= kw or pr >= kw:
+            raise VerifyException(f"{self.name}: padding must be smaller than the kernel")
+        exp_h = (h + pt + pb - kh) // sh + 1
+        exp_w = (w + pl + pr - kw) // sw + 1
+        if (on, oh, ow, oc) != (n, exp_h, exp_w, c):
+            raise VerifyException(
+                f"{self.name}: output shape {[on, oh, ow, oc]} does not match the computed "
+                f"{[n, exp_h, exp_w, c]}"
+            )
+
+
+@irdl_op_definition
+class MaxPool2DOp(Pool2DBase):
+    name = "mrvl.maxpool2d"
+
+
+@irdl_op_definition
+class AvgPool2DOp(Pool2DBase):
+    """Average pooling; `count_include_pad` divides by the padded window size."""
+
+    name = "mrvl.avgpool2d"
+    count_include_pad = opt_prop_def(UnitAttr)
+
+    assembly_format = (
+        "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? "
+        "(`count_include_pad` $count_include_pad^)? "
+        "attr-dict `:` type($input) `->` type($output)"
+    )
+
+
+@irdl_op_definition
+class FullyConnectedOp(FusedActivation, IRDLOperation):
+    """Fully connected layer: [N, K] input, [O, K] weights (layout OI), optional f32 bias."""
+
+    name = "mrvl.fc"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+
+    assembly_format = (
+        "$input `,` $weight (`bias` $bias^)? "
+        + _ACT_FORMAT
+        + " attr-dict `:` functional-type(operands, results)"
+    )
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None,
+        output_type: Attribute,
+        *,
+        activation: dict[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[input, weight, bias],
+            result_types=[output_type],
+            properties=dict(activation or {}),
+        )
+
+    def verify_(self) -> None:
+        _check_tensor(self, "input", self.input, 2, "NC")
+        _check_tensor(self, "weight", self.weight, 2, "OI")
+        _check_tensor(self, "output", self.output, 2, "NC")
+        self.verify_activation()
+        n, k = shape_of(self.input)
+        o, wk = shape_of(self.weight)
+        if wk != k:
+            raise VerifyException(
+                f"mrvl.fc: weight has {wk} input features but the input has {k}"
+            )
+        if shape_of(self.output) != (n, o):
+            raise VerifyException(
+                f"mrvl.fc: output shape {list(shape_of(self.output))} does not match [{n}, {o}]"
+            )
+        if self.bias is not None:
+            _check_tensor(self, "bias", self.bias, 1, "O")
+            if shape_of(self.bias) != (o,):
+                raise VerifyException(f"mrvl.fc: bias must have {o} elements")
+            if not isinstance(element_type_of(self.bias), Float32Type):
+                raise VerifyException("mrvl.fc: bias must be f32 (the MLIP adds it in fp32)")
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """Reinterpret a tensor's elements, in its layout's row-major order, with a new shape."""
+
+    name = "mrvl.reshape"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue, output_type: Attribute):
+        super().__init__(operands=[input], result_types=[output_type])
+
+    def verify_(self) -> None:
+        layout_of(self.input)
+        layout_of(self.output)
+        if prod(shape_of(self.input)) != prod(shape_of(self.output)):
+            raise VerifyException(
+                f"mrvl.reshape: {list(shape_of(self.input))} and "
+                f"{list(shape_of(self.output))} hold different numbers of elements"
+            )
+        if element_type_of(self.input) != element_type_of(self.output):
+            raise VerifyException("mrvl.reshape: element type must not change")
+
+
+def layout_permutation(src: str, dst: str) -> tuple[int, ...]:
+    """`perm` with dst dimension i = src dimension perm[i] (numpy.transpose order)."""
+    return tuple(src.index(d) for d in dst)
+
+
+@irdl_op_definition
+class LayoutConvertOp(IRDLOperation):
+    """Change the dimension order of a tensor (`NCHW` <-> `NHWC`); data moves, values do not."""
+
+    name = "mrvl.layout_convert"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue, layout: str):
+        src = layout_of(input)
+        shape = shape_of(input)
+        perm = layout_permutation(src, layout)
+        super().__init__(
+            operands=[input],
+            result_types=[tensor([shape[p] for p in perm], element_type_of(input), layout)],
+        )
+
+    @property
+    def permutation(self) -> tuple[int, ...]:
+        return layout_permutation(layout_of(self.input), layout_of(self.output))
+
+    def verify_(self) -> None:
+        src, dst = layout_of(self.input), layout_of(self.output)
+        if sorted(src) != sorted(dst):
+            raise VerifyException(
+                f"mrvl.layout_convert: {src} and {dst} do not name the same dimensions"
+            )
+        shape = shape_of(self.input)
+        expected = [shape[p] for p in layout_permutation(src, dst)]
+        if list(shape_of(self.output)) != expected:
+            raise VerifyException(
+                f"mrvl.layout_convert: {src}->{dst} of {list(shape)} gives {expected}, "
+                f"not {list(shape_of(self.output))}"
+            )
+        if element_type_of(self.input) != element_type_of(self.output):
+            raise VerifyException("mrvl.layout_convert: element type must not change")
+
+
+@irdl_op_definition
+class CastOp(IRDLOperation):
+    """Change the element type (f32 <-> f16): round to nearest even, saturate at the f16 range."""
+
+    name = "mrvl.cast"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue, element_type: AnyFloat):
+        super().__init__(
+            operands=[input],
+            result_types=[tensor(shape_of(input), element_type, layout_of(input))],
+        )
+
+    def verify_(self) -> None:
+        if shape_of(self.input) != shape_of(self.output) or layout_of(
+            self.input
+        ) != layout_of(self.output):
+            raise VerifyException("mrvl.cast: only the element type may change")
+
+
+LAYER_OPS: tuple[type[IRDLOperation], ...] = (
+    Conv2DOp,
+    MaxPool2DOp,
+    AvgPool2DOp,
+    FullyConnectedOp,
+)
+"""Ops that are MLIP layers (each becomes a node of the Nodes-JSON)."""
+
+Mrvl = Dialect(
+    "mrvl",
+    [
+        ConstantOp,
+        Conv2DOp,
+        MaxPool2DOp,
+        AvgPool2DOp,
+        FullyConnectedOp,
+        ReshapeOp,
+        LayoutConvertOp,
+        CastOp,
+    ],
+    [LayoutAttr],
+)

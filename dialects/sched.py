@@ -1,0 +1,412 @@
+"""The `sched` scheduling dialect: memory and time made explicit.
+
+Tensors become buffers in DDR or in one tile's on-chip memory (OCM), with sizes and (once
+allocated) byte offsets. Work becomes DMA transfers and compute tasks, each placed on a tile and
+ordered by tokens: a task lists the tokens it waits for (`after(...)`) and yields its own.
+Tiling, tile assignment and allocation are all visible here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    param_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
+from xdsl.irdl.operations import AttrSizedOperandSegments
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from mrvl.dialects.mrvl import FusedActivation, numpy_dtype
+
+MEMORY_SPACES = ("ddr", "ocm")
+
+
+@irdl_attr_definition
+class BufferType(ParametrizedAttribute, TypeAttribute):
+    """A dense row-major buffer in a memory space: `!sched.buffer<ocm, 1x15x28x1xf16>`."""
+
+    name = "sched.buffer"
+    space: StringAttr = param_def()
+    shape: ArrayAttr[IntAttr] = param_def()
+    element_type: Attribute = param_def()
+
+    def __init__(self, space: str, shape: Sequence[int], element_type: Attribute):
+        super().__init__(
+            StringAttr(space), ArrayAttr([IntAttr(d) for d in shape]), element_type
+        )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            space = parser.parse_identifier("memory space")
+            parser.parse_punctuation(",")
+            dims, element_type = parser.parse_ranked_shape()
+        return (StringAttr(space), ArrayAttr([IntAttr(d) for d in dims]), element_type)
+
+    def print_parameters(self, printer: Printer) -> None:
+        dims = "x".join(str(d.data) for d in self.shape.data)
+        printer.print_string(f"<{self.space.data}, {dims}x")
+        printer.print_attribute(self.element_type)
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        if self.space.data not in MEMORY_SPACES:
+            raise VerifyException(f"unknown memory space '{self.space.data}' (ddr or ocm)")
+        if any(d.data < 1 for d in self.shape.data):
+            raise VerifyException("buffer dimensions must be >= 1")
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    @property
+    def size_bytes(self) -> int:
+        return prod(self.dims) * numpy_dtype(self.element_type).itemsize
+
+
+@irdl_attr_definition
+class TokenType(ParametrizedAttribute, TypeAttribute):
+    """Completion of a DMA or a task; waited on by the tasks that depend on it."""
+
+    name = "sched.token"
+
+
+def buffer_type(value: SSAValue) -> BufferType:
+    t = value.type
+    if not isinstance(t, BufferType):
+        raise VerifyException(f"expected a !sched.buffer, got {t}")
+    return t
+
+
+def _i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+class BufferDefBase(IRDLOperation):
+    """An op that defines a buffer and may carry its allocated byte offset."""
+
+    offset = opt_prop_def(IntegerAttr[I64])
+    buffer = result_def(BufferType)
+
+    @property
+    def buffer_type(self) -> BufferType:
+        return buffer_type(self.buffer)
+
+
+@irdl_op_definition
+class IOOp(BufferDefBase):
+    """A region input or output: dense f32 in DDR, in the layout TVM passes (NCHW or NC)."""
+
+    name = "sched.io"
+    io_name = prop_def(StringAttr)
+    kind = prop_def(StringAttr)
+    assembly_format = "$io_name $kind (`offset` `(` $offset^ `)`)? attr-dict `:` type($buffer)"
+
+    def __init__(self, io_name: str, is_input: bool, type: BufferType):
+        super().__init__(
+            properties={
+                "io_name": StringAttr(io_name),
+                "kind": StringAttr("input" if is_input else "output"),
+            },
+            result_types=[type],
+        )
+
+    @property
+    def is_input(self) -> bool:
+        return self.kind.data == "input"
+
+    def verify_(self) -> None:
+        if self.kind.data not in ("input", "output"):
+            raise VerifyException("sched.io: kind must be \"input\" or \"output\"")
+        if self.buffer_type.space.data != "ddr":
+            raise VerifyException("sched.io: region I/O lives in DDR")
+
+
+@irdl_op_definition
+class ConstOp(BufferDefBase):
+    """A constant buffer in DDR; its bytes go to the binary's constant pool."""
+
+    name = "sched.const"
+    const_name = prop_def(StringAttr)
+    value = prop_def(DenseIntOrFPElementsAttr)
+    assembly_format = (
+        "$const_name `=` $value (`offset` `(` $offset^ `)`)? attr-dict `:` type($buffer)"
+    )
+
+    def __init__(self, const_name: str, value: DenseIntOrFPElementsAttr, type: BufferType):
+        super().__init__(
+            properties={"const_name": StringAttr(const_name), "value": value},
+            result_types=[type],
+        )
+
+    def verify_(self) -> None:
+        bt = self.buffer_type
+        if bt.space.data != "ddr":
+            raise VerifyException("sched.const: constants live in DDR")
+        if len(self.value.data.data) != bt.size_bytes:
+            raise VerifyException(
+                f"sched.const '{self.const_name.data}': {len(self.value.data.data)} bytes of "
+                f"data for a {bt.size_bytes}-byte buffer"
+            )
+
+
+@irdl_op_definition
+class AllocOp(BufferDefBase):
+    """A scratch buffer: an intermediate tensor in DDR, or a window in one tile's OCM."""
+
+    name = "sched.alloc"
+    tile = opt_prop_def(IntegerAttr[I64])
+    assembly_format = "(`tile` `(` $tile^ `)`)? (`offset` `(` $offset^ `)`)? attr-dict `:` type($buffer)"
+
+    def __init__(self, type: BufferType, tile: int | None = None):
+        super().__init__(
+            properties={"tile": IntegerAttr(tile, i64)} if tile is not None else {},
+            result_types=[type],
+        )
+
+    def verify_(self) -> None:
+        is_ocm = self.buffer_type.space.data == "ocm"
+        if is_ocm != (self.tile is not None):
+            raise VerifyException("sched.alloc: an OCM buffer names its tile, a DDR one does not")
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """The same bytes seen with another shape (a reshape of a dense buffer): no data moves."""
+
+    name = "sched.view"
+    source = operand_def(BufferType)
+    buffer = result_def(BufferType)
+    assembly_format = "$source attr-dict `:` type($source) `->` type($buffer)"
+
+    def __init__(self, source: SSAValue, type: BufferType):
+        super().__init__(operands=[source], result_types=[type])
+
+    def verify_(self) -> None:
+        s, r = buffer_type(self.source), buffer_type(self.buffer)
+        if s.size_bytes != r.size_bytes or s.space != r.space:
+            raise VerifyException("sched.view: a view keeps the memory space and the byte size")
+
+
+class TaskBase(IRDLOperation):
+    """Work placed on a tile, started once the tokens in `after` have completed."""
+
+    deps = var_operand_def(TokenType())
+    tile = prop_def(IntegerAttr[I64])
+    token = result_def(TokenType)
+
+
+@irdl_op_definition
+class ConvertOp(TaskBase):
+    """Dense DDR-to-DDR conversion of element type and dimension order (region I/O)."""
+
+    name = "sched.convert"
+    source = operand_def(BufferType)
+    dest = operand_def(BufferType)
+    perm = prop_def(DenseArrayBase[I64])
+    assembly_format = (
+        "`tile` $tile $source `->` $dest `perm` $perm (`after` `(` $deps^ `)`)? "
+        "attr-dict `:` type($source) `,` type($dest)"
+    )
+
+    def __init__(self, source, dest, perm, tile: int, deps: Sequence[SSAValue] = ()):
+        super().__init__(
+            operands=[source, dest, list(deps)],
+            properties={"perm": _i64_array(perm), "tile": IntegerAttr(tile, i64)},
+            result_types=[TokenType()],
+        )
+
+    def verify_(self) -> None:
+        s, d = buffer_type(self.source), buffer_type(self.dest)
+        perm = self.perm.get_values()
+        if sorted(perm) != list(range(len(s.dims))):
+            raise VerifyException(f"sched.convert: perm {list(perm)} is not a permutation")
+        if tuple(s.dims[p] for p in perm) != d.dims:
+            raise VerifyException("sched.convert: destination shape is not the permuted source")
+        if s.space.data != "ddr" or d.space.data != "ddr":
+            raise VerifyException("sched.convert: converts between DDR buffers")
+
+
+@irdl_op_definition
+class DmaOp(TaskBase):
+    """Copy a box of elements from `source[src_offsets]` to `dest[dst_offsets]`."""
+
+    name = "sched.dma"
+    source = operand_def(BufferType)
+    dest = operand_def(BufferType)
+    src_offsets = prop_def(DenseArrayBase[I64])
+    dst_offsets = prop_def(DenseArrayBase[I64])
+    box = prop_def(DenseArrayBase[I64])
+    assembly_format = (
+        "`tile` $tile $source $src_offsets `->` $dest $dst_offsets `box` $box "
+        "(`after` `(` $deps^ `)`)? attr-dict `:` type($source) `,` type($dest)"
+    )
+
+    def __init__(self, source, src_offsets, dest, dst_offsets, box, tile, deps=()):
+        super().__init__(
+            operands=[source, dest, list(deps)],
+            properties={
+                "src_offsets": _i64_array(src_offsets),
+                "dst_offsets": _i64_array(dst_offsets),
+                "box": _i64_array(box),
+                "tile": IntegerAttr(tile, i64),
+            },
+            result_types=[TokenType()],
+        )
+
+    def verify_(self) -> None:
+        s, d = buffer_type(self.source), buffer_type(self.dest)
+        box = self.box.get_values()
+        for what, bt, offs in (
+            ("source", s, self.src_offsets.get_values()),
+            ("dest", d, self.dst_offsets.get_values()),
+        ):
+            if not (len(offs) == len(box) == len(bt.dims)):
+                raise VerifyException(f"sched.dma: {what} offsets, box and buffer rank differ")
+            if any(o < 0 or o + b > n for o, b, n in zip(offs, box, bt.dims)):
+                raise VerifyException(
+                    f"sched.dma: box {list(box)} at {list(offs)} exceeds the {what} "
+                    f"buffer {list(bt.dims)}"
+                )
+        if s.element_type != d.element_type:
+            raise VerifyException("sched.dma: source and dest element types differ")
+
+
+def _check_ocm(op: IRDLOperation, tile: int, *values: SSAValue) -> None:
+    for v in values:
+        bt = buffer_type(v)
+        if bt.space.data != "ocm":
+            raise VerifyException(f"{op.name}: compute operands must be in OCM, got {bt}")
+        owner = v.owner
+        if isinstance(owner, AllocOp) and owner.tile is not None and owner.tile.value.data != tile:
+            raise VerifyException(
+                f"{op.name}: runs on tile {tile} but uses a buffer of tile {owner.tile.value.data}"
+            )
+
+
+class WindowTaskBase(TaskBase):
+    """A layer computed on one output tile: rows [orow0, ...) of the output, from an input
+    window holding input rows [row0, ...), all columns and channels."""
+
+    input = operand_def(BufferType)
+    output = operand_def(BufferType)
+    row0 = prop_def(IntegerAttr[I64])
+    orow0 = prop_def(IntegerAttr[I64])
+    kernel = prop_def(DenseArrayBase[I64])
+    strides = prop_def(DenseArrayBase[I64])
+    pads = prop_def(DenseArrayBase[I64])
+
+
+@irdl_op_definition
+class Conv2DTaskOp(FusedActivation, WindowTaskBase):
+    """Convolution of an OCM input window with OCM weights (output channels oc0...)."""
+
+    name = "sched.conv2d"
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    weight = operand_def(BufferType)
+    bias = opt_operand_def(BufferType)
+    dilations = prop_def(DenseArrayBase[I64])
+    groups = prop_def(IntegerAttr[I64])
+    oc0 = prop_def(IntegerAttr[I64])
+    oc_total = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "`tile` $tile $input `,` $weight (`bias` $bias^)? `->` $output `rows` $row0 `to` $orow0 "
+        "`channels` $oc0 `of` $oc_total `kernel` $kernel `strides` $strides `pads` $pads "
+        "`dilations` $dilations `groups` $groups "
+        "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)? "
+        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($weight) "
+        "(`,` type($bias)^)? `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        _check_ocm(self, self.tile.value.data, self.input, self.output, self.weight)
+        if self.bias is not None:
+            _check_ocm(self, self.tile.value.data, self.bias)
+        self.verify_activation()
+
+
+@irdl_op_definition
+class Pool2DTaskOp(WindowTaskBase):
+    """Max or average pooling of an OCM input window."""
+
+    name = "sched.pool2d"
+    mode = prop_def(StringAttr)
+    in_hw = prop_def(DenseArrayBase[I64])
+    count_include_pad = opt_prop_def(UnitAttr)
+    assembly_format = (
+        "`tile` $tile $mode $input `->` $output `rows` $row0 `to` $orow0 `of` $in_hw `kernel` $kernel "
+        "`strides` $strides `pads` $pads (`count_include_pad` $count_include_pad^)? "
+        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        _check_ocm(self, self.tile.value.data, self.input, self.output)
+        if self.mode.data not in ("max", "avg"):
+            raise VerifyException("sched.pool2d: mode must be max or avg")
+
+
+@irdl_op_definition
+class FullyConnectedTaskOp(FusedActivation, TaskBase):
+    """Fully connected layer on OCM rows, for the output features held by `weight`."""
+
+    name = "sched.fc"
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    input = operand_def(BufferType)
+    weight = operand_def(BufferType)
+    bias = opt_operand_def(BufferType)
+    output = operand_def(BufferType)
+    assembly_format = (
+        "`tile` $tile $input `,` $weight (`bias` $bias^)? `->` $output "
+        "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)? "
+        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($weight) "
+        "(`,` type($bias)^)? `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        _check_ocm(self, self.tile.value.data, self.input, self.output, self.weight)
+        n, k = buffer_type(self.input).dims
+        o, wk = buffer_type(self.weight).dims
+        if wk != k or buffer_type(self.output).dims != (n, o):
+            raise VerifyException("sched.fc: shapes of input, weight and output do not agree")
+        self.verify_activation()
+
+
+Sched = Dialect(
+    "sched",
+    [
+        IOOp,
+        ConstOp,
+        AllocOp,
+        ViewOp,
+        ConvertOp,
+        DmaOp,
+        Conv2DTaskOp,
+        Pool2DTaskOp,
+        FullyConnectedTaskOp,
+    ],
+    [BufferType, TokenType],
+)

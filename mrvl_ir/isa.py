@@ -1,0 +1,245 @@
+"""The MLIP instruction set as data: opcodes, their fields, and the in-memory program.
+
+This table is the single source of truth that the `mlip` dialect, the binary encoder/decoder
+and the simulator all read, so that an instruction cannot mean one thing to the compiler and
+another to the simulator. `docs/isa.md` is the prose specification of the same table.
+
+Every instruction has a common header (tile, signal token, wait tokens, source-location index)
+and a fixed list of fields. A field is a signed 32-bit integer (`i32`), an IEEE binary32 value
+(`f32`), or a fixed-length vector of `i32` (`i32xN`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class MemSpace(IntEnum):
+    """Where an address points: DDR (shared, byte-addressed) or the OCM slice of the
+    instruction's tile."""
+
+    DDR = 0
+    OCM = 1
+
+
+class DType(IntEnum):
+    """Element types the machine stores."""
+
+    F32 = 0
+    F16 = 1
+    I8 = 2
+    I32 = 3
+
+
+DTYPE_BYTES = {DType.F32: 4, DType.F16: 2, DType.I8: 1, DType.I32: 4}
+DTYPE_NUMPY = {DType.F32: "float32", DType.F16: "float16", DType.I8: "int8", DType.I32: "int32"}
+
+
+class Activation(IntEnum):
+    """Activation fused into a compute instruction, applied to the fp32 accumulator."""
+
+    NONE = 0
+    RELU = 1
+    CLIP = 2  # clamp to [act_a, act_b]
+    LEAKY_RELU = 3  # x < 0 -> act_a * x
+
+
+class PoolMode(IntEnum):
+    MAX = 0
+    AVG = 1
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    kind: str  # "i32" | "f32" | "i32xN"
+    doc: str
+
+    @property
+    def length(self) -> int:
+        """Number of 32-bit words this field occupies in the encoding."""
+        if self.kind.startswith("i32x"):
+            return int(self.kind[4:])
+        return 1
+
+
+@dataclass(frozen=True)
+class OpcodeSpec:
+    name: str
+    opcode: int
+    engine: str  # "dma" | "mac" | "vector" | "control"
+    doc: str
+    fields: tuple[FieldSpec, ...]
+
+    def field(self, name: str) -> FieldSpec:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+
+def _f(name: str, kind: str, doc: str) -> FieldSpec:
+    return FieldSpec(name, kind, doc)
+
+
+_WINDOW_FIELDS = (
+    _f("in_addr", "i32", "OCM byte address of the input window, NHWC, f16"),
+    _f("in_shape", "i32x4", "input window shape [N, H, W, C]: all columns and channels, rows row0.."),
+    _f("row0", "i32", "input-tensor row held by the window's first row"),
+    _f("out_addr", "i32", "OCM byte address of the output tile, NHWC, f16"),
+    _f("out_shape", "i32x4", "output tile shape [N, H, W, C]"),
+    _f("orow0", "i32", "output-tensor row of the tile's first row"),
+    _f("kernel", "i32x2", "kernel [KH, KW]"),
+    _f("stride", "i32x2", "stride [SH, SW]"),
+    _f("pad", "i32x2", "leading padding [top, left]; trailing padding is implied by the shapes"),
+)
+
+OPCODES: tuple[OpcodeSpec, ...] = (
+    OpcodeSpec(
+        "dma",
+        0x01,
+        "dma",
+        "Copy a 4-D strided box of elements between DDR and the tile's OCM (either way) "
+        "or within one space. Strides are in bytes, outermost first.",
+        (
+            _f("src_space", "i32", "MemSpace of the source"),
+            _f("src_addr", "i32", "source byte address"),
+            _f("src_strides", "i32x4", "source byte strides"),
+            _f("dst_space", "i32", "MemSpace of the destination"),
+            _f("dst_addr", "i32", "destination byte address"),
+            _f("dst_strides", "i32x4", "destination byte strides"),
+            _f("box", "i32x4", "elements per dimension"),
+            _f("elem_bytes", "i32", "bytes per element"),
+        ),
+    ),
+    OpcodeSpec(
+        "cvt",
+        0x02,
+        "dma",
+        "Convert a dense 4-D DDR tensor to another element type and a permuted layout "
+        "(region I/O: f32 NCHW <-> f16 NHWC). dst dim i is src dim perm[i].",
+        (
+            _f("src_addr", "i32", "DDR byte address of the dense source"),
+            _f("src_dtype", "i32", "DType of the source"),
+            _f("src_shape", "i32x4", "source shape"),
+            _f("dst_addr", "i32", "DDR byte address of the dense destination"),
+            _f("dst_dtype", "i32", "DType of the destination"),
+            _f("perm", "i32x4", "destination dimension i takes source dimension perm[i]"),
+        ),
+    ),
+    OpcodeSpec(
+        "conv",
+        0x10,
+        "mac",
+        "2-D convolution of an input window into an output tile, with bias and a fused "
+        "activation. Weights OHWI f16 [out_shape.C, KH, KW, C/groups] for the tile's output "
+        "channels; bias f32 [out_shape.C].",
+        _WINDOW_FIELDS
+        + (
+            _f("dilation", "i32x2", "dilation [DH, DW]"),
+            _f("groups", "i32", "channel groups"),
+            _f("oc0", "i32", "output-tensor channel of the tile's first channel (selects the group)"),
+            _f("oc_total", "i32", "output channels of the whole layer"),
+            _f("w_addr", "i32", "OCM byte address of the weights"),
+            _f("b_addr", "i32", "OCM byte address of the bias, or -1 for none"),
+            _f("act", "i32", "Activation"),
+            _f("act_a", "f32", "activation parameter a (clip min, leaky alpha)"),
+            _f("act_b", "f32", "activation parameter b (clip max)"),
+        ),
+    ),
+    OpcodeSpec(
+        "pool",
+        0x20,
+        "vector",
+        "Max or average pooling of an input window into an output tile.",
+        _WINDOW_FIELDS
+        + (
+            _f("mode", "i32", "PoolMode"),
+            _f("in_hw", "i32x2", "full input tensor [H, W], to count padding for averages"),
+            _f("pad_end", "i32x2", "trailing padding [bottom, right], to count padding for averages"),
+            _f("count_include_pad", "i32", "1: average divides by the full window"),
+        ),
+    ),
+    OpcodeSpec(
+        "fc",
+        0x30,
+        "mac",
+        "Fully connected layer: out[N, O] = act(in[N, K] . W[O, K]^T + b[O]) for the tile's "
+        "output features.",
+        (
+            _f("in_addr", "i32", "OCM byte address of the input rows [N, K], f16"),
+            _f("n", "i32", "rows (batch)"),
+            _f("k", "i32", "input features"),
+            _f("o", "i32", "output features in this tile"),
+            _f("w_addr", "i32", "OCM byte address of the weights [O, K], f16"),
+            _f("b_addr", "i32", "OCM byte address of the bias [O], f32, or -1 for none"),
+            _f("out_addr", "i32", "OCM byte address of the output [N, O], f16"),
+            _f("act", "i32", "Activation"),
+            _f("act_a", "f32", "activation parameter a"),
+            _f("act_b", "f32", "activation parameter b"),
+        ),
+    ),
+    OpcodeSpec("end", 0x7F, "control", "End of the program.", ()),
+)
+
+OPCODE_BY_NAME = {spec.name: spec for spec in OPCODES}
+OPCODE_BY_VALUE = {spec.opcode: spec for spec in OPCODES}
+
+NO_SIGNAL = 0
+"""Token 0 means "signals nothing"; real tokens are 1..65535."""
+
+NO_LOC = 0xFFFFFFFF
+"""Source-location index of an instruction that no ONNX node produced."""
+
+
+FieldValue = int | float | tuple[int, ...]
+
+
+@dataclass
+class Instruction:
+    """One decoded instruction: header plus the opcode's fields by name."""
+
+    opcode: str
+    tile: int
+    signal: int = NO_SIGNAL
+    waits: tuple[int, ...] = ()
+    loc: int = NO_LOC
+    fields: dict[str, FieldValue] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> OpcodeSpec:
+        return OPCODE_BY_NAME[self.opcode]
+
+
+@dataclass
+class IOEntry:
+    """One region input or output: a dense f32 NCHW (or [N, F]) tensor in DDR."""
+
+    name: str
+    is_input: bool
+    shape: tuple[int, ...]
+    dtype: DType
+    ddr_addr: int
+
+
+@dataclass
+class Program:
+    """A whole model binary, decoded."""
+
+    target: str
+    num_tiles: int
+    ddr_size: int
+    io: list[IOEntry]
+    code: list[Instruction]
+    const_base: int
+    consts: bytes
+    srcmap: list[str]
+
+    @property
+    def inputs(self) -> list[IOEntry]:
+        return [e for e in self.io if e.is_input]
+
+    @property
+    def outputs(self) -> list[IOEntry]:
+        return [e for e in self.io if not e.is_input]

@@ -1,0 +1,51 @@
+"""Target descriptions: the machine numbers of each `mcpu`, loaded from `targets/*.json`.
+
+Every size, rate and limit the compiler or the simulator uses comes from here, so that a new
+part is a new data file, not a hunt for constants.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+
+class UnknownTargetError(ValueError):
+    """An `mcpu` name with no target description."""
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    description: str
+    max_tiles: int
+    ocm_bytes_per_tile: int
+    ddr_bytes: int
+    clock_mhz: int
+    fp16_macs_per_cycle_per_tile: int
+    int8_macs_per_cycle_per_tile: int
+    vector_elems_per_cycle_per_tile: int
+    dma_bytes_per_cycle: int
+    dma_setup_cycles: int
+    ddr_alignment: int
+    ocm_alignment: int
+
+
+def available_targets() -> list[str]:
+    return sorted(
+        p.name.removesuffix(".json")
+        for p in resources.files("mrvl").joinpath("targets").iterdir()
+        if p.name.endswith(".json")
+    )
+
+
+@cache
+def get_target(mcpu: str) -> Target:
+    path = resources.files("mrvl").joinpath("targets", f"{mcpu}.json")
+    if not path.is_file():
+        raise UnknownTargetError(
+            f"unknown mcpu '{mcpu}': known targets are {', '.join(available_targets())}"
+        )
+    return Target(**json.loads(path.read_text()))
