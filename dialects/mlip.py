@@ -11,6 +11,7 @@ pool, and the instructions in program order. It prints as assembly:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I32,
@@ -77,7 +78,7 @@ def field_value(spec: FieldSpec, attr: Attribute):
 class InstructionOp(IRDLOperation):
     """Common header of every instruction: tile, signal token, wait tokens."""
 
-    SPEC: OpcodeSpec
+    SPEC: ClassVar[OpcodeSpec]
 
     tile = prop_def(IntegerAttr[I32])
     signal = opt_prop_def(IntegerAttr[I32])
@@ -173,6 +174,7 @@ def _instruction_op(spec: OpcodeSpec) -> type[InstructionOp]:
     namespace: dict[str, object] = {
         "name": f"mlip.{spec.name}",
         "SPEC": spec,
+        "__annotations__": {"SPEC": ClassVar[OpcodeSpec]},
         "__doc__": spec.doc,
         "__module__": __name__,
     }

@@ -219,6 +219,16 @@ class TaskBase(IRDLOperation):
     tile = prop_def(IntegerAttr[I64])
     token = result_def(TokenType)
 
+    @classmethod
+    def make(cls, properties: dict[str, Attribute], **operands):
+        """Build from operands given by name (optional ones as [] or [value])."""
+        names = [name for name, _ in cls.get_irdl_definition().operands]
+        return cls.build(
+            operands=[operands[n] for n in names],
+            properties=properties,
+            result_types=[TokenType()],
+        )
+
 
 @irdl_op_definition
 class ConvertOp(TaskBase):

@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
+
+
+TARGETS_DIR = Path(__file__).parent / "targets"
 
 
 class UnknownTargetError(ValueError):
@@ -34,16 +37,12 @@ class Target:
 
 
 def available_targets() -> list[str]:
-    return sorted(
-        p.name.removesuffix(".json")
-        for p in resources.files("mrvl").joinpath("targets").iterdir()
-        if p.name.endswith(".json")
-    )
+    return sorted(p.stem for p in TARGETS_DIR.glob("*.json"))
 
 
 @cache
 def get_target(mcpu: str) -> Target:
-    path = resources.files("mrvl").joinpath("targets", f"{mcpu}.json")
+    path = TARGETS_DIR / f"{mcpu}.json"
     if not path.is_file():
         raise UnknownTargetError(
             f"unknown mcpu '{mcpu}': known targets are {', '.join(available_targets())}"

@@ -1,0 +1,131 @@
+"""compile_region: one Relax region -> `mrvl` -> `sched` -> `mlip` -> model binary + JSONs.
+
+This is what `relax.ext.mrvl` calls for each region, and what `mrvlc` runs stage by stage.
+Each pass is verified after it runs, and can be dumped (`dump_dir`) for debugging.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+from mrvl import binary, json_emitter
+from mrvl.assembler import assemble
+from mrvl.dialects import mrvl_context
+from mrvl.errors import CompileError, MrvlError
+from mrvl.isa import Program
+from mrvl.passes import ALL_PASSES, DEFAULT_PIPELINE
+from mrvl.relax_import import import_region
+from mrvl.target import get_target
+
+
+@dataclass
+class CompiledRegion:
+    """A compiled region: what the runtime module embeds and what the driver writes out."""
+
+    symbol: str
+    binary: bytes
+    nodes_json: dict
+    consts_json: dict
+    program: Program
+    stages: dict[str, str] = field(default_factory=dict, repr=False)
+    """Textual IR after import and after each stage's last pass, when asked for."""
+
+
+def print_ir(module: ModuleOp, debuginfo: bool = True) -> str:
+    out = io.StringIO()
+    Printer(stream=out, print_debuginfo=debuginfo).print_op(module)
+    out.write("\n")
+    return out.getvalue()
+
+
+def run_pipeline(
+    module: ModuleOp,
+    passes: Sequence[str] = DEFAULT_PIPELINE,
+    *,
+    after_pass: Callable[[int, str, ModuleOp], None] | None = None,
+    stop_after: str | None = None,
+) -> ModuleOp:
+    """Run named passes in order (verifying after each); `after_pass` sees every result."""
+    ctx = mrvl_context()
+    for index, name in enumerate(passes):
+        pass_cls = ALL_PASSES[name]()
+        try:
+            pass_cls().apply(ctx, module)
+            module.verify()
+        except MrvlError:
+            raise
+        except (VerifyException, DiagnosticException) as err:
+            raise CompileError(f"after pass {name}: the IR does not verify: {err}") from err
+        if after_pass is not None:
+            after_pass(index, name, module)
+        if name == stop_after:
+            break
+    return module
+
+
+def _region_options(func, mcpu: str | None, num_tiles: int | None) -> tuple[str, int]:
+    attrs = func.attrs if func.attrs is not None else {}
+    if mcpu is None:
+        mcpu = str(attrs["mrvl.mcpu"]) if "mrvl.mcpu" in attrs else "cn10ka"
+    if num_tiles is None:
+        num_tiles = int(attrs["mrvl.num_tiles"]) if "mrvl.num_tiles" in attrs else None
+    target = get_target(mcpu)
+    return target.name, num_tiles if num_tiles is not None else target.max_tiles
+
+
+def compile_region(
+    func,
+    *,
+    mcpu: str | None = None,
+    num_tiles: int | None = None,
+    constant_names=None,
+    dump_dir: str | Path | None = None,
+    keep_stages: bool = False,
+) -> CompiledRegion:
+    """Compile one Relax region function (`Codegen="mrvl"`) to an MLIP binary.
+
+    `mcpu`/`num_tiles` default to the region's `mrvl.mcpu`/`mrvl.num_tiles` attributes (set by
+    `partition_for_mrvl`). With `dump_dir`, the IR after import and after every pass is written
+    there, one numbered file per step.
+    """
+    mcpu, num_tiles = _region_options(func, mcpu, num_tiles)
+    module = import_region(func, constant_names)
+    symbol = next(iter(module.body.block.ops)).sym_name.data
+    module.attributes["mrvl.target"] = StringAttr(mcpu)
+    module.attributes["mrvl.num_tiles"] = IntegerAttr(num_tiles, i64)
+    nodes_json, consts_json = json_emitter.emit_json(module, symbol)
+
+    stages: dict[str, str] = {}
+    dump = Path(dump_dir) if dump_dir is not None else None
+    if dump is not None:
+        dump.mkdir(parents=True, exist_ok=True)
+        (dump / f"{symbol}.00-import.mlir").write_text(print_ir(module))
+    if keep_stages:
+        stages["mrvl"] = print_ir(module)
+
+    def after_pass(index: int, name: str, m: ModuleOp) -> None:
+        if dump is not None:
+            (dump / f"{symbol}.{index + 1:02d}-{name}.mlir").write_text(print_ir(m))
+        if keep_stages:
+            stage = {"mrvl-canonicalize": "mrvl-opt", "sched-allocate": "sched",
+                     "convert-sched-to-mlip": "mlip"}.get(name)
+            if stage:
+                stages[stage] = print_ir(m)
+
+    run_pipeline(module, DEFAULT_PIPELINE, after_pass=after_pass)
+    program = assemble(module)
+    return CompiledRegion(
+        symbol=symbol,
+        binary=binary.encode(program),
+        nodes_json=nodes_json,
+        consts_json=consts_json,
+        program=program,
+        stages=stages,
+    )

@@ -1,0 +1,55 @@
+"""The mrvl passes, one per file, grouped by level: graph (`mrvl`), sched, isa (`mlip`).
+
+`ALL_PASSES` maps each pipeline name to a loader, so `mrvl-opt` imports only what it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+
+def _cast_fp16():
+    from mrvl.passes.graph.cast_fp16 import CastFp16Pass
+
+    return CastFp16Pass
+
+
+def _canonicalize():
+    from mrvl.passes.graph.canonicalize import CanonicalizePass
+
+    return CanonicalizePass
+
+
+def _to_sched():
+    from mrvl.passes.sched.convert_mrvl_to_sched import ConvertMrvlToSchedPass
+
+    return ConvertMrvlToSchedPass
+
+
+def _allocate():
+    from mrvl.passes.sched.allocate import AllocatePass
+
+    return AllocatePass
+
+
+def _to_mlip():
+    from mrvl.passes.isa.convert_sched_to_mlip import ConvertSchedToMlipPass
+
+    return ConvertSchedToMlipPass
+
+
+ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "mrvl-cast-fp16": _cast_fp16,
+    "mrvl-canonicalize": _canonicalize,
+    "convert-mrvl-to-sched": _to_sched,
+    "sched-allocate": _allocate,
+    "convert-sched-to-mlip": _to_mlip,
+}
+
+GRAPH_PIPELINE = ("mrvl-cast-fp16", "mrvl-canonicalize")
+SCHED_PIPELINE = ("convert-mrvl-to-sched", "sched-allocate")
+ISA_PIPELINE = ("convert-sched-to-mlip",)
+DEFAULT_PIPELINE = GRAPH_PIPELINE + SCHED_PIPELINE + ISA_PIPELINE
+"""The passes `compile_region` runs, in order; each stage ends where its name says."""

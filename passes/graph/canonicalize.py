@@ -1,0 +1,62 @@
+"""mrvl-canonicalize: remove data movement that does nothing.
+
+A layout conversion followed by its inverse, and a reshape or cast to the type it already
+has, are dropped; dead ops go with xDSL's dead-code elimination.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from mrvl.dialects import mrvl
+from mrvl.passes.common import InheritLocation, MrvlModulePass
+
+
+class FoldInverseLayoutConverts(RewritePattern):
+    """layout_convert(layout_convert(x, A->B), B->A) -> x"""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mrvl.LayoutConvertOp, rewriter: PatternRewriter) -> None:
+        producer = op.input.owner
+        if isinstance(producer, mrvl.LayoutConvertOp) and producer.input.type == op.output.type:
+            rewriter.replace_op(op, [], [producer.input])
+
+
+class FoldIdentityDataOps(RewritePattern):
+    """reshape / cast / layout_convert whose result type equals its input type -> input"""
+
+    def match_and_rewrite(self, op, rewriter: PatternRewriter) -> None:
+        if isinstance(op, mrvl.ReshapeOp | mrvl.CastOp | mrvl.LayoutConvertOp):
+            if op.input.type == op.output.type:
+                rewriter.replace_op(op, [], [op.input])
+
+
+class FoldReshapeChains(RewritePattern):
+    """reshape(reshape(x)) -> reshape(x)"""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mrvl.ReshapeOp, rewriter: PatternRewriter) -> None:
+        producer = op.input.owner
+        if isinstance(producer, mrvl.ReshapeOp):
+            rewriter.replace_op(op, mrvl.ReshapeOp(producer.input, op.output.type))
+
+
+@dataclass(frozen=True)
+class CanonicalizePass(MrvlModulePass):
+    name = "mrvl-canonicalize"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        patterns = [FoldInverseLayoutConverts(), FoldIdentityDataOps(), FoldReshapeChains()]
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([InheritLocation(p) for p in patterns])
+        ).rewrite_module(op)

@@ -1,0 +1,224 @@
+"""convert-sched-to-mlip: select one MLIP instruction per scheduled DMA, conversion or task.
+
+Buffers become byte addresses (so `sched-allocate` must have run), boxes become 4-D strided
+descriptors, tokens become small integers (an instruction signals its token if anyone waits
+for it). The module becomes an `mlip` program: I/O table, constant pool, instructions, `end`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from mrvl.dialects import mlip, sched
+from mrvl.dialects.mrvl import numpy_dtype
+from mrvl.errors import CompileError
+from mrvl.isa import NO_SIGNAL, Activation, DType, MemSpace, PoolMode
+from mrvl.passes.common import MrvlModulePass
+
+_DTYPES = {"float32": DType.F32, "float16": DType.F16, "int8": DType.I8, "int32": DType.I32}
+_ACTIVATIONS = {
+    None: Activation.NONE,
+    "relu": Activation.RELU,
+    "clip": Activation.CLIP,
+    "leaky_relu": Activation.LEAKY_RELU,
+}
+
+
+def _dtype(bt: sched.BufferType) -> DType:
+    return _DTYPES[numpy_dtype(bt.element_type).name]
+
+
+def _pad4(values, fill: int) -> list[int]:
+    values = list(values)
+    if len(values) > 4:
+        raise CompileError(f"rank {len(values)} exceeds the 4 dimensions of a descriptor")
+    return [fill] * (4 - len(values)) + values
+
+
+class _Selector:
+    def __init__(self):
+        self.tokens: dict[SSAValue, int] = {}
+
+    def address(self, buffer: SSAValue) -> int:
+        owner = buffer.owner
+        if isinstance(owner, sched.ViewOp):
+            return self.address(owner.source)
+        assert isinstance(owner, sched.BufferDefBase)
+        if owner.offset is None:
+            raise CompileError(f"{owner.name} has no offset: run sched-allocate first")
+        return owner.offset.value.data
+
+    @staticmethod
+    def space(buffer: SSAValue) -> int:
+        return MemSpace.DDR if sched.buffer_type(buffer).space.data == "ddr" else MemSpace.OCM
+
+    @staticmethod
+    def strides(bt: sched.BufferType) -> list[int]:
+        item = numpy_dtype(bt.element_type).itemsize
+        strides = list(np.cumprod([1, *bt.dims[::-1]])[:-1][::-1] * item)
+        return [int(s) for s in strides]
+
+    def token(self, value: SSAValue) -> int:
+        if value not in self.tokens:
+            self.tokens[value] = len(self.tokens) + 1
+        return self.tokens[value]
+
+    def header(self, task: sched.TaskBase) -> dict:
+        signal = self.token(task.token) if task.token.uses else NO_SIGNAL
+        return {
+            "tile": task.tile.value.data,
+            "signal": signal,
+            "waits": [self.token(d) for d in task.deps],
+        }
+
+    def box_address(self, buffer: SSAValue, offsets) -> int:
+        bt = sched.buffer_type(buffer)
+        return self.address(buffer) + sum(o * s for o, s in zip(offsets, self.strides(bt)))
+
+    def select(self, op: Operation) -> Operation | None:
+        if isinstance(op, sched.DmaOp):
+            s, d = sched.buffer_type(op.source), sched.buffer_type(op.dest)
+            fields = {
+                "src_space": self.space(op.source),
+                "src_addr": self.box_address(op.source, op.src_offsets.get_values()),
+                "src_strides": _pad4(self.strides(s), 0),
+                "dst_space": self.space(op.dest),
+                "dst_addr": self.box_address(op.dest, op.dst_offsets.get_values()),
+                "dst_strides": _pad4(self.strides(d), 0),
+                "box": _pad4(op.box.get_values(), 1),
+                "elem_bytes": numpy_dtype(s.element_type).itemsize,
+            }
+            return mlip.DmaOp.build(**self.header(op), fields=fields)
+        if isinstance(op, sched.ConvertOp):
+            s, d = sched.buffer_type(op.source), sched.buffer_type(op.dest)
+            lead = 4 - len(s.dims)
+            perm = list(range(lead)) + [p + lead for p in op.perm.get_values()]
+            fields = {
+                "src_addr": self.address(op.source),
+                "src_dtype": _dtype(s),
+                "src_shape": _pad4(s.dims, 1),
+                "dst_addr": self.address(op.dest),
+                "dst_dtype": _dtype(d),
+                "perm": perm,
+            }
+            return mlip.CvtOp.build(**self.header(op), fields=fields)
+        if isinstance(op, sched.Conv2DTaskOp):
+            fields = self.window_fields(op)
+            fields.update(
+                dilation=list(op.dilations.get_values()),
+                groups=op.groups.value.data,
+                oc0=op.oc0.value.data,
+                oc_total=op.oc_total.value.data,
+                w_addr=self.address(op.weight),
+                b_addr=self.address(op.bias) if op.bias is not None else -1,
+                **self.activation_fields(op),
+            )
+            return mlip.ConvOp.build(**self.header(op), fields=fields)
+        if isinstance(op, sched.Pool2DTaskOp):
+            fields = self.window_fields(op)
+            pads = op.pads.get_values()
+            fields.update(
+                mode=PoolMode.MAX if op.mode.data == "max" else PoolMode.AVG,
+                in_hw=list(op.in_hw.get_values()),
+                pad_end=[pads[2], pads[3]],
+                count_include_pad=int(op.count_include_pad is not None),
+            )
+            return mlip.PoolOp.build(**self.header(op), fields=fields)
+        if isinstance(op, sched.FullyConnectedTaskOp):
+            n, k = sched.buffer_type(op.input).dims
+            o = sched.buffer_type(op.weight).dims[0]
+            fields = {
+                "in_addr": self.address(op.input),
+                "n": n,
+                "k": k,
+                "o": o,
+                "w_addr": self.address(op.weight),
+                "b_addr": self.address(op.bias) if op.bias is not None else -1,
+                "out_addr": self.address(op.output),
+                **self.activation_fields(op),
+            }
+            return mlip.FcOp.build(**self.header(op), fields=fields)
+        return None
+
+    def window_fields(self, op: sched.WindowTaskBase) -> dict:
+        pads = op.pads.get_values()
+        return {
+            "in_addr": self.address(op.input),
+            "in_shape": list(sched.buffer_type(op.input).dims),
+            "row0": op.row0.value.data,
+            "out_addr": self.address(op.output),
+            "out_shape": list(sched.buffer_type(op.output).dims),
+            "orow0": op.orow0.value.data,
+            "kernel": list(op.kernel.get_values()),
+            "stride": list(op.strides.get_values()),
+            "pad": [pads[0], pads[1]],
+        }
+
+    @staticmethod
+    def activation_fields(op: Operation) -> dict:
+        act = op.properties.get("activation")
+        kind = act.data if isinstance(act, StringAttr) else None
+        a = b = 0.0
+        if kind == "clip":
+            a, b = op.act_min.value.data, op.act_max.value.data
+        elif kind == "leaky_relu":
+            a = op.alpha.value.data
+        return {"act": _ACTIVATIONS[kind], "act_a": a, "act_b": b}
+
+
+def _int_attr(module: ModuleOp, key: str) -> int:
+    attr = module.attributes.get(key)
+    if not isinstance(attr, IntegerAttr):
+        raise CompileError(f"module attribute {key} is missing: run sched-allocate first")
+    return attr.value.data
+
+
+@dataclass(frozen=True)
+class ConvertSchedToMlipPass(MrvlModulePass):
+    name = "convert-sched-to-mlip"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        const_base = _int_attr(op, "mrvl.const_base")
+        const_end = _int_attr(op, "mrvl.const_end")
+        pool = bytearray(const_end - const_base)
+        selector = _Selector()
+        program: list[Operation] = []
+        for o in op.body.block.ops:
+            if isinstance(o, sched.IOOp):
+                bt = o.buffer_type
+                io = mlip.IOOp(
+                    o.io_name.data, o.is_input, bt.dims, _dtype(bt), selector.address(o.buffer)
+                )
+                io.location = o.location
+                program.append(io)
+            elif isinstance(o, sched.ConstOp):
+                start = selector.address(o.buffer) - const_base
+                data = o.value.data.data
+                pool[start : start + len(data)] = data
+        program.append(mlip.ConstsOp(bytes(pool)))
+        for o in op.body.block.ops:
+            ins = selector.select(o)
+            if ins is not None:
+                ins.location = o.location
+                program.append(ins)
+        program.append(mlip.EndOp.build(tile=0, fields={}))
+        for o in reversed(list(op.body.block.ops)):
+            Rewriter.erase_op(o, safe_erase=False)
+        for ins in program:
+            Rewriter.insert_op(ins, InsertPoint.at_end(op.body.block))
+        attrs = {
+            "mlip.target": op.attributes["mrvl.target"],
+            "mlip.num_tiles": op.attributes["mrvl.num_tiles"],
+            "mlip.ddr_size": IntegerAttr(_int_attr(op, "mrvl.ddr_size"), i64),
+            "mlip.const_base": IntegerAttr(const_base, i64),
+        }
+        if "mrvl.symbol" in op.attributes:
+            attrs["mlip.symbol"] = op.attributes["mrvl.symbol"]
+        op.attributes.clear()
+        op.attributes.update(attrs)

@@ -1,0 +1,298 @@
+"""convert-mrvl-to-sched: schedule each layer as tiled DMA-in / compute / DMA-out on the tiles.
+
+Every tensor becomes a DDR buffer (region I/O, constants, intermediates). Each layer is cut
+by `tiling` into pieces that fit one tile's OCM; a piece loads its input window, weights and
+bias into OCM, computes, and writes its output tile back to DDR. Pieces go round-robin over
+`num_tiles` tiles. Tokens order the work: a load waits for every write of the DDR buffer it
+reads, a compute for its loads, a store for its compute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    Float16Type,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from mrvl.dialects import mrvl, sched
+from mrvl.errors import CompileError
+from mrvl.locations import location_name
+from mrvl.passes.common import MrvlModulePass, module_num_tiles, module_target
+from mrvl.passes.sched.tiling import WindowLayer, plan_fc_layer, plan_window_layer
+from mrvl.target import Target
+
+F16_BYTES = 2
+
+
+def _arr(values) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+@dataclass
+class _Lowering:
+    target: Target
+    num_tiles: int
+    ops: list[Operation] = field(default_factory=list)
+    buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    writers: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
+    next_tile: int = 0
+    location: Attribute | None = None
+
+    # -- emission helpers -----------------------------------------------------------------------
+
+    def emit(self, op: Operation) -> Operation:
+        if self.location is not None:
+            op.location = self.location
+        self.ops.append(op)
+        return op
+
+    def tile(self) -> int:
+        t = self.next_tile
+        self.next_tile = (self.next_tile + 1) % self.num_tiles
+        return t
+
+    def ddr_buffer(self, value: SSAValue) -> SSAValue:
+        return self.buffers[value]
+
+    def new_ddr(self, value: SSAValue) -> SSAValue:
+        t = sched.BufferType("ddr", mrvl.shape_of(value), mrvl.element_type_of(value))
+        buf = self.emit(sched.AllocOp(t)).buffer
+        self.buffers[value] = buf
+        self.writers[buf] = []
+        return buf
+
+    def ocm(self, shape, element_type: Attribute, tile: int) -> SSAValue:
+        return self.emit(sched.AllocOp(sched.BufferType("ocm", shape, element_type), tile)).buffer
+
+    def load(self, ddr: SSAValue, offsets, box, tile: int) -> tuple[SSAValue, SSAValue]:
+        """OCM copy of a box of a DDR buffer, after every write to that buffer."""
+        et = sched.buffer_type(ddr).element_type
+        dst = self.ocm(box, et, tile)
+        tok = self.emit(
+            sched.DmaOp(ddr, offsets, dst, [0] * len(box), box, tile, self.writers.get(ddr, []))
+        ).token
+        return dst, tok
+
+    def store(self, src: SSAValue, ddr: SSAValue, offsets, tile: int, after: SSAValue) -> None:
+        box = sched.buffer_type(src).dims
+        tok = self.emit(sched.DmaOp(src, [0] * len(box), ddr, offsets, box, tile, [after])).token
+        self.writers[ddr].append(tok)
+
+    def require_f16(self, op: Operation) -> None:
+        for v in (*op.operands, *op.results):
+            t = v.type
+            if mrvl.layout_of(t) in ("NHWC", "NC", "OHWI", "OI") and not isinstance(
+                mrvl.element_type_of(t), Float16Type
+            ):
+                raise CompileError(
+                    f"{op.name} at {location_name(op.location)}: the MLIP computes in f16; run "
+                    "mrvl-cast-fp16 first"
+                )
+
+    def what(self, op: Operation) -> str:
+        return f"layer {location_name(op.location) or op.name}"
+
+    # -- ops ------------------------------------------------------------------------------------
+
+    def constant(self, op: mrvl.ConstantOp) -> None:
+        t = sched.BufferType("ddr", mrvl.shape_of(op.result), mrvl.element_type_of(op.result))
+        buf = self.emit(sched.ConstOp(op.const_name.data, op.value, t)).buffer
+        self.buffers[op.result] = buf
+        self.writers[buf] = []
+
+    def convert(self, op: mrvl.CastOp | mrvl.LayoutConvertOp, dest: SSAValue | None) -> None:
+        src = self.ddr_buffer(op.input)
+        if dest is None:
+            dest = self.new_ddr(op.output)
+        else:
+            self.buffers[op.output] = dest
+        perm = op.permutation if isinstance(op, mrvl.LayoutConvertOp) else range(
+            len(mrvl.shape_of(op.input))
+        )
+        tok = self.emit(
+            sched.ConvertOp(src, dest, list(perm), self.tile(), self.writers.get(src, []))
+        ).token
+        self.writers.setdefault(dest, []).append(tok)
+
+    def reshape(self, op: mrvl.ReshapeOp) -> None:
+        src = self.ddr_buffer(op.input)
+        t = sched.BufferType("ddr", mrvl.shape_of(op.output), mrvl.element_type_of(op.output))
+        view = self.emit(sched.ViewOp(src, t)).buffer
+        self.buffers[op.output] = view
+        self.writers[view] = self.writers.get(src, [])
+
+    def window_layer(self, op: mrvl.Conv2DOp | mrvl.Pool2DBase) -> None:
+        self.require_f16(op)
+        is_conv = isinstance(op, mrvl.Conv2DOp)
+        n, h, w, c = mrvl.shape_of(op.input)
+        _, oh, ow, oc = mrvl.shape_of(op.output)
+        if is_conv:
+            _, kh, kw, cg = mrvl.shape_of(op.weight)
+            dh, dw = op.dilations.get_values()
+            per_oc = kh * kw * cg * F16_BYTES + (4 if op.bias is not None else 0)
+        else:
+            kh, kw = op.kernel.get_values()
+            dh = dw = 1
+            per_oc = 0
+        sh, sw = op.strides.get_values()
+        pads = op.pads.get_values()
+        geometry = WindowLayer(n, h, w, c, oh, ow, oc, kh, kw, sh, pads[0], dh, per_oc, is_conv)
+        pieces = plan_window_layer(
+            geometry, self.target.ocm_bytes_per_tile, self.num_tiles,
+            self.target.ocm_alignment, self.what(op),
+        )
+        src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
+        for p in pieces:
+            tile = self.tile()
+            window, t_in = self.load(src, [0, p.in_row0, 0, 0], [n, p.in_rows, w, c], tile)
+            deps = [t_in]
+            out = self.ocm([n, p.rows, ow, p.ocs], mrvl.element_type_of(op.output), tile)
+            common = {
+                "tile": IntegerAttr(tile, i64),
+                "row0": IntegerAttr(p.in_row0, i64),
+                "orow0": IntegerAttr(p.orow0, i64),
+                "kernel": _arr([kh, kw]),
+                "strides": _arr([sh, sw]),
+                "pads": _arr(pads),
+            }
+            if is_conv:
+                wbuf, t_w = self.load(
+                    self.ddr_buffer(op.weight), [p.oc0, 0, 0, 0], [p.ocs, kh, kw, cg], tile
+                )
+                deps.append(t_w)
+                bias = []
+                if op.bias is not None:
+                    bbuf, t_b = self.load(self.ddr_buffer(op.bias), [p.oc0], [p.ocs], tile)
+                    deps.append(t_b)
+                    bias = [bbuf]
+                props = {
+                    **common,
+                    "dilations": _arr([dh, dw]),
+                    "groups": IntegerAttr(op.group_count, i64),
+                    "oc0": IntegerAttr(p.oc0, i64),
+                    "oc_total": IntegerAttr(oc, i64),
+                    **_activation_props(op),
+                }
+                task = sched.Conv2DTaskOp.make(
+                    props, deps=deps, input=window, output=out, weight=wbuf, bias=bias
+                )
+            else:
+                props = {
+                    **common,
+                    "mode": StringAttr("max" if isinstance(op, mrvl.MaxPool2DOp) else "avg"),
+                    "in_hw": _arr([h, w]),
+                }
+                if isinstance(op, mrvl.AvgPool2DOp) and op.count_include_pad is not None:
+                    props["count_include_pad"] = UnitAttr()
+                task = sched.Pool2DTaskOp.make(props, deps=deps, input=window, output=out)
+            t_c = self.emit(task).results[0]
+            self.store(out, dst, [0, p.orow0, 0, p.oc0], tile, t_c)
+
+    def fc(self, op: mrvl.FullyConnectedOp) -> None:
+        self.require_f16(op)
+        n, k = mrvl.shape_of(op.input)
+        o, _ = mrvl.shape_of(op.weight)
+        pieces = plan_fc_layer(
+            n, k, o, self.target.ocm_bytes_per_tile, self.num_tiles,
+            self.target.ocm_alignment, self.what(op),
+        )
+        src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
+        for p in pieces:
+            tile = self.tile()
+            x, t_x = self.load(src, [0, 0], [n, k], tile)
+            wbuf, t_w = self.load(self.ddr_buffer(op.weight), [p.o0, 0], [p.os, k], tile)
+            deps, bias = [t_x, t_w], []
+            if op.bias is not None:
+                bbuf, t_b = self.load(self.ddr_buffer(op.bias), [p.o0], [p.os], tile)
+                deps.append(t_b)
+                bias = [bbuf]
+            out = self.ocm([n, p.os], mrvl.element_type_of(op.output), tile)
+            task = sched.FullyConnectedTaskOp.make(
+                {"tile": IntegerAttr(tile, i64), **_activation_props(op)},
+                deps=deps, input=x, weight=wbuf, bias=bias, output=out,
+            )
+            t_c = self.emit(task).results[0]
+            self.store(out, dst, [0, p.o0], tile, t_c)
+
+
+def _activation_props(op: Operation) -> dict[str, Attribute]:
+    return {
+        k: op.properties[k]
+        for k in ("activation", "act_min", "act_max", "alpha")
+        if k in op.properties
+    }
+
+
+@dataclass(frozen=True)
+class ConvertMrvlToSchedPass(MrvlModulePass):
+    """Options: `mcpu` and `num-tiles` override the module's `mrvl.target`/`mrvl.num_tiles`."""
+
+    name = "convert-mrvl-to-sched"
+    mcpu: str | None = None
+    num_tiles: int | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = module_target(op, self.mcpu)
+        num_tiles = module_num_tiles(op, self.num_tiles, target)
+        funcs = [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]
+        if len(funcs) != 1:
+            raise CompileError(f"expected one region function in the module, found {len(funcs)}")
+        fn = funcs[0]
+        low = _Lowering(target, num_tiles)
+        block = fn.body.block
+        ret = block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        for i, arg in enumerate(block.args):
+            low.location = None
+            t = sched.BufferType("ddr", mrvl.shape_of(arg), mrvl.element_type_of(arg))
+            name = arg.name_hint or f"input{i}"
+            buf = low.emit(sched.IOOp(name, True, t)).buffer
+            low.buffers[arg] = buf
+            low.writers[buf] = []
+        outputs: dict[SSAValue, SSAValue] = {}
+        for i, value in enumerate(ret.arguments):
+            t = sched.BufferType("ddr", mrvl.shape_of(value), mrvl.element_type_of(value))
+            outputs[value] = low.emit(sched.IOOp(f"output{i}", False, t)).buffer
+            low.writers[outputs[value]] = []
+        for layer in block.ops:
+            low.location = layer.location
+            if isinstance(layer, mrvl.ConstantOp):
+                low.constant(layer)
+            elif isinstance(layer, mrvl.CastOp | mrvl.LayoutConvertOp):
+                low.convert(layer, outputs.get(layer.output))
+            elif isinstance(layer, mrvl.ReshapeOp):
+                low.reshape(layer)
+            elif isinstance(layer, mrvl.Conv2DOp | mrvl.Pool2DBase):
+                low.window_layer(layer)
+            elif isinstance(layer, mrvl.FullyConnectedOp):
+                low.fc(layer)
+            elif isinstance(layer, func.ReturnOp):
+                for value, io in outputs.items():
+                    if low.buffers.get(value) is not io:
+                        raise CompileError(
+                            "a region output must be produced by a cast or layout conversion "
+                            "(run mrvl-cast-fp16 so that outputs are converted back to f32)"
+                        )
+            else:
+                raise CompileError(f"convert-mrvl-to-sched: cannot lower {layer.name}")
+        for value, io in outputs.items():
+            low.buffers.setdefault(value, io)
+        Rewriter.erase_op(fn, safe_erase=False)
+        for new in low.ops:
+            Rewriter.insert_op(new, InsertPoint.at_end(op.body.block))
+        op.attributes["mrvl.target"] = StringAttr(target.name)
+        op.attributes["mrvl.num_tiles"] = IntegerAttr(num_tiles, i64)
+        if fn.sym_name.data:
+            op.attributes["mrvl.symbol"] = StringAttr(fn.sym_name.data)
+
