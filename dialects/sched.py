@@ -344,7 +344,7 @@ class Conv2DTaskOp(FusedActivation, WindowTaskBase):
     oc0 = prop_def(IntegerAttr[I64])
     oc_total = prop_def(IntegerAttr[I64])
     assembly_format = (
-        "`tile` $tile $input `,` $weight (`bias` $bias^)? `->` $output `rows` $row0 `to` $orow0 "
+        "`tile` $tile $input `,` $weight (`bias` $bias^)? `->` $output `in_row` $row0 `out_row` $orow0 "
         "`channels` $oc0 `of` $oc_total `kernel` $kernel `strides` $strides `pads` $pads "
         "`dilations` $dilations `groups` $groups "
         "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)? "
@@ -368,7 +368,7 @@ class Pool2DTaskOp(WindowTaskBase):
     in_hw = prop_def(DenseArrayBase[I64])
     count_include_pad = opt_prop_def(UnitAttr)
     assembly_format = (
-        "`tile` $tile $mode $input `->` $output `rows` $row0 `to` $orow0 `of` $in_hw `kernel` $kernel "
+        "`tile` $tile $mode $input `->` $output `in_row` $row0 `out_row` $orow0 `of` $in_hw `kernel` $kernel "
         "`strides` $strides `pads` $pads (`count_include_pad` $count_include_pad^)? "
         "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `->` type($output)"
     )

@@ -5,9 +5,13 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
+
+from mrvl.errors import MrvlError
 
 
 class MrvlOptMain(xDSLOptMain):
@@ -29,7 +33,15 @@ class MrvlOptMain(xDSLOptMain):
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    MrvlOptMain(args=argv).run()
+    """Run the driver; malformed IR, a failed verifier or a pass error is reported as a
+    diagnostic (with its location) and exit status 1, not a Python traceback."""
+    try:
+        MrvlOptMain(args=argv).run()
+    except (ParseError, DiagnosticException, VerifyException, MrvlError) as err:
+        print(f"mrvl-opt: error: {err}", file=sys.stderr)
+        for note in getattr(err, "__notes__", ()):  # the offending op, marked in context
+            print(note, file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -39,8 +39,10 @@ class CastFp16Pass(MrvlModulePass):
         for arg in block.args:
             if not isinstance(mrvl.element_type_of(arg), Float32Type):
                 continue
+            first_user = next(iter(arg.uses), None)
             cast = mrvl.CastOp(arg, f16)
-            cast.location = next(iter(u.operation.location for u in arg.uses), cast.location)
+            if first_user is not None:
+                cast.location = first_user.operation.location
             Rewriter.insert_op(cast, InsertPoint.at_start(block))
             arg.replace_uses_with_if(cast.output, lambda use: use.operation is not cast)
         for op in list(block.ops):

@@ -3,7 +3,7 @@
 Every tensor becomes a DDR buffer (region I/O, constants, intermediates). Each layer is cut
 by `tiling` into pieces that fit one tile's OCM; a piece loads its input window, weights and
 bias into OCM, computes, and writes its output tile back to DDR. Pieces go round-robin over
-`num_tiles` tiles. Tokens order the work: a load waits for every write of the DDR buffer it
+`num_tiles` tiles, each layer starting at tile 0; conversions run on tile 0. Tokens order the work: a load waits for every write of the DDR buffer it
 reads, a compute for its loads, a store for its compute.
 """
 
@@ -46,7 +46,6 @@ class _Lowering:
     ops: list[Operation] = field(default_factory=list)
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
     writers: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
-    next_tile: int = 0
     location: Attribute | None = None
 
     # -- emission helpers -----------------------------------------------------------------------
@@ -56,11 +55,6 @@ class _Lowering:
             op.location = self.location
         self.ops.append(op)
         return op
-
-    def tile(self) -> int:
-        t = self.next_tile
-        self.next_tile = (self.next_tile + 1) % self.num_tiles
-        return t
 
     def ddr_buffer(self, value: SSAValue) -> SSAValue:
         return self.buffers[value]
@@ -121,7 +115,7 @@ class _Lowering:
             len(mrvl.shape_of(op.input))
         )
         tok = self.emit(
-            sched.ConvertOp(src, dest, list(perm), self.tile(), self.writers.get(src, []))
+            sched.ConvertOp(src, dest, list(perm), 0, self.writers.get(src, []))
         ).token
         self.writers.setdefault(dest, []).append(tok)
 
@@ -153,8 +147,8 @@ class _Lowering:
             self.target.ocm_alignment, self.what(op),
         )
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
-        for p in pieces:
-            tile = self.tile()
+        for index, p in enumerate(pieces):
+            tile = index % self.num_tiles
             window, t_in = self.load(src, [0, p.in_row0, 0, 0], [n, p.in_rows, w, c], tile)
             deps = [t_in]
             out = self.ocm([n, p.rows, ow, p.ocs], mrvl.element_type_of(op.output), tile)
@@ -208,8 +202,8 @@ class _Lowering:
             self.target.ocm_alignment, self.what(op),
         )
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
-        for p in pieces:
-            tile = self.tile()
+        for index, p in enumerate(pieces):
+            tile = index % self.num_tiles
             x, t_x = self.load(src, [0, 0], [n, k], tile)
             wbuf, t_w = self.load(self.ddr_buffer(op.weight), [p.o0, 0], [p.os, k], tile)
             deps, bias = [t_x, t_w], []

@@ -1,0 +1,88 @@
+// RUN: mrvl-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+// Each mrvl verifier names the problem.
+
+func.func @f(%x: tensor<1x8x8x1xf16, #mrvl.layout<NHWC>>) {
+  %p = mrvl.maxpool2d %x kernel [2, 2] strides [2, 2] : tensor<1x8x8x1xf16, #mrvl.layout<NHWC>> -> tensor<1x3x4x1xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.maxpool2d: output shape [1, 3, 4, 1] does not match the computed [1, 4, 4, 1]
+
+// -----
+
+func.func @f(%x: tensor<1x1x8x8xf16, #mrvl.layout<NCHW>>, %w: tensor<4x3x3x1xf16, #mrvl.layout<OHWI>>) {
+  %c = mrvl.conv2d %x, %w : (tensor<1x1x8x8xf16, #mrvl.layout<NCHW>>, tensor<4x3x3x1xf16, #mrvl.layout<OHWI>>) -> tensor<1x6x6x4xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.conv2d: input must have layout NHWC, got NCHW
+
+// -----
+
+func.func @f(%x: tensor<1x8x8x2xf16, #mrvl.layout<NHWC>>, %w: tensor<4x3x3x1xf16, #mrvl.layout<OHWI>>) {
+  %c = mrvl.conv2d %x, %w : (tensor<1x8x8x2xf16, #mrvl.layout<NHWC>>, tensor<4x3x3x1xf16, #mrvl.layout<OHWI>>) -> tensor<1x6x6x4xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.conv2d: weight input channels 1 must equal input channels 2 / groups 1
+
+// -----
+
+func.func @f(%x: tensor<1x8x8x1xf16, #mrvl.layout<NHWC>>, %w: tensor<4x3x3x1xf16, #mrvl.layout<OHWI>>, %b: tensor<4xf16, #mrvl.layout<O>>) {
+  %c = mrvl.conv2d %x, %w bias %b : (tensor<1x8x8x1xf16, #mrvl.layout<NHWC>>, tensor<4x3x3x1xf16, #mrvl.layout<OHWI>>, tensor<4xf16, #mrvl.layout<O>>) -> tensor<1x6x6x4xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.conv2d: bias must be f32 (the MLIP adds it in fp32)
+
+// -----
+
+func.func @f(%x: tensor<1x16xf16, #mrvl.layout<NC>>, %w: tensor<10x15xf16, #mrvl.layout<OI>>) {
+  %y = mrvl.fc %x, %w act "relu" : (tensor<1x16xf16, #mrvl.layout<NC>>, tensor<10x15xf16, #mrvl.layout<OI>>) -> tensor<1x10xf16, #mrvl.layout<NC>>
+  func.return
+}
+// CHECK: mrvl.fc: weight has 15 input features but the input has 16
+
+// -----
+
+func.func @f(%x: tensor<1x16xf16, #mrvl.layout<NC>>, %w: tensor<10x16xf16, #mrvl.layout<OI>>) {
+  %y = mrvl.fc %x, %w act "gelu" : (tensor<1x16xf16, #mrvl.layout<NC>>, tensor<10x16xf16, #mrvl.layout<OI>>) -> tensor<1x10xf16, #mrvl.layout<NC>>
+  func.return
+}
+// CHECK: mrvl.fc: unknown activation 'gelu', expected one of relu, clip, leaky_relu
+
+// -----
+
+func.func @f(%x: tensor<1x16xf16, #mrvl.layout<NC>>, %w: tensor<10x16xf16, #mrvl.layout<OI>>) {
+  %y = mrvl.fc %x, %w act "clip" min 0.0 : (tensor<1x16xf16, #mrvl.layout<NC>>, tensor<10x16xf16, #mrvl.layout<OI>>) -> tensor<1x10xf16, #mrvl.layout<NC>>
+  func.return
+}
+// CHECK: mrvl.fc: clip needs act_min and act_max
+
+// -----
+
+func.func @f(%x: tensor<1x2x3x4xf16, #mrvl.layout<NCHW>>) {
+  %y = mrvl.layout_convert %x : tensor<1x2x3x4xf16, #mrvl.layout<NCHW>> -> tensor<1x2x3x4xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.layout_convert: NCHW->NHWC of [1, 2, 3, 4] gives [1, 3, 4, 2], not [1, 2, 3, 4]
+
+// -----
+
+func.func @f(%x: tensor<1x2x3x4xf16, #mrvl.layout<NCHW>>) {
+  %y = mrvl.reshape %x : tensor<1x2x3x4xf16, #mrvl.layout<NCHW>> -> tensor<1x25xf16, #mrvl.layout<NC>>
+  func.return
+}
+// CHECK: mrvl.reshape: [1, 2, 3, 4] and [1, 25] hold different numbers of elements
+
+// -----
+
+func.func @f() {
+  %w = mrvl.constant "c" = dense<1.0> : tensor<4xf32> -> tensor<5xf32, #mrvl.layout<O>>
+  func.return
+}
+// CHECK: mrvl.constant 'c': value type tensor<4xf32> does not match the result type tensor<5xf32, #mrvl.layout<O>>
+
+// -----
+
+func.func @f(%x: tensor<1x2xf16, #mrvl.layout<NCW>>) {
+  func.return
+}
+// CHECK: unknown layout 'NCW'

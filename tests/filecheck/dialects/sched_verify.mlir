@@ -1,0 +1,51 @@
+// RUN: mrvl-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+builtin.module {
+  %a = sched.alloc : !sched.buffer<ddr, 1x8x8x1xf16>
+  %b = sched.alloc tile(0) : !sched.buffer<ocm, 1x4x8x1xf16>
+  %t = sched.dma tile 0 %a [0, 6, 0, 0] -> %b [0, 0, 0, 0] box [1, 4, 8, 1] : !sched.buffer<ddr, 1x8x8x1xf16>, !sched.buffer<ocm, 1x4x8x1xf16>
+}
+// CHECK: sched.dma: box [1, 4, 8, 1] at [0, 6, 0, 0] exceeds the source buffer [1, 8, 8, 1]
+
+// -----
+
+builtin.module {
+  %b = sched.alloc : !sched.buffer<ocm, 1x4x8x1xf16>
+}
+// CHECK: sched.alloc: an OCM buffer names its tile, a DDR one does not
+
+// -----
+
+builtin.module {
+  %x = sched.alloc : !sched.buffer<ddr, 1x4xf16>
+  %w = sched.alloc tile(0) : !sched.buffer<ocm, 2x4xf16>
+  %o = sched.alloc tile(0) : !sched.buffer<ocm, 1x2xf16>
+  %t = sched.fc tile 0 %x, %w -> %o : !sched.buffer<ddr, 1x4xf16>, !sched.buffer<ocm, 2x4xf16> -> !sched.buffer<ocm, 1x2xf16>
+}
+// CHECK: sched.fc: compute operands must be in OCM, got !sched.buffer<ddr, 1x4xf16>
+
+// -----
+
+builtin.module {
+  %x = sched.alloc tile(1) : !sched.buffer<ocm, 1x4xf16>
+  %w = sched.alloc tile(0) : !sched.buffer<ocm, 2x4xf16>
+  %o = sched.alloc tile(0) : !sched.buffer<ocm, 1x2xf16>
+  %t = sched.fc tile 0 %x, %w -> %o : !sched.buffer<ocm, 1x4xf16>, !sched.buffer<ocm, 2x4xf16> -> !sched.buffer<ocm, 1x2xf16>
+}
+// CHECK: sched.fc: runs on tile 0 but uses a buffer of tile 1
+
+// -----
+
+builtin.module {
+  %x = sched.alloc : !sched.buffer<ddr, 1x2x3x4xf32>
+  %y = sched.alloc : !sched.buffer<ddr, 1x2x3x4xf16>
+  %t = sched.convert tile 0 %x -> %y perm [0, 2, 3, 1] : !sched.buffer<ddr, 1x2x3x4xf32>, !sched.buffer<ddr, 1x2x3x4xf16>
+}
+// CHECK: sched.convert: destination shape is not the permuted source
+
+// -----
+
+builtin.module {
+  %x = sched.alloc : !sched.buffer<sram, 4xf16>
+}
+// CHECK: unknown memory space 'sram' (ddr or ocm)
