@@ -1,0 +1,110 @@
+"""compile_region on real Relax regions: the binary, its round trip, and its numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mrvl import binary
+from mrvl.accuracy import fp16_agreement
+from mrvl.assembler import assemble, disassemble
+from mrvl.compiler import compile_region
+from mrvl.errors import CompileError, UnsupportedOpError
+from mrvl.sim import run
+
+from helpers import onnxruntime_outputs, region_functions, truncated_at
+
+
+@pytest.fixture(scope="module")
+def mnist_region(mnist_partitioned):
+    regions = list(region_functions(mnist_partitioned))
+    assert len(regions) == 1, "the MNIST model should be one region (all but the softmax)"
+    return regions[0][1]
+
+
+@pytest.fixture(scope="module")
+def compiled(mnist_region):
+    return compile_region(mnist_region, keep_stages=True)
+
+
+def test_region_matches_onnxruntime_logits(compiled, mnist_model):
+    x = np.random.default_rng(3).standard_normal((1, 1, 28, 28)).astype(np.float32)
+    (logits,) = run(compiled.binary, [x])
+    (reference,) = onnxruntime_outputs(truncated_at(mnist_model, "logits"), {"input": x})
+    agreement = fp16_agreement(logits, reference)
+    assert agreement.passed, str(agreement)
+
+
+def test_binary_disassembles_and_reassembles_byte_identical(compiled):
+    module = disassemble(binary.decode(compiled.binary))
+    module.verify()
+    assert binary.encode(assemble(module)) == compiled.binary
+
+
+def test_every_instruction_carries_its_onnx_node(compiled):
+    program = compiled.program
+    names = {program.srcmap[i.loc] for i in program.code if i.opcode in ("conv", "pool", "fc")}
+    assert names == {
+        "/conv1/Conv", "/pool1/MaxPool", "/conv2/Conv", "/pool2/MaxPool", "/fc1/Gemm", "/fc2/Gemm"
+    }
+
+
+def test_stages_are_kept_with_locations(compiled):
+    assert 'mrvl.conv2d' in compiled.stages["mrvl"] and 'loc("/conv1/Conv")' in compiled.stages["mrvl"]
+    assert "sched.dma" in compiled.stages["sched"] and 'loc("/fc1/Gemm")' in compiled.stages["sched"]
+    assert "mlip.conv tile 0" in compiled.stages["mlip"]
+
+
+def test_large_fc_is_tiled_over_output_features(compiled):
+    # fc1's 256x1568 f16 weights (800 KB) exceed one tile's 256 KiB of OCM
+    fc1 = [i for i in compiled.program.code if i.opcode == "fc" and compiled.program.srcmap[i.loc] == "/fc1/Gemm"]
+    assert len(fc1) > 1
+    assert sum(i.fields["o"] for i in fc1) == 256
+
+
+@pytest.mark.parametrize("num_tiles", [1, 2])
+def test_num_tiles_bounds_the_tiles_used(mnist_region, num_tiles):
+    region = compile_region(mnist_region, num_tiles=num_tiles)
+    assert {i.tile for i in region.program.code} == set(range(num_tiles))
+    assert region.program.num_tiles == num_tiles
+
+
+def test_dump_dir_has_one_file_per_pass(mnist_region, tmp_path):
+    compile_region(mnist_region, dump_dir=tmp_path)
+    names = sorted(p.name.split(".", 1)[1] for p in tmp_path.iterdir())
+    assert names == [
+        "00-import.mlir", "01-mrvl-cast-fp16.mlir", "02-mrvl-canonicalize.mlir",
+        "03-convert-mrvl-to-sched.mlir", "04-sched-allocate.mlir", "05-convert-sched-to-mlip.mlir",
+    ]
+
+
+def test_unknown_mcpu_is_a_clear_error(mnist_region):
+    with pytest.raises(ValueError, match="unknown mcpu 'cn99'"):
+        compile_region(mnist_region, mcpu="cn99")
+
+
+def test_bad_num_tiles_is_a_compile_error(mnist_region):
+    with pytest.raises(CompileError, match="num_tiles=3"):
+        compile_region(mnist_region, num_tiles=3)
+
+
+def test_op_outside_an_mlip_layer_names_its_onnx_node(mnist_model):
+    """A region that (wrongly) holds the softmax fails with the node's name."""
+    import tvm
+    from tvm import relax
+    from tvm.relax.dpl import is_op, wildcard
+
+    import mrvl
+
+    mod = relax.transform.FoldConstant()(mrvl.from_onnx(mnist_model))
+    pattern = relax.transform.FusionPattern("mrvl.softmax", is_op("relax.nn.softmax")(wildcard()))
+    mod = tvm.transform.Sequential(
+        [
+            relax.transform.FuseOpsByPattern([pattern], bind_constants=True, annotate_codegen=False),
+            relax.transform.MergeCompositeFunctions(),
+        ]
+    )(mod)
+    (_, region), = region_functions(mod)
+    with pytest.raises(UnsupportedOpError, match="/softmax/Softmax") as info:
+        compile_region(region)
+    assert info.value.node == "/softmax/Softmax"
