@@ -28,6 +28,12 @@ def _to_sched():
     return ConvertMrvlToSchedPass
 
 
+def _fuse_converts():
+    from mrvl.passes.sched.fuse_converts import FuseConvertsPass
+
+    return FuseConvertsPass
+
+
 def _allocate():
     from mrvl.passes.sched.allocate import AllocatePass
 
@@ -44,12 +50,13 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "mrvl-cast-fp16": _cast_fp16,
     "mrvl-canonicalize": _canonicalize,
     "convert-mrvl-to-sched": _to_sched,
+    "sched-fuse-converts": _fuse_converts,
     "sched-allocate": _allocate,
     "convert-sched-to-mlip": _to_mlip,
 }
 
 GRAPH_PIPELINE = ("mrvl-cast-fp16", "mrvl-canonicalize")
-SCHED_PIPELINE = ("convert-mrvl-to-sched", "sched-allocate")
+SCHED_PIPELINE = ("convert-mrvl-to-sched", "sched-fuse-converts", "sched-allocate")
 ISA_PIPELINE = ("convert-sched-to-mlip",)
 DEFAULT_PIPELINE = GRAPH_PIPELINE + SCHED_PIPELINE + ISA_PIPELINE
 """The passes `compile_region` runs, in order; each stage ends where its name says."""

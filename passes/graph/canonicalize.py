@@ -29,7 +29,7 @@ class FoldInverseLayoutConverts(RewritePattern):
     def match_and_rewrite(self, op: mrvl.LayoutConvertOp, rewriter: PatternRewriter) -> None:
         producer = op.input.owner
         if isinstance(producer, mrvl.LayoutConvertOp) and producer.input.type == op.output.type:
-            rewriter.replace_op(op, [], [producer.input])
+            rewriter.replace(op, [], [producer.input])
 
 
 class FoldIdentityDataOps(RewritePattern):
@@ -38,7 +38,7 @@ class FoldIdentityDataOps(RewritePattern):
     def match_and_rewrite(self, op, rewriter: PatternRewriter) -> None:
         if isinstance(op, mrvl.ReshapeOp | mrvl.CastOp | mrvl.LayoutConvertOp):
             if op.input.type == op.output.type:
-                rewriter.replace_op(op, [], [op.input])
+                rewriter.replace(op, [], [op.input])
 
 
 class FoldReshapeChains(RewritePattern):
@@ -48,7 +48,7 @@ class FoldReshapeChains(RewritePattern):
     def match_and_rewrite(self, op: mrvl.ReshapeOp, rewriter: PatternRewriter) -> None:
         producer = op.input.owner
         if isinstance(producer, mrvl.ReshapeOp):
-            rewriter.replace_op(op, mrvl.ReshapeOp(producer.input, op.output.type))
+            rewriter.replace(op, mrvl.ReshapeOp(producer.input, op.output.type))
 
 
 @dataclass(frozen=True)

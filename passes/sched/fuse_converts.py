@@ -1,0 +1,64 @@
+"""sched-fuse-converts: one DDR pass instead of two for back-to-back conversions.
+
+A region input is cast (f32 -> f16) and then reordered (NCHW -> NHWC); an output the other
+way round. When a conversion's only reader is another conversion, the two become one
+`sched.convert` with the composed permutation, and the intermediate buffer disappears. Only
+chains that round once are fused (the intermediate element type equals the first source's
+or the last destination's), so the result is bit-identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from mrvl.dialects import sched
+from mrvl.passes.common import InheritLocation, MrvlModulePass
+
+
+class FuseConvertChain(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.ConvertOp, rewriter: PatternRewriter) -> None:
+        middle = op.source
+        alloc = middle.owner
+        if not isinstance(alloc, sched.AllocOp):
+            return
+        users = [u.operation for u in middle.uses]
+        writers = [u for u in users if isinstance(u, sched.ConvertOp) and u.dest == middle]
+        if len(users) != 2 or len(writers) != 1 or op not in users:
+            return
+        first = writers[0]
+        src_t, mid_t, dst_t = (
+            sched.buffer_type(first.source).element_type,
+            sched.buffer_type(middle).element_type,
+            sched.buffer_type(op.dest).element_type,
+        )
+        if mid_t != src_t and mid_t != dst_t:
+            return  # two roundings: fusing would change the result
+        p1, p2 = first.perm.get_values(), op.perm.get_values()
+        deps = [d for d in op.deps if d != first.token] + list(first.deps)
+        fused = sched.ConvertOp(
+            first.source, op.dest, [p1[i] for i in p2], op.tile.value.data, deps
+        )
+        fused.location = first.location
+        rewriter.replace(op, fused)
+        if not first.token.uses:
+            rewriter.erase(first)
+        if not alloc.buffer.uses:
+            rewriter.erase(alloc)
+
+
+@dataclass(frozen=True)
+class FuseConvertsPass(MrvlModulePass):
+    name = "sched-fuse-converts"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(InheritLocation(FuseConvertChain())).rewrite_module(op)
