@@ -1,0 +1,52 @@
+"""The machine's arithmetic rules, one function each, so every engine states them the same way.
+
+fp16 mode: tensors are stored as IEEE binary16; a product of two binary16 values is exact in
+binary32 (at most 22 significant bits, exponent well inside range), so the only rounding inside a
+MAC loop is the fp32 add (`fp32_mac`). Results go back to binary16 through `round_to_f16`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mrvl.isa import Activation
+
+F16_MAX = np.float32(65504.0)
+F16_CANONICAL_NAN = np.uint16(0x7E00).view(np.float16)
+"""Every NaN result is stored as this quiet NaN, so engines agree bit for bit on NaN outputs."""
+
+
+def round_to_f16(values: np.ndarray) -> np.ndarray:
+    """fp32 -> binary16: saturate to +-65504 (infinities too), then round to nearest even.
+
+    Clamping first is the same as rounding then saturating: everything between 65504 and the
+    overflow threshold 65520 rounds to 65504 anyway. NaN becomes the canonical quiet NaN 0x7E00.
+    """
+    if values.dtype != np.float32:
+        raise TypeError(f"round_to_f16 takes float32, got {values.dtype}")
+    result = np.clip(values, -F16_MAX, F16_MAX).astype(np.float16)
+    result[np.isnan(values)] = F16_CANONICAL_NAN
+    return result
+
+
+def fp32_mac(acc: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """One accumulation step, acc + x*w in fp32: the product of f16 values is exact, the add
+    rounds."""
+    return acc + x.astype(np.float32) * w.astype(np.float32)
+
+
+def apply_activation(acc: np.ndarray, act: Activation, act_a: float, act_b: float) -> np.ndarray:
+    """The fused activation on the fp32 accumulator; every comparison is `<` or `>`, so a NaN
+    accumulator passes through."""
+    zero = np.float32(0.0)
+    a, b = np.float32(act_a), np.float32(act_b)
+    if act == Activation.NONE:
+        return acc
+    if act == Activation.RELU:
+        return np.where(acc < zero, zero, acc)
+    if act == Activation.CLIP:
+        raised = np.where(acc < a, a, acc)
+        return np.where(raised > b, b, raised)
+    if act == Activation.LEAKY_RELU:
+        return np.where(acc < zero, a * acc, acc)
+    raise ValueError(f"no rule for activation {act!r}")

@@ -1,0 +1,381 @@
+"""Hand-built Programs and float64 references for the simulator and binary tests.
+
+A layer test stages its tensors as constants in DDR, copies them to tile OCM with one DMA
+(DDR and OCM use the same offsets), runs the compute instructions and copies the output tile
+back to DDR, where an f16 output entry exposes it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mrvl.isa import NO_LOC, Activation, DType, Instruction, IOEntry, MemSpace, Program
+
+ALIGN = 64
+
+
+def instruction(
+    opcode: str,
+    tile: int = 0,
+    *,
+    signal: int = 0,
+    waits: tuple[int, ...] = (),
+    loc: int = NO_LOC,
+    **fields,
+) -> Instruction:
+    return Instruction(opcode, tile, signal, tuple(waits), loc, fields)
+
+
+def dma(
+    src_space, src_addr, src_strides, dst_space, dst_addr, dst_strides, box, elem_bytes, **header
+) -> Instruction:
+    return instruction(
+        "dma",
+        src_space=int(src_space),
+        src_addr=src_addr,
+        src_strides=tuple(src_strides),
+        dst_space=int(dst_space),
+        dst_addr=dst_addr,
+        dst_strides=tuple(dst_strides),
+        box=tuple(box),
+        elem_bytes=elem_bytes,
+        **header,
+    )
+
+
+def copy_bytes(src_space, src_addr, dst_space, dst_addr, nbytes, **header) -> Instruction:
+    """A DMA of nbytes contiguous bytes."""
+    return dma(
+        src_space,
+        src_addr,
+        (0, 0, 0, 1),
+        dst_space,
+        dst_addr,
+        (0, 0, 0, 1),
+        (1, 1, 1, nbytes),
+        1,
+        **header,
+    )
+
+
+def conv(
+    in_addr,
+    in_shape,
+    out_addr,
+    out_shape,
+    w_addr,
+    *,
+    kernel,
+    b_addr=-1,
+    row0=0,
+    orow0=0,
+    stride=(1, 1),
+    pad=(0, 0),
+    dilation=(1, 1),
+    groups=1,
+    oc0=0,
+    oc_total=None,
+    act=Activation.NONE,
+    act_a=0.0,
+    act_b=0.0,
+    **header,
+) -> Instruction:
+    return instruction(
+        "conv",
+        in_addr=in_addr,
+        in_shape=tuple(in_shape),
+        row0=row0,
+        out_addr=out_addr,
+        out_shape=tuple(out_shape),
+        orow0=orow0,
+        kernel=tuple(kernel),
+        stride=tuple(stride),
+        pad=tuple(pad),
+        dilation=tuple(dilation),
+        groups=groups,
+        oc0=oc0,
+        oc_total=out_shape[3] if oc_total is None else oc_total,
+        w_addr=w_addr,
+        b_addr=b_addr,
+        act=int(act),
+        act_a=act_a,
+        act_b=act_b,
+        **header,
+    )
+
+
+def pool(
+    in_addr,
+    in_shape,
+    out_addr,
+    out_shape,
+    *,
+    kernel,
+    mode,
+    in_hw,
+    row0=0,
+    orow0=0,
+    stride=(1, 1),
+    pad=(0, 0),
+    pad_end=(0, 0),
+    count_include_pad=0,
+    **header,
+) -> Instruction:
+    return instruction(
+        "pool",
+        in_addr=in_addr,
+        in_shape=tuple(in_shape),
+        row0=row0,
+        out_addr=out_addr,
+        out_shape=tuple(out_shape),
+        orow0=orow0,
+        kernel=tuple(kernel),
+        stride=tuple(stride),
+        pad=tuple(pad),
+        mode=int(mode),
+        in_hw=tuple(in_hw),
+        pad_end=tuple(pad_end),
+        count_include_pad=count_include_pad,
+        **header,
+    )
+
+
+def fc(
+    in_addr,
+    n,
+    k,
+    o,
+    w_addr,
+    out_addr,
+    *,
+    b_addr=-1,
+    act=Activation.NONE,
+    act_a=0.0,
+    act_b=0.0,
+    **header,
+) -> Instruction:
+    return instruction(
+        "fc",
+        in_addr=in_addr,
+        n=n,
+        k=k,
+        o=o,
+        w_addr=w_addr,
+        b_addr=b_addr,
+        out_addr=out_addr,
+        act=int(act),
+        act_a=act_a,
+        act_b=act_b,
+        **header,
+    )
+
+
+def end(**header) -> Instruction:
+    return instruction("end", **header)
+
+
+class Staging:
+    """Tensors laid out at 64-byte-aligned offsets; the same offsets serve in DDR and OCM."""
+
+    def __init__(self):
+        self.blob = bytearray()
+
+    def add(self, array: np.ndarray) -> int:
+        addr = len(self.blob)
+        raw = np.ascontiguousarray(array).tobytes()
+        self.blob += raw + bytes(-len(raw) % ALIGN)
+        return addr
+
+    def reserve(self, nbytes: int) -> int:
+        addr = len(self.blob)
+        self.blob += bytes(nbytes + (-nbytes % ALIGN))
+        return addr
+
+
+def layer_program(
+    staging: Staging,
+    compute: list[Instruction],
+    out_addr: int,
+    out_shape,
+    *,
+    tile: int = 0,
+    num_tiles: int = 1,
+    srcmap=(),
+    target: str = "cn10ka",
+) -> Program:
+    """Constants -> OCM of `tile`, `compute`, output tile (f16) -> DDR output entry 'y'."""
+    nbytes = math.prod(out_shape) * 2
+    consts = bytes(staging.blob)
+    out_ddr = len(consts)
+    code = [
+        copy_bytes(MemSpace.DDR, 0, MemSpace.OCM, 0, len(consts), tile=tile),
+        *compute,
+        copy_bytes(MemSpace.OCM, out_addr, MemSpace.DDR, out_ddr, nbytes, tile=tile),
+        end(),
+    ]
+    return Program(
+        target=target,
+        num_tiles=num_tiles,
+        ddr_size=out_ddr + nbytes,
+        io=[IOEntry("y", False, tuple(out_shape), DType.F16, out_ddr)],
+        code=code,
+        const_base=0,
+        consts=consts,
+        srcmap=list(srcmap),
+    )
+
+
+def random_f16(rng: np.random.Generator, shape, scale: float = 1.0) -> np.ndarray:
+    return (rng.standard_normal(shape) * scale).astype(np.float16)
+
+
+def assert_f16_close(actual: np.ndarray, reference: np.ndarray) -> None:
+    """Within fp16 storage error of a float64 reference (inputs are exact f16 values)."""
+    assert actual.dtype == np.float16
+    assert actual.shape == reference.shape
+    np.testing.assert_allclose(actual.astype(np.float64), reference, rtol=2**-10, atol=2**-14)
+
+
+# --------------------------------------------------------------------------- float64 references
+
+
+def reference_conv(x, w, b, *, stride=(1, 1), pad=(0, 0, 0, 0), dilation=(1, 1), groups=1):
+    """NHWC x OHWI -> NHWC in float64; pad = (top, left, bottom, right)."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    top, left, bottom, right = pad
+    padded = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
+    n, height, width, channels = padded.shape
+    out_channels, kh_count, kw_count, group_channels = w.shape
+    (sh, sw), (dh, dw) = stride, dilation
+    out_h = (height - dh * (kh_count - 1) - 1) // sh + 1
+    out_w = (width - dw * (kw_count - 1) - 1) // sw + 1
+    per_group = out_channels // groups
+    out = np.zeros((n, out_h, out_w, out_channels))
+    for g in range(groups):
+        outs = slice(g * per_group, (g + 1) * per_group)
+        ins = slice(g * group_channels, (g + 1) * group_channels)
+        for kh in range(kh_count):
+            for kw in range(kw_count):
+                patch = padded[
+                    :,
+                    kh * dh : kh * dh + sh * (out_h - 1) + 1 : sh,
+                    kw * dw : kw * dw + sw * (out_w - 1) + 1 : sw,
+                    ins,
+                ]
+                out[..., outs] += np.einsum("nhwc,oc->nhwo", patch, w[outs, kh, kw, :])
+    if b is not None:
+        out += b.astype(np.float64)
+    return out
+
+
+def reference_pool(x, kernel, *, mode, stride=(1, 1), pad=(0, 0, 0, 0), count_include_pad=False):
+    """NHWC pooling in float64, one output position at a time."""
+    x = x.astype(np.float64)
+    top, left, bottom, right = pad
+    n, height, width, channels = x.shape
+    out_h = (height + top + bottom - kernel[0]) // stride[0] + 1
+    out_w = (width + left + right - kernel[1]) // stride[1] + 1
+    out = np.zeros((n, out_h, out_w, channels))
+    for oh in range(out_h):
+        for ow in range(out_w):
+            r0, c0 = oh * stride[0] - top, ow * stride[1] - left
+            rows = [r for r in range(r0, r0 + kernel[0]) if 0 <= r < height]
+            cols = [c for c in range(c0, c0 + kernel[1]) if 0 <= c < width]
+            taps = x[:, rows][:, :, cols]
+            if mode == "max":
+                out[:, oh, ow] = taps.max(axis=(1, 2))
+            else:
+                if count_include_pad:
+                    count = sum(
+                        -top <= r < height + bottom for r in range(r0, r0 + kernel[0])
+                    ) * sum(-left <= c < width + right for c in range(c0, c0 + kernel[1]))
+                else:
+                    count = len(rows) * len(cols)
+                out[:, oh, ow] = taps.sum(axis=(1, 2)) / count
+    return out
+
+
+def conv_region_program(w: np.ndarray, b: np.ndarray, in_shape=(1, 3, 6, 6)) -> Program:
+    """A whole region as the compiler would emit it: f32 NCHW input -> cvt to f16 NHWC ->
+    OCM -> 3x3 "same" conv -> DDR -> cvt to f32 NCHW output, ordered by tokens."""
+    n, channels, height, width = in_shape
+    out_channels = w.shape[0]
+    staging = Staging()
+    w_addr, b_addr = staging.add(w), staging.add(b)
+    consts_size = len(staging.blob)
+    x_ddr = staging.reserve(4 * math.prod(in_shape))
+    x16_ddr = staging.reserve(2 * math.prod(in_shape))
+    out_nhwc = (n, height, width, out_channels)
+    y16_ddr = staging.reserve(2 * math.prod(out_nhwc))
+    y_ddr = staging.reserve(4 * math.prod(out_nhwc))
+    x_ocm = consts_size  # the input window goes right after the weights and bias in OCM
+    y_ocm = x_ocm + 2 * math.prod(in_shape)
+    code = [
+        instruction(
+            "cvt",
+            src_addr=x_ddr,
+            src_dtype=int(DType.F32),
+            src_shape=in_shape,
+            dst_addr=x16_ddr,
+            dst_dtype=int(DType.F16),
+            perm=(0, 2, 3, 1),
+            signal=1,
+        ),
+        copy_bytes(MemSpace.DDR, 0, MemSpace.OCM, 0, consts_size, signal=2),
+        copy_bytes(
+            MemSpace.DDR,
+            x16_ddr,
+            MemSpace.OCM,
+            x_ocm,
+            2 * math.prod(in_shape),
+            waits=(1,),
+            signal=3,
+        ),
+        conv(
+            x_ocm,
+            (n, height, width, channels),
+            y_ocm,
+            out_nhwc,
+            w_addr,
+            kernel=(3, 3),
+            b_addr=b_addr,
+            pad=(1, 1),
+            waits=(2, 3),
+            signal=4,
+        ),
+        copy_bytes(
+            MemSpace.OCM,
+            y_ocm,
+            MemSpace.DDR,
+            y16_ddr,
+            2 * math.prod(out_nhwc),
+            waits=(4,),
+            signal=5,
+        ),
+        instruction(
+            "cvt",
+            src_addr=y16_ddr,
+            src_dtype=int(DType.F16),
+            src_shape=out_nhwc,
+            dst_addr=y_ddr,
+            dst_dtype=int(DType.F32),
+            perm=(0, 3, 1, 2),
+            waits=(5,),
+        ),
+        end(),
+    ]
+    return Program(
+        target="cn10ka",
+        num_tiles=1,
+        ddr_size=len(staging.blob),
+        io=[
+            IOEntry("x", True, in_shape, DType.F32, x_ddr),
+            IOEntry("y", False, (n, out_channels, height, width), DType.F32, y_ddr),
+        ],
+        code=code,
+        const_base=0,
+        consts=bytes(staging.blob[:consts_size]),
+        srcmap=[],
+    )
