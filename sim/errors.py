@@ -1,6 +1,5 @@
 """Exceptions of the simulator: bad caller input versus a fault of the program being run."""
 
-
 from mrvl.errors import MrvlError
 
 
