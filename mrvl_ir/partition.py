@@ -73,10 +73,32 @@ def partition_for_mrvl(
         ]
     )
     mod = seq(mod)
-    for gvar, func in list(mod.functions_items()):
-        if _is_region(func):
-            mod[gvar] = func.with_attr("mrvl.mcpu", mcpu).with_attr("mrvl.num_tiles", num_tiles)
-    return mod
+    for index, gvar in enumerate(_regions_in_call_order(mod)):
+        mod[gvar] = (
+            mod[gvar]
+            .with_attr("global_symbol", f"{REGION_PREFIX}{index}")
+            .with_attr("mrvl.mcpu", mcpu)
+            .with_attr("mrvl.num_tiles", num_tiles)
+        )
+    # TVM names a merged region after every op in it (hundreds of characters on VGG-19);
+    # NormalizeGlobalVar renames each region to its short global_symbol, calls included.
+    return relax.transform.NormalizeGlobalVar()(mod)
+
+
+REGION_PREFIX = "mrvl_region_"
+"""Regions are named mrvl_region_0, _1, ... in the order `main` calls them."""
+
+
+def _regions_in_call_order(mod: tvm.IRModule) -> list[tvm.ir.GlobalVar]:
+    regions = {gv for gv, func in mod.functions_items() if _is_region(func)}
+    ordered: list[tvm.ir.GlobalVar] = []
+
+    def visit(expr) -> None:
+        if isinstance(expr, relax.Call) and expr.op in regions and expr.op not in ordered:
+            ordered.append(expr.op)
+
+    relax.analysis.post_order_visit(mod["main"], visit)
+    return ordered + sorted(regions - set(ordered), key=lambda gv: gv.name_hint)
 
 
 def _is_region(func) -> bool:

@@ -58,6 +58,7 @@ def test_mnist_is_one_region_without_softmax(mnist_partitioned):
     found = regions(mnist_partitioned)
     assert len(found) == 1
     (name, region), = found.items()
+    assert name == "mrvl_region_0"  # short, file-name safe, in call order
     assert region.attrs["global_symbol"] == name
     assert region.attrs["mrvl.mcpu"] == "cn10ka"
     assert int(region.attrs["mrvl.num_tiles"]) == 8
