@@ -42,7 +42,10 @@ from xdsl.irdl import (
     param_def,
     prop_def,
     result_def,
+    VarConstraint,
+    base,
     traits_def,
+    var_operand_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
@@ -345,6 +348,16 @@ class Conv2DOp(FusedActivation, IRDLOperation):
                 raise VerifyException("mrvl.conv2d: bias must be f32 (the MLIP adds it in fp32)")
 
 
+def pooled_size(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int, ceil: bool) -> int:
+    """Output length of a pooling window sweep (ONNX / PyTorch rule): with `ceil`, a last
+    partial window counts if it starts inside the input or the leading padding."""
+    span = size + pad_begin + pad_end - kernel
+    out = (-(-span // stride) if ceil else span // stride) + 1
+    if ceil and (out - 1) * stride >= size + pad_begin:
+        out -= 1
+    return out
+
+
 class Pool2DBase(IRDLOperation):
     """Shared form of the 2-D pooling layers (NHWC in and out)."""
 
@@ -353,10 +366,11 @@ class Pool2DBase(IRDLOperation):
     kernel = prop_def(DenseArrayBase[I64])
     strides = prop_def(DenseArrayBase[I64], default_value=_i64_array([1, 1]))
     pads = prop_def(DenseArrayBase[I64], default_value=_i64_array([0, 0, 0, 0]))
+    ceil_mode = opt_prop_def(UnitAttr)
 
     assembly_format = (
         "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? "
-        "attr-dict `:` type($input) `->` type($output)"
+        "(`ceil_mode` $ceil_mode^)? attr-dict `:` type($input) `->` type($output)"
     )
     traits = traits_def(NoMemoryEffect())
 
@@ -393,8 +407,8 @@ class Pool2DBase(IRDLOperation):
             raise VerifyException(f"{self.name}: kernel and strides must be >= 1, pads >= 0")
         if pt >= kh or pb >= kh or pl >= kw or pr >= kw:
             raise VerifyException(f"{self.name}: padding must be smaller than the kernel")
-        exp_h = (h + pt + pb - kh) // sh + 1
-        exp_w = (w + pl + pr - kw) // sw + 1
+        exp_h = pooled_size(h, kh, sh, pt, pb, self.ceil_mode is not None)
+        exp_w = pooled_size(w, kw, sw, pl, pr, self.ceil_mode is not None)
         if (on, oh, ow, oc) != (n, exp_h, exp_w, c):
             raise VerifyException(
                 f"{self.name}: output shape {[on, oh, ow, oc]} does not match the computed "
@@ -416,7 +430,7 @@ class AvgPool2DOp(Pool2DBase):
 
     assembly_format = (
         "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? "
-        "(`count_include_pad` $count_include_pad^)? "
+        "(`ceil_mode` $ceil_mode^)? (`count_include_pad` $count_include_pad^)? "
         "attr-dict `:` type($input) `->` type($output)"
     )
 
@@ -569,11 +583,86 @@ class CastOp(IRDLOperation):
             raise VerifyException("mrvl.cast: only the element type may change")
 
 
+@irdl_op_definition
+class AddOp(FusedActivation, IRDLOperation):
+    """Elementwise sum of two tensors of one type (a residual connection), fused activation."""
+
+    name = "mrvl.add"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    output = result_def(T)
+    assembly_format = (
+        "$lhs `,` $rhs " + _ACT_FORMAT + " attr-dict `:` type($output)"
+    )
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, *, activation=None):
+        super().__init__(
+            operands=[lhs, rhs], result_types=[lhs.type], properties=dict(activation or {})
+        )
+
+    def verify_(self) -> None:
+        if not (self.lhs.type == self.rhs.type == self.output.type):
+            raise VerifyException(
+                f"mrvl.add: operands and result must have one type, got {self.lhs.type}, "
+                f"{self.rhs.type} -> {self.output.type}"
+            )
+        layout_of(self.output)
+        self.verify_activation()
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """Concatenation along the channel dimension (`C` of the layout)."""
+
+    name = "mrvl.concat"
+    inputs = var_operand_def(TensorType)
+    output = result_def(TensorType)
+    assembly_format = "$inputs attr-dict `:` type($inputs) `->` type($output)"
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(self, inputs: Sequence[SSAValue], output_type: Attribute):
+        super().__init__(operands=[list(inputs)], result_types=[output_type])
+
+    @property
+    def channel_axis(self) -> int:
+        return layout_of(self.output).index("C")
+
+    def verify_(self) -> None:
+        layout = layout_of(self.output)
+        if "C" not in layout or len(self.inputs) < 1:
+            raise VerifyException("mrvl.concat: needs inputs and a layout with a C dimension")
+        axis = layout.index("C")
+        out = shape_of(self.output)
+        total = 0
+        for i, value in enumerate(self.inputs):
+            if layout_of(value) != layout or element_type_of(value) != element_type_of(
+                self.output
+            ):
+                raise VerifyException(
+                    f"mrvl.concat: input {i} must have the result's layout and element type"
+                )
+            shape = shape_of(value)
+            if shape[:axis] + shape[axis + 1 :] != out[:axis] + out[axis + 1 :]:
+                raise VerifyException(
+                    f"mrvl.concat: input {i} {list(shape)} differs from the result "
+                    f"{list(out)} outside the channel dimension"
+                )
+            total += shape[axis]
+        if total != out[axis]:
+            raise VerifyException(
+                f"mrvl.concat: inputs hold {total} channels, the result {out[axis]}"
+            )
+
+
 LAYER_OPS: tuple[type[IRDLOperation], ...] = (
     Conv2DOp,
     MaxPool2DOp,
     AvgPool2DOp,
     FullyConnectedOp,
+    AddOp,
+    ConcatOp,
 )
 """Ops that are MLIP layers (each becomes a node of the Nodes-JSON)."""
 
@@ -585,6 +674,8 @@ Mrvl = Dialect(
         MaxPool2DOp,
         AvgPool2DOp,
         FullyConnectedOp,
+        AddOp,
+        ConcatOp,
         ReshapeOp,
         LayoutConvertOp,
         CastOp,

@@ -405,6 +405,28 @@ class FullyConnectedTaskOp(FusedActivation, TaskBase):
         self.verify_activation()
 
 
+@irdl_op_definition
+class AddTaskOp(FusedActivation, TaskBase):
+    """Elementwise sum of two OCM vectors into a third, fused activation."""
+
+    name = "sched.add"
+    lhs = operand_def(BufferType)
+    rhs = operand_def(BufferType)
+    output = operand_def(BufferType)
+    assembly_format = (
+        "`tile` $tile $lhs `,` $rhs `->` $output "
+        "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)? "
+        "(`after` `(` $deps^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        _check_ocm(self, self.tile.value.data, self.lhs, self.rhs, self.output)
+        shapes = {buffer_type(v).dims for v in (self.lhs, self.rhs, self.output)}
+        if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+            raise VerifyException("sched.add: operands and result must be 1-D of one length")
+        self.verify_activation()
+
+
 Sched = Dialect(
     "sched",
     [
@@ -417,6 +439,7 @@ Sched = Dialect(
         Conv2DTaskOp,
         Pool2DTaskOp,
         FullyConnectedTaskOp,
+        AddTaskOp,
     ],
     [BufferType, TokenType],
 )

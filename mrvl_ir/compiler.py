@@ -20,7 +20,13 @@ from mrvl.assembler import assemble
 from mrvl.dialects import mrvl_context
 from mrvl.errors import CompileError, MrvlError
 from mrvl.isa import Program
-from mrvl.passes import ALL_PASSES, DEFAULT_PIPELINE
+from mrvl.passes import (
+    ALL_PASSES,
+    DEFAULT_PIPELINE,
+    GRAPH_PIPELINE,
+    ISA_PIPELINE,
+    SCHED_PIPELINE,
+)
 from mrvl.relax_import import import_region
 from mrvl.target import get_target
 
@@ -35,7 +41,8 @@ class CompiledRegion:
     consts_json: dict
     program: Program
     stages: dict[str, str] = field(default_factory=dict, repr=False)
-    """Textual IR after import and after each stage's last pass, when asked for."""
+    """Textual IR when asked for: "import" (as imported), "mrvl" (after the graph passes),
+    "sched" and "mlip" (after the last pass of those stages)."""
 
 
 def print_ir(module: ModuleOp, debuginfo: bool = True) -> str:
@@ -108,16 +115,14 @@ def compile_region(
         dump.mkdir(parents=True, exist_ok=True)
         (dump / f"{symbol}.00-import.mlir").write_text(print_ir(module))
     if keep_stages:
-        stages["mrvl"] = print_ir(module)
+        stages["import"] = print_ir(module)
+    stage_ends = {GRAPH_PIPELINE[-1]: "mrvl", SCHED_PIPELINE[-1]: "sched", ISA_PIPELINE[-1]: "mlip"}
 
     def after_pass(index: int, name: str, m: ModuleOp) -> None:
         if dump is not None:
             (dump / f"{symbol}.{index + 1:02d}-{name}.mlir").write_text(print_ir(m))
-        if keep_stages:
-            stage = {"mrvl-canonicalize": "mrvl-opt", "sched-allocate": "sched",
-                     "convert-sched-to-mlip": "mlip"}.get(name)
-            if stage:
-                stages[stage] = print_ir(m)
+        if keep_stages and name in stage_ends:
+            stages[stage_ends[name]] = print_ir(m)
 
     run_pipeline(module, DEFAULT_PIPELINE, after_pass=after_pass)
     program = assemble(module)

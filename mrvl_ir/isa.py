@@ -180,6 +180,22 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("act_b", "f32", "activation parameter b"),
         ),
     ),
+    OpcodeSpec(
+        "add",
+        0x40,
+        "vector",
+        "Elementwise sum of two dense f16 vectors with a fused activation: "
+        "out[i] = act(fp32(a[i]) + fp32(b[i])), rounded to f16.",
+        (
+            _f("a_addr", "i32", "OCM byte address of the first operand, f16"),
+            _f("b_addr", "i32", "OCM byte address of the second operand, f16"),
+            _f("out_addr", "i32", "OCM byte address of the result, f16"),
+            _f("count", "i32", "number of elements"),
+            _f("act", "i32", "Activation"),
+            _f("act_a", "f32", "activation parameter a"),
+            _f("act_b", "f32", "activation parameter b"),
+        ),
+    ),
     OpcodeSpec("end", 0x7F, "control", "End of the program.", ()),
 )
 

@@ -304,12 +304,25 @@ def _fc(memory: Memory, ins: Instruction) -> None:
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result, "output")
 
 
+def _add(memory: Memory, ins: Instruction) -> None:
+    f = _fields(ins)
+    act = _enum(Activation, f["act"], "act")
+    (count,) = _positive((f["count"],), "count")
+    memory.check_dense(MemSpace.OCM, ins.tile, f["out_addr"], F16, (count,), "output")
+    a = memory.read(MemSpace.OCM, ins.tile, f["a_addr"], F16, (count,), "operand a")
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F16, (count,), "operand b")
+    acc = a.astype(np.float32) + b.astype(np.float32)
+    result = round_to_f16(apply_activation(acc, act, f["act_a"], f["act_b"]))
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result, "output")
+
+
 _EXECUTE: dict[str, Callable[[Memory, Instruction], None]] = {
     "dma": _dma,
     "cvt": _cvt,
     "conv": _conv,
     "pool": _pool,
     "fc": _fc,
+    "add": _add,
 }
 
 

@@ -640,3 +640,29 @@ def test_ieee_overflow_and_nan_are_results_not_warnings(recwarn):
     )
     assert leaky[0, 0, 0, 0] == -65504.0
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def run_add(a, b, **kwargs):
+    staging = Staging()
+    a_addr, b_addr = staging.add(a), staging.add(b)
+    out_addr = staging.reserve(a.size * 2)
+    ins = instruction(
+        "add", a_addr=a_addr, b_addr=b_addr, out_addr=out_addr, count=a.size,
+        act=int(kwargs.get("act", Activation.NONE)), act_a=kwargs.get("act_a", 0.0),
+        act_b=kwargs.get("act_b", 0.0),
+    )
+    (y,) = run(layer_program(staging, [ins], out_addr, a.shape), [])
+    return y
+
+
+def test_add_rounds_the_fp32_sum_to_f16(rng):
+    a, b = random_f16(rng, (2, 3, 4, 5)), random_f16(rng, (2, 3, 4, 5))
+    expected = (a.astype(np.float32) + b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(run_add(a, b).view(np.uint16), expected.view(np.uint16))
+
+
+def test_add_relu_and_saturation():
+    a = np.array([60000, -3, 1, -65504], np.float16)
+    b = np.array([60000, 1, 2, -65504], np.float16)
+    np.testing.assert_array_equal(run_add(a, b, act=Activation.RELU), [65504, 0, 3, 0])
+    np.testing.assert_array_equal(run_add(a, b), [65504, -2, 3, -65504])
