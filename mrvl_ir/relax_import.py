@@ -135,126 +135,277 @@ class _RegionImporter:
 
     def _composite(self, composite: relax.Function, inner: dict) -> SSAValue:
         kind = str(composite.attrs["Composite"])
-        calls = [b.value for blk in composite.body.blocks for b in blk.bindings]
-        by_op = {c.op.name: c for c in calls if isinstance(c, relax.Call)}
+        calls = [
+            b.value
+            for blk in composite.body.blocks
+            for b in blk.bindings
+            if isinstance(b.value, relax.Call)
+        ]
         handler = _LAYERS.get(kind)
         if handler is None:
             node = next((node_name_of(c) for c in calls if node_name_of(c)), None)
             raise UnsupportedOpError(f"no MLIP layer for composite '{kind}'", node)
-        return handler(self, by_op, inner)
+        return handler(self, _Chain(calls), inner)
 
-    # -- layers ---------------------------------------------------------------------------------
+    # -- fused pieces ---------------------------------------------------------------------------
 
-    def _activation(self, by_op: dict, node: str | None) -> dict[str, Attribute]:
-        if "relax.nn.relu" in by_op:
+    def _activation(self, chain: _Chain) -> dict[str, Attribute]:
+        if chain.take("relax.nn.relu") is not None:
             return {"activation": StringAttr("relu")}
-        if "relax.clip" in by_op:
-            lo, hi = (float(v.value) for v in by_op["relax.clip"].args[1:3])
+        if (clip := chain.take("relax.clip")) is not None:
+            lo, hi = (_scalar(v) for v in clip.args[1:3])
             return {
                 "activation": StringAttr("clip"),
                 "act_min": FloatAttr(lo, f32),
                 "act_max": FloatAttr(hi, f32),
             }
+        if (leaky := chain.take("relax.nn.leakyrelu")) is not None:
+            return {
+                "activation": StringAttr("leaky_relu"),
+                "alpha": FloatAttr(float(leaky.attrs.alpha), f32),
+            }
         return {}
 
-    def _bias(self, by_op: dict, channels: int) -> SSAValue | None:
-        add = by_op.get("relax.add")
-        if add is None:
-            return None
-        const = add.args[1]
-        array = const.value.numpy().astype(np.float32).reshape(channels)
-        return self._constant(const, array, "O")
+    def _affine_after(self, chain: _Chain, channels: int) -> tuple[np.ndarray, np.ndarray]:
+        """The per-channel y -> scale*y + shift that follows a conv/fc: its bias add, then a
+        batch norm (inference) or the Mul+Add some exporters write instead."""
+        scale = np.ones(channels)
+        shift = np.zeros(channels)
+        if (add := chain.take("relax.add")) is not None:
+            shift = shift + _per_channel(add.args[1], channels)
+        if (bn := chain.take("relax.nn.batch_norm")) is not None:
+            gamma, beta, mean, var = (_per_channel(a, channels) for a in bn.args[1:5])
+            s = gamma / np.sqrt(var + float(bn.attrs.epsilon))
+            scale, shift = scale * s, shift * s + beta - s * mean
+        if (mul := chain.take("relax.multiply")) is not None:
+            s = _per_channel(mul.args[1], channels)
+            scale, shift = scale * s, shift * s
+            if (add := chain.take("relax.add")) is not None:
+                shift = shift + _per_channel(add.args[1], channels)
+        return scale, shift
 
-    def conv2d(self, by_op: dict, inner: dict) -> SSAValue:
-        call = by_op["relax.nn.conv2d"]
+    def _bias_constant(self, const, shift: np.ndarray, has_bias: bool) -> SSAValue | None:
+        if not has_bias:
+            return None
+        return self._constant(const, shift.astype(np.float32), "O")
+
+    def _located(self, op, node: str | None) -> SSAValue:
+        op.location = name_location(node)
+        return self.builder.insert(op).results[0]
+
+    # -- layers ---------------------------------------------------------------------------------
+
+    def conv2d(self, chain: _Chain, inner: dict) -> SSAValue:
+        pad = chain.take("relax.nn.pad")
+        call = chain.take_one("relax.nn.conv2d")
         node = node_name_of(call)
         attrs = call.attrs
         if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW":
             raise UnsupportedOpError("conv2d: only NCHW data and OIHW weights", node)
-        x = self._in_layout(inner[call.args[0]], "NHWC", node)
-        w_const = call.args[1]
-        w = w_const.value.numpy().astype(np.float32).transpose(0, 2, 3, 1)  # OIHW -> OHWI
-        weight = self._constant(w_const, np.ascontiguousarray(w), "OHWI")
-        out_n, out_c, out_h, out_w = _shape(call)
-        bias = self._bias(by_op, out_c)
         pt, pl, pb, pr = _ints(attrs.padding)
+        source = call.args[0]
+        if pad is not None:  # a zero Pad in front folds into the conv's own padding
+            widths = _ints(pad.attrs.pad_width)
+            if any(widths[:4]) or float(pad.attrs.pad_value) != 0.0:
+                raise UnsupportedOpError("pad: only zero padding of H and W folds into a conv", node)
+            pt, pb, pl, pr = pt + widths[4], pb + widths[5], pl + widths[6], pr + widths[7]
+            source = pad.args[0]
+        x = self._in_layout(inner[source], "NHWC", node)
+        out_n, out_c, out_h, out_w = _shape(call)
+        has_bias = chain.peek_any("relax.add", "relax.nn.batch_norm", "relax.multiply")
+        bias_const = chain.first_const_of("relax.add", "relax.nn.batch_norm", "relax.multiply")
+        scale, shift = self._affine_after(chain, out_c)
+        w_const = call.args[1]
+        w = w_const.value.numpy().astype(np.float64) * scale[:, None, None, None]
+        weight = self._constant(
+            w_const, np.ascontiguousarray(w.astype(np.float32).transpose(0, 2, 3, 1)), "OHWI"
+        )
         op = mrvl.Conv2DOp(
             x,
             weight,
-            bias,
+            self._bias_constant(bias_const, shift, has_bias),
             mrvl.tensor((out_n, out_h, out_w, out_c), f32, "NHWC"),
             strides=_ints(attrs.strides),
             pads=(pt, pl, pb, pr),
             dilations=_ints(attrs.dilation),
             groups=int(attrs.groups),
-            activation=self._activation(by_op, node),
+            activation=self._activation(chain),
         )
-        op.location = name_location(node)
-        return self.builder.insert(op).output
+        return self._located(op, node)
 
-    def pool2d(self, by_op: dict, inner: dict) -> SSAValue:
-        call = by_op.get("relax.nn.max_pool2d", by_op.get("relax.nn.avg_pool2d"))
+    def pool2d(self, chain: _Chain, inner: dict) -> SSAValue:
+        call = chain.take_one("relax.nn.max_pool2d", "relax.nn.avg_pool2d")
         node = node_name_of(call)
         attrs = call.attrs
         if attrs.layout != "NCHW" or any(int(d) != 1 for d in attrs.dilation):
             raise UnsupportedOpError("pooling: only NCHW without dilation", node)
-        if bool(attrs.ceil_mode):
-            raise UnsupportedOpError("pooling: ceil_mode is not supported yet", node)
         x = self._in_layout(inner[call.args[0]], "NHWC", node)
         n, c, h, w = _shape(call)
         out_type = mrvl.tensor((n, h, w, c), f32, "NHWC")
+        extra: dict[str, Attribute] = {"ceil_mode": UnitAttr()} if bool(attrs.ceil_mode) else {}
         common = dict(
             kernel=_ints(attrs.pool_size), strides=_ints(attrs.strides), pads=_ints(attrs.padding)
         )
         if call.op.name == "relax.nn.max_pool2d":
-            op = mrvl.MaxPool2DOp(x, out_type, **common)
+            op = mrvl.MaxPool2DOp(x, out_type, **common, **extra)
         else:
-            extra = {"count_include_pad": UnitAttr()} if bool(attrs.count_include_pad) else {}
+            if bool(attrs.count_include_pad):
+                extra["count_include_pad"] = UnitAttr()
             op = mrvl.AvgPool2DOp(x, out_type, **common, **extra)
-        op.location = name_location(node)
-        return self.builder.insert(op).output
+        return self._located(op, node)
 
-    def reshape(self, by_op: dict, inner: dict) -> SSAValue:
-        call = by_op["relax.reshape"]
+    def global_pool2d(self, chain: _Chain, inner: dict) -> SSAValue:
+        """mean / max over H and W: a pool whose window is the whole plane."""
+        call = chain.take_one("relax.mean", "relax.max")
+        node = node_name_of(call)
+        n, c, h, w = _shape(call.args[0])
+        x = self._in_layout(inner[call.args[0]], "NHWC", node)
+        out_type = mrvl.tensor((n, 1, 1, c), f32, "NHWC")
+        cls = mrvl.AvgPool2DOp if call.op.name == "relax.mean" else mrvl.MaxPool2DOp
+        return self._located(cls(x, out_type, kernel=(h, w), strides=(1, 1)), node)
+
+    def reshape(self, chain: _Chain, inner: dict) -> SSAValue:
+        call = chain.take_one("relax.reshape", "relax.squeeze", "relax.flatten")
         node = node_name_of(call)
         src = call.args[0]
         out_shape = _shape(call)
         if len(out_shape) not in RELAX_LAYOUT:
             raise UnsupportedOpError(f"reshape to rank {len(out_shape)}", node)
-        # Relax reshapes in NCHW order, so the data must be NCHW first.
+        # Relax reshapes in its own (NCHW) order, so the data must be in that order first.
         x = self._in_layout(inner[src], RELAX_LAYOUT[len(_shape(src))], node)
         op = mrvl.ReshapeOp(x, mrvl.tensor(out_shape, f32, RELAX_LAYOUT[len(out_shape)]))
-        op.location = name_location(node)
-        return self.builder.insert(op).output
+        return self._located(op, node)
 
-    def fc(self, by_op: dict, inner: dict) -> SSAValue:
-        call = by_op["relax.matmul"]
+    def transpose(self, chain: _Chain, inner: dict) -> SSAValue:
+        """NCHW <-> NHWC as a layout change: the same bytes under another layout label,
+        with a layout conversion where the data really moves."""
+        call = chain.take_one("relax.permute_dims")
         node = node_name_of(call)
-        x = self._in_layout(inner[call.args[0]], "NC", node)
+        axes = _ints(call.attrs.axes)
+        shape = _shape(call.args[0])
+        if axes == [0, 2, 3, 1]:  # result bytes = the input in NHWC
+            x = self._in_layout(inner[call.args[0]], "NHWC", node)
+            op = mrvl.ReshapeOp(x, mrvl.tensor(_shape(call), f32, "NCHW"))
+            return self._located(op, node)
+        if axes == [0, 3, 1, 2]:  # the input's bytes read as NHWC, converted to NCHW
+            x = self._in_layout(inner[call.args[0]], "NCHW", node)
+            relabelled = self._located(mrvl.ReshapeOp(x, mrvl.tensor(shape, f32, "NHWC")), node)
+            return self._in_layout(relabelled, "NCHW", node)
+        raise UnsupportedOpError(f"transpose with axes {axes} is not a layout change", node)
+
+    def fc(self, chain: _Chain, inner: dict) -> SSAValue:
+        alpha_call = chain.take("relax.multiply")  # Gemm's alpha, scaling the input
+        call = chain.take_one("relax.matmul")
+        node = node_name_of(call)
+        source = alpha_call.args[0] if alpha_call is not None else call.args[0]
+        x = self._in_layout(inner[source], "NC", node)
         w_const = call.args[1]
         if not isinstance(w_const, GenericConst) or len(_shape(w_const)) != 2:
             raise UnsupportedOpError("fc: the right operand must be a constant matrix", node)
-        w = np.ascontiguousarray(w_const.value.numpy().astype(np.float32).T)  # [K, O] -> [O, K]
-        weight = self._constant(w_const, w, "OI")
         n, o = _shape(call)
-        bias = self._bias(by_op, o)
+        alpha = _scalar(alpha_call.args[1]) if alpha_call is not None else 1.0
+        has_bias = chain.peek_any("relax.add")
+        bias_const = chain.first_const_of("relax.add")
+        scale, shift = self._affine_after(chain, o)
+        w = w_const.value.numpy().astype(np.float64).T * (alpha * scale)[:, None]  # [K,O]->[O,K]
+        weight = self._constant(w_const, np.ascontiguousarray(w.astype(np.float32)), "OI")
         op = mrvl.FullyConnectedOp(
             x,
             weight,
-            bias,
+            self._bias_constant(bias_const, shift, has_bias),
             mrvl.tensor((n, o), f32, "NC"),
-            activation=self._activation(by_op, node),
+            activation=self._activation(chain),
         )
-        op.location = name_location(node)
-        return self.builder.insert(op).output
+        return self._located(op, node)
+
+    def add(self, chain: _Chain, inner: dict) -> SSAValue:
+        call = chain.take_one("relax.add")
+        node = node_name_of(call)
+        layout = "NHWC" if len(_shape(call)) == 4 else "NC"
+        lhs, rhs = (self._in_layout(inner[a], layout, node) for a in call.args)
+        return self._located(mrvl.AddOp(lhs, rhs, activation=self._activation(chain)), node)
+
+    def concat(self, chain: _Chain, inner: dict) -> SSAValue:
+        call = chain.take_one("relax.concat")
+        node = node_name_of(call)
+        if int(call.attrs.axis) != 1:
+            raise UnsupportedOpError("concat: only along channels (axis 1)", node)
+        shape = _shape(call)
+        layout = "NHWC" if len(shape) == 4 else "NC"
+        inputs = [self._in_layout(inner[a], layout, node) for a in call.args[0].fields]
+        out_shape = (shape[0], shape[2], shape[3], shape[1]) if len(shape) == 4 else shape
+        op = mrvl.ConcatOp(inputs, mrvl.tensor(out_shape, f32, layout))
+        return self._located(op, node)
 
 
-_LAYERS: dict[str, Callable[[_RegionImporter, dict, dict], SSAValue]] = {
+class _Chain:
+    """The calls of one composite, consumed in order as the layer's parts are recognised."""
+
+    def __init__(self, calls: list[relax.Call]):
+        self.calls = calls
+        self.position = 0
+
+    def _name(self, call) -> str:
+        return call.op.name if hasattr(call.op, "name") else ""
+
+    def next_is(self, op_name: str) -> bool:
+        return self.position < len(self.calls) and self._name(self.calls[self.position]) == op_name
+
+    def take(self, op_name: str) -> relax.Call | None:
+        """The next call if it is `op_name` (which is then consumed), else None."""
+        if self.next_is(op_name):
+            self.position += 1
+            return self.calls[self.position - 1]
+        return None
+
+    def take_one(self, *op_names: str) -> relax.Call:
+        """The next call, which must be one of `op_names` (the composite's core op)."""
+        for name in op_names:
+            if (call := self.take(name)) is not None:
+                return call
+        found = self._name(self.calls[self.position]) if self.position < len(self.calls) else "nothing"
+        raise UnsupportedOpError(f"expected one of {', '.join(op_names)}, found {found}")
+
+    def peek_any(self, *op_names: str) -> bool:
+        return any(self._name(c) in op_names for c in self.calls[self.position :])
+
+    def first_const_of(self, *op_names: str):
+        """The first constant operand of the remaining calls named `op_names` (names the
+        folded bias after its TVM constant)."""
+        for c in self.calls[self.position :]:
+            if self._name(c) in op_names:
+                for a in c.args[1:]:
+                    if isinstance(a, GenericConst):
+                        return a
+        return None
+
+
+def _scalar(expr) -> float:
+    if isinstance(expr, GenericConst):
+        return float(expr.value.numpy().reshape(-1)[0])
+    value = getattr(expr, "value", expr)
+    return float(getattr(value, "value", value))
+
+
+def _per_channel(expr, channels: int) -> np.ndarray:
+    """A constant that broadcasts along the channel axis ((1,C,1,1), (1,C), (C,) or a scalar)."""
+    array = expr.value.numpy().astype(np.float64)
+    if array.size == 1:
+        return np.full(channels, array.reshape(-1)[0])
+    return array.reshape(channels)
+
+
+_LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.conv2d": _RegionImporter.conv2d,
     "mrvl.maxpool2d": _RegionImporter.pool2d,
     "mrvl.avgpool2d": _RegionImporter.pool2d,
+    "mrvl.global_avgpool2d": _RegionImporter.global_pool2d,
+    "mrvl.global_maxpool2d": _RegionImporter.global_pool2d,
     "mrvl.fc": _RegionImporter.fc,
+    "mrvl.add": _RegionImporter.add,
+    "mrvl.concat": _RegionImporter.concat,
     "mrvl.reshape": _RegionImporter.reshape,
+    "mrvl.transpose": _RegionImporter.transpose,
 }
 
 

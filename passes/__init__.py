@@ -22,6 +22,12 @@ def _canonicalize():
     return CanonicalizePass
 
 
+def _fold_flatten():
+    from mrvl.passes.graph.fold_flatten_into_fc import FoldFlattenIntoFcPass
+
+    return FoldFlattenIntoFcPass
+
+
 def _to_sched():
     from mrvl.passes.sched.convert_mrvl_to_sched import ConvertMrvlToSchedPass
 
@@ -49,13 +55,14 @@ def _to_mlip():
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "mrvl-cast-fp16": _cast_fp16,
     "mrvl-canonicalize": _canonicalize,
+    "mrvl-fold-flatten-into-fc": _fold_flatten,
     "convert-mrvl-to-sched": _to_sched,
     "sched-fuse-converts": _fuse_converts,
     "sched-allocate": _allocate,
     "convert-sched-to-mlip": _to_mlip,
 }
 
-GRAPH_PIPELINE = ("mrvl-cast-fp16", "mrvl-canonicalize")
+GRAPH_PIPELINE = ("mrvl-cast-fp16", "mrvl-canonicalize", "mrvl-fold-flatten-into-fc")
 SCHED_PIPELINE = ("convert-mrvl-to-sched", "sched-fuse-converts", "sched-allocate")
 ISA_PIPELINE = ("convert-sched-to-mlip",)
 DEFAULT_PIPELINE = GRAPH_PIPELINE + SCHED_PIPELINE + ISA_PIPELINE

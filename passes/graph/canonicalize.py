@@ -1,7 +1,8 @@
 """mrvl-canonicalize: remove data movement that does nothing.
 
 A layout conversion followed by its inverse, and a reshape or cast to the type it already
-has, are dropped; dead ops go with xDSL's dead-code elimination.
+has, are dropped; a layout conversion that moves only unit dimensions becomes a reshape, and
+chains of reshapes collapse; dead ops go with xDSL's dead-code elimination.
 """
 
 from __future__ import annotations
@@ -41,6 +42,18 @@ class FoldIdentityDataOps(RewritePattern):
                 rewriter.replace(op, [], [op.input])
 
 
+class UnitDimConvertToReshape(RewritePattern):
+    """layout_convert that moves only size-1 dimensions -> reshape (the bytes do not move):
+    NHWC [N,1,1,C] and NCHW [N,C,1,1] hold the same bytes in the same order."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mrvl.LayoutConvertOp, rewriter: PatternRewriter) -> None:
+        shape = mrvl.shape_of(op.input)
+        moved = [p for p in op.permutation if shape[p] != 1]
+        if moved == sorted(moved):
+            rewriter.replace(op, mrvl.ReshapeOp(op.input, op.output.type))
+
+
 class FoldReshapeChains(RewritePattern):
     """reshape(reshape(x)) -> reshape(x)"""
 
@@ -56,7 +69,12 @@ class CanonicalizePass(MrvlModulePass):
     name = "mrvl-canonicalize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = [FoldInverseLayoutConverts(), FoldIdentityDataOps(), FoldReshapeChains()]
+        patterns = [
+            FoldInverseLayoutConverts(),
+            FoldIdentityDataOps(),
+            UnitDimConvertToReshape(),
+            FoldReshapeChains(),
+        ]
         PatternRewriteWalker(
             GreedyRewritePatternApplier([InheritLocation(p) for p in patterns])
         ).rewrite_module(op)

@@ -144,6 +144,15 @@ class _Selector:
                 **self.activation_fields(op),
             }
             return mlip.FcOp.build(**self.header(op), fields=fields)
+        if isinstance(op, sched.AddTaskOp):
+            fields = {
+                "a_addr": self.address(op.lhs),
+                "b_addr": self.address(op.rhs),
+                "out_addr": self.address(op.output),
+                "count": sched.buffer_type(op.output).dims[0],
+                **self.activation_fields(op),
+            }
+            return mlip.INSTRUCTION_OPS["add"].build(**self.header(op), fields=fields)
         return None
 
     def window_fields(self, op: sched.WindowTaskBase) -> dict:

@@ -10,6 +10,7 @@ reads, a compute for its loads, a store for its compute.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -29,7 +30,12 @@ from mrvl.dialects import mrvl, sched
 from mrvl.errors import CompileError
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass, module_num_tiles, module_target
-from mrvl.passes.sched.tiling import WindowLayer, plan_fc_layer, plan_window_layer
+from mrvl.passes.sched.tiling import (
+    WindowLayer,
+    plan_elementwise,
+    plan_fc_layer,
+    plan_window_layer,
+)
 from mrvl.target import Target
 
 F16_BYTES = 2
@@ -141,7 +147,9 @@ class _Lowering:
             per_oc = 0
         sh, sw = op.strides.get_values()
         pads = op.pads.get_values()
-        geometry = WindowLayer(n, h, w, c, oh, ow, oc, kh, kw, sh, pads[0], dh, per_oc, is_conv)
+        geometry = WindowLayer(
+            n, h, w, c, oh, ow, oc, kh, kw, sh, pads[0], dh, per_oc, not is_conv
+        )
         pieces = plan_window_layer(
             geometry, self.target.ocm_bytes_per_tile, self.num_tiles,
             self.target.ocm_alignment, self.what(op),
@@ -149,7 +157,12 @@ class _Lowering:
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         for index, p in enumerate(pieces):
             tile = index % self.num_tiles
-            window, t_in = self.load(src, [0, p.in_row0, 0, 0], [n, p.in_rows, w, c], tile)
+            if is_conv:  # every output channel reads every input channel (of its group)
+                window, t_in = self.load(src, [0, p.in_row0, 0, 0], [n, p.in_rows, w, c], tile)
+            else:  # pooling keeps channels apart: load only this piece's channels
+                window, t_in = self.load(
+                    src, [0, p.in_row0, 0, p.oc0], [n, p.in_rows, w, p.ocs], tile
+                )
             deps = [t_in]
             out = self.ocm([n, p.rows, ow, p.ocs], mrvl.element_type_of(op.output), tile)
             common = {
@@ -220,6 +233,56 @@ class _Lowering:
             self.store(out, dst, [0, p.o0], tile, t_c)
 
 
+    def add(self, op: mrvl.AddOp) -> None:
+        self.require_f16(op)
+        count = prod(mrvl.shape_of(op.output))
+        et = mrvl.element_type_of(op.output)
+        flat = sched.BufferType("ddr", [count], et)
+        lhs, rhs = (self.flat_view(self.ddr_buffer(v), flat) for v in (op.lhs, op.rhs))
+        dst = self.new_ddr(op.output)
+        out = self.flat_view(dst, flat)
+        chunks = plan_elementwise(
+            count, 3, self.target.ocm_bytes_per_tile, self.num_tiles, self.target.ocm_alignment
+        )
+        for index, chunk in enumerate(chunks):
+            tile = index % self.num_tiles
+            a, t_a = self.load(lhs, [chunk.start], [chunk.length], tile)
+            b, t_b = self.load(rhs, [chunk.start], [chunk.length], tile)
+            y = self.ocm([chunk.length], et, tile)
+            task = sched.AddTaskOp.make(
+                {"tile": IntegerAttr(tile, i64), **_activation_props(op)},
+                deps=[t_a, t_b], lhs=a, rhs=b, output=y,
+            )
+            t_c = self.emit(task).results[0]
+            tok = self.emit(sched.DmaOp(y, [0], out, [chunk.start], [chunk.length], tile, [t_c]))
+            self.writers[dst].append(tok.token)
+
+    def flat_view(self, buffer: SSAValue, flat: sched.BufferType) -> SSAValue:
+        """`buffer` seen as one dimension; its writers stay its writers."""
+        view = self.emit(sched.ViewOp(buffer, flat)).buffer
+        self.writers[view] = self.writers.get(buffer, [])
+        return view
+
+    def concat(self, op: mrvl.ConcatOp) -> None:
+        """Each input is copied by DMA, DDR to DDR, into its channel slice of the result."""
+        dst = self.new_ddr(op.output)
+        axis = op.channel_axis
+        offset = 0
+        for index, value in enumerate(op.inputs):
+            src = self.ddr_buffer(value)
+            shape = mrvl.shape_of(value)
+            dst_offsets = [0] * len(shape)
+            dst_offsets[axis] = offset
+            tok = self.emit(
+                sched.DmaOp(
+                    src, [0] * len(shape), dst, dst_offsets, shape,
+                    index % self.num_tiles, self.writers.get(src, []),
+                )
+            ).token
+            self.writers[dst].append(tok)
+            offset += shape[axis]
+
+
 def _activation_props(op: Operation) -> dict[str, Attribute]:
     return {
         k: op.properties[k]
@@ -271,6 +334,10 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
                 low.window_layer(layer)
             elif isinstance(layer, mrvl.FullyConnectedOp):
                 low.fc(layer)
+            elif isinstance(layer, mrvl.AddOp):
+                low.add(layer)
+            elif isinstance(layer, mrvl.ConcatOp):
+                low.concat(layer)
             elif isinstance(layer, func.ReturnOp):
                 for value, io in outputs.items():
                     if low.buffers.get(value) is not io:

@@ -47,7 +47,7 @@ class WindowLayer:
     pad_top: int
     dh: int
     weight_bytes_per_oc: int  # OHWI f16 weights + f32 bias of one output channel; 0 for pools
-    channels_split: bool  # may output channels be split (conv), or must all stay (pool)
+    depthwise_channels: bool  # a pool: output channel c reads input channel c only
 
     def input_rows(self, orow0: int, rows: int) -> tuple[int, int]:
         """First input row and row count needed for output rows [orow0, orow0 + rows)."""
@@ -60,8 +60,9 @@ class WindowLayer:
 
     def piece_bytes(self, rows: int, ocs: int) -> int:
         in_rows = min((rows - 1) * self.sh + (self.kh - 1) * self.dh + 1, self.h)
+        in_channels = ocs if self.depthwise_channels else self.c
         return (
-            self.n * in_rows * self.w * self.c * F16
+            self.n * in_rows * self.w * in_channels * F16
             + self.n * rows * self.ow * ocs * F16
             + ocs * self.weight_bytes_per_oc
         )
@@ -81,9 +82,8 @@ def plan_window_layer(
         return layer.piece_bytes(rows, ocs) <= budget
 
     ocs = layer.oc
-    if layer.channels_split:
-        while ocs > 1 and not fits(1, ocs):
-            ocs = ceil(ocs / 2)
+    while ocs > 1 and not fits(1, ocs):
+        ocs = ceil(ocs / 2)
     if not fits(1, ocs):
         raise CompileError(
             f"{what}: does not fit on chip: one output row needs {layer.piece_bytes(1, ocs)} "
@@ -127,3 +127,19 @@ def plan_fc_layer(
     while os > 1 and piece_bytes(os) > budget:
         os = ceil(os / 2)
     return [FcPiece(o0, min(os, o - o0)) for o0 in range(0, o, os)]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    start: int
+    length: int
+
+
+def plan_elementwise(
+    count: int, operands: int, ocm_bytes: int, num_tiles: int, alignment: int
+) -> list[Chunk]:
+    """Cut a flat elementwise operation over `count` f16 elements (with `operands` buffers of
+    that size in OCM at once) into chunks, one or more per tile."""
+    budget = (ocm_bytes - (operands + 1) * alignment) // (operands * F16)
+    length = max(1, min(budget, ceil(count / num_tiles)))
+    return [Chunk(s, min(length, count - s)) for s in range(0, count, length)]

@@ -74,8 +74,9 @@ def test_dump_dir_has_one_file_per_pass(mnist_region, tmp_path):
     names = sorted(p.name.split(".", 1)[1] for p in tmp_path.iterdir())
     assert names == [
         "00-import.mlir", "01-mrvl-cast-fp16.mlir", "02-mrvl-canonicalize.mlir",
-        "03-convert-mrvl-to-sched.mlir", "04-sched-fuse-converts.mlir", "05-sched-allocate.mlir",
-        "06-convert-sched-to-mlip.mlir",
+        "03-mrvl-fold-flatten-into-fc.mlir",
+        "04-convert-mrvl-to-sched.mlir", "05-sched-fuse-converts.mlir", "06-sched-allocate.mlir",
+        "07-convert-sched-to-mlip.mlir",
     ]
 
 

@@ -86,3 +86,27 @@ func.func @f(%x: tensor<1x2xf16, #mrvl.layout<NCW>>) {
   func.return
 }
 // CHECK: unknown layout 'NCW'
+
+// -----
+
+func.func @f(%a: tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>, %b: tensor<1x5x5x3xf16, #mrvl.layout<NHWC>>) {
+  %c = mrvl.concat %a, %b : tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>, tensor<1x5x5x3xf16, #mrvl.layout<NHWC>> -> tensor<1x5x5x8xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.concat: inputs hold 7 channels, the result 8
+
+// -----
+
+func.func @f(%a: tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>, %b: tensor<1x5x4x4xf16, #mrvl.layout<NHWC>>) {
+  %c = mrvl.concat %a, %b : tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>, tensor<1x5x4x4xf16, #mrvl.layout<NHWC>> -> tensor<1x5x5x8xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.concat: input 1 [1, 5, 4, 4] differs from the result [1, 5, 5, 8] outside the channel dimension
+
+// -----
+
+func.func @f(%x: tensor<1x5x5x8xf16, #mrvl.layout<NHWC>>) {
+  %p = mrvl.maxpool2d %x kernel [2, 2] strides [2, 2] : tensor<1x5x5x8xf16, #mrvl.layout<NHWC>> -> tensor<1x3x3x8xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.maxpool2d: output shape [1, 3, 3, 8] does not match the computed [1, 2, 2, 8]

@@ -33,3 +33,14 @@ func.func @kept(%x: tensor<1x2x3x4xf16, #mrvl.layout<NHWC>>) -> tensor<1x4x2x3xf
 }
 // CHECK-LABEL: func.func @kept
 // CHECK-NEXT:    mrvl.layout_convert %x {{.*}} loc("/a")
+
+func.func @unit_dims(%x: tensor<1x1x1x8xf16, #mrvl.layout<NHWC>>) -> tensor<1x8xf16, #mrvl.layout<NC>> {
+  %0 = mrvl.layout_convert %x : tensor<1x1x1x8xf16, #mrvl.layout<NHWC>> -> tensor<1x8x1x1xf16, #mrvl.layout<NCHW>> loc("/gap/GlobalAveragePool")
+  %1 = mrvl.reshape %0 : tensor<1x8x1x1xf16, #mrvl.layout<NCHW>> -> tensor<1x8xf16, #mrvl.layout<NC>> loc("/squeeze/Squeeze")
+  func.return %1 : tensor<1x8xf16, #mrvl.layout<NC>>
+}
+// A conversion that moves only unit dimensions moves no bytes: it becomes a reshape, and the
+// reshape chain collapses.
+// CHECK-LABEL: func.func @unit_dims
+// CHECK-NEXT:    %{{.*}} = mrvl.reshape %x : tensor<1x1x1x8xf16, #mrvl.layout<NHWC>> -> tensor<1x8xf16, #mrvl.layout<NC>> loc("/squeeze/Squeeze")
+// CHECK-NEXT:    func.return
