@@ -26,8 +26,8 @@ A layer node is ``{"op": "tvm_op", "name": "tvmgen_mrvl_main_<k-1>", "inputs": [
 attribute value except `num_inputs`, `num_outputs`, `mrvl_nodes_idx` and the `*_const` maps is a
 list of strings (`"padding": ["1", "0", "1", "2"]`, `"layer_name": ["Conv2D"]`). Attributes:
 
-- all layers: `layer_name` (`Conv2D`, `FC`, `Maxpool2D`, `Avgpool2D`, `reshape`,
-  `layout_transform`), `shape` ([[output shape]]), `dtype`, `data_layout`, `out_layout`,
+- all layers: `layer_name` (`Conv2D`, `FC`, `Maxpool2D`, `Avgpool2D`, `GlobalAvgpool2D`,
+  `GlobalMaxpool2D`, `Sum2D`, `Concat`, `reshape`, `layout_transform`), `shape` ([[output shape]]), `dtype`, `data_layout`, `out_layout`,
   `data_layout_shape`, `out_layout_shape`, `num_inputs` (activations + constants, a string),
   `num_outputs`, `func_node_name` (the symbol), `func_name` (`n<i>_<layer>_<in>[2<out>]`),
   `from_tuple_idx`, `mrvl_nodes_idx` ([k], from 1), `composite_name` (the upstream pattern),
@@ -43,6 +43,9 @@ list of strings (`"padding": ["1", "0", "1", "2"]`, `"layer_name": ["Conv2D"]`).
   then reads the NHWC tensor: `data_layout` `NHWC`);
 - `Maxpool2D` / `Avgpool2D`: `pool_size`, `strides`, `padding`, `dilation`, `layout`, `ceil_mode`,
   `kernel_layout` (`HW`), `kernel_layout_shape`, and `count_include_pad` for `Avgpool2D`;
+- `GlobalAvgpool2D` / `GlobalMaxpool2D` (a pool whose window is the whole plane): `layout`;
+- `Sum2D` (two activations): `activation_type` (+ its parameters); `Concat`: `axis` (of the
+  NHWC output, so channels are `3`);
 - `reshape`: `newshape`, `allowzero`; `layout_transform`: `src_layout`, `dst_layout`.
 
 `activation_type` is `relu`, `clip` (+ `activation_min`, `activation_max`), `leaky_relu`
@@ -288,6 +291,10 @@ class _Emitter:
                 self._fc_node(op)
             elif isinstance(op, mrvl.MaxPool2DOp | mrvl.AvgPool2DOp):
                 self._pool_node(op)
+            elif isinstance(op, mrvl.AddOp):
+                self._sum_node(op)
+            elif isinstance(op, mrvl.ConcatOp):
+                self._concat_node(op)
             elif isinstance(op, mrvl.ReshapeOp):
                 self._reshape_node(op)
             else:
@@ -423,7 +430,9 @@ class _Emitter:
         )
         self.node_of[out] = len(self.nodes) - 1
 
-    def _activation_attrs(self, op: mrvl.Conv2DOp | mrvl.FullyConnectedOp) -> dict[str, Any]:
+    def _activation_attrs(
+        self, op: mrvl.Conv2DOp | mrvl.FullyConnectedOp | mrvl.AddOp
+    ) -> dict[str, Any]:
         act = op.activation.data if op.activation is not None else "none"
         attrs: dict[str, Any] = {"activation_type": [act]}
         if act == "clip":
@@ -500,13 +509,17 @@ class _Emitter:
 
     def _pool_node(self, op: mrvl.MaxPool2DOp | mrvl.AvgPool2DOp) -> None:
         kernel = _values(op.kernel)
+        _, h, w, _ = mrvl.shape_of(op.input)
+        if tuple(kernel) == (h, w) and not any(_values(op.pads)):
+            self._global_pool_node(op)
+            return
         attrs: dict[str, Any] = {
             "pool_size": _strs(kernel),
             "strides": _strs(_values(op.strides)),
             "dilation": ["1", "1"],
             "padding": _strs(_values(op.pads)),
             "layout": ["NHWC"],
-            "ceil_mode": ["0"],
+            "ceil_mode": ["1" if op.ceil_mode is not None else "0"],
             "kernel_layout_shape": _strs(kernel),
         }
         if isinstance(op, mrvl.AvgPool2DOp):
@@ -524,6 +537,46 @@ class _Emitter:
             kernel_layout="HW",
             composite=composite,
             attrs=attrs,
+        )
+
+    def _global_pool_node(self, op: mrvl.MaxPool2DOp | mrvl.AvgPool2DOp) -> None:
+        """A pool over the whole plane is upstream's GlobalAvgpool2D / GlobalMaxpool2D."""
+        is_avg = isinstance(op, mrvl.AvgPool2DOp)
+        self._layer_node(
+            op,
+            "GlobalAvgpool2D" if is_avg else "GlobalMaxpool2D",
+            [op.input],
+            data_layout="NHWC",
+            data_shape=mrvl.shape_of(op.input),
+            out_layout="NHWC",
+            composite="mrvl.global_avgpool2d" if is_avg else "mrvl.global_maxpool2d",
+            attrs={"layout": ["NHWC"]},
+        )
+
+    def _sum_node(self, op: mrvl.AddOp) -> None:
+        layout = mrvl.layout_of(op.output)
+        self._layer_node(
+            op,
+            "Sum2D",
+            [op.lhs, op.rhs],
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.lhs),
+            out_layout=layout,
+            composite="mrvl.sum2d",
+            attrs=self._activation_attrs(op),
+        )
+
+    def _concat_node(self, op: mrvl.ConcatOp) -> None:
+        layout = mrvl.layout_of(op.output)
+        self._layer_node(
+            op,
+            "Concat",
+            list(op.inputs),
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.inputs[0]),
+            out_layout=layout,
+            composite="mrvl.concat",
+            attrs={"axis": [str(op.channel_axis)]},
         )
 
     def _reshape_node(self, op: mrvl.ReshapeOp) -> None:

@@ -69,6 +69,16 @@ class _RegionImporter:
             )
         return mrvl.tensor(shape, f32, RELAX_LAYOUT[len(shape)])
 
+    def _operand(self, inner: dict, expr: relax.Expr, node: str | None) -> SSAValue:
+        """The mrvl value of a composite's operand, which must be a tensor of the region."""
+        if expr not in inner:
+            raise UnsupportedOpError(
+                f"region {self.symbol}: operand {type(expr).__name__} is not a tensor computed "
+                "in the region (a constant where a layer input is expected?)",
+                node,
+            )
+        return inner[expr]
+
     def _in_layout(self, value: SSAValue, layout: str, node: str | None) -> SSAValue:
         """`value` seen in `layout`, converting (once per value) if needed."""
         if mrvl.layout_of(value) == layout:
@@ -210,7 +220,7 @@ class _RegionImporter:
                 raise UnsupportedOpError("pad: only zero padding of H and W folds into a conv", node)
             pt, pb, pl, pr = pt + widths[4], pb + widths[5], pl + widths[6], pr + widths[7]
             source = pad.args[0]
-        x = self._in_layout(inner[source], "NHWC", node)
+        x = self._in_layout(self._operand(inner, source, node), "NHWC", node)
         out_n, out_c, out_h, out_w = _shape(call)
         has_bias = chain.peek_any("relax.add", "relax.nn.batch_norm", "relax.multiply")
         bias_const = chain.first_const_of("relax.add", "relax.nn.batch_norm", "relax.multiply")
@@ -239,7 +249,7 @@ class _RegionImporter:
         attrs = call.attrs
         if attrs.layout != "NCHW" or any(int(d) != 1 for d in attrs.dilation):
             raise UnsupportedOpError("pooling: only NCHW without dilation", node)
-        x = self._in_layout(inner[call.args[0]], "NHWC", node)
+        x = self._in_layout(self._operand(inner, call.args[0], node), "NHWC", node)
         n, c, h, w = _shape(call)
         out_type = mrvl.tensor((n, h, w, c), f32, "NHWC")
         extra: dict[str, Attribute] = {"ceil_mode": UnitAttr()} if bool(attrs.ceil_mode) else {}
@@ -259,7 +269,7 @@ class _RegionImporter:
         call = chain.take_one("relax.mean", "relax.max")
         node = node_name_of(call)
         n, c, h, w = _shape(call.args[0])
-        x = self._in_layout(inner[call.args[0]], "NHWC", node)
+        x = self._in_layout(self._operand(inner, call.args[0], node), "NHWC", node)
         out_type = mrvl.tensor((n, 1, 1, c), f32, "NHWC")
         cls = mrvl.AvgPool2DOp if call.op.name == "relax.mean" else mrvl.MaxPool2DOp
         return self._located(cls(x, out_type, kernel=(h, w), strides=(1, 1)), node)
@@ -272,7 +282,7 @@ class _RegionImporter:
         if len(out_shape) not in RELAX_LAYOUT:
             raise UnsupportedOpError(f"reshape to rank {len(out_shape)}", node)
         # Relax reshapes in its own (NCHW) order, so the data must be in that order first.
-        x = self._in_layout(inner[src], RELAX_LAYOUT[len(_shape(src))], node)
+        x = self._in_layout(self._operand(inner, src, node), RELAX_LAYOUT[len(_shape(src))], node)
         op = mrvl.ReshapeOp(x, mrvl.tensor(out_shape, f32, RELAX_LAYOUT[len(out_shape)]))
         return self._located(op, node)
 
@@ -284,11 +294,11 @@ class _RegionImporter:
         axes = _ints(call.attrs.axes)
         shape = _shape(call.args[0])
         if axes == [0, 2, 3, 1]:  # result bytes = the input in NHWC
-            x = self._in_layout(inner[call.args[0]], "NHWC", node)
+            x = self._in_layout(self._operand(inner, call.args[0], node), "NHWC", node)
             op = mrvl.ReshapeOp(x, mrvl.tensor(_shape(call), f32, "NCHW"))
             return self._located(op, node)
         if axes == [0, 3, 1, 2]:  # the input's bytes read as NHWC, converted to NCHW
-            x = self._in_layout(inner[call.args[0]], "NCHW", node)
+            x = self._in_layout(self._operand(inner, call.args[0], node), "NCHW", node)
             relabelled = self._located(mrvl.ReshapeOp(x, mrvl.tensor(shape, f32, "NHWC")), node)
             return self._in_layout(relabelled, "NCHW", node)
         raise UnsupportedOpError(f"transpose with axes {axes} is not a layout change", node)
@@ -298,7 +308,7 @@ class _RegionImporter:
         call = chain.take_one("relax.matmul")
         node = node_name_of(call)
         source = alpha_call.args[0] if alpha_call is not None else call.args[0]
-        x = self._in_layout(inner[source], "NC", node)
+        x = self._in_layout(self._operand(inner, source, node), "NC", node)
         w_const = call.args[1]
         if not isinstance(w_const, GenericConst) or len(_shape(w_const)) != 2:
             raise UnsupportedOpError("fc: the right operand must be a constant matrix", node)
@@ -322,7 +332,7 @@ class _RegionImporter:
         call = chain.take_one("relax.add")
         node = node_name_of(call)
         layout = "NHWC" if len(_shape(call)) == 4 else "NC"
-        lhs, rhs = (self._in_layout(inner[a], layout, node) for a in call.args)
+        lhs, rhs = (self._in_layout(self._operand(inner, a, node), layout, node) for a in call.args)
         return self._located(mrvl.AddOp(lhs, rhs, activation=self._activation(chain)), node)
 
     def concat(self, chain: _Chain, inner: dict) -> SSAValue:
@@ -332,7 +342,7 @@ class _RegionImporter:
             raise UnsupportedOpError("concat: only along channels (axis 1)", node)
         shape = _shape(call)
         layout = "NHWC" if len(shape) == 4 else "NC"
-        inputs = [self._in_layout(inner[a], layout, node) for a in call.args[0].fields]
+        inputs = [self._in_layout(self._operand(inner, a, node), layout, node) for a in call.args[0].fields]
         out_shape = (shape[0], shape[2], shape[3], shape[1]) if len(shape) == 4 else shape
         op = mrvl.ConcatOp(inputs, mrvl.tensor(out_shape, f32, layout))
         return self._located(op, node)

@@ -494,3 +494,29 @@ def test_write_json_refuses_invalid_documents(tmp_path, emitted):
     with pytest.raises(CompileError, match="'strides' is a required property"):
         je.write_json(tmp_path, SYMBOL, bad, consts)
     assert not list(tmp_path.iterdir())
+
+
+def test_sum_concat_and_global_pool_nodes():
+    """Sum2D takes both activations, Concat its axis in NHWC, a whole-plane pool is global."""
+    from xdsl.dialects import func as xfunc
+    from xdsl.dialects.builtin import ModuleOp, StringAttr
+    from xdsl.ir import Block, Region
+
+    from mrvl.dialects import mrvl as m
+    from mrvl.json_emitter import emit_json, validate
+
+    t = m.tensor((1, 4, 4, 8), m.f32, "NHWC")
+    block = Block(arg_types=[t, t])
+    a, b = block.args
+    add = m.AddOp(a, b, activation={"activation": StringAttr("relu")})
+    cat = m.ConcatOp([add.output, a], m.tensor((1, 4, 4, 16), m.f32, "NHWC"))
+    gap = m.AvgPool2DOp(cat.output, m.tensor((1, 1, 1, 16), m.f32, "NHWC"), kernel=(4, 4))
+    block.add_ops([add, cat, gap, xfunc.ReturnOp(gap.output)])
+    fn = xfunc.FuncOp("r", ([t, t], [gap.output.type]), Region(block))
+    nodes, consts = emit_json(ModuleOp([fn]), "r")
+    validate(nodes, consts)
+    layers = [n for n in nodes["nodes"] if n["op"] == "tvm_op"]
+    assert [n["attrs"]["layer_name"][0] for n in layers] == ["Sum2D", "Concat", "GlobalAvgpool2D"]
+    assert layers[0]["inputs"] == [[0, 0, 0], [1, 0, 0]]
+    assert layers[0]["attrs"]["activation_type"] == ["relu"]
+    assert layers[1]["attrs"]["axis"] == ["3"]
