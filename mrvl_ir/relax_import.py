@@ -9,6 +9,7 @@ the MLIP speaks NHWC / OHWI / [O, K]: weights are transposed here, and activatio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -55,7 +56,7 @@ class _RegionImporter:
         )
         self.builder = Builder(InsertPoint.at_end(self.block))
         for param, arg in zip(region.params, self.block.args):
-            arg.name_hint = param.name
+            arg.name_hint = _ssa_name(param.name)
             self.values[param] = arg
 
     # -- types and values ---------------------------------------------------------------------
@@ -388,6 +389,13 @@ class _Chain:
                     if isinstance(a, GenericConst):
                         return a
         return None
+
+
+def _ssa_name(name: str) -> str:
+    """A Relax parameter name as an SSA name: xDSL allows [A-Za-z0-9_$.-], no leading digit
+    (ONNX inputs are often called `gpu_0/data_0` or `0`)."""
+    valid = re.sub(r"[^A-Za-z0-9_$.-]", "_", name)
+    return valid if valid and not valid[0].isdigit() else f"v{valid}"
 
 
 def _scalar(expr) -> float:
