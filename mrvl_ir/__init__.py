@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .compiler import compile_region
     from .frontend import from_onnx, node_name_of
     from .partition import partition_for_mrvl
+    from .report import partition_report
 
 __all__ = [
     "CompileError",
@@ -35,6 +36,7 @@ __all__ = [
     "from_onnx",
     "node_name_of",
     "partition_for_mrvl",
+    "partition_report",
 ]
 
 _LAZY = {
@@ -42,6 +44,7 @@ _LAZY = {
     "from_onnx": "frontend",
     "node_name_of": "frontend",
     "partition_for_mrvl": "partition",
+    "partition_report": "report",
 }
 
 

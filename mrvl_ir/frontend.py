@@ -5,23 +5,46 @@ instruction or a simulated cycle back to the user's model. We run TVM's own impo
 which Relax value each ONNX node produced, and put the node name on each binding's Call as a
 `tvm.ir.Span` whose source name is the node name. Spans survive FoldConstant, FuseOpsByPattern
 and MergeCompositeFunctions, so the compiler reads them back with `node_name_of`.
+
+The importer also normalizes a few ONNX operators whose TVM conversion the MLIP patterns
+cannot see through (each only when its inputs are what the rewrite needs; otherwise TVM's own
+conversion is kept):
+
+- `Clip` with constant bounds → `relax.clip(x, min, max)` (TVM: `call_tir` maximum + minimum);
+- `Pad` in constant mode with constant pads and value → `relax.nn.pad` (TVM: `call_tir` pad);
+- `Sum` of same-shape tensors → a chain of `relax.add` (TVM: broadcast_to + stack + sum);
+- `BatchNormalization` in inference mode with constant parameters → `relax.multiply` by the
+  per-channel scale and `relax.add` of the shift (TVM: `batch_norm` + `TupleGetItem`, and a
+  pattern cannot end at a TupleGetItem, so a trailing batch norm could never fuse);
+- `Dropout` in inference mode without its mask output → its input (TVM: `relax.nn.dropout`,
+  an op no region can hold, which splits VGG's and AlexNet's classifiers off their regions).
+
+The module records each ONNX node's op type in the attribute `mrvl.onnx_nodes` (node name →
+op type, in graph order), which `partition_for_mrvl(deny_ops=...)` and the partition report
+read.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
 import onnx
 import tvm
 from tvm import relax
+from tvm.ir.expr import GenericConst
 from tvm.relax.frontend.onnx.onnx_frontend import ONNXGraphImporter
 
 from .errors import ModelImportError, MrvlError
 
-__all__ = ["from_onnx", "node_name_of"]
+__all__ = ["ONNX_NODES_ATTR", "from_onnx", "node_name_of", "onnx_node_name", "onnx_nodes_of"]
+
+ONNX_NODES_ATTR = "mrvl.onnx_nodes"
+"""Module attribute set by `from_onnx`: ONNX node name → op type, in graph order."""
 
 
 def node_name_of(expr: relax.Expr) -> str | None:
@@ -44,6 +67,14 @@ def onnx_node_name(node: onnx.NodeProto) -> str:
     return f"{node.op_type}:{node.output[0] if node.output else ''}"
 
 
+def onnx_nodes_of(mod: tvm.IRModule) -> dict[str, str] | None:
+    """The `mrvl.onnx_nodes` record of a module (node name → op type), or None without one."""
+    attrs = mod.attrs
+    if attrs is None or ONNX_NODES_ATTR not in attrs:
+        return None
+    return {str(name): str(op) for name, op in attrs[ONNX_NODES_ATTR].items()}
+
+
 def from_onnx(
     model_or_path: onnx.ModelProto | str | os.PathLike,
     shape_dict: Mapping[str, Sequence[int]] | None = None,
@@ -54,7 +85,7 @@ def from_onnx(
     ONNX checker, or one TVM's frontend cannot import.
     """
     model = _load(model_or_path)
-    importer = _NodeTrackingImporter(dict(shape_dict) if shape_dict else {})
+    importer = _NodeTrackingImporter(dict(shape_dict) if shape_dict else {}, _used_tensors(model))
     try:
         # TVM's importer prints every failing node with all its inputs before re-raising;
         # the error we raise names the node, so that dump is noise.
@@ -70,27 +101,205 @@ def from_onnx(
         ) from err
 
     mod = _attach_node_names(mod, model.graph, importer.nodes_by_output)
-    unnamed_before = len(_unnamed_calls(mod["main"]))
-    mod = relax.transform.FoldConstant()(mod)
-    _check_names_survived(mod["main"], unnamed_before)
-    return mod
+    mod = fold_constants(mod)
+    op_types = {onnx_node_name(node): node.op_type for node in model.graph.node}
+    return mod.with_attr(ONNX_NODES_ATTR, op_types)
 
 
 class _NodeTrackingImporter(ONNXGraphImporter):
-    """TVM's importer, remembering the node it is converting so that errors can name it."""
+    """TVM's importer, remembering the node it is converting (so that errors can name it) and
+    normalizing the operators in `_NORMALIZATIONS`."""
 
-    def __init__(self, shape_dict: dict):
+    def __init__(self, shape_dict: dict, used_tensors: set[str]):
         super().__init__(shape_dict, "float32")
         self.converting: tuple[str, str] | None = None
+        self.used_tensors = used_tensors
+        self._node: onnx.NodeProto | None = None
+
+    def _parse_value_proto(self, value_proto):
+        # TVM's node loop calls this with each NodeProto just before converting it: the only
+        # hook that sees the node itself (its outputs) rather than its parsed attributes.
+        if isinstance(value_proto, onnx.NodeProto):
+            self._node = value_proto
+        return super()._parse_value_proto(value_proto)
 
     def _convert_operator(self, op_name, inputs, attrs, opset):
         self.converting = (attrs["tvm_custom"]["name"], op_name)
+        normalize = _NORMALIZATIONS.get(op_name)
+        if normalize is not None:
+            node = self._node if self._node is not None and self._node.op_type == op_name else None
+            outputs = list(node.output) if node is not None else None
+            used = None if outputs is None else [o in self.used_tensors for o in outputs]
+            result = normalize(self.bb, list(inputs), {**attrs, "mrvl_used_outputs": used}, opset)
+            if result is not None:
+                return self.bb.normalize(result)
         return super()._convert_operator(op_name, inputs, attrs, opset)
 
     @property
     def nodes_by_output(self) -> Mapping[str, relax.Expr]:
         """ONNX tensor name → the Relax value the importer made for it."""
         return self._nodes
+
+
+# ---------------------------------------------------------------------------------------------
+# Normalizations. Each returns the Relax value of the node, or None to keep TVM's conversion.
+
+_FLOAT_DTYPES = ("float16", "float32", "float64")
+
+
+def _float_tensor(expr) -> relax.TensorType | None:
+    ty = getattr(expr, "ty", None)
+    if isinstance(ty, relax.TensorType) and str(ty.dtype) in _FLOAT_DTYPES and ty.ndim >= 0:
+        return ty
+    return None
+
+
+def _static_shape(expr) -> tuple[int, ...] | None:
+    ty = getattr(expr, "ty", None)
+    dims = getattr(getattr(ty, "shape", None), "values", None)
+    if dims is None or not all(isinstance(d, tvm.tirx.IntImm) for d in dims):
+        return None
+    return tuple(int(d) for d in dims)
+
+
+def _const_array(expr) -> np.ndarray | None:
+    return expr.value.numpy() if isinstance(expr, GenericConst) else None
+
+
+def _input(inputs: list, index: int):
+    return inputs[index] if index < len(inputs) else None
+
+
+def _clip(bb, inputs, attrs, opset) -> relax.Expr | None:
+    """Clip(x, min, max) with constant bounds → relax.clip; a missing or NaN bound is ±inf."""
+    x = inputs[0]
+    if _float_tensor(x) is None:
+        return None
+    bounds = []
+    for index, attr, unbounded in ((1, "min", -math.inf), (2, "max", math.inf)):
+        if opset < 11:
+            value = float(attrs.get(attr, unbounded))
+        elif _input(inputs, index) is None:
+            value = unbounded
+        else:
+            array = _const_array(inputs[index])
+            if array is None or array.size != 1:
+                return None
+            value = float(array.reshape(()))
+        bounds.append(unbounded if math.isnan(value) else value)
+    low, high = bounds
+    if low > high:  # ONNX then gives max everywhere; relax.clip's order is not specified
+        return None
+    return relax.op.clip(x, low, high)
+
+
+def _pad(bb, inputs, attrs, opset) -> relax.Expr | None:
+    """Pad in constant mode, constant non-negative pads and value → relax.nn.pad."""
+    x = inputs[0]
+    ty = _float_tensor(x)
+    if ty is None:
+        return None
+    mode = attrs.get("mode", b"constant")
+    if (mode.decode() if isinstance(mode, bytes) else str(mode)) != "constant":
+        return None
+    rank = ty.ndim
+    if opset < 11:
+        pads, value, axes = list(attrs.get("pads", ())), float(attrs.get("value", 0.0)), None
+    else:
+        pads_array = _const_array(inputs[1]) if _input(inputs, 1) is not None else None
+        if pads_array is None:
+            return None
+        pads = [int(p) for p in pads_array.reshape(-1)]
+        value = 0.0
+        if _input(inputs, 2) is not None:
+            value_array = _const_array(inputs[2])
+            if value_array is None or value_array.size != 1:
+                return None
+            value = float(value_array.reshape(()))
+        axes = None
+        if _input(inputs, 3) is not None:
+            axes_array = _const_array(inputs[3])
+            if axes_array is None:
+                return None
+            axes = [int(a) % rank if rank else int(a) for a in axes_array.reshape(-1)]
+    axes = list(range(rank)) if axes is None else axes
+    if len(pads) != 2 * len(axes) or len(set(axes)) != len(axes) or any(p < 0 for p in pads):
+        return None
+    before, after = [0] * rank, [0] * rank
+    for i, axis in enumerate(axes):
+        before[axis], after[axis] = pads[i], pads[len(axes) + i]
+    pad_width = [p for pair in zip(before, after) for p in pair]
+    return relax.op.nn.pad(x, pad_width, "constant", value)
+
+
+def _sum(bb, inputs, attrs, opset) -> relax.Expr | None:
+    """Sum of two or more tensors of one static shape and dtype → a chain of relax.add."""
+    if len(inputs) < 2 or any(i is None for i in inputs):
+        return None
+    if all(isinstance(i, GenericConst) for i in inputs):
+        return None  # TVM folds it already
+    shapes = {_static_shape(i) for i in inputs}
+    dtypes = {str(getattr(i.ty, "dtype", None)) for i in inputs}
+    if len(shapes) != 1 or None in shapes or len(dtypes) != 1:
+        return None
+    total = inputs[0]
+    for operand in inputs[1:-1]:
+        total = bb.emit(relax.op.add(total, operand))
+    return relax.op.add(total, inputs[-1])
+
+
+def _batch_norm(bb, inputs, attrs, opset) -> relax.Expr | None:
+    """Inference BatchNormalization with constant parameters → x * scale + shift per channel.
+
+    scale = γ / sqrt(σ² + ε) and shift = β - μ·scale are folded in float64, then stored in the
+    data's dtype with shape (1, C, 1, ...).
+    """
+    x = inputs[0]
+    ty = _float_tensor(x)
+    if ty is None or ty.ndim < 2 or len(inputs) != 5:
+        return None
+    if attrs.get("training_mode", 0) or attrs["tvm_custom"]["num_outputs"] != 1:
+        return None
+    shape = _static_shape(x)
+    params = [_const_array(p) for p in inputs[1:]]
+    if shape is None or any(p is None or p.shape != (shape[1],) for p in params):
+        return None
+    gamma, beta, mean, var = (p.astype(np.float64) for p in params)
+    scale = gamma / np.sqrt(var + float(attrs.get("epsilon", 1e-5)))
+    shift = beta - mean * scale
+    channel, dtype = (1, shape[1]) + (1,) * (ty.ndim - 2), str(ty.dtype)
+    scaled = bb.emit(relax.op.multiply(x, relax.const(scale.reshape(channel).astype(dtype))))
+    return relax.op.add(scaled, relax.const(shift.reshape(channel).astype(dtype)))
+
+
+def _dropout(bb, inputs, attrs, opset) -> relax.Expr | None:
+    """Dropout at inference (no training_mode, or a constant false one) is the identity.
+
+    Only when nothing reads its mask output (exporters often declare one nobody uses); the
+    unused mask slot is filled with the input itself.
+    """
+    used = attrs["mrvl_used_outputs"]
+    if used is None or any(used[1:]) or not attrs.get("is_test", 1):
+        return None
+    training = _input(inputs, 2)
+    if training is not None:
+        flag = _const_array(training)
+        if flag is None or flag.size != 1 or bool(flag.reshape(())):
+            return None
+    x = inputs[0]
+    return x if len(used) == 1 else relax.Tuple([x] * len(used))
+
+
+_NORMALIZATIONS: dict[str, Callable] = {
+    "Clip": _clip,
+    "Dropout": _dropout,
+    "Pad": _pad,
+    "Sum": _sum,
+    "BatchNormalization": _batch_norm,
+}
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def _load(model_or_path) -> onnx.ModelProto:
@@ -120,6 +329,20 @@ def _load(model_or_path) -> onnx.ModelProto:
     return model
 
 
+def _used_tensors(model: onnx.ModelProto) -> set[str]:
+    """Tensor names some node reads or the graph outputs (subgraphs included)."""
+    used = {o.name for o in model.graph.output}
+    graphs = [model.graph]
+    while graphs:
+        graph = graphs.pop()
+        for node in graph.node:
+            used.update(node.input)
+            for attr in node.attribute:
+                graphs.extend([attr.g] if attr.HasField("g") else list(attr.graphs))
+        used.update(o.name for o in graph.output)
+    return used
+
+
 def _opset_of(model: onnx.ModelProto) -> int:
     """The default-domain opset, as TVM's `from_onnx` picks it."""
     for opset in model.opset_import:
@@ -133,36 +356,180 @@ def _attach_node_names(
 ) -> tvm.IRModule:
     """Put each ONNX node's name on the Calls of the bindings its conversion emitted.
 
-    A node owns the binding whose value (or var) is one of its outputs. Bindings a converter
-    emits before that one (the bias reshape, the weight transpose) belong to the same node,
-    so an unowned binding takes the name of the next owned one.
+    A node owns the bindings its outputs are computed by that no earlier node owns: walking
+    the graph in order, each node claims the binding of each output value and, through their
+    arguments, every binding not yet claimed (the bias reshape, the weight transpose, the
+    multiply of a folded batch norm). Emission order cannot be used for this: TVM emits a
+    converter's result only when a later node uses it, after that node's own helpers.
+    Bindings no node output reaches take the name of the next claimed binding.
     """
-    owner: dict[relax.Expr, str] = {}
+    func = mod["main"]
+    bindings = [b for block in func.body.blocks for b in block.bindings]
+    by_var = {b.var: b for b in bindings}
+    by_value = {b.value: b for b in bindings if isinstance(b, relax.VarBinding)}
+    owner: dict[relax.Var, str] = {}
     for node in graph.node:
         name = onnx_node_name(node)
-        for output in node.output:
-            value = nodes_by_output.get(output)
-            if value is not None and value not in owner:
-                owner[value] = name
+        todo = [nodes_by_output[o] for o in node.output if o in nodes_by_output]
+        while todo:
+            expr = todo.pop()
+            binding = by_var.get(expr) if isinstance(expr, relax.Var) else by_value.get(expr)
+            if binding is None:
+                if isinstance(expr, relax.Tuple):
+                    todo.extend(expr.fields)
+                elif isinstance(expr, relax.TupleGetItem):
+                    todo.append(expr.tuple_value)
+                continue
+            if binding.var in owner:
+                continue
+            owner[binding.var] = name
+            if isinstance(binding, relax.VarBinding):
+                todo.extend(relax.analysis.free_vars(binding.value))
 
+    names: dict[relax.Var, str] = {}
+    pending: list[relax.Var] = []
+    for binding in bindings:
+        pending.append(binding.var)
+        name = owner.get(binding.var)
+        if name is not None:
+            names.update((var, owner.get(var, name)) for var in pending)
+            pending.clear()
+
+    blocks = [
+        type(block)([_with_name(b, names.get(b.var)) for b in block.bindings], block.span)
+        for block in func.body.blocks
+    ]
+    body = relax.SeqExpr(blocks, func.body.body, func.body.span)
+    new_func = relax.Function(func.params, body, func.ret_ty, func.is_pure, func.attrs, func.span)
+    mod = tvm.IRModule(dict(mod.functions_items()), attrs=mod.attrs)
+    mod["main"] = new_func
+    return mod
+
+
+def fold_constants(mod: tvm.IRModule) -> tvm.IRModule:
+    """Fold the calls of `main` that use no variable, keeping the ONNX names of the rest.
+
+    The layout ops TVM's importer puts on weights (the reshape of every conv bias, the
+    transpose of a Gemm weight) are folded here in numpy. TVM's FoldConstant compiles each
+    folded op with LLVM first (about 15 ms apiece, seconds on a real network), so it runs only
+    when something else is left to fold (`ConstantOfShape` weights, say).
+    """
+    mod = _fold_layout_ops(mod)
+    if not has_foldable_calls(mod["main"]):
+        return mod
+    unnamed_before = len(_unnamed_calls(mod["main"]))
+    mod = relax.transform.FoldConstant()(mod)
+    _check_names_survived(mod["main"], unnamed_before)
+    return mod
+
+
+def has_foldable_calls(func: relax.Function) -> bool:
+    """Whether some call of `func`'s dataflow uses no variable, so FoldConstant would fold it."""
+    for block in func.body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if (
+                isinstance(value, relax.Call)
+                and isinstance(value.op, tvm.ir.Op)
+                and not relax.analysis.free_vars(value)
+            ):
+                return True
+    return False
+
+
+def _numpy_layout_op(call: relax.Call, args: list) -> np.ndarray | None:
+    """`call` evaluated in numpy if it is a layout op of constants, else None."""
+    op = call.op.name if isinstance(call.op, tvm.ir.Op) else None
+    if op not in _LAYOUT_OPS or not args or not isinstance(args[0], GenericConst):
+        return None
+    data = args[0].value.numpy()
+    attrs = call.attrs
+    if op == "relax.reshape":
+        shape = _static_shape(call)
+        result = None if shape is None else data.reshape(shape)
+    elif op == "relax.permute_dims":
+        result = _transpose(data, None if attrs.axes is None else [int(a) for a in attrs.axes])
+    elif op == "relax.expand_dims":
+        rank = data.ndim + len(attrs.axis)
+        result = np.expand_dims(data, tuple(int(a) % rank for a in attrs.axis))
+    elif op == "relax.squeeze":
+        axes = None if attrs.axis is None else tuple(int(a) % data.ndim for a in attrs.axis)
+        result = np.squeeze(data, axes)
+    else:  # relax.astype
+        result = data.astype(str(attrs.dtype))
+    ty = call.ty
+    if (
+        result is None
+        or not isinstance(ty, relax.TensorType)
+        or str(result.dtype) != str(ty.dtype)
+        or tuple(result.shape) != _static_shape(call)
+    ):
+        return None
+    return result
+
+
+def _transpose(data: np.ndarray, axes: list[int] | None) -> np.ndarray:
+    """np.transpose, copied to C order; a large matrix is copied in bands of rows, which
+    is about three times faster than one strided copy (0.3 s for VGG's 400 MB fc6)."""
+    if data.ndim != 2 or data.size < (1 << 20) or axes == [0, 1]:
+        return np.ascontiguousarray(np.transpose(data, axes))
+    out = np.empty(data.shape[::-1], data.dtype)
+    for start in range(0, data.shape[0], 512):
+        out[:, start : start + 512] = data[start : start + 512].T
+    return out
+
+
+_LAYOUT_OPS = (
+    "relax.reshape",
+    "relax.permute_dims",
+    "relax.expand_dims",
+    "relax.squeeze",
+    "relax.astype",
+)
+
+
+def _fold_layout_ops(mod: tvm.IRModule) -> tvm.IRModule:
+    """Replace the layout ops of constants in `main` by constants, computed in numpy."""
     func = mod["main"]
-    pending: list[tuple[int, int]] = []
-    names: dict[tuple[int, int], str] = {}
-    for b, block in enumerate(func.body.blocks):
-        for i, binding in enumerate(block.bindings):
-            name = owner.get(binding.var) or owner.get(binding.value)
-            pending.append((b, i))
-            if name is not None:
-                names.update((key, name) for key in pending)
-                pending.clear()
+    folded: dict[relax.Var, GenericConst] = {}
+
+    def substitute(expr):
+        if isinstance(expr, relax.Var):
+            return folded.get(expr, expr)
+        if isinstance(expr, relax.Tuple):
+            fields = [substitute(f) for f in expr.fields]
+            if all(a.same_as(b) for a, b in zip(fields, expr.fields)):
+                return expr
+            return relax.Tuple(fields, expr.span)
+        return expr
 
     blocks = []
-    for b, block in enumerate(func.body.blocks):
-        bindings = [
-            _with_name(binding, names.get((b, i))) for i, binding in enumerate(block.bindings)
-        ]
+    for block in func.body.blocks:
+        bindings = []
+        for binding in block.bindings:
+            value = binding.value
+            if isinstance(binding, relax.VarBinding) and isinstance(value, relax.Call):
+                args = [substitute(a) for a in value.args]
+                result = _numpy_layout_op(value, args)
+                if result is not None:
+                    folded[binding.var] = relax.const(result)
+                    continue
+                if any(not a.same_as(b) for a, b in zip(args, value.args)):
+                    value = relax.Call(
+                        value.op, args, value.attrs, value.ty_args, value.span, value.ty
+                    )
+                    binding = relax.VarBinding(binding.var, value, binding.span)
+            elif isinstance(binding, relax.VarBinding) and isinstance(value, relax.Var):
+                if value in folded:
+                    folded[binding.var] = folded[value]
+                    continue
+            elif folded and set(relax.analysis.free_vars(value)) & folded.keys():
+                return mod  # a use this substitution does not reach: leave it to FoldConstant
+            bindings.append(binding)
         blocks.append(type(block)(bindings, block.span))
-    body = relax.SeqExpr(blocks, func.body.body, func.body.span)
+    if not folded:
+        return mod
+    body = relax.SeqExpr(blocks, substitute(func.body.body), func.body.span)
     new_func = relax.Function(func.params, body, func.ret_ty, func.is_pure, func.attrs, func.span)
     mod = tvm.IRModule(dict(mod.functions_items()), attrs=mod.attrs)
     mod["main"] = new_func

@@ -1,37 +1,92 @@
 """Partition a Relax module into MLIP regions (functions with `Codegen="mrvl"`).
 
-The pattern table says what the MLIP compiler accepts; each pattern's check rejects what its
-importer would not handle, so that an unsupported op stays on the host instead of failing
-the build. The composite names (`mrvl.conv2d`, `mrvl.maxpool2d`, `mrvl.fc`, `mrvl.reshape`)
-are a contract with the compiler's Relax importer.
+The pattern table says what the MLIP compiler accepts; each pattern's check rejects what the
+compiler's Relax importer would not handle, so that an unsupported op stays on the host
+instead of failing the build. The composite names and what each composite may contain are a
+contract with `relax_import.py`:
 
-Each optional part of a layer (bias, relu) is an alternative inside one pattern rather than a
-separate pattern, so that every composite name is registered exactly once.
+    mrvl.conv2d            [pad] conv2d [+bias] [batch_norm | *scale +shift] [activation]
+    mrvl.fc                [*alpha] matmul [+bias] [activation]
+    mrvl.add               add(a, b) of two same-shape tensors [activation]
+    mrvl.maxpool2d, mrvl.avgpool2d, mrvl.global_avgpool2d (mean), mrvl.global_maxpool2d (max)
+    mrvl.concat            concat on channels
+    mrvl.reshape           reshape / squeeze / flatten between rank 4 and rank 2
+    mrvl.transpose         permute_dims NCHW <-> NHWC
+    activation             relu | clip(min, max) | leakyrelu
+
+Optional trailing parts are alternatives inside one pattern: FuseOpsByPattern grows a match
+binding by binding, so a trailing part that fails its check is simply left out. An optional
+*leading* part (the pad before a conv, Gemm's alpha before a matmul) cannot be left out that
+way, so those layers are registered twice under the same composite name, with the leading
+part first: a conv whose pad is unsupported is still offloaded, without its pad.
+
+While `partition_for_mrvl` runs, every check that rejects a match records why, keyed by the
+ONNX node it blames (from the span `mrvl.from_onnx` put on each call). The reasons of the
+nodes left on the CPU are stored on the result as the module attribute
+`mrvl.partition_reasons` (node name → reason), which `mrvl.partition_report` reads.
 """
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
 import tvm
 from tvm import relax
 from tvm.ir.expr import GenericConst
-from tvm.relax.backend.pattern_registry import (
-    get_pattern,
-    get_patterns_with_prefix,
-    register_patterns,
-)
+from tvm.relax.backend.pattern_registry import get_patterns_with_prefix, register_patterns
 from tvm.relax.backend.utils import has_leaking_intermediate_variables
-from tvm.relax.dpl import DFPattern, is_const, is_op, wildcard
+from tvm.relax.dpl import DFPattern, is_const, is_op, is_tuple_get_item, wildcard
 from tvm.relax.transform import PatternCheckContext
 
+from .frontend import fold_constants, node_name_of, onnx_nodes_of
+from .placement import CPU, node_targets
 from .target import Target, get_target
 
-__all__ = ["partition_for_mrvl", "validate_target_options", "MAX_BATCH", "TILE_COUNTS"]
+__all__ = [
+    "LAYER_OPS",
+    "MAC_COMPOSITES",
+    "MAX_BATCH",
+    "REASONS_ATTR",
+    "REGION_PREFIX",
+    "TILE_COUNTS",
+    "partition_for_mrvl",
+    "partition_reasons",
+    "validate_target_options",
+]
 
 MAX_BATCH = 8
 """Largest batch (N) a region accepts: the MLIP processes batches of up to 8."""
 
 TILE_COUNTS = (1, 2, 4, 8)
 """Tile counts the compiler can split a layer across."""
+
+REGION_PREFIX = "mrvl_region_"
+"""Regions are named mrvl_region_0, _1, ... in the order `main` calls them."""
+
+REASONS_ATTR = "mrvl.partition_reasons"
+"""Module attribute: ONNX node name → why that node stayed on the CPU."""
+
+LAYER_OPS = frozenset(
+    {
+        "relax.nn.pad", "relax.nn.conv2d", "relax.add", "relax.multiply", "relax.nn.batch_norm",
+        "relax.nn.relu", "relax.clip", "relax.nn.leakyrelu", "relax.matmul",
+        "relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.mean", "relax.max", "relax.concat",
+        "relax.reshape", "relax.squeeze", "relax.flatten", "relax.permute_dims",
+    }
+)  # fmt: skip
+"""Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
+
+MAC_COMPOSITES = ("mrvl.conv2d", "mrvl.fc")
+"""The layers that use the MAC arrays; `require_mac_layer` wants one in every region."""
+
+DENIED_NODE = "denied by user (deny_nodes)"
+DENIED_OP = "denied by user (deny_ops)"
+NO_MAC_LAYER = "region without conv/fc (require_mac_layer)"
+FORCED_REASONS = (DENIED_NODE, DENIED_OP, NO_MAC_LAYER)
 
 _CODEGEN = "mrvl"
 
@@ -51,19 +106,75 @@ def validate_target_options(mcpu: str, num_tiles: int) -> Target:
 
 
 def partition_for_mrvl(
-    mod: tvm.IRModule, *, mcpu: str = "cn10ka", num_tiles: int = 8
+    mod: tvm.IRModule,
+    *,
+    mcpu: str = "cn10ka",
+    num_tiles: int = 8,
+    deny_nodes: Iterable[str] = (),
+    deny_ops: Iterable[str] = (),
+    require_mac_layer: bool = False,
 ) -> tvm.IRModule:
     """Group the MLIP-supported parts of `mod` into region functions for `relax.ext.mrvl`.
 
-    Each region gets `Codegen="mrvl"`, a `global_symbol`, and the attrs `mrvl.mcpu` and
-    `mrvl.num_tiles` that the codegen hook compiles it for.
+    Each region gets `Codegen="mrvl"`, a `global_symbol` `mrvl_region_<i>`, and the attrs
+    `mrvl.mcpu` and `mrvl.num_tiles` that the codegen hook compiles it for.
+
+    - `deny_nodes`: ONNX node names, `deny_ops`: ONNX op types ("Conv", "MaxPool") to keep
+      on the CPU, each node whole: no layer that contains any call of theirs is formed, so a
+      denied Conv's bias add is not offloaded on its own either. `deny_ops` needs the op types
+      `mrvl.from_onnx` records on the module.
+    - `require_mac_layer`: a region without a conv or fc layer goes back to the CPU (the
+      upstream backend's behaviour): its nodes are denied and the module partitioned again,
+      until every region has one.
+
+    Why each node stayed on the CPU is stored as the module attribute `mrvl.partition_reasons`.
     """
     validate_target_options(mcpu, num_tiles)
+    forced = _denied_nodes(mod, deny_nodes, deny_ops)
+    # The patterns want folded constants (TVM's importer leaves reshape(bias), permute_dims(W)
+    # on them). A module from mrvl.from_onnx is folded already.
+    mod = fold_constants(mod)
+    while True:
+        collector = _Collector(forced)
+        token = _COLLECTOR.set(collector)
+        try:
+            partitioned = _fuse(mod)
+        finally:
+            _COLLECTOR.reset(token)
+        without_mac = _nodes_of_regions_without_mac(partitioned) if require_mac_layer else []
+        if not without_mac:
+            break
+        forced = {**forced, **{name: NO_MAC_LAYER for name in without_mac}}
+
+    for index, gvar in enumerate(_regions_in_call_order(partitioned)):
+        partitioned[gvar] = (
+            partitioned[gvar]
+            .with_attr("global_symbol", f"{REGION_PREFIX}{index}")
+            .with_attr("mrvl.mcpu", mcpu)
+            .with_attr("mrvl.num_tiles", num_tiles)
+        )
+    # TVM names a merged region after every op in it (hundreds of characters on VGG-19);
+    # NormalizeGlobalVar renames each region to its short global_symbol, calls included.
+    partitioned = relax.transform.NormalizeGlobalVar()(partitioned)
+    targets = node_targets(partitioned)
+    reasons = {
+        name: reason
+        for name, reason in collector.reasons().items()
+        if targets.get(name, CPU) == CPU
+    }
+    return partitioned.with_attr(REASONS_ATTR, reasons)
+
+
+def partition_reasons(mod: tvm.IRModule) -> dict[str, str]:
+    """The `mrvl.partition_reasons` of a partitioned module (empty if it has none)."""
+    if mod.attrs is None or REASONS_ATTR not in mod.attrs:
+        return {}
+    return {str(k): str(v) for k, v in mod.attrs[REASONS_ATTR].items()}
+
+
+def _fuse(mod: tvm.IRModule) -> tvm.IRModule:
     seq = tvm.transform.Sequential(
         [
-            # The ONNX importer leaves reshape(bias) / permute_dims(W) on constants; the
-            # patterns want the folded constants.
-            relax.transform.FoldConstant(),
             relax.transform.FuseOpsByPattern(
                 get_patterns_with_prefix(_CODEGEN + "."),
                 bind_constants=True,
@@ -72,21 +183,68 @@ def partition_for_mrvl(
             relax.transform.MergeCompositeFunctions(),
         ]
     )
-    mod = seq(mod)
-    for index, gvar in enumerate(_regions_in_call_order(mod)):
-        mod[gvar] = (
-            mod[gvar]
-            .with_attr("global_symbol", f"{REGION_PREFIX}{index}")
-            .with_attr("mrvl.mcpu", mcpu)
-            .with_attr("mrvl.num_tiles", num_tiles)
-        )
-    # TVM names a merged region after every op in it (hundreds of characters on VGG-19);
-    # NormalizeGlobalVar renames each region to its short global_symbol, calls included.
-    return relax.transform.NormalizeGlobalVar()(mod)
+    return seq(mod)
 
 
-REGION_PREFIX = "mrvl_region_"
-"""Regions are named mrvl_region_0, _1, ... in the order `main` calls them."""
+def _names(values: Iterable[str] | str, what: str) -> list[str]:
+    if isinstance(values, str):
+        return [values]
+    names = list(values)
+    if not all(isinstance(n, str) for n in names):
+        raise TypeError(f"{what} must be strings, got {names!r}")
+    return names
+
+
+def _denied_nodes(mod: tvm.IRModule, deny_nodes, deny_ops) -> dict[str, str]:
+    """Node name → reason for every node the user keeps on the CPU."""
+    nodes, ops = _names(deny_nodes, "deny_nodes"), _names(deny_ops, "deny_ops")
+    if not nodes and not ops:
+        return {}
+    op_types = onnx_nodes_of(mod)
+    known = set(op_types) if op_types is not None else set(_span_names(mod))
+    unknown = [n for n in nodes if n not in known]
+    if unknown:
+        raise ValueError(f"deny_nodes: no ONNX node named {', '.join(map(repr, unknown))}")
+    forced = dict.fromkeys(nodes, DENIED_NODE)
+    if ops:
+        if op_types is None:
+            raise ValueError(
+                "deny_ops needs the op type of every node: import the model with mrvl.from_onnx"
+            )
+        present = set(op_types.values())
+        bad = [op for op in ops if op not in present and not onnx.defs.has(op)]
+        if bad:
+            raise ValueError(f"deny_ops: {', '.join(map(repr, bad))} is not an ONNX operator")
+        for name, op_type in op_types.items():
+            if op_type in ops:
+                forced.setdefault(name, DENIED_OP)
+    return forced
+
+
+def _span_names(mod_or_func: tvm.IRModule | relax.Function) -> list[str]:
+    """The ONNX node names on the calls of a module or function, in visiting order."""
+    names: list[str] = []
+
+    def visit(expr) -> None:
+        if isinstance(expr, relax.Call) and (name := node_name_of(expr)):
+            names.append(name)
+
+    if isinstance(mod_or_func, tvm.IRModule):
+        funcs = list(mod_or_func.functions.values())
+    else:
+        funcs = [mod_or_func]
+    for func in funcs:
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func, visit)
+    return names
+
+
+def _is_region(func) -> bool:
+    return (
+        isinstance(func, relax.Function)
+        and func.attrs is not None
+        and func.attrs.get("Codegen") == _CODEGEN
+    )
 
 
 def _regions_in_call_order(mod: tvm.IRModule) -> list[tvm.ir.GlobalVar]:
@@ -101,150 +259,414 @@ def _regions_in_call_order(mod: tvm.IRModule) -> list[tvm.ir.GlobalVar]:
     return ordered + sorted(regions - set(ordered), key=lambda gv: gv.name_hint)
 
 
-def _is_region(func) -> bool:
-    return (
-        isinstance(func, relax.Function)
-        and func.attrs is not None
-        and func.attrs.get("Codegen") == _CODEGEN
-    )
+def _composites(region: relax.Function) -> list[relax.Function]:
+    return [
+        b.value
+        for block in region.body.blocks
+        for b in block.bindings
+        if isinstance(b.value, relax.Function)
+    ]
+
+
+def _nodes_of_regions_without_mac(mod: tvm.IRModule) -> list[str]:
+    names: list[str] = []
+    for _, func in mod.functions_items():
+        if not _is_region(func):
+            continue
+        kinds = {str(c.attrs["Composite"]) for c in _composites(func) if c.attrs is not None}
+        if kinds.isdisjoint(MAC_COMPOSITES):
+            names += _span_names(func)
+    return list(dict.fromkeys(names))
 
 
 # ---------------------------------------------------------------------------------------------
-# Checks. Each returns False for anything the compiler's importer would not handle.
+# Why a match was rejected: a collector active while partition_for_mrvl runs.
 
 
-def _static_shape(expr: relax.Expr) -> tuple[int, ...] | None:
-    """The shape of a float32 tensor with a fully static shape, else None."""
+@dataclass
+class _Collector:
+    """Reasons recorded by the checks during one partitioning.
+
+    A rejection blames one node (the culprit: the conv whose batch is too large, the clip
+    whose bounds are bad) and involves every node of the match. The culprit's reason wins
+    over one a node got as a bystander ("... (at <culprit>)"); the first reason recorded wins
+    over later ones; a user's deny wins over everything.
+    """
+
+    forced: dict[str, str]
+    culprits: dict[str, str] = field(default_factory=dict)
+    bystanders: dict[str, str] = field(default_factory=dict)
+
+    def reject(self, culprit: str | None, reason: str, involved: Sequence[str]) -> None:
+        if culprit is not None:
+            self.culprits.setdefault(culprit, reason)
+        for name in involved:
+            if name != culprit:
+                self.bystanders.setdefault(name, f"{reason} (at {culprit})" if culprit else reason)
+
+    def reasons(self) -> dict[str, str]:
+        return {**self.bystanders, **self.culprits, **self.forced}
+
+
+_COLLECTOR: contextvars.ContextVar[_Collector | None] = contextvars.ContextVar(
+    "mrvl_partition_collector", default=None
+)
+
+
+class _Reject(Exception):
+    """Raised by a check: `reason` why the match cannot be a layer, blaming the call `at`."""
+
+    def __init__(self, reason: str, at: relax.Expr | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.at = at
+
+
+def _checked(check: Callable[[PatternCheckContext], None]) -> Callable[[PatternCheckContext], bool]:
+    """A FusionPattern check from `check`, which raises `_Reject` for an unsupported match.
+
+    A match that contains any call of a denied node is rejected first, so a denied node stays
+    on the CPU whole.
+    """
+
+    def run(ctx: PatternCheckContext) -> bool:
+        collector = _COLLECTOR.get()
+        involved = list(
+            dict.fromkeys(
+                name
+                for expr in ctx.matched_bindings.values()
+                if (name := node_name_of(expr)) is not None
+            )
+        )
+        if collector is not None:
+            for name in involved:
+                if name in collector.forced:
+                    collector.reject(name, collector.forced[name], involved)
+                    return False
+        try:
+            check(ctx)
+        except _Reject as rejection:
+            if collector is not None:
+                at = rejection.at if rejection.at is not None else ctx.matched_expr
+                collector.reject(node_name_of(at), rejection.reason, involved)
+            return False
+        return True
+
+    run.__name__ = run.__qualname__ = check.__name__
+    run.__doc__ = check.__doc__
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+# Check helpers. Each raises _Reject with a reason a user can act on.
+
+
+def _tensor_shape(expr: relax.Expr, at: relax.Expr) -> tuple[int, ...]:
+    """The static shape of a float32 tensor."""
     ty = expr.ty
-    if not isinstance(ty, relax.TensorType) or ty.dtype != "float32" or ty.shape is None:
-        return None
+    if not isinstance(ty, relax.TensorType):
+        raise _Reject(f"not a tensor ({type(ty).__name__})", at)
+    if str(ty.dtype) != "float32":
+        raise _Reject(f"dtype {ty.dtype}", at)
     dims = getattr(ty.shape, "values", None)
     if dims is None or not all(isinstance(d, tvm.tirx.IntImm) for d in dims):
-        return None
+        raise _Reject("dynamic shape", at)
     return tuple(int(d) for d in dims)
 
 
-def _is_activation(expr: relax.Expr, rank: int) -> bool:
-    """A runtime float32 tensor of `rank` dims with batch <= MAX_BATCH."""
-    shape = _static_shape(expr)
-    return (
-        not isinstance(expr, GenericConst)
-        and shape is not None
-        and len(shape) == rank
-        and 1 <= shape[0] <= MAX_BATCH
-    )
+def _activation(expr: relax.Expr, ranks: Sequence[int], at: relax.Expr) -> tuple[int, ...]:
+    """The shape of a runtime float32 tensor of one of `ranks` with batch ≤ MAX_BATCH."""
+    if isinstance(expr, GenericConst):
+        raise _Reject("constant input", at)
+    shape = _tensor_shape(expr, at)
+    if len(shape) not in ranks:
+        raise _Reject(f"rank {len(shape)}", at)
+    if not 1 <= shape[0] <= MAX_BATCH:
+        raise _Reject(f"batch {shape[0]} > {MAX_BATCH}" if shape[0] else "batch 0", at)
+    return shape
 
 
-def _f32_result(call: relax.Call) -> bool:
-    out_dtype = getattr(call.attrs, "out_dtype", None)
-    return out_dtype is None or str(out_dtype) in ("", "float32", "void")
+def _constant(expr: relax.Expr, what: str, at: relax.Expr) -> np.ndarray:
+    if not isinstance(expr, GenericConst):
+        raise _Reject(f"non-constant {what}", at)
+    _tensor_shape(expr, at)
+    return expr.value.numpy()
 
 
-def _check_conv2d(ctx: PatternCheckContext) -> bool:
-    ann = ctx.annotated_expr
-    conv, data, weight = ann["conv"], ann["data"], ann["weight"]
-    attrs = conv.attrs
-    if has_leaking_intermediate_variables(ctx) or not _is_activation(data, 4):
-        return False
-    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != ("NCHW", "OIHW", "NCHW"):
-        return False
-    w_shape = _static_shape(weight)
-    if not _f32_result(conv) or w_shape is None or len(w_shape) != 4:
-        return False
-    out_ch, in_ch = w_shape[0], _static_shape(data)[1]
-    groups = int(attrs.groups)
-    depthwise = groups == in_ch == out_ch and w_shape[1] == 1
-    if groups != 1 and not depthwise:
-        return False
-    if "bias" in ann:
-        return _static_shape(ann["bias"]) == (1, out_ch, 1, 1)
-    return True
+def _f32_result(call: relax.Call) -> None:
+    out_dtype = str(getattr(call.attrs, "out_dtype", "") or "")
+    if out_dtype not in ("", "float32", "void", "None"):
+        raise _Reject(f"dtype {out_dtype}", call)
 
 
-def _check_maxpool2d(ctx: PatternCheckContext) -> bool:
-    pool = ctx.annotated_expr["root"]
-    attrs = pool.attrs
-    return (
-        _is_activation(ctx.annotated_expr["data"], 4)
-        and attrs.layout == "NCHW"
-        and attrs.out_layout == "NCHW"
-        and all(int(d) == 1 for d in attrs.dilation)
-        and not bool(attrs.ceil_mode)
-    )
+def _no_leaks(ctx: PatternCheckContext) -> None:
+    if has_leaking_intermediate_variables(ctx):
+        raise _Reject("an intermediate result is also used outside the layer", ctx.matched_expr)
 
 
-def _check_fc(ctx: PatternCheckContext) -> bool:
-    ann = ctx.annotated_expr
-    matmul, data, weight = ann["matmul"], ann["data"], ann["weight"]
-    if has_leaking_intermediate_variables(ctx) or not _is_activation(data, 2):
-        return False
-    w_shape = _static_shape(weight)
-    if not _f32_result(matmul) or w_shape is None or len(w_shape) != 2:
-        return False
-    k, out = w_shape
-    if _static_shape(data)[1] != k:
-        return False
-    if "bias" in ann:
-        return _static_shape(ann["bias"]) in ((out,), (1, out))
-    return True
+def _prim_float(expr) -> float | None:
+    value = getattr(expr, "value", expr)
+    value = getattr(value, "value", value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
-def _check_reshape(ctx: PatternCheckContext) -> bool:
-    data, reshape = ctx.annotated_expr["data"], ctx.annotated_expr["root"]
-    if not _is_activation(data, 4):
-        return False
-    in_shape, out_shape = _static_shape(data), _static_shape(reshape)
-    # A flatten keeps the batch and folds C, H, W into one axis.
-    return (
-        out_shape is not None
-        and len(out_shape) == 2
-        and out_shape[0] == in_shape[0]
-        and out_shape[1] == in_shape[1] * in_shape[2] * in_shape[3]
-    )
+def _check_activation(ann) -> None:
+    clip = ann.get("clip")
+    if clip is not None:
+        low, high = _prim_float(clip.args[1]), _prim_float(clip.args[2])
+        if low is None or high is None:
+            raise _Reject("non-constant clip bounds", clip)
+        if low > high:
+            raise _Reject(f"attribute min={low:g} > max={high:g}", clip)
+
+
+def _channel_const(expr, channels: int, rank: int, what: str, at) -> None:
+    """A constant broadcast per channel (axis 1) or as a scalar onto a rank-`rank` tensor."""
+    shape = _constant(expr, what, at).shape
+    per_channel = (1, channels) + (1,) * (rank - 2)
+    scalar = len(shape) <= rank and all(d == 1 for d in shape)
+    if not (scalar or shape == per_channel or shape == per_channel[1:]):
+        raise _Reject(f"{what} shape {shape}", at)
+
+
+def _int_list(values) -> list[int] | None:
+    return None if values is None else [int(v) for v in values]
 
 
 # ---------------------------------------------------------------------------------------------
-# Patterns.
+# Checks, one per layer.
 
 
-def _with_bias_relu(core: DFPattern, bias: DFPattern) -> DFPattern:
-    """core, core + bias, relu(core), relu(core + bias)."""
-    biased = core | is_op("relax.add")(core, bias)
-    return biased | is_op("relax.nn.relu")(biased)
+def _check_conv2d(ctx: PatternCheckContext) -> None:
+    ann = ctx.annotated_expr
+    conv = ann["conv"]
+    _no_leaks(ctx)
+    attrs = conv.attrs
+    _activation(ann["data"], (4,), conv)
+    if "pad" in ann:
+        _check_pad(ann["pad"])
+    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != ("NCHW", "OIHW", "NCHW"):
+        raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
+    _f32_result(conv)
+    weight = _constant(ann["weight"], "weights", conv)
+    if weight.ndim != 4:
+        raise _Reject(f"weight rank {weight.ndim}", conv)
+    channels = _tensor_shape(conv.args[0], conv)[1]
+    out_ch, groups = weight.shape[0], int(attrs.groups)
+    if channels % groups or out_ch % groups or weight.shape[1] * groups != channels:
+        raise _Reject(f"attribute group={groups}", conv)
+    if "bias" in ann:
+        _channel_const(ann["bias"], out_ch, 4, "bias", ann["bias_add"])
+    if "bn" in ann:
+        bn = ann["bn"]
+        if bool(bn.attrs.training) or int(bn.attrs.axis) not in (1, -3):
+            raise _Reject("batch norm in training mode or not on channels", bn)
+        for param in bn.args[1:]:
+            if _constant(param, "batch-norm parameters", bn).shape != (out_ch,):
+                raise _Reject("batch-norm parameter shape", bn)
+    if "bn_scale" in ann:
+        _channel_const(ann["bn_scale"], out_ch, 4, "scale", ann["bn_mul"])
+        _channel_const(ann["bn_shift"], out_ch, 4, "shift", ann["bn_add"])
+    _check_activation(ann)
 
 
-def _conv2d_pattern():
-    data, weight, bias = wildcard(), is_const(), is_const()
-    conv = is_op("relax.nn.conv2d")(data, weight)
-    root = _with_bias_relu(conv, bias)
-    ann = {"data": data, "weight": weight, "bias": bias, "conv": conv, "root": root}
-    return ("mrvl.conv2d", root, ann, _check_conv2d)
+def _check_pad(pad: relax.Call) -> None:
+    attrs = pad.attrs
+    if str(attrs.pad_mode) != "constant":
+        raise _Reject(f"attribute mode={attrs.pad_mode}", pad)
+    if float(attrs.pad_value) != 0.0:
+        raise _Reject(f"attribute constant_value={float(attrs.pad_value):g}", pad)
+    widths = _int_list(attrs.pad_width)
+    if any(w < 0 for w in widths):
+        raise _Reject("negative pads", pad)
+    if any(widths[:4]):
+        raise _Reject("pads on the batch or channel axis", pad)
 
 
-def _maxpool2d_pattern():
+def _check_pool2d(ctx: PatternCheckContext) -> None:
+    pool = ctx.annotated_expr["root"]
+    attrs = pool.attrs
+    _activation(ctx.annotated_expr["data"], (4,), pool)
+    if (attrs.layout, attrs.out_layout) != ("NCHW", "NCHW"):
+        raise _Reject(f"layout {attrs.layout}", pool)
+    dilation = _int_list(attrs.dilation)
+    if any(d != 1 for d in dilation):
+        raise _Reject(f"attribute dilations={dilation}", pool)
+
+
+def _check_global_pool2d(ctx: PatternCheckContext) -> None:
+    reduce = ctx.annotated_expr["root"]
+    _activation(ctx.annotated_expr["data"], (4,), reduce)
+    axes = _int_list(reduce.attrs.axis)
+    if axes is None or sorted(a % 4 for a in axes) != [2, 3]:
+        raise _Reject(f"attribute axes={axes if axes is not None else 'all'}", reduce)
+    if not bool(reduce.attrs.keepdims):
+        raise _Reject("attribute keepdims=0", reduce)
+
+
+def _check_fc(ctx: PatternCheckContext) -> None:
+    ann = ctx.annotated_expr
+    matmul = ann["matmul"]
+    _no_leaks(ctx)
+    k = _activation(ann["data"], (2,), matmul)[1]
+    _f32_result(matmul)
+    weight = _constant(ann["weight"], "weights (right operand)", matmul)
+    if weight.ndim != 2 or weight.shape[0] != k:
+        raise _Reject(f"weight shape {weight.shape}", matmul)
+    if "alpha" in ann and _constant(ann["alpha"], "alpha", ann["scale"]).size != 1:
+        raise _Reject("alpha is not a scalar", ann["scale"])
+    if "bias" in ann:
+        shape = _constant(ann["bias"], "bias", ann["bias_add"]).shape
+        out = weight.shape[1]
+        if shape not in ((out,), (1, out)) and not (len(shape) <= 2 and all(d == 1 for d in shape)):
+            raise _Reject(f"bias shape {shape}", ann["bias_add"])
+    _check_activation(ann)
+
+
+def _check_add(ctx: PatternCheckContext) -> None:
+    ann = ctx.annotated_expr
+    add = ann["add"]
+    _no_leaks(ctx)
+    lhs = _activation(add.args[0], (2, 4), add)
+    rhs = _activation(add.args[1], (2, 4), add)
+    if lhs != rhs:
+        raise _Reject(f"broadcast add {lhs} + {rhs}", add)
+    _check_activation(ann)
+
+
+def _check_concat(ctx: PatternCheckContext) -> None:
+    concat = ctx.annotated_expr["root"]
+    parts = concat.args[0]
+    if not isinstance(parts, relax.Tuple):
+        raise _Reject("concat of a tuple variable", concat)
+    shapes = [_activation(part, (2, 4), concat) for part in parts.fields]
+    rank = len(shapes[0])
+    if any(len(s) != rank for s in shapes):
+        raise _Reject("inputs of different ranks", concat)
+    axis = int(concat.attrs.axis) if concat.attrs.axis is not None else None
+    if axis is None or axis % rank != 1:
+        raise _Reject(f"attribute axis={axis}", concat)
+
+
+def _check_reshape(ctx: PatternCheckContext) -> None:
+    reshape = ctx.annotated_expr["root"]
+    in_shape = _activation(ctx.annotated_expr["data"], (2, 4), reshape)
+    out_shape = _tensor_shape(reshape, reshape)
+    if len(out_shape) not in (2, 4):
+        raise _Reject(f"rank {len(out_shape)}", reshape)
+    if len(out_shape) == len(in_shape):
+        raise _Reject(f"reshape rank {len(in_shape)} to rank {len(out_shape)}", reshape)
+    if out_shape[0] != in_shape[0]:
+        raise _Reject("reshape changes the batch", reshape)
+
+
+def _check_transpose(ctx: PatternCheckContext) -> None:
+    transpose = ctx.annotated_expr["root"]
+    _activation(ctx.annotated_expr["data"], (4,), transpose)
+    axes = _int_list(transpose.attrs.axes)
+    if axes not in ([0, 2, 3, 1], [0, 3, 1, 2]):
+        raise _Reject(f"attribute perm={axes if axes is not None else 'reversed'}", transpose)
+
+
+# ---------------------------------------------------------------------------------------------
+# Patterns. Each builder returns (name, pattern, annotations, check).
+
+
+def _with_activation(core: DFPattern, ann: dict[str, DFPattern]) -> DFPattern:
+    """core, or relu / clip / leakyrelu of core."""
+    ann["relu"] = is_op("relax.nn.relu")(core)
+    ann["clip"] = is_op("relax.clip")(core, wildcard(), wildcard())
+    ann["leakyrelu"] = is_op("relax.nn.leakyrelu")(core)
+    return core | ann["relu"] | ann["clip"] | ann["leakyrelu"]
+
+
+def _conv2d_pattern(with_pad: bool):
+    data, weight = wildcard(), wildcard()
+    ann: dict[str, DFPattern] = {"data": data, "weight": weight}
+    conv_input = data
+    if with_pad:
+        conv_input = ann["pad"] = is_op("relax.nn.pad")(data)
+    conv = ann["conv"] = is_op("relax.nn.conv2d")(conv_input, weight)
+    ann["bias"] = is_const()
+    ann["bias_add"] = is_op("relax.add")(conv, ann["bias"])
+    biased = conv | ann["bias_add"]
+    ann["bn"] = is_op("relax.nn.batch_norm")(biased, is_const(), is_const(), is_const(), is_const())
+    ann["bn_scale"], ann["bn_shift"] = is_const(), is_const()
+    ann["bn_mul"] = is_op("relax.multiply")(biased, ann["bn_scale"])
+    ann["bn_add"] = is_op("relax.add")(ann["bn_mul"], ann["bn_shift"])
+    normed = biased | is_tuple_get_item(ann["bn"], 0) | ann["bn_add"]
+    root = _with_activation(normed, ann)
+    return ("mrvl.conv2d", root, ann, _checked(_check_conv2d))
+
+
+def _fc_pattern(with_alpha: bool):
+    data, weight = wildcard(), wildcard()
+    ann: dict[str, DFPattern] = {"data": data, "weight": weight}
+    fc_input = data
+    if with_alpha:
+        ann["alpha"] = is_const()
+        fc_input = ann["scale"] = is_op("relax.multiply")(data, ann["alpha"])
+    matmul = ann["matmul"] = is_op("relax.matmul")(fc_input, weight)
+    ann["bias"] = is_const()
+    ann["bias_add"] = is_op("relax.add")(matmul, ann["bias"])
+    root = _with_activation(matmul | ann["bias_add"], ann)
+    return ("mrvl.fc", root, ann, _checked(_check_fc))
+
+
+def _add_pattern():
+    ann: dict[str, DFPattern] = {}
+    add = ann["add"] = is_op("relax.add")(~is_const(), ~is_const())
+    return ("mrvl.add", _with_activation(add, ann), ann, _checked(_check_add))
+
+
+def _single_op_pattern(name: str, ops: Sequence[str], check, *extra_args: Callable[[], DFPattern]):
     data = wildcard()
-    root = is_op("relax.nn.max_pool2d")(data)
-    return ("mrvl.maxpool2d", root, {"data": data, "root": root}, _check_maxpool2d)
-
-
-def _fc_pattern():
-    data, weight, bias = wildcard(), is_const(), is_const()
-    matmul = is_op("relax.matmul")(data, weight)
-    root = _with_bias_relu(matmul, bias)
-    ann = {"data": data, "weight": weight, "bias": bias, "matmul": matmul, "root": root}
-    return ("mrvl.fc", root, ann, _check_fc)
+    root = None
+    for op in ops:
+        alternative = is_op(op)(data, *(make() for make in extra_args))
+        root = alternative if root is None else root | alternative
+    return (name, root, {"data": data, "root": root}, _checked(check))
 
 
 def _reshape_pattern():
     data = wildcard()
-    root = is_op("relax.reshape")(data, wildcard())
-    return ("mrvl.reshape", root, {"data": data, "root": root}, _check_reshape)
+    root = (
+        is_op("relax.reshape")(data, wildcard())
+        | is_op("relax.squeeze")(data)
+        | is_op("relax.flatten")(data)
+    )
+    return ("mrvl.reshape", root, {"data": data, "root": root}, _checked(_check_reshape))
+
+
+def _pattern_table() -> list[tuple]:
+    """All patterns, highest priority first: larger layers before their parts."""
+    return [
+        _conv2d_pattern(with_pad=True),
+        _conv2d_pattern(with_pad=False),
+        _fc_pattern(with_alpha=True),
+        _fc_pattern(with_alpha=False),
+        _add_pattern(),
+        _single_op_pattern("mrvl.maxpool2d", ["relax.nn.max_pool2d"], _check_pool2d),
+        _single_op_pattern("mrvl.avgpool2d", ["relax.nn.avg_pool2d"], _check_pool2d),
+        _single_op_pattern("mrvl.global_avgpool2d", ["relax.mean"], _check_global_pool2d),
+        _single_op_pattern("mrvl.global_maxpool2d", ["relax.max"], _check_global_pool2d),
+        _single_op_pattern("mrvl.concat", ["relax.concat"], _check_concat),
+        _single_op_pattern("mrvl.transpose", ["relax.permute_dims"], _check_transpose),
+        _reshape_pattern(),
+    ]
 
 
 def _register() -> None:
-    """Register the table once; re-registering would add duplicate entries."""
-    table = [_reshape_pattern(), _maxpool2d_pattern(), _fc_pattern(), _conv2d_pattern()]
-    register_patterns([p for p in table if get_pattern(p[0]) is None])
+    """Register the table once (re-registering would add duplicate entries).
+
+    `register_patterns` gives later entries higher priority, hence the reversal.
+    """
+    if get_patterns_with_prefix(_CODEGEN + "."):
+        return
+    register_patterns(list(reversed(_pattern_table())))
 
 
 _register()

@@ -4,6 +4,7 @@
     mrvlc model.onnx -o out/ --run           # ... and run it hybrid against onnxruntime
     mrvlc model.onnx --emit sched            # print one stage of every region and stop
     mrvlc model.onnx -o out/ --dump-dir ir/  # the IR after every pass, one file per pass
+    mrvlc model.onnx --report                # where each ONNX node runs, and why, then stop
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
         help="run the compiled model on a seeded random input and compare with onnxruntime",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the --run input")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="print where each ONNX node runs (MLIP region or CPU), why, and its MACs; "
+        "without -o, stop there",
+    )
     return p
 
 
@@ -133,8 +140,11 @@ def run_against_onnxruntime(lib, model, shapes, seed: int):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.emit is None and args.output is None:
-        print("mrvlc: error: give -o OUTDIR, or --emit STAGE to print a stage", file=sys.stderr)
+    if args.emit is None and args.output is None and not args.report:
+        print(
+            "mrvlc: error: give -o OUTDIR, --emit STAGE to print a stage, or --report",
+            file=sys.stderr,
+        )
         return 2
     try:
         import onnx
@@ -146,6 +156,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         mod = mrvl.from_onnx(args.model, shape_dict=shapes)
         model = onnx.load(args.model)  # readable: from_onnx has checked it
         mod = mrvl.partition_for_mrvl(mod, mcpu=args.mcpu, num_tiles=args.num_tiles)
+        if args.report:
+            from mrvl.report import partition_report
+
+            print(partition_report(mod, model))
+            if args.emit is None and args.output is None:
+                return 0
         if args.emit:
             _emit(mod, args.emit, args)
             return 0
@@ -156,7 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             mod, export_dir=outdir, mcpu=args.mcpu, num_tiles=args.num_tiles, **options
         )
         _write_outputs(lib, outdir)
-        _print_placement(mod, model)
+        if not args.report:  # the report above says it all
+            _print_placement(mod, model)
         if args.run:
             agreements = run_against_onnxruntime(lib, model, shapes, args.seed)
             for i, agreement in enumerate(agreements):

@@ -160,3 +160,203 @@ def test_constant_only_conv_still_imports():
     )
     mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     assert op_and_name(mod["main"]) == [("relax.add", "/add/Add")]
+
+
+# -- normalizations: the forms the MLIP patterns match, same numbers as onnxruntime ----------
+
+RNG = np.random.default_rng(0)
+
+
+def init(name, array, dtype=np.float32):
+    return numpy_helper.from_array(np.asarray(array, dtype), name)
+
+
+def model_of(nodes, inputs, outputs, inits=(), opset=17):
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs.items()],
+        list(inits),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10  # onnxruntime 1.31 reads up to 13
+    return model
+
+
+def assert_same_numbers(model, mod):
+    """TVM's CPU build of `mod` and onnxruntime agree on `model` for a seeded input."""
+    import onnxruntime as ort
+    import tvm
+
+    feeds = {
+        v.name: np.asarray(
+            RNG.standard_normal([d.dim_value for d in v.type.tensor_type.shape.dim]) * 4,
+            np.float32,
+        )
+        for v in model.graph.input
+    }
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    got = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()])
+    got = [got] if isinstance(got, tvm.runtime.Tensor) else list(got)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g.numpy(), e, rtol=1e-5, atol=1e-5)
+
+
+NORMALIZED = {
+    # name: (nodes, inputs, outputs, initializers, opset, expected (op, node name) list)
+    "Clip(0, 6) -> clip": (
+        [helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="/r6/Clip")],
+        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 4, 4]}, [init("lo", 0), init("hi", 6)], 17,
+        [("relax.clip", "/r6/Clip")]),
+    "Clip min only": (
+        [helper.make_node("Clip", ["x", "lo"], ["y"], name="/clip")],
+        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 4, 4]}, [init("lo", -1)], 17,
+        [("relax.clip", "/clip")]),
+    "Clip opset 6 attributes": (
+        [helper.make_node("Clip", ["x"], ["y"], name="/clip", min=-1.0, max=2.0)],
+        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 4, 4]}, [], 6,
+        [("relax.clip", "/clip")]),
+    "Pad constant 0 -> nn.pad": (
+        [helper.make_node("Pad", ["x", "p"], ["y"], name="/pad")],
+        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 7, 5]}, [init("p", [0, 0, 1, 0, 0, 0, 2, 1], np.int64)],
+        17, [("relax.nn.pad", "/pad")]),
+    "Pad value and axes (opset 18)": (
+        [helper.make_node("Pad", ["x", "p", "v", "ax"], ["y"], name="/pad")],
+        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 4, 7]},
+        [init("p", [1, 2], np.int64), init("v", 0.5), init("ax", [-1], np.int64)], 18,
+        [("relax.nn.pad", "/pad")]),
+    "Sum of three -> add chain": (
+        [helper.make_node("Sum", ["x", "z", "x"], ["y"], name="/sum")],
+        {"x": [1, 2, 4, 4], "z": [1, 2, 4, 4]}, {"y": [1, 2, 4, 4]}, [], 17,
+        [("relax.add", "/sum"), ("relax.add", "/sum")]),
+    "BatchNormalization -> multiply, add": (
+        [helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"], ["y"], name="/bn",
+                          epsilon=1e-3)],
+        {"x": [2, 3, 4, 4]}, {"y": [2, 3, 4, 4]},
+        [init("g", RNG.standard_normal(3)), init("b", RNG.standard_normal(3)),
+         init("m", RNG.standard_normal(3)), init("v", RNG.uniform(0.5, 2, 3))], 17,
+        [("relax.multiply", "/bn"), ("relax.add", "/bn")]),
+}
+
+
+@pytest.mark.parametrize("case", NORMALIZED.values(), ids=NORMALIZED.keys())
+def test_normalization_keeps_names_and_numbers(case):
+    nodes, inputs, outputs, inits, opset, expected = case
+    model = model_of(nodes, inputs, outputs, inits, opset)
+    mod = from_onnx(model)
+    assert op_and_name(mod["main"]) == expected
+    assert_same_numbers(model, mod)
+
+
+KEPT = {
+    # TVM's own conversion stays when the rewrite's conditions do not hold
+    "Clip with a runtime bound": (
+        [helper.make_node("Clip", ["x", "lo"], ["y"], name="/clip")],
+        {"x": [1, 2, 4, 4], "lo": []}, {"y": [1, 2, 4, 4]}, [], 17),
+    "Clip min > max": (
+        [helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="/clip")],
+        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 4, 4]}, [init("lo", 1), init("hi", -1)], 17),
+    "Pad reflect": (
+        [helper.make_node("Pad", ["x", "p"], ["y"], name="/pad", mode="reflect")],
+        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 6, 6]}, [init("p", [0, 0, 1, 1, 0, 0, 1, 1], np.int64)],
+        17),
+    "Pad cropping": (
+        [helper.make_node("Pad", ["x", "p"], ["y"], name="/pad")],
+        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 3, 4]}, [init("p", [0, 0, -1, 0, 0, 0, 0, 0], np.int64)],
+        17),
+    "Sum with broadcasting": (
+        [helper.make_node("Sum", ["x", "z"], ["y"], name="/sum")],
+        {"x": [1, 2, 4, 4], "z": [1, 2, 1, 1]}, {"y": [1, 2, 4, 4]}, [], 17),
+}
+
+
+@pytest.mark.parametrize("case", KEPT.values(), ids=KEPT.keys())
+def test_tvm_conversion_kept_when_the_rewrite_does_not_apply(case):
+    nodes, inputs, outputs, inits, opset = case
+    model = model_of(nodes, inputs, outputs, inits, opset)
+    mod = from_onnx(model)
+    ops = [op for op, _ in op_and_name(mod["main"])]
+    assert not {"relax.clip", "relax.nn.pad"} & set(ops)
+    assert ops != ["relax.add"]
+    assert {name for _, name in op_and_name(mod["main"])} == {nodes[0].name}
+    assert_same_numbers(model, mod)
+
+
+def test_helper_bindings_belong_to_their_own_node():
+    # Gemm(transA) emits its transpose before the MatMul above it is bound: the transpose is
+    # still the Gemm's, not the MatMul's.
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["y"], name="/mm"),
+        helper.make_node("Gemm", ["x", "w2"], ["z"], name="/gemm", transA=1),
+    ]
+    model = model_of(nodes, {"x": [2, 4]}, {"y": [2, 3], "z": [4, 3]},
+                     [init("w", np.ones((4, 3))), init("w2", np.ones((2, 3)))])
+    assert sorted(op_and_name(from_onnx(model)["main"])) == [
+        ("relax.matmul", "/gemm"), ("relax.matmul", "/mm"), ("relax.permute_dims", "/gemm"),
+    ]
+
+
+def test_onnx_nodes_are_recorded_in_graph_order(mnist_model, mnist_relax):
+    from mrvl.frontend import onnx_nodes_of
+
+    assert list(onnx_nodes_of(mnist_relax).items()) == [
+        (n.name, n.op_type) for n in mnist_model.graph.node
+    ]
+    unnamed = from_onnx(single_node_model(helper.make_node("Relu", ["x"], ["y"]), [1, 4], [1, 4]))
+    assert onnx_nodes_of(unnamed) == {"Relu:y": "Relu"}
+
+
+def test_weight_layout_ops_fold_without_tvm_fold_constant(monkeypatch, mnist_model):
+    # FoldConstant compiles every op it folds with LLVM; the bias reshapes and the Gemm weight
+    # transposes are folded in numpy instead, so it does not run at all here.
+    def no_fold_constant():
+        raise AssertionError("FoldConstant ran")
+
+    monkeypatch.setattr(relax.transform, "FoldConstant", no_fold_constant)
+    mod = from_onnx(mnist_model)
+    conv = next(c for c in calls(mod["main"]) if c.op.name == "relax.nn.conv2d")
+    add = next(c for c in calls(mod["main"]) if c.op.name == "relax.add")
+    assert isinstance(conv.args[1], GenericConst)
+    assert tuple(add.args[1].value.shape) == (1, 64, 1, 1)
+
+
+def test_other_constant_computations_still_fold():
+    # A weight computed by ConstantOfShape is folded by TVM's FoldConstant.
+    nodes = [
+        helper.make_node("ConstantOfShape", ["s"], ["w"], name="/w",
+                         value=numpy_helper.from_array(np.array([0.5], np.float32))),
+        helper.make_node("Conv", ["x", "w"], ["y"], name="/c/Conv"),
+    ]
+    model = model_of(nodes, {"x": [1, 2, 4, 4]}, {"y": [1, 3, 4, 4]},
+                     [init("s", [3, 2, 1, 1], np.int64)])
+    mod = from_onnx(model)
+    assert op_and_name(mod["main"]) == [("relax.nn.conv2d", "/c/Conv")]
+    assert isinstance(calls(mod["main"])[0].args[1], GenericConst)
+    assert_same_numbers(model, mod)
+
+
+def test_dropout_at_inference_is_the_identity():
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="/r"),
+        helper.make_node("Dropout", ["r"], ["d", "mask"], name="/drop"),  # mask unused
+        helper.make_node("Sigmoid", ["d"], ["y"], name="/s"),
+    ]
+    model = model_of(nodes, {"x": [2, 8]}, {"y": [2, 8]})
+    mod = from_onnx(model)
+    assert op_and_name(mod["main"]) == [("relax.nn.relu", "/r"), ("relax.sigmoid", "/s")]
+    assert_same_numbers(model, mod)
+
+
+def test_dropout_whose_mask_is_used_is_kept():
+    nodes = [helper.make_node("Dropout", ["x"], ["y", "mask"], name="/drop")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8]),
+         helper.make_tensor_value_info("mask", TensorProto.BOOL, [2, 8])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert [op for op, _ in op_and_name(from_onnx(model)["main"])] == ["relax.nn.dropout"]

@@ -10,9 +10,14 @@ from tvm import relax
 from tvm.relax.backend.pattern_registry import get_patterns_with_prefix
 
 from mrvl.frontend import from_onnx, node_name_of
-from mrvl.partition import partition_for_mrvl
+from mrvl.partition import partition_for_mrvl, partition_reasons
+from mrvl.report import partition_report
 
-COMPOSITES = {"mrvl.conv2d", "mrvl.maxpool2d", "mrvl.fc", "mrvl.reshape"}
+COMPOSITES = {
+    "mrvl.conv2d", "mrvl.fc", "mrvl.add", "mrvl.maxpool2d", "mrvl.avgpool2d",
+    "mrvl.global_avgpool2d", "mrvl.global_maxpool2d", "mrvl.concat", "mrvl.reshape",
+    "mrvl.transpose",
+}  # fmt: skip
 
 
 def regions(mod) -> dict[str, relax.Function]:
@@ -146,8 +151,8 @@ def conv_model(onnx_model, *, batch=1, channels=4, out_channels=4, groups=1, bia
         ({"batch": 8}, True),
         ({"batch": 9}, False),
         ({"groups": 4}, True),  # depthwise
-        ({"groups": 2}, False),  # grouped, not depthwise
-        ({"groups": 4, "out_channels": 8}, False),  # depthwise with a channel multiplier
+        ({"groups": 2}, True),  # grouped
+        ({"groups": 4, "out_channels": 8}, True),  # depthwise with a channel multiplier
         ({"elem_type": TensorProto.FLOAT16}, False),
     ],
 )
@@ -175,8 +180,12 @@ def test_intermediate_used_outside_is_not_fused(onnx_model):
     model = onnx_model(nodes, {"x": [1, 4, 3, 3]}, {"y": [1, 4, 3, 3]},
                        [const("w", np.ones((4, 4, 1, 1)))])
     mod = partition_for_mrvl(from_onnx(model))
-    assert composite_names(mod) == ["mrvl.conv2d"]
-    assert host_ops(mod) == ["relax.nn.relu", "relax.add"]
+    # relu cannot join the conv (whose result the add also reads); the add is a layer alone
+    assert composite_names(mod) == ["mrvl.conv2d", "mrvl.add"]
+    assert host_ops(mod) == ["relax.nn.relu"]
+    assert partition_reasons(mod) == {
+        "/r/Relu": "an intermediate result is also used outside the layer"
+    }
 
 
 @pytest.mark.parametrize(
@@ -184,7 +193,7 @@ def test_intermediate_used_outside_is_not_fused(onnx_model):
     [
         ({}, True),
         ({"pads": [1, 1, 1, 1]}, True),
-        ({"ceil_mode": 1}, False),
+        ({"ceil_mode": 1}, True),
         ({"dilations": [2, 2]}, False),
     ],
 )
@@ -227,3 +236,406 @@ def test_reshape_check(onnx_model, axis, offloaded):
     ]
     mod = partition_for_mrvl(from_onnx(onnx_model(nodes, {"x": [2, 3, 4, 5]}, {"y": ["n", "f"]})))
     assert composite_names(mod) == (["mrvl.reshape"] if offloaded else [])
+
+
+# -- every layer: what is offloaded, and why the rest is not ----------------------------------
+#
+# Each case is a small model. Offloaded cases give the composites made (and their ops);
+# rejected cases give the reason the report shows for the node that stays on the CPU.
+
+RNG = np.random.default_rng(0)
+
+
+def rand(name, shape):
+    return numpy_helper.from_array(RNG.standard_normal(shape).astype(np.float32), name)
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.asarray(values, np.int64), name)
+
+
+def scalar(name, value):
+    return numpy_helper.from_array(np.asarray(value, np.float32), name)
+
+
+def node(op, inputs, output, name, **attrs):
+    return helper.make_node(op, inputs, [output], name=name, **attrs)
+
+
+def partitioned(onnx_model, nodes, inputs, outputs, inits=(), *, elem_type=TensorProto.FLOAT,
+                opset=17, **options):
+    model = onnx_model(nodes, inputs, outputs, inits, elem_type=elem_type, opset=opset)
+    mod = partition_for_mrvl(from_onnx(model), **options)
+    return mod, partition_report(mod)
+
+
+def layer_ops(mod) -> list[tuple[str, list[str]]]:
+    """(composite name, its ops) for every layer, in region order."""
+    return [
+        (str(c.attrs["Composite"]),
+         [b.value.op.name for b in bindings(c) if isinstance(b.value, relax.Call)])
+        for r in regions(mod).values() for c in composites(r)
+    ]  # fmt: skip
+
+
+def reason(report, name):
+    (row,) = [r for r in report.rows if r.node == name]
+    assert row.target == "cpu", f"{name} runs on {row.target}"
+    return row.reason
+
+
+X4 = {"x": [2, 4, 6, 6]}
+CONV_W = rand("w", (4, 4, 3, 3))
+
+
+def conv(inp="x", out="c", name="/c/Conv", w="w", **attrs):
+    attrs.setdefault("kernel_shape", [3, 3])
+    attrs.setdefault("pads", [1, 1, 1, 1])
+    return node("Conv", [inp, w], out, name, **attrs)
+
+
+OFFLOADED = {
+    # conv2d: strides, dilation, asymmetric pads, groups; bias, batch norm, activations; pad
+    "conv strided dilated asymmetric": (
+        [conv(strides=[2, 1], dilations=[2, 2], pads=[0, 1, 2, 0])],
+        X4, {"c": [2, 4, "h", "w"]}, [CONV_W],
+        [("mrvl.conv2d", ["relax.nn.conv2d"])]),
+    "conv grouped + bias": (
+        [node("Conv", ["x", "wg", "b"], "c", "/c/Conv", kernel_shape=[1, 1], group=2)],
+        X4, {"c": [2, 6, 6, 6]}, [rand("wg", (6, 2, 1, 1)), rand("b", (6,))],
+        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.add"])]),
+    "conv + trailing BatchNormalization": (
+        [conv(), node("BatchNormalization", ["c", "g", "b", "m", "v"], "y", "/bn")],
+        X4, {"y": [2, 4, 6, 6]},
+        [CONV_W, rand("g", (4,)), rand("b", (4,)), rand("m", (4,)), scalar("v", np.ones(4))],
+        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.multiply", "relax.add"])]),
+    "conv + bias + Mul/Add batch norm + Relu": (
+        [node("Conv", ["x", "w", "b"], "c", "/c/Conv", kernel_shape=[3, 3]),
+         node("Mul", ["c", "s"], "m", "/bn/Mul"), node("Add", ["t", "m"], "a", "/bn/Add"),
+         node("Relu", ["a"], "y", "/r/Relu")],
+        X4, {"y": [2, 4, 4, 4]},
+        [CONV_W, rand("b", (4,)), rand("s", (1, 4, 1, 1)), rand("t", (4, 1, 1))],
+        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.add", "relax.multiply", "relax.add",
+                          "relax.nn.relu"])]),
+    "conv + Clip(0, 6)": (
+        [conv(), node("Clip", ["c", "lo", "hi"], "y", "/r6/Clip")],
+        X4, {"y": [2, 4, 6, 6]}, [CONV_W, scalar("lo", 0), scalar("hi", 6)],
+        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.clip"])]),
+    "conv + LeakyRelu": (
+        [conv(), node("LeakyRelu", ["c"], "y", "/lr", alpha=0.2)],
+        X4, {"y": [2, 4, 6, 6]}, [CONV_W],
+        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.nn.leakyrelu"])]),
+    "Pad + conv": (
+        [node("Pad", ["x", "p"], "q", "/pad"), conv("q", pads=[0, 0, 0, 0])],
+        X4, {"c": [2, 4, 5, 7]}, [ints("p", [0, 0, 1, 2, 0, 0, 0, 1]), CONV_W],
+        [("mrvl.conv2d", ["relax.nn.pad", "relax.nn.conv2d"])]),
+    # pools
+    "MaxPool ceil_mode pads": (
+        [node("MaxPool", ["x"], "y", "/p", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 0, 0],
+              ceil_mode=1)],
+        X4, {"y": [2, 4, "h", "w"]}, [], [("mrvl.maxpool2d", ["relax.nn.max_pool2d"])]),
+    "AveragePool count_include_pad ceil_mode": (
+        [node("AveragePool", ["x"], "y", "/p", kernel_shape=[3, 3], strides=[2, 2],
+              pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)],
+        X4, {"y": [2, 4, "h", "w"]}, [], [("mrvl.avgpool2d", ["relax.nn.avg_pool2d"])]),
+    "GlobalAveragePool": (
+        [node("GlobalAveragePool", ["x"], "y", "/gap")], X4, {"y": [2, 4, 1, 1]}, [],
+        [("mrvl.global_avgpool2d", ["relax.mean"])]),
+    "GlobalMaxPool": (
+        [node("GlobalMaxPool", ["x"], "y", "/gmp")], X4, {"y": [2, 4, 1, 1]}, [],
+        [("mrvl.global_maxpool2d", ["relax.max"])]),
+    # fc
+    "Gemm alpha beta transB + Relu": (
+        [node("Gemm", ["v", "wf", "bf"], "g", "/fc", alpha=0.5, beta=2.0, transB=1),
+         node("Relu", ["g"], "y", "/r")],
+        {"v": [8, 6]}, {"y": [8, 3]}, [rand("wf", (3, 6)), rand("bf", (3,))],
+        [("mrvl.fc", ["relax.multiply", "relax.matmul", "relax.add", "relax.nn.relu"])]),
+    "MatMul constant weights": (
+        [node("MatMul", ["v", "wf"], "y", "/mm")], {"v": [2, 6]}, {"y": [2, 3]},
+        [rand("wf", (6, 3))], [("mrvl.fc", ["relax.matmul"])]),
+    # eltwise, concat, shapes
+    "Add + Relu": (
+        [node("Add", ["x", "z"], "a", "/add"), node("Relu", ["a"], "y", "/r")],
+        {"x": [2, 4, 6, 6], "z": [2, 4, 6, 6]}, {"y": [2, 4, 6, 6]}, [],
+        [("mrvl.add", ["relax.add", "relax.nn.relu"])]),
+    "Sum of two, rank 2": (
+        [node("Sum", ["v", "u"], "y", "/sum")], {"v": [2, 6], "u": [2, 6]}, {"y": [2, 6]}, [],
+        [("mrvl.add", ["relax.add"])]),
+    "Concat channels (axis -3)": (
+        [node("Concat", ["x", "z"], "y", "/cat", axis=-3)],
+        {"x": [2, 4, 6, 6], "z": [2, 2, 6, 6]}, {"y": [2, 6, 6, 6]}, [],
+        [("mrvl.concat", ["relax.concat"])]),
+    "Flatten, Reshape 2->4, GAP + Squeeze": (
+        [node("Flatten", ["x"], "f", "/flat"), node("Reshape", ["f", "s"], "y", "/reshape"),
+         node("GlobalAveragePool", ["y"], "g", "/gap"), node("Squeeze", ["g", "ax"], "q", "/sq")],
+        X4, {"q": [2, 9]}, [ints("s", [2, 9, 4, 4]), ints("ax", [2, 3])],
+        [("mrvl.reshape", ["relax.reshape"]), ("mrvl.reshape", ["relax.reshape"]),
+         ("mrvl.global_avgpool2d", ["relax.mean"]), ("mrvl.reshape", ["relax.squeeze"])]),
+    "Transpose to NHWC and back": (
+        [node("Transpose", ["x"], "t", "/t1", perm=[0, 2, 3, 1]),
+         node("Transpose", ["t"], "y", "/t2", perm=[0, 3, 1, 2])],
+        X4, {"y": [2, 4, 6, 6]}, [],
+        [("mrvl.transpose", ["relax.permute_dims"]), ("mrvl.transpose", ["relax.permute_dims"])]),
+}
+
+
+@pytest.mark.parametrize("case", OFFLOADED.values(), ids=OFFLOADED.keys())
+def test_layer_is_offloaded(onnx_model, case):
+    nodes, inputs, outputs, inits, expected = case
+    mod, report = partitioned(onnx_model, nodes, inputs, outputs, inits)
+    assert layer_ops(mod) == expected
+    assert [r.node for r in report.rows if r.target != "mrvl_region_0"] == []
+
+
+REJECTED = {
+    # node that stays on the CPU, its reason
+    "conv batch 9": (
+        [conv()], {"x": [9, 4, 6, 6]}, {"c": [9, 4, 6, 6]}, [CONV_W], {},
+        "/c/Conv", "batch 9 > 8"),
+    "conv float64": (
+        [conv(w="w64")], X4, {"c": [2, 4, 6, 6]},
+        [numpy_helper.from_array(np.ones((4, 4, 3, 3)), "w64")], {"elem_type": TensorProto.DOUBLE},
+        "/c/Conv", "dtype float64"),
+    "conv dynamic batch": (
+        [conv()], {"x": ["n", 4, 6, 6]}, {"c": ["n", 4, 6, 6]}, [CONV_W], {},
+        "/c/Conv", "dynamic shape"),
+    "conv runtime weights": (
+        [conv(w="wx")], {"x": [2, 4, 6, 6], "wx": [4, 4, 3, 3]}, {"c": [2, 4, 6, 6]}, [], {},
+        "/c/Conv", "non-constant weights"),
+    "Conv 1-D": (
+        [node("Conv", ["v", "w1"], "c", "/c1", kernel_shape=[3])], {"v": [2, 4, 6]},
+        {"c": [2, 4, 4]}, [rand("w1", (4, 4, 3))], {}, "/c1", "rank 3"),
+    "Pad value 1 (conv offloaded without it)": (
+        [node("Pad", ["x", "p", "one"], "q", "/pad"), conv("q", pads=[0, 0, 0, 0])],
+        X4, {"c": [2, 4, 6, 6]}, [ints("p", [0, 0, 1, 1, 0, 0, 1, 1]), scalar("one", 1.0), CONV_W],
+        {}, "/pad", "attribute constant_value=1"),
+    "Pad on channels": (
+        [node("Pad", ["x", "p"], "q", "/pad"), conv("q", pads=[0, 0, 0, 0])],
+        X4, {"c": [2, 4, 4, 4]}, [ints("p", [0, 1, 0, 0, 0, 0, 0, 0]), rand("w", (4, 5, 3, 3))],
+        {}, "/pad", "pads on the batch or channel axis"),
+    "per-pixel Mul after conv": (
+        [conv(), node("Mul", ["c", "s"], "m", "/mul"), node("Add", ["m", "t"], "y", "/add")],
+        X4, {"y": [2, 4, 6, 6]}, [CONV_W, rand("s", (1, 4, 6, 6)), rand("t", (1, 4, 1, 1))], {},
+        "/mul", "scale shape (1, 4, 6, 6)"),
+    "Relu alone": (
+        [node("Sigmoid", ["x"], "s", "/sig"), node("Relu", ["s"], "y", "/r")],
+        X4, {"y": [2, 4, 6, 6]}, [], {},
+        "/r", "unsupported op Relu (runs on the MLIP only fused into a conv, fc or add)"),
+    "Softmax": (
+        [node("Softmax", ["x"], "y", "/sm")], X4, {"y": [2, 4, 6, 6]}, [], {},
+        "/sm", "unsupported op Softmax"),
+    "MaxPool dilations": (
+        [node("MaxPool", ["x"], "y", "/p", kernel_shape=[2, 2], dilations=[2, 2])],
+        X4, {"y": [2, 4, 4, 4]}, [], {}, "/p", "attribute dilations=[2, 2]"),
+    "MaxPool 3-D": (
+        [node("MaxPool", ["v"], "y", "/p", kernel_shape=[2, 2, 2])], {"v": [1, 2, 4, 4, 4]},
+        {"y": [1, 2, 3, 3, 3]}, [], {}, "/p", "rank 5"),
+    "AveragePool batch 16": (
+        [node("AveragePool", ["x"], "y", "/p", kernel_shape=[2, 2])], {"x": [16, 4, 6, 6]},
+        {"y": [16, 4, 5, 5]}, [], {}, "/p", "batch 16 > 8"),
+    "ReduceMean over channels": (
+        [node("ReduceMean", ["x", "ax"], "y", "/rm")], X4, {"y": [2, 1, 6, 6]},
+        [ints("ax", [1])], {"opset": 18}, "/rm", "attribute axes=[1]"),
+    "ReduceMax without keepdims": (
+        [node("ReduceMax", ["x", "ax"], "y", "/rm", keepdims=0)], X4, {"y": [2, 4]},
+        [ints("ax", [2, 3])], {"opset": 18}, "/rm", "attribute keepdims=0"),
+    "Gemm batch 9": (
+        [node("Gemm", ["v", "wf"], "y", "/fc")], {"v": [9, 6]}, {"y": [9, 3]},
+        [rand("wf", (6, 3))], {}, "/fc", "batch 9 > 8"),
+    "MatMul runtime weights": (
+        [node("MatMul", ["v", "u"], "y", "/mm")], {"v": [2, 6], "u": [6, 3]}, {"y": [2, 3]}, [],
+        {}, "/mm", "non-constant weights (right operand)"),
+    "MatMul rank 3": (
+        [node("MatMul", ["v", "wf"], "y", "/mm")], {"v": [2, 5, 6]}, {"y": [2, 5, 3]},
+        [rand("wf", (6, 3))], {}, "/mm", "rank 3"),
+    "broadcast Add": (
+        [node("Add", ["x", "z"], "y", "/add")], {"x": [2, 4, 6, 6], "z": [2, 4, 1, 1]},
+        {"y": [2, 4, 6, 6]}, [], {}, "/add", "broadcast add (2, 4, 6, 6) + (2, 4, 1, 1)"),
+    "Add rank 3": (
+        [node("Add", ["v", "u"], "y", "/add")], {"v": [2, 4, 6], "u": [2, 4, 6]},
+        {"y": [2, 4, 6]}, [], {}, "/add", "rank 3"),
+    "Concat on height": (
+        [node("Concat", ["x", "z"], "y", "/cat", axis=2)], {"x": [2, 4, 6, 6], "z": [2, 4, 1, 6]},
+        {"y": [2, 4, 7, 6]}, [], {}, "/cat", "attribute axis=2"),
+    "Concat with a constant": (
+        [node("Concat", ["x", "k"], "y", "/cat", axis=1)], X4, {"y": [2, 5, 6, 6]},
+        [rand("k", (2, 1, 6, 6))], {}, "/cat", "constant input"),
+    "Reshape 4->4": (
+        [node("Reshape", ["x", "s"], "y", "/rs")], X4, {"y": [2, 16, 3, 3]},
+        [ints("s", [2, 16, 3, 3])], {}, "/rs", "reshape rank 4 to rank 4"),
+    "Flatten axis 2": (
+        [node("Flatten", ["x"], "y", "/flat", axis=2)], X4, {"y": [8, 36]}, [], {},
+        "/flat", "reshape changes the batch"),
+    "Transpose H, W": (
+        [node("Transpose", ["x"], "y", "/t", perm=[0, 1, 3, 2])], X4, {"y": [2, 4, 6, 6]}, [], {},
+        "/t", "attribute perm=[0, 1, 3, 2]"),
+}
+
+
+@pytest.mark.parametrize("case", REJECTED.values(), ids=REJECTED.keys())
+def test_layer_is_rejected_with_its_reason(onnx_model, case):
+    nodes, inputs, outputs, inits, options, name, expected = case
+    _, report = partitioned(onnx_model, nodes, inputs, outputs, inits, **options)
+    assert reason(report, name) == expected
+
+
+def test_conv_with_a_bad_pad_is_offloaded_without_it(onnx_model):
+    case = REJECTED["Pad value 1 (conv offloaded without it)"]
+    nodes, inputs, outputs, inits, options, _, _ = case
+    mod, report = partitioned(onnx_model, nodes, inputs, outputs, inits, **options)
+    assert layer_ops(mod) == [("mrvl.conv2d", ["relax.nn.conv2d"])]
+    assert host_ops(mod) == ["relax.nn.pad"]
+
+
+def test_bad_activation_leaves_the_conv_offloaded(onnx_model):
+    # A Relu whose input the Add also reads cannot fuse; the conv+bias layer still forms.
+    nodes = [node("Conv", ["x", "w", "b"], "c", "/c/Conv", kernel_shape=[1, 1]),
+             node("Relu", ["c"], "r", "/r"), node("Add", ["c", "r"], "y", "/add")]
+    mod, report = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]},
+                              [rand("w", (4, 4, 1, 1)), rand("b", (4,))])
+    assert layer_ops(mod)[0] == ("mrvl.conv2d", ["relax.nn.conv2d", "relax.add"])
+    assert reason(report, "/r") == "an intermediate result is also used outside the layer"
+
+
+# -- deny_nodes, deny_ops, require_mac_layer -------------------------------------------------
+
+
+def conv_bias_relu_pool():
+    nodes = [node("Conv", ["x", "w", "b"], "c", "/c/Conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             node("Relu", ["c"], "r", "/r/Relu"),
+             node("MaxPool", ["r"], "y", "/p/MaxPool", kernel_shape=[2, 2], strides=[2, 2])]
+    return nodes, X4, {"y": [2, 4, 3, 3]}, [CONV_W, rand("b", (4,))]
+
+
+def ops_named(mod, name) -> list[tuple[str, str]]:
+    """(function, op) of every call the ONNX node `name` has, anywhere in the module."""
+    found = []
+    for gv, func in mod.functions_items():
+        def visit(expr, where=gv.name_hint):
+            if isinstance(expr, relax.Call) and node_name_of(expr) == name:
+                found.append((where, expr.op.name))
+        relax.analysis.post_order_visit(func, visit)
+    return found
+
+
+def test_denied_node_stays_on_the_cpu_whole(onnx_model):
+    mod, report = partitioned(onnx_model, *conv_bias_relu_pool(), deny_nodes=["/c/Conv"])
+    # the conv, its bias add and the relu fused after it are all host ops
+    assert ops_named(mod, "/c/Conv") == [("main", "relax.nn.conv2d"), ("main", "relax.add")]
+    assert host_ops(mod) == ["relax.nn.conv2d", "relax.add", "relax.nn.relu"]
+    assert layer_ops(mod) == [("mrvl.maxpool2d", ["relax.nn.max_pool2d"])]
+    assert reason(report, "/c/Conv") == "denied by user (deny_nodes)"
+    assert reason(report, "/r/Relu") == "denied by user (deny_nodes) (at /c/Conv)"
+
+
+def test_denied_activation_leaves_the_conv_offloaded(onnx_model):
+    mod, report = partitioned(onnx_model, *conv_bias_relu_pool(), deny_nodes="/r/Relu")
+    assert layer_ops(mod)[0] == ("mrvl.conv2d", ["relax.nn.conv2d", "relax.add"])
+    assert reason(report, "/r/Relu") == "denied by user (deny_nodes)"
+
+
+def test_denied_conv_bias_is_not_taken_by_another_layer(onnx_model):
+    # Denying the Conv denies its calls only: the next ONNX node (an Add of two runtime
+    # tensors) is still an mrvl.add layer, and no layer contains a call of the Conv.
+    nodes = [conv(), node("Add", ["c", "z"], "y", "/add")]
+    mod, report = partitioned(onnx_model, nodes, {"x": [2, 4, 6, 6], "z": [2, 4, 6, 6]},
+                              {"y": [2, 4, 6, 6]}, [CONV_W], deny_nodes=["/c/Conv"])
+    assert all(where == "main" for where, _ in ops_named(mod, "/c/Conv"))
+    assert layer_ops(mod) == [("mrvl.add", ["relax.add"])]
+
+
+def test_deny_ops(onnx_model):
+    mod, report = partitioned(onnx_model, *conv_bias_relu_pool(), deny_ops=["MaxPool"])
+    assert layer_ops(mod) == [("mrvl.conv2d", ["relax.nn.conv2d", "relax.add", "relax.nn.relu"])]
+    assert reason(report, "/p/MaxPool") == "denied by user (deny_ops)"
+    mod, report = partitioned(onnx_model, *conv_bias_relu_pool(), deny_ops=["Conv", "MaxPool"])
+    assert regions(mod) == {}
+    assert {r.reason for r in report.rows} == {
+        "denied by user (deny_ops)", "denied by user (deny_ops) (at /c/Conv)"
+    }
+
+
+def test_deny_node_wins_over_deny_op(onnx_model):
+    _, report = partitioned(onnx_model, *conv_bias_relu_pool(), deny_nodes=["/c/Conv"],
+                            deny_ops=["Conv"])
+    assert reason(report, "/c/Conv") == "denied by user (deny_nodes)"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"deny_nodes": ["/nope"]}, ValueError, "no ONNX node named '/nope'"),
+        ({"deny_ops": ["Convolution"]}, ValueError, "'Convolution' is not an ONNX operator"),
+        ({"deny_nodes": [3]}, TypeError, "deny_nodes must be strings"),
+    ],
+)
+def test_bad_deny_arguments(mnist_relax, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        partition_for_mrvl(mnist_relax, **kwargs)
+
+
+def test_deny_ops_needs_the_recorded_op_types(mnist_relax):
+    bare = tvm.IRModule(dict(mnist_relax.functions_items()))  # no mrvl.onnx_nodes attribute
+    with pytest.raises(ValueError, match="deny_ops needs the op type"):
+        partition_for_mrvl(bare, deny_ops=["Conv"])
+    # deny_nodes still works from the spans
+    (region,) = regions(partition_for_mrvl(bare, deny_nodes=["/fc2/Gemm"])).values()
+    assert "/fc2/Gemm" not in {node_name_of(b.value) for c in composites(region)
+                               for b in bindings(c)}
+
+
+def test_deny_an_op_type_the_model_lacks_is_fine(mnist_relax):
+    assert composite_names(partition_for_mrvl(mnist_relax, deny_ops=["Transpose"])) == (
+        composite_names(partition_for_mrvl(mnist_relax)))
+
+
+def pool_sigmoid_conv():
+    nodes = [node("MaxPool", ["x"], "p", "/p/MaxPool", kernel_shape=[2, 2]),
+             node("Sigmoid", ["p"], "s", "/s/Sigmoid"),
+             node("Conv", ["s", "w"], "y", "/c/Conv", kernel_shape=[3, 3])]
+    return nodes, X4, {"y": [2, 4, 3, 3]}, [CONV_W]
+
+
+def test_require_mac_layer_sends_regions_without_conv_or_fc_back(onnx_model):
+    mod, _ = partitioned(onnx_model, *pool_sigmoid_conv())
+    assert len(regions(mod)) == 2
+    mod, report = partitioned(onnx_model, *pool_sigmoid_conv(), require_mac_layer=True)
+    assert list(regions(mod)) == ["mrvl_region_0"]
+    assert layer_ops(mod) == [("mrvl.conv2d", ["relax.nn.conv2d"])]
+    assert host_ops(mod)[0] == "relax.nn.max_pool2d"
+    assert reason(report, "/p/MaxPool") == "region without conv/fc (require_mac_layer)"
+
+
+def test_require_mac_layer_keeps_mnist_whole(mnist_relax, mnist_partitioned):
+    mod = partition_for_mrvl(mnist_relax, require_mac_layer=True)
+    assert composite_names(mod) == composite_names(mnist_partitioned)
+
+
+def test_require_mac_layer_with_nothing_left(onnx_model):
+    nodes, inputs, outputs, inits = pool_sigmoid_conv()
+    mod, report = partitioned(onnx_model, nodes, inputs, outputs, inits, deny_ops=["Conv"],
+                              require_mac_layer=True)
+    assert regions(mod) == {}
+    assert [r.reason for r in report.rows] == [
+        "region without conv/fc (require_mac_layer)",
+        "unsupported op Sigmoid",
+        "denied by user (deny_ops)",
+    ]
+
+
+def test_relax_batch_norm_form_fuses_before_an_activation():
+    # Modules not made by mrvl.from_onnx may keep relax.nn.batch_norm; it fuses when an
+    # activation follows (a match cannot end at the TupleGetItem, so a trailing batch_norm
+    # cannot: from_onnx turns it into multiply + add for that reason).
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 4, 6, 6), "float32"))
+    params = [relax.const(np.full(4, v, np.float32)) for v in (1.0, 0.1, 0.2, 1.5)]
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            c = bb.emit(relax.op.nn.conv2d(x, relax.const(np.ones((4, 4, 3, 3), np.float32))))
+            bn = bb.emit(relax.op.nn.batch_norm(c, *params, axis=1, training=False))
+            y = bb.emit_output(relax.op.nn.relu(bb.emit(relax.TupleGetItem(bn, 0))))
+        bb.emit_func_output(y)
+    assert layer_ops(partition_for_mrvl(bb.get())) == [
+        ("mrvl.conv2d", ["relax.nn.conv2d", "relax.nn.batch_norm", "relax.nn.relu"])
+    ]
