@@ -51,7 +51,10 @@ class _Lowering:
     num_tiles: int
     ops: list[Operation] = field(default_factory=list)
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
-    writers: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
+    writers: dict[SSAValue, dict[int, SSAValue]] = field(default_factory=dict)
+    """DDR buffer -> tile -> the token of the last write to it from that tile. Writes from
+    one tile are chained, so a reader waits for at most one token per tile (the binary
+    allows 255 waits; a big FC layer is cut into a thousand pieces)."""
     location: Attribute | None = None
 
     # -- emission helpers -----------------------------------------------------------------------
@@ -69,7 +72,7 @@ class _Lowering:
         t = sched.BufferType("ddr", mrvl.shape_of(value), mrvl.element_type_of(value))
         buf = self.emit(sched.AllocOp(t)).buffer
         self.buffers[value] = buf
-        self.writers[buf] = []
+        self.writers[buf] = {}
         return buf
 
     def ocm(self, shape, element_type: Attribute, tile: int) -> SSAValue:
@@ -80,14 +83,28 @@ class _Lowering:
         et = sched.buffer_type(ddr).element_type
         dst = self.ocm(box, et, tile)
         tok = self.emit(
-            sched.DmaOp(ddr, offsets, dst, [0] * len(box), box, tile, self.writers.get(ddr, []))
+            sched.DmaOp(ddr, offsets, dst, [0] * len(box), box, tile, self.writes_to(ddr))
         ).token
         return dst, tok
 
+    def writes_to(self, ddr: SSAValue) -> list[SSAValue]:
+        """The tokens a reader of `ddr` waits for: the last write from each tile."""
+        return list(self.writers.get(ddr, {}).values())
+
+    def write_deps(self, ddr: SSAValue, tile: int, *after: SSAValue) -> list[SSAValue]:
+        """Dependencies of a write to `ddr` from `tile`: `after`, and the tile's previous
+        write to the same buffer (the chain that keeps readers' waits short)."""
+        previous = self.writers.get(ddr, {}).get(tile)
+        return [*after, previous] if previous is not None else list(after)
+
+    def record_write(self, ddr: SSAValue, tile: int, token: SSAValue) -> None:
+        self.writers.setdefault(ddr, {})[tile] = token
+
     def store(self, src: SSAValue, ddr: SSAValue, offsets, tile: int, after: SSAValue) -> None:
         box = sched.buffer_type(src).dims
-        tok = self.emit(sched.DmaOp(src, [0] * len(box), ddr, offsets, box, tile, [after])).token
-        self.writers[ddr].append(tok)
+        deps = self.write_deps(ddr, tile, after)
+        tok = self.emit(sched.DmaOp(src, [0] * len(box), ddr, offsets, box, tile, deps)).token
+        self.record_write(ddr, tile, tok)
 
     def require_f16(self, op: Operation) -> None:
         for v in (*op.operands, *op.results):
@@ -109,7 +126,7 @@ class _Lowering:
         t = sched.BufferType("ddr", mrvl.shape_of(op.result), mrvl.element_type_of(op.result))
         buf = self.emit(sched.ConstOp(op.const_name.data, op.value, t)).buffer
         self.buffers[op.result] = buf
-        self.writers[buf] = []
+        self.writers[buf] = {}
 
     def convert(self, op: mrvl.CastOp | mrvl.LayoutConvertOp, dest: SSAValue | None) -> None:
         src = self.ddr_buffer(op.input)
@@ -121,16 +138,16 @@ class _Lowering:
             len(mrvl.shape_of(op.input))
         )
         tok = self.emit(
-            sched.ConvertOp(src, dest, list(perm), 0, self.writers.get(src, []))
+            sched.ConvertOp(src, dest, list(perm), 0, self.write_deps(dest, 0, *self.writes_to(src)))
         ).token
-        self.writers.setdefault(dest, []).append(tok)
+        self.record_write(dest, 0, tok)
 
     def reshape(self, op: mrvl.ReshapeOp) -> None:
         src = self.ddr_buffer(op.input)
         t = sched.BufferType("ddr", mrvl.shape_of(op.output), mrvl.element_type_of(op.output))
         view = self.emit(sched.ViewOp(src, t)).buffer
         self.buffers[op.output] = view
-        self.writers[view] = self.writers.get(src, [])
+        self.writers[view] = self.writers.setdefault(src, {})  # the same bytes, the same writes
 
     def window_layer(self, op: mrvl.Conv2DOp | mrvl.Pool2DBase) -> None:
         self.require_f16(op)
@@ -254,13 +271,12 @@ class _Lowering:
                 deps=[t_a, t_b], lhs=a, rhs=b, output=y,
             )
             t_c = self.emit(task).results[0]
-            tok = self.emit(sched.DmaOp(y, [0], out, [chunk.start], [chunk.length], tile, [t_c]))
-            self.writers[dst].append(tok.token)
+            self.store(y, out, [chunk.start], tile, t_c)
 
     def flat_view(self, buffer: SSAValue, flat: sched.BufferType) -> SSAValue:
         """`buffer` seen as one dimension; its writers stay its writers."""
         view = self.emit(sched.ViewOp(buffer, flat)).buffer
-        self.writers[view] = self.writers.get(buffer, [])
+        self.writers[view] = self.writers.setdefault(buffer, {})
         return view
 
     def concat(self, op: mrvl.ConcatOp) -> None:
@@ -273,13 +289,12 @@ class _Lowering:
             shape = mrvl.shape_of(value)
             dst_offsets = [0] * len(shape)
             dst_offsets[axis] = offset
+            tile = index % self.num_tiles
+            deps = self.write_deps(dst, tile, *self.writes_to(src))
             tok = self.emit(
-                sched.DmaOp(
-                    src, [0] * len(shape), dst, dst_offsets, shape,
-                    index % self.num_tiles, self.writers.get(src, []),
-                )
+                sched.DmaOp(src, [0] * len(shape), dst, dst_offsets, shape, tile, deps)
             ).token
-            self.writers[dst].append(tok)
+            self.record_write(dst, tile, tok)
             offset += shape[axis]
 
 
@@ -316,12 +331,12 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
             name = arg.name_hint or f"input{i}"
             buf = low.emit(sched.IOOp(name, True, t)).buffer
             low.buffers[arg] = buf
-            low.writers[buf] = []
+            low.writers[buf] = {}
         outputs: dict[SSAValue, SSAValue] = {}
         for i, value in enumerate(ret.arguments):
             t = sched.BufferType("ddr", mrvl.shape_of(value), mrvl.element_type_of(value))
             outputs[value] = low.emit(sched.IOOp(f"output{i}", False, t)).buffer
-            low.writers[outputs[value]] = []
+            low.writers[outputs[value]] = {}
         for layer in block.ops:
             low.location = layer.location
             if isinstance(layer, mrvl.ConstantOp):
