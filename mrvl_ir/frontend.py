@@ -30,6 +30,7 @@ import contextlib
 import io
 import math
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -124,10 +125,11 @@ class _NodeTrackingImporter(ONNXGraphImporter):
         return super()._parse_value_proto(value_proto)
 
     def _convert_operator(self, op_name, inputs, attrs, opset):
-        self.converting = (attrs["tvm_custom"]["name"], op_name)
+        node = self._node if self._node is not None and self._node.op_type == op_name else None
+        name = onnx_node_name(node) if node is not None else attrs["tvm_custom"]["name"]
+        self.converting = (name, op_name)
         normalize = _NORMALIZATIONS.get(op_name)
         if normalize is not None:
-            node = self._node if self._node is not None and self._node.op_type == op_name else None
             outputs = list(node.output) if node is not None else None
             used = None if outputs is None else [o in self.used_tensors for o in outputs]
             result = normalize(self.bb, list(inputs), {**attrs, "mrvl_used_outputs": used}, opset)
@@ -560,13 +562,15 @@ def _unnamed_calls(func: relax.Function) -> list[relax.Call]:
 
 
 def _check_names_survived(func: relax.Function, unnamed_before: int) -> None:
-    """FoldConstant may remove named calls (folded into constants) but must not strip names.
-
-    Guards against a TVM change silently breaking the source map.
+    """FoldConstant may remove named calls (folded into constants) and, when it folds part of
+    a shape computation (Squeeze with run-time axes), makes new calls without spans. Those
+    calls run on the CPU whatever their name; say so, since the source map loses them.
     """
     unnamed = _unnamed_calls(func)
     if len(unnamed) > unnamed_before:
         ops = ", ".join(sorted({str(getattr(c.op, "name", c.op)) for c in unnamed}))
-        raise MrvlError(
-            f"internal error: FoldConstant dropped ONNX node names from calls to {ops}"
+        warnings.warn(
+            f"FoldConstant made calls to {ops} without ONNX node names; they are reported "
+            "without a node",
+            stacklevel=3,
         )

@@ -173,17 +173,35 @@ def partition_reasons(mod: tvm.IRModule) -> dict[str, str]:
 
 
 def _fuse(mod: tvm.IRModule) -> tvm.IRModule:
+    """Fuse the patterns and merge neighbouring layers into regions.
+
+    TVM 0.27's MergeCompositeFunctions rejects a module holding a MatchCast binding (the
+    ONNX importer emits one for shapes computed at run time, e.g. Squeeze with run-time
+    axes). Such a module gets one region per layer instead: FuseOpsByPattern's own
+    codegen annotation.
+    """
+    patterns = get_patterns_with_prefix(_CODEGEN + ".")
+    if _has_match_cast(mod):
+        return relax.transform.FuseOpsByPattern(
+            patterns, bind_constants=True, annotate_codegen=True
+        )(mod)
     seq = tvm.transform.Sequential(
         [
-            relax.transform.FuseOpsByPattern(
-                get_patterns_with_prefix(_CODEGEN + "."),
-                bind_constants=True,
-                annotate_codegen=False,
-            ),
+            relax.transform.FuseOpsByPattern(patterns, bind_constants=True, annotate_codegen=False),
             relax.transform.MergeCompositeFunctions(),
         ]
     )
     return seq(mod)
+
+
+def _has_match_cast(mod: tvm.IRModule) -> bool:
+    return any(
+        isinstance(binding, relax.MatchCast)
+        for func in mod.functions.values()
+        if isinstance(func, relax.Function)
+        for block in func.body.blocks
+        for binding in block.bindings
+    )
 
 
 def _names(values: Iterable[str] | str, what: str) -> list[str]:

@@ -339,9 +339,9 @@ class _RegionImporter:
     def concat(self, chain: _Chain, inner: dict) -> SSAValue:
         call = chain.take_one("relax.concat")
         node = node_name_of(call)
-        if int(call.attrs.axis) != 1:
-            raise UnsupportedOpError("concat: only along channels (axis 1)", node)
         shape = _shape(call)
+        if int(call.attrs.axis) % len(shape) != 1:
+            raise UnsupportedOpError("concat: only along channels (axis 1)", node)
         layout = "NHWC" if len(shape) == 4 else "NC"
         inputs = [self._in_layout(self._operand(inner, a, node), layout, node) for a in call.args[0].fields]
         out_shape = (shape[0], shape[2], shape[3], shape[1]) if len(shape) == 4 else shape

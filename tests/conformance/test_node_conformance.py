@@ -54,18 +54,6 @@ KNOWN_FAILURES: dict[str, str] = {
         "not the updated ones (outputs 1 and 2)"
     ),
     # mrvl bugs, reported; remove each line when it is fixed (the case then XPASSes).
-    r"test_squeeze(_negative_axes)?": (
-        "mrvl.from_onnx: 'FoldConstant dropped ONNX node names' raised for Squeeze with "
-        "run-time axes (TVM emits nonzero/take); should import and fall back"
-    ),
-    r"test_concat_2d_axis_negative_1": (
-        "mrvl: Concat(axis=-1) on a rank-2 tensor is partitioned, then the importer rejects "
-        "it ('only along channels (axis 1)'): a negative axis is not normalized"
-    ),
-    r"test_reshape_allowzero_reordered\+const": (
-        "mrvl.partition_for_mrvl: TVM's MergeCompositeFunctions raises 'Invalid type: "
-        "relax.expr.MatchCast' on the match_cast the importer emits; should fall back"
-    ),
 }
 
 
