@@ -11,6 +11,7 @@ pool, and the instructions in program order. It prints as assembly:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -57,10 +58,27 @@ def _field_constraint(spec: FieldSpec):
 def field_attr(spec: FieldSpec, value) -> Attribute:
     """The property that stores `value` for instruction field `spec`."""
     if spec.kind == "f32":
-        return FloatAttr(float(value), f32)
+        return _f32_attr(float(value))
     if spec.kind == "i32":
-        return IntegerAttr(int(value), i32)
-    return DenseArrayBase.from_list(i32, [int(v) for v in value])
+        return _i32_attr(int(value))
+    return _i32_array_attr(tuple(int(v) for v in value))
+
+
+# Attributes are immutable and a program repeats the same small values thousands of times;
+# building (and verifying) each anew was a third of instruction selection on a ResNet-50.
+@cache
+def _i32_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i32)
+
+
+@cache
+def _f32_attr(value: float) -> FloatAttr:
+    return FloatAttr(value, f32)
+
+
+@cache
+def _i32_array_attr(values: tuple[int, ...]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, list(values))
 
 
 def field_value(spec: FieldSpec, attr: Attribute):
@@ -93,11 +111,11 @@ class InstructionOp(IRDLOperation):
         waits: Sequence[int] = (),
         fields: dict[str, object],
     ) -> InstructionOp:
-        props: dict[str, Attribute] = {"tile": IntegerAttr(tile, i32)}
+        props: dict[str, Attribute] = {"tile": _i32_attr(tile)}
         if signal != NO_SIGNAL:
-            props["signal"] = IntegerAttr(signal, i32)
+            props["signal"] = _i32_attr(signal)
         if waits:
-            props["waits"] = DenseArrayBase.from_list(i32, list(waits))
+            props["waits"] = _i32_array_attr(tuple(waits))
         for spec in cls.SPEC.fields:
             props[spec.name] = field_attr(spec, fields[spec.name])
         return cls.create(properties=props)

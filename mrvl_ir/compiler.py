@@ -58,22 +58,32 @@ def run_pipeline(
     *,
     after_pass: Callable[[int, str, ModuleOp], None] | None = None,
     stop_after: str | None = None,
+    verify_each_pass: bool = False,
 ) -> ModuleOp:
-    """Run named passes in order (verifying after each); `after_pass` sees every result."""
+    """Run named passes in order; `after_pass` sees every result.
+
+    The module is verified once at the end; `verify_each_pass` verifies after every pass
+    instead (what the tests and `--dump-dir` do: it finds the pass that broke the IR, at
+    about a third more compile time on a ResNet-50).
+    """
     ctx = mrvl_context()
-    for index, name in enumerate(passes):
-        pass_cls = ALL_PASSES[name]()
-        try:
-            pass_cls().apply(ctx, module)
+    name = "the pipeline"
+    try:
+        for index, name in enumerate(passes):
+            ALL_PASSES[name]()().apply(ctx, module)
+            if verify_each_pass:
+                module.verify()
+            if after_pass is not None:
+                after_pass(index, name, module)
+            if name == stop_after:
+                break
+        if not verify_each_pass:
+            name = "the pipeline"
             module.verify()
-        except MrvlError:
-            raise
-        except (VerifyException, DiagnosticException) as err:
-            raise CompileError(f"after pass {name}: the IR does not verify: {err}") from err
-        if after_pass is not None:
-            after_pass(index, name, module)
-        if name == stop_after:
-            break
+    except MrvlError:
+        raise
+    except (VerifyException, DiagnosticException) as err:
+        raise CompileError(f"after {name}: the IR does not verify: {err}") from err
     return module
 
 
@@ -95,6 +105,7 @@ def compile_region(
     constant_names=None,
     dump_dir: str | Path | None = None,
     keep_stages: bool = False,
+    verify_each_pass: bool = False,
 ) -> CompiledRegion:
     """Compile one Relax region function (`Codegen="mrvl"`) to an MLIP binary.
 
@@ -124,7 +135,12 @@ def compile_region(
         if keep_stages and name in stage_ends:
             stages[stage_ends[name]] = print_ir(m)
 
-    run_pipeline(module, DEFAULT_PIPELINE, after_pass=after_pass)
+    run_pipeline(
+        module,
+        DEFAULT_PIPELINE,
+        after_pass=after_pass,
+        verify_each_pass=verify_each_pass or dump is not None,
+    )
     program = assemble(module)
     return CompiledRegion(
         symbol=symbol,

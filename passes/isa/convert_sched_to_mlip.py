@@ -8,6 +8,7 @@ for it). The module becomes an `mlip` program: I/O table, constant pool, instruc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 from xdsl.context import Context
@@ -32,6 +33,13 @@ _ACTIVATIONS = {
 
 def _dtype(bt: sched.BufferType) -> DType:
     return _DTYPES[numpy_dtype(bt.element_type).name]
+
+
+@cache
+def _row_major_strides(bt: sched.BufferType) -> tuple[int, ...]:
+    """Byte strides of a dense row-major buffer (one computation per buffer type)."""
+    item = numpy_dtype(bt.element_type).itemsize
+    return tuple(int(s) for s in np.cumprod([1, *bt.dims[::-1]])[:-1][::-1] * item)
 
 
 def _pad4(values, fill: int) -> list[int]:
@@ -60,9 +68,7 @@ class _Selector:
 
     @staticmethod
     def strides(bt: sched.BufferType) -> list[int]:
-        item = numpy_dtype(bt.element_type).itemsize
-        strides = list(np.cumprod([1, *bt.dims[::-1]])[:-1][::-1] * item)
-        return [int(s) for s in strides]
+        return list(_row_major_strides(bt))
 
     def token(self, value: SSAValue) -> int:
         if value not in self.tokens:

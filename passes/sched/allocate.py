@@ -67,7 +67,9 @@ class AllocatePass(MrvlModulePass):
         for start, end, alloc in intervals:
             tile = alloc.tile.value.data
             size = _align(alloc.buffer_type.size_bytes, alignment)
-            busy = sorted((off, sz) for e, off, sz in live.get(tile, []) if e >= start)
+            still_live = [entry for entry in live.get(tile, []) if entry[0] >= start]
+            live[tile] = still_live
+            busy = sorted((off, sz) for _, off, sz in still_live)
             offset = 0
             for off, sz in busy:
                 if offset + size <= off:

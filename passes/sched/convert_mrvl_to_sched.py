@@ -10,6 +10,7 @@ reads, a compute for its loads, a store for its compute.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from math import prod
 
 from xdsl.context import Context
@@ -42,7 +43,24 @@ F16_BYTES = 2
 
 
 def _arr(values) -> DenseArrayBase:
+    return _i64_array(tuple(int(v) for v in values))
+
+
+# A schedule repeats the same attributes thousands of times; attributes are immutable, so
+# each is built (and verified) once.
+@cache
+def _i64_array(values: tuple[int, ...]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
+
+
+@cache
+def _int(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i64)
+
+
+@cache
+def _buffer(space: str, dims: tuple[int, ...], element_type: Attribute) -> sched.BufferType:
+    return sched.BufferType(space, dims, element_type)
 
 
 @dataclass
@@ -69,14 +87,14 @@ class _Lowering:
         return self.buffers[value]
 
     def new_ddr(self, value: SSAValue) -> SSAValue:
-        t = sched.BufferType("ddr", mrvl.shape_of(value), mrvl.element_type_of(value))
+        t = _buffer("ddr", tuple(mrvl.shape_of(value)), mrvl.element_type_of(value))
         buf = self.emit(sched.AllocOp(t)).buffer
         self.buffers[value] = buf
         self.writers[buf] = {}
         return buf
 
     def ocm(self, shape, element_type: Attribute, tile: int) -> SSAValue:
-        return self.emit(sched.AllocOp(sched.BufferType("ocm", shape, element_type), tile)).buffer
+        return self.emit(sched.AllocOp(_buffer("ocm", tuple(shape), element_type), tile)).buffer
 
     def load(self, ddr: SSAValue, offsets, box, tile: int) -> tuple[SSAValue, SSAValue]:
         """OCM copy of a box of a DDR buffer, after every write to that buffer."""
@@ -123,7 +141,7 @@ class _Lowering:
     # -- ops ------------------------------------------------------------------------------------
 
     def constant(self, op: mrvl.ConstantOp) -> None:
-        t = sched.BufferType("ddr", mrvl.shape_of(op.result), mrvl.element_type_of(op.result))
+        t = _buffer("ddr", tuple(mrvl.shape_of(op.result)), mrvl.element_type_of(op.result))
         buf = self.emit(sched.ConstOp(op.const_name.data, op.value, t)).buffer
         self.buffers[op.result] = buf
         self.writers[buf] = {}
@@ -144,7 +162,7 @@ class _Lowering:
 
     def reshape(self, op: mrvl.ReshapeOp) -> None:
         src = self.ddr_buffer(op.input)
-        t = sched.BufferType("ddr", mrvl.shape_of(op.output), mrvl.element_type_of(op.output))
+        t = _buffer("ddr", tuple(mrvl.shape_of(op.output)), mrvl.element_type_of(op.output))
         view = self.emit(sched.ViewOp(src, t)).buffer
         self.buffers[op.output] = view
         self.writers[view] = self.writers.setdefault(src, {})  # the same bytes, the same writes
@@ -183,9 +201,9 @@ class _Lowering:
             deps = [t_in]
             out = self.ocm([n, p.rows, ow, p.ocs], mrvl.element_type_of(op.output), tile)
             common = {
-                "tile": IntegerAttr(tile, i64),
-                "row0": IntegerAttr(p.in_row0, i64),
-                "orow0": IntegerAttr(p.orow0, i64),
+                "tile": _int(tile),
+                "row0": _int(p.in_row0),
+                "orow0": _int(p.orow0),
                 "kernel": _arr([kh, kw]),
                 "strides": _arr([sh, sw]),
                 "pads": _arr(pads),
@@ -203,9 +221,9 @@ class _Lowering:
                 props = {
                     **common,
                     "dilations": _arr([dh, dw]),
-                    "groups": IntegerAttr(op.group_count, i64),
-                    "oc0": IntegerAttr(p.oc0, i64),
-                    "oc_total": IntegerAttr(oc, i64),
+                    "groups": _int(op.group_count),
+                    "oc0": _int(p.oc0),
+                    "oc_total": _int(oc),
                     **_activation_props(op),
                 }
                 task = sched.Conv2DTaskOp.make(
@@ -243,7 +261,7 @@ class _Lowering:
                 bias = [bbuf]
             out = self.ocm([n, p.os], mrvl.element_type_of(op.output), tile)
             task = sched.FullyConnectedTaskOp.make(
-                {"tile": IntegerAttr(tile, i64), **_activation_props(op)},
+                {"tile": _int(tile), **_activation_props(op)},
                 deps=deps, input=x, weight=wbuf, bias=bias, output=out,
             )
             t_c = self.emit(task).results[0]
@@ -254,7 +272,7 @@ class _Lowering:
         self.require_f16(op)
         count = prod(mrvl.shape_of(op.output))
         et = mrvl.element_type_of(op.output)
-        flat = sched.BufferType("ddr", [count], et)
+        flat = _buffer("ddr", (count,), et)
         lhs, rhs = (self.flat_view(self.ddr_buffer(v), flat) for v in (op.lhs, op.rhs))
         dst = self.new_ddr(op.output)
         out = self.flat_view(dst, flat)
@@ -267,7 +285,7 @@ class _Lowering:
             b, t_b = self.load(rhs, [chunk.start], [chunk.length], tile)
             y = self.ocm([chunk.length], et, tile)
             task = sched.AddTaskOp.make(
-                {"tile": IntegerAttr(tile, i64), **_activation_props(op)},
+                {"tile": _int(tile), **_activation_props(op)},
                 deps=[t_a, t_b], lhs=a, rhs=b, output=y,
             )
             t_c = self.emit(task).results[0]
@@ -327,14 +345,14 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
         assert isinstance(ret, func.ReturnOp)
         for i, arg in enumerate(block.args):
             low.location = None
-            t = sched.BufferType("ddr", mrvl.shape_of(arg), mrvl.element_type_of(arg))
+            t = _buffer("ddr", tuple(mrvl.shape_of(arg)), mrvl.element_type_of(arg))
             name = arg.name_hint or f"input{i}"
             buf = low.emit(sched.IOOp(name, True, t)).buffer
             low.buffers[arg] = buf
             low.writers[buf] = {}
         outputs: dict[SSAValue, SSAValue] = {}
         for i, value in enumerate(ret.arguments):
-            t = sched.BufferType("ddr", mrvl.shape_of(value), mrvl.element_type_of(value))
+            t = _buffer("ddr", tuple(mrvl.shape_of(value)), mrvl.element_type_of(value))
             outputs[value] = low.emit(sched.IOOp(f"output{i}", False, t)).buffer
             low.writers[outputs[value]] = {}
         for layer in block.ops:
@@ -368,7 +386,7 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
         for new in low.ops:
             Rewriter.insert_op(new, InsertPoint.at_end(op.body.block))
         op.attributes["mrvl.target"] = StringAttr(target.name)
-        op.attributes["mrvl.num_tiles"] = IntegerAttr(num_tiles, i64)
+        op.attributes["mrvl.num_tiles"] = _int(num_tiles)
         if fn.sym_name.data:
             op.attributes["mrvl.symbol"] = StringAttr(fn.sym_name.data)
 

@@ -24,7 +24,7 @@ def mnist_region(mnist_partitioned):
 
 @pytest.fixture(scope="module")
 def compiled(mnist_region):
-    return compile_region(mnist_region, keep_stages=True)
+    return compile_region(mnist_region, keep_stages=True, verify_each_pass=True)
 
 
 def test_region_matches_onnxruntime_logits(compiled, mnist_model):
