@@ -613,6 +613,51 @@ class AddOp(FusedActivation, IRDLOperation):
 
 
 @irdl_op_definition
+class ScaleShiftOp(FusedActivation, IRDLOperation):
+    """Per-channel y = act(x * scale[c] + shift[c]): a batch norm no conv absorbs, or a
+    standalone activation (scale 1, shift 0). Scale and shift are f32 `[C]` constants."""
+
+    name = "mrvl.scale_shift"
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    shift = operand_def(TensorType)
+    output = result_def(TensorType)
+    assembly_format = (
+        "$input `,` $scale `,` $shift "
+        + _ACT_FORMAT
+        + " attr-dict `:` functional-type(operands, results)"
+    )
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(self, input: SSAValue, scale: SSAValue, shift: SSAValue, *, activation=None):
+        super().__init__(
+            operands=[input, scale, shift],
+            result_types=[input.type],
+            properties=dict(activation or {}),
+        )
+
+    @property
+    def channels(self) -> int:
+        return shape_of(self.input)[layout_of(self.input).index("C")]
+
+    def verify_(self) -> None:
+        layout = layout_of(self.input)
+        if layout not in ("NHWC", "NC") or self.input.type != self.output.type:
+            raise VerifyException(
+                "mrvl.scale_shift: input and result must be one NHWC or NC tensor type"
+            )
+        for what, value in (("scale", self.scale), ("shift", self.shift)):
+            _check_tensor(self, what, value, 1, "O")
+            if shape_of(value) != (self.channels,) or not isinstance(
+                element_type_of(value), Float32Type
+            ):
+                raise VerifyException(
+                    f"mrvl.scale_shift: {what} must be f32 with {self.channels} elements"
+                )
+        self.verify_activation()
+
+
+@irdl_op_definition
 class ConcatOp(IRDLOperation):
     """Concatenation along the channel dimension (`C` of the layout)."""
 
@@ -663,6 +708,7 @@ LAYER_OPS: tuple[type[IRDLOperation], ...] = (
     FullyConnectedOp,
     AddOp,
     ConcatOp,
+    ScaleShiftOp,
 )
 """Ops that are MLIP layers (each becomes a node of the Nodes-JSON)."""
 
@@ -676,6 +722,7 @@ Mrvl = Dialect(
         FullyConnectedOp,
         AddOp,
         ConcatOp,
+        ScaleShiftOp,
         ReshapeOp,
         LayoutConvertOp,
         CastOp,

@@ -427,6 +427,36 @@ class AddTaskOp(FusedActivation, TaskBase):
         self.verify_activation()
 
 
+@irdl_op_definition
+class ScaleTaskOp(FusedActivation, TaskBase):
+    """Per-channel affine map of an OCM vector whose channel is its innermost index."""
+
+    name = "sched.scale"
+    input = operand_def(BufferType)
+    scale = operand_def(BufferType)
+    shift = operand_def(BufferType)
+    output = operand_def(BufferType)
+    assembly_format = (
+        "`tile` $tile $input `,` $scale `,` $shift `->` $output "
+        "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)? "
+        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($scale) `,` "
+        "type($shift) `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        _check_ocm(self, self.tile.value.data, self.input, self.scale, self.shift, self.output)
+        (count,) = buffer_type(self.input).dims
+        (channels,) = buffer_type(self.scale).dims
+        if buffer_type(self.output).dims != (count,) or buffer_type(self.shift).dims != (
+            channels,
+        ) or count % channels:
+            raise VerifyException(
+                "sched.scale: input and output of one length, a multiple of the channels of "
+                "scale and shift"
+            )
+        self.verify_activation()
+
+
 Sched = Dialect(
     "sched",
     [
@@ -440,6 +470,7 @@ Sched = Dialect(
         Pool2DTaskOp,
         FullyConnectedTaskOp,
         AddTaskOp,
+        ScaleTaskOp,
     ],
     [BufferType, TokenType],
 )

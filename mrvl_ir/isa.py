@@ -196,6 +196,24 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("act_b", "f32", "activation parameter b"),
         ),
     ),
+    OpcodeSpec(
+        "scale",
+        0x41,
+        "vector",
+        "Per-channel affine map of a dense f16 NHWC (or [N, C]) vector with a fused activation: "
+        "out[i] = act(fp32(fp32(x[i]) * s[c]) + b[c]) with c = i mod channels, rounded to f16.",
+        (
+            _f("in_addr", "i32", "OCM byte address of the input, f16"),
+            _f("out_addr", "i32", "OCM byte address of the result, f16"),
+            _f("count", "i32", "number of elements (a multiple of channels)"),
+            _f("channels", "i32", "channels C: element i belongs to channel i mod C"),
+            _f("s_addr", "i32", "OCM byte address of the scales [C], f32"),
+            _f("b_addr", "i32", "OCM byte address of the shifts [C], f32"),
+            _f("act", "i32", "Activation"),
+            _f("act_a", "f32", "activation parameter a"),
+            _f("act_b", "f32", "activation parameter b"),
+        ),
+    ),
     OpcodeSpec("end", 0x7F, "control", "End of the program.", ()),
 )
 

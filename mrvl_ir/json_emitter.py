@@ -27,7 +27,7 @@ attribute value except `num_inputs`, `num_outputs`, `mrvl_nodes_idx` and the `*_
 list of strings (`"padding": ["1", "0", "1", "2"]`, `"layer_name": ["Conv2D"]`). Attributes:
 
 - all layers: `layer_name` (`Conv2D`, `FC`, `Maxpool2D`, `Avgpool2D`, `GlobalAvgpool2D`,
-  `GlobalMaxpool2D`, `Sum2D`, `Concat`, `reshape`, `layout_transform`), `shape` ([[output shape]]), `dtype`, `data_layout`, `out_layout`,
+  `GlobalMaxpool2D`, `Sum2D`, `Concat`, `ScaleShift`, `reshape`, `layout_transform`), `shape` ([[output shape]]), `dtype`, `data_layout`, `out_layout`,
   `data_layout_shape`, `out_layout_shape`, `num_inputs` (activations + constants, a string),
   `num_outputs`, `func_node_name` (the symbol), `func_name` (`n<i>_<layer>_<in>[2<out>]`),
   `from_tuple_idx`, `mrvl_nodes_idx` ([k], from 1), `composite_name` (the upstream pattern),
@@ -45,7 +45,8 @@ list of strings (`"padding": ["1", "0", "1", "2"]`, `"layer_name": ["Conv2D"]`).
   `kernel_layout` (`HW`), `kernel_layout_shape`, and `count_include_pad` for `Avgpool2D`;
 - `GlobalAvgpool2D` / `GlobalMaxpool2D` (a pool whose window is the whole plane): `layout`;
 - `Sum2D` (two activations): `activation_type` (+ its parameters); `Concat`: `axis` (of the
-  NHWC output, so channels are `3`);
+  NHWC output, so channels are `3`); `ScaleShift` (our addition: a per-channel affine map no
+  conv absorbed): `gamma_const` (scales), `beta_const` (shifts), `activation_type`;
 - `reshape`: `newshape`, `allowzero`; `layout_transform`: `src_layout`, `dst_layout`.
 
 `activation_type` is `relu`, `clip` (+ `activation_min`, `activation_max`), `leaky_relu`
@@ -295,6 +296,8 @@ class _Emitter:
                 self._sum_node(op)
             elif isinstance(op, mrvl.ConcatOp):
                 self._concat_node(op)
+            elif isinstance(op, mrvl.ScaleShiftOp):
+                self._scale_shift_node(op)
             elif isinstance(op, mrvl.ReshapeOp):
                 self._reshape_node(op)
             else:
@@ -431,7 +434,7 @@ class _Emitter:
         self.node_of[out] = len(self.nodes) - 1
 
     def _activation_attrs(
-        self, op: mrvl.Conv2DOp | mrvl.FullyConnectedOp | mrvl.AddOp
+        self, op: mrvl.Conv2DOp | mrvl.FullyConnectedOp | mrvl.AddOp | mrvl.ScaleShiftOp
     ) -> dict[str, Any]:
         act = op.activation.data if op.activation is not None else "none"
         attrs: dict[str, Any] = {"activation_type": [act]}
@@ -564,6 +567,28 @@ class _Emitter:
             out_layout=layout,
             composite="mrvl.sum2d",
             attrs=self._activation_attrs(op),
+        )
+
+    def _scale_shift_node(self, op: mrvl.ScaleShiftOp) -> None:
+        """A standalone per-channel affine map (batch norm no conv absorbed, or an
+        activation): our `ScaleShift` layer, its scale and shift in gamma/beta."""
+        layout = mrvl.layout_of(op.output)
+        scale, shift = self._constant(op, op.scale), self._constant(op, op.shift)
+        attrs = {
+            "gamma_const": self._const_ref(scale),
+            "beta_const": self._const_ref(shift),
+            **self._activation_attrs(op),
+        }
+        self._layer_node(
+            op,
+            "ScaleShift",
+            [op.input],
+            num_constants=2,
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.input),
+            out_layout=layout,
+            composite="mrvl.scale_shift",
+            attrs=attrs,
         )
 
     def _concat_node(self, op: mrvl.ConcatOp) -> None:

@@ -134,8 +134,9 @@ def partition_for_mrvl(
     # The patterns want folded constants (TVM's importer leaves reshape(bias), permute_dims(W)
     # on them). A module from mrvl.from_onnx is folded already.
     mod = fold_constants(mod)
+    bound = _bound_values(mod)
     while True:
-        collector = _Collector(forced)
+        collector = _Collector(forced, bound)
         token = _COLLECTOR.set(collector)
         try:
             partitioned = _fuse(mod)
@@ -312,6 +313,9 @@ class _Collector:
     """
 
     forced: dict[str, str]
+    bound: dict[relax.Var, relax.Expr] = field(default_factory=dict)
+    """Each variable of the module's functions and the value bound to it (a check sees only
+    its match; the scale_shift check asks what produced its input)."""
     culprits: dict[str, str] = field(default_factory=dict)
     bystanders: dict[str, str] = field(default_factory=dict)
 
@@ -555,6 +559,69 @@ def _check_add(ctx: PatternCheckContext) -> None:
     _check_activation(ann)
 
 
+_LAYER_CORES = frozenset({"relax.nn.conv2d", "relax.matmul"})
+_AFFINE_OPS = frozenset({"relax.multiply", "relax.add", "relax.nn.relu", "relax.clip",
+                         "relax.nn.leakyrelu"})
+
+
+def _check_scale_shift(ctx: PatternCheckContext) -> None:
+    """A per-channel multiply / add / activation that no conv or fc absorbed.
+
+    One that follows a conv or fc the user denied belongs to that layer and stays on the CPU
+    with it (its bias add carries the conv's own node name and is caught by the deny check).
+    """
+    ann = ctx.annotated_expr
+    _no_leaks(ctx)
+    first = ann.get("mul", ann.get("add", ctx.matched_expr))
+    data = ann["data"]
+    origin = _layer_origin(ctx, data)
+    collector = _COLLECTOR.get()
+    if origin is not None and collector is not None:
+        owner = node_name_of(origin)
+        if owner in collector.forced:
+            raise _Reject(f"{collector.forced[owner]} (at {owner})", first)
+    shape = _activation(data, (2, 4), first)
+    for key, what in (("scale", "scale"), ("shift", "shift")):
+        if key in ann:
+            _channel_const(ann[key], shape[1], len(shape), what, ann.get("mul", first))
+    _check_activation(ann)
+
+
+def _op_name(call: relax.Call) -> str:
+    return getattr(call.op, "name", "")
+
+
+def _producer_call(ctx: PatternCheckContext, value: relax.Expr) -> relax.Call | None:
+    """The call that computes `value` (a variable bound in the function), if any."""
+    collector = _COLLECTOR.get()
+    bound = collector.bound if collector is not None else {}
+    producer = bound.get(value) if isinstance(value, relax.Var) else value
+    return producer if isinstance(producer, relax.Call) else None
+
+
+def _layer_origin(ctx: PatternCheckContext, value: relax.Expr) -> relax.Call | None:
+    """The conv or matmul that `value` comes from through constant multiplies / adds and
+    activations (the parts that would fuse into that layer), if any."""
+    call = _producer_call(ctx, value)
+    while call is not None and _op_name(call) in _AFFINE_OPS:
+        operands = [a for a in call.args if isinstance(a, relax.Call | relax.Var)]
+        if len(operands) != 1:
+            return None
+        call = _producer_call(ctx, operands[0])
+    return call if call is not None and _op_name(call) in _LAYER_CORES else None
+
+
+def _bound_values(mod: tvm.IRModule) -> dict[relax.Var, relax.Expr]:
+    return {
+        binding.var: binding.value
+        for func in mod.functions.values()
+        if isinstance(func, relax.Function) and isinstance(func.body, relax.SeqExpr)
+        for block in func.body.blocks
+        for binding in block.bindings
+        if isinstance(binding, relax.VarBinding)
+    }
+
+
 def _check_concat(ctx: PatternCheckContext) -> None:
     concat = ctx.annotated_expr["root"]
     parts = concat.args[0]
@@ -640,6 +707,28 @@ def _add_pattern():
     return ("mrvl.add", _with_activation(add, ann), ann, _checked(_check_add))
 
 
+def _scale_shift_pattern(lead: str):
+    """mrvl.scale_shift led by a multiply, an add, or a lone activation."""
+    data = wildcard()
+    ann: dict[str, DFPattern] = {"data": data}
+    if lead == "mul":
+        ann["scale"] = is_const()
+        mul = ann["mul"] = is_op("relax.multiply")(data, ann["scale"])
+        ann["shift"] = is_const()
+        core = mul | is_op("relax.add")(mul, ann["shift"])
+        root = _with_activation(core, ann)
+    elif lead == "add":
+        ann["shift"] = is_const()
+        core = ann["add"] = is_op("relax.add")(data, ann["shift"])
+        root = _with_activation(core, ann)
+    else:
+        ann["relu"] = is_op("relax.nn.relu")(data)
+        ann["clip"] = is_op("relax.clip")(data, wildcard(), wildcard())
+        ann["leakyrelu"] = is_op("relax.nn.leakyrelu")(data)
+        root = ann["relu"] | ann["clip"] | ann["leakyrelu"]
+    return ("mrvl.scale_shift", root, ann, _checked(_check_scale_shift))
+
+
 def _single_op_pattern(name: str, ops: Sequence[str], check, *extra_args: Callable[[], DFPattern]):
     data = wildcard()
     root = None
@@ -674,6 +763,10 @@ def _pattern_table() -> list[tuple]:
         _single_op_pattern("mrvl.concat", ["relax.concat"], _check_concat),
         _single_op_pattern("mrvl.transpose", ["relax.permute_dims"], _check_transpose),
         _reshape_pattern(),
+        # last: only what no conv / fc / add absorbed
+        _scale_shift_pattern("mul"),
+        _scale_shift_pattern("add"),
+        _scale_shift_pattern("activation"),
     ]
 
 

@@ -48,6 +48,7 @@ class _RegionImporter:
         self.symbol = symbol
         self.constant_names = constant_names
         self.const_count = 0
+        self.made_count = 0
         self.values: dict[relax.Var, SSAValue] = {}
         self.converted: dict[tuple[SSAValue, str], SSAValue] = {}
         self.composites: dict[relax.Var, relax.Function] = {}
@@ -92,12 +93,22 @@ class _RegionImporter:
         return self.converted[key]
 
     def _constant(self, const: GenericConst, array: np.ndarray, layout: str) -> SSAValue:
+        """A constant derived from a TVM constant, under TVM's name for it; without the names
+        (a region compiled outside `relax.ext.mrvl`) the next `<symbol>_mrvl_const_<i>`,
+        which is how TVM numbers a region's constants, in order of use."""
         name = None
         if self.constant_names is not None and const in self.constant_names:
             name = str(self.constant_names[const])
         if name is None:
             name = f"{self.symbol}_mrvl_const_{self.const_count}"
         self.const_count += 1
+        return self.builder.insert(mrvl.ConstantOp(name, array, layout)).result
+
+    def _made_constant(self, array: np.ndarray, layout: str, role: str) -> SSAValue:
+        """A constant the model does not have (the unit scale of a lone activation), named
+        apart from TVM's numbering."""
+        self.made_count += 1
+        name = f"{self.symbol}_mrvl_{role}_{self.made_count - 1}"
         return self.builder.insert(mrvl.ConstantOp(name, array, layout)).result
 
     def _value(self, expr: relax.Expr) -> SSAValue:
@@ -336,6 +347,32 @@ class _RegionImporter:
         lhs, rhs = (self._in_layout(self._operand(inner, a, node), layout, node) for a in call.args)
         return self._located(mrvl.AddOp(lhs, rhs, activation=self._activation(chain)), node)
 
+    def scale_shift(self, chain: _Chain, inner: dict) -> SSAValue:
+        """[multiply(x, s)] [add(., b)] [activation] on its own: a per-channel affine map."""
+        first = chain.calls[chain.position]
+        node = node_name_of(first)
+        shape = _shape(first)
+        if len(shape) not in RELAX_LAYOUT:
+            raise UnsupportedOpError(f"scale/shift of a rank-{len(shape)} tensor", node)
+        channels = shape[1]
+        layout = "NHWC" if len(shape) == 4 else "NC"
+        source = first.args[0]
+        x = self._in_layout(self._operand(inner, source, node), layout, node)
+        if (mul := chain.take("relax.multiply")) is not None:
+            scale = _per_channel(mul.args[1], channels).astype(np.float32)
+            scale_value = self._constant(mul.args[1], scale, "O")
+        else:
+            scale_value = self._made_constant(np.ones(channels, np.float32), "O", "ones")
+        if (add := chain.take("relax.add")) is not None:
+            shift = _per_channel(add.args[1], channels).astype(np.float32)
+            shift_value = self._constant(add.args[1], shift, "O")
+        else:
+            shift_value = self._made_constant(np.zeros(channels, np.float32), "O", "zeros")
+        op = mrvl.ScaleShiftOp(
+            x, scale_value, shift_value, activation=self._activation(chain)
+        )
+        return self._located(op, node)
+
     def concat(self, chain: _Chain, inner: dict) -> SSAValue:
         call = chain.take_one("relax.concat")
         node = node_name_of(call)
@@ -422,6 +459,7 @@ _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.fc": _RegionImporter.fc,
     "mrvl.add": _RegionImporter.add,
     "mrvl.concat": _RegionImporter.concat,
+    "mrvl.scale_shift": _RegionImporter.scale_shift,
     "mrvl.reshape": _RegionImporter.reshape,
     "mrvl.transpose": _RegionImporter.transpose,
 }

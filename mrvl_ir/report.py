@@ -37,12 +37,10 @@ _RANK_OF_OP = {
 
 # ONNX ops the MLIP runs only as part of another layer.
 _FUSED_ONLY = {
-    "Relu": "a conv, fc or add",
-    "Clip": "a conv, fc or add",
-    "LeakyRelu": "a conv, fc or add",
-    "BatchNormalization": "a conv",
     "Pad": "a conv",
 }
+"""Ops the MLIP runs only as part of a layer (Relu, Clip, LeakyRelu and BatchNormalization
+also run alone, as a scale_shift layer)."""
 
 
 @dataclass(frozen=True)

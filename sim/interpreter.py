@@ -316,6 +316,22 @@ def _add(memory: Memory, ins: Instruction) -> None:
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result, "output")
 
 
+def _scale(memory: Memory, ins: Instruction) -> None:
+    f = _fields(ins)
+    act = _enum(Activation, f["act"], "act")
+    count, channels = _positive((f["count"], f["channels"]), "[count, channels]")
+    _require(count % channels == 0, f"count {count} is not a multiple of channels {channels}")
+    memory.check_dense(MemSpace.OCM, ins.tile, f["out_addr"], F16, (count,), "output")
+    x = memory.read(
+        MemSpace.OCM, ins.tile, f["in_addr"], F16, (count // channels, channels), "input"
+    )
+    s = memory.read(MemSpace.OCM, ins.tile, f["s_addr"], F32, (channels,), "scales")
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F32, (channels,), "shifts")
+    acc = x.astype(np.float32) * s + b  # two fp32 roundings: the product, then the sum
+    result = round_to_f16(apply_activation(acc, act, f["act_a"], f["act_b"]))
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result.reshape(count), "output")
+
+
 _EXECUTE: dict[str, Callable[[Memory, Instruction], None]] = {
     "dma": _dma,
     "cvt": _cvt,
@@ -323,6 +339,7 @@ _EXECUTE: dict[str, Callable[[Memory, Instruction], None]] = {
     "pool": _pool,
     "fc": _fc,
     "add": _add,
+    "scale": _scale,
 }
 
 

@@ -159,6 +159,17 @@ class _Selector:
                 **self.activation_fields(op),
             }
             return mlip.INSTRUCTION_OPS["add"].build(**self.header(op), fields=fields)
+        if isinstance(op, sched.ScaleTaskOp):
+            fields = {
+                "in_addr": self.address(op.input),
+                "out_addr": self.address(op.output),
+                "count": sched.buffer_type(op.output).dims[0],
+                "channels": sched.buffer_type(op.scale).dims[0],
+                "s_addr": self.address(op.scale),
+                "b_addr": self.address(op.shift),
+                **self.activation_fields(op),
+            }
+            return mlip.INSTRUCTION_OPS["scale"].build(**self.header(op), fields=fields)
         return None
 
     def window_fields(self, op: sched.WindowTaskBase) -> dict:

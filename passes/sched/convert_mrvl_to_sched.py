@@ -291,6 +291,31 @@ class _Lowering:
             t_c = self.emit(task).results[0]
             self.store(y, out, [chunk.start], tile, t_c)
 
+    def scale_shift(self, op: mrvl.ScaleShiftOp) -> None:
+        """Chunks of whole pixels (all channels), so a chunk's channel is its index mod C."""
+        self.require_f16(op)
+        count, channels = prod(mrvl.shape_of(op.output)), op.channels
+        et = mrvl.element_type_of(op.output)
+        flat = _buffer("ddr", (count,), et)
+        src = self.flat_view(self.ddr_buffer(op.input), flat)
+        dst = self.new_ddr(op.output)
+        out = self.flat_view(dst, flat)
+        chunks = plan_elementwise(
+            count, 2, self.target.ocm_bytes_per_tile, self.num_tiles, self.target.ocm_alignment,
+            granule=channels, reserved_bytes=2 * channels * 4,
+        )
+        for index, chunk in enumerate(chunks):
+            tile = index % self.num_tiles
+            x, t_x = self.load(src, [chunk.start], [chunk.length], tile)
+            s, t_s = self.load(self.ddr_buffer(op.scale), [0], [channels], tile)
+            b, t_b = self.load(self.ddr_buffer(op.shift), [0], [channels], tile)
+            y = self.ocm([chunk.length], et, tile)
+            task = sched.ScaleTaskOp.make(
+                {"tile": _int(tile), **_activation_props(op)},
+                deps=[t_x, t_s, t_b], input=x, scale=s, shift=b, output=y,
+            )
+            self.store(y, out, [chunk.start], tile, self.emit(task).results[0])
+
     def flat_view(self, buffer: SSAValue, flat: sched.BufferType) -> SSAValue:
         """`buffer` seen as one dimension; its writers stay its writers."""
         view = self.emit(sched.ViewOp(buffer, flat)).buffer
@@ -369,6 +394,8 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
                 low.fc(layer)
             elif isinstance(layer, mrvl.AddOp):
                 low.add(layer)
+            elif isinstance(layer, mrvl.ScaleShiftOp):
+                low.scale_shift(layer)
             elif isinstance(layer, mrvl.ConcatOp):
                 low.concat(layer)
             elif isinstance(layer, func.ReturnOp):

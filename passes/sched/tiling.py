@@ -136,10 +136,19 @@ class Chunk:
 
 
 def plan_elementwise(
-    count: int, operands: int, ocm_bytes: int, num_tiles: int, alignment: int
+    count: int,
+    operands: int,
+    ocm_bytes: int,
+    num_tiles: int,
+    alignment: int,
+    *,
+    granule: int = 1,
+    reserved_bytes: int = 0,
 ) -> list[Chunk]:
     """Cut a flat elementwise operation over `count` f16 elements (with `operands` buffers of
-    that size in OCM at once) into chunks, one or more per tile."""
-    budget = (ocm_bytes - (operands + 1) * alignment) // (operands * F16)
-    length = max(1, min(budget, ceil(count / num_tiles)))
+    that size in OCM at once, plus `reserved_bytes` of other data) into chunks, one or more
+    per tile, each a multiple of `granule` elements (the channels of a per-channel op)."""
+    budget = (ocm_bytes - reserved_bytes - (operands + 3) * alignment) // (operands * F16)
+    length = min(budget, ceil(count / num_tiles))
+    length = max(granule, length // granule * granule)
     return [Chunk(s, min(length, count - s)) for s in range(0, count, length)]

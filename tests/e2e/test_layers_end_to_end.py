@@ -125,11 +125,29 @@ def shapes_net():
     return model(nodes, inits, [("x", [1, 3, 7, 7])], [("y", [1, 5])])
 
 
+def preactivation_net():
+    """DenseNet's pre-activation: BatchNormalization and Relu with no conv in front of them
+    (scale_shift layers), a lone LeakyRelu, then conv; concat of the features."""
+    nodes = [
+        node("BatchNormalization", ["x", "g", "be", "m", "v"], ["bn"], name="bn0"),
+        node("Relu", ["bn"], ["r"], name="relu0"),
+        node("Conv", ["r", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("LeakyRelu", ["x"], ["l"], name="leaky", alpha=0.2),
+        node("Concat", ["c", "l"], ["y"], name="cat", axis=1),
+    ]
+    inits = [
+        positive("g", (3,)), const("be", (3,)), const("m", (3,)), positive("v", (3,)),
+        const("w", (5, 3, 3, 3)),
+    ]  # fmt: skip
+    return model(nodes, inits, [("x", [2, 3, 6, 6])], [("y", [2, 8, 6, 6])])
+
+
 NETS = {
     "residual": residual_net,
     "activations": activations_net,
     "batch8": batch8_net,
     "shapes": shapes_net,
+    "preactivation": preactivation_net,
 }
 
 

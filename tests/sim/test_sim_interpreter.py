@@ -666,3 +666,20 @@ def test_add_relu_and_saturation():
     b = np.array([60000, 1, 2, -65504], np.float16)
     np.testing.assert_array_equal(run_add(a, b, act=Activation.RELU), [65504, 0, 3, 0])
     np.testing.assert_array_equal(run_add(a, b), [65504, -2, 3, -65504])
+
+
+def test_scale_is_a_per_channel_affine_map_with_two_fp32_roundings(rng):
+    x = random_f16(rng, (3, 2, 5))  # NHWC-ordered, 5 channels innermost
+    s = rng.standard_normal(5).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    staging = Staging()
+    x_addr, s_addr, b_addr = staging.add(x), staging.add(s), staging.add(b)
+    out_addr = staging.reserve(x.size * 2)
+    ins = instruction(
+        "scale", in_addr=x_addr, out_addr=out_addr, count=x.size, channels=5, s_addr=s_addr,
+        b_addr=b_addr, act=int(Activation.RELU), act_a=0.0, act_b=0.0,
+    )
+    (y,) = run(layer_program(staging, [ins], out_addr, x.shape), [])
+    acc = (x.astype(np.float32) * s) + b
+    expected = np.where(acc < 0, np.float32(0), acc).astype(np.float16)
+    np.testing.assert_array_equal(y.view(np.uint16), expected.view(np.uint16))

@@ -16,7 +16,7 @@ from mrvl.report import partition_report
 COMPOSITES = {
     "mrvl.conv2d", "mrvl.fc", "mrvl.add", "mrvl.maxpool2d", "mrvl.avgpool2d",
     "mrvl.global_avgpool2d", "mrvl.global_maxpool2d", "mrvl.concat", "mrvl.reshape",
-    "mrvl.transpose",
+    "mrvl.transpose", "mrvl.scale_shift",
 }  # fmt: skip
 
 
@@ -180,12 +180,10 @@ def test_intermediate_used_outside_is_not_fused(onnx_model):
     model = onnx_model(nodes, {"x": [1, 4, 3, 3]}, {"y": [1, 4, 3, 3]},
                        [const("w", np.ones((4, 4, 1, 1)))])
     mod = partition_for_mrvl(from_onnx(model))
-    # relu cannot join the conv (whose result the add also reads); the add is a layer alone
-    assert composite_names(mod) == ["mrvl.conv2d", "mrvl.add"]
-    assert host_ops(mod) == ["relax.nn.relu"]
-    assert partition_reasons(mod) == {
-        "/r/Relu": "an intermediate result is also used outside the layer"
-    }
+    # relu cannot join the conv (whose result the add also reads): it is a layer of its own
+    assert composite_names(mod) == ["mrvl.conv2d", "mrvl.scale_shift", "mrvl.add"]
+    assert host_ops(mod) == []
+    assert partition_reasons(mod) == {}
 
 
 @pytest.mark.parametrize(
@@ -231,7 +229,7 @@ def test_matmul_with_runtime_weights_stays_on_host(onnx_model):
 @pytest.mark.parametrize(("axis", "offloaded"), [(1, True), (2, False)])
 def test_reshape_check(onnx_model, axis, offloaded):
     nodes = [
-        helper.make_node("Relu", ["x"], ["r"], name="/r/Relu"),  # keep the flatten's input a var
+        helper.make_node("Sigmoid", ["x"], ["r"], name="/r/Sigmoid"),  # the flatten's input: a var
         helper.make_node("Flatten", ["r"], ["y"], name="/f/Flatten", axis=axis),
     ]
     mod = partition_for_mrvl(from_onnx(onnx_model(nodes, {"x": [2, 3, 4, 5]}, {"y": ["n", "f"]})))
@@ -417,10 +415,10 @@ REJECTED = {
         [conv(), node("Mul", ["c", "s"], "m", "/mul"), node("Add", ["m", "t"], "y", "/add")],
         X4, {"y": [2, 4, 6, 6]}, [CONV_W, rand("s", (1, 4, 6, 6)), rand("t", (1, 4, 1, 1))], {},
         "/mul", "scale shape (1, 4, 6, 6)"),
-    "Relu alone": (
+    "Relu of rank 3": (
         [node("Sigmoid", ["x"], "s", "/sig"), node("Relu", ["s"], "y", "/r")],
-        X4, {"y": [2, 4, 6, 6]}, [], {},
-        "/r", "unsupported op Relu (runs on the MLIP only fused into a conv, fc or add)"),
+        {"x": [2, 4, 6]}, {"y": [2, 4, 6]}, [], {},
+        "/r", "rank 3"),
     "Softmax": (
         [node("Softmax", ["x"], "y", "/sm")], X4, {"y": [2, 4, 6, 6]}, [], {},
         "/sm", "unsupported op Softmax"),
@@ -494,7 +492,8 @@ def test_bad_activation_leaves_the_conv_offloaded(onnx_model):
     mod, report = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]},
                               [rand("w", (4, 4, 1, 1)), rand("b", (4,))])
     assert layer_ops(mod)[0] == ("mrvl.conv2d", ["relax.nn.conv2d", "relax.add"])
-    assert reason(report, "/r") == "an intermediate result is also used outside the layer"
+    # ... and the relu, which cannot join it, is a scale_shift layer of its own
+    assert layer_ops(mod)[1] == ("mrvl.scale_shift", ["relax.nn.relu"])
 
 
 # -- deny_nodes, deny_ops, require_mac_layer -------------------------------------------------

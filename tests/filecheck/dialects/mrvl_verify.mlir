@@ -110,3 +110,11 @@ func.func @f(%x: tensor<1x5x5x8xf16, #mrvl.layout<NHWC>>) {
   func.return
 }
 // CHECK: mrvl.maxpool2d: output shape [1, 3, 3, 8] does not match the computed [1, 2, 2, 8]
+
+// -----
+
+func.func @f(%x: tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>, %s: tensor<3xf32, #mrvl.layout<O>>) {
+  %y = mrvl.scale_shift %x, %s, %s : (tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>, tensor<3xf32, #mrvl.layout<O>>, tensor<3xf32, #mrvl.layout<O>>) -> tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.scale_shift: scale must be f32 with 4 elements
