@@ -22,33 +22,7 @@ import traceback
 
 import numpy as np
 
-
-def simulator_clock():
-    """Context manager accumulating wall time and calls of `mrvl.sim.run`."""
-    import contextlib
-
-    import mrvl.sim as sim
-
-    @contextlib.contextmanager
-    def clock():
-        spent = {"seconds": 0.0, "calls": 0}
-        original = sim.run
-
-        def timed(*args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                spent["seconds"] += time.perf_counter() - start
-                spent["calls"] += 1
-
-        sim.run = timed
-        try:
-            yield spent
-        finally:
-            sim.run = original
-
-    return clock()
+from mrvl.sim.timing import simulator_clock
 
 
 def bench_model(name: str, seed: int, repeat: int) -> dict:

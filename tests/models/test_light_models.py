@@ -13,7 +13,6 @@ goal. SqueezeNet and ShuffleNet take a few seconds each and run by default; the 
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +33,7 @@ from mrvl.models.light import (
     random_inputs,
 )
 from mrvl.placement import CPU, node_targets
+from mrvl.sim.timing import simulator_clock
 
 NUM_TILES = 8
 SEED = 0
@@ -78,43 +78,14 @@ def partitioned(name: str) -> Partitioned:
 
 
 def offloaded_mac_fraction(p: Partitioned) -> float:
-    """`mrvl.partition_report(...).offloaded_mac_fraction`, or, without that API, the MACs of
-    the ONNX nodes placed in a region over all Conv/Gemm/MatMul MACs."""
-    report = getattr(mrvl, "partition_report", None)
-    if report is None:
-        try:
-            from mrvl.report import partition_report as report
-        except ImportError:
-            report = None
-    if report is not None:
-        return report(p.mod, p.model).offloaded_mac_fraction
+    """The report's offloaded MAC fraction, checked against one computed independently: the
+    MACs of ONNX shape inference for the nodes placed in a region."""
+    fraction = mrvl.partition_report(p.mod, p.model).offloaded_mac_fraction
     macs = node_macs(p.model)
     targets = node_targets(p.mod)
     on_mlip = sum(m for node, m in macs.items() if targets.get(node, CPU) != CPU)
-    return on_mlip / sum(macs.values())
-
-
-@contextmanager
-def simulator_clock():
-    """Accumulates the wall time spent in `mrvl.sim.run` (the runtime calls it per region)."""
-    import mrvl.sim as sim
-
-    spent = {"seconds": 0.0, "calls": 0}
-    original = sim.run
-
-    def timed(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            spent["seconds"] += time.perf_counter() - start
-            spent["calls"] += 1
-
-    sim.run = timed
-    try:
-        yield spent
-    finally:
-        sim.run = original
+    assert fraction == pytest.approx(on_mlip / sum(macs.values()), abs=1e-9)
+    return fraction
 
 
 @pytest.mark.parametrize("name", _params())
