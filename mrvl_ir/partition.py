@@ -135,8 +135,9 @@ def partition_for_mrvl(
     # on them). A module from mrvl.from_onnx is folded already.
     mod = fold_constants(mod)
     bound = _bound_values(mod)
+    op_types = onnx_nodes_of(mod) or {}
     while True:
-        collector = _Collector(forced, bound)
+        collector = _Collector(forced, bound, op_types)
         token = _COLLECTOR.set(collector)
         try:
             partitioned = _fuse(mod)
@@ -314,6 +315,8 @@ class _Collector:
 
     forced: dict[str, str]
     bound: dict[relax.Var, relax.Expr] = field(default_factory=dict)
+    op_types: dict[str, str] = field(default_factory=dict)
+    """ONNX node name -> op type (`mrvl.onnx_nodes`), empty for a module without it."""
     """Each variable of the module's functions and the value bound to it (a check sees only
     its match; the scale_shift check asks what produced its input)."""
     culprits: dict[str, str] = field(default_factory=dict)
@@ -560,6 +563,11 @@ def _check_add(ctx: PatternCheckContext) -> None:
 
 
 _LAYER_CORES = frozenset({"relax.nn.conv2d", "relax.matmul"})
+_AFFINE_ONNX_OPS = frozenset(
+    {"BatchNormalization", "Relu", "Clip", "LeakyRelu", "Mul", "Add", "Sum", "Sub", "Div"}
+)
+"""ONNX ops a scale_shift can be the whole of; a multiply or add inside another op (LRN's
+bias + alpha * x) stays with the rest of that op, so no node is split between MLIP and CPU."""
 _AFFINE_OPS = frozenset({"relax.multiply", "relax.add", "relax.nn.relu", "relax.clip",
                          "relax.nn.leakyrelu"})
 
@@ -574,8 +582,14 @@ def _check_scale_shift(ctx: PatternCheckContext) -> None:
     _no_leaks(ctx)
     first = ann.get("mul", ann.get("add", ctx.matched_expr))
     data = ann["data"]
-    origin = _layer_origin(ctx, data)
     collector = _COLLECTOR.get()
+    if collector is not None and collector.op_types:
+        for expr in ctx.matched_bindings.values():
+            name = node_name_of(expr)
+            op_type = collector.op_types.get(name) if name is not None else None
+            if op_type is not None and op_type not in _AFFINE_ONNX_OPS:
+                raise _Reject(f"part of {op_type} (the rest of it runs on the CPU)", expr)
+    origin = _layer_origin(ctx, data)
     if origin is not None and collector is not None:
         owner = node_name_of(origin)
         if owner in collector.forced:

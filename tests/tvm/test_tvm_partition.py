@@ -638,3 +638,13 @@ def test_relax_batch_norm_form_fuses_before_an_activation():
     assert layer_ops(partition_for_mrvl(bb.get())) == [
         ("mrvl.conv2d", ["relax.nn.conv2d", "relax.nn.batch_norm", "relax.nn.relu"])
     ]
+
+
+def test_an_op_with_an_affine_part_is_not_split(onnx_model):
+    """LRN imports as multiply/add/pow/divide: its bias + alpha * x must not become a
+    scale_shift layer on the MLIP while the rest of the LRN runs on the CPU."""
+    nodes = [node("Conv", ["x", "w"], "c", "/c/Conv", kernel_shape=[1, 1]),
+             node("LRN", ["c"], "y", "/lrn/LRN", size=3)]
+    mod, report = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]}, [rand("w", (4, 4, 1, 1))])
+    assert [name for name, _ in layer_ops(mod)] == ["mrvl.conv2d"]
+    assert reason(report, "/lrn/LRN") == "unsupported op LRN"
