@@ -166,9 +166,7 @@ class InstructionOp(IRDLOperation):
         if parser.parse_optional_keyword("signal"):
             signal = parser.parse_integer()
         if parser.parse_optional_keyword("wait"):
-            waits = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, parser.parse_integer
-            )
+            waits = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
         fields: dict[str, object] = {}
         if cls.SPEC.fields:
             parser.parse_punctuation(":")

@@ -175,9 +175,7 @@ class FusedActivation:
             raise VerifyException(f"{op.name}: leaky_relu needs alpha")
 
 
-_ACT_FORMAT = (
-    "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)?"
-)
+_ACT_FORMAT = "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)?"
 
 
 def _i64_array(values: Sequence[int]) -> DenseArrayBase:
@@ -348,7 +346,9 @@ class Conv2DOp(FusedActivation, IRDLOperation):
                 raise VerifyException("mrvl.conv2d: bias must be f32 (the MLIP adds it in fp32)")
 
 
-def pooled_size(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int, ceil: bool) -> int:
+def pooled_size(
+    size: int, kernel: int, stride: int, pad_begin: int, pad_end: int, ceil: bool
+) -> int:
     """Output length of a pooling window sweep (ONNX / PyTorch rule): with `ceil`, a last
     partial window counts if it starts inside the input or the leading padding."""
     span = size + pad_begin + pad_end - kernel
@@ -475,9 +475,7 @@ class FullyConnectedOp(FusedActivation, IRDLOperation):
         n, k = shape_of(self.input)
         o, wk = shape_of(self.weight)
         if wk != k:
-            raise VerifyException(
-                f"mrvl.fc: weight has {wk} input features but the input has {k}"
-            )
+            raise VerifyException(f"mrvl.fc: weight has {wk} input features but the input has {k}")
         if shape_of(self.output) != (n, o):
             raise VerifyException(
                 f"mrvl.fc: output shape {list(shape_of(self.output))} does not match [{n}, {o}]"
@@ -577,9 +575,9 @@ class CastOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        if shape_of(self.input) != shape_of(self.output) or layout_of(
-            self.input
-        ) != layout_of(self.output):
+        if shape_of(self.input) != shape_of(self.output) or layout_of(self.input) != layout_of(
+            self.output
+        ):
             raise VerifyException("mrvl.cast: only the element type may change")
 
 
@@ -592,9 +590,7 @@ class AddOp(FusedActivation, IRDLOperation):
     lhs = operand_def(T)
     rhs = operand_def(T)
     output = result_def(T)
-    assembly_format = (
-        "$lhs `,` $rhs " + _ACT_FORMAT + " attr-dict `:` type($output)"
-    )
+    assembly_format = "$lhs `,` $rhs " + _ACT_FORMAT + " attr-dict `:` type($output)"
     traits = traits_def(NoMemoryEffect())
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, *, activation=None):
@@ -682,9 +678,7 @@ class ConcatOp(IRDLOperation):
         out = shape_of(self.output)
         total = 0
         for i, value in enumerate(self.inputs):
-            if layout_of(value) != layout or element_type_of(value) != element_type_of(
-                self.output
-            ):
+            if layout_of(value) != layout or element_type_of(value) != element_type_of(self.output):
                 raise VerifyException(
                     f"mrvl.concat: input {i} must have the result's layout and element type"
                 )

@@ -36,7 +36,7 @@ from xdsl.irdl import (
     var_operand_def,
 )
 from xdsl.irdl.operations import AttrSizedOperandSegments
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
@@ -55,9 +55,7 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
     element_type: Attribute = param_def()
 
     def __init__(self, space: str, shape: Sequence[int], element_type: Attribute):
-        super().__init__(
-            StringAttr(space), ArrayAttr([IntAttr(d) for d in shape]), element_type
-        )
+        super().__init__(StringAttr(space), ArrayAttr([IntAttr(d) for d in shape]), element_type)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -141,7 +139,7 @@ class IOOp(BufferDefBase):
 
     def verify_(self) -> None:
         if self.kind.data not in ("input", "output"):
-            raise VerifyException("sched.io: kind must be \"input\" or \"output\"")
+            raise VerifyException('sched.io: kind must be "input" or "output"')
         if self.buffer_type.space.data != "ddr":
             raise VerifyException("sched.io: region I/O lives in DDR")
 
@@ -180,7 +178,9 @@ class AllocOp(BufferDefBase):
 
     name = "sched.alloc"
     tile = opt_prop_def(IntegerAttr[I64])
-    assembly_format = "(`tile` `(` $tile^ `)`)? (`offset` `(` $offset^ `)`)? attr-dict `:` type($buffer)"
+    assembly_format = (
+        "(`tile` `(` $tile^ `)`)? (`offset` `(` $offset^ `)`)? attr-dict `:` type($buffer)"
+    )
 
     def __init__(self, type: BufferType, tile: int | None = None):
         super().__init__(
@@ -447,9 +447,11 @@ class ScaleTaskOp(FusedActivation, TaskBase):
         _check_ocm(self, self.tile.value.data, self.input, self.scale, self.shift, self.output)
         (count,) = buffer_type(self.input).dims
         (channels,) = buffer_type(self.scale).dims
-        if buffer_type(self.output).dims != (count,) or buffer_type(self.shift).dims != (
-            channels,
-        ) or count % channels:
+        if (
+            buffer_type(self.output).dims != (count,)
+            or buffer_type(self.shift).dims != (channels,)
+            or count % channels
+        ):
             raise VerifyException(
                 "sched.scale: input and output of one length, a multiple of the channels of "
                 "scale and shift"

@@ -40,7 +40,7 @@ from tvm import relax
 from tvm.ir.expr import GenericConst
 from tvm.relax.frontend.onnx.onnx_frontend import ONNXGraphImporter
 
-from .errors import ModelImportError, MrvlError
+from .errors import ModelImportError
 
 __all__ = ["ONNX_NODES_ATTR", "from_onnx", "node_name_of", "onnx_node_name", "onnx_nodes_of"]
 

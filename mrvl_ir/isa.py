@@ -85,7 +85,11 @@ def _f(name: str, kind: str, doc: str) -> FieldSpec:
 
 _WINDOW_FIELDS = (
     _f("in_addr", "i32", "OCM byte address of the input window, NHWC, f16"),
-    _f("in_shape", "i32x4", "input window shape [N, H, W, C]: all columns and channels, rows row0.."),
+    _f(
+        "in_shape",
+        "i32x4",
+        "input window shape [N, H, W, C]: all columns and channels, rows row0..",
+    ),
     _f("row0", "i32", "input-tensor row held by the window's first row"),
     _f("out_addr", "i32", "OCM byte address of the output tile, NHWC, f16"),
     _f("out_shape", "i32x4", "output tile shape [N, H, W, C]"),
@@ -139,7 +143,11 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         + (
             _f("dilation", "i32x2", "dilation [DH, DW]"),
             _f("groups", "i32", "channel groups"),
-            _f("oc0", "i32", "output-tensor channel of the tile's first channel (selects the group)"),
+            _f(
+                "oc0",
+                "i32",
+                "output-tensor channel of the tile's first channel (selects the group)",
+            ),
             _f("oc_total", "i32", "output channels of the whole layer"),
             _f("w_addr", "i32", "OCM byte address of the weights"),
             _f("b_addr", "i32", "OCM byte address of the bias, or -1 for none"),
@@ -157,7 +165,11 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         + (
             _f("mode", "i32", "PoolMode"),
             _f("in_hw", "i32x2", "full input tensor [H, W], to count padding for averages"),
-            _f("pad_end", "i32x2", "trailing padding [bottom, right], to count padding for averages"),
+            _f(
+                "pad_end",
+                "i32x2",
+                "trailing padding [bottom, right], to count padding for averages",
+            ),
             _f("count_include_pad", "i32", "1: average divides by the full window"),
         ),
     ),

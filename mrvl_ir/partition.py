@@ -568,8 +568,9 @@ _AFFINE_ONNX_OPS = frozenset(
 )
 """ONNX ops a scale_shift can be the whole of; a multiply or add inside another op (LRN's
 bias + alpha * x) stays with the rest of that op, so no node is split between MLIP and CPU."""
-_AFFINE_OPS = frozenset({"relax.multiply", "relax.add", "relax.nn.relu", "relax.clip",
-                         "relax.nn.leakyrelu"})
+_AFFINE_OPS = frozenset(
+    {"relax.multiply", "relax.add", "relax.nn.relu", "relax.clip", "relax.nn.leakyrelu"}
+)
 
 
 def _check_scale_shift(ctx: PatternCheckContext) -> None:

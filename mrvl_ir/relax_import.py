@@ -52,9 +52,7 @@ class _RegionImporter:
         self.values: dict[relax.Var, SSAValue] = {}
         self.converted: dict[tuple[SSAValue, str], SSAValue] = {}
         self.composites: dict[relax.Var, relax.Function] = {}
-        self.block = Block(
-            arg_types=[self._relax_tensor_type(p) for p in region.params]
-        )
+        self.block = Block(arg_types=[self._relax_tensor_type(p) for p in region.params])
         self.builder = Builder(InsertPoint.at_end(self.block))
         for param, arg in zip(region.params, self.block.args):
             arg.name_hint = _ssa_name(param.name)
@@ -150,7 +148,11 @@ class _RegionImporter:
             self.values[binding.var] = self.values[value]
             return
         node = node_name_of(value) if isinstance(value, relax.Call) else None
-        what = value.op.name if isinstance(value, relax.Call) and hasattr(value.op, "name") else type(value).__name__
+        what = (
+            value.op.name
+            if isinstance(value, relax.Call) and hasattr(value.op, "name")
+            else type(value).__name__
+        )
         raise UnsupportedOpError(
             f"region {self.symbol}: '{what}' outside a known MLIP layer pattern", node
         )
@@ -229,7 +231,9 @@ class _RegionImporter:
         if pad is not None:  # a zero Pad in front folds into the conv's own padding
             widths = _ints(pad.attrs.pad_width)
             if any(widths[:4]) or float(pad.attrs.pad_value) != 0.0:
-                raise UnsupportedOpError("pad: only zero padding of H and W folds into a conv", node)
+                raise UnsupportedOpError(
+                    "pad: only zero padding of H and W folds into a conv", node
+                )
             pt, pb, pl, pr = pt + widths[4], pb + widths[5], pl + widths[6], pr + widths[7]
             source = pad.args[0]
         x = self._in_layout(self._operand(inner, source, node), "NHWC", node)
@@ -368,9 +372,7 @@ class _RegionImporter:
             shift_value = self._constant(add.args[1], shift, "O")
         else:
             shift_value = self._made_constant(np.zeros(channels, np.float32), "O", "zeros")
-        op = mrvl.ScaleShiftOp(
-            x, scale_value, shift_value, activation=self._activation(chain)
-        )
+        op = mrvl.ScaleShiftOp(x, scale_value, shift_value, activation=self._activation(chain))
         return self._located(op, node)
 
     def concat(self, chain: _Chain, inner: dict) -> SSAValue:
@@ -380,7 +382,10 @@ class _RegionImporter:
         if int(call.attrs.axis) % len(shape) != 1:
             raise UnsupportedOpError("concat: only along channels (axis 1)", node)
         layout = "NHWC" if len(shape) == 4 else "NC"
-        inputs = [self._in_layout(self._operand(inner, a, node), layout, node) for a in call.args[0].fields]
+        inputs = [
+            self._in_layout(self._operand(inner, a, node), layout, node)
+            for a in call.args[0].fields
+        ]
         out_shape = (shape[0], shape[2], shape[3], shape[1]) if len(shape) == 4 else shape
         op = mrvl.ConcatOp(inputs, mrvl.tensor(out_shape, f32, layout))
         return self._located(op, node)
@@ -411,7 +416,9 @@ class _Chain:
         for name in op_names:
             if (call := self.take(name)) is not None:
                 return call
-        found = self._name(self.calls[self.position]) if self.position < len(self.calls) else "nothing"
+        found = (
+            self._name(self.calls[self.position]) if self.position < len(self.calls) else "nothing"
+        )
         raise UnsupportedOpError(f"expected one of {', '.join(op_names)}, found {found}")
 
     def peek_any(self, *op_names: str) -> bool:
@@ -467,6 +474,9 @@ _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
 
 def import_region(region: relax.Function, constant_names=None) -> ModuleOp:
     """Translate one Relax region function into a `mrvl` module holding one `func.func`."""
-    symbol = str(region.attrs["global_symbol"]) if region.attrs and "global_symbol" in region.attrs else "mrvl_region"
+    symbol = (
+        str(region.attrs["global_symbol"])
+        if region.attrs and "global_symbol" in region.attrs
+        else "mrvl_region"
+    )
     return _RegionImporter(region, symbol, constant_names).run()
-

@@ -160,9 +160,7 @@ def _parameters_as_initializers(case: NodeCase) -> NodeCase:
     kept.CopyFrom(keep)
     del graph.input[:]
     graph.input.append(kept)
-    return NodeCase(
-        case.id + CONST_SUFFIX, case.op_type, model, case.inputs[:1], case.outputs
-    )
+    return NodeCase(case.id + CONST_SUFFIX, case.op_type, model, case.inputs[:1], case.outputs)
 
 
 # ---------------------------------------------------------------------------------------------

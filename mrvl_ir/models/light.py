@@ -323,7 +323,9 @@ def calibrate_scales(
 
     constants = set(weights) | {i.name for i in graph.initializer}
     constants |= {
-        out for node in graph.node for out in node.output
+        out
+        for node in graph.node
+        for out in node.output
         if node.op_type in _PASS_THROUGH and node.input and source(node.input[0])
     }
     feeds = random_inputs(skeleton, seed=seed + 1_000_003, exclude=constants)
@@ -453,8 +455,10 @@ def _summary(names: Iterable[str]) -> None:
         model = load_light_model(name)
         params = sum(int(np.prod(i.dims)) for i in model.graph.initializer)
         ops = Counter(n.op_type for n in model.graph.node)
-        print(f"{name:14s} {model_macs(model) / 1e9:7.3f} GMAC {params / 1e6:7.2f} M params  "
-              + ", ".join(f"{op} {k}" for op, k in sorted(ops.items())))
+        print(
+            f"{name:14s} {model_macs(model) / 1e9:7.3f} GMAC {params / 1e6:7.2f} M params  "
+            + ", ".join(f"{op} {k}" for op, k in sorted(ops.items()))
+        )
 
 
 if __name__ == "__main__":

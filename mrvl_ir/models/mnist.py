@@ -43,12 +43,24 @@ def make_mnist_model(seed: int = 0, batch: int = 1) -> onnx.ModelProto:
     ]
     node = helper.make_node
     nodes = [
-        node("Conv", ["input", "conv1.weight", "conv1.bias"], ["c1"], name="/conv1/Conv",
-             kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node(
+            "Conv",
+            ["input", "conv1.weight", "conv1.bias"],
+            ["c1"],
+            name="/conv1/Conv",
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+        ),
         node("Relu", ["c1"], ["r1"], name="/relu1/Relu"),
         node("MaxPool", ["r1"], ["p1"], name="/pool1/MaxPool", kernel_shape=[2, 2], strides=[2, 2]),
-        node("Conv", ["p1", "conv2.weight", "conv2.bias"], ["c2"], name="/conv2/Conv",
-             kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node(
+            "Conv",
+            ["p1", "conv2.weight", "conv2.bias"],
+            ["c2"],
+            name="/conv2/Conv",
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+        ),
         node("Relu", ["c2"], ["r2"], name="/relu2/Relu"),
         node("MaxPool", ["r2"], ["p2"], name="/pool2/MaxPool", kernel_shape=[2, 2], strides=[2, 2]),
         node("Flatten", ["p2"], ["flat"], name="/flatten/Flatten", axis=1),

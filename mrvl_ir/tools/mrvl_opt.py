@@ -1,6 +1,6 @@
 """mrvl-opt: xDSL's opt driver with the mrvl dialects and passes registered.
 
-    mrvl-opt in.mlir -p 'mrvl-cast-fp16,convert-mrvl-to-sched{num-tiles=2}' --print-debuginfo
+mrvl-opt in.mlir -p 'mrvl-cast-fp16,convert-mrvl-to-sched{num-tiles=2}' --print-debuginfo
 """
 
 from __future__ import annotations

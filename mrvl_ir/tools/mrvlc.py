@@ -1,10 +1,10 @@
 """mrvlc: the compiler driver, ONNX file to hybrid TVM library, with every stage inspectable.
 
-    mrvlc model.onnx -o out/                 # JSONs, binaries, model.so, placement table
-    mrvlc model.onnx -o out/ --run           # ... and run it hybrid against onnxruntime
-    mrvlc model.onnx --emit sched            # print one stage of every region and stop
-    mrvlc model.onnx -o out/ --dump-dir ir/  # the IR after every pass, one file per pass
-    mrvlc model.onnx --report                # where each ONNX node runs, and why, then stop
+mrvlc model.onnx -o out/                 # JSONs, binaries, model.so, placement table
+mrvlc model.onnx -o out/ --run           # ... and run it hybrid against onnxruntime
+mrvlc model.onnx --emit sched            # print one stage of every region and stop
+mrvlc model.onnx -o out/ --dump-dir ir/  # the IR after every pass, one file per pass
+mrvlc model.onnx --report                # where each ONNX node runs, and why, then stop
 """
 
 from __future__ import annotations
@@ -77,7 +77,10 @@ def _emit(mod, stage: str, args) -> None:
 
     for symbol, func in _regions(mod):
         region = compile_region(
-            func, mcpu=args.mcpu, num_tiles=args.num_tiles, keep_stages=True,
+            func,
+            mcpu=args.mcpu,
+            num_tiles=args.num_tiles,
+            keep_stages=True,
             dump_dir=args.dump_dir,
         )
         print(f"// ----- region {symbol}")

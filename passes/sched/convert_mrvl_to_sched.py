@@ -152,11 +152,15 @@ class _Lowering:
             dest = self.new_ddr(op.output)
         else:
             self.buffers[op.output] = dest
-        perm = op.permutation if isinstance(op, mrvl.LayoutConvertOp) else range(
-            len(mrvl.shape_of(op.input))
+        perm = (
+            op.permutation
+            if isinstance(op, mrvl.LayoutConvertOp)
+            else range(len(mrvl.shape_of(op.input)))
         )
         tok = self.emit(
-            sched.ConvertOp(src, dest, list(perm), 0, self.write_deps(dest, 0, *self.writes_to(src)))
+            sched.ConvertOp(
+                src, dest, list(perm), 0, self.write_deps(dest, 0, *self.writes_to(src))
+            )
         ).token
         self.record_write(dest, 0, tok)
 
@@ -182,12 +186,13 @@ class _Lowering:
             per_oc = 0
         sh, sw = op.strides.get_values()
         pads = op.pads.get_values()
-        geometry = WindowLayer(
-            n, h, w, c, oh, ow, oc, kh, kw, sh, pads[0], dh, per_oc, not is_conv
-        )
+        geometry = WindowLayer(n, h, w, c, oh, ow, oc, kh, kw, sh, pads[0], dh, per_oc, not is_conv)
         pieces = plan_window_layer(
-            geometry, self.target.ocm_bytes_per_tile, self.num_tiles,
-            self.target.ocm_alignment, self.what(op),
+            geometry,
+            self.target.ocm_bytes_per_tile,
+            self.num_tiles,
+            self.target.ocm_alignment,
+            self.what(op),
         )
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         for index, p in enumerate(pieces):
@@ -246,8 +251,13 @@ class _Lowering:
         n, k = mrvl.shape_of(op.input)
         o, _ = mrvl.shape_of(op.weight)
         pieces = plan_fc_layer(
-            n, k, o, self.target.ocm_bytes_per_tile, self.num_tiles,
-            self.target.ocm_alignment, self.what(op),
+            n,
+            k,
+            o,
+            self.target.ocm_bytes_per_tile,
+            self.num_tiles,
+            self.target.ocm_alignment,
+            self.what(op),
         )
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         for index, p in enumerate(pieces):
@@ -262,11 +272,14 @@ class _Lowering:
             out = self.ocm([n, p.os], mrvl.element_type_of(op.output), tile)
             task = sched.FullyConnectedTaskOp.make(
                 {"tile": _int(tile), **_activation_props(op)},
-                deps=deps, input=x, weight=wbuf, bias=bias, output=out,
+                deps=deps,
+                input=x,
+                weight=wbuf,
+                bias=bias,
+                output=out,
             )
             t_c = self.emit(task).results[0]
             self.store(out, dst, [0, p.o0], tile, t_c)
-
 
     def add(self, op: mrvl.AddOp) -> None:
         self.require_f16(op)
@@ -286,7 +299,10 @@ class _Lowering:
             y = self.ocm([chunk.length], et, tile)
             task = sched.AddTaskOp.make(
                 {"tile": _int(tile), **_activation_props(op)},
-                deps=[t_a, t_b], lhs=a, rhs=b, output=y,
+                deps=[t_a, t_b],
+                lhs=a,
+                rhs=b,
+                output=y,
             )
             t_c = self.emit(task).results[0]
             self.store(y, out, [chunk.start], tile, t_c)
@@ -301,8 +317,13 @@ class _Lowering:
         dst = self.new_ddr(op.output)
         out = self.flat_view(dst, flat)
         chunks = plan_elementwise(
-            count, 2, self.target.ocm_bytes_per_tile, self.num_tiles, self.target.ocm_alignment,
-            granule=channels, reserved_bytes=2 * channels * 4,
+            count,
+            2,
+            self.target.ocm_bytes_per_tile,
+            self.num_tiles,
+            self.target.ocm_alignment,
+            granule=channels,
+            reserved_bytes=2 * channels * 4,
         )
         for index, chunk in enumerate(chunks):
             tile = index % self.num_tiles
@@ -312,7 +333,11 @@ class _Lowering:
             y = self.ocm([chunk.length], et, tile)
             task = sched.ScaleTaskOp.make(
                 {"tile": _int(tile), **_activation_props(op)},
-                deps=[t_x, t_s, t_b], input=x, scale=s, shift=b, output=y,
+                deps=[t_x, t_s, t_b],
+                input=x,
+                scale=s,
+                shift=b,
+                output=y,
             )
             self.store(y, out, [chunk.start], tile, self.emit(task).results[0])
 
@@ -416,4 +441,3 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
         op.attributes["mrvl.num_tiles"] = _int(num_tiles)
         if fn.sym_name.data:
             op.attributes["mrvl.symbol"] = StringAttr(fn.sym_name.data)
-

@@ -45,19 +45,32 @@ def test_every_instruction_carries_its_onnx_node(compiled):
     program = compiled.program
     names = {program.srcmap[i.loc] for i in program.code if i.opcode in ("conv", "pool", "fc")}
     assert names == {
-        "/conv1/Conv", "/pool1/MaxPool", "/conv2/Conv", "/pool2/MaxPool", "/fc1/Gemm", "/fc2/Gemm"
+        "/conv1/Conv",
+        "/pool1/MaxPool",
+        "/conv2/Conv",
+        "/pool2/MaxPool",
+        "/fc1/Gemm",
+        "/fc2/Gemm",
     }
 
 
 def test_stages_are_kept_with_locations(compiled):
-    assert 'mrvl.conv2d' in compiled.stages["mrvl"] and 'loc("/conv1/Conv")' in compiled.stages["mrvl"]
-    assert "sched.dma" in compiled.stages["sched"] and 'loc("/fc1/Gemm")' in compiled.stages["sched"]
+    assert (
+        "mrvl.conv2d" in compiled.stages["mrvl"] and 'loc("/conv1/Conv")' in compiled.stages["mrvl"]
+    )
+    assert (
+        "sched.dma" in compiled.stages["sched"] and 'loc("/fc1/Gemm")' in compiled.stages["sched"]
+    )
     assert "mlip.conv tile 0" in compiled.stages["mlip"]
 
 
 def test_large_fc_is_tiled_over_output_features(compiled):
     # fc1's 256x1568 f16 weights (800 KB) exceed one tile's 256 KiB of OCM
-    fc1 = [i for i in compiled.program.code if i.opcode == "fc" and compiled.program.srcmap[i.loc] == "/fc1/Gemm"]
+    fc1 = [
+        i
+        for i in compiled.program.code
+        if i.opcode == "fc" and compiled.program.srcmap[i.loc] == "/fc1/Gemm"
+    ]
     assert len(fc1) > 1
     assert sum(i.fields["o"] for i in fc1) == 256
 
@@ -73,9 +86,13 @@ def test_dump_dir_has_one_file_per_pass(mnist_region, tmp_path):
     compile_region(mnist_region, dump_dir=tmp_path)
     names = sorted(p.name.split(".", 1)[1] for p in tmp_path.iterdir())
     assert names == [
-        "00-import.mlir", "01-mrvl-cast-fp16.mlir", "02-mrvl-canonicalize.mlir",
+        "00-import.mlir",
+        "01-mrvl-cast-fp16.mlir",
+        "02-mrvl-canonicalize.mlir",
         "03-mrvl-fold-flatten-into-fc.mlir",
-        "04-convert-mrvl-to-sched.mlir", "05-sched-fuse-converts.mlir", "06-sched-allocate.mlir",
+        "04-convert-mrvl-to-sched.mlir",
+        "05-sched-fuse-converts.mlir",
+        "06-sched-allocate.mlir",
         "07-convert-sched-to-mlip.mlir",
     ]
 
@@ -102,11 +119,13 @@ def test_op_outside_an_mlip_layer_names_its_onnx_node(mnist_model):
     pattern = relax.transform.FusionPattern("mrvl.softmax", is_op("relax.nn.softmax")(wildcard()))
     mod = tvm.transform.Sequential(
         [
-            relax.transform.FuseOpsByPattern([pattern], bind_constants=True, annotate_codegen=False),
+            relax.transform.FuseOpsByPattern(
+                [pattern], bind_constants=True, annotate_codegen=False
+            ),
             relax.transform.MergeCompositeFunctions(),
         ]
     )(mod)
-    (_, region), = region_functions(mod)
+    ((_, region),) = region_functions(mod)
     with pytest.raises(UnsupportedOpError, match="/softmax/Softmax") as info:
         compile_region(region)
     assert info.value.node == "/softmax/Softmax"

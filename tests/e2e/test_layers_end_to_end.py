@@ -108,7 +108,12 @@ def batch8_net():
         node("Relu", ["g1"], ["r"], name="relu"),
         node("Gemm", ["r", "w2"], ["y"], name="fc2"),
     ]
-    inits = [const("w", (4, 2, 1, 1)), const("w1", (12, 36)), const("b1", (12,)), const("w2", (12, 3))]
+    inits = [
+        const("w", (4, 2, 1, 1)),
+        const("w1", (12, 36)),
+        const("b1", (12,)),
+        const("w2", (12, 3)),
+    ]
     return model(nodes, inits, [("x", [8, 2, 6, 6])], [("y", [8, 3])])
 
 

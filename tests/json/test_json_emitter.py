@@ -88,8 +88,10 @@ def conv_pool_fc_module():
 def conv_then(tail: str):
     """NHWC-input conv (1x1, no bias) followed by a `reshape` or an NHWC->NCHW `convert`."""
     w = np.arange(6, dtype=np.float32).reshape(3, 1, 1, 2) - 2.5
-    out = mrvl.tensor([1, 12], f32, "NC") if tail == "reshape" else mrvl.tensor(
-        [1, 3, 2, 2], f32, "NCHW"
+    out = (
+        mrvl.tensor([1, 12], f32, "NC")
+        if tail == "reshape"
+        else mrvl.tensor([1, 3, 2, 2], f32, "NCHW")
     )
     fn = func.FuncOp(SYMBOL, ([mrvl.tensor([1, 2, 2, 2], f32, "NHWC")], [out]))
     (x,) = fn.body.block.args

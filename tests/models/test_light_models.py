@@ -44,8 +44,7 @@ FAST_MODELS = frozenset({"squeezenet", "shufflenet"})  # < 20 s each, whole flow
 
 def _params(names=LIGHT_MODELS):
     return [
-        pytest.param(n, id=n, marks=() if n in FAST_MODELS else (pytest.mark.slow,))
-        for n in names
+        pytest.param(n, id=n, marks=() if n in FAST_MODELS else (pytest.mark.slow,)) for n in names
     ]
 
 

@@ -647,8 +647,13 @@ def run_add(a, b, **kwargs):
     a_addr, b_addr = staging.add(a), staging.add(b)
     out_addr = staging.reserve(a.size * 2)
     ins = instruction(
-        "add", a_addr=a_addr, b_addr=b_addr, out_addr=out_addr, count=a.size,
-        act=int(kwargs.get("act", Activation.NONE)), act_a=kwargs.get("act_a", 0.0),
+        "add",
+        a_addr=a_addr,
+        b_addr=b_addr,
+        out_addr=out_addr,
+        count=a.size,
+        act=int(kwargs.get("act", Activation.NONE)),
+        act_a=kwargs.get("act_a", 0.0),
         act_b=kwargs.get("act_b", 0.0),
     )
     (y,) = run(layer_program(staging, [ins], out_addr, a.shape), [])
@@ -676,8 +681,16 @@ def test_scale_is_a_per_channel_affine_map_with_two_fp32_roundings(rng):
     x_addr, s_addr, b_addr = staging.add(x), staging.add(s), staging.add(b)
     out_addr = staging.reserve(x.size * 2)
     ins = instruction(
-        "scale", in_addr=x_addr, out_addr=out_addr, count=x.size, channels=5, s_addr=s_addr,
-        b_addr=b_addr, act=int(Activation.RELU), act_a=0.0, act_b=0.0,
+        "scale",
+        in_addr=x_addr,
+        out_addr=out_addr,
+        count=x.size,
+        channels=5,
+        s_addr=s_addr,
+        b_addr=b_addr,
+        act=int(Activation.RELU),
+        act_a=0.0,
+        act_b=0.0,
     )
     (y,) = run(layer_program(staging, [ins], out_addr, x.shape), [])
     acc = (x.astype(np.float32) * s) + b

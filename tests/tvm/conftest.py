@@ -9,7 +9,9 @@ from onnx import TensorProto, helper
 from mrvl.models.mnist import ONNX_IR_VERSION
 
 
-def make_onnx_model(nodes, inputs, outputs, initializers=(), *, elem_type=TensorProto.FLOAT, opset=17):
+def make_onnx_model(
+    nodes, inputs, outputs, initializers=(), *, elem_type=TensorProto.FLOAT, opset=17
+):
     """A checked model from nodes; `inputs`/`outputs` map tensor names to shapes."""
     graph = helper.make_graph(
         nodes,

@@ -52,9 +52,10 @@ def test_mnist_report(mnist_model, mnist_partitioned):
 
 
 def test_report_without_the_model_reads_the_recorded_nodes(mnist_model, mnist_partitioned):
-    assert partition_report(mnist_partitioned).rows == partition_report(
-        mnist_partitioned, mnist_model
-    ).rows
+    assert (
+        partition_report(mnist_partitioned).rows
+        == partition_report(mnist_partitioned, mnist_model).rows
+    )
 
 
 def test_report_needs_a_model_when_nothing_is_recorded(mnist_partitioned):
@@ -66,8 +67,19 @@ def test_report_needs_a_model_when_nothing_is_recorded(mnist_partitioned):
 def test_report_prints_a_table(mnist_partitioned):
     text = str(partition_report(mnist_partitioned))
     lines = text.splitlines()
-    assert lines[0].split() == ["ONNX", "node", "op", "runs", "on", "MACs", "why", "not", "on",
-                                "the", "MLIP"]
+    assert lines[0].split() == [
+        "ONNX",
+        "node",
+        "op",
+        "runs",
+        "on",
+        "MACs",
+        "why",
+        "not",
+        "on",
+        "the",
+        "MLIP",
+    ]
     assert any(line.startswith("/conv1/Conv") and "451,584" in line for line in lines)
     assert "unsupported op Softmax" in lines[-2]
     assert lines[-1] == (
@@ -94,21 +106,37 @@ def conv_bn_relu_net(onnx_model):
         return helper.make_node("BatchNormalization", [i, "g", "b", "m", "v"], [out], name=name)
 
     nodes = [
-        helper.make_node("Conv", ["x", "w1"], ["c1"], name="/conv1", kernel_shape=[3, 3],
-                         pads=[1, 1, 1, 1]),
+        helper.make_node(
+            "Conv", ["x", "w1"], ["c1"], name="/conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]
+        ),
         bn("c1", "n1", "/bn1"),
         helper.make_node("Relu", ["n1"], ["r1"], name="/relu1"),
-        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="/conv2", kernel_shape=[3, 3],
-                         strides=[2, 2], pads=[1, 1, 1, 1], group=2),
+        helper.make_node(
+            "Conv",
+            ["r1", "w2"],
+            ["c2"],
+            name="/conv2",
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+            pads=[1, 1, 1, 1],
+            group=2,
+        ),
         bn("c2", "n2", "/bn2"),
         helper.make_node("Relu", ["n2"], ["r2"], name="/relu2"),
         helper.make_node("GlobalAveragePool", ["r2"], ["p"], name="/gap"),
         helper.make_node("Flatten", ["p"], ["f"], name="/flatten"),
         helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="/fc", transB=1),
     ]
-    inits = [w("w1", 8, 3, 3, 3), w("w2", 8, 4, 3, 3), w("g", 8), w("b", 8), w("m", 8),
-             numpy_helper.from_array(rng.uniform(0.5, 2, 8).astype(np.float32), "v"),
-             w("wf", 10, 8), w("bf", 10)]
+    inits = [
+        w("w1", 8, 3, 3, 3),
+        w("w2", 8, 4, 3, 3),
+        w("g", 8),
+        w("b", 8),
+        w("m", 8),
+        numpy_helper.from_array(rng.uniform(0.5, 2, 8).astype(np.float32), "v"),
+        w("wf", 10, 8),
+        w("bf", 10),
+    ]
     return onnx_model(nodes, {"x": [4, 3, 16, 16]}, {"y": [4, 10]}, inits)
 
 
@@ -140,8 +168,13 @@ def test_fraction_with_a_denied_conv(onnx_model):
 
 def test_folded_nodes(onnx_model):
     nodes = [
-        helper.make_node("Constant", [], ["k"], name="/k",
-                         value=numpy_helper.from_array(np.ones((1, 2), np.float32))),
+        helper.make_node(
+            "Constant",
+            [],
+            ["k"],
+            name="/k",
+            value=numpy_helper.from_array(np.ones((1, 2), np.float32)),
+        ),
         helper.make_node("Identity", ["x"], ["i"], name="/id"),
         helper.make_node("Sub", ["i", "k"], ["y"], name="/sub"),
     ]

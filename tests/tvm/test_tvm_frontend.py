@@ -26,7 +26,9 @@ def op_and_name(func: relax.Function) -> list[tuple[str, str | None]]:
     return [(c.op.name, node_name_of(c)) for c in calls(func)]
 
 
-def single_node_model(node: onnx.NodeProto, in_shape, out_shape, initializers=()) -> onnx.ModelProto:
+def single_node_model(
+    node: onnx.NodeProto, in_shape, out_shape, initializers=()
+) -> onnx.ModelProto:
     graph = helper.make_graph(
         [node],
         "g",
@@ -210,36 +212,69 @@ NORMALIZED = {
     # name: (nodes, inputs, outputs, initializers, opset, expected (op, node name) list)
     "Clip(0, 6) -> clip": (
         [helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="/r6/Clip")],
-        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 4, 4]}, [init("lo", 0), init("hi", 6)], 17,
-        [("relax.clip", "/r6/Clip")]),
+        {"x": [1, 2, 4, 4]},
+        {"y": [1, 2, 4, 4]},
+        [init("lo", 0), init("hi", 6)],
+        17,
+        [("relax.clip", "/r6/Clip")],
+    ),
     "Clip min only": (
         [helper.make_node("Clip", ["x", "lo"], ["y"], name="/clip")],
-        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 4, 4]}, [init("lo", -1)], 17,
-        [("relax.clip", "/clip")]),
+        {"x": [1, 2, 4, 4]},
+        {"y": [1, 2, 4, 4]},
+        [init("lo", -1)],
+        17,
+        [("relax.clip", "/clip")],
+    ),
     "Clip opset 6 attributes": (
         [helper.make_node("Clip", ["x"], ["y"], name="/clip", min=-1.0, max=2.0)],
-        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 4, 4]}, [], 6,
-        [("relax.clip", "/clip")]),
+        {"x": [1, 2, 4, 4]},
+        {"y": [1, 2, 4, 4]},
+        [],
+        6,
+        [("relax.clip", "/clip")],
+    ),
     "Pad constant 0 -> nn.pad": (
         [helper.make_node("Pad", ["x", "p"], ["y"], name="/pad")],
-        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 7, 5]}, [init("p", [0, 0, 1, 0, 0, 0, 2, 1], np.int64)],
-        17, [("relax.nn.pad", "/pad")]),
+        {"x": [1, 2, 4, 4]},
+        {"y": [1, 2, 7, 5]},
+        [init("p", [0, 0, 1, 0, 0, 0, 2, 1], np.int64)],
+        17,
+        [("relax.nn.pad", "/pad")],
+    ),
     "Pad value and axes (opset 18)": (
         [helper.make_node("Pad", ["x", "p", "v", "ax"], ["y"], name="/pad")],
-        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 4, 7]},
-        [init("p", [1, 2], np.int64), init("v", 0.5), init("ax", [-1], np.int64)], 18,
-        [("relax.nn.pad", "/pad")]),
+        {"x": [1, 2, 4, 4]},
+        {"y": [1, 2, 4, 7]},
+        [init("p", [1, 2], np.int64), init("v", 0.5), init("ax", [-1], np.int64)],
+        18,
+        [("relax.nn.pad", "/pad")],
+    ),
     "Sum of three -> add chain": (
         [helper.make_node("Sum", ["x", "z", "x"], ["y"], name="/sum")],
-        {"x": [1, 2, 4, 4], "z": [1, 2, 4, 4]}, {"y": [1, 2, 4, 4]}, [], 17,
-        [("relax.add", "/sum"), ("relax.add", "/sum")]),
+        {"x": [1, 2, 4, 4], "z": [1, 2, 4, 4]},
+        {"y": [1, 2, 4, 4]},
+        [],
+        17,
+        [("relax.add", "/sum"), ("relax.add", "/sum")],
+    ),
     "BatchNormalization -> multiply, add": (
-        [helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"], ["y"], name="/bn",
-                          epsilon=1e-3)],
-        {"x": [2, 3, 4, 4]}, {"y": [2, 3, 4, 4]},
-        [init("g", RNG.standard_normal(3)), init("b", RNG.standard_normal(3)),
-         init("m", RNG.standard_normal(3)), init("v", RNG.uniform(0.5, 2, 3))], 17,
-        [("relax.multiply", "/bn"), ("relax.add", "/bn")]),
+        [
+            helper.make_node(
+                "BatchNormalization", ["x", "g", "b", "m", "v"], ["y"], name="/bn", epsilon=1e-3
+            )
+        ],
+        {"x": [2, 3, 4, 4]},
+        {"y": [2, 3, 4, 4]},
+        [
+            init("g", RNG.standard_normal(3)),
+            init("b", RNG.standard_normal(3)),
+            init("m", RNG.standard_normal(3)),
+            init("v", RNG.uniform(0.5, 2, 3)),
+        ],
+        17,
+        [("relax.multiply", "/bn"), ("relax.add", "/bn")],
+    ),
 }
 
 
@@ -256,21 +291,39 @@ KEPT = {
     # TVM's own conversion stays when the rewrite's conditions do not hold
     "Clip with a runtime bound": (
         [helper.make_node("Clip", ["x", "lo"], ["y"], name="/clip")],
-        {"x": [1, 2, 4, 4], "lo": []}, {"y": [1, 2, 4, 4]}, [], 17),
+        {"x": [1, 2, 4, 4], "lo": []},
+        {"y": [1, 2, 4, 4]},
+        [],
+        17,
+    ),
     "Clip min > max": (
         [helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="/clip")],
-        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 4, 4]}, [init("lo", 1), init("hi", -1)], 17),
+        {"x": [1, 2, 4, 4]},
+        {"y": [1, 2, 4, 4]},
+        [init("lo", 1), init("hi", -1)],
+        17,
+    ),
     "Pad reflect": (
         [helper.make_node("Pad", ["x", "p"], ["y"], name="/pad", mode="reflect")],
-        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 6, 6]}, [init("p", [0, 0, 1, 1, 0, 0, 1, 1], np.int64)],
-        17),
+        {"x": [1, 2, 4, 4]},
+        {"y": [1, 2, 6, 6]},
+        [init("p", [0, 0, 1, 1, 0, 0, 1, 1], np.int64)],
+        17,
+    ),
     "Pad cropping": (
         [helper.make_node("Pad", ["x", "p"], ["y"], name="/pad")],
-        {"x": [1, 2, 4, 4]}, {"y": [1, 2, 3, 4]}, [init("p", [0, 0, -1, 0, 0, 0, 0, 0], np.int64)],
-        17),
+        {"x": [1, 2, 4, 4]},
+        {"y": [1, 2, 3, 4]},
+        [init("p", [0, 0, -1, 0, 0, 0, 0, 0], np.int64)],
+        17,
+    ),
     "Sum with broadcasting": (
         [helper.make_node("Sum", ["x", "z"], ["y"], name="/sum")],
-        {"x": [1, 2, 4, 4], "z": [1, 2, 1, 1]}, {"y": [1, 2, 4, 4]}, [], 17),
+        {"x": [1, 2, 4, 4], "z": [1, 2, 1, 1]},
+        {"y": [1, 2, 4, 4]},
+        [],
+        17,
+    ),
 }
 
 
@@ -293,10 +346,16 @@ def test_helper_bindings_belong_to_their_own_node():
         helper.make_node("MatMul", ["x", "w"], ["y"], name="/mm"),
         helper.make_node("Gemm", ["x", "w2"], ["z"], name="/gemm", transA=1),
     ]
-    model = model_of(nodes, {"x": [2, 4]}, {"y": [2, 3], "z": [4, 3]},
-                     [init("w", np.ones((4, 3))), init("w2", np.ones((2, 3)))])
+    model = model_of(
+        nodes,
+        {"x": [2, 4]},
+        {"y": [2, 3], "z": [4, 3]},
+        [init("w", np.ones((4, 3))), init("w2", np.ones((2, 3)))],
+    )
     assert sorted(op_and_name(from_onnx(model)["main"])) == [
-        ("relax.matmul", "/gemm"), ("relax.matmul", "/mm"), ("relax.permute_dims", "/gemm"),
+        ("relax.matmul", "/gemm"),
+        ("relax.matmul", "/mm"),
+        ("relax.permute_dims", "/gemm"),
     ]
 
 
@@ -327,12 +386,18 @@ def test_weight_layout_ops_fold_without_tvm_fold_constant(monkeypatch, mnist_mod
 def test_other_constant_computations_still_fold():
     # A weight computed by ConstantOfShape is folded by TVM's FoldConstant.
     nodes = [
-        helper.make_node("ConstantOfShape", ["s"], ["w"], name="/w",
-                         value=numpy_helper.from_array(np.array([0.5], np.float32))),
+        helper.make_node(
+            "ConstantOfShape",
+            ["s"],
+            ["w"],
+            name="/w",
+            value=numpy_helper.from_array(np.array([0.5], np.float32)),
+        ),
         helper.make_node("Conv", ["x", "w"], ["y"], name="/c/Conv"),
     ]
-    model = model_of(nodes, {"x": [1, 2, 4, 4]}, {"y": [1, 3, 4, 4]},
-                     [init("s", [3, 2, 1, 1], np.int64)])
+    model = model_of(
+        nodes, {"x": [1, 2, 4, 4]}, {"y": [1, 3, 4, 4]}, [init("s", [3, 2, 1, 1], np.int64)]
+    )
     mod = from_onnx(model)
     assert op_and_name(mod["main"]) == [("relax.nn.conv2d", "/c/Conv")]
     assert isinstance(calls(mod["main"])[0].args[1], GenericConst)
@@ -354,9 +419,13 @@ def test_dropout_at_inference_is_the_identity():
 def test_dropout_whose_mask_is_used_is_kept():
     nodes = [helper.make_node("Dropout", ["x"], ["y", "mask"], name="/drop")]
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8]),
-         helper.make_tensor_value_info("mask", TensorProto.BOOL, [2, 8])],
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8]),
+            helper.make_tensor_value_info("mask", TensorProto.BOOL, [2, 8]),
+        ],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     assert [op for op, _ in op_and_name(from_onnx(model)["main"])] == ["relax.nn.dropout"]

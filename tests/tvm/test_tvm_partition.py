@@ -62,7 +62,7 @@ def test_pattern_table_is_registered():
 def test_mnist_is_one_region_without_softmax(mnist_partitioned):
     found = regions(mnist_partitioned)
     assert len(found) == 1
-    (name, region), = found.items()
+    ((name, region),) = found.items()
     assert name == "mrvl_region_0"  # short, file-name safe, in call order
     assert region.attrs["global_symbol"] == name
     assert region.attrs["mrvl.mcpu"] == "cn10ka"
@@ -118,15 +118,30 @@ def test_bad_target_options(mnist_relax, kwargs, message):
 # -- what the checks keep on the host ---------------------------------------------------------
 
 
-def conv_model(onnx_model, *, batch=1, channels=4, out_channels=4, groups=1, bias=True, relu=True,
-               elem_type=TensorProto.FLOAT):
+def conv_model(
+    onnx_model,
+    *,
+    batch=1,
+    channels=4,
+    out_channels=4,
+    groups=1,
+    bias=True,
+    relu=True,
+    elem_type=TensorProto.FLOAT,
+):
     dtype = np.float16 if elem_type == TensorProto.FLOAT16 else np.float32
-    w = numpy_helper.from_array(
-        np.ones((out_channels, channels // groups, 3, 3), dtype), "w"
-    )
+    w = numpy_helper.from_array(np.ones((out_channels, channels // groups, 3, 3), dtype), "w")
     b = numpy_helper.from_array(np.ones((out_channels,), dtype), "b")
-    nodes = [helper.make_node("Conv", ["x", "w", "b"] if bias else ["x", "w"], ["c"],
-                              name="/c/Conv", pads=[1, 1, 1, 1], group=groups)]
+    nodes = [
+        helper.make_node(
+            "Conv",
+            ["x", "w", "b"] if bias else ["x", "w"],
+            ["c"],
+            name="/c/Conv",
+            pads=[1, 1, 1, 1],
+            group=groups,
+        )
+    ]
     out = "c"
     if relu:
         nodes.append(helper.make_node("Relu", ["c"], ["r"], name="/r/Relu"))
@@ -177,8 +192,9 @@ def test_intermediate_used_outside_is_not_fused(onnx_model):
         helper.make_node("Relu", ["c"], ["r"], name="/r/Relu"),
         helper.make_node("Add", ["c", "r"], ["y"], name="/a/Add"),
     ]
-    model = onnx_model(nodes, {"x": [1, 4, 3, 3]}, {"y": [1, 4, 3, 3]},
-                       [const("w", np.ones((4, 4, 1, 1)))])
+    model = onnx_model(
+        nodes, {"x": [1, 4, 3, 3]}, {"y": [1, 4, 3, 3]}, [const("w", np.ones((4, 4, 1, 1)))]
+    )
     mod = partition_for_mrvl(from_onnx(model))
     # relu cannot join the conv (whose result the add also reads): it is a layer of its own
     assert composite_names(mod) == ["mrvl.conv2d", "mrvl.scale_shift", "mrvl.add"]
@@ -196,9 +212,12 @@ def test_intermediate_used_outside_is_not_fused(onnx_model):
     ],
 )
 def test_maxpool2d_check(onnx_model, attrs, offloaded):
-    node = helper.make_node("MaxPool", ["x"], ["y"], name="/p/MaxPool", kernel_shape=[2, 2],
-                            strides=[2, 2], **attrs)
-    mod = partition_for_mrvl(from_onnx(onnx_model([node], {"x": [1, 2, 7, 7]}, {"y": [1, 2, "h", "w"]})))
+    node = helper.make_node(
+        "MaxPool", ["x"], ["y"], name="/p/MaxPool", kernel_shape=[2, 2], strides=[2, 2], **attrs
+    )
+    mod = partition_for_mrvl(
+        from_onnx(onnx_model([node], {"x": [1, 2, 7, 7]}, {"y": [1, 2, "h", "w"]}))
+    )
     assert composite_names(mod) == (["mrvl.maxpool2d"] if offloaded else [])
 
 
@@ -214,8 +233,12 @@ def test_maxpool2d_check(onnx_model, attrs, offloaded):
 def test_fc_check(onnx_model, gemm_attrs, batch, offloaded):
     shape = (3, 6) if gemm_attrs["transB"] else (6, 3)
     node = helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="/fc/Gemm", **gemm_attrs)
-    model = onnx_model([node], {"x": [batch, 6]}, {"y": [batch, 3]},
-                       [const("w", np.ones(shape)), const("b", np.ones(3))])
+    model = onnx_model(
+        [node],
+        {"x": [batch, 6]},
+        {"y": [batch, 3]},
+        [const("w", np.ones(shape)), const("b", np.ones(3))],
+    )
     mod = partition_for_mrvl(from_onnx(model))
     assert composite_names(mod) == (["mrvl.fc"] if offloaded else [])
 
@@ -260,8 +283,17 @@ def node(op, inputs, output, name, **attrs):
     return helper.make_node(op, inputs, [output], name=name, **attrs)
 
 
-def partitioned(onnx_model, nodes, inputs, outputs, inits=(), *, elem_type=TensorProto.FLOAT,
-                opset=17, **options):
+def partitioned(
+    onnx_model,
+    nodes,
+    inputs,
+    outputs,
+    inits=(),
+    *,
+    elem_type=TensorProto.FLOAT,
+    opset=17,
+    **options,
+):
     model = onnx_model(nodes, inputs, outputs, inits, elem_type=elem_type, opset=opset)
     mod = partition_for_mrvl(from_onnx(model), **options)
     return mod, partition_report(mod)
@@ -296,84 +328,182 @@ OFFLOADED = {
     # conv2d: strides, dilation, asymmetric pads, groups; bias, batch norm, activations; pad
     "conv strided dilated asymmetric": (
         [conv(strides=[2, 1], dilations=[2, 2], pads=[0, 1, 2, 0])],
-        X4, {"c": [2, 4, "h", "w"]}, [CONV_W],
-        [("mrvl.conv2d", ["relax.nn.conv2d"])]),
+        X4,
+        {"c": [2, 4, "h", "w"]},
+        [CONV_W],
+        [("mrvl.conv2d", ["relax.nn.conv2d"])],
+    ),
     "conv grouped + bias": (
         [node("Conv", ["x", "wg", "b"], "c", "/c/Conv", kernel_shape=[1, 1], group=2)],
-        X4, {"c": [2, 6, 6, 6]}, [rand("wg", (6, 2, 1, 1)), rand("b", (6,))],
-        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.add"])]),
+        X4,
+        {"c": [2, 6, 6, 6]},
+        [rand("wg", (6, 2, 1, 1)), rand("b", (6,))],
+        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.add"])],
+    ),
     "conv + trailing BatchNormalization": (
         [conv(), node("BatchNormalization", ["c", "g", "b", "m", "v"], "y", "/bn")],
-        X4, {"y": [2, 4, 6, 6]},
+        X4,
+        {"y": [2, 4, 6, 6]},
         [CONV_W, rand("g", (4,)), rand("b", (4,)), rand("m", (4,)), scalar("v", np.ones(4))],
-        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.multiply", "relax.add"])]),
+        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.multiply", "relax.add"])],
+    ),
     "conv + bias + Mul/Add batch norm + Relu": (
-        [node("Conv", ["x", "w", "b"], "c", "/c/Conv", kernel_shape=[3, 3]),
-         node("Mul", ["c", "s"], "m", "/bn/Mul"), node("Add", ["t", "m"], "a", "/bn/Add"),
-         node("Relu", ["a"], "y", "/r/Relu")],
-        X4, {"y": [2, 4, 4, 4]},
+        [
+            node("Conv", ["x", "w", "b"], "c", "/c/Conv", kernel_shape=[3, 3]),
+            node("Mul", ["c", "s"], "m", "/bn/Mul"),
+            node("Add", ["t", "m"], "a", "/bn/Add"),
+            node("Relu", ["a"], "y", "/r/Relu"),
+        ],
+        X4,
+        {"y": [2, 4, 4, 4]},
         [CONV_W, rand("b", (4,)), rand("s", (1, 4, 1, 1)), rand("t", (4, 1, 1))],
-        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.add", "relax.multiply", "relax.add",
-                          "relax.nn.relu"])]),
+        [
+            (
+                "mrvl.conv2d",
+                ["relax.nn.conv2d", "relax.add", "relax.multiply", "relax.add", "relax.nn.relu"],
+            )
+        ],
+    ),
     "conv + Clip(0, 6)": (
         [conv(), node("Clip", ["c", "lo", "hi"], "y", "/r6/Clip")],
-        X4, {"y": [2, 4, 6, 6]}, [CONV_W, scalar("lo", 0), scalar("hi", 6)],
-        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.clip"])]),
+        X4,
+        {"y": [2, 4, 6, 6]},
+        [CONV_W, scalar("lo", 0), scalar("hi", 6)],
+        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.clip"])],
+    ),
     "conv + LeakyRelu": (
         [conv(), node("LeakyRelu", ["c"], "y", "/lr", alpha=0.2)],
-        X4, {"y": [2, 4, 6, 6]}, [CONV_W],
-        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.nn.leakyrelu"])]),
+        X4,
+        {"y": [2, 4, 6, 6]},
+        [CONV_W],
+        [("mrvl.conv2d", ["relax.nn.conv2d", "relax.nn.leakyrelu"])],
+    ),
     "Pad + conv": (
         [node("Pad", ["x", "p"], "q", "/pad"), conv("q", pads=[0, 0, 0, 0])],
-        X4, {"c": [2, 4, 5, 7]}, [ints("p", [0, 0, 1, 2, 0, 0, 0, 1]), CONV_W],
-        [("mrvl.conv2d", ["relax.nn.pad", "relax.nn.conv2d"])]),
+        X4,
+        {"c": [2, 4, 5, 7]},
+        [ints("p", [0, 0, 1, 2, 0, 0, 0, 1]), CONV_W],
+        [("mrvl.conv2d", ["relax.nn.pad", "relax.nn.conv2d"])],
+    ),
     # pools
     "MaxPool ceil_mode pads": (
-        [node("MaxPool", ["x"], "y", "/p", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 0, 0],
-              ceil_mode=1)],
-        X4, {"y": [2, 4, "h", "w"]}, [], [("mrvl.maxpool2d", ["relax.nn.max_pool2d"])]),
+        [
+            node(
+                "MaxPool",
+                ["x"],
+                "y",
+                "/p",
+                kernel_shape=[3, 3],
+                strides=[2, 2],
+                pads=[1, 1, 0, 0],
+                ceil_mode=1,
+            )
+        ],
+        X4,
+        {"y": [2, 4, "h", "w"]},
+        [],
+        [("mrvl.maxpool2d", ["relax.nn.max_pool2d"])],
+    ),
     "AveragePool count_include_pad ceil_mode": (
-        [node("AveragePool", ["x"], "y", "/p", kernel_shape=[3, 3], strides=[2, 2],
-              pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)],
-        X4, {"y": [2, 4, "h", "w"]}, [], [("mrvl.avgpool2d", ["relax.nn.avg_pool2d"])]),
+        [
+            node(
+                "AveragePool",
+                ["x"],
+                "y",
+                "/p",
+                kernel_shape=[3, 3],
+                strides=[2, 2],
+                pads=[1, 1, 1, 1],
+                ceil_mode=1,
+                count_include_pad=1,
+            )
+        ],
+        X4,
+        {"y": [2, 4, "h", "w"]},
+        [],
+        [("mrvl.avgpool2d", ["relax.nn.avg_pool2d"])],
+    ),
     "GlobalAveragePool": (
-        [node("GlobalAveragePool", ["x"], "y", "/gap")], X4, {"y": [2, 4, 1, 1]}, [],
-        [("mrvl.global_avgpool2d", ["relax.mean"])]),
+        [node("GlobalAveragePool", ["x"], "y", "/gap")],
+        X4,
+        {"y": [2, 4, 1, 1]},
+        [],
+        [("mrvl.global_avgpool2d", ["relax.mean"])],
+    ),
     "GlobalMaxPool": (
-        [node("GlobalMaxPool", ["x"], "y", "/gmp")], X4, {"y": [2, 4, 1, 1]}, [],
-        [("mrvl.global_maxpool2d", ["relax.max"])]),
+        [node("GlobalMaxPool", ["x"], "y", "/gmp")],
+        X4,
+        {"y": [2, 4, 1, 1]},
+        [],
+        [("mrvl.global_maxpool2d", ["relax.max"])],
+    ),
     # fc
     "Gemm alpha beta transB + Relu": (
-        [node("Gemm", ["v", "wf", "bf"], "g", "/fc", alpha=0.5, beta=2.0, transB=1),
-         node("Relu", ["g"], "y", "/r")],
-        {"v": [8, 6]}, {"y": [8, 3]}, [rand("wf", (3, 6)), rand("bf", (3,))],
-        [("mrvl.fc", ["relax.multiply", "relax.matmul", "relax.add", "relax.nn.relu"])]),
+        [
+            node("Gemm", ["v", "wf", "bf"], "g", "/fc", alpha=0.5, beta=2.0, transB=1),
+            node("Relu", ["g"], "y", "/r"),
+        ],
+        {"v": [8, 6]},
+        {"y": [8, 3]},
+        [rand("wf", (3, 6)), rand("bf", (3,))],
+        [("mrvl.fc", ["relax.multiply", "relax.matmul", "relax.add", "relax.nn.relu"])],
+    ),
     "MatMul constant weights": (
-        [node("MatMul", ["v", "wf"], "y", "/mm")], {"v": [2, 6]}, {"y": [2, 3]},
-        [rand("wf", (6, 3))], [("mrvl.fc", ["relax.matmul"])]),
+        [node("MatMul", ["v", "wf"], "y", "/mm")],
+        {"v": [2, 6]},
+        {"y": [2, 3]},
+        [rand("wf", (6, 3))],
+        [("mrvl.fc", ["relax.matmul"])],
+    ),
     # eltwise, concat, shapes
     "Add + Relu": (
         [node("Add", ["x", "z"], "a", "/add"), node("Relu", ["a"], "y", "/r")],
-        {"x": [2, 4, 6, 6], "z": [2, 4, 6, 6]}, {"y": [2, 4, 6, 6]}, [],
-        [("mrvl.add", ["relax.add", "relax.nn.relu"])]),
+        {"x": [2, 4, 6, 6], "z": [2, 4, 6, 6]},
+        {"y": [2, 4, 6, 6]},
+        [],
+        [("mrvl.add", ["relax.add", "relax.nn.relu"])],
+    ),
     "Sum of two, rank 2": (
-        [node("Sum", ["v", "u"], "y", "/sum")], {"v": [2, 6], "u": [2, 6]}, {"y": [2, 6]}, [],
-        [("mrvl.add", ["relax.add"])]),
+        [node("Sum", ["v", "u"], "y", "/sum")],
+        {"v": [2, 6], "u": [2, 6]},
+        {"y": [2, 6]},
+        [],
+        [("mrvl.add", ["relax.add"])],
+    ),
     "Concat channels (axis -3)": (
         [node("Concat", ["x", "z"], "y", "/cat", axis=-3)],
-        {"x": [2, 4, 6, 6], "z": [2, 2, 6, 6]}, {"y": [2, 6, 6, 6]}, [],
-        [("mrvl.concat", ["relax.concat"])]),
+        {"x": [2, 4, 6, 6], "z": [2, 2, 6, 6]},
+        {"y": [2, 6, 6, 6]},
+        [],
+        [("mrvl.concat", ["relax.concat"])],
+    ),
     "Flatten, Reshape 2->4, GAP + Squeeze": (
-        [node("Flatten", ["x"], "f", "/flat"), node("Reshape", ["f", "s"], "y", "/reshape"),
-         node("GlobalAveragePool", ["y"], "g", "/gap"), node("Squeeze", ["g", "ax"], "q", "/sq")],
-        X4, {"q": [2, 9]}, [ints("s", [2, 9, 4, 4]), ints("ax", [2, 3])],
-        [("mrvl.reshape", ["relax.reshape"]), ("mrvl.reshape", ["relax.reshape"]),
-         ("mrvl.global_avgpool2d", ["relax.mean"]), ("mrvl.reshape", ["relax.squeeze"])]),
+        [
+            node("Flatten", ["x"], "f", "/flat"),
+            node("Reshape", ["f", "s"], "y", "/reshape"),
+            node("GlobalAveragePool", ["y"], "g", "/gap"),
+            node("Squeeze", ["g", "ax"], "q", "/sq"),
+        ],
+        X4,
+        {"q": [2, 9]},
+        [ints("s", [2, 9, 4, 4]), ints("ax", [2, 3])],
+        [
+            ("mrvl.reshape", ["relax.reshape"]),
+            ("mrvl.reshape", ["relax.reshape"]),
+            ("mrvl.global_avgpool2d", ["relax.mean"]),
+            ("mrvl.reshape", ["relax.squeeze"]),
+        ],
+    ),
     "Transpose to NHWC and back": (
-        [node("Transpose", ["x"], "t", "/t1", perm=[0, 2, 3, 1]),
-         node("Transpose", ["t"], "y", "/t2", perm=[0, 3, 1, 2])],
-        X4, {"y": [2, 4, 6, 6]}, [],
-        [("mrvl.transpose", ["relax.permute_dims"]), ("mrvl.transpose", ["relax.permute_dims"])]),
+        [
+            node("Transpose", ["x"], "t", "/t1", perm=[0, 2, 3, 1]),
+            node("Transpose", ["t"], "y", "/t2", perm=[0, 3, 1, 2]),
+        ],
+        X4,
+        {"y": [2, 4, 6, 6]},
+        [],
+        [("mrvl.transpose", ["relax.permute_dims"]), ("mrvl.transpose", ["relax.permute_dims"])],
+    ),
 }
 
 
@@ -388,85 +518,230 @@ def test_layer_is_offloaded(onnx_model, case):
 REJECTED = {
     # node that stays on the CPU, its reason
     "conv batch 9": (
-        [conv()], {"x": [9, 4, 6, 6]}, {"c": [9, 4, 6, 6]}, [CONV_W], {},
-        "/c/Conv", "batch 9 > 8"),
+        [conv()],
+        {"x": [9, 4, 6, 6]},
+        {"c": [9, 4, 6, 6]},
+        [CONV_W],
+        {},
+        "/c/Conv",
+        "batch 9 > 8",
+    ),
     "conv float64": (
-        [conv(w="w64")], X4, {"c": [2, 4, 6, 6]},
-        [numpy_helper.from_array(np.ones((4, 4, 3, 3)), "w64")], {"elem_type": TensorProto.DOUBLE},
-        "/c/Conv", "dtype float64"),
+        [conv(w="w64")],
+        X4,
+        {"c": [2, 4, 6, 6]},
+        [numpy_helper.from_array(np.ones((4, 4, 3, 3)), "w64")],
+        {"elem_type": TensorProto.DOUBLE},
+        "/c/Conv",
+        "dtype float64",
+    ),
     "conv dynamic batch": (
-        [conv()], {"x": ["n", 4, 6, 6]}, {"c": ["n", 4, 6, 6]}, [CONV_W], {},
-        "/c/Conv", "dynamic shape"),
+        [conv()],
+        {"x": ["n", 4, 6, 6]},
+        {"c": ["n", 4, 6, 6]},
+        [CONV_W],
+        {},
+        "/c/Conv",
+        "dynamic shape",
+    ),
     "conv runtime weights": (
-        [conv(w="wx")], {"x": [2, 4, 6, 6], "wx": [4, 4, 3, 3]}, {"c": [2, 4, 6, 6]}, [], {},
-        "/c/Conv", "non-constant weights"),
+        [conv(w="wx")],
+        {"x": [2, 4, 6, 6], "wx": [4, 4, 3, 3]},
+        {"c": [2, 4, 6, 6]},
+        [],
+        {},
+        "/c/Conv",
+        "non-constant weights",
+    ),
     "Conv 1-D": (
-        [node("Conv", ["v", "w1"], "c", "/c1", kernel_shape=[3])], {"v": [2, 4, 6]},
-        {"c": [2, 4, 4]}, [rand("w1", (4, 4, 3))], {}, "/c1", "rank 3"),
+        [node("Conv", ["v", "w1"], "c", "/c1", kernel_shape=[3])],
+        {"v": [2, 4, 6]},
+        {"c": [2, 4, 4]},
+        [rand("w1", (4, 4, 3))],
+        {},
+        "/c1",
+        "rank 3",
+    ),
     "Pad value 1 (conv offloaded without it)": (
         [node("Pad", ["x", "p", "one"], "q", "/pad"), conv("q", pads=[0, 0, 0, 0])],
-        X4, {"c": [2, 4, 6, 6]}, [ints("p", [0, 0, 1, 1, 0, 0, 1, 1]), scalar("one", 1.0), CONV_W],
-        {}, "/pad", "attribute constant_value=1"),
+        X4,
+        {"c": [2, 4, 6, 6]},
+        [ints("p", [0, 0, 1, 1, 0, 0, 1, 1]), scalar("one", 1.0), CONV_W],
+        {},
+        "/pad",
+        "attribute constant_value=1",
+    ),
     "Pad on channels": (
         [node("Pad", ["x", "p"], "q", "/pad"), conv("q", pads=[0, 0, 0, 0])],
-        X4, {"c": [2, 4, 4, 4]}, [ints("p", [0, 1, 0, 0, 0, 0, 0, 0]), rand("w", (4, 5, 3, 3))],
-        {}, "/pad", "pads on the batch or channel axis"),
+        X4,
+        {"c": [2, 4, 4, 4]},
+        [ints("p", [0, 1, 0, 0, 0, 0, 0, 0]), rand("w", (4, 5, 3, 3))],
+        {},
+        "/pad",
+        "pads on the batch or channel axis",
+    ),
     "per-pixel Mul after conv": (
         [conv(), node("Mul", ["c", "s"], "m", "/mul"), node("Add", ["m", "t"], "y", "/add")],
-        X4, {"y": [2, 4, 6, 6]}, [CONV_W, rand("s", (1, 4, 6, 6)), rand("t", (1, 4, 1, 1))], {},
-        "/mul", "scale shape (1, 4, 6, 6)"),
+        X4,
+        {"y": [2, 4, 6, 6]},
+        [CONV_W, rand("s", (1, 4, 6, 6)), rand("t", (1, 4, 1, 1))],
+        {},
+        "/mul",
+        "scale shape (1, 4, 6, 6)",
+    ),
     "Relu of rank 3": (
         [node("Sigmoid", ["x"], "s", "/sig"), node("Relu", ["s"], "y", "/r")],
-        {"x": [2, 4, 6]}, {"y": [2, 4, 6]}, [], {},
-        "/r", "rank 3"),
+        {"x": [2, 4, 6]},
+        {"y": [2, 4, 6]},
+        [],
+        {},
+        "/r",
+        "rank 3",
+    ),
     "Softmax": (
-        [node("Softmax", ["x"], "y", "/sm")], X4, {"y": [2, 4, 6, 6]}, [], {},
-        "/sm", "unsupported op Softmax"),
+        [node("Softmax", ["x"], "y", "/sm")],
+        X4,
+        {"y": [2, 4, 6, 6]},
+        [],
+        {},
+        "/sm",
+        "unsupported op Softmax",
+    ),
     "MaxPool dilations": (
         [node("MaxPool", ["x"], "y", "/p", kernel_shape=[2, 2], dilations=[2, 2])],
-        X4, {"y": [2, 4, 4, 4]}, [], {}, "/p", "attribute dilations=[2, 2]"),
+        X4,
+        {"y": [2, 4, 4, 4]},
+        [],
+        {},
+        "/p",
+        "attribute dilations=[2, 2]",
+    ),
     "MaxPool 3-D": (
-        [node("MaxPool", ["v"], "y", "/p", kernel_shape=[2, 2, 2])], {"v": [1, 2, 4, 4, 4]},
-        {"y": [1, 2, 3, 3, 3]}, [], {}, "/p", "rank 5"),
+        [node("MaxPool", ["v"], "y", "/p", kernel_shape=[2, 2, 2])],
+        {"v": [1, 2, 4, 4, 4]},
+        {"y": [1, 2, 3, 3, 3]},
+        [],
+        {},
+        "/p",
+        "rank 5",
+    ),
     "AveragePool batch 16": (
-        [node("AveragePool", ["x"], "y", "/p", kernel_shape=[2, 2])], {"x": [16, 4, 6, 6]},
-        {"y": [16, 4, 5, 5]}, [], {}, "/p", "batch 16 > 8"),
+        [node("AveragePool", ["x"], "y", "/p", kernel_shape=[2, 2])],
+        {"x": [16, 4, 6, 6]},
+        {"y": [16, 4, 5, 5]},
+        [],
+        {},
+        "/p",
+        "batch 16 > 8",
+    ),
     "ReduceMean over channels": (
-        [node("ReduceMean", ["x", "ax"], "y", "/rm")], X4, {"y": [2, 1, 6, 6]},
-        [ints("ax", [1])], {"opset": 18}, "/rm", "attribute axes=[1]"),
+        [node("ReduceMean", ["x", "ax"], "y", "/rm")],
+        X4,
+        {"y": [2, 1, 6, 6]},
+        [ints("ax", [1])],
+        {"opset": 18},
+        "/rm",
+        "attribute axes=[1]",
+    ),
     "ReduceMax without keepdims": (
-        [node("ReduceMax", ["x", "ax"], "y", "/rm", keepdims=0)], X4, {"y": [2, 4]},
-        [ints("ax", [2, 3])], {"opset": 18}, "/rm", "attribute keepdims=0"),
+        [node("ReduceMax", ["x", "ax"], "y", "/rm", keepdims=0)],
+        X4,
+        {"y": [2, 4]},
+        [ints("ax", [2, 3])],
+        {"opset": 18},
+        "/rm",
+        "attribute keepdims=0",
+    ),
     "Gemm batch 9": (
-        [node("Gemm", ["v", "wf"], "y", "/fc")], {"v": [9, 6]}, {"y": [9, 3]},
-        [rand("wf", (6, 3))], {}, "/fc", "batch 9 > 8"),
+        [node("Gemm", ["v", "wf"], "y", "/fc")],
+        {"v": [9, 6]},
+        {"y": [9, 3]},
+        [rand("wf", (6, 3))],
+        {},
+        "/fc",
+        "batch 9 > 8",
+    ),
     "MatMul runtime weights": (
-        [node("MatMul", ["v", "u"], "y", "/mm")], {"v": [2, 6], "u": [6, 3]}, {"y": [2, 3]}, [],
-        {}, "/mm", "non-constant weights (right operand)"),
+        [node("MatMul", ["v", "u"], "y", "/mm")],
+        {"v": [2, 6], "u": [6, 3]},
+        {"y": [2, 3]},
+        [],
+        {},
+        "/mm",
+        "non-constant weights (right operand)",
+    ),
     "MatMul rank 3": (
-        [node("MatMul", ["v", "wf"], "y", "/mm")], {"v": [2, 5, 6]}, {"y": [2, 5, 3]},
-        [rand("wf", (6, 3))], {}, "/mm", "rank 3"),
+        [node("MatMul", ["v", "wf"], "y", "/mm")],
+        {"v": [2, 5, 6]},
+        {"y": [2, 5, 3]},
+        [rand("wf", (6, 3))],
+        {},
+        "/mm",
+        "rank 3",
+    ),
     "broadcast Add": (
-        [node("Add", ["x", "z"], "y", "/add")], {"x": [2, 4, 6, 6], "z": [2, 4, 1, 1]},
-        {"y": [2, 4, 6, 6]}, [], {}, "/add", "broadcast add (2, 4, 6, 6) + (2, 4, 1, 1)"),
+        [node("Add", ["x", "z"], "y", "/add")],
+        {"x": [2, 4, 6, 6], "z": [2, 4, 1, 1]},
+        {"y": [2, 4, 6, 6]},
+        [],
+        {},
+        "/add",
+        "broadcast add (2, 4, 6, 6) + (2, 4, 1, 1)",
+    ),
     "Add rank 3": (
-        [node("Add", ["v", "u"], "y", "/add")], {"v": [2, 4, 6], "u": [2, 4, 6]},
-        {"y": [2, 4, 6]}, [], {}, "/add", "rank 3"),
+        [node("Add", ["v", "u"], "y", "/add")],
+        {"v": [2, 4, 6], "u": [2, 4, 6]},
+        {"y": [2, 4, 6]},
+        [],
+        {},
+        "/add",
+        "rank 3",
+    ),
     "Concat on height": (
-        [node("Concat", ["x", "z"], "y", "/cat", axis=2)], {"x": [2, 4, 6, 6], "z": [2, 4, 1, 6]},
-        {"y": [2, 4, 7, 6]}, [], {}, "/cat", "attribute axis=2"),
+        [node("Concat", ["x", "z"], "y", "/cat", axis=2)],
+        {"x": [2, 4, 6, 6], "z": [2, 4, 1, 6]},
+        {"y": [2, 4, 7, 6]},
+        [],
+        {},
+        "/cat",
+        "attribute axis=2",
+    ),
     "Concat with a constant": (
-        [node("Concat", ["x", "k"], "y", "/cat", axis=1)], X4, {"y": [2, 5, 6, 6]},
-        [rand("k", (2, 1, 6, 6))], {}, "/cat", "constant input"),
+        [node("Concat", ["x", "k"], "y", "/cat", axis=1)],
+        X4,
+        {"y": [2, 5, 6, 6]},
+        [rand("k", (2, 1, 6, 6))],
+        {},
+        "/cat",
+        "constant input",
+    ),
     "Reshape 4->4": (
-        [node("Reshape", ["x", "s"], "y", "/rs")], X4, {"y": [2, 16, 3, 3]},
-        [ints("s", [2, 16, 3, 3])], {}, "/rs", "reshape rank 4 to rank 4"),
+        [node("Reshape", ["x", "s"], "y", "/rs")],
+        X4,
+        {"y": [2, 16, 3, 3]},
+        [ints("s", [2, 16, 3, 3])],
+        {},
+        "/rs",
+        "reshape rank 4 to rank 4",
+    ),
     "Flatten axis 2": (
-        [node("Flatten", ["x"], "y", "/flat", axis=2)], X4, {"y": [8, 36]}, [], {},
-        "/flat", "reshape changes the batch"),
+        [node("Flatten", ["x"], "y", "/flat", axis=2)],
+        X4,
+        {"y": [8, 36]},
+        [],
+        {},
+        "/flat",
+        "reshape changes the batch",
+    ),
     "Transpose H, W": (
-        [node("Transpose", ["x"], "y", "/t", perm=[0, 1, 3, 2])], X4, {"y": [2, 4, 6, 6]}, [], {},
-        "/t", "attribute perm=[0, 1, 3, 2]"),
+        [node("Transpose", ["x"], "y", "/t", perm=[0, 1, 3, 2])],
+        X4,
+        {"y": [2, 4, 6, 6]},
+        [],
+        {},
+        "/t",
+        "attribute perm=[0, 1, 3, 2]",
+    ),
 }
 
 
@@ -487,10 +762,14 @@ def test_conv_with_a_bad_pad_is_offloaded_without_it(onnx_model):
 
 def test_bad_activation_leaves_the_conv_offloaded(onnx_model):
     # A Relu whose input the Add also reads cannot fuse; the conv+bias layer still forms.
-    nodes = [node("Conv", ["x", "w", "b"], "c", "/c/Conv", kernel_shape=[1, 1]),
-             node("Relu", ["c"], "r", "/r"), node("Add", ["c", "r"], "y", "/add")]
-    mod, report = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]},
-                              [rand("w", (4, 4, 1, 1)), rand("b", (4,))])
+    nodes = [
+        node("Conv", ["x", "w", "b"], "c", "/c/Conv", kernel_shape=[1, 1]),
+        node("Relu", ["c"], "r", "/r"),
+        node("Add", ["c", "r"], "y", "/add"),
+    ]
+    mod, report = partitioned(
+        onnx_model, nodes, X4, {"y": [2, 4, 6, 6]}, [rand("w", (4, 4, 1, 1)), rand("b", (4,))]
+    )
     assert layer_ops(mod)[0] == ("mrvl.conv2d", ["relax.nn.conv2d", "relax.add"])
     # ... and the relu, which cannot join it, is a scale_shift layer of its own
     assert layer_ops(mod)[1] == ("mrvl.scale_shift", ["relax.nn.relu"])
@@ -500,9 +779,11 @@ def test_bad_activation_leaves_the_conv_offloaded(onnx_model):
 
 
 def conv_bias_relu_pool():
-    nodes = [node("Conv", ["x", "w", "b"], "c", "/c/Conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             node("Relu", ["c"], "r", "/r/Relu"),
-             node("MaxPool", ["r"], "y", "/p/MaxPool", kernel_shape=[2, 2], strides=[2, 2])]
+    nodes = [
+        node("Conv", ["x", "w", "b"], "c", "/c/Conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Relu", ["c"], "r", "/r/Relu"),
+        node("MaxPool", ["r"], "y", "/p/MaxPool", kernel_shape=[2, 2], strides=[2, 2]),
+    ]
     return nodes, X4, {"y": [2, 4, 3, 3]}, [CONV_W, rand("b", (4,))]
 
 
@@ -510,9 +791,11 @@ def ops_named(mod, name) -> list[tuple[str, str]]:
     """(function, op) of every call the ONNX node `name` has, anywhere in the module."""
     found = []
     for gv, func in mod.functions_items():
+
         def visit(expr, where=gv.name_hint):
             if isinstance(expr, relax.Call) and node_name_of(expr) == name:
                 found.append((where, expr.op.name))
+
         relax.analysis.post_order_visit(func, visit)
     return found
 
@@ -537,8 +820,14 @@ def test_denied_conv_bias_is_not_taken_by_another_layer(onnx_model):
     # Denying the Conv denies its calls only: the next ONNX node (an Add of two runtime
     # tensors) is still an mrvl.add layer, and no layer contains a call of the Conv.
     nodes = [conv(), node("Add", ["c", "z"], "y", "/add")]
-    mod, report = partitioned(onnx_model, nodes, {"x": [2, 4, 6, 6], "z": [2, 4, 6, 6]},
-                              {"y": [2, 4, 6, 6]}, [CONV_W], deny_nodes=["/c/Conv"])
+    mod, report = partitioned(
+        onnx_model,
+        nodes,
+        {"x": [2, 4, 6, 6], "z": [2, 4, 6, 6]},
+        {"y": [2, 4, 6, 6]},
+        [CONV_W],
+        deny_nodes=["/c/Conv"],
+    )
     assert all(where == "main" for where, _ in ops_named(mod, "/c/Conv"))
     assert layer_ops(mod) == [("mrvl.add", ["relax.add"])]
 
@@ -550,13 +839,15 @@ def test_deny_ops(onnx_model):
     mod, report = partitioned(onnx_model, *conv_bias_relu_pool(), deny_ops=["Conv", "MaxPool"])
     assert regions(mod) == {}
     assert {r.reason for r in report.rows} == {
-        "denied by user (deny_ops)", "denied by user (deny_ops) (at /c/Conv)"
+        "denied by user (deny_ops)",
+        "denied by user (deny_ops) (at /c/Conv)",
     }
 
 
 def test_deny_node_wins_over_deny_op(onnx_model):
-    _, report = partitioned(onnx_model, *conv_bias_relu_pool(), deny_nodes=["/c/Conv"],
-                            deny_ops=["Conv"])
+    _, report = partitioned(
+        onnx_model, *conv_bias_relu_pool(), deny_nodes=["/c/Conv"], deny_ops=["Conv"]
+    )
     assert reason(report, "/c/Conv") == "denied by user (deny_nodes)"
 
 
@@ -579,19 +870,23 @@ def test_deny_ops_needs_the_recorded_op_types(mnist_relax):
         partition_for_mrvl(bare, deny_ops=["Conv"])
     # deny_nodes still works from the spans
     (region,) = regions(partition_for_mrvl(bare, deny_nodes=["/fc2/Gemm"])).values()
-    assert "/fc2/Gemm" not in {node_name_of(b.value) for c in composites(region)
-                               for b in bindings(c)}
+    assert "/fc2/Gemm" not in {
+        node_name_of(b.value) for c in composites(region) for b in bindings(c)
+    }
 
 
 def test_deny_an_op_type_the_model_lacks_is_fine(mnist_relax):
     assert composite_names(partition_for_mrvl(mnist_relax, deny_ops=["Transpose"])) == (
-        composite_names(partition_for_mrvl(mnist_relax)))
+        composite_names(partition_for_mrvl(mnist_relax))
+    )
 
 
 def pool_sigmoid_conv():
-    nodes = [node("MaxPool", ["x"], "p", "/p/MaxPool", kernel_shape=[2, 2]),
-             node("Sigmoid", ["p"], "s", "/s/Sigmoid"),
-             node("Conv", ["s", "w"], "y", "/c/Conv", kernel_shape=[3, 3])]
+    nodes = [
+        node("MaxPool", ["x"], "p", "/p/MaxPool", kernel_shape=[2, 2]),
+        node("Sigmoid", ["p"], "s", "/s/Sigmoid"),
+        node("Conv", ["s", "w"], "y", "/c/Conv", kernel_shape=[3, 3]),
+    ]
     return nodes, X4, {"y": [2, 4, 3, 3]}, [CONV_W]
 
 
@@ -612,8 +907,9 @@ def test_require_mac_layer_keeps_mnist_whole(mnist_relax, mnist_partitioned):
 
 def test_require_mac_layer_with_nothing_left(onnx_model):
     nodes, inputs, outputs, inits = pool_sigmoid_conv()
-    mod, report = partitioned(onnx_model, nodes, inputs, outputs, inits, deny_ops=["Conv"],
-                              require_mac_layer=True)
+    mod, report = partitioned(
+        onnx_model, nodes, inputs, outputs, inits, deny_ops=["Conv"], require_mac_layer=True
+    )
     assert regions(mod) == {}
     assert [r.reason for r in report.rows] == [
         "region without conv/fc (require_mac_layer)",
@@ -643,8 +939,10 @@ def test_relax_batch_norm_form_fuses_before_an_activation():
 def test_an_op_with_an_affine_part_is_not_split(onnx_model):
     """LRN imports as multiply/add/pow/divide: its bias + alpha * x must not become a
     scale_shift layer on the MLIP while the rest of the LRN runs on the CPU."""
-    nodes = [node("Conv", ["x", "w"], "c", "/c/Conv", kernel_shape=[1, 1]),
-             node("LRN", ["c"], "y", "/lrn/LRN", size=3)]
+    nodes = [
+        node("Conv", ["x", "w"], "c", "/c/Conv", kernel_shape=[1, 1]),
+        node("LRN", ["c"], "y", "/lrn/LRN", size=3),
+    ]
     mod, report = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]}, [rand("w", (4, 4, 1, 1))])
     assert [name for name, _ in layer_ops(mod)] == ["mrvl.conv2d"]
     assert reason(report, "/lrn/LRN") == "unsupported op LRN"

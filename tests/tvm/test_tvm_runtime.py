@@ -141,7 +141,9 @@ def test_output_shape_must_match_the_io_table():
     run_region = tvm_ffi.get_global_func("mrvl.runtime.run_region")
     x = tvm.runtime.tensor(np.zeros(SHAPE, np.float32))
     y = tvm.runtime.tensor(np.zeros((4, 1), np.float32))
-    with pytest.raises(RegionRuntimeError, match=r"output 'y' has shape \(1, 4\), TVM allocated \(4, 1\)"):
+    with pytest.raises(
+        RegionRuntimeError, match=r"output 'y' has shape \(1, 4\), TVM allocated \(4, 1\)"
+    ):
         run_region(ctypes.cast(buffer, ctypes.c_void_p), len(blob), x, y)
 
 
