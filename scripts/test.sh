@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Install mrvl (if needed) and run the whole test suite: FileCheck tests (lit), then pytest.
-# `--all` also runs the model-scale tests marked slow.
+# Install mrvl (if needed) and run the whole test suite: the FileCheck tests (lit), then
+# pytest including the model-scale tests marked slow (about 8 minutes on 2 cores).
+# `--fast` leaves the slow tests out (about a minute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-marker="not slow"
-if [ "${1:-}" = "--all" ]; then marker=""; fi
+marker=""
+if [ "${1:-}" = "--fast" ]; then marker="not slow"; fi
 .venv/bin/lit --order=lexical tests/filecheck
 exec .venv/bin/pytest -m "$marker" tests
