@@ -175,7 +175,8 @@ class FusedActivation:
             raise VerifyException(f"{op.name}: leaky_relu needs alpha")
 
 
-_ACT_FORMAT = "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)?"
+ACTIVATION_FORMAT = "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)?"
+"""The syntax of `FusedActivation`'s properties, shared by every op that has them."""
 
 
 def _i64_array(values: Sequence[int]) -> DenseArrayBase:
@@ -274,7 +275,7 @@ class Conv2DOp(FusedActivation, IRDLOperation):
     assembly_format = (
         "$input `,` $weight (`bias` $bias^)? (`strides` $strides^)? (`pads` $pads^)? "
         "(`dilations` $dilations^)? (`groups` $groups^)? "
-        + _ACT_FORMAT
+        + ACTIVATION_FORMAT
         + " attr-dict `:` functional-type(operands, results)"
     )
     traits = traits_def(NoMemoryEffect())
@@ -447,7 +448,7 @@ class FullyConnectedOp(FusedActivation, IRDLOperation):
 
     assembly_format = (
         "$input `,` $weight (`bias` $bias^)? "
-        + _ACT_FORMAT
+        + ACTIVATION_FORMAT
         + " attr-dict `:` functional-type(operands, results)"
     )
     traits = traits_def(NoMemoryEffect())
@@ -590,7 +591,7 @@ class AddOp(FusedActivation, IRDLOperation):
     lhs = operand_def(T)
     rhs = operand_def(T)
     output = result_def(T)
-    assembly_format = "$lhs `,` $rhs " + _ACT_FORMAT + " attr-dict `:` type($output)"
+    assembly_format = "$lhs `,` $rhs " + ACTIVATION_FORMAT + " attr-dict `:` type($output)"
     traits = traits_def(NoMemoryEffect())
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, *, activation=None):
@@ -620,7 +621,7 @@ class ScaleShiftOp(FusedActivation, IRDLOperation):
     output = result_def(TensorType)
     assembly_format = (
         "$input `,` $scale `,` $shift "
-        + _ACT_FORMAT
+        + ACTIVATION_FORMAT
         + " attr-dict `:` functional-type(operands, results)"
     )
     traits = traits_def(NoMemoryEffect())

@@ -40,7 +40,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from mrvl.dialects.mrvl import FusedActivation, numpy_dtype
+from mrvl.dialects.mrvl import ACTIVATION_FORMAT, FusedActivation, numpy_dtype
 
 MEMORY_SPACES = ("ddr", "ocm")
 
@@ -347,8 +347,8 @@ class Conv2DTaskOp(FusedActivation, WindowTaskBase):
         "`tile` $tile $input `,` $weight (`bias` $bias^)? `->` $output `in_row` $row0 `out_row` $orow0 "
         "`channels` $oc0 `of` $oc_total `kernel` $kernel `strides` $strides `pads` $pads "
         "`dilations` $dilations `groups` $groups "
-        "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)? "
-        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($weight) "
+        + ACTIVATION_FORMAT
+        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($weight) "
         "(`,` type($bias)^)? `->` type($output)"
     )
 
@@ -391,8 +391,8 @@ class FullyConnectedTaskOp(FusedActivation, TaskBase):
     output = operand_def(BufferType)
     assembly_format = (
         "`tile` $tile $input `,` $weight (`bias` $bias^)? `->` $output "
-        "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)? "
-        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($weight) "
+        + ACTIVATION_FORMAT
+        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($weight) "
         "(`,` type($bias)^)? `->` type($output)"
     )
 
@@ -415,8 +415,8 @@ class AddTaskOp(FusedActivation, TaskBase):
     output = operand_def(BufferType)
     assembly_format = (
         "`tile` $tile $lhs `,` $rhs `->` $output "
-        "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)? "
-        "(`after` `(` $deps^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)"
+        + ACTIVATION_FORMAT
+        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)"
     )
 
     def verify_(self) -> None:
@@ -438,8 +438,8 @@ class ScaleTaskOp(FusedActivation, TaskBase):
     output = operand_def(BufferType)
     assembly_format = (
         "`tile` $tile $input `,` $scale `,` $shift `->` $output "
-        "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)? "
-        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($scale) `,` "
+        + ACTIVATION_FORMAT
+        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($scale) `,` "
         "type($shift) `->` type($output)"
     )
 
