@@ -173,13 +173,16 @@ def build(
 ) -> relax.VMExecutable:
     """Compile a partitioned module: regions for the MLIP, the rest for `target`.
 
-    Returns the exported-and-reloaded library as a `relax.VMExecutable`, ready for
-    `relax.VirtualMachine(exe, dev)`; it also carries `library_path` (the `.so`) and
-    `mrvl_regions` (the `CompiledRegion`s, for writing their JSONs and binaries). `mcpu`/`num_tiles` override the values the regions were
-    partitioned for; other `options` go to `mrvl.compile_region` (e.g. `dump_dir`).
+    Returns the `relax.VMExecutable` that `relax.build` made, as TVM's own `tvm.compile` does:
+    `ex.export_library("model.so")` saves it, and `relax.VirtualMachine(ex, dev)` runs it. It
+    also carries `library_path` (the `.so` it runs from) and `mrvl_regions` (the
+    `CompiledRegion`s, for writing their JSONs and binaries). `mcpu`/`num_tiles` override the
+    values the regions were partitioned for; other `options` go to `mrvl.compile_region`
+    (e.g. `dump_dir`).
 
-    A static-library module only runs once linked, hence the export and reload. Without
-    `export_dir` the library lives in a temporary directory removed with the returned object.
+    A static-library module only runs once linked, so the library is exported and reloaded
+    here, and the executable's `jit()` returns that reloaded library. Without `export_dir`
+    the library lives in a temporary directory removed with the returned object.
     """
     import tvm
     from tvm import relax
@@ -209,9 +212,10 @@ def build(
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "model.so")
     executable.export_library(path)
-    loaded = relax.VMExecutable(tvm.runtime.load_module(path))
-    loaded.library_path = path
-    loaded.mrvl_regions = session.regions
+    # What `Executable.jit()` would do on first use, done once here with a known path.
+    executable._jitted_mod = tvm.runtime.load_module(path)
+    executable.library_path = path
+    executable.mrvl_regions = session.regions
     if temporary:
-        weakref.finalize(loaded, shutil.rmtree, directory, ignore_errors=True)
-    return loaded
+        weakref.finalize(executable, shutil.rmtree, directory, ignore_errors=True)
+    return executable
