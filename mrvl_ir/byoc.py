@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import tvm_ffi
 import tvm_ffi.libinfo
+from tqdm import tqdm
 
 from .errors import CompileError, ModelImportError, MrvlError, UnsupportedOpError
 from .target import get_target
@@ -76,8 +77,16 @@ def _relax_ext_mrvl(functions, options, constant_names) -> list:
     if session is not None and constant_names is not None:
         session.constant_names.update(str(name) for name in constant_names.values())
     modules = []
+    # A bar on a terminal (stderr) when there is more than one region; nothing otherwise.
+    progress = tqdm(
+        functions,
+        desc="mrvl: compiling regions",
+        unit="region",
+        leave=False,
+        disable=None if len(functions) > 1 else True,
+    )
     try:
-        for func in functions:
+        for func in progress:
             attrs = func.attrs if func.attrs is not None else {}
             symbol = str(attrs["global_symbol"])
             mcpu = str(_first(mcpu_override, attrs.get("mrvl.mcpu"), "cn10ka"))
