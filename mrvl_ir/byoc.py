@@ -2,7 +2,7 @@
 
 TVM's RunCodegen calls `relax.ext.mrvl` once with every region function (`Codegen="mrvl"`).
 Each region is compiled by `mrvl.compile_region` to a model binary, and the binary is wrapped
-in a real external module: `runtime/region.c`, compiled with gcc into an object that embeds
+in a real external module: `csrc/region.c`, compiled with gcc into an object that embeds
 the binary and defines the region's TVM-FFI symbol, loaded with
 `tvm.runtime.load_static_library`. The object is linked into the library `export_library`
 writes, so an exported model needs nothing but `import mrvl` to run (see `mrvl.runtime`).
@@ -125,7 +125,7 @@ def region_module(symbol: str, binary: bytes) -> tvm.runtime.Module:
         with open(os.path.join(work, "region.bin"), "wb") as f:
             f.write(binary)
         obj = os.path.join(work, "region.o")
-        template = resources.files(__package__).joinpath("runtime", "region.c")
+        template = resources.files(__package__).joinpath("csrc", "region.c")
         with resources.as_file(template) as source:
             command = [
                 "gcc", "-O2", "-fPIC", "-c", "-std=gnu11",
