@@ -75,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run the compiled model on a seeded random input and compare with onnxruntime",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the --run input")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the --run input (>= 0)")
     p.add_argument(
         "--report",
         action="store_true",
@@ -83,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
         "without -o, stop there",
     )
     return p
+
+
+def _seed(text: str) -> int:
+    value = int(text)  # argparse turns the ValueError into "invalid _seed value"
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
 
 
 def _shape_dict(specs: Sequence[str]) -> dict[str, list[int]] | None:
@@ -107,6 +114,10 @@ def _graph_inputs(model) -> list:
     return [v for v in model.graph.input if v.name not in initializers]
 
 
+def _dims(value) -> list:
+    return list(value.type.tensor_type.shape.dim)
+
+
 def _dynamic_dims(value) -> list[tuple[int, str]]:
     """(axis, name) of each dimension of an input without a fixed size."""
     return [
@@ -126,6 +137,18 @@ def _check_input_shapes(model, shapes: dict[str, list[int]] | None) -> list[str]
             f"--input-shape: the model has no input {', '.join(map(repr, unknown))}; "
             f"its inputs are {', '.join(map(repr, names))}"
         )
+    for value in inputs:
+        given = (shapes or {}).get(value.name)
+        if given is None:
+            continue
+        declared = [d.dim_value if d.HasField("dim_value") else None for d in _dims(value)]
+        spec = f"--input-shape {value.name}={','.join(map(str, given))}"
+        if len(given) != len(declared):
+            raise UsageError(f"{spec}: input '{value.name}' has rank {len(declared)}")
+        for axis, (want, got) in enumerate(zip(declared, given)):
+            if got < 1 or (want is not None and want != got):
+                fixed = f"is fixed at {want} in the model" if want is not None else "must be >= 1"
+                raise UsageError(f"{spec}: dimension {axis} of '{value.name}' {fixed}")
     hints = []
     for value in inputs:
         dynamic = _dynamic_dims(value)
@@ -265,7 +288,11 @@ def run_against_onnxruntime(lib, model, shapes, seed: int):
         raise MrvlError(
             f"onnxruntime {ort.__version__} cannot load the model to compare with: {first}"
         ) from err
-    references = session.run(None, feeds)
+    try:
+        references = session.run(None, feeds)
+    except Exception as err:  # noqa: BLE001 - as above
+        first = next((ln.strip() for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
+        raise MrvlError(f"onnxruntime failed on the --run input: {first}") from err
     vm = relax.VirtualMachine(lib, tvm.cpu())
     result = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()])
     outputs = [result] if isinstance(result, tvm.runtime.Tensor) else list(result)
@@ -284,9 +311,13 @@ def _compile(args) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from None
     shapes = _shape_dict(args.input_shape)
+    try:  # the inputs are checked before TVM imports the model with the given shapes
+        model = onnx.load(args.model)
+    except Exception:  # noqa: BLE001 - from_onnx reports an unreadable file clearly
+        model = None
+    hints = _check_input_shapes(model, shapes) if model and model.HasField("graph") else []
     mod = mrvl.from_onnx(args.model, shape_dict=shapes)
-    model = onnx.load(args.model)  # readable: from_onnx has checked it
-    hints = _check_input_shapes(model, shapes)
+    model = model if model is not None else onnx.load(args.model)
     if hints and args.run:
         raise UsageError(f"--run needs a fixed shape for every input: {hints[0]}")
     for hint in hints:

@@ -11,14 +11,33 @@ import pytest
 from mrvl.tools import mrvl_opt, mrvlc
 
 
+class _exit_status:
+    """`main`'s return value, or the code of the SystemExit argparse raises."""
+
+    code: int | None = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if kind is SystemExit:
+            self.code = value.code
+            return True
+        return False
+
+
 def _one_error_line(capsys, tool: str, *needles: str) -> str:
+    """The one `tool: error:` line on stderr (argparse's usage lines may come first)."""
     err = capsys.readouterr().err
     assert "Traceback" not in err
     lines = [line for line in err.splitlines() if line.strip()]
-    assert lines and lines[0].startswith(f"{tool}: error: "), err
+    errors = [line for line in lines if line.startswith(f"{tool}: error: ")]
+    assert len(errors) == 1, err
+    others = [line for line in lines if line not in errors]
+    assert all(line.startswith(("usage: ", " ")) for line in others), err
     for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
+        assert needle in errors[0], errors[0]
+    return errors[0]
 
 
 @pytest.mark.parametrize(
@@ -28,12 +47,17 @@ def _one_error_line(capsys, tool: str, *needles: str) -> str:
         (["--num-tiles", "3"], ["num_tiles", "3"]),
         (["--input-shape", "nosuch=1,1,28,28"], ["no input 'nosuch'", "'input'"]),
         (["--input-shape", "input=1,x"], ["bad --input-shape"]),
+        (["--input-shape", "input=2,1,28,28"], ["dimension 0 of 'input' is fixed at 1"]),
+        (["--input-shape", "input=1,28,28"], ["'input' has rank 4"]),
+        (["--seed", "-1"], ["--seed", ">= 0"]),
         (["--deny-nodes", "nonode"], ["no ONNX node named 'nonode'"]),
         (["--deny-ops", "NotAnOp"], ["'NotAnOp' is not an ONNX operator"]),
     ],
 )
 def test_mrvlc_bad_options(mnist_path, capsys, argv, needles):
-    assert mrvlc.main([str(mnist_path), "--report", *argv]) == 2
+    with _exit_status() as status:
+        status.code = mrvlc.main([str(mnist_path), "--report", *argv])
+    assert status.code == 2
     _one_error_line(capsys, "mrvlc", *needles)
 
 
@@ -77,6 +101,9 @@ def test_mrvlc_run_with_a_symbolic_batch_asks_for_its_size(tmp_path, capsys, con
     out = str(tmp_path / "out")
     assert mrvlc.main([str(tmp_path / "m.onnx"), "-o", out, "--run"]) == 2
     _one_error_line(capsys, "mrvlc", "dynamic dimension", "'N'", "--input-shape")
+    argv = [str(tmp_path / "m.onnx"), "-o", out, "--run", "--input-shape", "x=0,1,8,8"]
+    assert mrvlc.main(argv) == 2
+    _one_error_line(capsys, "mrvlc", "dimension 0 of 'x' must be >= 1")
     argv = [str(tmp_path / "m.onnx"), "-o", out, "--run", "--input-shape", "x=2,1,8,8"]
     assert mrvlc.main(argv) == 0
     assert "PASS" in capsys.readouterr().out
