@@ -115,6 +115,7 @@ def _graph_inputs(model) -> list:
 
 
 def _dims(value) -> list:
+    """The declared dimensions (ONNX `TensorShapeProto.Dimension`) of a graph input."""
     return list(value.type.tensor_type.shape.dim)
 
 
@@ -122,7 +123,7 @@ def _dynamic_dims(value) -> list[tuple[int, str]]:
     """(axis, name) of each dimension of an input without a fixed size."""
     return [
         (axis, d.dim_param or "?")
-        for axis, d in enumerate(value.type.tensor_type.shape.dim)
+        for axis, d in enumerate(_dims(value))
         if not d.HasField("dim_value")
     ]
 
@@ -153,7 +154,7 @@ def _check_input_shapes(model, shapes: dict[str, list[int]] | None) -> list[str]
     for value in inputs:
         dynamic = _dynamic_dims(value)
         if dynamic and value.name not in (shapes or {}):
-            dims = [d.dim_value or 1 for d in value.type.tensor_type.shape.dim]
+            dims = [d.dim_value or 1 for d in _dims(value)]
             which = ", ".join(f"{axis} ('{name}')" for axis, name in dynamic)
             hints.append(
                 f"input '{value.name}' has a dynamic dimension {which}: layers of dynamic "
@@ -264,7 +265,7 @@ def _random_feeds(model, shapes, seed: int) -> dict:
                     f"{', '.join(f'{a} ({n!r})' for a, n in dynamic)} of input '{value.name}': "
                     "give it with --input-shape"
                 )
-            dims = [d.dim_value for d in value.type.tensor_type.shape.dim]
+            dims = [d.dim_value for d in _dims(value)]
         feeds[value.name] = rng.standard_normal(dims).astype(np.float32)
     return feeds
 
