@@ -37,6 +37,8 @@ class ElidingPrinter(Printer):
     """xDSL's printer, writing dense constants above `elide_larger_than` elements as elided."""
 
     elide_larger_than: int | None = None
+    elided: int = 0
+    """How many constants this printer has elided."""
 
     def print_attribute(self, attribute: Attribute) -> None:
         if (
@@ -44,6 +46,7 @@ class ElidingPrinter(Printer):
             and isinstance(attribute, DenseIntOrFPElementsAttr)
             and math.prod(attribute.get_type().get_shape()) > self.elide_larger_than
         ):
+            self.elided += 1
             self.print_string(f"{ELIDED} : ")
             self.print_attribute(attribute.get_type())
             return
@@ -51,13 +54,20 @@ class ElidingPrinter(Printer):
 
 
 def print_ir(module: ModuleOp, debuginfo: bool = True, elide_larger_than: int | None = None) -> str:
-    """The module as text, with locations; constants above `elide_larger_than` elided."""
+    """The module as text, with locations; constants above `elide_larger_than` elided, and
+    then a first comment line says so."""
     out = io.StringIO()
-    ElidingPrinter(
+    printer = ElidingPrinter(
         stream=out, print_debuginfo=debuginfo, elide_larger_than=elide_larger_than
-    ).print_op(module)
+    )
+    printer.print_op(module)
     out.write("\n")
-    return out.getvalue()
+    if not printer.elided:
+        return out.getvalue()
+    return (
+        f"// {printer.elided} constants of more than {elide_larger_than} elements elided: "
+        f"for reading only (`mrvlc --full-constants` prints them)\n" + out.getvalue()
+    )
 
 
 def check_not_elided(text: str, source: str = "<input>") -> None:

@@ -80,6 +80,7 @@ def test_emit_elides_large_constants(mnist_path, capsys, stage):
     assert mrvlc.main([str(mnist_path), "--emit", stage]) == 0
     out = capsys.readouterr().out
     assert ELIDED in out
+    assert re.search(r"^// \d+ constants of more than 16 elements elided", out, re.MULTILINE)
     assert max(len(line) for line in out.splitlines()) < 1000
     assert len(out) < 100_000
 
