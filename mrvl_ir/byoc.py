@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import tvm_ffi
 import tvm_ffi.libinfo
-from tqdm import tqdm
 
 from .errors import CompileError, ModelImportError, MrvlError, UnsupportedOpError
 from .target import get_target
@@ -67,6 +66,8 @@ _session: contextvars.ContextVar[_BuildSession | None] = contextvars.ContextVar(
 @tvm_ffi.register_global_func("relax.ext.mrvl")
 def _relax_ext_mrvl(functions, options, constant_names) -> list:
     """Compile each region and wrap its binary in an external runtime module."""
+    from tqdm import tqdm
+
     from .compiler import compile_region
     from .partition import validate_target_options
 
@@ -221,7 +222,8 @@ def build(
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "model.so")
     executable.export_library(path)
-    # What `Executable.jit()` would do on first use, done once here with a known path.
+    # What `Executable.jit()` would do on first use (export to a temporary file, load it, cache
+    # it in `_jitted_mod`), done once here with a path the caller can see.
     executable._jitted_mod = tvm.runtime.load_module(path)
     executable.library_path = path
     executable.mrvl_regions = session.regions
