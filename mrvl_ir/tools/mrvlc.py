@@ -183,13 +183,16 @@ def _progress(items, desc: str):
 
 
 def _elided_json(value, limit: int):
-    """A JSON document with long strings (the constants' base64 data) elided."""
+    """A JSON document with the constants' long `data_base64` strings elided."""
     if isinstance(value, dict):
-        return {k: _elided_json(v, limit) for k, v in value.items()}
+        return {
+            k: f"<elided: {len(v)} characters; --full-constants prints them>"
+            if k == "data_base64" and isinstance(v, str) and len(v) > limit
+            else _elided_json(v, limit)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_elided_json(v, limit) for v in value]
-    if isinstance(value, str) and len(value) > limit:
-        return f"<elided: {len(value)} characters; --full-constants prints them>"
     return value
 
 
