@@ -34,7 +34,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="ONNX model file")
     p.add_argument("-o", "--output", help="output directory (JSONs, binaries, model.so)")
     p.add_argument("--mcpu", default="cn10ka", help="target part (default: cn10ka)")
-    p.add_argument("--num-tiles", type=int, default=8, help="MLIP tiles to use (1, 2, 4, 8)")
+    p.add_argument(
+        "--num-tiles",
+        type=int,
+        help="MLIP tiles to use: 1, 2, 4 or 8, at most what the part has (default: all of them)",
+    )
     p.add_argument(
         "--input-shape",
         action="append",
@@ -309,8 +313,11 @@ def _compile(args) -> int:
     import mrvl
     from mrvl.partition import validate_target_options
     from mrvl.printing import DEFAULT_ELIDE_LARGER_THAN
+    from mrvl.target import get_target
 
     try:
+        if args.num_tiles is None:
+            args.num_tiles = get_target(args.mcpu).max_tiles
         validate_target_options(args.mcpu, args.num_tiles)
     except ValueError as err:
         raise UsageError(str(err)) from None

@@ -45,6 +45,7 @@ def _one_error_line(capsys, tool: str, *needles: str) -> str:
     [
         (["--mcpu", "foo"], ["unknown mcpu 'foo'", "cn10ka"]),
         (["--num-tiles", "3"], ["num_tiles", "3"]),
+        (["--mcpu", "cnf10kb", "--num-tiles", "8"], ["exceeds the 4 tiles", "cnf10kb"]),
         (["--input-shape", "nosuch=1,1,28,28"], ["no input 'nosuch'", "'input'"]),
         (["--input-shape", "input=1,x"], ["bad --input-shape"]),
         (["--input-shape", "input=2,1,28,28"], ["dimension 0 of 'input' is fixed at 1"]),

@@ -139,3 +139,11 @@ def test_progress_on_a_terminal_and_quiet_otherwise(mnist_model, monkeypatch, ca
     monkeypatch.setattr("sys.stderr", terminal)
     mrvl.build(mod)
     assert "compiling regions" in terminal.getvalue() and "3/3" in terminal.getvalue()
+
+
+def test_num_tiles_defaults_to_what_the_part_has(mnist_path, tmp_path, capsys):
+    from mrvl.binary import read_header
+
+    assert mrvlc.main([str(mnist_path), "-o", str(tmp_path), "--mcpu", "cnf10kb"]) == 0
+    header = read_header((tmp_path / "mrvl_region_0.bin").read_bytes())
+    assert (header.target, header.num_tiles) == ("cnf10kb", 4)
