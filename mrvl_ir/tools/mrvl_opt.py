@@ -92,7 +92,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run the driver; see the module docstring for what becomes an error line."""
     try:
         try:
-            driver = MrvlOptMain(args=argv)
+            driver = MrvlOptMain(
+                description="xDSL's opt driver with mrvl's dialects (mrvl, sched, mlip) and "
+                "passes; mrvl's pipeline is listed at the end",
+                args=argv,
+            )
         except ValueError as err:  # xDSL's word for an unknown pass or a bad option value
             _fail(f"pass pipeline: {err}")
         if driver.args.list_mrvl_passes:
