@@ -277,6 +277,10 @@ def _random_feeds(model, shapes, seed: int) -> dict:
     return feeds
 
 
+def _first_line(err: BaseException) -> str:
+    return next((ln.strip() for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
+
+
 def run_against_onnxruntime(lib, model, shapes, seed: int):
     """Run the hybrid library and onnxruntime on the same seeded input; returns agreements."""
     import onnxruntime as ort
@@ -292,15 +296,14 @@ def run_against_onnxruntime(lib, model, shapes, seed: int):
             model.SerializeToString(), providers=["CPUExecutionProvider"]
         )
     except Exception as err:  # noqa: BLE001 - onnxruntime raises its own unrelated types
-        first = next((ln.strip() for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
         raise MrvlError(
-            f"onnxruntime {ort.__version__} cannot load the model to compare with: {first}"
+            f"onnxruntime {ort.__version__} cannot load the model to compare with: "
+            f"{_first_line(err)}"
         ) from err
     try:
         references = session.run(None, feeds)
     except Exception as err:  # noqa: BLE001 - as above
-        first = next((ln.strip() for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
-        raise MrvlError(f"onnxruntime failed on the --run input: {first}") from err
+        raise MrvlError(f"onnxruntime failed on the --run input: {_first_line(err)}") from err
     vm = relax.VirtualMachine(lib, tvm.cpu())
     result = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()])
     outputs = [result] if isinstance(result, tvm.runtime.Tensor) else list(result)
@@ -327,10 +330,10 @@ def _compile(args) -> int:
     except Exception:  # noqa: BLE001 - from_onnx reports an unreadable file clearly
         model = None
     hints = _check_input_shapes(model, shapes) if model and model.HasField("graph") else []
-    mod = mrvl.from_onnx(args.model, shape_dict=shapes)
-    model = model if model is not None else onnx.load(args.model)
     if hints and args.run:
         raise UsageError(f"--run needs a fixed shape for every input: {hints[0]}")
+    mod = mrvl.from_onnx(args.model, shape_dict=shapes)
+    model = model if model is not None else onnx.load(args.model)
     for hint in hints:
         print(f"mrvlc: warning: {hint}", file=sys.stderr)
     try:
