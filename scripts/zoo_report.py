@@ -62,22 +62,6 @@ class ZooRun:
         return "passes" if self.passed else "misses the rule"
 
 
-def partition(name: str, seed: int = SEED):
-    """(model, partitioned module, report, seconds) of a zoo model."""
-    import mrvl
-    from mrvl.models.zoo import load_zoo_model
-
-    seconds = {}
-    start = time.perf_counter()
-    model = load_zoo_model(name, seed=seed)
-    seconds["load"] = time.perf_counter() - start
-    start = time.perf_counter()
-    mod = mrvl.from_onnx(model)
-    mod = mrvl.partition_for_mrvl(mod, num_tiles=NUM_TILES)
-    seconds["partition"] = time.perf_counter() - start
-    return model, mod, mrvl.partition_report(mod, model), seconds
-
-
 def describe_partition(run: ZooRun, model, report) -> None:
     run.regions = len(report.regions)
     run.mac_fraction = report.offloaded_mac_fraction
@@ -101,16 +85,23 @@ def run_model(name: str, seed: int = SEED) -> ZooRun:
     import tvm
     from mrvl.fp16_emulation import fp16_emulation_outputs, judge
     from mrvl.models.light import random_inputs
-    from mrvl.models.zoo import zoo_model_info
+    from mrvl.models.zoo import load_zoo_model, zoo_model_info
     from tvm import relax
 
     info = zoo_model_info(name)
     run = ZooRun(name, info.kind, info.macs)
-    stage = "partition"
+    stage = "load"
     try:
-        model, mod, report, seconds = partition(name, seed)
-        run.seconds.update(seconds)
-        describe_partition(run, model, report)
+        start = time.perf_counter()
+        model = load_zoo_model(name, seed=seed)
+        run.seconds["load"] = time.perf_counter() - start
+        stage = "import"
+        start = time.perf_counter()
+        mod = mrvl.from_onnx(model)
+        stage = "partition"
+        mod = mrvl.partition_for_mrvl(mod, num_tiles=NUM_TILES)
+        run.seconds["partition"] = time.perf_counter() - start
+        describe_partition(run, model, mrvl.partition_report(mod, model))
         stage = "build"
         start = time.perf_counter()
         lib = mrvl.build(mod, num_tiles=NUM_TILES)
@@ -239,9 +230,11 @@ def markdown(runs: list[ZooRun], elapsed: float) -> str:
 
 
 def _goal(run: ZooRun) -> str:
+    """Issue 6's goals: the model builds and passes, ≥ 99 % of its MACs on the MLIP, and a
+    classifier runs in at most 3 regions with only its final Softmax on the CPU."""
     if run.mac_fraction is None:
-        return ""
-    met = run.mac_fraction >= MAC_GOAL
+        return "not met"
+    met = run.passed and run.mac_fraction >= MAC_GOAL
     if run.kind == "classifier":
         met = met and bool(run.only_final_softmax) and (run.regions or 0) <= REGION_GOAL
     return "met" if met else "not met"
