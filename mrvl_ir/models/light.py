@@ -287,7 +287,10 @@ def calibrate_scales(
     layer's output is multiplied by a scalar graph input. Each pass runs it once and, walking
     the graph in order, predicts how every tensor scales when the layers before it are
     rescaled (exact through the positively homogeneous ops of these networks, rms-weighted
-    at sums and concatenations), so a few passes converge.
+    at sums and concatenations), so a few passes converge. Through the ops that are not
+    homogeneous (Clip, Sigmoid, Tanh, HardSigmoid, HardSwish: the zoo's activations), the
+    prediction evaluates the function on the rescaled measured input, and a product of two
+    tensors (squeeze-excitation, SiLU) scales by the product of their factors.
     """
     import onnxruntime as ort
 
