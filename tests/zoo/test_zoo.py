@@ -54,10 +54,10 @@ _PER_CHANNEL = (
     "beta, for a folded Mul+Add, and the importer assumes the constant is args[1]"
 )
 _FOLD_CONSTANT = (
-    "mrvl.from_onnx raises a raw AssertionError from TVM's FoldConstant, legalizing a conv2d: "
-    "'emit_te now only supports Tensor that has ShapeExpr shape' (not an MrvlError). Both "
-    "models hold torch's chunk() as a Slice whose starts/ends are computed from Shape, which "
-    "TVM imports as a dynamic_strided_slice of unknown shape"
+    "mrvl.from_onnx raises a raw AssertionError from TVM's FoldConstant ('emit_te now only "
+    "supports Tensor that has ShapeExpr shape'; not an MrvlError). Both models hold torch's "
+    "chunk() as a Slice whose starts/ends are computed from Shape, which TVM imports as a "
+    "dynamic_strided_slice of unknown shape"
 )
 HYBRID_FAILURES: dict[str, str] = {
     "mobilenet_v3_small": _PER_CHANNEL,
