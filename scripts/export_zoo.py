@@ -30,6 +30,7 @@ Everything else stays as exported: the shape tensors, fixed constants (HardSwish
 YOLO grids, anchors and strides) and non-trainable parameters (YOLOv8's DFL bins).
 `mrvl.models.zoo.load_zoo_model` puts seeded random weights back. The files are IR version
 10 (onnxruntime 1.31 reads up to 13) and are checked with onnx's checker and onnxruntime.
+The export is deterministic: running it again writes byte-identical files.
 """
 
 from __future__ import annotations
