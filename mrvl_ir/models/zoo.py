@@ -28,7 +28,7 @@ from functools import cache
 from pathlib import Path
 
 import onnx
-from mrvl.models.light import model_macs, reweight
+from mrvl.models.light import reweight
 
 __all__ = [
     "ZOO_DIR",
@@ -101,7 +101,7 @@ def _summary() -> None:
         )
         ops = Counter(n.op_type for n in model.graph.node)
         print(
-            f"{name:30s} {model_macs(model) / 1e9:6.3f} GMAC {params / 1e6:6.2f} M params  "
+            f"{name:30s} {zoo_model_info(name).macs / 1e9:6.3f} GMAC {params / 1e6:6.2f} M params  "
             + ", ".join(f"{op} {k}" for op, k in sorted(ops.items()))
         )
 
