@@ -17,7 +17,7 @@ from tvm import relax
 from tvm.ir.expr import GenericConst
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr, UnitAttr, f32
+from xdsl.dialects.builtin import ModuleOp, UnitAttr, f32
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from mrvl.locations import name_location
@@ -175,19 +175,12 @@ class _RegionImporter:
 
     def _activation(self, chain: _Chain) -> dict[str, Attribute]:
         if chain.take("relax.nn.relu") is not None:
-            return {"activation": StringAttr("relu")}
+            return mrvl.activation("relu")
         if (clip := chain.take("relax.clip")) is not None:
             lo, hi = (_scalar(v) for v in clip.args[1:3])
-            return {
-                "activation": StringAttr("clip"),
-                "act_min": FloatAttr(lo, f32),
-                "act_max": FloatAttr(hi, f32),
-            }
+            return mrvl.activation("clip", act_min=lo, act_max=hi)
         if (leaky := chain.take("relax.nn.leakyrelu")) is not None:
-            return {
-                "activation": StringAttr("leaky_relu"),
-                "alpha": FloatAttr(float(leaky.attrs.alpha), f32),
-            }
+            return mrvl.activation("leaky_relu", alpha=float(leaky.attrs.alpha))
         return {}
 
     def _affine_after(self, chain: _Chain, channels: int) -> tuple[np.ndarray, np.ndarray]:
