@@ -14,7 +14,7 @@ from mrvl.partition import partition_for_mrvl, partition_reasons
 from mrvl.report import partition_report
 
 COMPOSITES = {
-    "mrvl.conv2d", "mrvl.fc", "mrvl.add", "mrvl.maxpool2d", "mrvl.avgpool2d",
+    "mrvl.conv2d", "mrvl.fc", "mrvl.add", "mrvl.mul", "mrvl.maxpool2d", "mrvl.avgpool2d",
     "mrvl.global_avgpool2d", "mrvl.global_maxpool2d", "mrvl.concat", "mrvl.reshape",
     "mrvl.transpose", "mrvl.scale_shift",
 }  # fmt: skip
@@ -146,7 +146,7 @@ def conv_model(
     if relu:
         nodes.append(helper.make_node("Relu", ["c"], ["r"], name="/r/Relu"))
         out = "r"
-    nodes.append(helper.make_node("Sigmoid", [out], ["y"], name="/s/Sigmoid"))  # a host op
+    nodes.append(helper.make_node("Sqrt", [out], ["y"], name="/s/Sqrt"))  # a host op
     return onnx_model(
         nodes,
         {"x": [batch, channels, 5, 5]},
@@ -252,7 +252,7 @@ def test_matmul_with_runtime_weights_stays_on_host(onnx_model):
 @pytest.mark.parametrize(("axis", "offloaded"), [(1, True), (2, False)])
 def test_reshape_check(onnx_model, axis, offloaded):
     nodes = [
-        helper.make_node("Sigmoid", ["x"], ["r"], name="/r/Sigmoid"),  # the flatten's input: a var
+        helper.make_node("Sqrt", ["x"], ["r"], name="/r/Sqrt"),  # the flatten's input: a var
         helper.make_node("Flatten", ["r"], ["y"], name="/f/Flatten", axis=axis),
     ]
     mod = partition_for_mrvl(from_onnx(onnx_model(nodes, {"x": [2, 3, 4, 5]}, {"y": ["n", "f"]})))
@@ -587,7 +587,7 @@ REJECTED = {
         [CONV_W, rand("s", (1, 4, 6, 6)), rand("t", (1, 4, 1, 1))],
         {},
         "/mul",
-        "scale shape (1, 4, 6, 6)",
+        "multiply constant shape (1, 4, 6, 6)",
     ),
     "Relu of rank 3": (
         [node("Sigmoid", ["x"], "s", "/sig"), node("Relu", ["s"], "y", "/r")],
@@ -884,7 +884,7 @@ def test_deny_an_op_type_the_model_lacks_is_fine(mnist_relax):
 def pool_sigmoid_conv():
     nodes = [
         node("MaxPool", ["x"], "p", "/p/MaxPool", kernel_shape=[2, 2]),
-        node("Sigmoid", ["p"], "s", "/s/Sigmoid"),
+        node("Sqrt", ["p"], "s", "/s/Sqrt"),
         node("Conv", ["s", "w"], "y", "/c/Conv", kernel_shape=[3, 3]),
     ]
     return nodes, X4, {"y": [2, 4, 3, 3]}, [CONV_W]
@@ -913,7 +913,7 @@ def test_require_mac_layer_with_nothing_left(onnx_model):
     assert regions(mod) == {}
     assert [r.reason for r in report.rows] == [
         "region without conv/fc (require_mac_layer)",
-        "unsupported op Sigmoid",
+        "unsupported op Sqrt",
         "denied by user (deny_ops)",
     ]
 
