@@ -307,7 +307,7 @@ class DmaOp(TaskBase):
             raise VerifyException("sched.dma: source and dest element types differ")
 
 
-SLOPES_FORMAT = " (`slopes` $prelu_slopes^)?"
+SLOPES_FORMAT = " (`slopes_in` $prelu_slopes^)?"
 """A task's PRELU slopes: an OCM buffer of f32, one per output channel of the task."""
 
 

@@ -165,12 +165,32 @@ def lone_activations():
     return model(nodes, inits, [("x", [2, 4, 6, 6])], [("y", [2, 5, 6, 6])])
 
 
+def classifier_head():
+    """MobileNetV3's head: GAP -> Flatten -> Gemm -> HardSwish -> Gemm -> Sigmoid, batch 3,
+    with a Paddle-style Mul(scale, x) in front (the constant first)."""
+    nodes = [
+        node("Mul", ["scale", "x"], ["xs"], name="paddle_scale"),
+        node("GlobalAveragePool", ["xs"], ["gap"], name="pool"),
+        node("Flatten", ["gap"], ["f"], name="flatten"),
+        node("Gemm", ["f", "w1", "b1"], ["g1"], name="fc1", transB=1),
+        node("HardSwish", ["g1"], ["h"], name="hswish"),
+        node("Gemm", ["h", "w2", "b2"], ["g2"], name="fc2", transB=1),
+        node("Sigmoid", ["g2"], ["y"], name="sigmoid"),
+    ]
+    inits = [
+        const("scale", (1, 6, 1, 1), 1.0), const("w1", (12, 6)), const("b1", (12,)),
+        const("w2", (5, 12)), const("b2", (5,)),
+    ]  # fmt: skip
+    return model(nodes, inits, [("x", [3, 6, 4, 4])], [("y", [3, 5])])
+
+
 NETS = {
     "mobilenet_v3": mobilenet_v3_block,
     "efficientnet": efficientnet_block,
     "yolo": yolo_block,
     "constants": constants_either_side,
     "lone": lone_activations,
+    "head": classifier_head,
 }
 
 

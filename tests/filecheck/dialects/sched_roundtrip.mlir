@@ -23,6 +23,11 @@ builtin.module attributes {mrvl.target = "cn10ka", mrvl.num_tiles = 1 : i64} {
   %sc = sched.alloc tile(0) : !sched.buffer<ocm, 2xf32>
   %t5 = sched.add tile 0 %e, %f -> %e act relu after(%t4) : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 16xf16> -> !sched.buffer<ocm, 16xf16> loc("/add/Add")
   %t6 = sched.scale tile 0 %e, %sc, %sc -> %f act clip min 0.0 max 6.0 after(%t5) : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 2xf32>, !sched.buffer<ocm, 2xf32> -> !sched.buffer<ocm, 16xf16> loc("/bn/BatchNormalization")
+  %t7 = sched.scale tile 0 %e, %sc, %sc -> %f act prelu slopes_in %sc after(%t6) : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 2xf32>, !sched.buffer<ocm, 2xf32>, slopes !sched.buffer<ocm, 2xf32> -> !sched.buffer<ocm, 16xf16> loc("/prelu/PRelu")
+  %lut = sched.const "mrvl_lut_silu" = dense<0.0> : tensor<65536xf16> : !sched.buffer<ddr, 65536xf16>
+  %t8 = sched.lut tile 0 %lut act silu after(%t7) : !sched.buffer<ddr, 65536xf16> loc("/c/Conv")
+  %g = sched.alloc tile(0) : !sched.buffer<ocm, 2xf16>
+  %t9 = sched.mul tile 0 %e, %g -> %f channels 2 act silu after(%t8) : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 2xf16> -> !sched.buffer<ocm, 16xf16> loc("/se/Mul")
 }
 
 // CHECK:      %x = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x1x8x8xf32>
@@ -37,3 +42,6 @@ builtin.module attributes {mrvl.target = "cn10ka", mrvl.num_tiles = 1 : i64} {
 // CHECK-NEXT: %v = sched.view %a : !sched.buffer<ddr, 1x8x8x1xf16> -> !sched.buffer<ddr, 1x64xf16>
 // CHECK:      %t5 = sched.add tile 0 %e, %f -> %e act relu after(%t4) : {{.*}} loc("/add/Add")
 // CHECK-NEXT: %t6 = sched.scale tile 0 %e, %sc, %sc -> %f act clip min 0.000000e+00 max 6.000000e+00 after(%t5) : {{.*}} loc("/bn/BatchNormalization")
+// CHECK-NEXT: %t7 = sched.scale tile 0 %e, %sc, %sc -> %f act prelu slopes_in %sc after(%t6) : {{.*}}, slopes !sched.buffer<ocm, 2xf32> -> !sched.buffer<ocm, 16xf16> loc("/prelu/PRelu")
+// CHECK:      %t8 = sched.lut tile 0 %lut act silu after(%t7) : !sched.buffer<ddr, 65536xf16> loc("/c/Conv")
+// CHECK:      %t9 = sched.mul tile 0 %e, %g -> %f channels 2 act silu after(%t8) : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 2xf16> -> !sched.buffer<ocm, 16xf16> loc("/se/Mul")

@@ -37,7 +37,7 @@ builtin.module attributes {mrvl.target = "cn10ka"} {
 // CHECK:      sched.mul tile 1 %{{.*}}, %{{.*}} -> %{{.*}} channels 8
 // CHECK:      %[[S:.*]] = sched.const "mrvl_prelu_slopes_{{[0-9]+}}" = dense<[2.500000e-01, 5.000000e-01, {{.*}}]> : tensor<8xf32> : !sched.buffer<ddr, 8xf32> loc("/c3/Conv")
 // CHECK:      sched.dma tile 0 %[[S]] [0] -> %[[SO:.*]] [0] box [8]
-// CHECK:      sched.conv2d tile 0 %{{.*}}, %{{.*}} -> %{{.*}} {{.*}} act prelu slopes %[[SO]] after({{.*}}) : {{.*}}, slopes !sched.buffer<ocm, 8xf32> -> !sched.buffer<ocm, 1x2x4x8xf16>
+// CHECK:      sched.conv2d tile 0 %{{.*}}, %{{.*}} -> %{{.*}} {{.*}} act prelu slopes_in %[[SO]] after({{.*}}) : {{.*}}, slopes !sched.buffer<ocm, 8xf32> -> !sched.buffer<ocm, 1x2x4x8xf16>
 
 // ISA:      mlip.lut tile 0 signal [[L:[0-9]+]] : src_addr {{[0-9]+}}, act silu, act_a 0.0, act_b 0.0 loc("/c1/Conv")
 // ISA:      mlip.conv tile 0 {{.*}}wait [{{.*}}[[L]]] : {{.*}} act silu, act_a 0.0, act_b 0.0, act_addr -1 loc("/c1/Conv")
