@@ -605,11 +605,11 @@ def _check_mul(ctx: PatternCheckContext) -> None:
     mul = ann["mul"]
     _no_leaks(ctx)
     _whole_onnx_ops(ctx)
+    lhs = _activation(mul.args[0], (2, 4), mul)
+    rhs = _activation(mul.args[1], (2, 4), mul)
     form, _ = split_activation(mul, lambda e: _bound(ctx, e))
     if form is not None:
         raise _Reject(f"the product is the activation {form.kind} of a layer", mul)
-    lhs = _activation(mul.args[0], (2, 4), mul)
-    rhs = _activation(mul.args[1], (2, 4), mul)
     if lhs != rhs:
         small, big = sorted((lhs, rhs), key=lambda shape: np.prod(shape))
         if len(big) != 4 or len(small) != 4 or small != (big[0], big[1], 1, 1):
@@ -803,8 +803,9 @@ def _activations(x: DFPattern) -> DFPattern:
 
 
 def _with_activation(core: DFPattern) -> DFPattern:
-    """core, or an activation of core."""
-    return core | _activations(core)
+    """An activation of core, or core. The longer alternative comes first: an OrPattern takes
+    its first alternative that matches, and a wildcard-led core would match a shorter part."""
+    return _activations(core) | core
 
 
 def _affine_step(x: DFPattern) -> DFPattern:
@@ -822,7 +823,7 @@ def _affine(core: DFPattern, at_least_one: bool = False) -> DFPattern:
     """core followed by up to _MAX_AFFINE_STEPS affine steps (at least one if asked)."""
     level = _affine_step(core) if at_least_one else core
     for _ in range(_MAX_AFFINE_STEPS - (1 if at_least_one else 0)):
-        level = level | _affine_step(level)
+        level = _affine_step(level) | level  # the longest match first
     return level
 
 

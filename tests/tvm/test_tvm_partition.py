@@ -1032,3 +1032,23 @@ def test_a_product_that_is_an_activation_is_not_a_mul_layer(onnx_model):
     ]
     mod, _ = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]})
     assert layer_ops(mod) == [("mrvl.add", ["relax.add", "relax.sigmoid", "relax.multiply"])]
+
+
+def test_a_conv_takes_its_whole_chain_of_affine_steps(onnx_model):
+    """Three steps, constants on either side, and an activation: one layer, not a conv and a
+    scale_shift (the pattern tries its longest alternative first)."""
+    nodes = [
+        conv(),
+        node("Mul", ["k", "c"], "m", "/mul"),
+        node("Sub", ["t", "m"], "s", "/sub"),
+        node("Div", ["s", "six"], "d", "/div"),
+        node("Tanh", ["d"], "y", "/tanh"),
+    ]
+    inits = [CONV_W, rand("k", (1, 4, 1, 1)), rand("t", (4, 1, 1)), const("six", np.float32(6))]
+    mod, _ = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]}, inits)
+    assert layer_ops(mod) == [
+        (
+            "mrvl.conv2d",
+            ["relax.nn.conv2d", "relax.multiply", "relax.subtract", "relax.divide", "relax.tanh"],
+        )
+    ]
