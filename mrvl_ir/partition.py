@@ -146,7 +146,7 @@ def partition_for_mrvl(
     bound = _bound_values(mod)
     op_types = onnx_nodes_of(mod) or {}
     while True:
-        collector = _Collector(forced, bound, op_types)
+        collector = _Collector(forced, bound, op_types=op_types, users=_users(bound))
         token = _COLLECTOR.set(collector)
         try:
             partitioned = _fuse(mod)
@@ -324,6 +324,8 @@ class _Collector:
 
     forced: dict[str, str]
     bound: dict[relax.Var, relax.Expr] = field(default_factory=dict)
+    users: dict[relax.Var, list[relax.Call]] = field(default_factory=dict)
+    """Each variable of the module's functions and the calls that read it."""
     op_types: dict[str, str] = field(default_factory=dict)
     """ONNX node name -> op type (`mrvl.onnx_nodes`), empty for a module without it."""
     """Each variable of the module's functions and the value bound to it (a check sees only
@@ -464,6 +466,9 @@ def _check_tail(
     """Everything a match holds besides its `core` calls must be an affine step or the fused
     activation, exactly as `relax_import` reads them (both use `split_activation`)."""
     bindings = ctx.matched_bindings
+    outer = _enclosing_activation(ctx, ctx.matched_expr)
+    if outer is not None:
+        raise _Reject(f"part of the activation {outer.kind} that follows", ctx.matched_expr)
     try:
         form, _ = split_activation(ctx.matched_expr, lambda e: bindings.get(e, e))
     except ActivationFormError as e:
@@ -618,6 +623,32 @@ def _check_mul(ctx: PatternCheckContext) -> None:
     _check_tail(ctx, [mul], big[1], len(big), prelu=False)
 
 
+def _enclosing_activation(ctx: PatternCheckContext, call: relax.Call):
+    """The activation form that `call` is an inner part of (the `add` and `clip` of
+    `x * relu6(x + 3) / 6`), found among the calls that use it, up to 4 levels out; None if
+    there is none. A layer must not end inside an activation: the activation's root would be
+    left with a form no layer can read."""
+    collector = _COLLECTOR.get()
+    if collector is None:
+        return None
+    var_of = {value: var for var, value in collector.bound.items()}
+    frontier = [call]
+    for _ in range(4):
+        users = []
+        for expr in frontier:
+            var = var_of.get(_bound(ctx, expr))
+            users += collector.users.get(var, []) if var is not None else []
+        for user in users:
+            try:
+                form, _ = split_activation(user, lambda e: _bound(ctx, e))
+            except ActivationFormError:
+                continue
+            if form is not None and any(call.same_as(c) for c in form.calls):
+                return form
+        frontier = users
+    return None
+
+
 def _bound(ctx: PatternCheckContext, expr: relax.Expr) -> relax.Expr:
     """The value bound to a variable of the matched function (the expression itself if none)."""
     if expr in ctx.matched_bindings:
@@ -720,6 +751,16 @@ def _layer_origin(ctx: PatternCheckContext, value: relax.Expr) -> relax.Call | N
             return None
         call = _producer_call(ctx, operands[0])
     return call if call is not None and _op_name(call) in _LAYER_CORES else None
+
+
+def _users(bound: dict[relax.Var, relax.Expr]) -> dict[relax.Var, list[relax.Call]]:
+    users: dict[relax.Var, list[relax.Call]] = {}
+    for value in bound.values():
+        if isinstance(value, relax.Call):
+            for arg in value.args:
+                if isinstance(arg, relax.Var):
+                    users.setdefault(arg, []).append(value)
+    return users
 
 
 def _bound_values(mod: tvm.IRModule) -> dict[relax.Var, relax.Expr]:
@@ -869,7 +910,8 @@ def _scale_shift_pattern():
     activation."""
     data = wildcard()
     ann: dict[str, DFPattern] = {"data": data}
-    root = _with_activation(_affine(data, at_least_one=True)) | _activations(data)
+    steps = _affine(data, at_least_one=True)
+    root = _activations(steps) | _activations(data) | steps  # the longest match first
     return ("mrvl.scale_shift", root, ann, _checked(_check_scale_shift))
 
 

@@ -226,3 +226,33 @@ def test_modern_layers_run_in_one_region_and_match_onnxruntime(name, num_tiles):
     (reference,) = onnxruntime_outputs(onnx_model, feeds)
     agreement = fp16_agreement(result, reference)
     assert agreement.passed, str(agreement)
+
+
+EXPECTED_ACTIVATIONS = {
+    "mobilenet_v3": {"hard_swish", "clip", "relu"},
+    "efficientnet": {"silu", "sigmoid"},
+    "yolo": {"silu"},
+    "constants": {"clip"},
+    "lone": {"tanh", "mish", "prelu", "hard_swish"},
+    "head": {"hard_swish", "sigmoid"},
+}
+
+
+@pytest.mark.parametrize("name", NETS)
+def test_nodes_json_of_the_new_layers_validates(name):
+    """Mul2D, the new activation types and their parameters, against the schemas."""
+    from mrvl import json_emitter
+    from mrvl.compiler import compile_region
+
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(NETS[name]()))
+    (region,) = [
+        f for _, f in mod.functions_items() if f.attrs is not None and f.attrs.get("Codegen")
+    ]
+    compiled = compile_region(region)
+    assert json_emitter.check_pair(compiled.nodes_json, compiled.consts_json) == []
+    kinds = {
+        a
+        for node in compiled.nodes_json["nodes"]
+        for a in node.get("attrs", {}).get("activation_type", [])
+    }
+    assert EXPECTED_ACTIVATIONS[name] <= kinds
