@@ -59,7 +59,8 @@ DEFAULT_REPORT = ROOT / "docs" / "conformance.md"
 OPS = (
     "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Gemm", "MatMul",
     "Add", "Sum", "Concat", "Relu", "Clip", "LeakyRelu", "BatchNormalization", "Pad",
-    "Flatten", "Reshape", "Squeeze", "Transpose",
+    "Flatten", "Reshape", "Squeeze", "Transpose", "Mul", "Sub", "Div", "Sigmoid", "Tanh",
+    "HardSigmoid", "HardSwish", "PRelu", "Mish",
 )  # fmt: skip
 
 # The module of onnx.backend.test.case.node that holds each op's cases.
@@ -67,7 +68,10 @@ _CASE_MODULES = {"BatchNormalization": "batch_normalization"}
 
 # Ops whose operands after the first are parameters (weights, shapes, bounds), not activations.
 PARAMETER_OPS = frozenset(
-    {"Conv", "Gemm", "MatMul", "BatchNormalization", "Clip", "Pad", "Reshape", "Squeeze"}
+    {
+        "Conv", "Gemm", "MatMul", "BatchNormalization", "Clip", "Pad", "Reshape", "Squeeze",
+        "PRelu",
+    }
 )
 CONST_SUFFIX = "+const"
 
