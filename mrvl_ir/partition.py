@@ -399,14 +399,17 @@ def _tensor_shape(expr: relax.Expr, at: relax.Expr) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
-def _activation(expr: relax.Expr, ranks: Sequence[int], at: relax.Expr) -> tuple[int, ...]:
-    """The shape of a runtime float32 tensor of one of `ranks` with batch ≤ MAX_BATCH."""
+def _activation(
+    expr: relax.Expr, ranks: Sequence[int], at: relax.Expr, *, any_batch: bool = False
+) -> tuple[int, ...]:
+    """The shape of a runtime float32 tensor of one of `ranks` with batch ≤ MAX_BATCH (any
+    batch if `any_batch`: an FC's rows, a strided copy's outer dimension)."""
     if isinstance(expr, GenericConst):
         raise _Reject("constant input", at)
     shape = _tensor_shape(expr, at)
     if len(shape) not in ranks:
         raise _Reject(f"rank {len(shape)}", at)
-    if not 1 <= shape[0] <= MAX_BATCH:
+    if shape[0] < 1 or (not any_batch and shape[0] > MAX_BATCH):
         raise _Reject(f"batch {shape[0]} > {MAX_BATCH}" if shape[0] else "batch 0", at)
     return shape
 
@@ -536,7 +539,7 @@ def _check_fc(ctx: PatternCheckContext) -> None:
     ann = ctx.annotated_expr
     matmul = ann["matmul"]
     _no_leaks(ctx)
-    k = _activation(ann["data"], (2,), matmul)[1]
+    k = _activation(ann["data"], (2,), matmul, any_batch=True)[1]  # rows are tiled
     _f32_result(matmul)
     weight = _constant(ann["weight"], "weights (right operand)", matmul)
     if weight.ndim != 2 or weight.shape[0] != k:

@@ -262,14 +262,14 @@ class _Lowering:
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         for index, p in enumerate(pieces):
             tile = index % self.num_tiles
-            x, t_x = self.load(src, [0, 0], [n, k], tile)
+            x, t_x = self.load(src, [p.n0, 0], [p.ns, k], tile)
             wbuf, t_w = self.load(self.ddr_buffer(op.weight), [p.o0, 0], [p.os, k], tile)
             deps, bias = [t_x, t_w], []
             if op.bias is not None:
                 bbuf, t_b = self.load(self.ddr_buffer(op.bias), [p.o0], [p.os], tile)
                 deps.append(t_b)
                 bias = [bbuf]
-            out = self.ocm([n, p.os], mrvl.element_type_of(op.output), tile)
+            out = self.ocm([p.ns, p.os], mrvl.element_type_of(op.output), tile)
             task = sched.FullyConnectedTaskOp.make(
                 {"tile": _int(tile), **_activation_props(op)},
                 deps=deps,
@@ -279,7 +279,7 @@ class _Lowering:
                 output=out,
             )
             t_c = self.emit(task).results[0]
-            self.store(out, dst, [0, p.o0], tile, t_c)
+            self.store(out, dst, [p.n0, p.o0], tile, t_c)
 
     def add(self, op: mrvl.AddOp) -> None:
         self.require_f16(op)

@@ -105,28 +105,41 @@ def plan_window_layer(
 
 @dataclass(frozen=True)
 class FcPiece:
+    """Output rows [n0, n0 + ns) x features [o0, o0 + os)."""
+
     o0: int
     os: int
+    n0: int = 0
+    ns: int = 0
 
 
 def plan_fc_layer(
     n: int, k: int, o: int, ocm_bytes: int, num_tiles: int, alignment: int, what: str
 ) -> list[FcPiece]:
-    """Cut an FC layer's output features into groups whose weights fit `ocm_bytes`."""
+    """Cut an FC layer's output features into groups whose weights fit `ocm_bytes`, and its
+    rows (a Gemm over a sequence has many) into bands whose inputs fit next to them."""
     budget = ocm_bytes - 4 * alignment
 
-    def piece_bytes(os: int) -> int:
-        return n * k * F16 + os * k * F16 + os * F32 + n * os * F16
+    def piece_bytes(ns: int, os: int) -> int:
+        return ns * k * F16 + os * k * F16 + os * F32 + ns * os * F16
 
-    if piece_bytes(1) > budget:
+    if piece_bytes(1, 1) > budget:
         raise CompileError(
-            f"{what}: does not fit on chip: one output feature needs {piece_bytes(1)} bytes of "
-            f"OCM, a tile has {ocm_bytes}"
+            f"{what}: does not fit on chip: one output feature needs {piece_bytes(1, 1)} bytes "
+            f"of OCM, a tile has {ocm_bytes}"
         )
     os = ceil(o / num_tiles)
-    while os > 1 and piece_bytes(os) > budget:
-        os = ceil(os / 2)
-    return [FcPiece(o0, min(os, o - o0)) for o0 in range(0, o, os)]
+    ns = n
+    while (ns > 1 or os > 1) and piece_bytes(ns, os) > budget:
+        if os > 1 and os >= ns:  # halve the larger of the two
+            os = ceil(os / 2)
+        else:
+            ns = ceil(ns / 2)
+    return [
+        FcPiece(o0, min(os, o - o0), n0, min(ns, n - n0))
+        for n0 in range(0, n, ns)
+        for o0 in range(0, o, os)
+    ]
 
 
 @dataclass(frozen=True)
