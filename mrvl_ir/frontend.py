@@ -16,6 +16,8 @@ conversion is kept):
 - `BatchNormalization` in inference mode with constant parameters → `relax.multiply` by the
   per-channel scale and `relax.add` of the shift (TVM: `batch_norm` + `TupleGetItem`, and a
   pattern cannot end at a TupleGetItem, so a trailing batch norm could never fuse);
+- `Split` with constant sizes → one `relax.strided_slice` per output (TVM: `relax.split`
+  + `TupleGetItem`, which a pattern cannot end at);
 - `Dropout` in inference mode without its mask output → its input (TVM: `relax.nn.dropout`,
   an op no region can hold, which splits VGG's and AlexNet's classifiers off their regions).
 
@@ -292,7 +294,37 @@ def _dropout(bb, inputs, attrs, opset) -> relax.Expr | None:
     return x if len(used) == 1 else relax.Tuple([x] * len(used))
 
 
+def _split(bb, inputs, attrs, opset) -> relax.Expr | None:
+    """Split of a static float tensor with constant sizes → one `relax.strided_slice` per
+    output (TVM: `relax.split` + `TupleGetItem`, which no pattern can end at)."""
+    x = inputs[0]
+    shape = _static_shape(x)
+    if _float_tensor(x) is None or shape is None or not shape:
+        return None
+    axis = int(attrs.get("axis", 0)) % len(shape)
+    count = attrs["tvm_custom"]["num_outputs"]
+    sizes = attrs.get("split")
+    if opset >= 13 and _input(inputs, 1) is not None:
+        array = _const_array(inputs[1])
+        if array is None:
+            return None
+        sizes = array.reshape(-1)
+    if sizes is None or len(sizes) == 0:  # equal parts, the last one smaller (opset 18)
+        step = -(-shape[axis] // count)
+        sizes = [min(step, shape[axis] - i * step) for i in range(count)]
+    sizes = [int(v) for v in sizes]
+    if len(sizes) != count or sum(sizes) != shape[axis] or min(sizes) < 0:
+        return None
+    parts, start = [], 0
+    for size in sizes:
+        part = relax.op.strided_slice(x, [axis], [start], [start + size])
+        parts.append(bb.emit(part))
+        start += size
+    return relax.Tuple(parts)
+
+
 _NORMALIZATIONS: dict[str, Callable] = {
+    "Split": _split,
     "Clip": _clip,
     "Dropout": _dropout,
     "Pad": _pad,

@@ -9,9 +9,13 @@ contract with `relax_import.py`:
     mrvl.fc                [*alpha] matmul [+bias] [activation]
     mrvl.add               add(a, b) of two same-shape tensors [activation]
     mrvl.maxpool2d, mrvl.avgpool2d, mrvl.global_avgpool2d (mean), mrvl.global_maxpool2d (max)
-    mrvl.concat            concat on channels
+    mrvl.concat            concat on any axis, ranks 2 to 4
     mrvl.reshape           reshape / squeeze / flatten between rank 4 and rank 2
     mrvl.transpose         permute_dims NCHW <-> NHWC
+    mrvl.copy              a chain of 1 to 3 data-movement ops (reshape, squeeze, expand_dims,
+                           flatten, permute_dims, strided_slice, nearest resize2d) that is a
+                           strided copy (`strided.py`): slices, split outputs, transposes,
+                           channel shuffles, integer nearest upsampling
     activation             relu | clip(min, max) | leakyrelu
 
 Optional trailing parts are alternatives inside one pattern: FuseOpsByPattern grows a match
@@ -42,6 +46,7 @@ from tvm.relax.backend.utils import has_leaking_intermediate_variables
 from tvm.relax.dpl import DFPattern, is_const, is_op, is_tuple_get_item, wildcard
 from tvm.relax.transform import PatternCheckContext
 
+from . import strided
 from .frontend import fold_constants, node_name_of, onnx_nodes_of
 from .placement import CPU, node_targets
 from .target import Target, get_target
@@ -76,6 +81,7 @@ LAYER_OPS = frozenset(
         "relax.nn.relu", "relax.clip", "relax.nn.leakyrelu", "relax.matmul",
         "relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.mean", "relax.max", "relax.concat",
         "relax.reshape", "relax.squeeze", "relax.flatten", "relax.permute_dims",
+        "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
@@ -645,13 +651,29 @@ def _check_concat(ctx: PatternCheckContext) -> None:
     parts = concat.args[0]
     if not isinstance(parts, relax.Tuple):
         raise _Reject("concat of a tuple variable", concat)
-    shapes = [_activation(part, (2, 4), concat) for part in parts.fields]
+    shapes = [_activation(part, (2, 3, 4), concat, any_batch=True) for part in parts.fields]
     rank = len(shapes[0])
     if any(len(s) != rank for s in shapes):
         raise _Reject("inputs of different ranks", concat)
     axis = int(concat.attrs.axis) if concat.attrs.axis is not None else None
-    if axis is None or axis % rank != 1:
+    if axis is None or not -rank <= axis < rank:
         raise _Reject(f"attribute axis={axis}", concat)
+
+
+def _check_copy(ctx: PatternCheckContext) -> None:
+    """A chain of data-movement ops whose composition is a strided copy (`strided.py`)."""
+    ann = ctx.annotated_expr
+    calls = [ann[key] for key in ("op0", "op1", "op2") if key in ann]
+    _no_leaks(ctx)
+    in_shape = _activation(ann["data"], (2, 3, 4), calls[0], any_batch=True)
+    for call in calls:
+        _tensor_shape(call, call)
+    if len(_tensor_shape(calls[-1], calls[-1])) not in (2, 3, 4):
+        raise _Reject(f"result rank {len(_tensor_shape(calls[-1], calls[-1]))}", calls[-1])
+    try:
+        strided.chain_form(calls, in_shape)
+    except strided.NotACopy as err:
+        raise _Reject(err.reason, err.call if err.call is not None else calls[-1]) from None
 
 
 def _check_reshape(ctx: PatternCheckContext) -> None:
@@ -756,6 +778,21 @@ def _single_op_pattern(name: str, ops: Sequence[str], check, *extra_args: Callab
     return (name, root, {"data": data, "root": root}, _checked(check))
 
 
+def _copy_pattern(length: int):
+    """mrvl.copy: a chain of `length` data-movement ops, innermost annotated `op0`."""
+    data = wildcard()
+    ann: dict[str, DFPattern] = {"data": data}
+    current: DFPattern = data
+    for level in range(length):
+        step = None
+        for op in strided.MOVE_OPS:
+            alternative = is_op(op)(current, varg_default_wildcard=True)
+            step = alternative if step is None else step | alternative
+        current = ann[f"op{level}"] = step
+    ann["root"] = current
+    return ("mrvl.copy", current, ann, _checked(_check_copy))
+
+
 def _reshape_pattern():
     data = wildcard()
     root = (
@@ -779,8 +816,13 @@ def _pattern_table() -> list[tuple]:
         _single_op_pattern("mrvl.global_avgpool2d", ["relax.mean"], _check_global_pool2d),
         _single_op_pattern("mrvl.global_maxpool2d", ["relax.max"], _check_global_pool2d),
         _single_op_pattern("mrvl.concat", ["relax.concat"], _check_concat),
+        # a chain of moves is one copy (a channel shuffle's reshape-transpose-reshape)...
+        _copy_pattern(3),
+        _copy_pattern(2),
+        # ...but a lone layout change or reshape stays a relabelling where it is one
         _single_op_pattern("mrvl.transpose", ["relax.permute_dims"], _check_transpose),
         _reshape_pattern(),
+        _copy_pattern(1),
         # last: only what no conv / fc / add absorbed
         _scale_shift_pattern("mul"),
         _scale_shift_pattern("add"),

@@ -20,12 +20,13 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr, UnitAttr, f32
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
+from mrvl import strided
 from mrvl.locations import name_location
 from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError
 from mrvl.frontend import node_name_of
 
-RELAX_LAYOUT = {4: "NCHW", 2: "NC"}
+RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC"}
 
 
 def _shape(expr: relax.Expr) -> tuple[int, ...]:
@@ -64,7 +65,7 @@ class _RegionImporter:
         shape = _shape(expr)
         if _dtype(expr) != "float32" or len(shape) not in RELAX_LAYOUT:
             raise UnsupportedOpError(
-                f"region {self.symbol}: tensor {expr.ty} is not a float32 tensor of rank 2 or 4",
+                f"region {self.symbol}: tensor {expr.ty} is not a float32 tensor of rank 2 to 4",
                 node,
             )
         return mrvl.tensor(shape, f32, RELAX_LAYOUT[len(shape)])
@@ -376,18 +377,70 @@ class _RegionImporter:
         return self._located(op, node)
 
     def concat(self, chain: _Chain, inner: dict) -> SSAValue:
+        """Concat on any axis: rank 4 in NHWC (Relax's axis mapped to it), rank 2 and 3 in
+        Relax's own order."""
         call = chain.take_one("relax.concat")
         node = node_name_of(call)
         shape = _shape(call)
-        if int(call.attrs.axis) % len(shape) != 1:
-            raise UnsupportedOpError("concat: only along channels (axis 1)", node)
-        layout = "NHWC" if len(shape) == 4 else "NC"
+        rank = len(shape)
+        if rank not in RELAX_LAYOUT:
+            raise UnsupportedOpError(f"concat of rank {rank}", node)
+        layout = "NHWC" if rank == 4 else RELAX_LAYOUT[rank]
+        perm = mrvl.layout_permutation(RELAX_LAYOUT[rank], layout)
+        axis = perm.index(int(call.attrs.axis) % rank)
         inputs = [
             self._in_layout(self._operand(inner, a, node), layout, node)
             for a in call.args[0].fields
         ]
-        out_shape = (shape[0], shape[2], shape[3], shape[1]) if len(shape) == 4 else shape
-        op = mrvl.ConcatOp(inputs, mrvl.tensor(out_shape, f32, layout))
+        out_shape = tuple(shape[p] for p in perm)
+        channels = layout.index("C") if "C" in layout else None
+        op = mrvl.ConcatOp(
+            inputs, mrvl.tensor(out_shape, f32, layout), None if axis == channels else axis
+        )
+        return self._located(op, node)
+
+    def copy(self, chain: _Chain, inner: dict) -> SSAValue:
+        """A chain of data-movement ops as one strided copy. The copy is computed on the
+        input's current layout where it can be (no conversion before it), and into NHWC for a
+        rank-4 result (what the next layer reads); among the layouts that work, the one with
+        the fewest DMA descriptors wins."""
+        calls = chain.calls[chain.position :]
+        chain.position = len(chain.calls)
+        node = node_name_of(calls[-1])
+        source = self._operand(inner, calls[0].args[0], node)
+        in_shape, out_shape = _shape(calls[0].args[0]), _shape(calls[-1])
+        in_relax, out_relax = RELAX_LAYOUT[len(in_shape)], RELAX_LAYOUT[len(out_shape)]
+        in_layouts = dict.fromkeys([mrvl.layout_of(source), in_relax])
+        out_layouts = ["NHWC", "NCHW"] if len(out_shape) == 4 else [out_relax]
+        best = None
+        for in_rank, in_layout in enumerate(in_layouts):
+            for out_rank, out_layout in enumerate(out_layouts):
+                physical = tuple(in_shape[p] for p in mrvl.layout_permutation(in_relax, in_layout))
+                positions = np.arange(int(np.prod(in_shape)), dtype=np.int64).reshape(physical)
+                logical = positions.transpose(mrvl.layout_permutation(in_layout, in_relax))
+                try:
+                    result = strided.source_positions(calls, logical)
+                except strided.NotACopy as err:
+                    raise UnsupportedOpError(err.reason, node) from None
+                form = strided.strided_form(
+                    result.transpose(mrvl.layout_permutation(out_relax, out_layout))
+                )
+                if form is None:
+                    continue
+                walked = sorted(form.box)[: max(0, len(form.box) - 4)]
+                cost = (int(np.prod(walked)), in_rank, out_rank)
+                if best is None or cost < best[0]:
+                    best = (cost, in_layout, out_layout, form)
+        if best is None:
+            raise UnsupportedOpError("data movement that is not a strided copy", node)
+        _, in_layout, out_layout, form = best
+        x = self._in_layout(source, in_layout, node)
+        out_type = mrvl.tensor(
+            [out_shape[p] for p in mrvl.layout_permutation(out_relax, out_layout)], f32, out_layout
+        )
+        if form.is_identity:  # the same bytes: a relabelling, no copy
+            return self._located(mrvl.ReshapeOp(x, out_type), node)
+        op = mrvl.StridedCopyOp(x, out_type, offset=form.offset, strides=form.strides, box=form.box)
         return self._located(op, node)
 
 
@@ -469,6 +522,7 @@ _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.scale_shift": _RegionImporter.scale_shift,
     "mrvl.reshape": _RegionImporter.reshape,
     "mrvl.transpose": _RegionImporter.transpose,
+    "mrvl.copy": _RegionImporter.copy,
 }
 
 

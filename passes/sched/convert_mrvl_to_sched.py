@@ -9,18 +9,24 @@ reads, a compute for its loads, a store for its compute.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from functools import cache
 from math import prod
 
+import numpy as np
+
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    BytesAttr,
     DenseArrayBase,
+    DenseIntOrFPElementsAttr,
     Float16Type,
     IntegerAttr,
     ModuleOp,
     StringAttr,
+    TensorType,
     UnitAttr,
     i64,
 )
@@ -74,6 +80,7 @@ class _Lowering:
     one tile are chained, so a reader waits for at most one token per tile (the binary
     allows 255 waits; a big FC layer is cut into a thousand pieces)."""
     location: Attribute | None = None
+    zeros: dict[Attribute, SSAValue] = field(default_factory=dict)
 
     # -- emission helpers -----------------------------------------------------------------------
 
@@ -348,9 +355,9 @@ class _Lowering:
         return view
 
     def concat(self, op: mrvl.ConcatOp) -> None:
-        """Each input is copied by DMA, DDR to DDR, into its channel slice of the result."""
+        """Each input is copied by DMA, DDR to DDR, into its slice of the result."""
         dst = self.new_ddr(op.output)
-        axis = op.channel_axis
+        axis = op.concat_axis
         offset = 0
         for index, value in enumerate(op.inputs):
             src = self.ddr_buffer(value)
@@ -364,6 +371,96 @@ class _Lowering:
             ).token
             self.record_write(dst, tile, tok)
             offset += shape[axis]
+
+    def strided_copy(self, op: mrvl.StridedCopyOp) -> None:
+        """DDR to DDR DMAs. A descriptor has 4 dimensions: beyond those, the smallest
+        dimensions are walked one index per DMA; the outermost remaining dimension is cut
+        into one piece per tile."""
+        box, strides = list(op.box.get_values()), list(op.strides.get_values())
+        et = mrvl.element_type_of(op.output)
+        src = self.flat_view(
+            self.ddr_buffer(op.input), _buffer("ddr", (prod(mrvl.shape_of(op.input)),), et)
+        )
+        dst = self.new_ddr(op.output)
+        out = self.flat_view(dst, _buffer("ddr", (prod(box),), et))
+        dense = _dense_strides(box)
+        walked = sorted(range(len(box)), key=lambda d: (box[d], d))[: max(0, len(box) - 4)]
+        kept = [d for d in range(len(box)) if d not in walked]
+        reads = self.writes_to(src)
+        tiles_used = 0
+        for index in itertools.product(*(range(box[d]) for d in walked)):
+            src0 = op.offset.value.data + sum(i * strides[d] for i, d in zip(index, walked))
+            dst0 = sum(i * dense[d] for i, d in zip(index, walked))
+            outer = kept[0]
+            step = -(-box[outer] // self.num_tiles)
+            for first in range(0, box[outer], step):
+                tile = tiles_used % self.num_tiles
+                tiles_used += 1
+                piece = [min(step, box[outer] - first), *(box[d] for d in kept[1:])]
+                tok = self.emit(
+                    sched.DmaOp(
+                        src,
+                        [src0 + first * strides[outer]],
+                        out,
+                        [dst0 + first * dense[outer]],
+                        piece,
+                        tile,
+                        self.write_deps(out, tile, *reads),
+                        src_strides=[strides[d] for d in kept],
+                        dst_strides=[dense[d] for d in kept],
+                    )
+                ).token
+                self.record_write(out, tile, tok)
+
+    def dilate(self, op: mrvl.DilateOp) -> None:
+        """Zero insertion: fill the result with zeros (a DMA repeating one zero element of the
+        constant pool), then scatter the input into it with destination strides."""
+        n, h, w, c = mrvl.shape_of(op.input)
+        _, oh, ow, _ = mrvl.shape_of(op.output)
+        sh, sw = op.strides.get_values()
+        et = mrvl.element_type_of(op.output)
+        total = n * oh * ow * c
+        dst = self.new_ddr(op.output)
+        out = self.flat_view(dst, _buffer("ddr", (total,), et))
+        zero = self.zero(et)
+        tok = self.emit(
+            sched.DmaOp(
+                zero, [0], out, [0], [total], 0, self.write_deps(out, 0),
+                src_strides=[0], dst_strides=[1],
+            )
+        ).token  # fmt: skip
+        self.record_write(out, 0, tok)
+        src = self.ddr_buffer(op.input)
+        deps = self.write_deps(out, 0, *self.writes_to(src))
+        tok = self.emit(
+            sched.DmaOp(
+                src, [0, 0, 0, 0], out, [0], [n, h, w, c], 0, deps,
+                dst_strides=[oh * ow * c, sh * ow * c, sw * c, 1],
+            )
+        ).token  # fmt: skip
+        self.record_write(out, 0, tok)
+
+    def zero(self, element_type: Attribute) -> SSAValue:
+        """A one-element zero constant (made once per element type)."""
+        if element_type not in self.zeros:
+            dtype = mrvl.numpy_dtype(element_type)
+            value = DenseIntOrFPElementsAttr(
+                TensorType(element_type, [1]), BytesAttr(np.zeros(1, dtype).tobytes())
+            )
+            name = f"mrvl_zero_{dtype.name}"
+            buf = self.emit(sched.ConstOp(name, value, _buffer("ddr", (1,), element_type)))
+            self.zeros[element_type] = buf.buffer
+            self.writers[buf.buffer] = {}
+        return self.zeros[element_type]
+
+
+def _dense_strides(dims) -> list[int]:
+    """Element strides of a dense row-major array of `dims`."""
+    strides, step = [], 1
+    for d in reversed(list(dims)):
+        strides.append(step)
+        step *= d
+    return strides[::-1]
 
 
 def _activation_props(op: Operation) -> dict[str, Attribute]:
@@ -423,6 +520,10 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
                 low.scale_shift(layer)
             elif isinstance(layer, mrvl.ConcatOp):
                 low.concat(layer)
+            elif isinstance(layer, mrvl.StridedCopyOp):
+                low.strided_copy(layer)
+            elif isinstance(layer, mrvl.DilateOp):
+                low.dilate(layer)
             elif isinstance(layer, func.ReturnOp):
                 for value, io in outputs.items():
                     if low.buffers.get(value) is not io:

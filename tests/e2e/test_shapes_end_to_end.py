@@ -107,3 +107,103 @@ def test_fc_rows_are_tiled_when_the_inputs_do_not_fit():
         assert 2 * (p.ns * 1024 + p.os * 1024 + p.ns * p.os) + 4 * p.os <= 256 * 1024 - 4 * 64
         covered[p.n0 : p.n0 + p.ns, p.o0 : p.o0 + p.os] += 1
     assert (covered == 1).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Split, Slice and Concat on any axis; reshape / transpose as strided copies
+
+
+def split_slice_concat_net(axis):
+    """Split on `axis`, a Slice of one part, Concat on another axis: all strided DMA."""
+    rng = np.random.default_rng(2)
+    other = 3 if axis != 3 else 2
+    nodes = [
+        node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+        node("Split", ["c", "sp"], ["a", "b"], name="split", axis=axis),
+        node("Slice", ["b", "st", "en", "ax"], ["s"], name="slice"),
+        node("Concat", ["a", "s"], ["y"], name="cat", axis=other),
+    ]
+    shape = [2, 6, 6, 6]
+    a_shape = list(shape)
+    a_shape[axis] = 2
+    y_shape = list(a_shape)
+    y_shape[other] *= 2
+    inits = [
+        const(rng, "w", (6, 3, 1, 1)),
+        ints("sp", [2, 4]),
+        ints("st", [1]),
+        ints("en", [3]),
+        ints("ax", [axis]),
+    ]
+    return model(nodes, inits, [("x", [2, 3, 6, 6])], [("y", y_shape)])
+
+
+@pytest.mark.parametrize("axis", [1, 2, 3])
+def test_split_slice_concat_on_any_axis(axis):
+    check_offloaded_and_accurate(split_slice_concat_net(axis), num_tiles=4)
+
+
+def channel_shuffle_net(groups=2):
+    """ShuffleNetV2's unit: split channels, conv one half, concat, channel shuffle
+    (reshape to 5-D -> transpose -> reshape back), then another conv."""
+    rng = np.random.default_rng(3)
+    c = 8
+    nodes = [
+        node("Split", ["x", "sp"], ["a", "b"], name="split", axis=1),
+        node("Conv", ["b", "w1"], ["cb"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Relu", ["cb"], ["rb"], name="relu1"),
+        node("Concat", ["a", "rb"], ["cat"], name="cat", axis=1),
+        node("Reshape", ["cat", "s5"], ["r5"], name="shuffle_reshape1"),
+        node("Transpose", ["r5"], ["t5"], name="shuffle_transpose", perm=[0, 2, 1, 3, 4]),
+        node("Reshape", ["t5", "s4"], ["sh"], name="shuffle_reshape2"),
+        node("Conv", ["sh", "w2"], ["y"], name="conv2", kernel_shape=[1, 1]),
+    ]
+    inits = [
+        ints("sp", [c // 2, c // 2]),
+        const(rng, "w1", (c // 2, c // 2, 3, 3)),
+        ints("s5", [2, groups, c // groups, 5, 7]),
+        ints("s4", [2, c, 5, 7]),
+        const(rng, "w2", (c, c, 1, 1)),
+    ]
+    return model(nodes, inits, [("x", [2, c, 5, 7])], [("y", [2, c, 5, 7])])
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+def test_channel_shuffle(num_tiles):
+    check_offloaded_and_accurate(channel_shuffle_net(), num_tiles=num_tiles)
+
+
+def detection_head_net():
+    """A YOLO-style head: two scales, each conv -> reshape [N, C, H*W], concatenated on the
+    last axis, then transposed to [N, H*W, C]."""
+    rng = np.random.default_rng(4)
+    nodes = [
+        node("Conv", ["x", "w1"], ["p1"], name="head1", kernel_shape=[1, 1]),
+        node("MaxPool", ["x"], ["xp"], name="down", kernel_shape=[2, 2], strides=[2, 2]),
+        node("Conv", ["xp", "w2"], ["p2"], name="head2", kernel_shape=[1, 1]),
+        node("Reshape", ["p1", "s1"], ["f1"], name="flat1"),
+        node("Reshape", ["p2", "s2"], ["f2"], name="flat2"),
+        node("Concat", ["f1", "f2"], ["cat"], name="cat", axis=2),
+        node("Transpose", ["cat"], ["y"], name="transpose", perm=[0, 2, 1]),
+    ]
+    inits = [
+        const(rng, "w1", (7, 4, 1, 1)),
+        const(rng, "w2", (7, 4, 1, 1)),
+        ints("s1", [1, 7, 64]),
+        ints("s2", [1, 7, 16]),
+    ]
+    return model(nodes, inits, [("x", [1, 4, 8, 8])], [("y", [1, 80, 7])])
+
+
+def test_detection_head_rank3_reshape_concat_transpose():
+    check_offloaded_and_accurate(detection_head_net())
+
+
+def test_a_gather_that_is_no_strided_copy_stays_on_the_cpu():
+    """A reversing slice (step -1) is no strided copy: the check names the reason."""
+    nodes = [node("Slice", ["x", "st", "en", "ax", "steps"], ["y"], name="reverse")]
+    inits = [ints("st", [-1]), ints("en", [-100]), ints("ax", [3]), ints("steps", [-1])]
+    onnx_model = model(nodes, inits, [("x", [1, 2, 3, 4])], [("y", [1, 2, 3, 4])])
+    report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model)))
+    (row,) = report.rows
+    assert row.target == "cpu" and "steps" in row.reason, row
