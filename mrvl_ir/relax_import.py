@@ -402,8 +402,8 @@ class _RegionImporter:
     def copy(self, chain: _Chain, inner: dict) -> SSAValue:
         """A chain of data-movement ops as one strided copy. The copy is computed on the
         input's current layout where it can be (no conversion before it), and into NHWC for a
-        rank-4 result (what the next layer reads); among the layouts that work, the one with
-        the fewest DMA descriptors wins."""
+        rank-4 result (what the next layer reads): a layout conversion costs a pass over the
+        tensor, more than a few more DMA descriptors. Among equals the fewest descriptors win."""
         calls = chain.calls[chain.position :]
         chain.position = len(chain.calls)
         node = node_name_of(calls[-1])
@@ -428,7 +428,7 @@ class _RegionImporter:
                 if form is None:
                     continue
                 walked = sorted(form.box)[: max(0, len(form.box) - 4)]
-                cost = (int(np.prod(walked)), in_rank, out_rank)
+                cost = (in_rank + out_rank, int(np.prod(walked)))  # conversions, then DMAs
                 if best is None or cost < best[0]:
                     best = (cost, in_layout, out_layout, form)
         if best is None:

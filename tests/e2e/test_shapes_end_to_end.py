@@ -207,3 +207,72 @@ def test_a_gather_that_is_no_strided_copy_stays_on_the_cpu():
     report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model)))
     (row,) = report.rows
     assert row.target == "cpu" and "steps" in row.reason, row
+
+
+# ---------------------------------------------------------------------------------------------
+# Resize / Upsample, nearest: a DMA with zero source strides
+
+
+def resize_net(mode, coordinate_mode, nearest_mode="round_prefer_floor", scales=(2, 2), opset=17):
+    """conv -> Resize(scales) -> conv, so that the resize sits between two MLIP layers."""
+    rng = np.random.default_rng(5)
+    attrs = {"mode": mode, "coordinate_transformation_mode": coordinate_mode}
+    if mode == "nearest":
+        attrs["nearest_mode"] = nearest_mode
+    nodes = [
+        node("Conv", ["x", "w1"], ["c"], name="conv1", kernel_shape=[1, 1]),
+        node("Resize", ["c", "", "sc"], ["r"], name="resize", **attrs),
+        node("Conv", ["r", "w2"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ]
+    h, w = 5, 4
+    oh, ow = int(h * scales[0]), int(w * scales[1])
+    inits = [
+        const(rng, "w1", (6, 3, 1, 1)),
+        floats("sc", [1, 1, *scales]),
+        const(rng, "w2", (4, 6, 3, 3)),
+    ]
+    return model(nodes, inits, [("x", [2, 3, h, w])], [("y", [2, 4, oh, ow])], opset=opset)
+
+
+@pytest.mark.parametrize(
+    ("coordinate_mode", "nearest_mode"),
+    [
+        ("asymmetric", "floor"),  # PyTorch's nearest export
+        ("half_pixel", "round_prefer_floor"),  # the ONNX default
+        ("pytorch_half_pixel", "round_prefer_floor"),
+    ],
+)
+@pytest.mark.parametrize("scales", [(2, 2), (3, 2)])
+def test_nearest_resize_integer_factors(coordinate_mode, nearest_mode, scales):
+    onnx_model = resize_net("nearest", coordinate_mode, nearest_mode, scales)
+    check_offloaded_and_accurate(onnx_model, num_tiles=4)
+
+
+def test_upsample_opset9_nearest():
+    rng = np.random.default_rng(6)
+    nodes = [
+        node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+        node("Upsample", ["c", "sc"], ["y"], name="upsample", mode="nearest"),
+    ]
+    inits = [const(rng, "w", (4, 3, 1, 1)), floats("sc", [1, 1, 2, 2])]
+    onnx_model = model(nodes, inits, [("x", [1, 3, 4, 5])], [("y", [1, 4, 8, 10])], opset=9)
+    check_offloaded_and_accurate(onnx_model)
+
+
+@pytest.mark.parametrize(
+    ("coordinate_mode", "nearest_mode", "scales"),
+    [
+        ("asymmetric", "floor", (1.5, 1.5)),
+        # rows 0, 1, 1, 2, 2, ... 4, 4, 4: the first and last output rows break the pattern
+        ("asymmetric", "round_prefer_ceil", (2, 2)),
+        # align_corners spreads the rows 0 .. H-1 over 0 .. 3H-1: not a repeat
+        ("align_corners", "round_prefer_floor", (3, 2)),
+    ],
+)
+def test_nearest_resize_that_is_no_strided_copy_stays_on_the_cpu(
+    coordinate_mode, nearest_mode, scales
+):
+    onnx_model = resize_net("nearest", coordinate_mode, nearest_mode, scales)
+    report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model)))
+    (row,) = [r for r in report.rows if r.node == "resize"]
+    assert row.target == "cpu" and "strided copy" in row.reason, row
