@@ -593,12 +593,7 @@ def _check_scale_shift(ctx: PatternCheckContext) -> None:
     first = ann.get("mul", ann.get("add", ctx.matched_expr))
     data = ann["data"]
     collector = _COLLECTOR.get()
-    if collector is not None and collector.op_types:
-        for expr in ctx.matched_bindings.values():
-            name = node_name_of(expr)
-            op_type = collector.op_types.get(name) if name is not None else None
-            if op_type is not None and op_type not in _AFFINE_ONNX_OPS:
-                raise _Reject(f"part of {op_type} (the rest of it runs on the CPU)", expr)
+    _whole_onnx_ops(ctx, _AFFINE_ONNX_OPS)
     origin = _layer_origin(ctx, data)
     if origin is not None and collector is not None:
         owner = node_name_of(origin)
@@ -609,6 +604,19 @@ def _check_scale_shift(ctx: PatternCheckContext) -> None:
         if key in ann:
             _channel_const(ann[key], shape[1], len(shape), what, ann.get("mul", first))
     _check_activation(ann)
+
+
+def _whole_onnx_ops(ctx: PatternCheckContext, allowed: frozenset[str]) -> None:
+    """Reject a match holding part of an ONNX op of another type (the reshapes TVM wraps
+    around an opset-11 Softmax), so that no node is split between the MLIP and the CPU."""
+    collector = _COLLECTOR.get()
+    if collector is None or not collector.op_types:
+        return
+    for expr in ctx.matched_bindings.values():
+        name = node_name_of(expr)
+        op_type = collector.op_types.get(name) if name is not None else None
+        if op_type is not None and op_type not in allowed:
+            raise _Reject(f"part of {op_type} (the rest of it runs on the CPU)", expr)
 
 
 def _op_name(call: relax.Call) -> str:
@@ -648,6 +656,7 @@ def _bound_values(mod: tvm.IRModule) -> dict[relax.Var, relax.Expr]:
 
 def _check_concat(ctx: PatternCheckContext) -> None:
     concat = ctx.annotated_expr["root"]
+    _whole_onnx_ops(ctx, frozenset({"Concat"}))
     parts = concat.args[0]
     if not isinstance(parts, relax.Tuple):
         raise _Reject("concat of a tuple variable", concat)
@@ -660,11 +669,19 @@ def _check_concat(ctx: PatternCheckContext) -> None:
         raise _Reject(f"attribute axis={axis}", concat)
 
 
+_MOVE_ONNX_OPS = frozenset(
+    {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Split", "Resize",
+     "Upsample", "Identity"}
+)  # fmt: skip
+"""ONNX ops a strided copy can be made of."""
+
+
 def _check_copy(ctx: PatternCheckContext) -> None:
     """A chain of data-movement ops whose composition is a strided copy (`strided.py`)."""
     ann = ctx.annotated_expr
     calls = [ann[key] for key in ("op0", "op1", "op2") if key in ann]
     _no_leaks(ctx)
+    _whole_onnx_ops(ctx, _MOVE_ONNX_OPS)
     in_shape = _activation(ann["data"], (2, 3, 4), calls[0], any_batch=True)
     for call in calls:
         _tensor_shape(call, call)

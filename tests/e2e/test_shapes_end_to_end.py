@@ -276,3 +276,18 @@ def test_nearest_resize_that_is_no_strided_copy_stays_on_the_cpu(
     report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model)))
     (row,) = [r for r in report.rows if r.node == "resize"]
     assert row.target == "cpu" and "strided copy" in row.reason, row
+
+
+def test_shufflenet_channel_shuffles_run_on_the_mlip_and_softmax_stays_whole():
+    """ONNX's light ShuffleNet: its 16 channel shuffles (reshape, transpose, reshape) are
+    strided copies, so the whole network is one region; the reshapes TVM wraps around its
+    opset-7 Softmax stay on the CPU with the Softmax (no node is split)."""
+    from mrvl.models.light import load_light_model
+
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(load_light_model("shufflenet")))
+    report = mrvl.partition_report(mod)
+    assert [(r.op_type, r.reason) for r in report.rows if r.target == "cpu"] == [
+        ("Softmax", "unsupported op Softmax")
+    ]
+    assert {r.target for r in report.rows if r.offloaded} == {"mrvl_region_0"}
+    assert report.offloaded_mac_fraction == 1.0
