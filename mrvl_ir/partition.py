@@ -6,6 +6,7 @@ instead of failing the build. The composite names and what each composite may co
 contract with `relax_import.py`:
 
     mrvl.conv2d            [pad] conv2d [+bias] [batch_norm | *scale +shift] [activation]
+    mrvl.conv_transpose    conv2d_transpose [+bias] [activation] (zero insertion + conv2d)
     mrvl.fc                [*alpha] matmul [+bias] [activation]
     mrvl.add               add(a, b) of two same-shape tensors [activation]
     mrvl.maxpool2d, mrvl.avgpool2d, mrvl.global_avgpool2d (mean), mrvl.global_maxpool2d (max)
@@ -82,11 +83,12 @@ LAYER_OPS = frozenset(
         "relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.mean", "relax.max", "relax.concat",
         "relax.reshape", "relax.squeeze", "relax.flatten", "relax.permute_dims",
         "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
+        "relax.nn.conv2d_transpose",
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
 
-MAC_COMPOSITES = ("mrvl.conv2d", "mrvl.fc")
+MAC_COMPOSITES = ("mrvl.conv2d", "mrvl.conv_transpose", "mrvl.fc")
 """The layers that use the MAC arrays; `require_mac_layer` wants one in every region."""
 
 DENIED_NODE = "denied by user (deny_nodes)"
@@ -507,6 +509,35 @@ def _check_conv2d(ctx: PatternCheckContext) -> None:
     _check_activation(ann)
 
 
+def _check_conv_transpose(ctx: PatternCheckContext) -> None:
+    """A transposed conv the importer lowers to zero insertion plus an ordinary conv: its
+    pads become the conv's padding `dilation * (k - 1) - pad`, which must not be negative."""
+    ann = ctx.annotated_expr
+    conv = ann["conv"]
+    _no_leaks(ctx)
+    attrs = conv.attrs
+    _activation(ann["data"], (4,), conv)
+    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != ("NCHW", "IOHW", "NCHW"):
+        raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
+    _f32_result(conv)
+    weight = _constant(ann["weight"], "weights", conv)
+    if weight.ndim != 4:
+        raise _Reject(f"weight rank {weight.ndim}", conv)
+    channels = _tensor_shape(conv.args[0], conv)[1]
+    groups = int(attrs.groups)
+    if weight.shape[0] != channels or channels % groups:
+        raise _Reject(f"attribute group={groups}", conv)
+    kernel = weight.shape[2:]
+    dilation, pads = _int_list(attrs.dilation), _int_list(attrs.padding)
+    for axis, (k, d) in enumerate(zip(kernel, dilation)):
+        extent = d * (k - 1)
+        if pads[axis] > extent or pads[axis + 2] > extent:
+            raise _Reject(f"pads {pads} beyond the kernel's extent {extent}", conv)
+    if "bias" in ann:
+        _channel_const(ann["bias"], weight.shape[1] * groups, 4, "bias", ann["bias_add"])
+    _check_activation(ann)
+
+
 def _check_pad(pad: relax.Call) -> None:
     attrs = pad.attrs
     if str(attrs.pad_mode) != "constant":
@@ -744,6 +775,16 @@ def _conv2d_pattern(with_pad: bool):
     return ("mrvl.conv2d", root, ann, _checked(_check_conv2d))
 
 
+def _conv_transpose_pattern():
+    data, weight = wildcard(), wildcard()
+    ann: dict[str, DFPattern] = {"data": data, "weight": weight}
+    conv = ann["conv"] = is_op("relax.nn.conv2d_transpose")(data, weight)
+    ann["bias"] = is_const()
+    ann["bias_add"] = is_op("relax.add")(conv, ann["bias"])
+    root = _with_activation(conv | ann["bias_add"], ann)
+    return ("mrvl.conv_transpose", root, ann, _checked(_check_conv_transpose))
+
+
 def _fc_pattern(with_alpha: bool):
     data, weight = wildcard(), wildcard()
     ann: dict[str, DFPattern] = {"data": data, "weight": weight}
@@ -825,6 +866,7 @@ def _pattern_table() -> list[tuple]:
     return [
         _conv2d_pattern(with_pad=True),
         _conv2d_pattern(with_pad=False),
+        _conv_transpose_pattern(),
         _fc_pattern(with_alpha=True),
         _fc_pattern(with_alpha=False),
         _add_pattern(),

@@ -291,3 +291,58 @@ def test_shufflenet_channel_shuffles_run_on_the_mlip_and_softmax_stays_whole():
     ]
     assert {r.target for r in report.rows if r.offloaded} == {"mrvl_region_0"}
     assert report.offloaded_mac_fraction == 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# ConvTranspose: zero insertion (DMA) + an ordinary conv
+
+
+def conv_transpose_net(stride, pads, output_padding, group, kernel=3, dilation=1, c=4):
+    rng = np.random.default_rng(7)
+    out_c = c if group == c else 6
+    attrs = dict(
+        kernel_shape=[kernel, kernel],
+        strides=[stride, stride],
+        pads=pads,
+        output_padding=[output_padding, output_padding],
+        group=group,
+        dilations=[dilation, dilation],
+    )
+    nodes = [
+        node("Conv", ["x", "w1"], ["c"], name="conv", kernel_shape=[1, 1]),
+        node("ConvTranspose", ["c", "wt", "bt"], ["t"], name="deconv", **attrs),
+        node("Relu", ["t"], ["y"], name="relu"),
+    ]
+    h, w = 5, 6
+    ext = dilation * (kernel - 1)
+    oh = (h - 1) * stride - pads[0] - pads[2] + ext + output_padding + 1
+    ow = (w - 1) * stride - pads[1] - pads[3] + ext + output_padding + 1
+    inits = [
+        const(rng, "w1", (c, 3, 1, 1)),
+        const(rng, "wt", (c, out_c // group, kernel, kernel)),
+        const(rng, "bt", (out_c,)),
+    ]
+    return model(nodes, inits, [("x", [2, 3, h, w])], [("y", [2, out_c, oh, ow])])
+
+
+@pytest.mark.parametrize(
+    ("stride", "pads", "output_padding", "group", "kernel", "dilation"),
+    [
+        (2, [1, 1, 1, 1], 1, 1, 3, 1),  # the usual x2 upsampling deconv
+        (2, [0, 0, 0, 0], 0, 1, 2, 1),  # kernel 2, stride 2 (U-Net, YOLO heads)
+        (3, [1, 0, 2, 1], 2, 1, 3, 1),  # asymmetric pads, output_padding 2
+        (2, [1, 1, 1, 1], 1, 4, 3, 1),  # depthwise
+        (2, [1, 1, 1, 1], 0, 2, 4, 1),  # grouped
+        (1, [1, 1, 1, 1], 0, 1, 3, 2),  # stride 1, dilation 2
+    ],
+)
+def test_conv_transpose(stride, pads, output_padding, group, kernel, dilation):
+    onnx_model = conv_transpose_net(stride, pads, output_padding, group, kernel, dilation)
+    check_offloaded_and_accurate(onnx_model, num_tiles=4)
+
+
+def test_conv_transpose_with_pads_beyond_the_kernel_stays_on_the_cpu():
+    onnx_model = conv_transpose_net(2, [3, 3, 3, 3], 0, 1, kernel=3)
+    report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model)))
+    (row,) = [r for r in report.rows if r.node == "deconv"]
+    assert row.target == "cpu" and "beyond the kernel" in row.reason, row
