@@ -16,8 +16,10 @@ import numpy as np
 
 from mrvl.binary import decode
 from mrvl.isa import (
+    ACT_TABLE_ENTRIES,
     DTYPE_NUMPY,
     OPCODE_BY_NAME,
+    TABLE_ACTIVATIONS,
     Activation,
     DType,
     Instruction,
@@ -27,7 +29,7 @@ from mrvl.isa import (
 )
 from mrvl.sim.errors import Fault, SimulatorError, SimulatorInputError
 from mrvl.sim.memory import Memory, box_extent
-from mrvl.sim.numerics import apply_activation, fp32_mac, round_to_f16
+from mrvl.sim.numerics import activate, fp32_mac, round_to_f16
 from mrvl.target import Target, UnknownTargetError, get_target
 
 F16 = "float16"
@@ -69,6 +71,33 @@ def _require(condition: bool, message: str) -> None:
 def _positive(values: Sequence[int], field: str) -> tuple[int, ...]:
     _require(all(v >= 1 for v in values), f"{field} {list(values)} must be positive")
     return tuple(values)
+
+
+def _activated(
+    memory: Memory, ins: Instruction, f: dict, acc: np.ndarray, channels: int | None
+) -> np.ndarray:
+    """The f16 result of a compute instruction from its fp32 accumulator, whose last axis is
+    the channel (`channels` of them; None for an instruction without per-channel slopes)."""
+    act = _enum(Activation, f["act"], "act")
+    slopes = table = None
+    if act == Activation.PRELU:
+        _require(channels is not None, f"{ins.opcode} has no channels for PRELU slopes")
+        slopes = memory.read(MemSpace.OCM, ins.tile, f["act_addr"], F32, (channels,), "slopes")
+    elif act in TABLE_ACTIVATIONS:
+        loaded = memory.act_tables[ins.tile]
+        key = (int(act), f["act_a"], f["act_b"])
+        _require(
+            loaded is not None and loaded[0] == key,
+            f"act {act.name} (act_a={f['act_a']!r}, act_b={f['act_b']!r}) needs its table, but "
+            + (
+                f"tile {ins.tile}'s table memory holds {Activation(loaded[0][0]).name} "
+                f"(act_a={loaded[0][1]!r}, act_b={loaded[0][2]!r})"
+                if loaded is not None
+                else f"no lut loaded a table on tile {ins.tile}"
+            ),
+        )
+        table = loaded[1]
+    return activate(acc, act, f["act_a"], f["act_b"], table=table, slopes=slopes)
 
 
 # ------------------------------------------------------------------------------- the opcodes
@@ -142,6 +171,20 @@ def _cvt(memory: Memory, ins: Instruction) -> None:
     memory.write(MemSpace.DDR, ins.tile, f["dst_addr"], result, "destination")
 
 
+def _lut(memory: Memory, ins: Instruction) -> None:
+    f = _fields(ins)
+    act = _enum(Activation, f["act"], "act")
+    _require(act in TABLE_ACTIVATIONS, f"act {act.name} is not a table activation")
+    nbytes = ACT_TABLE_ENTRIES * 2
+    _require(
+        memory.act_table_bytes >= nbytes,
+        f"a table of {nbytes} bytes does not fit the tile's {memory.act_table_bytes}-byte "
+        "activation-table memory",
+    )
+    table = memory.read(MemSpace.DDR, ins.tile, f["src_addr"], F16, (ACT_TABLE_ENTRIES,), "table")
+    memory.act_tables[ins.tile] = ((int(act), f["act_a"], f["act_b"]), table.astype(np.float16))
+
+
 class _Window:
     """The geometry shared by conv and pool: which window row/column each output tap reads."""
 
@@ -182,7 +225,6 @@ class _Window:
 def _conv(memory: Memory, ins: Instruction) -> None:
     f = _fields(ins)
     geometry = _Window(f, tuple(f["dilation"]))
-    act = _enum(Activation, f["act"], "act")
     n, _, _, channels = geometry.in_shape
     _, out_rows, out_cols, out_channels = geometry.out_shape
     kh_count, kw_count = geometry.kernel
@@ -229,7 +271,7 @@ def _conv(memory: Memory, ins: Instruction) -> None:
                 else:
                     x = taps[..., group_of * group_channels + ci]
                 acc = fp32_mac(acc, x, weights[:, kh, kw, ci])
-    result = round_to_f16(apply_activation(acc, act, f["act_a"], f["act_b"]))
+    result = _activated(memory, ins, f, acc, out_channels)
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result, "output tile")
 
 
@@ -288,7 +330,6 @@ def _pool(memory: Memory, ins: Instruction) -> None:
 
 def _fc(memory: Memory, ins: Instruction) -> None:
     f = _fields(ins)
-    act = _enum(Activation, f["act"], "act")
     rows, inner, outs = _positive((f["n"], f["k"], f["o"]), "[n, k, o]")
     memory.check_dense(MemSpace.OCM, ins.tile, f["out_addr"], F16, (rows, outs), "output")
     x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (rows, inner), "input")
@@ -300,25 +341,23 @@ def _fc(memory: Memory, ins: Instruction) -> None:
     acc = np.broadcast_to(bias, (rows, outs)).copy()
     for kk in range(inner):
         acc = fp32_mac(acc, x[:, kk, None], weights[None, :, kk])
-    result = round_to_f16(apply_activation(acc, act, f["act_a"], f["act_b"]))
+    result = _activated(memory, ins, f, acc, outs)
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result, "output")
 
 
 def _add(memory: Memory, ins: Instruction) -> None:
     f = _fields(ins)
-    act = _enum(Activation, f["act"], "act")
     (count,) = _positive((f["count"],), "count")
     memory.check_dense(MemSpace.OCM, ins.tile, f["out_addr"], F16, (count,), "output")
     a = memory.read(MemSpace.OCM, ins.tile, f["a_addr"], F16, (count,), "operand a")
     b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F16, (count,), "operand b")
     acc = a.astype(np.float32) + b.astype(np.float32)
-    result = round_to_f16(apply_activation(acc, act, f["act_a"], f["act_b"]))
+    result = _activated(memory, ins, f, acc, None)
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result, "output")
 
 
 def _scale(memory: Memory, ins: Instruction) -> None:
     f = _fields(ins)
-    act = _enum(Activation, f["act"], "act")
     count, channels = _positive((f["count"], f["channels"]), "[count, channels]")
     _require(count % channels == 0, f"count {count} is not a multiple of channels {channels}")
     memory.check_dense(MemSpace.OCM, ins.tile, f["out_addr"], F16, (count,), "output")
@@ -328,18 +367,39 @@ def _scale(memory: Memory, ins: Instruction) -> None:
     s = memory.read(MemSpace.OCM, ins.tile, f["s_addr"], F32, (channels,), "scales")
     b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F32, (channels,), "shifts")
     acc = x.astype(np.float32) * s + b  # two fp32 roundings: the product, then the sum
-    result = round_to_f16(apply_activation(acc, act, f["act_a"], f["act_b"]))
+    result = _activated(memory, ins, f, acc, channels)
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result.reshape(count), "output")
+
+
+def _mul(memory: Memory, ins: Instruction) -> None:
+    f = _fields(ins)
+    (count,) = _positive((f["count"],), "count")
+    channels = f["channels"]
+    _require(channels >= 0, f"channels={channels} must be 0 or positive")
+    _require(
+        channels == 0 or count % channels == 0,
+        f"count {count} is not a multiple of channels {channels}",
+    )
+    memory.check_dense(MemSpace.OCM, ins.tile, f["out_addr"], F16, (count,), "output")
+    a = memory.read(MemSpace.OCM, ins.tile, f["a_addr"], F16, (count,), "operand a")
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F16, (channels or count,), "operand b")
+    if channels:
+        b = np.tile(b, count // channels)
+    acc = a.astype(np.float32) * b.astype(np.float32)  # exact: a product of two f16 values
+    result = _activated(memory, ins, f, acc, None)
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result, "output")
 
 
 _EXECUTE: dict[str, Callable[[Memory, Instruction], None]] = {
     "dma": _dma,
     "cvt": _cvt,
+    "lut": _lut,
     "conv": _conv,
     "pool": _pool,
     "fc": _fc,
     "add": _add,
     "scale": _scale,
+    "mul": _mul,
 }
 
 
@@ -391,7 +451,12 @@ def check_inputs(program: Program, inputs: Sequence[np.ndarray]) -> None:
 
 def load_memory(program: Program, target: Target, inputs: Sequence[np.ndarray]) -> Memory:
     """DDR with the constants at const_base and each input dense at its ddr_addr; zeroed OCMs."""
-    memory = Memory(program.ddr_size, program.num_tiles, target.ocm_bytes_per_tile)
+    memory = Memory(
+        program.ddr_size,
+        program.num_tiles,
+        target.ocm_bytes_per_tile,
+        target.act_table_bytes_per_tile,
+    )
     try:
         memory.write(
             MemSpace.DDR,

@@ -30,9 +30,20 @@ def box_extent(box: tuple[int, ...], strides: tuple[int, ...], elem_bytes: int) 
 class Memory:
     """DDR plus one OCM per tile; OCM accesses go to the OCM of the instruction's tile."""
 
-    def __init__(self, ddr_size: int, num_tiles: int, ocm_bytes_per_tile: int):
+    def __init__(
+        self,
+        ddr_size: int,
+        num_tiles: int,
+        ocm_bytes_per_tile: int,
+        act_table_bytes_per_tile: int = 0,
+    ):
         self.ddr = np.zeros(ddr_size, np.uint8)
         self.ocms = [np.zeros(ocm_bytes_per_tile, np.uint8) for _ in range(num_tiles)]
+        self.act_table_bytes = act_table_bytes_per_tile
+        self.act_tables: list[tuple[tuple[int, float, float], np.ndarray] | None] = [
+            None
+        ] * num_tiles
+        """Per tile: the (act, act_a, act_b) a `lut` loaded and its float16[65536] table."""
 
     def space(self, space: MemSpace, tile: int) -> tuple[np.ndarray, str]:
         if space == MemSpace.DDR:
