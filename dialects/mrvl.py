@@ -791,6 +791,61 @@ class StridedCopyOp(IRDLOperation):
             raise VerifyException("mrvl.strided_copy: element type must not change")
 
 
+RESIZE_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+"""ONNX Resize coordinate transformation modes `mrvl.resize` documents in `mode`."""
+
+
+@irdl_op_definition
+class ResizeOp(IRDLOperation):
+    """Bilinear resize (NHWC) by interpolation tables: `ytab` holds, for each output row,
+    the input rows i0, i1 and fp32 weights w0, w1 (4 f32 per row, indices exact integers);
+    `xtab` the same for columns. `mode` records the ONNX coordinate transformation the
+    tables were computed with (see `mrvl.strided.interpolation_table`)."""
+
+    name = "mrvl.resize"
+    input = operand_def(TensorType)
+    ytab = operand_def(TensorType)
+    xtab = operand_def(TensorType)
+    output = result_def(TensorType)
+    mode = prop_def(StringAttr)
+    assembly_format = (
+        "$input `,` $ytab `,` $xtab `mode` $mode attr-dict `:` functional-type(operands, results)"
+    )
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(
+        self, input: SSAValue, ytab: SSAValue, xtab: SSAValue, output_type: Attribute, mode: str
+    ):
+        super().__init__(
+            operands=[input, ytab, xtab],
+            result_types=[output_type],
+            properties={"mode": StringAttr(mode)},
+        )
+
+    def verify_(self) -> None:
+        _check_tensor(self, "input", self.input, 4, "NHWC")
+        _check_tensor(self, "output", self.output, 4, "NHWC")
+        if self.mode.data not in RESIZE_MODES:
+            raise VerifyException(
+                f"mrvl.resize: unknown mode '{self.mode.data}', expected one of "
+                f"{', '.join(RESIZE_MODES)}"
+            )
+        n, _, _, c = shape_of(self.input)
+        on, oh, ow, oc = shape_of(self.output)
+        if (on, oc) != (n, c):
+            raise VerifyException("mrvl.resize: input and result differ in N or C")
+        if element_type_of(self.input) != element_type_of(self.output):
+            raise VerifyException("mrvl.resize: element type must not change")
+        for what, value, size in (("ytab", self.ytab, oh), ("xtab", self.xtab, ow)):
+            _check_tensor(self, what, value, 1, "O")
+            if shape_of(value) != (4 * size,) or not isinstance(
+                element_type_of(value), Float32Type
+            ):
+                raise VerifyException(
+                    f"mrvl.resize: {what} must be f32 with 4 values per output index ({4 * size})"
+                )
+
+
 @irdl_op_definition
 class DilateOp(IRDLOperation):
     """Zero insertion (NHWC): `strides - 1` zero rows / columns between input pixels, so
@@ -855,6 +910,7 @@ Mrvl = Dialect(
         ScaleShiftOp,
         StridedCopyOp,
         DilateOp,
+        ResizeOp,
         ReshapeOp,
         LayoutConvertOp,
         CastOp,

@@ -421,6 +421,35 @@ class Pool2DTaskOp(WindowTaskBase):
 
 
 @irdl_op_definition
+class ResizeTaskOp(TaskBase):
+    """Two-tap interpolation of an OCM input window (NHWC, input rows from `row0`) into an
+    output tile, by a row table [OH, 4] and a column table [OW, 4] (f32: i0, i1, w0, w1)."""
+
+    name = "sched.resize"
+    input = operand_def(BufferType)
+    ytab = operand_def(BufferType)
+    xtab = operand_def(BufferType)
+    output = operand_def(BufferType)
+    row0 = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "`tile` $tile $input `,` $ytab `,` $xtab `->` $output `in_row` $row0 "
+        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($ytab) `,` "
+        "type($xtab) `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        _check_ocm(self, self.tile.value.data, self.input, self.ytab, self.xtab, self.output)
+        n, _, _, c = buffer_type(self.input).dims
+        on, oh, ow, oc = buffer_type(self.output).dims
+        if (on, oc) != (n, c):
+            raise VerifyException("sched.resize: input and output differ in N or C")
+        if buffer_type(self.ytab).dims != (oh, 4) or buffer_type(self.xtab).dims != (ow, 4):
+            raise VerifyException(
+                "sched.resize: the row table must be [OH, 4] and the column table [OW, 4]"
+            )
+
+
+@irdl_op_definition
 class FullyConnectedTaskOp(FusedActivation, TaskBase):
     """Fully connected layer on OCM rows, for the output features held by `weight`."""
 
@@ -511,6 +540,7 @@ Sched = Dialect(
         DmaOp,
         Conv2DTaskOp,
         Pool2DTaskOp,
+        ResizeTaskOp,
         FullyConnectedTaskOp,
         AddTaskOp,
         ScaleTaskOp,

@@ -304,6 +304,8 @@ class _Emitter:
                 self._strided_copy_node(op)
             elif isinstance(op, mrvl.DilateOp):
                 self._dilate_node(op)
+            elif isinstance(op, mrvl.ResizeOp):
+                self._resize_node(op)
             else:
                 raise self._fail(op, "has no Nodes-JSON form (not a layer this emitter knows)")
 
@@ -634,6 +636,18 @@ class _Emitter:
                 "src_strides": _strs(op.strides.get_values()),
                 "box": _strs(op.box.get_values()),
             },
+        )
+
+    def _resize_node(self, op: mrvl.ResizeOp) -> None:
+        self._layer_node(
+            op,
+            "Resize",
+            [op.input],
+            data_layout="NHWC",
+            data_shape=mrvl.shape_of(op.input),
+            out_layout="NHWC",
+            composite="mrvl.resize",
+            attrs={"coordinate_transformation_mode": [op.mode.data]},
         )
 
     def _dilate_node(self, op: mrvl.DilateOp) -> None:

@@ -7,6 +7,7 @@ contract with `relax_import.py`:
 
     mrvl.conv2d            [pad] conv2d [+bias] [batch_norm | *scale +shift] [activation]
     mrvl.conv_transpose    conv2d_transpose [+bias] [activation] (zero insertion + conv2d)
+    mrvl.resize            resize2d, linear (bilinear) or a nearest that is no strided copy
     mrvl.fc                [*alpha] matmul [+bias] [activation]
     mrvl.add               add(a, b) of two same-shape tensors [activation]
     mrvl.maxpool2d, mrvl.avgpool2d, mrvl.global_avgpool2d (mean), mrvl.global_maxpool2d (max)
@@ -700,6 +701,24 @@ def _check_concat(ctx: PatternCheckContext) -> None:
         raise _Reject(f"attribute axis={axis}", concat)
 
 
+def _check_resize(ctx: PatternCheckContext) -> None:
+    """Bilinear (or nearest) resize of an NCHW tensor by the `resize` instruction's tables."""
+    resize = ctx.annotated_expr["root"]
+    _whole_onnx_ops(ctx, frozenset({"Resize", "Upsample"}))
+    attrs = resize.attrs
+    _activation(ctx.annotated_expr["data"], (4,), resize)
+    _tensor_shape(resize, resize)
+    if str(attrs.layout) != "NCHW":
+        raise _Reject(f"layout {attrs.layout}", resize)
+    method, mode = str(attrs.method), str(attrs.coordinate_transformation_mode)
+    if method not in ("linear", "nearest_neighbor"):
+        raise _Reject(f"attribute mode={method}", resize)
+    if mode not in strided.RESIZE_MODES:
+        raise _Reject(f"attribute coordinate_transformation_mode={mode}", resize)
+    if method == "nearest_neighbor" and str(attrs.rounding_method) not in strided.ROUNDINGS:
+        raise _Reject(f"attribute nearest_mode={attrs.rounding_method}", resize)
+
+
 _MOVE_ONNX_OPS = frozenset(
     {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Split", "Resize",
      "Upsample", "Identity"}
@@ -882,6 +901,7 @@ def _pattern_table() -> list[tuple]:
         _single_op_pattern("mrvl.transpose", ["relax.permute_dims"], _check_transpose),
         _reshape_pattern(),
         _copy_pattern(1),
+        _single_op_pattern("mrvl.resize", ["relax.image.resize2d"], _check_resize, wildcard),
         # last: only what no conv / fc / add absorbed
         _scale_shift_pattern("mul"),
         _scale_shift_pattern("add"),

@@ -312,6 +312,33 @@ class _RegionImporter:
         )
         return self._located(op, node)
 
+    def resize(self, chain: _Chain, inner: dict) -> SSAValue:
+        """Bilinear (or nearest) resize: NHWC, with the row and column interpolation tables
+        of `strided.interpolation_table` as f32 constants."""
+        call = chain.take_one("relax.image.resize2d")
+        node = node_name_of(call)
+        attrs = call.attrs
+        method, mode = str(attrs.method), str(attrs.coordinate_transformation_mode)
+        if str(attrs.layout) != "NCHW" or mode not in strided.RESIZE_MODES:
+            raise UnsupportedOpError(f"resize: layout {attrs.layout}, mode {mode}", node)
+        x = self._in_layout(self._operand(inner, call.args[0], node), "NHWC", node)
+        _, _, h, w = _shape(call.args[0])
+        n, c, oh, ow = _shape(call)
+        rounding = str(attrs.rounding_method)
+        try:
+            ytab = strided.interpolation_table(h, oh, method, mode, rounding)
+            xtab = strided.interpolation_table(w, ow, method, mode, rounding)
+        except strided.NotACopy as err:
+            raise UnsupportedOpError(f"resize: {err.reason}", node) from None
+        op = mrvl.ResizeOp(
+            x,
+            self._made_constant(ytab.reshape(-1), "O", "resize_rows"),
+            self._made_constant(xtab.reshape(-1), "O", "resize_cols"),
+            mrvl.tensor((n, oh, ow, c), f32, "NHWC"),
+            mode,
+        )
+        return self._located(op, node)
+
     def pool2d(self, chain: _Chain, inner: dict) -> SSAValue:
         call = chain.take_one("relax.nn.max_pool2d", "relax.nn.avg_pool2d")
         node = node_name_of(call)
@@ -576,6 +603,7 @@ _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.reshape": _RegionImporter.reshape,
     "mrvl.transpose": _RegionImporter.transpose,
     "mrvl.copy": _RegionImporter.copy,
+    "mrvl.resize": _RegionImporter.resize,
 }
 
 

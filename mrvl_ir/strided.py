@@ -107,7 +107,11 @@ def _strided_slice(call: relax.Call, positions: np.ndarray) -> np.ndarray:
     return positions[tuple(index)]
 
 
-_COORDINATE_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+RESIZE_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+"""ONNX coordinate transformation modes supported (those PyTorch and Paddle exports use)."""
+
+ROUNDINGS = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+"""ONNX nearest_mode values supported."""
 
 
 def nearest_indices(
@@ -207,3 +211,27 @@ def chain_form(calls: Sequence[relax.Call], in_shape: Sequence[int]) -> StridedF
             f"not a strided copy of at most {MAX_DIMS} dimensions", calls[-1] if calls else None
         )
     return form
+
+
+def interpolation_table(
+    in_size: int, out_size: int, method: str, mode: str, rounding: str = "round_prefer_floor"
+) -> np.ndarray:
+    """The `resize` instruction's table for one axis: [out_size, 4] f32 rows (i0, i1, w0, w1).
+
+    Computed one way, in float64, then stored as f32 (docs/isa.md, `resize`):
+    - linear: x = the ONNX source coordinate of the output index, clamped to [0, in - 1];
+      i0 = floor(x), i1 = min(i0 + 1, in - 1), w1 = x - i0, w0 = 1 - w1. For an integer
+      factor every weight is a fraction k / (2·factor) or k / factor, exact in f32.
+    - nearest: i0 = i1 = the nearest index (`nearest_indices`), w0 = 1, w1 = 0.
+    """
+    if method == "nearest_neighbor":
+        index = nearest_indices(in_size, out_size, mode, rounding).astype(np.float64)
+        table = np.stack([index, index, np.ones(out_size), np.zeros(out_size)], axis=1)
+        return table.astype(np.float32)
+    if method != "linear":
+        raise NotACopy(f"resize method '{method}'")
+    x = np.clip(source_coordinates(in_size, out_size, mode, None), 0.0, in_size - 1.0)
+    i0 = np.floor(x)
+    i1 = np.minimum(i0 + 1.0, in_size - 1.0)
+    w1 = x - i0
+    return np.stack([i0, i1, 1.0 - w1, w1], axis=1).astype(np.float32)

@@ -150,6 +150,17 @@ class _Selector:
                 count_include_pad=int(op.count_include_pad is not None),
             )
             return mlip.PoolOp.build(**self.header(op), fields=fields)
+        if isinstance(op, sched.ResizeTaskOp):
+            fields = {
+                "in_addr": self.address(op.input),
+                "in_shape": list(sched.buffer_type(op.input).dims),
+                "row0": op.row0.value.data,
+                "out_addr": self.address(op.output),
+                "out_shape": list(sched.buffer_type(op.output).dims),
+                "ytab_addr": self.address(op.ytab),
+                "xtab_addr": self.address(op.xtab),
+            }
+            return mlip.INSTRUCTION_OPS["resize"].build(**self.header(op), fields=fields)
         if isinstance(op, sched.FullyConnectedTaskOp):
             n, k = sched.buffer_type(op.input).dims
             o = sched.buffer_type(op.weight).dims[0]

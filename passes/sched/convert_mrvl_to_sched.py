@@ -41,6 +41,7 @@ from mrvl.passes.sched.tiling import (
     WindowLayer,
     plan_elementwise,
     plan_fc_layer,
+    plan_resize_layer,
     plan_window_layer,
 )
 from mrvl.target import Target
@@ -412,6 +413,59 @@ class _Lowering:
                 ).token
                 self.record_write(out, tile, tok)
 
+    def resize(self, op: mrvl.ResizeOp) -> None:
+        """Bands of output rows (and channel groups): each loads the input rows its row
+        table reads, its slice of the row table and the whole column table."""
+        self.require_f16(op)
+        n, h, w, c = mrvl.shape_of(op.input)
+        _, oh, ow, _ = mrvl.shape_of(op.output)
+        ytab_op = op.ytab.owner
+        if not isinstance(ytab_op, mrvl.ConstantOp):
+            raise CompileError(f"{self.what(op)}: the row table must be a constant")
+        rows_read = ytab_op.numpy().reshape(oh, 4)[:, :2].astype(int)
+        pieces = plan_resize_layer(
+            n,
+            w,
+            c,
+            ow,
+            [(int(min(r)), int(max(r))) for r in rows_read],
+            self.target.ocm_bytes_per_tile,
+            self.num_tiles,
+            self.target.ocm_alignment,
+            self.what(op),
+        )
+        et = mrvl.element_type_of(op.output)
+        src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
+        ytab, xtab = self.ddr_buffer(op.ytab), self.ddr_buffer(op.xtab)
+        f32 = sched.buffer_type(ytab).element_type
+        for index, p in enumerate(pieces):
+            tile = index % self.num_tiles
+            window, t_in = self.load(src, [0, p.in_row0, 0, p.c0], [n, p.in_rows, w, p.cs], tile)
+            ybuf = self.ocm([p.rows, 4], f32, tile)
+            t_y = self.emit(
+                sched.DmaOp(
+                    ytab, [p.orow0 * 4], ybuf, [0, 0], [p.rows, 4], tile, self.writes_to(ytab),
+                    src_strides=[4, 1],
+                )
+            ).token  # fmt: skip
+            xbuf = self.ocm([ow, 4], f32, tile)
+            t_x = self.emit(
+                sched.DmaOp(
+                    xtab, [0], xbuf, [0, 0], [ow, 4], tile, self.writes_to(xtab),
+                    src_strides=[4, 1],
+                )
+            ).token  # fmt: skip
+            out = self.ocm([n, p.rows, ow, p.cs], et, tile)
+            task = sched.ResizeTaskOp.make(
+                {"tile": _int(tile), "row0": _int(p.in_row0)},
+                deps=[t_in, t_y, t_x],
+                input=window,
+                ytab=ybuf,
+                xtab=xbuf,
+                output=out,
+            )
+            self.store(out, dst, [0, p.orow0, 0, p.c0], tile, self.emit(task).results[0])
+
     def dilate(self, op: mrvl.DilateOp) -> None:
         """Zero insertion: fill the result with zeros (a DMA repeating one zero element of the
         constant pool), then scatter the input into it with destination strides."""
@@ -524,6 +578,8 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
                 low.strided_copy(layer)
             elif isinstance(layer, mrvl.DilateOp):
                 low.dilate(layer)
+            elif isinstance(layer, mrvl.ResizeOp):
+                low.resize(layer)
             elif isinstance(layer, func.ReturnOp):
                 for value, io in outputs.items():
                     if low.buffers.get(value) is not io:

@@ -17,7 +17,7 @@ COMPOSITES = {
     "mrvl.conv2d", "mrvl.fc", "mrvl.add", "mrvl.maxpool2d", "mrvl.avgpool2d",
     "mrvl.global_avgpool2d", "mrvl.global_maxpool2d", "mrvl.concat", "mrvl.reshape",
     "mrvl.transpose", "mrvl.scale_shift", "mrvl.copy",
-    "mrvl.conv_transpose",
+    "mrvl.conv_transpose", "mrvl.resize",
 }  # fmt: skip
 
 
