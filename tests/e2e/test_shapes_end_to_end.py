@@ -382,3 +382,17 @@ def test_nearest_resize_that_is_no_strided_copy_runs_by_tables():
     check_offloaded_and_accurate(
         resize_net("nearest", "asymmetric", "round_prefer_ceil", scales=(2, 2))
     )
+
+
+def test_resize_is_cut_into_channel_groups_when_one_row_does_not_fit():
+    from mrvl.passes.sched.tiling import plan_resize_layer
+
+    rows = [(r // 2, min(r // 2 + 1, 63)) for r in range(128)]  # x2 bilinear of 64 rows
+    pieces = plan_resize_layer(1, 64, 2048, 128, rows, 256 * 1024, 8, 64, "resize")
+    assert len({p.c0 for p in pieces}) > 1
+    covered = np.zeros((128, 2048), int)
+    for p in pieces:
+        lo, hi = p.in_row0, p.in_row0 + p.in_rows
+        assert all(lo <= a and b < hi for a, b in rows[p.orow0 : p.orow0 + p.rows])
+        covered[p.orow0 : p.orow0 + p.rows, p.c0 : p.c0 + p.cs] += 1
+    assert (covered == 1).all()
