@@ -8,7 +8,7 @@ contract with `relax_import.py`:
     mrvl.conv2d            [pad] conv2d [+bias] [batch_norm | *scale +shift] [activation]
     mrvl.conv_transpose    conv2d_transpose [+bias] [activation] (zero insertion + conv2d)
     mrvl.resize            resize2d, linear (bilinear) or a nearest that is no strided copy
-    mrvl.fc                [*alpha] matmul [+bias] [activation]
+    mrvl.fc                [*alpha] matmul [+bias] [activation], [N, K] or [N, T, K] rows
     mrvl.add               add(a, b) of two same-shape tensors [activation]
     mrvl.maxpool2d, mrvl.avgpool2d, mrvl.global_avgpool2d (mean), mrvl.global_maxpool2d (max)
     mrvl.concat            concat on any axis, ranks 2 to 4
@@ -577,7 +577,9 @@ def _check_fc(ctx: PatternCheckContext) -> None:
     ann = ctx.annotated_expr
     matmul = ann["matmul"]
     _no_leaks(ctx)
-    k = _activation(ann["data"], (2,), matmul, any_batch=True)[1]  # rows are tiled
+    # rows are tiled: any number, also a sequence [N, T, K] (its rows are N * T)
+    data_shape = _activation(ann["data"], (2, 3), matmul, any_batch=True)
+    k = data_shape[-1]
     _f32_result(matmul)
     weight = _constant(ann["weight"], "weights (right operand)", matmul)
     if weight.ndim != 2 or weight.shape[0] != k:
@@ -587,7 +589,8 @@ def _check_fc(ctx: PatternCheckContext) -> None:
     if "bias" in ann:
         shape = _constant(ann["bias"], "bias", ann["bias_add"]).shape
         out = weight.shape[1]
-        if shape not in ((out,), (1, out)) and not (len(shape) <= 2 and all(d == 1 for d in shape)):
+        leading_ones = all(d == 1 for d in shape[:-1]) and len(shape) <= len(data_shape)
+        if not (leading_ones and shape[-1:] in ((out,), (1,))) and shape != ():
             raise _Reject(f"bias shape {shape}", ann["bias_add"])
     _check_activation(ann)
 

@@ -404,11 +404,17 @@ class _RegionImporter:
         call = chain.take_one("relax.matmul")
         node = node_name_of(call)
         source = alpha_call.args[0] if alpha_call is not None else call.args[0]
-        x = self._in_layout(self._operand(inner, source, node), "NC", node)
+        in_shape = _shape(source)
+        x = self._operand(inner, source, node)
+        if len(in_shape) == 3:  # a sequence [N, T, K]: its N * T rows, the same bytes
+            x = self._in_layout(x, "NCW", node)
+            n_t = in_shape[0] * in_shape[1]
+            x = self._located(mrvl.ReshapeOp(x, mrvl.tensor((n_t, in_shape[2]), f32, "NC")), node)
+        x = self._in_layout(x, "NC", node)
         w_const = call.args[1]
         if not isinstance(w_const, GenericConst) or len(_shape(w_const)) != 2:
             raise UnsupportedOpError("fc: the right operand must be a constant matrix", node)
-        n, o = _shape(call)
+        n, o = mrvl.shape_of(x)[0], _shape(call)[-1]
         alpha = _scalar(alpha_call.args[1]) if alpha_call is not None else 1.0
         has_bias = chain.peek_any("relax.add")
         bias_const = chain.first_const_of("relax.add")
@@ -422,7 +428,11 @@ class _RegionImporter:
             mrvl.tensor((n, o), f32, "NC"),
             activation=self._activation(chain),
         )
-        return self._located(op, node)
+        result = self._located(op, node)
+        if len(in_shape) == 3:
+            out_type = mrvl.tensor((*in_shape[:2], o), f32, "NCW")
+            result = self._located(mrvl.ReshapeOp(result, out_type), node)
+        return result
 
     def add(self, chain: _Chain, inner: dict) -> SSAValue:
         call = chain.take_one("relax.add")

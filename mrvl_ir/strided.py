@@ -203,6 +203,12 @@ def strided_form(positions: np.ndarray, max_dims: int = MAX_DIMS) -> StridedForm
 
 def chain_form(calls: Sequence[relax.Call], in_shape: Sequence[int]) -> StridedForm:
     """The strided form of `calls` on a dense row-major input of `in_shape`, or `NotACopy`."""
+    for call in calls:  # reject cheaply, before building an index map of the whole tensor
+        name = _op_name(call)
+        if name not in MOVE_OPS:
+            raise NotACopy(f"{name} is not data movement", call)
+        if name == "relax.image.resize2d" and str(call.attrs.method) != "nearest_neighbor":
+            raise NotACopy(f"resize method '{call.attrs.method}' computes new values", call)
     count = math.prod(in_shape)
     positions = source_positions(calls, np.arange(count, dtype=np.int64).reshape(in_shape))
     form = strided_form(positions)

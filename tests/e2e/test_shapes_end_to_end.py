@@ -396,3 +396,40 @@ def test_resize_is_cut_into_channel_groups_when_one_row_does_not_fit():
         assert all(lo <= a and b < hi for a, b in rows[p.orow0 : p.orow0 + p.rows])
         covered[p.orow0 : p.orow0 + p.rows, p.c0 : p.c0 + p.cs] += 1
     assert (covered == 1).all()
+
+
+def test_matmul_over_a_sequence():
+    """An OCR head (CRNN): MatMul of [N, T, C] by a constant [C, classes], a bias Add, over
+    2 x 40 time steps: 80 rows through one FC."""
+    rng = np.random.default_rng(9)
+    nodes = [
+        node("MatMul", ["x", "w"], ["m"], name="head_matmul"),
+        node("Add", ["m", "b"], ["y"], name="head_bias"),
+    ]
+    inits = [const(rng, "w", (32, 11)), const(rng, "b", (11,))]
+    onnx_model = model(nodes, inits, [("x", [2, 40, 32])], [("y", [2, 40, 11])])
+    check_offloaded_and_accurate(onnx_model, num_tiles=2)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        detection_head_net,
+        channel_shuffle_net,
+        lambda: resize_net("linear", "half_pixel"),
+        lambda: resize_net("nearest", "asymmetric", "floor"),
+        lambda: conv_transpose_net(2, [1, 1, 1, 1], 1, 1, 3, 1),
+        lambda: split_slice_concat_net(2),
+    ],
+    ids=["head", "shuffle", "bilinear", "nearest", "deconv", "split"],
+)
+def test_nodes_and_constants_json_of_the_new_layers_pass_their_schemas(make):
+    from helpers import region_functions
+
+    from mrvl import json_emitter
+    from mrvl.compiler import compile_region
+
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(make()))
+    for _, function in region_functions(mod):
+        compiled = compile_region(function)
+        assert json_emitter.check_pair(compiled.nodes_json, compiled.consts_json) == []

@@ -693,14 +693,14 @@ REJECTED = {
         "/mm",
         "non-constant weights (right operand)",
     ),
-    "MatMul rank 3": (
+    "MatMul rank 4": (  # rank 3 ([N, T, K], a sequence) is an FC over N * T rows
         [node("MatMul", ["v", "wf"], "y", "/mm")],
-        {"v": [2, 5, 6]},
-        {"y": [2, 5, 3]},
+        {"v": [1, 2, 5, 6]},
+        {"y": [1, 2, 5, 3]},
         [rand("wf", (6, 3))],
         {},
         "/mm",
-        "rank 3",
+        "rank 4",
     ),
     "broadcast Add": (
         [node("Add", ["x", "z"], "y", "/add")],
