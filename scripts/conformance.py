@@ -386,16 +386,21 @@ def render_report(results: Sequence[CaseResult], elapsed: float) -> str:
 def run_all(
     cases: Sequence[NodeCase], *, verbose: bool = False, stream=sys.stderr
 ) -> list[CaseResult]:
+    """Run every case: a progress bar when `stream` is a terminal, one line per case with
+    `verbose`."""
+    from tqdm import tqdm
+
     results = []
-    for index, case in enumerate(cases, 1):
+    progress = tqdm(cases, desc="conformance", unit="case", file=stream, disable=None)
+    for index, case in enumerate(progress, 1):
+        progress.set_postfix_str(case.id, refresh=False)
         result = run_case(case)
         results.append(result)
         if verbose:
-            print(
+            progress.write(
                 f"[{index:3d}/{len(cases)}] {result.status:14s} {result.seconds:6.2f}s "
                 f"{case.id}  {result.reason}",
                 file=stream,
-                flush=True,
             )
     return results
 
