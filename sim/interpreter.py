@@ -29,7 +29,7 @@ from mrvl.isa import (
 )
 from mrvl.sim.errors import Fault, SimulatorError, SimulatorInputError
 from mrvl.sim.memory import Memory, box_extent
-from mrvl.sim.numerics import activate, fp32_mac, round_to_f16
+from mrvl.sim.numerics import activate, fp32_mac, round_to_f16, two_tap
 from mrvl.target import Target, UnknownTargetError, get_target
 
 F16 = "float16"
@@ -390,12 +390,42 @@ def _mul(memory: Memory, ins: Instruction) -> None:
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result, "output")
 
 
+def _interpolation_table(table: np.ndarray, size: int, lo: int, what: str) -> tuple:
+    """The (i0, i1, w0, w1) columns of a resize table, the indices made relative to `lo` and
+    checked to be integers inside [0, size)."""
+    index = table[:, :2]
+    _require(bool(np.all(index == np.floor(index))), f"{what} indices are not integers")
+    i0, i1 = (index[:, k].astype(np.int64) - lo for k in (0, 1))
+    inside = (i0 >= 0) & (i0 < size) & (i1 >= 0) & (i1 < size)
+    _require(bool(np.all(inside)), f"{what} indices fall outside [{lo}, {lo + size})")
+    return i0, i1, table[:, 2], table[:, 3]
+
+
+def _resize(memory: Memory, ins: Instruction) -> None:
+    f = _fields(ins)
+    n, h, w, c = _positive(f["in_shape"], "in_shape")
+    on, oh, ow, oc = _positive(f["out_shape"], "out_shape")
+    _require((on, oc) == (n, c), f"out_shape {[on, oh, ow, oc]} differs from in_shape in N or C")
+    memory.check_dense(MemSpace.OCM, ins.tile, f["out_addr"], F16, (on, oh, ow, oc), "output")
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (n, h, w, c), "input window")
+    ytab = memory.read(MemSpace.OCM, ins.tile, f["ytab_addr"], F32, (oh, 4), "row table")
+    xtab = memory.read(MemSpace.OCM, ins.tile, f["xtab_addr"], F32, (ow, 4), "column table")
+    y0, y1, wy0, wy1 = _interpolation_table(ytab, h, f["row0"], "row table")
+    x0, x1, wx0, wx1 = _interpolation_table(xtab, w, 0, "column table")
+    wx0, wx1 = wx0[None, None, :, None], wx1[None, None, :, None]  # over [N, OH, OW, C]
+    top = two_tap(x[:, y0][:, :, x0], x[:, y0][:, :, x1], wx0, wx1)
+    bottom = two_tap(x[:, y1][:, :, x0], x[:, y1][:, :, x1], wx0, wx1)
+    acc = two_tap(top, bottom, wy0[None, :, None, None], wy1[None, :, None, None])
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(acc), "output")
+
+
 _EXECUTE: dict[str, Callable[[Memory, Instruction], None]] = {
     "dma": _dma,
     "cvt": _cvt,
     "lut": _lut,
     "conv": _conv,
     "pool": _pool,
+    "resize": _resize,
     "fc": _fc,
     "add": _add,
     "scale": _scale,
