@@ -29,6 +29,7 @@ nodes left on the CPU are stored on the result as the module attribute
 from __future__ import annotations
 
 import contextvars
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -321,6 +322,8 @@ class _Collector:
     its match; the scale_shift check asks what produced its input)."""
     culprits: dict[str, str] = field(default_factory=dict)
     bystanders: dict[str, str] = field(default_factory=dict)
+    sites: itertools.count = field(default_factory=itertools.count)
+    """Numbers the accepted matches (see `_site_attrs`)."""
 
     def reject(self, culprit: str | None, reason: str, involved: Sequence[str]) -> None:
         if culprit is not None:
@@ -785,6 +788,24 @@ def _pattern_table() -> list[tuple]:
     ]
 
 
+_SITE_ATTR = "mrvl.site"
+_SITES = itertools.count()
+
+
+def _site_attrs(ctx: PatternCheckContext) -> dict[str, str]:
+    """A number unique to each accepted match, set on its composite function.
+
+    TVM's BlockBuilder shares structurally equal functions, so two identical layers (the same
+    weights, or a constant-free activation) would become one composite called twice, carrying
+    the ONNX nodes of the first call site only: the other site's nodes would be reported as
+    folded away, its instructions would name the wrong node, and its constants would be
+    emitted twice under one name. With this attribute no two composites are equal.
+    """
+    collector = _COLLECTOR.get()
+    counter = collector.sites if collector is not None else _SITES
+    return {_SITE_ATTR: str(next(counter))}
+
+
 def _register() -> None:
     """Register the table once (re-registering would add duplicate entries).
 
@@ -792,7 +813,7 @@ def _register() -> None:
     """
     if get_patterns_with_prefix(_CODEGEN + "."):
         return
-    register_patterns(list(reversed(_pattern_table())))
+    register_patterns([(*pattern, _site_attrs) for pattern in reversed(_pattern_table())])
 
 
 _register()

@@ -49,6 +49,7 @@ class _RegionImporter:
         self.constant_names = constant_names
         self.const_count = 0
         self.made_count = 0
+        self.const_names: set[str] = set()
         self.values: dict[relax.Var, SSAValue] = {}
         self.converted: dict[tuple[SSAValue, str], SSAValue] = {}
         self.composites: dict[relax.Var, relax.Function] = {}
@@ -93,14 +94,21 @@ class _RegionImporter:
     def _constant(self, const: GenericConst, array: np.ndarray, layout: str) -> SSAValue:
         """A constant derived from a TVM constant, under TVM's name for it; without the names
         (a region compiled outside `relax.ext.mrvl`) the next `<symbol>_mrvl_const_<i>`,
-        which is how TVM numbers a region's constants, in order of use."""
+        which is how TVM numbers a region's constants, in order of use.
+
+        One TVM constant used by two layers of the region (a weight shared by two convs, each
+        scaled by its own batch norm) gives two constants: the second is `<name>_<k>`."""
         name = None
         if self.constant_names is not None and const in self.constant_names:
             name = str(self.constant_names[const])
         if name is None:
             name = f"{self.symbol}_mrvl_const_{self.const_count}"
         self.const_count += 1
-        return self.builder.insert(mrvl.ConstantOp(name, array, layout)).result
+        unique, k = name, 1
+        while unique in self.const_names:
+            unique, k = f"{name}_{k}", k + 1
+        self.const_names.add(unique)
+        return self.builder.insert(mrvl.ConstantOp(unique, array, layout)).result
 
     def _made_constant(self, array: np.ndarray, layout: str, role: str) -> SSAValue:
         """A constant the model does not have (the unit scale of a lone activation), named

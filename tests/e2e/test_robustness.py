@@ -1,0 +1,82 @@
+"""Models TVM imports that once ended the build with an internal error or a wrong report,
+each built in code and run through the whole flow against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import tvm
+from onnx import TensorProto, helper, numpy_helper
+from tvm import relax
+
+import mrvl
+from mrvl.accuracy import fp16_agreement
+
+from helpers import onnxruntime_outputs
+
+node = helper.make_node
+
+
+def _model(nodes, inits, x_shape, y_shape) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes,
+        "robust",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
+        inits,
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 10
+    onnx.checker.check_model(m)
+    return m
+
+
+def _weights(name, shape, seed=0, scale=0.3):
+    rng = np.random.default_rng(seed)
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def _run_and_compare(onnx_model, mod, x_shape, **build_options):
+    lib = mrvl.build(mod, **build_options)
+    x = np.random.default_rng(1).standard_normal(x_shape).astype(np.float32)
+    result = relax.VirtualMachine(lib, tvm.cpu())["main"](tvm.runtime.tensor(x)).numpy()
+    (reference,) = onnxruntime_outputs(onnx_model, {"x": x})
+    agreement = fp16_agreement(result, reference)
+    assert agreement.passed, str(agreement)
+    return lib
+
+
+def shared_weight_net():
+    """Two identical conv+relu layers (one weight initializer) in one region, and two
+    identical Mul-by-constant layers on either side of a CPU Softmax: TVM shares identical
+    composite functions, which emitted one constant twice and reported the second call
+    site's nodes as folded away."""
+    nodes = [
+        node("Conv", ["x", "w"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Relu", ["c1"], ["r1"], name="relu1"),
+        node("Conv", ["r1", "w"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Relu", ["c2"], ["r2"], name="relu2"),
+        node("Mul", ["r2", "s"], ["m1"], name="mul1"),
+        node("Softmax", ["m1"], ["sm"], name="softmax", axis=1),
+        node("Mul", ["sm", "s"], ["m2"], name="mul2"),
+        node("Conv", ["m2", "w"], ["c3"], name="conv3", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Relu", ["c3"], ["y"], name="relu3"),
+    ]
+    s = numpy_helper.from_array(np.full((1, 4, 1, 1), 0.5, np.float32), "s")
+    return _model(nodes, [_weights("w", (4, 4, 3, 3)), s], [1, 4, 6, 6], [1, 4, 6, 6])
+
+
+def test_reused_composites_compile_once_per_call_site():
+    onnx_model = shared_weight_net()
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), num_tiles=2)
+    report = mrvl.partition_report(mod)
+    targets = {row.node: row.target for row in report.rows}
+    assert targets["softmax"] == "cpu"
+    assert all(t.startswith("mrvl_region_") for n, t in targets.items() if n != "softmax"), targets
+    assert targets["conv1"] == targets["conv2"] != targets["conv3"]
+    assert all(row.macs == 4 * 6 * 6 * 4 * 9 for row in report.rows if row.op_type == "Conv")
+
+    lib = _run_and_compare(onnx_model, mod, [1, 4, 6, 6])
+    # Every call site's instructions name its own ONNX node.
+    named = {name for region in lib.mrvl_regions for name in region.program.srcmap}
+    assert {"conv1", "conv2", "conv3", "mul1", "mul2"} <= named, named
