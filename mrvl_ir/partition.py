@@ -45,6 +45,7 @@ from tvm.relax.transform import PatternCheckContext
 
 from .frontend import fold_constants, node_name_of, onnx_nodes_of
 from .placement import CPU, node_targets
+from .passes.sched.tiling import DoesNotFit, WindowLayer, plan_fc_layer, plan_window_layer
 from .target import Target, get_target
 
 __all__ = [
@@ -138,7 +139,9 @@ def partition_for_mrvl(
     bound = _bound_values(mod)
     op_types = onnx_nodes_of(mod) or {}
     while True:
-        collector = _Collector(forced, bound, op_types)
+        collector = _Collector(
+            forced, bound, op_types, target=get_target(mcpu), num_tiles=num_tiles
+        )
         token = _COLLECTOR.set(collector)
         try:
             partitioned = _fuse(mod)
@@ -322,6 +325,9 @@ class _Collector:
     its match; the scale_shift check asks what produced its input)."""
     culprits: dict[str, str] = field(default_factory=dict)
     bystanders: dict[str, str] = field(default_factory=dict)
+    target: Target | None = None
+    num_tiles: int = 1
+    """What the regions are partitioned for: layers are planned for it (`_check_fits`)."""
     sites: itertools.count = field(default_factory=itertools.count)
     """Numbers the accepted matches (see `_site_attrs`)."""
 
@@ -499,6 +505,47 @@ def _check_conv2d(ctx: PatternCheckContext) -> None:
         _channel_const(ann["bn_scale"], out_ch, 4, "scale", ann["bn_mul"])
         _channel_const(ann["bn_shift"], out_ch, 4, "shift", ann["bn_add"])
     _check_activation(ann)
+    n, c, h, w = _tensor_shape(ann["data"], conv)
+    _, _, oh, ow = _tensor_shape(conv, conv)
+    _, cg, kh, kw = weight.shape
+    pt, pl, _, _ = _int_list(attrs.padding)
+    if "pad" in ann:
+        widths = _int_list(ann["pad"].attrs.pad_width)
+        pt, pl = pt + widths[4], pl + widths[6]
+    (sh, sw), (dh, dw) = _int_list(attrs.strides), _int_list(attrs.dilation)
+    per_oc = kh * kw * cg * 2 + 4  # f16 weights and an f32 bias (most convs get one)
+    layer = WindowLayer(
+        n, h, w, c, oh, ow, out_ch, kh, kw, sh, pt, dh, per_oc, False,
+        sw=sw, pad_left=pl, dw=dw, groups=groups,
+    )  # fmt: skip
+    _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, True), conv)
+
+
+def _plan_window(layer: WindowLayer, target: Target, num_tiles: int, split_columns: bool):
+    return plan_window_layer(
+        layer,
+        target.ocm_bytes_per_tile,
+        num_tiles,
+        target.ocm_alignment,
+        "layer",
+        split_columns=split_columns,
+    )
+
+
+def _check_fits(plan: Callable[[Target, int], object], at: relax.Call) -> None:
+    """Ask the scheduler's tiler whether the layer can be placed on the target the module is
+    partitioned for; a layer that cannot stays on the CPU, with the bytes it would need."""
+    collector = _COLLECTOR.get()
+    if collector is None or collector.target is None:
+        return
+    try:
+        plan(collector.target, collector.num_tiles)
+    except DoesNotFit as err:
+        raise _Reject(
+            f"does not fit on chip: one {err.unit} needs {err.needed} bytes of OCM, a tile of "
+            f"{collector.target.name} has {err.available}",
+            at,
+        ) from None
 
 
 def _check_pad(pad: relax.Call) -> None:
@@ -523,6 +570,12 @@ def _check_pool2d(ctx: PatternCheckContext) -> None:
     dilation = _int_list(attrs.dilation)
     if any(d != 1 for d in dilation):
         raise _Reject(f"attribute dilations={dilation}", pool)
+    n, c, h, w = _tensor_shape(ctx.annotated_expr["data"], pool)
+    _, _, oh, ow = _tensor_shape(pool, pool)
+    (kh, kw), (sh, sw) = _int_list(attrs.pool_size), _int_list(attrs.strides)
+    pt, pl = _int_list(attrs.padding)[:2]
+    layer = WindowLayer(n, h, w, c, oh, ow, c, kh, kw, sh, pt, 1, 0, True, sw=sw, pad_left=pl)
+    _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, False), pool)
 
 
 def _check_global_pool2d(ctx: PatternCheckContext) -> None:
@@ -544,6 +597,13 @@ def _check_fc(ctx: PatternCheckContext) -> None:
     weight = _constant(ann["weight"], "weights (right operand)", matmul)
     if weight.ndim != 2 or weight.shape[0] != k:
         raise _Reject(f"weight shape {weight.shape}", matmul)
+    n = _tensor_shape(ann["data"], matmul)[0]
+    _check_fits(
+        lambda target, tiles: plan_fc_layer(
+            n, k, weight.shape[1], target.ocm_bytes_per_tile, tiles, target.ocm_alignment, "fc"
+        ),
+        matmul,
+    )
     if "alpha" in ann and _constant(ann["alpha"], "alpha", ann["scale"]).size != 1:
         raise _Reject("alpha is not a scalar", ann["scale"])
     if "bias" in ann:

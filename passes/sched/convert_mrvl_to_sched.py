@@ -176,42 +176,48 @@ class _Lowering:
         is_conv = isinstance(op, mrvl.Conv2DOp)
         n, h, w, c = mrvl.shape_of(op.input)
         _, oh, ow, oc = mrvl.shape_of(op.output)
-        if is_conv:
-            _, kh, kw, cg = mrvl.shape_of(op.weight)
-            dh, dw = op.dilations.get_values()
-            per_oc = kh * kw * cg * F16_BYTES + (4 if op.bias is not None else 0)
-        else:
-            kh, kw = op.kernel.get_values()
-            dh = dw = 1
-            per_oc = 0
-        sh, sw = op.strides.get_values()
-        pads = op.pads.get_values()
-        geometry = WindowLayer(n, h, w, c, oh, ow, oc, kh, kw, sh, pads[0], dh, per_oc, not is_conv)
+        geometry = window_geometry(op)
+        kh, kw, sh, sw, dh, dw = (
+            geometry.kh,
+            geometry.kw,
+            geometry.sh,
+            geometry.sw,
+            geometry.dh,
+            geometry.dw,
+        )
+        pads = list(op.pads.get_values())
         pieces = plan_window_layer(
             geometry,
             self.target.ocm_bytes_per_tile,
             self.num_tiles,
             self.target.ocm_alignment,
             self.what(op),
+            split_columns=is_conv,
         )
+        groups = op.group_count if is_conv else 1
+        cg = c // groups
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         for index, p in enumerate(pieces):
             tile = index % self.num_tiles
-            if is_conv:  # every output channel reads every input channel (of its group)
-                window, t_in = self.load(src, [0, p.in_row0, 0, 0], [n, p.in_rows, w, c], tile)
-            else:  # pooling keeps channels apart: load only this piece's channels
-                window, t_in = self.load(
-                    src, [0, p.in_row0, 0, p.oc0], [n, p.in_rows, w, p.ocs], tile
-                )
+            # Only the input columns and channels the piece reads (a pool's own channels, a
+            # conv's groups); a piece of a few columns sees the others as padding.
+            window, t_in = self.load(
+                src,
+                [0, p.in_row0, p.in_col0, p.ic0],
+                [n, p.in_rows, p.in_cols, p.ics],
+                tile,
+            )
             deps = [t_in]
-            out = self.ocm([n, p.rows, ow, p.ocs], mrvl.element_type_of(op.output), tile)
+            out = self.ocm([n, p.rows, p.cols, p.ocs], mrvl.element_type_of(op.output), tile)
+            piece_pads = list(pads)
+            piece_pads[1] = pads[1] + p.in_col0 - p.ocol0 * sw
             common = {
                 "tile": _int(tile),
                 "row0": _int(p.in_row0),
                 "orow0": _int(p.orow0),
                 "kernel": _arr([kh, kw]),
                 "strides": _arr([sh, sw]),
-                "pads": _arr(pads),
+                "pads": _arr(piece_pads),
             }
             if is_conv:
                 wbuf, t_w = self.load(
@@ -223,12 +229,14 @@ class _Lowering:
                     bbuf, t_b = self.load(self.ddr_buffer(op.bias), [p.oc0], [p.ocs], tile)
                     deps.append(t_b)
                     bias = [bbuf]
+                if groups == 1:
+                    channel_props = {"groups": 1, "oc0": p.oc0, "oc_total": oc}
+                else:  # the piece is a conv of its own groups: channels counted from its first
+                    channel_props = {"groups": p.ics // cg, "oc0": 0, "oc_total": p.ocs}
                 props = {
                     **common,
                     "dilations": _arr([dh, dw]),
-                    "groups": _int(op.group_count),
-                    "oc0": _int(p.oc0),
-                    "oc_total": _int(oc),
+                    **{key: _int(value) for key, value in channel_props.items()},
                     **_activation_props(op),
                 }
                 task = sched.Conv2DTaskOp.make(
@@ -244,7 +252,7 @@ class _Lowering:
                     props["count_include_pad"] = UnitAttr()
                 task = sched.Pool2DTaskOp.make(props, deps=deps, input=window, output=out)
             t_c = self.emit(task).results[0]
-            self.store(out, dst, [0, p.orow0, 0, p.oc0], tile, t_c)
+            self.store(out, dst, [0, p.orow0, p.ocol0, p.oc0], tile, t_c)
 
     def fc(self, op: mrvl.FullyConnectedOp) -> None:
         self.require_f16(op)
@@ -364,6 +372,28 @@ class _Lowering:
             ).token
             self.record_write(dst, tile, tok)
             offset += shape[axis]
+
+
+def window_geometry(op: mrvl.Conv2DOp | mrvl.Pool2DBase) -> WindowLayer:
+    """The tiling geometry of a conv or pool op."""
+    n, h, w, c = mrvl.shape_of(op.input)
+    _, oh, ow, oc = mrvl.shape_of(op.output)
+    if isinstance(op, mrvl.Conv2DOp):
+        _, kh, kw, cg = mrvl.shape_of(op.weight)
+        dh, dw = op.dilations.get_values()
+        per_oc = kh * kw * cg * F16_BYTES + (4 if op.bias is not None else 0)
+        groups = op.group_count
+    else:
+        kh, kw = op.kernel.get_values()
+        dh = dw = 1
+        per_oc, groups = 0, 1
+    sh, sw = op.strides.get_values()
+    pads = op.pads.get_values()
+    return WindowLayer(
+        n, h, w, c, oh, ow, oc, kh, kw, sh, pads[0], dh, per_oc,
+        depthwise_channels=not isinstance(op, mrvl.Conv2DOp),
+        sw=sw, pad_left=pads[1], dw=dw, groups=groups,
+    )  # fmt: skip
 
 
 def _activation_props(op: Operation) -> dict[str, Attribute]:

@@ -4,6 +4,7 @@ each built in code and run through the whole flow against onnxruntime."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import onnx
 import tvm
 from onnx import TensorProto, helper, numpy_helper
@@ -80,3 +81,55 @@ def test_reused_composites_compile_once_per_call_site():
     # Every call site's instructions name its own ONNX node.
     named = {name for region in lib.mrvl_regions for name in region.program.srcmap}
     assert {"conv1", "conv2", "conv3", "mul1", "mul2"} <= named, named
+
+
+def _conv_net(x_shape, w_shape, y_shape, **attrs):
+    nodes = [node("Conv", ["x", "w", "b"], ["c"], name="conv", **attrs)]
+    nodes.append(node("Relu", ["c"], ["y"], name="relu"))
+    inits = [_weights("w", w_shape, scale=0.1), _weights("b", (w_shape[0],), seed=2)]
+    return _model(nodes, inits, x_shape, y_shape)
+
+
+# (x, w, y, conv attributes): layers one whole output row of which does not fit a tile.
+BIG_LAYERS = {
+    # grouped: each piece loads only its groups' input channels (all 480 are 460 KB)
+    "depthwise_5x5_480ch": (
+        [1, 480, 6, 80], [480, 1, 5, 5], [1, 480, 6, 80],
+        dict(kernel_shape=[5, 5], pads=[2, 2, 2, 2], group=480),
+    ),
+    "grouped_3x3_2groups": (
+        [1, 96, 5, 500], [64, 48, 3, 3], [1, 64, 5, 500],
+        dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=2),
+    ),
+    # an 11x11 kernel over a wide input: pieces of a few output columns
+    "wide_11x11": (
+        [1, 16, 12, 800], [4, 16, 11, 11], [1, 4, 1, 198],
+        dict(kernel_shape=[11, 11], strides=[4, 4], pads=[0, 1, 0, 2]),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", BIG_LAYERS)
+def test_layers_larger_than_a_tile_are_tiled_further(name):
+    x_shape, w_shape, y_shape, attrs = BIG_LAYERS[name]
+    onnx_model = _conv_net(x_shape, w_shape, y_shape, **attrs)
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), num_tiles=2)
+    report = mrvl.partition_report(mod)
+    assert [row.target for row in report.rows] == ["mrvl_region_0"] * 2, str(report)
+    _run_and_compare(onnx_model, mod, x_shape)
+
+
+def test_a_layer_that_cannot_fit_stays_on_the_cpu_with_the_bytes_in_the_report():
+    """3x3 weights of 8192 input channels for one output channel: 147 KB, more than a
+    cnf10kb tile's 128 KB (input-channel tiling with partial sums is not built)."""
+    onnx_model = _conv_net(
+        [1, 8192, 3, 3], [2, 8192, 3, 3], [1, 2, 3, 3], kernel_shape=[3, 3], pads=[1, 1, 1, 1]
+    )
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), mcpu="cnf10kb", num_tiles=4)
+    rows = {row.node: row for row in mrvl.partition_report(mod).rows}
+    assert rows["conv"].target == "cpu"
+    assert rows["conv"].reason == (
+        "does not fit on chip: one output element needs 294918 bytes of OCM, a tile of "
+        "cnf10kb has 131072"
+    )
+    _run_and_compare(onnx_model, mod, [1, 8192, 3, 3])

@@ -10,4 +10,4 @@ builtin.module {
   }
 }
 
-// CHECK: mrvl-opt: error: layer /big/Conv: does not fit on chip: one output row needs {{[0-9]+}} bytes of OCM, a tile has 131072
+// CHECK: mrvl-opt: error: layer /big/Conv: does not fit on chip: one output element needs {{[0-9]+}} bytes of OCM, a tile has 131072
