@@ -44,8 +44,8 @@ from tvm.relax.dpl import DFPattern, is_const, is_op, is_tuple_get_item, wildcar
 from tvm.relax.transform import PatternCheckContext
 
 from .frontend import fold_constants, node_name_of, onnx_nodes_of
-from .placement import CPU, node_targets
 from .passes.sched.tiling import DoesNotFit, WindowLayer, plan_fc_layer, plan_window_layer
+from .placement import CPU, node_targets
 from .target import Target, get_target
 
 __all__ = [

@@ -175,7 +175,7 @@ class _Lowering:
         self.require_f16(op)
         is_conv = isinstance(op, mrvl.Conv2DOp)
         n, h, w, c = mrvl.shape_of(op.input)
-        _, oh, ow, oc = mrvl.shape_of(op.output)
+        oc = mrvl.shape_of(op.output)[3]
         geometry = window_geometry(op)
         kh, kw, sh, sw, dh, dw = (
             geometry.kh,

@@ -8,7 +8,7 @@ the lowering that emits the DMA and compute ops stays readable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import ceil
 
 from mrvl.errors import CompileError
@@ -194,21 +194,17 @@ def plan_window_layer(
                 cs = min(cols, layer.ow - ocol0)
                 # A whole row loads every column, as the padding arithmetic expects.
                 in_col0, in_cols = layer.input_cols(ocol0, cs) if cs < layer.ow else (0, layer.w)
+                piece = WindowPiece(orow0, r, oc0, width, in_row0, in_rows)
                 pieces.append(
-                    WindowPiece(
-                        orow0,
-                        r,
-                        oc0,
-                        width,
-                        in_row0,
-                        in_rows,
-                        ocol0,
-                        cs,
-                        in_col0,
-                        in_cols,
-                        ic0,
-                        ics,
-                    )  # fmt: skip
+                    replace(
+                        piece,
+                        ocol0=ocol0,
+                        cols=cs,
+                        in_col0=in_col0,
+                        in_cols=in_cols,
+                        ic0=ic0,
+                        ics=ics,
+                    )
                 )
     return pieces
 

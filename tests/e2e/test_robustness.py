@@ -4,8 +4,8 @@ each built in code and run through the whole flow against onnxruntime."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import onnx
+import pytest
 import tvm
 from onnx import TensorProto, helper, numpy_helper
 from tvm import relax
@@ -95,16 +95,16 @@ BIG_LAYERS = {
     # grouped: each piece loads only its groups' input channels (all 480 are 460 KB)
     "depthwise_5x5_480ch": (
         [1, 480, 6, 80], [480, 1, 5, 5], [1, 480, 6, 80],
-        dict(kernel_shape=[5, 5], pads=[2, 2, 2, 2], group=480),
+        {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2], "group": 480},
     ),
     "grouped_3x3_2groups": (
         [1, 96, 5, 500], [64, 48, 3, 3], [1, 64, 5, 500],
-        dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=2),
+        {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "group": 2},
     ),
     # an 11x11 kernel over a wide input: pieces of a few output columns
     "wide_11x11": (
         [1, 16, 12, 800], [4, 16, 11, 11], [1, 4, 1, 198],
-        dict(kernel_shape=[11, 11], strides=[4, 4], pads=[0, 1, 0, 2]),
+        {"kernel_shape": [11, 11], "strides": [4, 4], "pads": [0, 1, 0, 2]},
     ),
 }  # fmt: skip
 
