@@ -233,7 +233,7 @@ OPCODE_BY_NAME = {spec.name: spec for spec in OPCODES}
 OPCODE_BY_VALUE = {spec.opcode: spec for spec in OPCODES}
 
 NO_SIGNAL = 0
-"""Token 0 means "signals nothing"; real tokens are 1..65535."""
+"""Token 0 means "signals nothing"; real tokens are 1..2**32 - 1 (u32 in the binary)."""
 
 NO_LOC = 0xFFFFFFFF
 """Source-location index of an instruction that no ONNX node produced."""
