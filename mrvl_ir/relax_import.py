@@ -22,7 +22,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from mrvl.locations import name_location
 from mrvl.dialects import mrvl
-from mrvl.errors import UnsupportedOpError
+from mrvl.errors import UnsupportedOpError, layer_boundary
 from mrvl.frontend import node_name_of
 
 RELAX_LAYOUT = {4: "NCHW", 2: "NC"}
@@ -174,10 +174,11 @@ class _RegionImporter:
             if isinstance(b.value, relax.Call)
         ]
         handler = _LAYERS.get(kind)
+        node = next((node_name_of(c) for c in calls if node_name_of(c)), None)
         if handler is None:
-            node = next((node_name_of(c) for c in calls if node_name_of(c)), None)
             raise UnsupportedOpError(f"no MLIP layer for composite '{kind}'", node)
-        return handler(self, _Chain(calls), inner)
+        with layer_boundary(f"importing {kind} into region {self.symbol}", node):
+            return handler(self, _Chain(calls), inner)
 
     # -- fused pieces ---------------------------------------------------------------------------
 

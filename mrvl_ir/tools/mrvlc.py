@@ -82,6 +82,7 @@ def _emit(mod, stage: str, args) -> None:
             num_tiles=args.num_tiles,
             keep_stages=True,
             dump_dir=args.dump_dir,
+            constants_json=stage == "json",
         )
         print(f"// ----- region {symbol}")
         if stage == "json":
@@ -106,10 +107,8 @@ def _print_placement(mod, model) -> None:
 
 
 def _write_outputs(lib, outdir: Path) -> None:
-    from mrvl.json_emitter import write_json
-
+    """The binaries; `build` wrote each region's JSONs (`json_dir`) as it compiled it."""
     for region in lib.mrvl_regions:
-        write_json(outdir, region.symbol, region.nodes_json, region.consts_json)
         (outdir / f"{region.symbol}.bin").write_bytes(region.binary)
     print(f"wrote {len(lib.mrvl_regions)} region(s) and {lib.library_path} to {outdir}")
 
@@ -170,7 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         outdir = Path(args.output)
         outdir.mkdir(parents=True, exist_ok=True)
-        options = {"dump_dir": args.dump_dir} if args.dump_dir else {}
+        options = {"json_dir": outdir}
+        if args.dump_dir:
+            options["dump_dir"] = args.dump_dir
         lib = mrvl.build(
             mod, export_dir=outdir, mcpu=args.mcpu, num_tiles=args.num_tiles, **options
         )

@@ -18,7 +18,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from mrvl.dialects import mlip, sched
 from mrvl.dialects.mrvl import numpy_dtype
-from mrvl.errors import CompileError
+from mrvl.errors import CompileError, layer_boundary
+from mrvl.locations import location_name
 from mrvl.isa import NO_SIGNAL, Activation, DType, MemSpace, PoolMode
 from mrvl.passes.common import MrvlModulePass
 
@@ -229,7 +230,8 @@ class ConvertSchedToMlipPass(MrvlModulePass):
                 pool[start : start + len(data)] = data
         program.append(mlip.ConstsOp(bytes(pool)))
         for o in op.body.block.ops:
-            ins = selector.select(o)
+            with layer_boundary(f"{self.name} of {o.name}", location_name(o.location)):
+                ins = selector.select(o)
             if ins is not None:
                 ins.location = o.location
                 program.append(ins)

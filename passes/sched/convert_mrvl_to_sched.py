@@ -28,7 +28,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from mrvl.dialects import mrvl, sched
-from mrvl.errors import CompileError
+from mrvl.errors import CompileError, layer_boundary
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass, module_num_tiles, module_target
 from mrvl.passes.sched.tiling import (
@@ -437,31 +437,32 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
             low.writers[outputs[value]] = {}
         for layer in block.ops:
             low.location = layer.location
-            if isinstance(layer, mrvl.ConstantOp):
-                low.constant(layer)
-            elif isinstance(layer, mrvl.CastOp | mrvl.LayoutConvertOp):
-                low.convert(layer, outputs.get(layer.output))
-            elif isinstance(layer, mrvl.ReshapeOp):
-                low.reshape(layer)
-            elif isinstance(layer, mrvl.Conv2DOp | mrvl.Pool2DBase):
-                low.window_layer(layer)
-            elif isinstance(layer, mrvl.FullyConnectedOp):
-                low.fc(layer)
-            elif isinstance(layer, mrvl.AddOp):
-                low.add(layer)
-            elif isinstance(layer, mrvl.ScaleShiftOp):
-                low.scale_shift(layer)
-            elif isinstance(layer, mrvl.ConcatOp):
-                low.concat(layer)
-            elif isinstance(layer, func.ReturnOp):
-                for value, io in outputs.items():
-                    if low.buffers.get(value) is not io:
-                        raise CompileError(
-                            "a region output must be produced by a cast or layout conversion "
-                            "(run mrvl-cast-fp16 so that outputs are converted back to f32)"
-                        )
-            else:
-                raise CompileError(f"convert-mrvl-to-sched: cannot lower {layer.name}")
+            with layer_boundary(f"{self.name} of {layer.name}", location_name(layer.location)):
+                if isinstance(layer, mrvl.ConstantOp):
+                    low.constant(layer)
+                elif isinstance(layer, mrvl.CastOp | mrvl.LayoutConvertOp):
+                    low.convert(layer, outputs.get(layer.output))
+                elif isinstance(layer, mrvl.ReshapeOp):
+                    low.reshape(layer)
+                elif isinstance(layer, mrvl.Conv2DOp | mrvl.Pool2DBase):
+                    low.window_layer(layer)
+                elif isinstance(layer, mrvl.FullyConnectedOp):
+                    low.fc(layer)
+                elif isinstance(layer, mrvl.AddOp):
+                    low.add(layer)
+                elif isinstance(layer, mrvl.ScaleShiftOp):
+                    low.scale_shift(layer)
+                elif isinstance(layer, mrvl.ConcatOp):
+                    low.concat(layer)
+                elif isinstance(layer, func.ReturnOp):
+                    for value, io in outputs.items():
+                        if low.buffers.get(value) is not io:
+                            raise CompileError(
+                                "a region output must be produced by a cast or layout conversion "
+                                "(run mrvl-cast-fp16 so that outputs are converted back to f32)"
+                            )
+                else:
+                    raise CompileError(f"convert-mrvl-to-sched: cannot lower {layer.name}")
         for value, io in outputs.items():
             low.buffers.setdefault(value, io)
         Rewriter.erase_op(fn, safe_erase=False)

@@ -133,3 +133,56 @@ def test_a_layer_that_cannot_fit_stays_on_the_cpu_with_the_bytes_in_the_report()
         "cnf10kb has 131072"
     )
     _run_and_compare(onnx_model, mod, [1, 8192, 3, 3])
+
+
+@pytest.mark.parametrize(
+    "stage",
+    [
+        "mrvl.relax_import._LAYERS.mrvl.conv2d",
+        "mrvl.passes.sched.convert_mrvl_to_sched._Lowering.window_layer",
+        "mrvl.passes.isa.convert_sched_to_mlip._Selector.window_fields",
+    ],
+)
+def test_an_internal_error_becomes_an_mrvl_error_naming_the_layer(stage, monkeypatch, tmp_path):
+    """A bug inside one layer's compilation reaches `mrvl.build` and `mrvlc` as an
+    `InternalCompilerError` (an `MrvlError`) naming the layer's ONNX node."""
+    import importlib
+
+    from mrvl.errors import InternalCompilerError
+    from mrvl.tools import mrvlc
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("boom")
+
+    if "._LAYERS." in stage:  # the importer's table of layer handlers
+        module_name, kind = stage.split("._LAYERS.")
+        monkeypatch.setitem(importlib.import_module(module_name)._LAYERS, kind, broken)
+    else:
+        module_name, cls_name, method = stage.rsplit(".", 2)
+        monkeypatch.setattr(getattr(importlib.import_module(module_name), cls_name), method, broken)
+    onnx_model = _conv_net([1, 4, 6, 6], [4, 4, 3, 3], [1, 4, 6, 6], kernel_shape=[3, 3])
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model))
+    with pytest.raises(InternalCompilerError, match=r"ZeroDivisionError: boom") as caught:
+        mrvl.build(mod)
+    assert caught.value.node == "conv"
+    assert "(ONNX node 'conv')" in str(caught.value)
+
+    path = tmp_path / "m.onnx"
+    onnx.save(onnx_model, path)
+    assert mrvlc.main([str(path), "-o", str(tmp_path / "out")]) == 1
+
+
+def test_mrvlc_writes_the_json_files_it_streams(tmp_path):
+    import json
+
+    from mrvl import json_schema
+    from mrvl.tools import mrvlc
+
+    onnx_model = _conv_net([1, 4, 6, 6], [4, 4, 3, 3], [1, 4, 6, 6], kernel_shape=[3, 3])
+    path = tmp_path / "m.onnx"
+    onnx.save(onnx_model, path)
+    assert mrvlc.main([str(path), "-o", str(tmp_path / "out")]) == 0
+    nodes = json.loads((tmp_path / "out" / "mrvl_region_0-nodes.json").read_text())
+    consts = json.loads((tmp_path / "out" / "mrvl_region_0-consts.json").read_text())
+    json_schema.validate(nodes, consts)
+    assert len(consts) == 2  # the conv's weights and bias
