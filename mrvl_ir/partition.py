@@ -43,7 +43,7 @@ from tvm.relax.backend.utils import has_leaking_intermediate_variables
 from tvm.relax.dpl import DFPattern, is_const, is_op, is_tuple_get_item, wildcard
 from tvm.relax.transform import PatternCheckContext
 
-from .frontend import fold_constants, node_name_of, onnx_nodes_of
+from .frontend import constant_view, fold_constants, node_name_of, onnx_nodes_of
 from .passes.sched.tiling import DoesNotFit, WindowLayer, plan_fc_layer, plan_window_layer
 from .placement import CPU, node_targets
 from .target import Target, get_target
@@ -424,7 +424,7 @@ def _constant(expr: relax.Expr, what: str, at: relax.Expr) -> np.ndarray:
     if not isinstance(expr, GenericConst):
         raise _Reject(f"non-constant {what}", at)
     _tensor_shape(expr, at)
-    return expr.value.numpy()
+    return constant_view(expr)
 
 
 def _f32_result(call: relax.Call) -> None:

@@ -23,7 +23,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from mrvl.locations import name_location
 from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError, layer_boundary
-from mrvl.frontend import node_name_of
+from mrvl.frontend import constant_view, node_name_of
 
 RELAX_LAYOUT = {4: "NCHW", 2: "NC"}
 
@@ -251,10 +251,8 @@ class _RegionImporter:
         bias_const = chain.first_const_of("relax.add", "relax.nn.batch_norm", "relax.multiply")
         scale, shift = self._affine_after(chain, out_c)
         w_const = call.args[1]
-        w = w_const.value.numpy().astype(np.float64) * scale[:, None, None, None]
-        weight = self._constant(
-            w_const, np.ascontiguousarray(w.astype(np.float32).transpose(0, 2, 3, 1)), "OHWI"
-        )
+        w = _scaled_rows(constant_view(w_const), scale, lambda block: block.transpose(0, 2, 3, 1))
+        weight = self._constant(w_const, w, "OHWI")
         op = mrvl.Conv2DOp(
             x,
             weight,
@@ -342,8 +340,8 @@ class _RegionImporter:
         has_bias = chain.peek_any("relax.add")
         bias_const = chain.first_const_of("relax.add")
         scale, shift = self._affine_after(chain, o)
-        w = w_const.value.numpy().astype(np.float64).T * (alpha * scale)[:, None]  # [K,O]->[O,K]
-        weight = self._constant(w_const, np.ascontiguousarray(w.astype(np.float32)), "OI")
+        w = _scaled_rows(constant_view(w_const).T, alpha * scale, lambda block: block)  # [O, K]
+        weight = self._constant(w_const, w, "OI")
         op = mrvl.FullyConnectedOp(
             x,
             weight,
@@ -456,6 +454,26 @@ def _scalar(expr) -> float:
         return float(expr.value.numpy().reshape(-1)[0])
     value = getattr(expr, "value", expr)
     return float(getattr(value, "value", value))
+
+
+def _scaled_rows(
+    weights: np.ndarray, scale: np.ndarray, layout: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """f32(layout(weights) * scale[o]) per output row o (axis 0), computed in float64 a block
+    of rows at a time: a 400 MB FC matrix never has a float64 copy. Exact as one product."""
+    rows = weights.shape[0]
+    out = np.empty((rows, *layout(weights[:1]).shape[1:]), np.float32)
+    step = max(1, (1 << 22) // max(1, weights[:1].size))
+    unit = bool(np.all(scale == 1.0))
+    for start in range(0, rows, step):
+        block = layout(weights[start : start + step])
+        if unit:
+            out[start : start + step] = block
+        else:
+            shape = (-1,) + (1,) * (block.ndim - 1)
+            factor = scale[start : start + step].reshape(shape)
+            out[start : start + step] = block.astype(np.float64) * factor
+    return out
 
 
 def _per_channel(expr, channels: int) -> np.ndarray:
