@@ -114,7 +114,7 @@ def instrumented(watch: Stopwatch, timer) -> Iterator[None]:
     watch.wrap(mrvl.frontend, "_attach_node_names", "attach ONNX node names")
     watch.wrap(mrvl.compiler, "compile_region", "compile_region")
     watch.wrap(mrvl.compiler, "import_region", "Relax region -> mrvl dialect")
-    watch.wrap(mrvl.compiler.json_emitter, "emit_json", "Nodes/Constants JSON")
+    watch.wrap(mrvl.compiler.json_emitter, "emit_json_parts", "Nodes-JSON (+ constants)")
     watch.wrap(mrvl.compiler, "run_pipeline", "pipeline (passes + verify)")
     for name, factory in ALL_PASSES.items():
         watch.wrap(factory(), "apply", f"pass {name}")

@@ -93,12 +93,17 @@ def _emit(mod, stage: str, args) -> None:
             print(region.stages[stage], end="")
 
 
-def _print_placement(mod, model) -> None:
+def _print_placement(mod) -> None:
     from tabulate import tabulate
 
-    from mrvl.placement import CPU, FOLDED, placement
+    from mrvl.frontend import onnx_nodes_of
+    from mrvl.placement import CPU, FOLDED, Placement, node_targets
 
-    rows = placement(mod, model)
+    targets = node_targets(mod)
+    rows = [
+        Placement(node, op_type, targets.get(node, FOLDED))
+        for node, op_type in (onnx_nodes_of(mod) or {}).items()
+    ]
     table = [(r.node, r.op_type, r.target) for r in rows]
     print(tabulate(table, headers=["ONNX node", "op", "runs on"]))
     on_mlip = sum(r.target not in (CPU, FOLDED) for r in rows)
@@ -156,12 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         shapes = _shape_dict(args.input_shape)
         mod = mrvl.from_onnx(args.model, shape_dict=shapes)
-        model = onnx.load(args.model)  # readable: from_onnx has checked it
         mod = mrvl.partition_for_mrvl(mod, mcpu=args.mcpu, num_tiles=args.num_tiles)
         if args.report:
             from mrvl.report import partition_report
 
-            print(partition_report(mod, model))
+            print(partition_report(mod))  # the nodes from_onnx recorded, in graph order
             if args.emit is None and args.output is None:
                 return 0
         if args.emit:
@@ -177,8 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         _write_outputs(lib, outdir)
         if not args.report:  # the report above says it all
-            _print_placement(mod, model)
+            _print_placement(mod)
         if args.run:
+            # Loaded only now: the model's weights need not be in memory while compiling.
+            model = onnx.load(args.model)  # readable: from_onnx has checked it
             agreements = run_against_onnxruntime(lib, model, shapes, args.seed)
             for i, agreement in enumerate(agreements):
                 print(f"output {i} vs onnxruntime: {agreement}")
