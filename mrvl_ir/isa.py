@@ -154,6 +154,17 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("act", "i32", "Activation"),
             _f("act_a", "f32", "activation parameter a (clip min, leaky alpha)"),
             _f("act_b", "f32", "activation parameter b (clip max)"),
+            _f(
+                "acc_addr",
+                "i32",
+                "OCM byte address of fp32 partial sums [N, H, W, C] of out_shape to start "
+                "from instead of the bias, or -1",
+            ),
+            _f(
+                "acc_out",
+                "i32",
+                "1: write the fp32 accumulator (no activation, no rounding) instead of f16",
+            ),
         ),
     ),
     OpcodeSpec(
@@ -231,6 +242,10 @@ OPCODES: tuple[OpcodeSpec, ...] = (
 
 OPCODE_BY_NAME = {spec.name: spec for spec in OPCODES}
 OPCODE_BY_VALUE = {spec.opcode: spec for spec in OPCODES}
+
+CONV_CI_BLOCK = 64
+"""A conv accumulates input channels in blocks of this many (see docs/isa.md, `conv`): a
+conv cut into input-channel pieces continues exactly when every cut is a multiple of it."""
 
 NO_SIGNAL = 0
 """Token 0 means "signals nothing"; real tokens are 1..2**32 - 1 (u32 in the binary)."""

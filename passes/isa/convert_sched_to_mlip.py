@@ -125,6 +125,8 @@ class _Selector:
                 w_addr=self.address(op.weight),
                 b_addr=self.address(op.bias) if op.bias is not None else -1,
                 **self.activation_fields(op),
+                acc_addr=self.address(op.acc) if op.acc is not None else -1,
+                acc_out=int(op.acc_out is not None),
             )
             return mlip.ConvOp.build(**self.header(op), fields=fields)
         if isinstance(op, sched.Pool2DTaskOp):

@@ -18,6 +18,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     Float16Type,
+    Float32Type,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -33,6 +34,7 @@ from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass, module_num_tiles, module_target
 from mrvl.passes.sched.tiling import (
     WindowLayer,
+    WindowPiece,
     plan_elementwise,
     plan_fc_layer,
     plan_window_layer,
@@ -199,6 +201,9 @@ class _Lowering:
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         for index, p in enumerate(pieces):
             tile = index % self.num_tiles
+            if p.ci_blocks:
+                self.conv_in_blocks(op, p, tile, src, dst)
+                continue
             # Only the input columns and channels the piece reads (a pool's own channels, a
             # conv's groups); a piece of a few columns sees the others as padding.
             window, t_in = self.load(
@@ -240,7 +245,7 @@ class _Lowering:
                     **_activation_props(op),
                 }
                 task = sched.Conv2DTaskOp.make(
-                    props, deps=deps, input=window, output=out, weight=wbuf, bias=bias
+                    props, deps=deps, input=window, output=out, weight=wbuf, bias=bias, acc=[]
                 )
             else:
                 props = {
@@ -253,6 +258,56 @@ class _Lowering:
                 task = sched.Pool2DTaskOp.make(props, deps=deps, input=window, output=out)
             t_c = self.emit(task).results[0]
             self.store(out, dst, [0, p.orow0, p.ocol0, p.oc0], tile, t_c)
+
+    def conv_in_blocks(
+        self, op: mrvl.Conv2DOp, p: WindowPiece, tile: int, src: SSAValue, dst: SSAValue
+    ) -> None:
+        """One output piece of a conv cut into input-channel blocks, all on one tile: each
+        block loads its channels of the window and weights and continues the fp32 partial
+        sums of the previous block (the first starts from the bias); the last applies the
+        activation and writes f16."""
+        n = mrvl.shape_of(op.input)[0]
+        _, kh, kw, _ = mrvl.shape_of(op.weight)
+        pads = list(op.pads.get_values())
+        sw = op.strides.get_values()[1]
+        pads[1] = pads[1] + p.in_col0 - p.ocol0 * sw
+        props = {
+            "tile": _int(tile),
+            "row0": _int(p.in_row0),
+            "orow0": _int(p.orow0),
+            "kernel": _arr([kh, kw]),
+            "strides": op.strides,
+            "pads": _arr(pads),
+            "dilations": op.dilations,
+            "groups": _int(1),
+            "oc0": _int(p.oc0),
+            "oc_total": _int(mrvl.shape_of(op.output)[3]),
+        }
+        acc: list[SSAValue] = []
+        for index, (c0, cs) in enumerate(p.ci_blocks):
+            last = index == len(p.ci_blocks) - 1
+            window, t_in = self.load(
+                src, [0, p.in_row0, p.in_col0, c0], [n, p.in_rows, p.in_cols, cs], tile
+            )
+            wbuf, t_w = self.load(
+                self.ddr_buffer(op.weight), [p.oc0, 0, 0, c0], [p.ocs, kh, kw, cs], tile
+            )
+            deps, bias = [t_in, t_w], []
+            if index == 0 and op.bias is not None:
+                bbuf, t_b = self.load(self.ddr_buffer(op.bias), [p.oc0], [p.ocs], tile)
+                deps.append(t_b)
+                bias = [bbuf]
+            if acc:
+                deps.append(t_acc)
+            element = mrvl.element_type_of(op.output) if last else Float32Type()
+            out = self.ocm([n, p.rows, p.cols, p.ocs], element, tile)
+            block_props = {**props, **(_activation_props(op) if last else {"acc_out": UnitAttr()})}
+            task = sched.Conv2DTaskOp.make(
+                block_props, deps=deps, input=window, output=out, weight=wbuf, bias=bias, acc=acc
+            )
+            t_acc = self.emit(task).results[0]
+            acc = [out]
+        self.store(acc[0], dst, [0, p.orow0, p.ocol0, p.oc0], tile, t_acc)
 
     def fc(self, op: mrvl.FullyConnectedOp) -> None:
         self.require_f16(op)

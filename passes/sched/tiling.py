@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from math import ceil
 
 from mrvl.errors import CompileError
+from mrvl.isa import CONV_CI_BLOCK
 
 F16 = 2
 F32 = 4
@@ -47,6 +48,9 @@ class WindowPiece:
     in_cols: int = 0
     ic0: int = 0
     ics: int = 0
+    ci_blocks: tuple[tuple[int, int], ...] = ()
+    """(first channel, channels) of each input-channel block, when the conv is cut into them
+    (fp32 partial sums carried from block to block); empty when it is not."""
 
 
 @dataclass(frozen=True)
@@ -117,12 +121,24 @@ class WindowLayer:
             for oc0 in range(g0, g0 + self.oc_per_group, ocs)
         ]
 
-    def piece_bytes(self, rows: int, ocs: int, cols: int | None = None) -> int:
+    def piece_bytes(
+        self, rows: int, ocs: int, cols: int | None = None, cbs: int | None = None
+    ) -> int:
+        """OCM bytes of one piece; `cbs`: input channels per block of a conv cut into
+        input-channel blocks (f16 window and weights of a block, fp32 partial sums in and
+        out)."""
         cols = self.ow if cols is None else cols
         in_rows = min((rows - 1) * self.sh + (self.kh - 1) * self.dh + 1, self.h)
         in_cols = min((cols - 1) * self.sw + (self.kw - 1) * self.dw + 1, self.w)
         if cols >= self.ow:
             in_cols = self.w  # a whole row loads every column
+        if cbs is not None:
+            cbs = min(cbs, self.c)
+            return (
+                self.n * in_rows * in_cols * cbs * F16
+                + ocs * (self.kh * self.kw * cbs * F16 + F32)
+                + 2 * self.n * rows * cols * ocs * F32
+            )
         if self.depthwise_channels:
             in_channels = ocs
         else:  # pieces never straddle a group (`channel_pieces`)
@@ -158,25 +174,38 @@ def plan_window_layer(
 ) -> list[WindowPiece]:
     """Cut a conv/pool layer into pieces that fit `ocm_bytes` (3 buffers, each aligned).
 
-    Output channels are cut first (on group boundaries), then output rows; when one whole
-    output row of one channel still does not fit, output columns (`split_columns`, convs).
-    Raises `CompileError` with the bytes needed when even one output element does not fit.
+    Output channels are cut first (on group boundaries), then output rows. When one whole
+    output row of one channel still does not fit (`split_columns`, convs): a conv without
+    groups of more than `CONV_CI_BLOCK` input channels is cut into blocks of input channels
+    (multiples of `CONV_CI_BLOCK`, so the fp32 partial sums follow the conv's accumulation
+    order exactly), and then, or otherwise, into output columns. Raises `DoesNotFit` with
+    the bytes needed when even one output element does not fit.
     """
     budget = ocm_bytes - 4 * alignment
+    cbs: int | None = None
 
     def fits(rows: int, ocs: int, cols: int | None = None) -> bool:
-        return layer.piece_bytes(rows, ocs, cols) <= budget
+        return layer.piece_bytes(rows, ocs, cols, cbs) <= budget
 
     ocs = layer.oc
     while ocs > 1 and not fits(1, ocs):
         ocs = layer.channel_step(ceil(ocs / 2))
     cols = layer.ow
+    blockable = not layer.depthwise_channels and layer.groups == 1 and layer.c > CONV_CI_BLOCK
+    if split_columns and blockable and not fits(1, ocs):
+        cbs = CONV_CI_BLOCK * ceil(layer.c / CONV_CI_BLOCK / 2)
+        while cbs > CONV_CI_BLOCK and not fits(1, 1):
+            cbs = CONV_CI_BLOCK * ceil(cbs / CONV_CI_BLOCK / 2)
+        ocs = layer.oc
+        while ocs > 1 and not fits(1, ocs):
+            ocs = ceil(ocs / 2)
     if split_columns:
         while cols > 1 and not fits(1, ocs, cols):
             cols = ceil(cols / 2)
     if not fits(1, ocs, cols):
         unit = "output element" if split_columns else "output row"
-        raise DoesNotFit(what, unit, layer.piece_bytes(1, ocs, cols), ocm_bytes)
+        raise DoesNotFit(what, unit, layer.piece_bytes(1, ocs, cols, cbs), ocm_bytes)
+    ci_blocks = tuple((c0, min(cbs, layer.c - c0)) for c0 in range(0, layer.c, cbs)) if cbs else ()
     channel_pieces = layer.channel_pieces(ocs)
     column_pieces = ceil(layer.ow / cols)
     # Enough row bands that every tile has a piece, then as large as OCM allows.
@@ -204,6 +233,7 @@ def plan_window_layer(
                         in_cols=in_cols,
                         ic0=ic0,
                         ics=ics,
+                        ci_blocks=ci_blocks,
                     )
                 )
     return pieces

@@ -120,11 +120,13 @@ def test_layers_larger_than_a_tile_are_tiled_further(name):
 
 
 def test_a_layer_that_cannot_fit_stays_on_the_cpu_with_the_bytes_in_the_report():
-    """3x3 weights of 8192 input channels for one output channel: 147 KB, more than a
-    cnf10kb tile's 128 KB (input-channel tiling with partial sums is not built)."""
+    """A grouped conv whose weights of one output channel (3x3 over the 8192 channels of its
+    group) are 147 KB, more than a cnf10kb tile's 128 KB; only a conv without groups is cut
+    into input-channel blocks."""
     onnx_model = _conv_net(
-        [1, 8192, 3, 3], [2, 8192, 3, 3], [1, 2, 3, 3], kernel_shape=[3, 3], pads=[1, 1, 1, 1]
-    )
+        [1, 16384, 3, 3], [2, 8192, 3, 3], [1, 2, 3, 3],
+        kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=2,
+    )  # fmt: skip
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), mcpu="cnf10kb", num_tiles=4)
     rows = {row.node: row for row in mrvl.partition_report(mod).rows}
     assert rows["conv"].target == "cpu"
@@ -132,7 +134,7 @@ def test_a_layer_that_cannot_fit_stays_on_the_cpu_with_the_bytes_in_the_report()
         "does not fit on chip: one output element needs 294918 bytes of OCM, a tile of "
         "cnf10kb has 131072"
     )
-    _run_and_compare(onnx_model, mod, [1, 8192, 3, 3])
+    _run_and_compare(onnx_model, mod, [1, 16384, 3, 3])
 
 
 @pytest.mark.parametrize(
@@ -186,3 +188,28 @@ def test_mrvlc_writes_the_json_files_it_streams(tmp_path):
     consts = json.loads((tmp_path / "out" / "mrvl_region_0-consts.json").read_text())
     json_schema.validate(nodes, consts)
     assert len(consts) == 2  # the conv's weights and bias
+
+
+def test_input_channel_blocks_continue_the_accumulation_bit_exactly():
+    """A 3x3 conv over 4096 channels: one output channel's weights (73 KB) and input (73 KB)
+    do not fit a cnf10kb tile (128 KB) together, so the conv is cut into blocks of input
+    channels carrying fp32 partial sums; on cn10ka (256 KB) it is not. Both binaries give the
+    same bits, and the model matches onnxruntime."""
+    from mrvl import sim
+    from mrvl.compiler import compile_region
+
+    from helpers import region_functions
+
+    onnx_model = _conv_net(
+        [1, 4096, 3, 3], [4, 4096, 3, 3], [1, 4, 3, 3], kernel_shape=[3, 3], pads=[1, 1, 1, 1]
+    )
+    x = np.random.default_rng(3).standard_normal([1, 4096, 3, 3]).astype(np.float32)
+    outputs = {}
+    for mcpu in ("cn10ka", "cnf10kb"):
+        mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), mcpu=mcpu, num_tiles=2)
+        ((_, func),) = region_functions(mod)
+        region = compile_region(func, keep_stages=True)
+        assert ("acc_out" in region.stages["sched"]) == (mcpu == "cnf10kb")
+        (outputs[mcpu],) = sim.run(region.binary, [x])
+    assert outputs["cn10ka"].tobytes() == outputs["cnf10kb"].tobytes()
+    _run_and_compare(onnx_model, mod, [1, 4096, 3, 3])

@@ -80,6 +80,8 @@ def conv(
     act=Activation.NONE,
     act_a=0.0,
     act_b=0.0,
+    acc_addr=-1,
+    acc_out=0,
     **header,
 ) -> Instruction:
     return instruction(
@@ -102,6 +104,8 @@ def conv(
         act=int(act),
         act_a=act_a,
         act_b=act_b,
+        acc_addr=acc_addr,
+        acc_out=acc_out,
         **header,
     )
 
