@@ -283,7 +283,8 @@ class _Lowering:
             "oc0": _int(p.oc0),
             "oc_total": _int(mrvl.shape_of(op.output)[3]),
         }
-        acc: list[SSAValue] = []
+        acc: list[SSAValue] = []  # the previous block's partial sums
+        t_acc: SSAValue | None = None
         for index, (c0, cs) in enumerate(p.ci_blocks):
             last = index == len(p.ci_blocks) - 1
             window, t_in = self.load(
@@ -297,7 +298,7 @@ class _Lowering:
                 bbuf, t_b = self.load(self.ddr_buffer(op.bias), [p.oc0], [p.ocs], tile)
                 deps.append(t_b)
                 bias = [bbuf]
-            if acc:
+            if t_acc is not None:
                 deps.append(t_acc)
             element = mrvl.element_type_of(op.output) if last else Float32Type()
             out = self.ocm([n, p.rows, p.cols, p.ocs], element, tile)
