@@ -257,7 +257,7 @@ def report(name: str, best: dict) -> str:
         ("mrvl.build", 0),
         ("compile_region", 1),
         ("Relax region -> mrvl dialect", 2),
-        ("Nodes/Constants JSON", 2),
+        ("Nodes-JSON (+ constants)", 2),
         ("pipeline (passes + verify)", 2),
         *[(p, 3) for p in passes],
         ("verify after each pass", 3),
