@@ -395,12 +395,17 @@ class Conv2DTaskOp(FusedActivation, WindowTaskBase):
     weight = operand_def(BufferType)
     bias = opt_operand_def(BufferType)
     prelu_slopes = opt_operand_def(BufferType)
+    acc = opt_operand_def(BufferType)
+    """fp32 partial sums of the output tile to continue from (an input-channel block)."""
     dilations = prop_def(DenseArrayBase[I64])
     groups = prop_def(IntegerAttr[I64])
     oc0 = prop_def(IntegerAttr[I64])
     oc_total = prop_def(IntegerAttr[I64])
+    acc_out = opt_prop_def(UnitAttr)
+    """The output is the fp32 accumulator (partial sums), not the f16 result."""
     assembly_format = (
-        "`tile` $tile $input `,` $weight (`bias` $bias^)? `->` $output `in_row` $row0 `out_row` $orow0 "
+        "`tile` $tile $input `,` $weight (`bias` $bias^)? (`acc` `(` $acc^ `:` type($acc) `)`)? "
+        "`->` $output (`acc_out` $acc_out^)? `in_row` $row0 `out_row` $orow0 "
         "`channels` $oc0 `of` $oc_total `kernel` $kernel `strides` $strides `pads` $pads "
         "`dilations` $dilations `groups` $groups "
         + ACTIVATION_FORMAT
@@ -414,6 +419,8 @@ class Conv2DTaskOp(FusedActivation, WindowTaskBase):
         if self.bias is not None:
             _check_ocm(self, self.tile.value.data, self.bias)
         _verify_slopes(self, buffer_type(self.output).dims[-1])
+        if self.acc is not None:
+            _check_ocm(self, self.tile.value.data, self.acc)
 
 
 @irdl_op_definition

@@ -32,7 +32,7 @@ from mrvl.isa import (
 )
 
 MAGIC = b"MLIPBIN\0"
-VERSION = (1, 0)
+VERSION = (2, 0)
 TARGET_NAME_BYTES = 16
 
 # magic, version major, minor, target, num_tiles, ddr_size, const_base, total_size,
@@ -43,9 +43,9 @@ _SECTION_ENTRY = struct.Struct("<III")  # type, offset, size
 _COUNT = struct.Struct("<I")
 # is_input, dtype, ndim, reserved (0), ddr_addr; then ndim u32 dims, then the name string.
 _IO_ENTRY = struct.Struct("<BBBBI")
-# opcode, tile, signal, n_waits, n_words (field words), reserved (0), loc; then the waits
-# as u16 (plus one zero u16 if n_waits is odd), then n_words 32-bit field words.
-_INSN_HEADER = struct.Struct("<BBHBBHI")
+# opcode, tile, n_waits, n_words (field words), signal, loc; then the waits as u32, then
+# n_words 32-bit field words.
+_INSN_HEADER = struct.Struct("<BBBBII")
 
 _U8, _U16, _U32 = (1 << 8) - 1, (1 << 16) - 1, (1 << 32) - 1
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
@@ -171,20 +171,19 @@ def _encode_io(io: list[IOEntry]) -> bytes:
     return b"".join(parts)
 
 
-def _field_words(index: int, ins: Instruction, spec: OpcodeSpec) -> list[int | float]:
+def _field_words(instruction: str, ins: Instruction, spec: OpcodeSpec) -> list[int | float]:
     """The fields of one instruction flattened in table order, each checked against its kind."""
     names = [f.name for f in spec.fields]
     if set(ins.fields) != set(names):
         missing = sorted(set(names) - set(ins.fields))
         extra = sorted(set(ins.fields) - set(names))
         raise BinaryFormatError(
-            f"instruction {index} ({spec.name}): field count wrong: "
-            f"missing {missing}, unknown {extra}"
+            f"{instruction}: field count wrong: missing {missing}, unknown {extra}"
         )
     words: list[int | float] = []
     for f in spec.fields:
         value = ins.fields[f.name]
-        what = f"instruction {index} ({spec.name}) field {f.name}"
+        what = f"{instruction} field {f.name}"
         if f.kind == "f32":
             words.append(_check_f32(value, what))
         elif f.kind == "i32":
@@ -196,12 +195,15 @@ def _field_words(index: int, ins: Instruction, spec: OpcodeSpec) -> list[int | f
     return words
 
 
-def _encode_instruction(index: int, ins: Instruction, srcmap_len: int) -> bytes:
+def _encode_instruction(index: int, ins: Instruction, srcmap: list[str]) -> bytes:
+    srcmap_len = len(srcmap)
     spec = OPCODE_BY_NAME.get(ins.opcode)
     if spec is None:
         raise BinaryFormatError(f"instruction {index}: unknown opcode {ins.opcode!r}")
     what = f"instruction {index} ({ins.opcode})"
-    waits = [_check_uint(t, _U16, f"{what} wait token") for t in ins.waits]
+    if isinstance(ins.loc, int) and 0 <= ins.loc < srcmap_len:
+        what = f"instruction {index} ({ins.opcode}, ONNX node '{srcmap[ins.loc]}')"
+    waits = [_check_uint(t, _U32, f"{what} wait token") for t in ins.waits]
     if len(waits) > _U8:
         raise BinaryFormatError(f"{what}: {len(waits)} wait tokens, at most {_U8}")
     loc = _check_uint(ins.loc, _U32, f"{what} loc")
@@ -212,17 +214,15 @@ def _encode_instruction(index: int, ins: Instruction, srcmap_len: int) -> bytes:
     header = _INSN_HEADER.pack(
         spec.opcode,
         _check_uint(ins.tile, _U8, f"{what} tile"),
-        _check_uint(ins.signal, _U16, f"{what} signal"),
         len(waits),
         sum(f.length for f in spec.fields),
-        0,
+        _check_uint(ins.signal, _U32, f"{what} signal"),
         loc,
     )
-    padded_waits = waits + [0] * (len(waits) % 2)
     return (
         header
-        + struct.pack(f"<{len(padded_waits)}H", *padded_waits)
-        + _FIELD_STRUCTS[spec.name].pack(*_field_words(index, ins, spec))
+        + struct.pack(f"<{len(waits)}I", *waits)
+        + _FIELD_STRUCTS[spec.name].pack(*_field_words(what, ins, spec))
     )
 
 
@@ -264,7 +264,7 @@ def encode(program: Program) -> bytes:
         SectionType.IO: _encode_io(program.io),
         SectionType.CODE: _COUNT.pack(len(program.code))
         + b"".join(
-            _encode_instruction(i, ins, len(program.srcmap)) for i, ins in enumerate(program.code)
+            _encode_instruction(i, ins, program.srcmap) for i, ins in enumerate(program.code)
         ),
         SectionType.CONST: bytes(program.consts),
         SectionType.SRCMAP: _COUNT.pack(len(program.srcmap))
@@ -473,7 +473,7 @@ def _decode_io(reader: _Reader) -> list[IOEntry]:
 
 
 def _decode_instruction(reader: _Reader, index: int, srcmap_len: int) -> Instruction:
-    opcode, tile, signal, n_waits, n_words, reserved, loc = reader.take(
+    opcode, tile, n_waits, n_words, signal, loc = reader.take(
         _INSN_HEADER, f"instruction {index} header"
     )
     spec = OPCODE_BY_VALUE.get(opcode)
@@ -485,14 +485,11 @@ def _decode_instruction(reader: _Reader, index: int, srcmap_len: int) -> Instruc
         raise BinaryFormatError(
             f"{what}: field count wrong: {n_words} field words, {spec.name} has {layout.size // 4}"
         )
-    if reserved:
-        raise BinaryFormatError(f"{what}: reserved header bits are {reserved:#x}, expected 0")
     if loc != NO_LOC and loc >= srcmap_len:
         raise BinaryFormatError(
             f"{what}: loc index {loc} out of range (srcmap has {srcmap_len} entries)"
         )
-    waits = reader.take(struct.Struct(f"<{n_waits}H"), f"{what} waits")
-    reader.take_padding(2 * (n_waits % 2), f"{what} waits")
+    waits = reader.take(struct.Struct(f"<{n_waits}I"), f"{what} waits")
     raw_fields = reader.take_bytes(layout.size, f"{what} fields")
     words = layout.unpack(raw_fields)
     if layout.pack(*words) != raw_fields:

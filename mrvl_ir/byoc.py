@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any
 import tvm_ffi
 import tvm_ffi.libinfo
 
-from .errors import CompileError, ModelImportError, MrvlError, UnsupportedOpError
+from .errors import (
+    CompileError,
+    InternalCompilerError,
+    ModelImportError,
+    MrvlError,
+    UnsupportedOpError,
+    layer_boundary,
+)
 from .target import get_target
 
 if TYPE_CHECKING:
@@ -43,7 +50,13 @@ __all__ = ["build", "region_module"]
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Without this, TVM's FFI would turn each into a plain RuntimeError on the way out of RunCodegen.
-for _error in (MrvlError, ModelImportError, UnsupportedOpError, CompileError):
+for _error in (
+    MrvlError,
+    ModelImportError,
+    UnsupportedOpError,
+    CompileError,
+    InternalCompilerError,
+):
     tvm_ffi.register_error(_error)
 
 
@@ -215,16 +228,18 @@ def build(
                 raise session.error from None
             raise
     mod = _drop_region_constants(mod, session.constant_names)
-    executable = relax.build(mod, target=target)
+    with layer_boundary("TVM's build of the host part"):
+        executable = relax.build(mod, target=target)
 
     temporary = export_dir is None
     directory = tempfile.mkdtemp(prefix="mrvl-build-") if temporary else os.fspath(export_dir)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "model.so")
-    executable.export_library(path)
-    # What `Executable.jit()` would do on first use (export to a temporary file, load it, cache
-    # it in `_jitted_mod`), done once here with a path the caller can see.
-    executable._jitted_mod = tvm.runtime.load_module(path)
+    with layer_boundary(f"exporting the library to {path}"):
+        executable.export_library(path)
+        # What `Executable.jit()` would do on first use (export to a temporary file, load it,
+        # cache it in `_jitted_mod`), done once here with a path the caller can see.
+        executable._jitted_mod = tvm.runtime.load_module(path)
     executable.library_path = path
     executable.mrvl_regions = session.regions
     if temporary:

@@ -16,7 +16,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from mrvl import binary, json_emitter, printing
 from mrvl.assembler import assemble
 from mrvl.dialects import mrvl_context
-from mrvl.errors import CompileError, MrvlError
+from mrvl.errors import CompileError, InternalCompilerError, MrvlError, layer_boundary
 from mrvl.isa import Program
 from mrvl.passes import (
     ALL_PASSES,
@@ -36,7 +36,9 @@ class CompiledRegion:
     symbol: str
     binary: bytes
     nodes_json: dict
-    consts_json: dict
+    consts_json: dict | None
+    """The Constants-JSON (with every weight in base64), only when asked for
+    (`constants_json=True`): the binary holds the constants already."""
     program: Program
     stages: dict[str, str] = field(default_factory=dict, repr=False)
     """Textual IR when asked for: "import" (as imported), "mrvl" (after the graph passes),
@@ -80,6 +82,10 @@ def run_pipeline(
         raise
     except (VerifyException, DiagnosticException) as err:
         raise CompileError(f"after {name}: the IR does not verify: {err}") from err
+    except Exception as err:
+        raise InternalCompilerError(
+            f"internal error in {name}: {type(err).__name__}: {err}"
+        ) from err
     return module
 
 
@@ -103,20 +109,29 @@ def compile_region(
     keep_stages: bool = False,
     verify_each_pass: bool = False,
     elide_constants_larger_than: int | None = None,
+    constants_json: bool = False,
+    json_dir: str | Path | None = None,
 ) -> CompiledRegion:
     """Compile one Relax region function (`Codegen="mrvl"`) to an MLIP binary.
 
     `mcpu`/`num_tiles` default to the region's `mrvl.mcpu`/`mrvl.num_tiles` attributes (set by
     `partition_for_mrvl`). With `dump_dir`, the IR after import and after every pass is written
     there, one numbered file per step. `elide_constants_larger_than` elides the large constants
-    of the dumps and `stages` (for reading; elided text does not parse back).
+    of the dumps and `stages` (for reading; elided text does not parse back). With `json_dir`,
+    the Nodes-JSON and Constants-JSON files are written there (the weights streamed, never
+    held as base64 text); with `constants_json`, the Constants-JSON is also returned in memory.
     """
     mcpu, num_tiles = _region_options(func, mcpu, num_tiles)
-    module = import_region(func, constant_names)
+    with layer_boundary("importing a region"):
+        module = import_region(func, constant_names)
     symbol = next(iter(module.body.block.ops)).sym_name.data
     module.attributes["mrvl.target"] = StringAttr(mcpu)
     module.attributes["mrvl.num_tiles"] = IntegerAttr(num_tiles, i64)
-    nodes_json, consts_json = json_emitter.emit_json(module, symbol)
+    nodes_json, consts, arrays = json_emitter.emit_json_parts(module, symbol)
+    if json_dir is not None:
+        json_emitter.write_region_json(json_dir, symbol, nodes_json, consts, arrays)
+    consts_json = json_emitter.with_data(consts, arrays) if constants_json else None
+    del arrays  # views of the f32 weights, which mrvl-cast-fp16 replaces
 
     def print_ir(m: ModuleOp) -> str:
         return printing.print_ir(m, elide_larger_than=elide_constants_larger_than)
@@ -142,10 +157,12 @@ def compile_region(
         after_pass=after_pass,
         verify_each_pass=verify_each_pass or dump is not None,
     )
-    program = assemble(module)
+    with layer_boundary(f"assembling region {symbol}"):
+        program = assemble(module)
+        encoded = binary.encode(program)
     return CompiledRegion(
         symbol=symbol,
-        binary=binary.encode(program),
+        binary=encoded,
         nodes_json=nodes_json,
         consts_json=consts_json,
         program=program,

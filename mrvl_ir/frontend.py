@@ -106,8 +106,9 @@ def from_onnx(
         ) from err
 
     mod = _attach_node_names(mod, model.graph, importer.nodes_by_output)
-    mod = fold_constants(mod)
     op_types = {onnx_node_name(node): node.op_type for node in model.graph.node}
+    del importer, model  # their copies of the weights, before folding makes more
+    mod = fold_constants(mod)
     return mod.with_attr(ONNX_NODES_ATTR, op_types)
 
 
@@ -168,8 +169,19 @@ def _static_shape(expr) -> tuple[int, ...] | None:
     return tuple(int(d) for d in dims)
 
 
+def constant_view(const: GenericConst) -> np.ndarray:
+    """The data of a Relax constant as a read-only numpy array, without copying it (DLPack);
+    `.value.numpy()` would copy a 400 MB weight matrix each time it is looked at."""
+    try:
+        array = np.from_dlpack(const.value)
+    except (BufferError, TypeError, ValueError, RuntimeError):  # a dtype DLPack cannot share
+        return const.value.numpy()
+    array.flags.writeable = False
+    return array
+
+
 def _const_array(expr) -> np.ndarray | None:
-    return expr.value.numpy() if isinstance(expr, GenericConst) else None
+    return constant_view(expr) if isinstance(expr, GenericConst) else None
 
 
 def _input(inputs: list, index: int):
@@ -510,7 +522,7 @@ def _numpy_layout_op(call: relax.Call, args: list) -> np.ndarray | None:
     op = call.op.name if isinstance(call.op, tvm.ir.Op) else None
     if op not in _LAYOUT_OPS or not args or not isinstance(args[0], GenericConst):
         return None
-    data = args[0].value.numpy()
+    data = constant_view(args[0])
     attrs = call.attrs
     if op == "relax.reshape":
         shape = _static_shape(call)

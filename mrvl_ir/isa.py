@@ -207,6 +207,17 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("b_addr", "i32", "OCM byte address of the bias, or -1 for none"),
             *_ACT_FIELDS,
             _PRELU_FIELD,
+            _f(
+                "acc_addr",
+                "i32",
+                "OCM byte address of fp32 partial sums [N, H, W, C] of out_shape to start "
+                "from instead of the bias, or -1",
+            ),
+            _f(
+                "acc_out",
+                "i32",
+                "1: write the fp32 accumulator (no activation, no rounding) instead of f16",
+            ),
         ),
     ),
     OpcodeSpec(
@@ -333,8 +344,12 @@ OPCODES: tuple[OpcodeSpec, ...] = (
 OPCODE_BY_NAME = {spec.name: spec for spec in OPCODES}
 OPCODE_BY_VALUE = {spec.opcode: spec for spec in OPCODES}
 
+CONV_CI_BLOCK = 64
+"""A conv accumulates input channels in blocks of this many (see docs/isa.md, `conv`): a
+conv cut into input-channel pieces continues exactly when every cut is a multiple of it."""
+
 NO_SIGNAL = 0
-"""Token 0 means "signals nothing"; real tokens are 1..65535."""
+"""Token 0 means "signals nothing"; real tokens are 1..2**32 - 1 (u32 in the binary)."""
 
 NO_LOC = 0xFFFFFFFF
 """Source-location index of an instruction that no ONNX node produced."""

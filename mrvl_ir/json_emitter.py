@@ -67,25 +67,20 @@ Constants-JSON: ``{<const_name>: {"shape": [...], "dtype": "float32", "min": "<f
 1-D and 3-D constants (a bias of 64 is `[1, 64]`), and `min`/`max` are strings with 17
 significant digits. An f16 constant (after `mrvl-cast-fp16`) has dtype `float16`.
 
-Validation: `check_nodes` / `check_consts` / `check_pair` return a list of messages (empty when
-the document is valid), each prefixed with a JSON path (`$.nodes[1].attrs.padding: ...`);
-`validate_nodes` / `validate_consts` / `validate` raise `CompileError` with those messages.
-The schemas are `schemas/nodes.schema.json` and `schemas/consts.schema.json` (draft 2020-12).
+The schemas and the checks of a document are in `json_schema`, the files in `json_files`
+(both re-exported here). `emit_json_parts` leaves the constants' data as arrays, for
+`json_files.write_region_json` to stream; the Constants-JSON with its base64 text is built
+only by `emit_json`.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
-import json
 import math
 from collections.abc import Iterable
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from jsonschema import Draft202012Validator
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     Float16Type,
@@ -97,19 +92,45 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from mrvl.dialects import mrvl
-from mrvl.errors import CompileError
+from mrvl.errors import CompileError, layer_boundary
+from mrvl.json_files import write_json, write_region_json
+from mrvl.json_schema import (
+    CONST_MAPS,
+    CONSTS_SCHEMA,
+    NODE_NAME_PREFIX,
+    NODES_SCHEMA,
+    SCHEMA_DIR,
+    check_consts,
+    check_nodes,
+    check_pair,
+    consts_schema,
+    nodes_schema,
+    validate,
+    validate_consts,
+    validate_nodes,
+)
 from mrvl.locations import location_name
 
-SCHEMA_DIR = Path(__file__).parent / "schemas"
-NODES_SCHEMA = SCHEMA_DIR / "nodes.schema.json"
-CONSTS_SCHEMA = SCHEMA_DIR / "consts.schema.json"
-
-NODE_NAME_PREFIX = "tvmgen_mrvl_main"
-"""Upstream named every layer node `tvmgen_mrvl_main_<k>` (k from 0), whatever the region."""
-
-CONST_MAPS = ("kernel_const", "bias_const", "beta_const", "gamma_const", "var_const", "mean_const")
-
-_MAX_MESSAGES = 25
+__all__ = [
+    "CONSTS_SCHEMA",
+    "CONST_MAPS",
+    "NODES_SCHEMA",
+    "NODE_NAME_PREFIX",
+    "SCHEMA_DIR",
+    "check_consts",
+    "check_nodes",
+    "check_pair",
+    "consts_schema",
+    "emit_json",
+    "emit_json_parts",
+    "nodes_schema",
+    "validate",
+    "validate_consts",
+    "validate_nodes",
+    "with_data",
+    "write_json",
+    "write_region_json",
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,6 +193,9 @@ class _Emitter:
         self.symbol = symbol
         self.nodes: list[dict[str, Any]] = []
         self.consts: dict[str, dict[str, Any]] = {}
+        """Constant name -> its Constants-JSON entry without `data_base64`."""
+        self.arrays: dict[str, np.ndarray] = {}
+        """Constant name -> its data, little-endian (a view of the IR's bytes, not a copy)."""
         self.node_of: dict[SSAValue, int] = {}
         """Activation value -> index of the node producing it (inputs, layers, aliases)."""
         self.trail: dict[SSAValue, list[str]] = {}
@@ -257,7 +281,7 @@ class _Emitter:
             self.folded.update(chain)
             self.fc_folds[op] = convert.input
 
-    def run(self) -> tuple[dict, dict]:
+    def run(self) -> dict:
         block = self.fn.body.block
         ops = list(block.ops)
 
@@ -282,37 +306,38 @@ class _Emitter:
                 if isinstance(op, mrvl.CastOp | mrvl.LayoutConvertOp | mrvl.ReshapeOp):
                     self._alias(op, op.input, op.output)
                 continue
-            if isinstance(op, mrvl.CastOp):
-                self._alias(op, op.input, op.output)
-            elif isinstance(op, mrvl.LayoutConvertOp):
-                if self._reaches_input(op.input):
+            with layer_boundary(f"Nodes-JSON of {op.name}", location_name(op.location)):
+                if isinstance(op, mrvl.CastOp):
                     self._alias(op, op.input, op.output)
+                elif isinstance(op, mrvl.LayoutConvertOp):
+                    if self._reaches_input(op.input):
+                        self._alias(op, op.input, op.output)
+                    else:
+                        self._layout_transform_node(op)
+                elif isinstance(op, mrvl.Conv2DOp):
+                    self._conv_node(op)
+                elif isinstance(op, mrvl.FullyConnectedOp):
+                    self._fc_node(op)
+                elif isinstance(op, mrvl.MaxPool2DOp | mrvl.AvgPool2DOp):
+                    self._pool_node(op)
+                elif isinstance(op, mrvl.AddOp):
+                    self._sum_node(op)
+                elif isinstance(op, mrvl.MulOp):
+                    self._mul_node(op)
+                elif isinstance(op, mrvl.ConcatOp):
+                    self._concat_node(op)
+                elif isinstance(op, mrvl.ScaleShiftOp):
+                    self._scale_shift_node(op)
+                elif isinstance(op, mrvl.ReshapeOp):
+                    self._reshape_node(op)
+                elif isinstance(op, mrvl.StridedCopyOp):
+                    self._strided_copy_node(op)
+                elif isinstance(op, mrvl.DilateOp):
+                    self._dilate_node(op)
+                elif isinstance(op, mrvl.ResizeOp):
+                    self._resize_node(op)
                 else:
-                    self._layout_transform_node(op)
-            elif isinstance(op, mrvl.Conv2DOp):
-                self._conv_node(op)
-            elif isinstance(op, mrvl.FullyConnectedOp):
-                self._fc_node(op)
-            elif isinstance(op, mrvl.MaxPool2DOp | mrvl.AvgPool2DOp):
-                self._pool_node(op)
-            elif isinstance(op, mrvl.AddOp):
-                self._sum_node(op)
-            elif isinstance(op, mrvl.MulOp):
-                self._mul_node(op)
-            elif isinstance(op, mrvl.ConcatOp):
-                self._concat_node(op)
-            elif isinstance(op, mrvl.ScaleShiftOp):
-                self._scale_shift_node(op)
-            elif isinstance(op, mrvl.ReshapeOp):
-                self._reshape_node(op)
-            elif isinstance(op, mrvl.StridedCopyOp):
-                self._strided_copy_node(op)
-            elif isinstance(op, mrvl.DilateOp):
-                self._dilate_node(op)
-            elif isinstance(op, mrvl.ResizeOp):
-                self._resize_node(op)
-            else:
-                raise self._fail(op, "has no Nodes-JSON form (not a layer this emitter knows)")
+                    raise self._fail(op, "has no Nodes-JSON form (not a layer this emitter knows)")
 
         num_in = len(block.args)
         batch = 1
@@ -333,7 +358,7 @@ class _Emitter:
             "num_subgraph_inputs": str(num_in),
             "num_subgraph_outputs": str(len(heads)),
         }
-        return doc, self.consts
+        return doc
 
     # -- nodes -----------------------------------------------------------------------------
 
@@ -366,18 +391,16 @@ class _Emitter:
         if name in self.consts:
             raise self._fail(op, f"two constants are named '{name}'")
         array = op.numpy()
-        if array.size:
-            as_float = array.astype(np.float64)
-            lo, hi = float(np.min(as_float)), float(np.max(as_float))
+        if array.size:  # exact in the array's own type: no float64 copy of the weights
+            lo, hi = float(np.min(array)), float(np.max(array))
         else:
             lo, hi = math.inf, -math.inf
-        little = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        self.arrays[name] = array.astype(array.dtype.newbyteorder("<"), copy=False)
         self.consts[name] = {
             "shape": _const_shape(array.shape),
             "dtype": array.dtype.name,
             "min": _float_str(lo),
             "max": _float_str(hi),
-            "data_base64": base64.b64encode(little.tobytes()).decode("ascii"),
         }
 
     def _layer_node(
@@ -699,219 +722,29 @@ class _Emitter:
         )
 
 
-def emit_json(module: ModuleOp, symbol: str) -> tuple[dict, dict]:
-    """The (Nodes-JSON, Constants-JSON) documents of the region function `symbol`.
+def emit_json_parts(module: ModuleOp, symbol: str) -> tuple[dict, dict, dict[str, np.ndarray]]:
+    """The Nodes-JSON of the region function `symbol`, its Constants-JSON entries without
+    `data_base64`, and each constant's data (little-endian views of the IR's bytes).
 
     `module` holds `mrvl` dialect functions; the function named `symbol` is emitted (if there
     is no such function but exactly one, that one is, under the name `symbol`). Raises
     `CompileError` for an op that has no Nodes-JSON form.
     """
-    return _Emitter(_find_function(module, symbol), symbol).run()
+    emitter = _Emitter(_find_function(module, symbol), symbol)
+    nodes = emitter.run()
+    return nodes, emitter.consts, emitter.arrays
 
 
-# ---------------------------------------------------------------------------------------------
-# Validation
-# ---------------------------------------------------------------------------------------------
+def with_data(consts: dict, arrays: dict[str, np.ndarray]) -> dict:
+    """The Constants-JSON document: the entries of `emit_json_parts` with their base64 data."""
+    return {
+        name: {**entry, "data_base64": base64.b64encode(memoryview(arrays[name])).decode("ascii")}
+        for name, entry in consts.items()
+    }
 
 
-@lru_cache(maxsize=None)
-def _validator(path: Path) -> Draft202012Validator:
-    schema = json.loads(path.read_text())
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
-
-
-def nodes_schema() -> dict:
-    return _validator(NODES_SCHEMA).schema
-
-
-def consts_schema() -> dict:
-    return _validator(CONSTS_SCHEMA).schema
-
-
-def _json_path(parts: Iterable[Any]) -> str:
-    out = "$"
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
-
-
-def _node_context(doc: Any, parts: list[Any]) -> str:
-    """`(Conv2D 'tvmgen_mrvl_main_0')` for a path inside a node, to find it in a big file."""
-    if len(parts) < 2 or parts[0] != "nodes" or not isinstance(parts[1], int):
-        return ""
-    try:
-        node = doc["nodes"][parts[1]]
-        layer = node["attrs"]["layer_name"][0]
-        return f" ({layer} '{node['name']}')"
-    except (KeyError, IndexError, TypeError):
-        return ""
-
-
-def _schema_messages(validator: Draft202012Validator, doc: Any) -> list[str]:
-    messages = []
-    errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
-    for error in errors:
-        parts = list(error.absolute_path)
-        messages.append(f"{_json_path(parts)}{_node_context(doc, parts)}: {error.message}")
-    return messages
-
-
-def _structure_messages(doc: dict) -> list[str]:
-    """What the schema cannot say: indices in range, counts agree, nodes in order."""
-    messages = []
-    nodes = doc["nodes"]
-    inputs = [i for i, n in enumerate(nodes) if n["op"] == "input"]
-    if inputs != list(range(len(inputs))):
-        messages.append("$.nodes: input nodes must come first")
-    if doc["arg_nodes"] != inputs:
-        messages.append(f"$.arg_nodes: {doc['arg_nodes']} are not the input nodes {inputs}")
-    if doc["num_subgraph_inputs"] != str(len(doc["arg_nodes"])):
-        messages.append("$.num_subgraph_inputs: does not match the number of arg_nodes")
-    if doc["num_subgraph_outputs"] != str(len(doc["heads"])):
-        messages.append("$.num_subgraph_outputs: does not match the number of heads")
-    for i, n in enumerate(nodes):
-        if n["op"] == "input":
-            if n["input_id"] != [str(i)]:
-                messages.append(f"$.nodes[{i}].input_id: must be ['{i}']")
-            continue
-        for j, (src, _, _) in enumerate(n["inputs"]):
-            if src >= i:
-                messages.append(
-                    f"$.nodes[{i}].inputs[{j}]{_node_context(doc, ['nodes', i])}: node {src} "
-                    "is not an earlier node"
-                )
-        k = i - len(inputs) + 1
-        if n["attrs"]["mrvl_nodes_idx"] != [k]:
-            messages.append(f"$.nodes[{i}].attrs.mrvl_nodes_idx: must be [{k}]")
-        if n["name"] != f"{NODE_NAME_PREFIX}_{k - 1}":
-            messages.append(f"$.nodes[{i}].name: must be '{NODE_NAME_PREFIX}_{k - 1}'")
-        attrs = n["attrs"]
-        if attrs["shape"][0] != [int(d) for d in attrs["out_layout_shape"]]:
-            messages.append(f"$.nodes[{i}].attrs.out_layout_shape: does not match shape")
-        for key in ("kernel", "bias"):
-            ref, name = attrs.get(f"{key}_const"), attrs.get(f"{key}_const_name")
-            if name is not None and (not ref or ref.get("name") != name[0]):
-                messages.append(
-                    f"$.nodes[{i}].attrs.{key}_const{_node_context(doc, ['nodes', i])}: "
-                    f"name does not match {key}_const_name {name}"
-                )
-    for j, (src, _, _) in enumerate(doc["heads"]):
-        if src >= len(nodes):
-            messages.append(f"$.heads[{j}]: node {src} does not exist ({len(nodes)} nodes)")
-    shapes, dtypes = doc["attrs"]["shape"][1], doc["attrs"]["dltype"][1]
-    if shapes != [n["attrs"]["shape"][0] for n in nodes]:
-        messages.append("$.attrs.shape: does not list the nodes' shapes in order")
-    if dtypes != [n["attrs"]["dtype"][0] for n in nodes]:
-        messages.append("$.attrs.dltype: does not list the nodes' dtypes in order")
-    return messages
-
-
-_ITEMSIZE = {"float32": 4, "float16": 2, "int8": 1}
-
-
-def check_nodes(doc: Any) -> list[str]:
-    """Everything wrong with a Nodes-JSON document (empty list: valid)."""
-    messages = _schema_messages(_validator(NODES_SCHEMA), doc)
-    return messages or _structure_messages(doc)
-
-
-def check_consts(doc: Any) -> list[str]:
-    """Everything wrong with a Constants-JSON document (empty list: valid)."""
-    messages = _schema_messages(_validator(CONSTS_SCHEMA), doc)
-    if messages:
-        return messages
-    for name, entry in doc.items():
-        where = f"$[{json.dumps(name)}]"
-        try:
-            data = base64.b64decode(entry["data_base64"], validate=True)
-        except (binascii.Error, ValueError) as err:
-            messages.append(f"{where}.data_base64: not base64: {err}")
-            continue
-        expected = math.prod(entry["shape"]) * _ITEMSIZE[entry["dtype"]]
-        if len(data) != expected:
-            messages.append(
-                f"{where}.data_base64: {len(data)} bytes, but shape {entry['shape']} of "
-                f"{entry['dtype']} needs {expected}"
-            )
-        lo, hi = float(entry["min"]), float(entry["max"])
-        if lo > hi:
-            messages.append(f"{where}: min {entry['min']} is greater than max {entry['max']}")
-    return messages
-
-
-def check_pair(nodes: Any, consts: Any) -> list[str]:
-    """Both documents, and every constant a node names is in the Constants-JSON as described."""
-    messages = check_nodes(nodes) + check_consts(consts)
-    if messages:
-        return messages
-    for i, node in enumerate(nodes["nodes"]):
-        for key in CONST_MAPS:
-            ref = node.get("attrs", {}).get(key)
-            if not ref:
-                continue
-            where = f"$.nodes[{i}].attrs.{key}{_node_context(nodes, ['nodes', i])}"
-            entry = consts.get(ref["name"])
-            if entry is None:
-                messages.append(f"{where}: constant '{ref['name']}' is not in the Constants-JSON")
-                continue
-            for field in ("shape", "dtype", "min", "max"):
-                if field in ref and ref[field] != entry[field]:
-                    messages.append(
-                        f"{where}.{field}: {ref[field]!r} but the Constants-JSON has "
-                        f"{entry[field]!r}"
-                    )
-    return messages
-
-
-def _raise(what: str, messages: list[str]) -> None:
-    if messages:
-        shown = messages[:_MAX_MESSAGES]
-        more = len(messages) - len(shown)
-        tail = f"\n  ... and {more} more" if more > 0 else ""
-        raise CompileError(f"invalid {what}:\n  " + "\n  ".join(shown) + tail)
-
-
-def validate_nodes(doc: Any) -> None:
-    """Raise `CompileError` listing every problem of a Nodes-JSON document."""
-    _raise("Nodes-JSON", check_nodes(doc))
-
-
-def validate_consts(doc: Any) -> None:
-    """Raise `CompileError` listing every problem of a Constants-JSON document."""
-    _raise("Constants-JSON", check_consts(doc))
-
-
-def validate(nodes: Any, consts: Any) -> None:
-    """Raise `CompileError` unless both documents are valid and agree on the constants."""
-    _raise("Nodes-JSON / Constants-JSON pair", check_pair(nodes, consts))
-
-
-# ---------------------------------------------------------------------------------------------
-# Files
-# ---------------------------------------------------------------------------------------------
-
-
-def write_json(
-    outdir: str | Path, symbol: str, nodes: dict, consts: dict, *, check: bool = True
-) -> tuple[Path, Path]:
-    """Write `<symbol>-nodes.json` and `<symbol>-consts.json` (upstream's names) into `outdir`.
-
-    With `check` (the default) both documents are validated first and nothing is written if
-    they are not valid.
-    """
-    if not symbol or "/" in symbol or "\\" in symbol:
-        raise CompileError(f"write_json: '{symbol}' cannot be used in a file name")
-    if check:
-        validate(nodes, consts)
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    path_nodes = out / f"{symbol}-nodes.json"
-    path_consts = out / f"{symbol}-consts.json"
-    with path_nodes.open("w") as f:
-        json.dump(nodes, f, indent=2)
-        f.write("\n")
-    with path_consts.open("w") as f:
-        json.dump(consts, f, indent=2)
-        f.write("\n")
-    return path_nodes, path_consts
+def emit_json(module: ModuleOp, symbol: str) -> tuple[dict, dict]:
+    """The (Nodes-JSON, Constants-JSON) documents of the region function `symbol`, in memory
+    (see `emit_json_parts` for a large region)."""
+    nodes, consts, arrays = emit_json_parts(module, symbol)
+    return nodes, with_data(consts, arrays)

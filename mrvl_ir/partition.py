@@ -41,6 +41,7 @@ nodes left on the CPU are stored on the result as the module attribute
 from __future__ import annotations
 
 import contextvars
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -56,7 +57,8 @@ from tvm.relax.transform import PatternCheckContext
 
 from .activation_forms import ActivationFormError, split_activation
 from . import strided
-from .frontend import fold_constants, node_name_of, onnx_nodes_of
+from .frontend import constant_view, fold_constants, node_name_of, onnx_nodes_of
+from .passes.sched.tiling import DoesNotFit, WindowLayer, plan_fc_layer, plan_window_layer
 from .placement import CPU, node_targets
 from .target import Target, get_target
 
@@ -155,7 +157,14 @@ def partition_for_mrvl(
     bound = _bound_values(mod)
     op_types = onnx_nodes_of(mod) or {}
     while True:
-        collector = _Collector(forced, bound, op_types=op_types, users=_users(bound))
+        collector = _Collector(
+            forced,
+            bound,
+            op_types=op_types,
+            users=_users(bound),
+            target=get_target(mcpu),
+            num_tiles=num_tiles,
+        )
         token = _COLLECTOR.set(collector)
         try:
             partitioned = _fuse(mod)
@@ -333,14 +342,19 @@ class _Collector:
 
     forced: dict[str, str]
     bound: dict[relax.Var, relax.Expr] = field(default_factory=dict)
+    """Each variable of the module's functions and the value bound to it (a check sees only
+    its match; the scale_shift check asks what produced its input)."""
     users: dict[relax.Var, list[relax.Call]] = field(default_factory=dict)
     """Each variable of the module's functions and the calls that read it."""
     op_types: dict[str, str] = field(default_factory=dict)
     """ONNX node name -> op type (`mrvl.onnx_nodes`), empty for a module without it."""
-    """Each variable of the module's functions and the value bound to it (a check sees only
-    its match; the scale_shift check asks what produced its input)."""
     culprits: dict[str, str] = field(default_factory=dict)
     bystanders: dict[str, str] = field(default_factory=dict)
+    target: Target | None = None
+    num_tiles: int = 1
+    """What the regions are partitioned for: layers are planned for it (`_check_fits`)."""
+    sites: itertools.count = field(default_factory=itertools.count)
+    """Numbers the accepted matches (see `_site_attrs`)."""
 
     def reject(self, culprit: str | None, reason: str, involved: Sequence[str]) -> None:
         if culprit is not None:
@@ -438,7 +452,7 @@ def _constant(expr: relax.Expr, what: str, at: relax.Expr) -> np.ndarray:
     if not isinstance(expr, GenericConst):
         raise _Reject(f"non-constant {what}", at)
     _tensor_shape(expr, at)
-    return expr.value.numpy()
+    return constant_view(expr)
 
 
 def _f32_result(call: relax.Call) -> None:
@@ -551,6 +565,51 @@ def _check_conv2d(ctx: PatternCheckContext) -> None:
             if _constant(param, "batch-norm parameters", bn).shape != (out_ch,):
                 raise _Reject("batch-norm parameter shape", bn)
     _check_tail(ctx, core, out_ch, 4, prelu=True)
+    n, c, h, w = _tensor_shape(ann["data"], conv)
+    _, _, oh, ow = _tensor_shape(conv, conv)
+    _, cg, kh, kw = weight.shape
+    pt, pl, _, _ = _int_list(attrs.padding)
+    if "pad" in ann:
+        widths = _int_list(ann["pad"].attrs.pad_width)
+        pt, pl = pt + widths[4], pl + widths[6]
+    (sh, sw), (dh, dw) = _int_list(attrs.strides), _int_list(attrs.dilation)
+    prelu = any(
+        isinstance(c, relax.Call) and _op_name(c) == "relax.nn.prelu"
+        for c in ctx.matched_bindings.values()
+    )
+    per_oc = kh * kw * cg * 2 + 4 + (4 if prelu else 0)  # f16 weights, f32 bias (and slope)
+    layer = WindowLayer(
+        n, h, w, c, oh, ow, out_ch, kh, kw, sh, pt, dh, per_oc, False,
+        sw=sw, pad_left=pl, dw=dw, groups=groups,
+    )  # fmt: skip
+    _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, True), conv)
+
+
+def _plan_window(layer: WindowLayer, target: Target, num_tiles: int, split_columns: bool):
+    return plan_window_layer(
+        layer,
+        target.ocm_bytes_per_tile,
+        num_tiles,
+        target.ocm_alignment,
+        "layer",
+        split_columns=split_columns,
+    )
+
+
+def _check_fits(plan: Callable[[Target, int], object], at: relax.Call) -> None:
+    """Ask the scheduler's tiler whether the layer can be placed on the target the module is
+    partitioned for; a layer that cannot stays on the CPU, with the bytes it would need."""
+    collector = _COLLECTOR.get()
+    if collector is None or collector.target is None:
+        return
+    try:
+        plan(collector.target, collector.num_tiles)
+    except DoesNotFit as err:
+        raise _Reject(
+            f"does not fit on chip: one {err.unit} needs {err.needed} bytes of OCM, a tile of "
+            f"{collector.target.name} has {err.available}",
+            at,
+        ) from None
 
 
 def _check_conv_transpose(ctx: PatternCheckContext) -> None:
@@ -602,6 +661,12 @@ def _check_pool2d(ctx: PatternCheckContext) -> None:
     dilation = _int_list(attrs.dilation)
     if any(d != 1 for d in dilation):
         raise _Reject(f"attribute dilations={dilation}", pool)
+    n, c, h, w = _tensor_shape(ctx.annotated_expr["data"], pool)
+    _, _, oh, ow = _tensor_shape(pool, pool)
+    (kh, kw), (sh, sw) = _int_list(attrs.pool_size), _int_list(attrs.strides)
+    pt, pl = _int_list(attrs.padding)[:2]
+    layer = WindowLayer(n, h, w, c, oh, ow, c, kh, kw, sh, pt, 1, 0, True, sw=sw, pad_left=pl)
+    _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, False), pool)
 
 
 def _check_global_pool2d(ctx: PatternCheckContext) -> None:
@@ -625,6 +690,13 @@ def _check_fc(ctx: PatternCheckContext) -> None:
     weight = _constant(ann["weight"], "weights (right operand)", matmul)
     if weight.ndim != 2 or weight.shape[0] != k:
         raise _Reject(f"weight shape {weight.shape}", matmul)
+    rows = int(np.prod(data_shape[:-1]))  # a sequence [N, T, K] is N * T rows
+    _check_fits(
+        lambda target, tiles: plan_fc_layer(
+            rows, k, weight.shape[1], target.ocm_bytes_per_tile, tiles, target.ocm_alignment, "fc"
+        ),
+        matmul,
+    )
     core = [matmul]
     if "scale" in ann:
         if _constant(ann["alpha"], "alpha", ann["scale"]).size != 1:
@@ -1070,6 +1142,24 @@ def _pattern_table() -> list[tuple]:
     ]
 
 
+_SITE_ATTR = "mrvl.site"
+_SITES = itertools.count()
+
+
+def _site_attrs(ctx: PatternCheckContext) -> dict[str, str]:
+    """A number unique to each accepted match, set on its composite function.
+
+    TVM's BlockBuilder shares structurally equal functions, so two identical layers (the same
+    weights, or a constant-free activation) would become one composite called twice, carrying
+    the ONNX nodes of the first call site only: the other site's nodes would be reported as
+    folded away, its instructions would name the wrong node, and its constants would be
+    emitted twice under one name. With this attribute no two composites are equal.
+    """
+    collector = _COLLECTOR.get()
+    counter = collector.sites if collector is not None else _SITES
+    return {_SITE_ATTR: str(next(counter))}
+
+
 def _register() -> None:
     """Register the table once (re-registering would add duplicate entries).
 
@@ -1077,7 +1167,7 @@ def _register() -> None:
     """
     if get_patterns_with_prefix(_CODEGEN + "."):
         return
-    register_patterns(list(reversed(_pattern_table())))
+    register_patterns([(*pattern, _site_attrs) for pattern in reversed(_pattern_table())])
 
 
 _register()

@@ -24,8 +24,8 @@ from mrvl.activation_forms import ActivationFormError, FusedActivationForm, spli
 from mrvl import strided
 from mrvl.locations import name_location
 from mrvl.dialects import mrvl
-from mrvl.errors import UnsupportedOpError
-from mrvl.frontend import node_name_of
+from mrvl.errors import UnsupportedOpError, layer_boundary
+from mrvl.frontend import constant_view, node_name_of
 
 RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC"}
 
@@ -96,17 +96,21 @@ class _RegionImporter:
     def _constant(self, const: GenericConst, array: np.ndarray, layout: str) -> SSAValue:
         """A constant derived from a TVM constant, under TVM's name for it; without the names
         (a region compiled outside `relax.ext.mrvl`) the next `<symbol>_mrvl_const_<i>`,
-        which is how TVM numbers a region's constants, in order of use."""
+        which is how TVM numbers a region's constants, in order of use.
+
+        One TVM constant used by two layers of the region (a weight shared by two convs, each
+        scaled by its own batch norm) gives two constants: the second is `<name>_<k>`."""
         name = None
         if self.constant_names is not None and const in self.constant_names:
             name = str(self.constant_names[const])
         if name is None:
             name = f"{self.symbol}_mrvl_const_{self.const_count}"
         self.const_count += 1
-        if name in self.const_names:  # one TVM constant folded into two layers' values
-            return self._made_constant(array, layout, "folded")
-        self.const_names.add(name)
-        return self.builder.insert(mrvl.ConstantOp(name, array, layout)).result
+        unique, k = name, 1
+        while unique in self.const_names:
+            unique, k = f"{name}_{k}", k + 1
+        self.const_names.add(unique)
+        return self.builder.insert(mrvl.ConstantOp(unique, array, layout)).result
 
     def _made_constant(self, array: np.ndarray, layout: str, role: str) -> SSAValue:
         """A constant the model does not have (the unit scale of a lone activation), named
@@ -172,20 +176,20 @@ class _RegionImporter:
             if isinstance(b.value, relax.Call)
         ]
         handler = _LAYERS.get(kind)
+        node = next((node_name_of(c) for c in calls if node_name_of(c)), None)
         if handler is None:
-            node = next((node_name_of(c) for c in calls if node_name_of(c)), None)
             raise UnsupportedOpError(f"no MLIP layer for composite '{kind}'", node)
         bound = {b.var: b.value for blk in composite.body.blocks for b in blk.bindings}
-        node = next((node_name_of(c) for c in calls if node_name_of(c)), None)
-        try:
-            form, act_input = split_activation(calls[-1], lambda e: bound.get(e, e))
-        except ActivationFormError as e:
-            raise UnsupportedOpError(f"composite '{kind}': {e.reason}", node) from None
-        if form is not None:
-            calls = [c for c in calls if not any(c.same_as(a) for a in form.calls)]
-        chain = _Chain(calls, form)
-        chain.activation_input = act_input
-        return handler(self, chain, inner)
+        with layer_boundary(f"importing {kind} into region {self.symbol}", node):
+            try:
+                form, act_input = split_activation(calls[-1], lambda e: bound.get(e, e))
+            except ActivationFormError as e:
+                raise UnsupportedOpError(f"composite '{kind}': {e.reason}", node) from None
+            if form is not None:
+                calls = [c for c in calls if not any(c.same_as(a) for a in form.calls)]
+            chain = _Chain(calls, form)
+            chain.activation_input = act_input
+            return handler(self, chain, inner)
 
     # -- fused pieces ---------------------------------------------------------------------------
 
@@ -264,10 +268,8 @@ class _RegionImporter:
         bias_const = chain.first_const_of(*_AFFINE_CALLS)
         scale, shift = self._affine_after(chain, out_c)
         w_const = call.args[1]
-        w = w_const.value.numpy().astype(np.float64) * scale[:, None, None, None]
-        weight = self._constant(
-            w_const, np.ascontiguousarray(w.astype(np.float32).transpose(0, 2, 3, 1)), "OHWI"
-        )
+        w = _scaled_rows(constant_view(w_const), scale, lambda block: block.transpose(0, 2, 3, 1))
+        weight = self._constant(w_const, w, "OHWI")
         op = mrvl.Conv2DOp(
             x,
             weight,
@@ -444,8 +446,8 @@ class _RegionImporter:
         has_bias = chain.peek_any(*_AFFINE_CALLS)
         bias_const = chain.first_const_of(*_AFFINE_CALLS)
         scale, shift = self._affine_after(chain, o)
-        w = w_const.value.numpy().astype(np.float64).T * (alpha * scale)[:, None]  # [K,O]->[O,K]
-        weight = self._constant(w_const, np.ascontiguousarray(w.astype(np.float32)), "OI")
+        w = _scaled_rows(constant_view(w_const).T, alpha * scale, lambda block: block)  # [O, K]
+        weight = self._constant(w_const, w, "OI")
         op = mrvl.FullyConnectedOp(
             x,
             weight,
@@ -649,6 +651,26 @@ def _scalar(expr) -> float:
         return float(expr.value.numpy().reshape(-1)[0])
     value = getattr(expr, "value", expr)
     return float(getattr(value, "value", value))
+
+
+def _scaled_rows(
+    weights: np.ndarray, scale: np.ndarray, layout: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """f32(layout(weights) * scale[o]) per output row o (axis 0), computed in float64 a block
+    of rows at a time: a 400 MB FC matrix never has a float64 copy. Exact as one product."""
+    rows = weights.shape[0]
+    out = np.empty((rows, *layout(weights[:1]).shape[1:]), np.float32)
+    step = max(1, (1 << 22) // max(1, weights[:1].size))
+    unit = bool(np.all(scale == 1.0))
+    for start in range(0, rows, step):
+        block = layout(weights[start : start + step])
+        if unit:
+            out[start : start + step] = block
+        else:
+            shape = (-1,) + (1,) * (block.ndim - 1)
+            factor = scale[start : start + step].reshape(shape)
+            out[start : start + step] = block.astype(np.float64) * factor
+    return out
 
 
 def _per_channel(expr, channels: int) -> np.ndarray:

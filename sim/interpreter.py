@@ -17,6 +17,7 @@ import numpy as np
 from mrvl.binary import decode
 from mrvl.isa import (
     ACT_TABLE_ENTRIES,
+    CONV_CI_BLOCK,
     DTYPE_NUMPY,
     OPCODE_BY_NAME,
     TABLE_ACTIVATIONS,
@@ -238,9 +239,12 @@ def _conv(memory: Memory, ins: Instruction) -> None:
         f"tile channels [{oc0}, {oc0 + out_channels}) are outside oc_total={oc_total}",
     )
     group_channels = channels // groups
+    acc_out = f["acc_out"]
+    _require(acc_out in (0, 1), f"acc_out={acc_out} is not 0 or 1")
     memory.check_dense(
-        MemSpace.OCM, ins.tile, f["out_addr"], F16, geometry.out_shape, "output tile"
-    )
+        MemSpace.OCM, ins.tile, f["out_addr"], F32 if acc_out else F16, geometry.out_shape,
+        "output tile",
+    )  # fmt: skip
 
     window = memory.read(
         MemSpace.OCM, ins.tile, f["in_addr"], F16, geometry.in_shape, "input window"
@@ -260,17 +264,26 @@ def _conv(memory: Memory, ins: Instruction) -> None:
 
     # Input channel read by local output channel o at reduction step ci: g(o)*Cg + ci.
     group_of = (oc0 + np.arange(out_channels)) // (oc_total // groups)
-    acc = np.broadcast_to(bias, (n, out_rows, out_cols, out_channels)).copy()
-    for kh in range(kh_count):
-        for kw in range(kw_count):
-            taps, _ = geometry.tap(window, kh, kw)
-            for ci in range(group_channels):
-                # The input value each local output channel takes (one shared column if groups=1).
-                if groups == 1:
-                    x = taps[..., ci, None]
-                else:
-                    x = taps[..., group_of * group_channels + ci]
-                acc = fp32_mac(acc, x, weights[:, kh, kw, ci])
+    if f["acc_addr"] == -1:
+        acc = np.broadcast_to(bias, (n, out_rows, out_cols, out_channels)).copy()
+    else:  # fp32 partial sums of the earlier input channels (the bias is already in them)
+        acc = memory.read(
+            MemSpace.OCM, ins.tile, f["acc_addr"], F32, geometry.out_shape, "partial sums"
+        ).copy()
+    for block in range(0, group_channels, CONV_CI_BLOCK):
+        for kh in range(kh_count):
+            for kw in range(kw_count):
+                taps, _ = geometry.tap(window, kh, kw)
+                for ci in range(block, min(block + CONV_CI_BLOCK, group_channels)):
+                    # The input each local output channel takes (one shared column if groups=1).
+                    if groups == 1:
+                        x = taps[..., ci, None]
+                    else:
+                        x = taps[..., group_of * group_channels + ci]
+                    acc = fp32_mac(acc, x, weights[:, kh, kw, ci])
+    if acc_out:
+        memory.write(MemSpace.OCM, ins.tile, f["out_addr"], acc, "output tile")
+        return
     result = _activated(memory, ins, f, acc, out_channels)
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result, "output tile")
 

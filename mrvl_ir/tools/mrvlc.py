@@ -213,6 +213,7 @@ def _emit(mod, stage: str, args, elide: int | None) -> None:
             keep_stages=True,
             dump_dir=args.dump_dir,
             elide_constants_larger_than=elide,
+            constants_json=stage == "json",
         )
         print(f"// ----- region {symbol}")
         if stage == "json":
@@ -226,12 +227,17 @@ def _emit(mod, stage: str, args, elide: int | None) -> None:
             print(region.stages[stage], end="")
 
 
-def _print_placement(mod, model) -> None:
+def _print_placement(mod) -> None:
     from tabulate import tabulate
 
-    from mrvl.placement import CPU, FOLDED, placement
+    from mrvl.frontend import onnx_nodes_of
+    from mrvl.placement import CPU, FOLDED, Placement, node_targets
 
-    rows = placement(mod, model)
+    targets = node_targets(mod)
+    rows = [
+        Placement(node, op_type, targets.get(node, FOLDED))
+        for node, op_type in (onnx_nodes_of(mod) or {}).items()
+    ]
     table = [(r.node, r.op_type, r.target) for r in rows]
     print(tabulate(table, headers=["ONNX node", "op", "runs on"]))
     on_mlip = sum(r.target not in (CPU, FOLDED) for r in rows)
@@ -240,12 +246,11 @@ def _print_placement(mod, model) -> None:
 
 
 def _write_outputs(lib, outdir: Path) -> list[Path]:
-    """Write each region's JSONs and binary next to the library; return every file, in order."""
-    from mrvl.json_emitter import write_json
-
+    """Write each region's binary next to the library (`build` wrote its JSONs as it compiled
+    it, the weights streamed: `json_dir`); list every file, in order."""
     written = []
     for region in lib.mrvl_regions:
-        written += write_json(outdir, region.symbol, region.nodes_json, region.consts_json)
+        written += [outdir / f"{region.symbol}-nodes.json", outdir / f"{region.symbol}-consts.json"]
         binary = outdir / f"{region.symbol}.bin"
         binary.write_bytes(region.binary)
         written.append(binary)
@@ -330,10 +335,10 @@ def _compile(args) -> int:
     except Exception:  # noqa: BLE001 - from_onnx reports an unreadable file clearly
         model = None
     hints = _check_input_shapes(model, shapes) if model and model.HasField("graph") else []
+    model = None  # its weights need not be in memory while compiling; --run loads it again
     if hints and args.run:
         raise UsageError(f"--run needs a fixed shape for every input: {hints[0]}")
     mod = mrvl.from_onnx(args.model, shape_dict=shapes)
-    model = model if model is not None else onnx.load(args.model)
     for hint in hints:
         print(f"mrvlc: warning: {hint}", file=sys.stderr)
     try:
@@ -350,7 +355,7 @@ def _compile(args) -> int:
     if args.report:
         from mrvl.report import partition_report
 
-        print(partition_report(mod, model))
+        print(partition_report(mod))  # the nodes from_onnx recorded, in graph order
         if args.emit is None and args.output is None:
             return 0
     elide = None if args.full_constants else DEFAULT_ELIDE_LARGER_THAN
@@ -359,7 +364,7 @@ def _compile(args) -> int:
         return 0
     outdir = Path(args.output)
     outdir.mkdir(parents=True, exist_ok=True)
-    options = {}
+    options = {"json_dir": outdir}
     if args.dump_dir:
         options["dump_dir"] = args.dump_dir
         if elide is not None:
@@ -367,8 +372,9 @@ def _compile(args) -> int:
     lib = mrvl.build(mod, export_dir=outdir, mcpu=args.mcpu, num_tiles=args.num_tiles, **options)
     _write_outputs(lib, outdir)
     if not args.report:  # the report above says it all
-        _print_placement(mod, model)
+        _print_placement(mod)
     if args.run:
+        model = onnx.load(args.model)  # readable: from_onnx has checked it
         agreements = run_against_onnxruntime(lib, model, shapes, args.seed)
         for i, agreement in enumerate(agreements):
             print(f"output {i} vs onnxruntime: {agreement}")

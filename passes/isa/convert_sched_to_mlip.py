@@ -18,7 +18,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from mrvl.dialects import mlip, sched
 from mrvl.dialects.mrvl import numpy_dtype
-from mrvl.errors import CompileError
+from mrvl.errors import CompileError, layer_boundary
+from mrvl.locations import location_name
 from mrvl.isa import NO_SIGNAL, Activation, DType, MemSpace, PoolMode
 from mrvl.passes.common import MrvlModulePass
 
@@ -132,6 +133,8 @@ class _Selector:
                 b_addr=self.address(op.bias) if op.bias is not None else -1,
                 **self.activation_fields(op),
                 act_addr=self.slopes_address(op),
+                acc_addr=self.address(op.acc) if op.acc is not None else -1,
+                acc_out=int(op.acc_out is not None),
             )
             return mlip.ConvOp.build(**self.header(op), fields=fields)
         if isinstance(op, sched.Pool2DTaskOp):
@@ -270,7 +273,8 @@ class ConvertSchedToMlipPass(MrvlModulePass):
                 pool[start : start + len(data)] = data
         program.append(mlip.ConstsOp(bytes(pool)))
         for o in op.body.block.ops:
-            ins = selector.select(o)
+            with layer_boundary(f"{self.name} of {o.name}", location_name(o.location)):
+                ins = selector.select(o)
             if ins is not None:
                 ins.location = o.location
                 program.append(ins)

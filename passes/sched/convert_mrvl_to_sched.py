@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     TensorType,
     Float16Type,
+    Float32Type,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -36,12 +37,13 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from mrvl.act_tables import activation_table, table_key, table_name
 from mrvl.dialects import mrvl, sched
-from mrvl.errors import CompileError
+from mrvl.errors import CompileError, layer_boundary
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass, module_num_tiles, module_target
 from mrvl.passes.sched.tiling import (
     Chunk,
     WindowLayer,
+    WindowPiece,
     plan_elementwise,
     plan_fc_layer,
     plan_resize_layer,
@@ -248,45 +250,53 @@ class _Lowering:
         self.require_f16(op)
         is_conv = isinstance(op, mrvl.Conv2DOp)
         n, h, w, c = mrvl.shape_of(op.input)
-        _, oh, ow, oc = mrvl.shape_of(op.output)
-        if is_conv:
-            _, kh, kw, cg = mrvl.shape_of(op.weight)
-            dh, dw = op.dilations.get_values()
-            per_oc = kh * kw * cg * F16_BYTES + (4 if op.bias is not None else 0)
-            per_oc += 4 if op.slopes is not None else 0
-        else:
-            kh, kw = op.kernel.get_values()
-            dh = dw = 1
-            per_oc = 0
-        sh, sw = op.strides.get_values()
-        pads = op.pads.get_values()
-        geometry = WindowLayer(n, h, w, c, oh, ow, oc, kh, kw, sh, pads[0], dh, per_oc, not is_conv)
+        oc = mrvl.shape_of(op.output)[3]
+        geometry = window_geometry(op)
+        kh, kw, sh, sw, dh, dw = (
+            geometry.kh,
+            geometry.kw,
+            geometry.sh,
+            geometry.sw,
+            geometry.dh,
+            geometry.dw,
+        )
+        pads = list(op.pads.get_values())
         pieces = plan_window_layer(
             geometry,
             self.target.ocm_bytes_per_tile,
             self.num_tiles,
             self.target.ocm_alignment,
             self.what(op),
+            split_columns=is_conv,
         )
+        groups = op.group_count if is_conv else 1
+        cg = c // groups
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         slopes = self.slopes(op) if is_conv else None
         for index, p in enumerate(pieces):
             tile = index % self.num_tiles
-            if is_conv:  # every output channel reads every input channel (of its group)
-                window, t_in = self.load(src, [0, p.in_row0, 0, 0], [n, p.in_rows, w, c], tile)
-            else:  # pooling keeps channels apart: load only this piece's channels
-                window, t_in = self.load(
-                    src, [0, p.in_row0, 0, p.oc0], [n, p.in_rows, w, p.ocs], tile
-                )
+            if p.ci_blocks:
+                self.conv_in_blocks(op, p, tile, src, dst, slopes)
+                continue
+            # Only the input columns and channels the piece reads (a pool's own channels, a
+            # conv's groups); a piece of a few columns sees the others as padding.
+            window, t_in = self.load(
+                src,
+                [0, p.in_row0, p.in_col0, p.ic0],
+                [n, p.in_rows, p.in_cols, p.ics],
+                tile,
+            )
             deps = [t_in]
-            out = self.ocm([n, p.rows, ow, p.ocs], mrvl.element_type_of(op.output), tile)
+            out = self.ocm([n, p.rows, p.cols, p.ocs], mrvl.element_type_of(op.output), tile)
+            piece_pads = list(pads)
+            piece_pads[1] = pads[1] + p.in_col0 - p.ocol0 * sw
             common = {
                 "tile": _int(tile),
                 "row0": _int(p.in_row0),
                 "orow0": _int(p.orow0),
                 "kernel": _arr([kh, kw]),
                 "strides": _arr([sh, sw]),
-                "pads": _arr(pads),
+                "pads": _arr(piece_pads),
             }
             if is_conv:
                 wbuf, t_w = self.load(
@@ -303,12 +313,14 @@ class _Lowering:
                     sbuf, t_s = self.load(slopes, [p.oc0], [p.ocs], tile)
                     deps.append(t_s)
                     prelu = [sbuf]
+                if groups == 1:
+                    channel_props = {"groups": 1, "oc0": p.oc0, "oc_total": oc}
+                else:  # the piece is a conv of its own groups: channels counted from its first
+                    channel_props = {"groups": p.ics // cg, "oc0": 0, "oc_total": p.ocs}
                 props = {
                     **common,
                     "dilations": _arr([dh, dw]),
-                    "groups": _int(op.group_count),
-                    "oc0": _int(p.oc0),
-                    "oc_total": _int(oc),
+                    **{key: _int(value) for key, value in channel_props.items()},
                     **_activation_props(op),
                 }
                 deps += self.activation_deps(op, tile)
@@ -320,6 +332,7 @@ class _Lowering:
                     weight=wbuf,
                     bias=bias,
                     prelu_slopes=prelu,
+                    acc=[],
                 )
             else:
                 props = {
@@ -333,7 +346,80 @@ class _Lowering:
             t_c = self.emit(task).results[0]
             if is_conv:
                 self.computed(op, tile, t_c)
-            self.store(out, dst, [0, p.orow0, 0, p.oc0], tile, t_c)
+            self.store(out, dst, [0, p.orow0, p.ocol0, p.oc0], tile, t_c)
+
+    def conv_in_blocks(
+        self,
+        op: mrvl.Conv2DOp,
+        p: WindowPiece,
+        tile: int,
+        src: SSAValue,
+        dst: SSAValue,
+        slopes: SSAValue | None,
+    ) -> None:
+        """One output piece of a conv cut into input-channel blocks, all on one tile: each
+        block loads its channels of the window and weights and continues the fp32 partial
+        sums of the previous block (the first starts from the bias); the last applies the
+        activation and writes f16."""
+        n = mrvl.shape_of(op.input)[0]
+        _, kh, kw, _ = mrvl.shape_of(op.weight)
+        pads = list(op.pads.get_values())
+        sw = op.strides.get_values()[1]
+        pads[1] = pads[1] + p.in_col0 - p.ocol0 * sw
+        props = {
+            "tile": _int(tile),
+            "row0": _int(p.in_row0),
+            "orow0": _int(p.orow0),
+            "kernel": _arr([kh, kw]),
+            "strides": op.strides,
+            "pads": _arr(pads),
+            "dilations": op.dilations,
+            "groups": _int(1),
+            "oc0": _int(p.oc0),
+            "oc_total": _int(mrvl.shape_of(op.output)[3]),
+        }
+        acc: list[SSAValue] = []  # the previous block's partial sums
+        t_acc: SSAValue | None = None
+        for index, (c0, cs) in enumerate(p.ci_blocks):
+            last = index == len(p.ci_blocks) - 1
+            window, t_in = self.load(
+                src, [0, p.in_row0, p.in_col0, c0], [n, p.in_rows, p.in_cols, cs], tile
+            )
+            wbuf, t_w = self.load(
+                self.ddr_buffer(op.weight), [p.oc0, 0, 0, c0], [p.ocs, kh, kw, cs], tile
+            )
+            deps, bias = [t_in, t_w], []
+            if index == 0 and op.bias is not None:
+                bbuf, t_b = self.load(self.ddr_buffer(op.bias), [p.oc0], [p.ocs], tile)
+                deps.append(t_b)
+                bias = [bbuf]
+            if t_acc is not None:
+                deps.append(t_acc)
+            prelu = []
+            if last:  # the activation: PRELU's slopes, a table activation's lut
+                if slopes is not None:
+                    sbuf, t_s = self.load(slopes, [p.oc0], [p.ocs], tile)
+                    deps.append(t_s)
+                    prelu = [sbuf]
+                deps += self.activation_deps(op, tile)
+            element = mrvl.element_type_of(op.output) if last else Float32Type()
+            out = self.ocm([n, p.rows, p.cols, p.ocs], element, tile)
+            block_props = {**props, **(_activation_props(op) if last else {"acc_out": UnitAttr()})}
+            task = sched.Conv2DTaskOp.make(
+                block_props,
+                deps=deps,
+                input=window,
+                output=out,
+                weight=wbuf,
+                bias=bias,
+                prelu_slopes=prelu,
+                acc=acc,
+            )
+            t_acc = self.emit(task).results[0]
+            if last:
+                self.computed(op, tile, t_acc)
+            acc = [out]
+        self.store(acc[0], dst, [0, p.orow0, p.ocol0, p.oc0], tile, t_acc)
 
     def fc(self, op: mrvl.FullyConnectedOp) -> None:
         self.require_f16(op)
@@ -661,6 +747,29 @@ def _dense_strides(dims) -> list[int]:
     return strides[::-1]
 
 
+def window_geometry(op: mrvl.Conv2DOp | mrvl.Pool2DBase) -> WindowLayer:
+    """The tiling geometry of a conv or pool op."""
+    n, h, w, c = mrvl.shape_of(op.input)
+    _, oh, ow, oc = mrvl.shape_of(op.output)
+    if isinstance(op, mrvl.Conv2DOp):
+        _, kh, kw, cg = mrvl.shape_of(op.weight)
+        dh, dw = op.dilations.get_values()
+        per_oc = kh * kw * cg * F16_BYTES + (4 if op.bias is not None else 0)
+        per_oc += 4 if op.slopes is not None else 0  # PRELU's f32 slope
+        groups = op.group_count
+    else:
+        kh, kw = op.kernel.get_values()
+        dh = dw = 1
+        per_oc, groups = 0, 1
+    sh, sw = op.strides.get_values()
+    pads = op.pads.get_values()
+    return WindowLayer(
+        n, h, w, c, oh, ow, oc, kh, kw, sh, pads[0], dh, per_oc,
+        depthwise_channels=not isinstance(op, mrvl.Conv2DOp),
+        sw=sw, pad_left=pads[1], dw=dw, groups=groups,
+    )  # fmt: skip
+
+
 def _activation_props(op: Operation) -> dict[str, Attribute]:
     """The activation properties a task takes over from its layer (PRELU's slopes become a
     buffer operand of the task instead)."""
@@ -711,39 +820,40 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
             low.writers[outputs[value]] = {}
         for layer in block.ops:
             low.location = layer.location
-            if isinstance(layer, mrvl.ConstantOp):
-                low.constant(layer)
-            elif isinstance(layer, mrvl.CastOp | mrvl.LayoutConvertOp):
-                low.convert(layer, outputs.get(layer.output))
-            elif isinstance(layer, mrvl.ReshapeOp):
-                low.reshape(layer)
-            elif isinstance(layer, mrvl.Conv2DOp | mrvl.Pool2DBase):
-                low.window_layer(layer)
-            elif isinstance(layer, mrvl.FullyConnectedOp):
-                low.fc(layer)
-            elif isinstance(layer, mrvl.AddOp):
-                low.add(layer)
-            elif isinstance(layer, mrvl.ScaleShiftOp):
-                low.scale_shift(layer)
-            elif isinstance(layer, mrvl.MulOp):
-                low.mul(layer)
-            elif isinstance(layer, mrvl.ConcatOp):
-                low.concat(layer)
-            elif isinstance(layer, mrvl.StridedCopyOp):
-                low.strided_copy(layer)
-            elif isinstance(layer, mrvl.DilateOp):
-                low.dilate(layer)
-            elif isinstance(layer, mrvl.ResizeOp):
-                low.resize(layer)
-            elif isinstance(layer, func.ReturnOp):
-                for value, io in outputs.items():
-                    if low.buffers.get(value) is not io:
-                        raise CompileError(
-                            "a region output must be produced by a cast or layout conversion "
-                            "(run mrvl-cast-fp16 so that outputs are converted back to f32)"
-                        )
-            else:
-                raise CompileError(f"convert-mrvl-to-sched: cannot lower {layer.name}")
+            with layer_boundary(f"{self.name} of {layer.name}", location_name(layer.location)):
+                if isinstance(layer, mrvl.ConstantOp):
+                    low.constant(layer)
+                elif isinstance(layer, mrvl.CastOp | mrvl.LayoutConvertOp):
+                    low.convert(layer, outputs.get(layer.output))
+                elif isinstance(layer, mrvl.ReshapeOp):
+                    low.reshape(layer)
+                elif isinstance(layer, mrvl.Conv2DOp | mrvl.Pool2DBase):
+                    low.window_layer(layer)
+                elif isinstance(layer, mrvl.FullyConnectedOp):
+                    low.fc(layer)
+                elif isinstance(layer, mrvl.AddOp):
+                    low.add(layer)
+                elif isinstance(layer, mrvl.ScaleShiftOp):
+                    low.scale_shift(layer)
+                elif isinstance(layer, mrvl.MulOp):
+                    low.mul(layer)
+                elif isinstance(layer, mrvl.ConcatOp):
+                    low.concat(layer)
+                elif isinstance(layer, mrvl.StridedCopyOp):
+                    low.strided_copy(layer)
+                elif isinstance(layer, mrvl.DilateOp):
+                    low.dilate(layer)
+                elif isinstance(layer, mrvl.ResizeOp):
+                    low.resize(layer)
+                elif isinstance(layer, func.ReturnOp):
+                    for value, io in outputs.items():
+                        if low.buffers.get(value) is not io:
+                            raise CompileError(
+                                "a region output must be produced by a cast or layout conversion "
+                                "(run mrvl-cast-fp16 so that outputs are converted back to f32)"
+                            )
+                else:
+                    raise CompileError(f"convert-mrvl-to-sched: cannot lower {layer.name}")
         for value, io in outputs.items():
             low.buffers.setdefault(value, io)
         Rewriter.erase_op(fn, safe_erase=False)

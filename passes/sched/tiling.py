@@ -8,19 +8,33 @@ the lowering that emits the DMA and compute ops stays readable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import ceil
 
 from mrvl.errors import CompileError
+from mrvl.isa import CONV_CI_BLOCK
 
 F16 = 2
 F32 = 4
 
 
+class DoesNotFit(CompileError):
+    """The smallest piece of a layer needs more OCM than a tile has. `partition_for_mrvl`
+    asks the planner before it offloads a layer, and keeps such a layer on the CPU."""
+
+    def __init__(self, what: str, unit: str, needed: int, available: int):
+        super().__init__(
+            f"{what}: does not fit on chip: one {unit} needs {needed} bytes of OCM, "
+            f"a tile has {available}"
+        )
+        self.unit, self.needed, self.available = unit, needed, available
+
+
 @dataclass(frozen=True)
 class WindowPiece:
-    """Output rows [orow0, orow0 + rows) x channels [oc0, oc0 + ocs), and the input rows
-    [in_row0, in_row0 + in_rows) they read."""
+    """Output rows [orow0, orow0 + rows) x columns [ocol0, ocol0 + cols) x channels
+    [oc0, oc0 + ocs); it reads input rows [in_row0, in_row0 + in_rows), columns
+    [in_col0, in_col0 + in_cols) and channels [ic0, ic0 + ics)."""
 
     orow0: int
     rows: int
@@ -28,11 +42,24 @@ class WindowPiece:
     ocs: int
     in_row0: int
     in_rows: int
+    ocol0: int = 0
+    cols: int = 0
+    in_col0: int = 0
+    in_cols: int = 0
+    ic0: int = 0
+    ics: int = 0
+    ci_blocks: tuple[tuple[int, int], ...] = ()
+    """(first channel, channels) of each input-channel block, when the conv is cut into them
+    (fp32 partial sums carried from block to block); empty when it is not."""
 
 
 @dataclass(frozen=True)
 class WindowLayer:
-    """The geometry of a conv or pool layer, NHWC."""
+    """The geometry of a conv or pool layer, NHWC.
+
+    A conv with `groups` > 1 reads, for output channel o, only the input channels of its group
+    (`c / groups` of them); a pool (`depthwise_channels`) reads input channel o only.
+    """
 
     n: int
     h: int
@@ -48,24 +75,88 @@ class WindowLayer:
     dh: int
     weight_bytes_per_oc: int  # OHWI f16 weights + f32 bias of one output channel; 0 for pools
     depthwise_channels: bool  # a pool: output channel c reads input channel c only
+    sw: int = 1
+    pad_left: int = 0
+    dw: int = 1
+    groups: int = 1
+
+    @property
+    def oc_per_group(self) -> int:
+        return self.oc // self.groups
+
+    @property
+    def ic_per_group(self) -> int:
+        return self.c // self.groups
 
     def input_rows(self, orow0: int, rows: int) -> tuple[int, int]:
         """First input row and row count needed for output rows [orow0, orow0 + rows)."""
-        lo = orow0 * self.sh - self.pad_top
-        hi = (orow0 + rows - 1) * self.sh - self.pad_top + (self.kh - 1) * self.dh + 1
-        lo, hi = max(lo, 0), min(hi, self.h)
-        if hi <= lo:  # every tap of these rows falls in the padding: a 1-row dummy window
-            return min(lo, self.h - 1), 1
-        return lo, hi - lo
+        return _input_span(orow0, rows, self.sh, self.pad_top, self.kh, self.dh, self.h)
 
-    def piece_bytes(self, rows: int, ocs: int) -> int:
+    def input_cols(self, ocol0: int, cols: int) -> tuple[int, int]:
+        """First input column and column count needed for output columns [ocol0, +cols)."""
+        return _input_span(ocol0, cols, self.sw, self.pad_left, self.kw, self.dw, self.w)
+
+    def input_channels(self, oc0: int, ocs: int) -> tuple[int, int]:
+        """First input channel and channel count that output channels [oc0, oc0 + ocs) read:
+        the channels themselves for a pool, their groups' channels for a conv."""
+        if self.depthwise_channels:
+            return oc0, ocs
+        first, last = oc0 // self.oc_per_group, (oc0 + ocs - 1) // self.oc_per_group
+        return first * self.ic_per_group, (last - first + 1) * self.ic_per_group
+
+    def channel_step(self, ocs: int) -> int:
+        """The largest piece width <= `ocs` whose pieces never straddle a group boundary
+        (a multiple of the group's output channels, or a part of one group)."""
+        if self.depthwise_channels or self.groups == 1 or ocs <= self.oc_per_group:
+            return max(ocs, 1)
+        return ocs // self.oc_per_group * self.oc_per_group
+
+    def channel_pieces(self, ocs: int) -> list[tuple[int, int]]:
+        """(oc0, ocs) of every channel piece of width at most `ocs`."""
+        if self.depthwise_channels or self.groups == 1 or ocs >= self.oc_per_group:
+            return [(oc0, min(ocs, self.oc - oc0)) for oc0 in range(0, self.oc, ocs)]
+        return [
+            (oc0, min(ocs, g0 + self.oc_per_group - oc0))
+            for g0 in range(0, self.oc, self.oc_per_group)
+            for oc0 in range(g0, g0 + self.oc_per_group, ocs)
+        ]
+
+    def piece_bytes(
+        self, rows: int, ocs: int, cols: int | None = None, cbs: int | None = None
+    ) -> int:
+        """OCM bytes of one piece; `cbs`: input channels per block of a conv cut into
+        input-channel blocks (f16 window and weights of a block, fp32 partial sums in and
+        out)."""
+        cols = self.ow if cols is None else cols
         in_rows = min((rows - 1) * self.sh + (self.kh - 1) * self.dh + 1, self.h)
-        in_channels = ocs if self.depthwise_channels else self.c
+        in_cols = min((cols - 1) * self.sw + (self.kw - 1) * self.dw + 1, self.w)
+        if cols >= self.ow:
+            in_cols = self.w  # a whole row loads every column
+        if cbs is not None:
+            cbs = min(cbs, self.c)
+            return (
+                self.n * in_rows * in_cols * cbs * F16
+                + ocs * (self.kh * self.kw * cbs * F16 + F32)
+                + 2 * self.n * rows * cols * ocs * F32
+            )
+        if self.depthwise_channels:
+            in_channels = ocs
+        else:  # pieces never straddle a group (`channel_pieces`)
+            in_channels = ceil(ocs / self.oc_per_group) * self.ic_per_group
         return (
-            self.n * in_rows * self.w * in_channels * F16
-            + self.n * rows * self.ow * ocs * F16
+            self.n * in_rows * in_cols * in_channels * F16
+            + self.n * rows * cols * ocs * F16
             + ocs * self.weight_bytes_per_oc
         )
+
+
+def _input_span(o0: int, count: int, stride: int, pad: int, k: int, d: int, size: int):
+    lo = o0 * stride - pad
+    hi = (o0 + count - 1) * stride - pad + (k - 1) * d + 1
+    lo, hi = max(lo, 0), min(hi, size)
+    if hi <= lo:  # every tap of these outputs falls in the padding: a 1-wide dummy window
+        return min(lo, size - 1), 1
+    return lo, hi - lo
 
 
 def _padded(nbytes: int, alignment: int) -> int:
@@ -73,33 +164,78 @@ def _padded(nbytes: int, alignment: int) -> int:
 
 
 def plan_window_layer(
-    layer: WindowLayer, ocm_bytes: int, num_tiles: int, alignment: int, what: str
+    layer: WindowLayer,
+    ocm_bytes: int,
+    num_tiles: int,
+    alignment: int,
+    what: str,
+    *,
+    split_columns: bool = False,
 ) -> list[WindowPiece]:
-    """Cut a conv/pool layer into pieces that fit `ocm_bytes` (3 buffers, each aligned)."""
-    budget = ocm_bytes - 4 * alignment
+    """Cut a conv/pool layer into pieces that fit `ocm_bytes` (3 buffers, each aligned).
 
-    def fits(rows: int, ocs: int) -> bool:
-        return layer.piece_bytes(rows, ocs) <= budget
+    Output channels are cut first (on group boundaries), then output rows. When one whole
+    output row of one channel still does not fit (`split_columns`, convs): a conv without
+    groups of more than `CONV_CI_BLOCK` input channels is cut into blocks of input channels
+    (multiples of `CONV_CI_BLOCK`, so the fp32 partial sums follow the conv's accumulation
+    order exactly), and then, or otherwise, into output columns. Raises `DoesNotFit` with
+    the bytes needed when even one output element does not fit.
+    """
+    budget = ocm_bytes - 4 * alignment
+    cbs: int | None = None
+
+    def fits(rows: int, ocs: int, cols: int | None = None) -> bool:
+        return layer.piece_bytes(rows, ocs, cols, cbs) <= budget
 
     ocs = layer.oc
     while ocs > 1 and not fits(1, ocs):
-        ocs = ceil(ocs / 2)
-    if not fits(1, ocs):
-        raise CompileError(
-            f"{what}: does not fit on chip: one output row needs {layer.piece_bytes(1, ocs)} "
-            f"bytes of OCM, a tile has {ocm_bytes}"
-        )
-    channel_groups = ceil(layer.oc / ocs)
+        ocs = layer.channel_step(ceil(ocs / 2))
+    cols = layer.ow
+    blockable = not layer.depthwise_channels and layer.groups == 1 and layer.c > CONV_CI_BLOCK
+    if split_columns and blockable and not fits(1, ocs):
+        cbs = CONV_CI_BLOCK * ceil(layer.c / CONV_CI_BLOCK / 2)
+        while cbs > CONV_CI_BLOCK and not fits(1, 1):
+            cbs = CONV_CI_BLOCK * ceil(cbs / CONV_CI_BLOCK / 2)
+        ocs = layer.oc
+        while ocs > 1 and not fits(1, ocs):
+            ocs = ceil(ocs / 2)
+    if split_columns:
+        while cols > 1 and not fits(1, ocs, cols):
+            cols = ceil(cols / 2)
+    if not fits(1, ocs, cols):
+        unit = "output element" if split_columns else "output row"
+        raise DoesNotFit(what, unit, layer.piece_bytes(1, ocs, cols, cbs), ocm_bytes)
+    ci_blocks = tuple((c0, min(cbs, layer.c - c0)) for c0 in range(0, layer.c, cbs)) if cbs else ()
+    channel_pieces = layer.channel_pieces(ocs)
+    column_pieces = ceil(layer.ow / cols)
     # Enough row bands that every tile has a piece, then as large as OCM allows.
-    rows = max(1, ceil(layer.oh / max(1, ceil(num_tiles / channel_groups))))
-    while rows > 1 and not fits(rows, ocs):
+    bands = max(1, ceil(num_tiles / (len(channel_pieces) * column_pieces)))
+    rows = max(1, ceil(layer.oh / bands))
+    while rows > 1 and not fits(rows, ocs, cols):
         rows = ceil(rows / 2)
     pieces = []
-    for oc0 in range(0, layer.oc, ocs):
+    for oc0, width in channel_pieces:
+        ic0, ics = layer.input_channels(oc0, width)
         for orow0 in range(0, layer.oh, rows):
             r = min(rows, layer.oh - orow0)
             in_row0, in_rows = layer.input_rows(orow0, r)
-            pieces.append(WindowPiece(orow0, r, oc0, min(ocs, layer.oc - oc0), in_row0, in_rows))
+            for ocol0 in range(0, layer.ow, cols):
+                cs = min(cols, layer.ow - ocol0)
+                # A whole row loads every column, as the padding arithmetic expects.
+                in_col0, in_cols = layer.input_cols(ocol0, cs) if cs < layer.ow else (0, layer.w)
+                piece = WindowPiece(orow0, r, oc0, width, in_row0, in_rows)
+                pieces.append(
+                    replace(
+                        piece,
+                        ocol0=ocol0,
+                        cols=cs,
+                        in_col0=in_col0,
+                        in_cols=in_cols,
+                        ic0=ic0,
+                        ics=ics,
+                        ci_blocks=ci_blocks,
+                    )
+                )
     return pieces
 
 
@@ -124,10 +260,7 @@ def plan_fc_layer(
         return ns * k * F16 + os * k * F16 + os * F32 + ns * os * F16
 
     if piece_bytes(1, 1) > budget:
-        raise CompileError(
-            f"{what}: does not fit on chip: one output feature needs {piece_bytes(1, 1)} bytes "
-            f"of OCM, a tile has {ocm_bytes}"
-        )
+        raise DoesNotFit(what, "output feature", piece_bytes(1, 1), ocm_bytes)
     os = ceil(o / num_tiles)
     ns = n
     while (ns > 1 or os > 1) and piece_bytes(ns, os) > budget:

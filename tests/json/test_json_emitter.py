@@ -349,6 +349,22 @@ def test_write_json(tmp_path, emitted):
     assert json.loads(path_consts.read_text()) == consts
 
 
+def test_streamed_constants_json_is_the_same_document(tmp_path, emitted, monkeypatch):
+    """`write_region_json` streams the base64 in chunks (made tiny here, so a constant spans
+    several) and writes what `write_json` writes for the in-memory documents."""
+    from mrvl import json_files
+
+    nodes, consts, _ = emitted
+    module, _ = conv_pool_fc_module()
+    parts_nodes, entries, arrays = je.emit_json_parts(module, SYMBOL)
+    assert parts_nodes == nodes and all("data_base64" not in e for e in entries.values())
+    monkeypatch.setattr(json_files, "_CHUNK", 6)
+    path_nodes, path_consts = je.write_region_json(tmp_path, SYMBOL, nodes, entries, arrays)
+    assert json.loads(path_nodes.read_text()) == nodes
+    assert json.loads(path_consts.read_text()) == consts
+    je.validate(nodes, json.loads(path_consts.read_text()))
+
+
 def test_symbol_selects_the_function():
     a, _ = conv_pool_fc_module()
     b = conv_then("reshape")

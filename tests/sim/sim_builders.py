@@ -81,6 +81,8 @@ def conv(
     act_a=0.0,
     act_b=0.0,
     act_addr=-1,
+    acc_addr=-1,
+    acc_out=0,
     **header,
 ) -> Instruction:
     return instruction(
@@ -104,6 +106,8 @@ def conv(
         act_a=act_a,
         act_b=act_b,
         act_addr=act_addr,
+        acc_addr=acc_addr,
+        acc_out=acc_out,
         **header,
     )
 

@@ -69,7 +69,7 @@ def test_header_layout():
     _, major, minor, target, tiles, ddr, const_base, total, n_sections, crc = struct.unpack_from(
         "<8sHH16sIIIIII", data
     )
-    assert (major, minor) == (1, 0)
+    assert (major, minor) == (2, 0)
     assert target == b"cn10ka".ljust(16, b"\0")
     assert (tiles, ddr, const_base, total, n_sections) == (2, 4096, 1024, len(data), 4)
     assert crc == zlib.crc32(data[HEADER_SIZE:]) and HEADER_SIZE == 52
@@ -86,21 +86,21 @@ def test_instruction_layout():
     code = section(data, SectionType.CODE)
     assert struct.unpack_from("<I", data, code.offset) == (3,)
     first = code.offset + 4
-    # dma: opcode, tile, signal, n_waits, n_words, reserved, loc; no waits; 17 field words.
-    assert struct.unpack_from("<BBHBBHI", data, first) == (0x01, 0, 1, 0, 17, 0, 0)
+    # dma: opcode, tile, n_waits, n_words, signal, loc; no waits; 17 field words.
+    assert struct.unpack_from("<BBBBII", data, first) == (0x01, 0, 0, 17, 1, 0)
     src = (0, 1024, (0, 0, 0, 1))  # DDR, address, strides
     dst = (1, 0, (0, 0, 0, 1))  # OCM
     box, elem_bytes = (1, 1, 1, 12), 1
     words = (src[0], src[1], *src[2], dst[0], dst[1], *dst[2], *box, elem_bytes)
     assert struct.unpack_from("<17i", data, first + 12) == words
     second = first + 12 + 17 * 4
-    # fc: one wait, padded to 4 bytes; f32 fields as binary32 bits.
-    assert struct.unpack_from("<BBHBBHIHH", data, second) == (0x30, 1, 2, 1, 11, 0, 1, 1, 0)
+    # fc: one u32 wait; f32 fields as binary32 bits.
+    assert struct.unpack_from("<BBBBIII", data, second) == (0x30, 1, 1, 11, 2, 1, 1)
     words = struct.unpack_from("<8iffi", data, second + 16)
     assert words == (0, 1, 2, 3, 64, -1, 128, 0, 0.5, 0.0, -1)
     third = second + 16 + 44
-    assert data[third : third + 16] == bytes([0x7F, 0, 0, 0, 2, 0, 0, 0]) + b"\xff" * 4 + bytes(
-        [1, 0, 2, 0]
+    assert data[third : third + 20] == bytes([0x7F, 0, 2, 0, 0, 0, 0, 0]) + b"\xff" * 4 + bytes(
+        [1, 0, 0, 0, 2, 0, 0, 0]
     )
 
 
@@ -140,8 +140,8 @@ def instructions(srcmap_len: int):
             Instruction,
             opcode=st.just(spec.name),
             tile=st.integers(0, 255),
-            signal=st.integers(0, 65535),
-            waits=st.lists(st.integers(0, 65535), max_size=5).map(tuple),
+            signal=st.integers(0, 2**32 - 1),
+            waits=st.lists(st.integers(0, 2**32 - 1), max_size=5).map(tuple),
             loc=locs,
             fields=fields_for(spec),
         )
@@ -254,9 +254,9 @@ def test_bad_magic():
 
 def test_unsupported_version():
     data = bytearray(encode(sample_program()))
-    data[8] = 2
+    data[8] = 3
     with pytest.raises(
-        BinaryFormatError, match=r"unsupported format version 2\.0 \(this decoder reads 1\.0\)"
+        BinaryFormatError, match=r"unsupported format version 3\.0 \(this decoder reads 2\.0\)"
     ):
         decode(bytes(data))
 
@@ -292,16 +292,15 @@ def test_trailing_bytes():
             "unknown opcode 0x55 at instruction 0",
         ),
         (
-            lambda d, code: patched(d, code.offset + 4 + 5, "<B", 18),
+            lambda d, code: patched(d, code.offset + 4 + 3, "<B", 18),
             r"instruction 0 \(dma\): field count wrong: 18 field words, dma has 17",
         ),
         (
             lambda d, code: patched(d, code.offset + 4 + 8, "<I", 2),
             r"instruction 0 \(dma\): loc index 2 out of range \(srcmap has 2 entries\)",
         ),
-        (lambda d, code: patched(d, code.offset + 4 + 6, "<H", 1), "reserved header bits"),
         (lambda d, code: patched(d, code.offset, "<I", 4), "CODE section truncated"),
-        (lambda d, code: patched(d, code.offset, "<I", 2), "CODE section has 16 unused bytes"),
+        (lambda d, code: patched(d, code.offset, "<I", 2), "CODE section has 20 unused bytes"),
         (
             lambda d, code: patched(d, HEADER_SIZE + 12 + 8, "<I", 1 << 20),
             r"CODE section out of bounds: \[\d+, \d+\) past the file end",
@@ -314,7 +313,7 @@ def test_trailing_bytes():
             lambda d, code: patched(d, HEADER_SIZE + 12, "<I", 3),
             r"section 1 has type 3, expected 2 \(CODE\)",
         ),
-        (lambda d, code: patched(d, 44, "<I", 5), "5 sections, format 1.0 has 4"),
+        (lambda d, code: patched(d, 44, "<I", 5), "5 sections, format 2.0 has 4"),
     ],
 )
 def test_structural_defects_are_named(corrupt, message):
@@ -364,24 +363,24 @@ def test_header_defects_are_named():
         (lambda p: setattr(p.code[0], "opcode", "nop"), "instruction 0: unknown opcode 'nop'"),
         (
             lambda p: p.code[1].fields.pop("act_b"),
-            r"instruction 1 \(fc\): field count wrong: missing \['act_b'\]",
+            r"instruction 1 \(fc, ONNX node '/fc/Relu'\): field count wrong: missing \['act_b'\]",
         ),
         (
             lambda p: p.code[1].fields.update(n=2**31),
-            r"instruction 1 \(fc\) field n=2147483648 does not fit",
+            r"instruction 1 \(fc, ONNX node '/fc/Relu'\) field n=2147483648 does not fit",
         ),
         (
             lambda p: p.code[1].fields.update(act_a=1e39),
-            r"instruction 1 \(fc\) field act_a=1e\+39 is beyond the binary32 range",
+            r"instruction 1 \(fc, ONNX node '/fc/Relu'\) field act_a=1e\+39 is beyond",
         ),
         (
             lambda p: p.code[0].fields.update(box=(1, 2, 3)),
-            r"instruction 0 \(dma\) field box must be 4 integers",
+            r"instruction 0 \(dma, ONNX node '/fc/Gemm'\) field box must be 4 integers",
         ),
         (lambda p: setattr(p.code[1], "loc", 5), r"instruction 1 \(fc\): loc index 5 out of range"),
         (
             lambda p: setattr(p.code[1], "tile", 256),
-            r"instruction 1 \(fc\) tile=256 is outside \[0, 255\]",
+            r"instruction 1 \(fc, ONNX node '/fc/Relu'\) tile=256 is outside \[0, 255\]",
         ),
         (lambda p: setattr(p, "target", "cn10ka-with-a-long-name"), "longer than 16 bytes"),
         (lambda p: setattr(p, "ddr_size", 1030), "constants .* do not fit DDR"),

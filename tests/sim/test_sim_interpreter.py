@@ -217,6 +217,18 @@ def test_conv_accumulates_taps_then_channels_in_fp32():
     assert run_conv(x, w)[0, 0, 0, 0] == 1.0
 
 
+def test_conv_accumulates_input_channels_in_blocks_of_64():
+    """65 channels are two blocks, [0, 64) and [64, 65). Products: 2^24 at (kw 0, ci 0),
+    -2^24 at (kw 1, ci 0), 1 at (kw 0, ci 64) and (kw 1, ci 64). Block by block the large
+    ones cancel before the ones are added (2); kh, kw, ci over all channels would lose the
+    first +1 to rounding (1)."""
+    x = np.zeros((1, 1, 2, 65), np.float16)
+    x[..., 0], x[..., 64] = 4096, 1
+    w = np.zeros((1, 1, 2, 65), np.float16)
+    w[0, 0, 0, 0], w[0, 0, 1, 0], w[0, 0, :, 64] = 4096, -4096, 1
+    assert run_conv(x, w)[0, 0, 0, 0] == 2.0
+
+
 def test_conv_bias_is_the_first_addend():
     x = np.ones((1, 1, 1, 2), np.float16)
     w = np.ones((1, 1, 1, 2), np.float16)

@@ -138,7 +138,8 @@ def test_progress_on_a_terminal_and_quiet_otherwise(mnist_model, monkeypatch, ca
     terminal = _Terminal()
     monkeypatch.setattr("sys.stderr", terminal)
     mrvl.build(mod)
-    assert "compiling regions" in terminal.getvalue() and "3/3" in terminal.getvalue()
+    # tqdm redraws at most every 0.1 s, so which counts appear depends on timing; the total does not
+    assert "compiling regions" in terminal.getvalue() and "/3 [" in terminal.getvalue()
 
 
 def test_num_tiles_defaults_to_what_the_part_has(mnist_path, tmp_path, capsys):

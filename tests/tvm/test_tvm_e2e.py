@@ -66,7 +66,7 @@ def test_build_exposes_the_compiled_regions(mnist_partitioned, mnist_built):
     assert region.symbol == symbol
     program = binary.decode(region.binary)
     assert (program.target, program.num_tiles) == ("cn10ka", 8)
-    assert region.nodes_json and region.consts_json
+    assert region.nodes_json and region.consts_json is None  # the binary holds the weights
     assert mnist_built.library_path.endswith(".so")
 
 

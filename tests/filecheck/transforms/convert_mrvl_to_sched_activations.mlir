@@ -40,7 +40,7 @@ builtin.module attributes {mrvl.target = "cn10ka"} {
 // CHECK:      sched.conv2d tile 0 %{{.*}}, %{{.*}} -> %{{.*}} {{.*}} act prelu slopes_in %[[SO]] after({{.*}}) : {{.*}}, slopes !sched.buffer<ocm, 8xf32> -> !sched.buffer<ocm, 1x2x4x8xf16>
 
 // ISA:      mlip.lut tile 0 signal [[L:[0-9]+]] : src_addr {{[0-9]+}}, act silu, act_a 0.0, act_b 0.0 loc("/c1/Conv")
-// ISA:      mlip.conv tile 0 {{.*}}wait [{{.*}}[[L]]] : {{.*}} act silu, act_a 0.0, act_b 0.0, act_addr -1 loc("/c1/Conv")
+// ISA:      mlip.conv tile 0 {{.*}}wait [{{.*}}[[L]]] : {{.*}} act silu, act_a 0.0, act_b 0.0, act_addr -1, acc_addr -1, acc_out 0 loc("/c1/Conv")
 // ISA:      mlip.lut tile 0 {{.*}}: src_addr {{[0-9]+}}, act hard_sigmoid, act_a 0.20000000298023224, act_b 0.5 loc("/se/Conv")
 // ISA:      mlip.mul tile 0 {{.*}}: a_addr {{[0-9]+}}, b_addr {{[0-9]+}}, out_addr {{[0-9]+}}, count 64, channels 8, act none
-// ISA:      mlip.conv tile 0 {{.*}} act prelu, act_a 0.0, act_b 0.0, act_addr {{[0-9]+}} loc("/c3/Conv")
+// ISA:      mlip.conv tile 0 {{.*}} act prelu, act_a 0.0, act_b 0.0, act_addr {{[0-9]+}}, acc_addr -1, acc_out 0 loc("/c3/Conv")

@@ -1,0 +1,215 @@
+"""Models TVM imports that once ended the build with an internal error or a wrong report,
+each built in code and run through the whole flow against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+import tvm
+from onnx import TensorProto, helper, numpy_helper
+from tvm import relax
+
+import mrvl
+from mrvl.accuracy import fp16_agreement
+
+from helpers import onnxruntime_outputs
+
+node = helper.make_node
+
+
+def _model(nodes, inits, x_shape, y_shape) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes,
+        "robust",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
+        inits,
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 10
+    onnx.checker.check_model(m)
+    return m
+
+
+def _weights(name, shape, seed=0, scale=0.3):
+    rng = np.random.default_rng(seed)
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def _run_and_compare(onnx_model, mod, x_shape, **build_options):
+    lib = mrvl.build(mod, **build_options)
+    x = np.random.default_rng(1).standard_normal(x_shape).astype(np.float32)
+    result = relax.VirtualMachine(lib, tvm.cpu())["main"](tvm.runtime.tensor(x)).numpy()
+    (reference,) = onnxruntime_outputs(onnx_model, {"x": x})
+    agreement = fp16_agreement(result, reference)
+    assert agreement.passed, str(agreement)
+    return lib
+
+
+def shared_weight_net():
+    """Two identical conv+relu layers (one weight initializer) in one region, and two
+    identical Mul-by-constant layers on either side of a CPU Softmax: TVM shares identical
+    composite functions, which emitted one constant twice and reported the second call
+    site's nodes as folded away."""
+    nodes = [
+        node("Conv", ["x", "w"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Relu", ["c1"], ["r1"], name="relu1"),
+        node("Conv", ["r1", "w"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Relu", ["c2"], ["r2"], name="relu2"),
+        node("Mul", ["r2", "s"], ["m1"], name="mul1"),
+        node("Softmax", ["m1"], ["sm"], name="softmax", axis=1),
+        node("Mul", ["sm", "s"], ["m2"], name="mul2"),
+        node("Conv", ["m2", "w"], ["c3"], name="conv3", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Relu", ["c3"], ["y"], name="relu3"),
+    ]
+    s = numpy_helper.from_array(np.full((1, 4, 1, 1), 0.5, np.float32), "s")
+    return _model(nodes, [_weights("w", (4, 4, 3, 3)), s], [1, 4, 6, 6], [1, 4, 6, 6])
+
+
+def test_reused_composites_compile_once_per_call_site():
+    onnx_model = shared_weight_net()
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), num_tiles=2)
+    report = mrvl.partition_report(mod)
+    targets = {row.node: row.target for row in report.rows}
+    assert targets["softmax"] == "cpu"
+    assert all(t.startswith("mrvl_region_") for n, t in targets.items() if n != "softmax"), targets
+    assert targets["conv1"] == targets["conv2"] != targets["conv3"]
+    assert all(row.macs == 4 * 6 * 6 * 4 * 9 for row in report.rows if row.op_type == "Conv")
+
+    lib = _run_and_compare(onnx_model, mod, [1, 4, 6, 6])
+    # Every call site's instructions name its own ONNX node.
+    named = {name for region in lib.mrvl_regions for name in region.program.srcmap}
+    assert {"conv1", "conv2", "conv3", "mul1", "mul2"} <= named, named
+
+
+def _conv_net(x_shape, w_shape, y_shape, **attrs):
+    nodes = [node("Conv", ["x", "w", "b"], ["c"], name="conv", **attrs)]
+    nodes.append(node("Relu", ["c"], ["y"], name="relu"))
+    inits = [_weights("w", w_shape, scale=0.1), _weights("b", (w_shape[0],), seed=2)]
+    return _model(nodes, inits, x_shape, y_shape)
+
+
+# (x, w, y, conv attributes): layers one whole output row of which does not fit a tile.
+BIG_LAYERS = {
+    # grouped: each piece loads only its groups' input channels (all 480 are 460 KB)
+    "depthwise_5x5_480ch": (
+        [1, 480, 6, 80], [480, 1, 5, 5], [1, 480, 6, 80],
+        {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2], "group": 480},
+    ),
+    "grouped_3x3_2groups": (
+        [1, 96, 5, 500], [64, 48, 3, 3], [1, 64, 5, 500],
+        {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "group": 2},
+    ),
+    # an 11x11 kernel over a wide input: pieces of a few output columns
+    "wide_11x11": (
+        [1, 16, 12, 800], [4, 16, 11, 11], [1, 4, 1, 198],
+        {"kernel_shape": [11, 11], "strides": [4, 4], "pads": [0, 1, 0, 2]},
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", BIG_LAYERS)
+def test_layers_larger_than_a_tile_are_tiled_further(name):
+    x_shape, w_shape, y_shape, attrs = BIG_LAYERS[name]
+    onnx_model = _conv_net(x_shape, w_shape, y_shape, **attrs)
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), num_tiles=2)
+    report = mrvl.partition_report(mod)
+    assert [row.target for row in report.rows] == ["mrvl_region_0"] * 2, str(report)
+    _run_and_compare(onnx_model, mod, x_shape)
+
+
+def test_a_layer_that_cannot_fit_stays_on_the_cpu_with_the_bytes_in_the_report():
+    """A grouped conv whose weights of one output channel (3x3 over the 8192 channels of its
+    group) are 147 KB, more than a cnf10kb tile's 128 KB; only a conv without groups is cut
+    into input-channel blocks."""
+    onnx_model = _conv_net(
+        [1, 16384, 3, 3], [2, 8192, 3, 3], [1, 2, 3, 3],
+        kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=2,
+    )  # fmt: skip
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), mcpu="cnf10kb", num_tiles=4)
+    rows = {row.node: row for row in mrvl.partition_report(mod).rows}
+    assert rows["conv"].target == "cpu"
+    assert rows["conv"].reason == (
+        "does not fit on chip: one output element needs 294918 bytes of OCM, a tile of "
+        "cnf10kb has 131072"
+    )
+    _run_and_compare(onnx_model, mod, [1, 16384, 3, 3])
+
+
+@pytest.mark.parametrize(
+    "stage",
+    [
+        "mrvl.relax_import._LAYERS.mrvl.conv2d",
+        "mrvl.passes.sched.convert_mrvl_to_sched._Lowering.window_layer",
+        "mrvl.passes.isa.convert_sched_to_mlip._Selector.window_fields",
+    ],
+)
+def test_an_internal_error_becomes_an_mrvl_error_naming_the_layer(stage, monkeypatch, tmp_path):
+    """A bug inside one layer's compilation reaches `mrvl.build` and `mrvlc` as an
+    `InternalCompilerError` (an `MrvlError`) naming the layer's ONNX node."""
+    import importlib
+
+    from mrvl.errors import InternalCompilerError
+    from mrvl.tools import mrvlc
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("boom")
+
+    if "._LAYERS." in stage:  # the importer's table of layer handlers
+        module_name, kind = stage.split("._LAYERS.")
+        monkeypatch.setitem(importlib.import_module(module_name)._LAYERS, kind, broken)
+    else:
+        module_name, cls_name, method = stage.rsplit(".", 2)
+        monkeypatch.setattr(getattr(importlib.import_module(module_name), cls_name), method, broken)
+    onnx_model = _conv_net([1, 4, 6, 6], [4, 4, 3, 3], [1, 4, 6, 6], kernel_shape=[3, 3])
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model))
+    with pytest.raises(InternalCompilerError, match=r"ZeroDivisionError: boom") as caught:
+        mrvl.build(mod)
+    assert caught.value.node == "conv"
+    assert "(ONNX node 'conv')" in str(caught.value)
+
+    path = tmp_path / "m.onnx"
+    onnx.save(onnx_model, path)
+    assert mrvlc.main([str(path), "-o", str(tmp_path / "out")]) == 1
+
+
+def test_mrvlc_writes_the_json_files_it_streams(tmp_path):
+    import json
+
+    from mrvl import json_schema
+    from mrvl.tools import mrvlc
+
+    onnx_model = _conv_net([1, 4, 6, 6], [4, 4, 3, 3], [1, 4, 6, 6], kernel_shape=[3, 3])
+    path = tmp_path / "m.onnx"
+    onnx.save(onnx_model, path)
+    assert mrvlc.main([str(path), "-o", str(tmp_path / "out")]) == 0
+    nodes = json.loads((tmp_path / "out" / "mrvl_region_0-nodes.json").read_text())
+    consts = json.loads((tmp_path / "out" / "mrvl_region_0-consts.json").read_text())
+    json_schema.validate(nodes, consts)
+    assert len(consts) == 2  # the conv's weights and bias
+
+
+def test_input_channel_blocks_continue_the_accumulation_bit_exactly():
+    """A 3x3 conv over 4096 channels: one output channel's weights (73 KB) and input (73 KB)
+    do not fit a cnf10kb tile (128 KB) together, so the conv is cut into blocks of input
+    channels carrying fp32 partial sums; on cn10ka (256 KB) it is not. Both binaries give the
+    same bits, and the model matches onnxruntime."""
+    from mrvl import sim
+    from mrvl.compiler import compile_region
+
+    from helpers import region_functions
+
+    onnx_model = _conv_net(
+        [1, 4096, 3, 3], [4, 4096, 3, 3], [1, 4, 3, 3], kernel_shape=[3, 3], pads=[1, 1, 1, 1]
+    )
+    x = np.random.default_rng(3).standard_normal([1, 4096, 3, 3]).astype(np.float32)
+    outputs = {}
+    for mcpu in ("cn10ka", "cnf10kb"):
+        mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), mcpu=mcpu, num_tiles=2)
+        ((_, func),) = region_functions(mod)
+        region = compile_region(func, keep_stages=True)
+        assert ("acc_out" in region.stages["sched"]) == (mcpu == "cnf10kb")
+        (outputs[mcpu],) = sim.run(region.binary, [x])
+    assert outputs["cn10ka"].tobytes() == outputs["cnf10kb"].tobytes()
+    _run_and_compare(onnx_model, mod, [1, 4096, 3, 3])
