@@ -460,3 +460,18 @@ def test_slices_computed_from_shape_are_folded_and_offloaded():
     ]
     onnx_model = model(nodes, inits, [("x", [1, 3, 5, 5])], [("y", [1, 4, 5, 5])])
     check_offloaded_and_accurate(onnx_model)
+
+
+def test_global_pool_without_keepdims_feeds_an_fc():
+    """x.mean([2, 3]) as torchvision's ShuffleNetV2 and MNASNet write it: ReduceMean with
+    keepdims=0, an [N, C] result, then the classifier; one region."""
+    rng = np.random.default_rng(11)
+    nodes = [
+        node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3]),
+        node("ReduceMean", ["c", "axes"], ["m"], name="mean", keepdims=0),
+        node("Gemm", ["m", "fw"], ["y"], name="fc", transB=1),
+    ]
+    inits = [const(rng, "w", (6, 3, 3, 3)), ints("axes", [2, 3]), const(rng, "fw", (4, 6))]
+    check_offloaded_and_accurate(
+        model(nodes, inits, [("x", [2, 3, 7, 7])], [("y", [2, 4])], opset=18)
+    )
