@@ -96,7 +96,7 @@ def from_onnx(
     """
     original = model = _load(model_or_path)
     if any(node.op_type == "Shape" for node in model.graph.node):
-        model = _fold_shape_computations(model)
+        model = _fold_shape_computations(model, shape_dict or {})
     importer = _NodeTrackingImporter(dict(shape_dict) if shape_dict else {}, _used_tensors(model))
     try:
         # TVM's importer prints every failing node with all its inputs before re-raising;
@@ -385,7 +385,9 @@ _SHAPE_VALUES_MAX = 64
 """A folded value is a shape or an index: at most this many elements."""
 
 
-def _fold_shape_computations(model: onnx.ModelProto) -> onnx.ModelProto:
+def _fold_shape_computations(
+    model: onnx.ModelProto, shape_dict: Mapping[str, Sequence[int]]
+) -> onnx.ModelProto:
     """Replace the shape arithmetic of a static model by constants.
 
     Exporters compute split points from `Shape` (torchvision's ShuffleNetV2 `chunk`, YOLOv8's
@@ -393,10 +395,18 @@ def _fold_shape_computations(model: onnx.ModelProto) -> onnx.ModelProto:
     the shapes after it are unknown to every later pass. Where ONNX shape inference knows the
     Shape's input statically, the Shape and everything computed only from it and constants
     (small integer tensors, evaluated by `onnx.reference`) become initializers, so the Slice
-    sees constant starts and ends. The model is unchanged otherwise.
+    sees constant starts and ends. The model is unchanged otherwise. `shape_dict` fixes the
+    inputs' symbolic dimensions first (as `from_onnx` is told them).
     """
     model = _copy(model)
     graph = model.graph
+    for value in graph.input:
+        if value.name in shape_dict and value.type.HasField("tensor_type"):
+            dims = value.type.tensor_type.shape.dim
+            if len(dims) == len(shape_dict[value.name]):
+                for dim, size in zip(dims, shape_dict[value.name]):
+                    dim.Clear()
+                    dim.dim_value = int(size)
     while True:
         try:
             inferred = onnx.shape_inference.infer_shapes(model)

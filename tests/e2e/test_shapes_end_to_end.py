@@ -461,6 +461,13 @@ def test_slices_computed_from_shape_are_folded_and_offloaded():
     onnx_model = model(nodes, inits, [("x", [1, 3, 5, 5])], [("y", [1, 4, 5, 5])])
     check_offloaded_and_accurate(onnx_model)
 
+    # exported with dynamic axes: the shapes `from_onnx` is given make the arithmetic static
+    for axis, name in ((0, "batch"), (2, "height")):
+        onnx_model.graph.input[0].type.tensor_type.shape.dim[axis].dim_param = name
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model, {"x": [1, 3, 5, 5]}))
+    targets = {r.node: r.target for r in mrvl.partition_report(mod).rows}
+    assert targets["slice_a"] == targets["slice_b"] == "mrvl_region_0", targets
+
 
 def test_global_pool_without_keepdims_feeds_an_fc():
     """x.mean([2, 3]) as torchvision's ShuffleNetV2 and MNASNet write it: ReduceMean with
