@@ -23,6 +23,10 @@ conversion is kept):
 - `Dropout` in inference mode without its mask output → its input (TVM: `relax.nn.dropout`,
   an op no region can hold, which splits VGG's and AlexNet's classifiers off their regions).
 
+Before TVM sees a model that has `Shape` nodes, shape arithmetic on statically known shapes
+(Shape -> Gather -> Div -> Slice, as torchvision's `chunk` exports) is folded into constants,
+so such slices import as static ones.
+
 The module records each ONNX node's op type in the attribute `mrvl.onnx_nodes` (node name →
 op type, in graph order), which `partition_for_mrvl(deny_ops=...)` and the partition report
 read.
@@ -40,6 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import onnx
 import tvm
+from onnx import numpy_helper
 from tvm import relax
 from tvm.ir.expr import GenericConst
 from tvm.relax.frontend.onnx.onnx_frontend import ONNXGraphImporter
@@ -89,7 +94,9 @@ def from_onnx(
     Raises `ModelImportError` for a file that cannot be read or parsed, a model that fails the
     ONNX checker, or one TVM's frontend cannot import.
     """
-    model = _load(model_or_path)
+    original = model = _load(model_or_path)
+    if any(node.op_type == "Shape" for node in model.graph.node):
+        model = _fold_shape_computations(model, shape_dict or {})
     importer = _NodeTrackingImporter(dict(shape_dict) if shape_dict else {}, _used_tensors(model))
     try:
         # TVM's importer prints every failing node with all its inputs before re-raising;
@@ -106,9 +113,15 @@ def from_onnx(
         ) from err
 
     mod = _attach_node_names(mod, model.graph, importer.nodes_by_output)
-    op_types = {onnx_node_name(node): node.op_type for node in model.graph.node}
-    del importer, model  # their copies of the weights, before folding makes more
-    mod = fold_constants(mod)
+    op_types = {onnx_node_name(node): node.op_type for node in original.graph.node}
+    del importer, model, original  # their copies of the weights, before folding makes more
+    try:
+        mod = fold_constants(mod)
+    except Exception as err:  # noqa: BLE001 - TVM's FoldConstant failing is an import failure
+        raise ModelImportError(
+            f"TVM cannot fold the imported model's constants: {type(err).__name__}: "
+            f"{str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
+        ) from err
     return mod.with_attr(ONNX_NODES_ATTR, op_types)
 
 
@@ -378,6 +391,105 @@ _NORMALIZATIONS: dict[str, Callable] = {
 
 
 # ---------------------------------------------------------------------------------------------
+
+
+_SHAPE_ARITHMETIC = frozenset(
+    {"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Div", "Mul", "Add", "Sub",
+     "Cast", "Constant", "Reshape", "Floor", "Ceil", "Identity"}
+)  # fmt: skip
+"""ONNX ops a shape computation is made of (`_fold_shape_computations` evaluates them)."""
+
+_SHAPE_VALUES_MAX = 64
+"""A folded value is a shape or an index: at most this many elements."""
+
+
+def _fold_shape_computations(
+    model: onnx.ModelProto, shape_dict: Mapping[str, Sequence[int]]
+) -> onnx.ModelProto:
+    """Replace the shape arithmetic of a static model by constants.
+
+    Exporters compute split points from `Shape` (torchvision's ShuffleNetV2 `chunk`, YOLOv8's
+    heads): Shape -> Gather -> Div -> Slice. TVM imports such a Slice as a dynamic one, and
+    the shapes after it are unknown to every later pass. Where ONNX shape inference knows the
+    Shape's input statically, the Shape and everything computed only from it and constants
+    (small integer tensors, evaluated by `onnx.reference`) become initializers, so the Slice
+    sees constant starts and ends. The model is unchanged otherwise. `shape_dict` fixes the
+    inputs' symbolic dimensions first (as `from_onnx` is told them).
+    """
+    model = _copy(model)
+    graph = model.graph
+    for value in graph.input:
+        if value.name in shape_dict and value.type.HasField("tensor_type"):
+            dims = value.type.tensor_type.shape.dim
+            if len(dims) == len(shape_dict[value.name]):
+                for dim, size in zip(dims, shape_dict[value.name]):
+                    dim.Clear()
+                    dim.dim_value = int(size)
+    while True:
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model)
+        except Exception:  # noqa: BLE001 - inference is best effort; keep what is folded
+            return model
+        static = {}
+        for info in [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]:
+            dims = info.type.tensor_type.shape.dim
+            if info.type.tensor_type.HasField("shape") and all(
+                d.HasField("dim_value") for d in dims
+            ):
+                static[info.name] = [d.dim_value for d in dims]
+        known = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+        folded = []
+        for node in graph.node:
+            value = _shape_value(node, static, known, model.opset_import)
+            if value is not None:
+                known[node.output[0]] = value
+                folded.append(node)
+        if not folded:
+            return model
+        for node in folded:
+            graph.node.remove(node)
+            graph.initializer.append(numpy_helper.from_array(known[node.output[0]], node.output[0]))
+
+
+def _shape_value(node, static: dict, known: dict, opset_import) -> np.ndarray | None:
+    """The value of a shape-arithmetic node whose inputs are known, else None."""
+    from onnx.reference import ReferenceEvaluator
+
+    if node.op_type not in _SHAPE_ARITHMETIC or len(node.output) != 1:
+        return None
+    if node.op_type == "Shape":
+        if node.input[0] not in static:
+            return None
+        shape = np.array(static[node.input[0]], np.int64)
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        return shape[attrs.get("start", 0) : attrs.get("end", len(shape))]
+    if node.op_type != "Constant" and not all(i in known for i in node.input if i):
+        return None
+    inputs = {i: known[i] for i in node.input if i}
+    if any(v.size > _SHAPE_VALUES_MAX for v in inputs.values()):
+        return None
+    undefined = onnx.TensorProto.UNDEFINED
+    sub = onnx.helper.make_graph(
+        [node],
+        "fold",
+        [onnx.helper.make_tensor_value_info(i, undefined, None) for i in inputs],
+        [onnx.helper.make_tensor_value_info(node.output[0], undefined, None)],
+    )
+    try:
+        sub_model = onnx.helper.make_model(sub, opset_imports=opset_import)
+        (value,) = ReferenceEvaluator(sub_model).run(None, inputs)
+    except Exception:  # noqa: BLE001 - not foldable: leave it to TVM
+        return None
+    value = np.asarray(value)
+    if value.size > _SHAPE_VALUES_MAX or value.dtype.kind not in "iu":
+        return None
+    return value
+
+
+def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    return copy
 
 
 def _load(model_or_path) -> onnx.ModelProto:

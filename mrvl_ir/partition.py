@@ -675,8 +675,8 @@ def _check_global_pool2d(ctx: PatternCheckContext) -> None:
     axes = _int_list(reduce.attrs.axis)
     if axes is None or sorted(a % 4 for a in axes) != [2, 3]:
         raise _Reject(f"attribute axes={axes if axes is not None else 'all'}", reduce)
-    if not bool(reduce.attrs.keepdims):
-        raise _Reject("attribute keepdims=0", reduce)
+    # keepdims=0 ([N, C], as torchvision's ShuffleNetV2 and MNASNet write x.mean([2, 3])):
+    # the same bytes as [N, C, 1, 1], relabelled by the importer
 
 
 def _check_fc(ctx: PatternCheckContext) -> None:

@@ -391,7 +391,10 @@ class _RegionImporter:
         x = self._in_layout(self._operand(inner, call.args[0], node), "NHWC", node)
         out_type = mrvl.tensor((n, 1, 1, c), f32, "NHWC")
         cls = mrvl.AvgPool2DOp if call.op.name == "relax.mean" else mrvl.MaxPool2DOp
-        return self._located(cls(x, out_type, kernel=(h, w), strides=(1, 1)), node)
+        pooled = self._located(cls(x, out_type, kernel=(h, w), strides=(1, 1)), node)
+        if len(_shape(call)) == 2:  # keepdims=0: [N, C], the same bytes as [N, 1, 1, C]
+            return self._located(mrvl.ReshapeOp(pooled, mrvl.tensor((n, c), f32, "NC")), node)
+        return pooled
 
     def reshape(self, chain: _Chain, inner: dict) -> SSAValue:
         call = chain.take_one("relax.reshape", "relax.squeeze", "relax.flatten")

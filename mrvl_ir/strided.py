@@ -78,18 +78,22 @@ def source_positions(calls: Sequence[relax.Call], positions: np.ndarray) -> np.n
     copies. Raises `NotACopy` for an op or attribute that is not pure data movement."""
     for call in calls:
         name = _op_name(call)
-        out_shape = _shape(call)
-        if name in ("relax.reshape", "relax.squeeze", "relax.expand_dims", "relax.flatten"):
-            positions = positions.reshape(out_shape)
-        elif name == "relax.permute_dims":
-            axes = call.attrs.axes
-            positions = positions.transpose(None if axes is None else _ints(axes))
-        elif name == "relax.strided_slice":
-            positions = _strided_slice(call, positions)
-        elif name == "relax.image.resize2d":
-            positions = _resize_nearest(call, positions)
-        else:
-            raise NotACopy(f"{name} is not data movement", call)
+        try:
+            out_shape = _shape(call)
+            if name in ("relax.reshape", "relax.squeeze", "relax.expand_dims", "relax.flatten"):
+                positions = positions.reshape(out_shape)
+            elif name == "relax.permute_dims":
+                axes = call.attrs.axes
+                positions = positions.transpose(None if axes is None else _ints(axes))
+            elif name == "relax.strided_slice":
+                positions = _strided_slice(call, positions)
+            elif name == "relax.image.resize2d":
+                positions = _resize_nearest(call, positions)
+            else:
+                raise NotACopy(f"{name} is not data movement", call)
+        except (TypeError, ValueError, AttributeError, IndexError) as err:
+            # a shape or bound known only at run time, or one numpy cannot apply
+            raise NotACopy(f"{name}: {type(err).__name__}: {err}", call) from None
         if positions.shape != out_shape:
             raise NotACopy(f"{name}: result shape {positions.shape} != {out_shape}", call)
     return positions
@@ -97,8 +101,13 @@ def source_positions(calls: Sequence[relax.Call], positions: np.ndarray) -> np.n
 
 def _strided_slice(call: relax.Call, positions: np.ndarray) -> np.ndarray:
     args = call.args
+    if not all(isinstance(a, relax.Tuple) for a in args[1:4]):
+        raise NotACopy("slice bounds computed at run time", call)
     axes, begin, end = (_ints(a.fields) for a in args[1:4])
-    steps = _ints(args[4].fields) if len(args) > 4 and args[4] is not None else [1] * len(axes)
+    given = args[4] if len(args) > 4 else None
+    if given is not None and not isinstance(given, relax.Tuple):
+        raise NotACopy("slice steps computed at run time", call)
+    steps = _ints(given.fields) if given is not None else [1] * len(axes)
     if any(s != 1 for s in steps):
         raise NotACopy(f"slice steps {steps} (only 1 is supported)", call)
     index = [slice(None)] * positions.ndim

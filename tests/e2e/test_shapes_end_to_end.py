@@ -433,3 +433,52 @@ def test_nodes_and_constants_json_of_the_new_layers_pass_their_schemas(make):
     for _, function in region_functions(mod):
         compiled = compile_region(function, constants_json=True)
         assert json_emitter.check_pair(compiled.nodes_json, compiled.consts_json) == []
+
+
+def test_slices_computed_from_shape_are_folded_and_offloaded():
+    """torchvision's `x.chunk(2, dim=1)` in ShuffleNetV2 exports as Shape -> Gather -> Div ->
+    Slice; the shape arithmetic is folded at import, so both halves are static slices."""
+    rng = np.random.default_rng(10)
+    nodes = [
+        node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+        node("Shape", ["c"], ["shape"], name="shape"),
+        node("Gather", ["shape", "one"], ["channels"], name="gather", axis=0),
+        node("Div", ["channels", "two"], ["half"], name="div"),
+        node("Unsqueeze", ["half", "zero"], ["half1"], name="unsqueeze"),
+        node("Slice", ["c", "zero1", "half1", "one1"], ["a"], name="slice_a"),
+        node("Slice", ["c", "half1", "big", "one1"], ["b"], name="slice_b"),
+        node("Add", ["a", "b"], ["y"], name="add"),
+    ]
+    inits = [
+        const(rng, "w", (8, 3, 1, 1)),
+        numpy_helper.from_array(np.array(1, np.int64), "one"),
+        numpy_helper.from_array(np.array(2, np.int64), "two"),
+        ints("zero", [0]),
+        ints("zero1", [0]),
+        ints("one1", [1]),
+        ints("big", [1 << 30]),
+    ]
+    onnx_model = model(nodes, inits, [("x", [1, 3, 5, 5])], [("y", [1, 4, 5, 5])])
+    check_offloaded_and_accurate(onnx_model)
+
+    # exported with dynamic axes: the shapes `from_onnx` is given make the arithmetic static
+    for axis, name in ((0, "batch"), (2, "height")):
+        onnx_model.graph.input[0].type.tensor_type.shape.dim[axis].dim_param = name
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model, {"x": [1, 3, 5, 5]}))
+    targets = {r.node: r.target for r in mrvl.partition_report(mod).rows}
+    assert targets["slice_a"] == targets["slice_b"] == "mrvl_region_0", targets
+
+
+def test_global_pool_without_keepdims_feeds_an_fc():
+    """x.mean([2, 3]) as torchvision's ShuffleNetV2 and MNASNet write it: ReduceMean with
+    keepdims=0, an [N, C] result, then the classifier; one region."""
+    rng = np.random.default_rng(11)
+    nodes = [
+        node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3]),
+        node("ReduceMean", ["c", "axes"], ["m"], name="mean", keepdims=0),
+        node("Gemm", ["m", "fw"], ["y"], name="fc", transB=1),
+    ]
+    inits = [const(rng, "w", (6, 3, 3, 3)), ints("axes", [2, 3]), const(rng, "fw", (4, 6))]
+    check_offloaded_and_accurate(
+        model(nodes, inits, [("x", [2, 3, 7, 7])], [("y", [2, 4])], opset=18)
+    )

@@ -676,15 +676,6 @@ REJECTED = {
         "/rm",
         "attribute axes=[1]",
     ),
-    "ReduceMax without keepdims": (
-        [node("ReduceMax", ["x", "ax"], "y", "/rm", keepdims=0)],
-        X4,
-        {"y": [2, 4]},
-        [ints("ax", [2, 3])],
-        {"opset": 18},
-        "/rm",
-        "attribute keepdims=0",
-    ),
     "MatMul runtime weights": (
         [node("MatMul", ["v", "u"], "y", "/mm")],
         {"v": [2, 6], "u": [6, 3]},

@@ -53,31 +53,24 @@ _PER_CHANNEL = (
     "relax_import._per_channel: the conv pattern takes TVM's HardSigmoid, multiply(alpha, x) + "
     "beta, for a folded Mul+Add, and the importer assumes the constant is args[1]"
 )
-_FOLD_CONSTANT = (
-    "mrvl.from_onnx raises a raw AssertionError from TVM's FoldConstant ('emit_te now only "
-    "supports Tensor that has ShapeExpr shape'; not an MrvlError). Both models hold torch's "
-    "chunk() as a Slice whose starts/ends are computed from Shape, which TVM imports as a "
-    "dynamic_strided_slice of unknown shape"
+_YOLOV8_SCORES = (
+    "builds and runs in 60 regions (SiLU and the decoding arithmetic on the CPU); its scores "
+    "miss the rule: 4.2 % against onnxruntime, where the fp16-storage emulation has 2.9 % "
+    "(measured by wt/shape after Shape-computed slices were folded at import)"
 )
 HYBRID_FAILURES: dict[str, str] = {
     "mobilenet_v3_small": _PER_CHANNEL,
     "mobilenet_v3_large": _PER_CHANNEL,
     "lraspp_mobilenet_v3_large": _PER_CHANNEL,
     "deeplabv3_mobilenet_v3_large": _PER_CHANNEL,
-    "shufflenet_v2_x1_0": _FOLD_CONSTANT,
-    "yolov8n": _FOLD_CONSTANT,
+    "yolov8n": _YOLOV8_SCORES,
 }
-MAC_GOAL_FAILURES: dict[str, str] = {
-    "shufflenet_v2_x1_0": _FOLD_CONSTANT,
-    "yolov8n": _FOLD_CONSTANT,
-}
+MAC_GOAL_FAILURES: dict[str, str] = {}
 REGION_GOAL_FAILURES: dict[str, str] = {
     "mobilenet_v3_small": "HardSwish x19 and the squeeze-excitation Mul x9 on the CPU: 29 regions",
     "mobilenet_v3_large": "HardSwish x21 and the squeeze-excitation Mul x8 on the CPU: 30 regions",
     "efficientnet_b0": "SiLU (Sigmoid x65 + Mul x65, SE gates included) on the CPU: 66 regions",
     "regnet_y_400mf": "the squeeze-excitation Sigmoid x16 + Mul x16 on the CPU: 17 regions",
-    "mnasnet1_0": "the global pool, ReduceMean with keepdims=0, on the CPU: 2 regions",
-    "shufflenet_v2_x1_0": _FOLD_CONSTANT,
 }
 
 
