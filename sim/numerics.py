@@ -8,7 +8,6 @@ MAC loop is the fp32 add (`fp32_mac`). Results go back to binary16 through `roun
 from __future__ import annotations
 
 import numpy as np
-
 from mrvl.isa import Activation
 
 F16_MAX = np.float32(65504.0)
@@ -33,6 +32,12 @@ def fp32_mac(acc: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """One accumulation step, acc + x*w in fp32: the product of f16 values is exact, the add
     rounds."""
     return acc + x.astype(np.float32) * w.astype(np.float32)
+
+
+def fp32_max(acc: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """One max-pool step: x replaces acc when it is greater or NaN, so of equal values (+0.0
+    and -0.0) the first in tap order stays, and a NaN stays once taken."""
+    return np.where((x > acc) | np.isnan(x), x, acc)
 
 
 def apply_activation(acc: np.ndarray, act: Activation, act_a: float, act_b: float) -> np.ndarray:

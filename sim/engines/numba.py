@@ -1,0 +1,530 @@
+"""The Numba engine: the same machine as the reference interpreter, compiled, bit for bit.
+
+The whole instruction stream runs in one compiled call over the typed rows of a `ValidProgram`
+(`words`, `floats`) and the byte arrays of `Memory`. Validation has proved every access in
+bounds, and Numba does no bounds checking, so nothing here checks anything.
+
+Numerics, as in docs/isa.md §4 and `mrvl.sim.numerics`:
+- f16 is handled as uint16 bit patterns. f16 -> fp32 is a 65,536-entry table made by numpy
+  (exact); fp32 -> f16 is integer arithmetic on the fp32 bits (saturate to +-65504, round to
+  nearest even, NaN -> 0x7E00), with no F16C instruction, so it runs on every x86-64 and Arm CPU.
+- `fastmath` is off: every fp32 add and multiply rounds on its own (an fp16 x fp16 product is
+  exact anyway), and the reductions run in the documented order. The innermost loops run over
+  independent outputs (output channels), which LLVM vectorizes without reordering any sum.
+
+The compiled code is cached on disk (`cache=True`) under `cache_dir()`, so only the first run
+on a machine compiles (see `bench/simulator.py` for the cost).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+from mrvl import isa
+from mrvl.isa import CONV_CI_BLOCK, OPCODE_BY_NAME, Activation, DType, PoolMode
+from mrvl.sim.memory import Memory
+from mrvl.sim.validate import ValidProgram, field_words
+from numba.core import config as _numba_config
+
+
+def cache_dir() -> Path:
+    """Where compiled kernels live: $NUMBA_CACHE_DIR, else the user's cache directory
+    (~/.cache/mrvl/numba), in a subdirectory per version of the ISA table, whose constants the
+    kernels bake in (Numba itself only notices changes to this file)."""
+    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "mrvl",
+        "numba",
+    )
+    stamp = hashlib.blake2b(Path(isa.__file__).read_bytes(), digest_size=6).hexdigest()
+    return Path(base) / f"isa-{stamp}"
+
+
+# Numba reads CACHE_DIR when a function is decorated, so it is set before the first @njit.
+_numba_config.CACHE_DIR = str(cache_dir())
+
+import numba
+
+jit = numba.njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
+
+# ---------------------------------------------------------------------- the ISA as constants
+# Numba freezes module globals into the compiled code: plain ints, one per opcode and field.
+
+OP_DMA = OPCODE_BY_NAME["dma"].opcode
+OP_CVT = OPCODE_BY_NAME["cvt"].opcode
+OP_CONV = OPCODE_BY_NAME["conv"].opcode
+OP_POOL = OPCODE_BY_NAME["pool"].opcode
+OP_FC = OPCODE_BY_NAME["fc"].opcode
+OP_ADD = OPCODE_BY_NAME["add"].opcode
+OP_SCALE = OPCODE_BY_NAME["scale"].opcode
+OP_END = OPCODE_BY_NAME["end"].opcode
+
+_dma = field_words(OPCODE_BY_NAME["dma"])
+DMA_SRC_SPACE, DMA_SRC_ADDR, DMA_SRC_STRIDES = (
+    _dma["src_space"],
+    _dma["src_addr"],
+    _dma["src_strides"],
+)
+DMA_DST_SPACE, DMA_DST_ADDR, DMA_DST_STRIDES = (
+    _dma["dst_space"],
+    _dma["dst_addr"],
+    _dma["dst_strides"],
+)
+DMA_BOX, DMA_ELEM_BYTES = _dma["box"], _dma["elem_bytes"]
+
+_cvt = field_words(OPCODE_BY_NAME["cvt"])
+CVT_SRC_ADDR, CVT_SRC_DTYPE, CVT_SRC_SHAPE = _cvt["src_addr"], _cvt["src_dtype"], _cvt["src_shape"]
+CVT_DST_ADDR, CVT_DST_DTYPE, CVT_PERM = _cvt["dst_addr"], _cvt["dst_dtype"], _cvt["perm"]
+
+_conv = field_words(OPCODE_BY_NAME["conv"])
+CONV_IN_ADDR, CONV_IN_SHAPE, CONV_ROW0 = _conv["in_addr"], _conv["in_shape"], _conv["row0"]
+CONV_OUT_ADDR, CONV_OUT_SHAPE, CONV_OROW0 = _conv["out_addr"], _conv["out_shape"], _conv["orow0"]
+CONV_KERNEL, CONV_STRIDE, CONV_PAD = _conv["kernel"], _conv["stride"], _conv["pad"]
+CONV_DILATION, CONV_GROUPS = _conv["dilation"], _conv["groups"]
+CONV_OC0, CONV_OC_TOTAL = _conv["oc0"], _conv["oc_total"]
+CONV_W_ADDR, CONV_B_ADDR = _conv["w_addr"], _conv["b_addr"]
+CONV_ACT, CONV_ACT_A, CONV_ACT_B = _conv["act"], _conv["act_a"], _conv["act_b"]
+
+_pool = field_words(OPCODE_BY_NAME["pool"])
+POOL_IN_ADDR, POOL_IN_SHAPE, POOL_ROW0 = _pool["in_addr"], _pool["in_shape"], _pool["row0"]
+POOL_OUT_ADDR, POOL_OUT_SHAPE, POOL_OROW0 = _pool["out_addr"], _pool["out_shape"], _pool["orow0"]
+POOL_KERNEL, POOL_STRIDE, POOL_PAD = _pool["kernel"], _pool["stride"], _pool["pad"]
+POOL_MODE, POOL_IN_HW, POOL_PAD_END = _pool["mode"], _pool["in_hw"], _pool["pad_end"]
+POOL_COUNT_INCLUDE_PAD = _pool["count_include_pad"]
+
+_fc = field_words(OPCODE_BY_NAME["fc"])
+FC_IN_ADDR, FC_N, FC_K, FC_O = _fc["in_addr"], _fc["n"], _fc["k"], _fc["o"]
+FC_W_ADDR, FC_B_ADDR, FC_OUT_ADDR = _fc["w_addr"], _fc["b_addr"], _fc["out_addr"]
+FC_ACT, FC_ACT_A, FC_ACT_B = _fc["act"], _fc["act_a"], _fc["act_b"]
+
+_add = field_words(OPCODE_BY_NAME["add"])
+ADD_A_ADDR, ADD_B_ADDR, ADD_OUT_ADDR = _add["a_addr"], _add["b_addr"], _add["out_addr"]
+ADD_COUNT, ADD_ACT, ADD_ACT_A, ADD_ACT_B = _add["count"], _add["act"], _add["act_a"], _add["act_b"]
+
+_scale = field_words(OPCODE_BY_NAME["scale"])
+SCALE_IN_ADDR, SCALE_OUT_ADDR = _scale["in_addr"], _scale["out_addr"]
+SCALE_COUNT, SCALE_CHANNELS = _scale["count"], _scale["channels"]
+SCALE_S_ADDR, SCALE_B_ADDR = _scale["s_addr"], _scale["b_addr"]
+SCALE_ACT, SCALE_ACT_A, SCALE_ACT_B = _scale["act"], _scale["act_a"], _scale["act_b"]
+
+DDR = int(isa.MemSpace.DDR)
+F32, F16 = int(DType.F32), int(DType.F16)
+DTYPE_SIZE = np.array([isa.DTYPE_BYTES[d] for d in sorted(DType)], np.int64)
+ACT_NONE, ACT_RELU = int(Activation.NONE), int(Activation.RELU)
+ACT_CLIP, ACT_LEAKY_RELU = int(Activation.CLIP), int(Activation.LEAKY_RELU)
+POOL_MAX = int(PoolMode.MAX)
+CI_BLOCK = CONV_CI_BLOCK
+
+F16_TO_F32 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+F16_TO_F32 = F16_TO_F32.astype(np.float32)
+"""fp32 value of every binary16 bit pattern (numpy's exact conversion, NaN payloads kept)."""
+F16_TO_F32_BITS = F16_TO_F32.view(np.uint32)
+
+# ------------------------------------------------------------------------- numeric helpers
+
+
+@jit
+def f16_bits_from_f32_bits(u):
+    """binary16 bits of the fp32 with bits `u` (uint32): saturate, round to nearest even."""
+    sign = (u >> 16) & 0x8000
+    a = u & 0x7FFFFFFF
+    if a > 0x7F800000:
+        return np.uint16(0x7E00)  # every NaN
+    if a > 0x477FE000:
+        return np.uint16(sign | 0x7BFF)  # beyond 65504, infinities too: +-65504
+    if a >= 0x38800000:  # normal binary16
+        h = (a >> 13) - (112 << 10)
+        rest = a & 0x1FFF
+        if rest > 0x1000 or (rest == 0x1000 and (h & 1) == 1):
+            h += 1
+        return np.uint16(sign | h)
+    if a < 0x33000000:  # below half the smallest subnormal (or exactly half: ties to 0)
+        return np.uint16(sign)
+    shift = 126 - (a >> 23)  # subnormal binary16: 14..24
+    mantissa = (a & 0x7FFFFF) | 0x800000
+    h = mantissa >> shift
+    rest = mantissa & ((np.uint32(1) << shift) - 1)
+    half = np.uint32(1) << (shift - 1)
+    if rest > half or (rest == half and (h & 1) == 1):
+        h += 1
+    return np.uint16(sign | h)
+
+
+@jit
+def activate(acc, act, a, b):
+    """The fused activation on one fp32 accumulator (docs/isa.md §4)."""
+    if act == ACT_RELU:
+        return np.float32(0.0) if acc < 0 else acc
+    if act == ACT_CLIP:
+        t = max(acc, a)
+        return min(t, b)
+    if act == ACT_LEAKY_RELU:
+        return a * acc if acc < 0 else acc
+    return acc
+
+
+@jit
+def load_f16(buf, addr, count, lut):
+    """float32[count] from the f16 values at buf[addr:]."""
+    out = np.empty(count, np.float32)
+    for i in range(count):
+        p = addr + 2 * i
+        out[i] = lut[np.int64(buf[p]) | (np.int64(buf[p + 1]) << 8)]
+    return out
+
+
+@jit
+def load_f32(buf, addr, count):
+    bits = np.empty(count, np.uint32)
+    for i in range(count):
+        p = addr + 4 * i
+        bits[i] = (
+            np.uint32(buf[p])
+            | (np.uint32(buf[p + 1]) << 8)
+            | (np.uint32(buf[p + 2]) << 16)
+            | (np.uint32(buf[p + 3]) << 24)
+        )
+    return bits.view(np.float32)
+
+
+@jit
+def load_bias(buf, b_addr, count):
+    if b_addr == -1:
+        return np.zeros(count, np.float32)
+    return load_f32(buf, b_addr, count)
+
+
+@jit
+def store_f16(buf, addr, values):
+    """Round fp32 `values` to f16 and store them at buf[addr:]."""
+    bits = values.view(np.uint32)
+    for i in range(values.size):
+        h = f16_bits_from_f32_bits(bits[i])
+        buf[addr + 2 * i] = np.uint8(h & 0xFF)
+        buf[addr + 2 * i + 1] = np.uint8(h >> 8)
+
+
+@jit
+def finish(acc, act, a, b, buf, addr):
+    """The last step of conv, fc, add and scale: activation, f16 rounding, store."""
+    for i in range(acc.size):
+        acc[i] = activate(acc[i], act, a, b)
+    store_f16(buf, addr, acc)
+
+
+# ------------------------------------------------------------------------------- the kernels
+
+
+@jit
+def dma(row, ddr, ocm):
+    b0, b1, b2, b3 = row[DMA_BOX], row[DMA_BOX + 1], row[DMA_BOX + 2], row[DMA_BOX + 3]
+    eb = np.int64(row[DMA_ELEM_BYTES])
+    if b0 == 0 or b1 == 0 or b2 == 0 or b3 == 0:
+        return
+    src = ddr if row[DMA_SRC_SPACE] == DDR else ocm
+    dst = ddr if row[DMA_DST_SPACE] == DDR else ocm
+    ss = row[DMA_SRC_STRIDES : DMA_SRC_STRIDES + 4].astype(np.int64)
+    ds = row[DMA_DST_STRIDES : DMA_DST_STRIDES + 4].astype(np.int64)
+    staged = np.empty(np.int64(b0) * b1 * b2 * b3 * eb, np.uint8)  # memmove: read all first
+    k = 0
+    for i0 in range(b0):
+        for i1 in range(b1):
+            for i2 in range(b2):
+                p = row[DMA_SRC_ADDR] + i0 * ss[0] + i1 * ss[1] + i2 * ss[2]
+                for i3 in range(b3):
+                    q = p + i3 * ss[3]
+                    for e in range(eb):
+                        staged[k] = src[q + e]
+                        k += 1
+    k = 0
+    for i0 in range(b0):
+        for i1 in range(b1):
+            for i2 in range(b2):
+                p = row[DMA_DST_ADDR] + i0 * ds[0] + i1 * ds[1] + i2 * ds[2]
+                for i3 in range(b3):
+                    q = p + i3 * ds[3]
+                    for e in range(eb):
+                        dst[q + e] = staged[k]
+                        k += 1
+
+
+@jit
+def cvt(row, ddr, lut_bits):
+    src_dtype, dst_dtype = row[CVT_SRC_DTYPE], row[CVT_DST_DTYPE]
+    shape = row[CVT_SRC_SHAPE : CVT_SRC_SHAPE + 4].astype(np.int64)
+    perm = row[CVT_PERM : CVT_PERM + 4]
+    src_size, dst_size = DTYPE_SIZE[src_dtype], DTYPE_SIZE[dst_dtype]
+    strides = np.empty(4, np.int64)  # source element strides, dense
+    strides[3] = 1
+    for d in range(2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    count = shape[0] * shape[1] * shape[2] * shape[3]
+    staged = np.empty(count * dst_size, np.uint8)
+    src_addr = np.int64(row[CVT_SRC_ADDR])
+    k = 0
+    for j0 in range(shape[perm[0]]):
+        for j1 in range(shape[perm[1]]):
+            for j2 in range(shape[perm[2]]):
+                for j3 in range(shape[perm[3]]):
+                    element = (
+                        j0 * strides[perm[0]]
+                        + j1 * strides[perm[1]]
+                        + j2 * strides[perm[2]]
+                        + j3 * strides[perm[3]]
+                    )
+                    p = src_addr + element * src_size
+                    if src_dtype == dst_dtype:
+                        for e in range(src_size):
+                            staged[k + e] = ddr[p + e]
+                    elif src_dtype == F32:  # -> F16
+                        u = (
+                            np.uint32(ddr[p])
+                            | (np.uint32(ddr[p + 1]) << 8)
+                            | (np.uint32(ddr[p + 2]) << 16)
+                            | (np.uint32(ddr[p + 3]) << 24)
+                        )
+                        h = f16_bits_from_f32_bits(u)
+                        staged[k] = np.uint8(h & 0xFF)
+                        staged[k + 1] = np.uint8(h >> 8)
+                    else:  # F16 -> F32, exact
+                        u = lut_bits[np.int64(ddr[p]) | (np.int64(ddr[p + 1]) << 8)]
+                        for e in range(4):
+                            staged[k + e] = np.uint8((u >> (8 * e)) & 0xFF)
+                    k += dst_size
+    dst_addr = row[CVT_DST_ADDR]
+    for i in range(staged.size):
+        ddr[dst_addr + i] = staged[i]
+
+
+@jit
+def conv_channels(x, wt, acc, geometry, n, r, c, o_lo, o_hi, c_base, in_channels):
+    """One output position, output channels [o_lo, o_hi) of one group: acc = bias, then per
+    input-channel block, kh, kw, ci in the documented order; the innermost loop runs over the
+    independent output channels."""
+    kh_count, kw_count, group_channels, out_channels = (
+        geometry[0],
+        geometry[1],
+        geometry[2],
+        geometry[3],
+    )
+    height, width, first_row, first_col = geometry[4], geometry[5], geometry[6], geometry[7]
+    dil_h, dil_w = geometry[8], geometry[9]
+    width_o = o_hi - o_lo
+    for block in range(0, group_channels, CI_BLOCK):
+        block_end = min(block + CI_BLOCK, group_channels)
+        for kh in range(kh_count):
+            wr = first_row + kh * dil_h
+            row_inside = 0 <= wr < height
+            for kw in range(kw_count):
+                iw = first_col + kw * dil_w
+                inside = row_inside and 0 <= iw < width
+                x_base = ((n * height + wr) * width + iw) * in_channels + c_base
+                w_base = (kh * kw_count + kw) * group_channels
+                for ci in range(block, block_end):
+                    xv = x[x_base + ci] if inside else np.float32(0.0)
+                    w_row = (w_base + ci) * out_channels + o_lo
+                    for j in range(width_o):
+                        acc[j] = acc[j] + xv * wt[w_row + j]
+    return acc
+
+
+@jit
+def conv(row, frow, ocm, lut):
+    n_count, height, width, in_channels = (
+        row[CONV_IN_SHAPE],
+        row[CONV_IN_SHAPE + 1],
+        row[CONV_IN_SHAPE + 2],
+        row[CONV_IN_SHAPE + 3],
+    )
+    out_rows, out_cols, out_channels = (
+        row[CONV_OUT_SHAPE + 1],
+        row[CONV_OUT_SHAPE + 2],
+        row[CONV_OUT_SHAPE + 3],
+    )
+    kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
+    groups = row[CONV_GROUPS]
+    group_channels = in_channels // groups
+    oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // groups
+    x = load_f16(ocm, row[CONV_IN_ADDR], n_count * height * width * in_channels, lut)
+    taps = kh_count * kw_count * group_channels
+    w = load_f16(ocm, row[CONV_W_ADDR], out_channels * taps, lut)
+    wt = np.empty(taps * out_channels, np.float32)  # [KH, KW, Cg, OCt]: output innermost
+    for o in range(out_channels):
+        for t in range(taps):
+            wt[t * out_channels + o] = w[o * taps + t]
+    bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
+    out = np.empty(n_count * out_rows * out_cols * out_channels, np.float32)
+    geometry = np.empty(10, np.int64)
+    geometry[0], geometry[1], geometry[2], geometry[3] = (
+        kh_count,
+        kw_count,
+        group_channels,
+        out_channels,
+    )
+    geometry[4], geometry[5] = height, width
+    geometry[8], geometry[9] = row[CONV_DILATION], row[CONV_DILATION + 1]
+    acc = np.empty(out_channels, np.float32)
+    for n in range(n_count):
+        for r in range(out_rows):
+            geometry[6] = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
+            for c in range(out_cols):
+                geometry[7] = c * row[CONV_STRIDE + 1] - row[CONV_PAD + 1]
+                base = ((n * out_rows + r) * out_cols + c) * out_channels
+                o_lo = 0
+                while o_lo < out_channels:  # runs of output channels of one group
+                    group = (oc0 + o_lo) // group_outputs
+                    o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
+                    part = acc[: o_hi - o_lo]
+                    part[:] = bias[o_lo:o_hi]
+                    conv_channels(
+                        x,
+                        wt,
+                        part,
+                        geometry,
+                        n,
+                        r,
+                        c,
+                        o_lo,
+                        o_hi,
+                        group * group_channels,
+                        in_channels,
+                    )
+                    out[base + o_lo : base + o_hi] = part
+                    o_lo = o_hi
+    finish(out, row[CONV_ACT], frow[CONV_ACT_A], frow[CONV_ACT_B], ocm, row[CONV_OUT_ADDR])
+
+
+@jit
+def pool(row, ocm, lut):
+    n_count, height, width, channels = (
+        row[POOL_IN_SHAPE],
+        row[POOL_IN_SHAPE + 1],
+        row[POOL_IN_SHAPE + 2],
+        row[POOL_IN_SHAPE + 3],
+    )
+    out_rows, out_cols = row[POOL_OUT_SHAPE + 1], row[POOL_OUT_SHAPE + 2]
+    kh_count, kw_count = row[POOL_KERNEL], row[POOL_KERNEL + 1]
+    stride_h, stride_w = row[POOL_STRIDE], row[POOL_STRIDE + 1]
+    top, left = row[POOL_PAD], row[POOL_PAD + 1]
+    full_h, full_w = row[POOL_IN_HW], row[POOL_IN_HW + 1]
+    bottom, right = row[POOL_PAD_END], row[POOL_PAD_END + 1]
+    is_max = row[POOL_MODE] == POOL_MAX
+    x = load_f16(ocm, row[POOL_IN_ADDR], n_count * height * width * channels, lut)
+    out = np.empty(n_count * out_rows * out_cols * channels, np.float32)
+    start = np.float32(-np.inf) if is_max else np.float32(0.0)
+    for n in range(n_count):
+        for r in range(out_rows):
+            ih0 = (row[POOL_OROW0] + r) * stride_h - top  # input-tensor row of tap 0
+            for c in range(out_cols):
+                iw0 = c * stride_w - left
+                base = ((n * out_rows + r) * out_cols + c) * channels
+                acc = out[base : base + channels]
+                acc[:] = start
+                valid = 0
+                padded = 0
+                for kh in range(kh_count):
+                    ih = ih0 + kh
+                    wr = ih - row[POOL_ROW0]
+                    for kw in range(kw_count):
+                        iw = iw0 + kw
+                        if -top <= ih < full_h + bottom and -left <= iw < full_w + right:
+                            padded += 1
+                        if not (0 <= wr < height and 0 <= iw < width):
+                            continue
+                        valid += 1
+                        x_base = ((n * height + wr) * width + iw) * channels
+                        if is_max:
+                            for ch in range(channels):
+                                v = x[x_base + ch]
+                                if v > acc[ch] or np.isnan(v):
+                                    acc[ch] = v
+                        else:
+                            for ch in range(channels):
+                                acc[ch] = acc[ch] + x[x_base + ch]
+                if not is_max:
+                    count = padded if row[POOL_COUNT_INCLUDE_PAD] != 0 else valid
+                    divisor = np.float32(count)
+                    for ch in range(channels):
+                        acc[ch] = acc[ch] / divisor
+    store_f16(ocm, row[POOL_OUT_ADDR], out)
+
+
+@jit
+def fc(row, frow, ocm, lut):
+    rows, inner, outs = row[FC_N], row[FC_K], row[FC_O]
+    x = load_f16(ocm, row[FC_IN_ADDR], rows * inner, lut)
+    w = load_f16(ocm, row[FC_W_ADDR], outs * inner, lut)
+    wt = np.empty(inner * outs, np.float32)  # [K, O]: output innermost
+    for j in range(outs):
+        for kk in range(inner):
+            wt[kk * outs + j] = w[j * inner + kk]
+    bias = load_bias(ocm, row[FC_B_ADDR], outs)
+    out = np.empty(rows * outs, np.float32)
+    for i in range(rows):
+        acc = out[i * outs : (i + 1) * outs]
+        acc[:] = bias
+        for kk in range(inner):
+            xv = x[i * inner + kk]
+            for j in range(outs):
+                acc[j] = acc[j] + xv * wt[kk * outs + j]
+    finish(out, row[FC_ACT], frow[FC_ACT_A], frow[FC_ACT_B], ocm, row[FC_OUT_ADDR])
+
+
+@jit
+def add(row, frow, ocm, lut):
+    count = row[ADD_COUNT]
+    a = load_f16(ocm, row[ADD_A_ADDR], count, lut)
+    b = load_f16(ocm, row[ADD_B_ADDR], count, lut)
+    for i in range(count):
+        a[i] = a[i] + b[i]
+    finish(a, row[ADD_ACT], frow[ADD_ACT_A], frow[ADD_ACT_B], ocm, row[ADD_OUT_ADDR])
+
+
+@jit
+def scale(row, frow, ocm, lut):
+    count, channels = row[SCALE_COUNT], row[SCALE_CHANNELS]
+    x = load_f16(ocm, row[SCALE_IN_ADDR], count, lut)
+    s = load_f32(ocm, row[SCALE_S_ADDR], channels)
+    b = load_f32(ocm, row[SCALE_B_ADDR], channels)
+    for i in range(count):
+        c = i % channels
+        product = x[i] * s[c]  # rounds to fp32, then the sum rounds again
+        x[i] = product + b[c]
+    finish(x, row[SCALE_ACT], frow[SCALE_ACT_A], frow[SCALE_ACT_B], ocm, row[SCALE_OUT_ADDR])
+
+
+@jit
+def run_program(words, floats, ddr, ocm, lut, lut_bits):
+    """Every instruction in order; the rows end with the program's first `end`."""
+    for i in range(words.shape[0]):
+        row, frow = words[i], floats[i]
+        op, tile = row[0], row[1]
+        if op == OP_DMA:
+            dma(row, ddr, ocm[tile])
+        elif op == OP_CVT:
+            cvt(row, ddr, lut_bits)
+        elif op == OP_CONV:
+            conv(row, frow, ocm[tile], lut)
+        elif op == OP_POOL:
+            pool(row, ocm[tile], lut)
+        elif op == OP_FC:
+            fc(row, frow, ocm[tile], lut)
+        elif op == OP_ADD:
+            add(row, frow, ocm[tile], lut)
+        elif op == OP_SCALE:
+            scale(row, frow, ocm[tile], lut)
+        elif op == OP_END:
+            return
+
+
+_KNOWN = {"dma", "cvt", "conv", "pool", "fc", "add", "scale", "end"}
+_missing = set(OPCODE_BY_NAME) - _KNOWN
+assert not _missing, f"opcodes without a Numba kernel: {sorted(_missing)}"
+
+
+def execute(valid: ValidProgram, memory: Memory) -> None:
+    """Run a validated program on `memory`."""
+    run_program(valid.words, valid.floats, memory.ddr, memory.ocm, F16_TO_F32, F16_TO_F32_BITS)

@@ -1,0 +1,278 @@
+"""The reference interpreter: the executable specification of the MLIP ISA (docs/isa.md).
+
+One instruction at a time, in program order, in numpy. It is written to be read next to the
+spec, not to be fast: loops run over the reduction (kernel taps, channels) in the documented
+order and vectorize only across independent output elements, so every fp32 rounding happens
+exactly where the spec says. Other engines must reproduce its outputs bit for bit.
+
+It runs a `ValidProgram`: `mrvl.sim.validate` has checked every field and memory access, so
+the kernels here only move and compute data. Each opcode's kernel is registered with
+`@implements(opcode)`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import numpy as np
+from mrvl.isa import (
+    CONV_CI_BLOCK,
+    DTYPE_NUMPY,
+    OPCODE_BY_NAME,
+    Activation,
+    DType,
+    Instruction,
+    MemSpace,
+    PoolMode,
+)
+from mrvl.sim.memory import Memory
+from mrvl.sim.numerics import apply_activation, fp32_mac, fp32_max, round_to_f16
+from mrvl.sim.validate import ValidProgram
+
+F16 = "float16"
+F32 = "float32"
+
+PROGRESS_AFTER_SECONDS = 2.0
+"""A run still going after this long shows a progress bar, when stderr is a terminal."""
+
+Kernel = Callable[[Memory, Instruction], None]
+KERNELS: dict[str, Kernel] = {}
+
+
+def implements(opcode: str) -> Callable[[Kernel], Kernel]:
+    """Register the reference kernel of `opcode` (one per opcode of the ISA table)."""
+    if opcode not in OPCODE_BY_NAME:
+        raise KeyError(f"no opcode {opcode!r} in the ISA table")
+
+    def register(kernel: Kernel) -> Kernel:
+        KERNELS[opcode] = kernel
+        return kernel
+
+    return register
+
+
+# ------------------------------------------------------------------------------- the opcodes
+
+
+@implements("dma")
+def _dma(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    box, elem_bytes = tuple(f["box"]), f["elem_bytes"]
+    if 0 in box:
+        return
+    source = memory.box(
+        MemSpace(f["src_space"]), ins.tile, f["src_addr"], tuple(f["src_strides"]), box, elem_bytes
+    )
+    destination = memory.box(
+        MemSpace(f["dst_space"]), ins.tile, f["dst_addr"], tuple(f["dst_strides"]), box, elem_bytes
+    )
+    # The whole source is read before any destination byte is written (memmove semantics).
+    destination[...] = source.copy()
+
+
+def _convert(values: np.ndarray, src: DType, dst: DType) -> np.ndarray:
+    if src == dst:
+        return values
+    if (src, dst) == (DType.F32, DType.F16):
+        return round_to_f16(values)
+    return values.astype(np.float32)  # F16 -> F32, exact
+
+
+@implements("cvt")
+def _cvt(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    src_dtype, dst_dtype = DType(f["src_dtype"]), DType(f["dst_dtype"])
+    source = memory.read(
+        MemSpace.DDR, ins.tile, f["src_addr"], DTYPE_NUMPY[src_dtype], tuple(f["src_shape"])
+    )
+    result = _convert(np.transpose(source, tuple(f["perm"])), src_dtype, dst_dtype)
+    memory.write(MemSpace.DDR, ins.tile, f["dst_addr"], result)
+
+
+class _Window:
+    """The geometry shared by conv and pool: which window row/column each output tap reads."""
+
+    def __init__(self, f: dict, dilation: tuple[int, int] = (1, 1)):
+        self.in_shape = tuple(f["in_shape"])
+        self.out_shape = tuple(f["out_shape"])
+        self.kernel = tuple(f["kernel"])
+        self.stride = tuple(f["stride"])
+        self.dilation = tuple(dilation)
+        self.pad = tuple(f["pad"])
+        self.out_rows = f["orow0"] + np.arange(self.out_shape[1])  # output-tensor rows
+        self.out_cols = np.arange(self.out_shape[2])
+        self.row0 = f["row0"]
+
+    def input_rows(self, kh: int) -> np.ndarray:
+        """Input-tensor row read by tap row kh, per output row of the tile."""
+        return self.out_rows * self.stride[0] - self.pad[0] + kh * self.dilation[0]
+
+    def input_cols(self, kw: int) -> np.ndarray:
+        return self.out_cols * self.stride[1] - self.pad[1] + kw * self.dilation[1]
+
+    def tap(self, window: np.ndarray, kh: int, kw: int) -> tuple[np.ndarray, np.ndarray]:
+        """The window values under tap (kh, kw) for every output position, +0.0 where the tap
+        falls outside the window, and the [rows, cols] mask of taps inside it."""
+        _, height, width, _ = window.shape
+        rows = self.input_rows(kh) - self.row0
+        cols = self.input_cols(kw)
+        inside = ((rows >= 0) & (rows < height))[:, None] & ((cols >= 0) & (cols < width))[None, :]
+        gathered = window[:, np.clip(rows, 0, height - 1)][:, :, np.clip(cols, 0, width - 1)]
+        return np.where(inside[None, :, :, None], gathered, np.float32(0.0)), inside
+
+
+def _bias(memory: Memory, tile: int, b_addr: int, count: int) -> np.ndarray:
+    if b_addr == -1:
+        return np.zeros(count, np.float32)
+    return memory.read(MemSpace.OCM, tile, b_addr, F32, (count,))
+
+
+def _activate(acc: np.ndarray, f: dict) -> np.ndarray:
+    """The fused activation of an instruction with act/act_a/act_b fields, then the f16
+    rounding: the last step of every conv, fc, add and scale."""
+    return round_to_f16(apply_activation(acc, Activation(f["act"]), f["act_a"], f["act_b"]))
+
+
+@implements("conv")
+def _conv(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    geometry = _Window(f, tuple(f["dilation"]))
+    n, _, _, channels = geometry.in_shape
+    _, out_rows, out_cols, out_channels = geometry.out_shape
+    kh_count, kw_count = geometry.kernel
+    groups, oc0, oc_total = f["groups"], f["oc0"], f["oc_total"]
+    group_channels = channels // groups
+
+    window = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, geometry.in_shape)
+    window = window.astype(np.float32)
+    weights = memory.read(
+        MemSpace.OCM, ins.tile, f["w_addr"], F16, (out_channels, kh_count, kw_count, group_channels)
+    )
+    bias = _bias(memory, ins.tile, f["b_addr"], out_channels)
+
+    # Input channel read by local output channel o at reduction step ci: g(o)*Cg + ci.
+    group_of = (oc0 + np.arange(out_channels)) // (oc_total // groups)
+    acc = np.broadcast_to(bias, (n, out_rows, out_cols, out_channels)).copy()
+    for block in range(0, group_channels, CONV_CI_BLOCK):
+        for kh in range(kh_count):
+            for kw in range(kw_count):
+                taps, _ = geometry.tap(window, kh, kw)
+                for ci in range(block, min(block + CONV_CI_BLOCK, group_channels)):
+                    # The input value of each local output channel (one column if groups=1).
+                    if groups == 1:
+                        x = taps[..., ci, None]
+                    else:
+                        x = taps[..., group_of * group_channels + ci]
+                    acc = fp32_mac(acc, x, weights[:, kh, kw, ci])
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(acc, f))
+
+
+@implements("pool")
+def _pool(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    geometry = _Window(f)
+    mode = PoolMode(f["mode"])
+    n, _, _, channels = geometry.in_shape
+    _, out_rows, out_cols, _ = geometry.out_shape
+    kh_count, kw_count = geometry.kernel
+    window = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, geometry.in_shape)
+    window = window.astype(np.float32)
+
+    valid_taps = np.zeros((out_rows, out_cols), np.int64)
+    start = -np.inf if mode == PoolMode.MAX else 0.0
+    acc = np.full((n, out_rows, out_cols, channels), start, np.float32)
+    for kh in range(kh_count):
+        for kw in range(kw_count):
+            taps, inside = geometry.tap(window, kh, kw)
+            combined = fp32_max(acc, taps) if mode == PoolMode.MAX else acc + taps
+            acc = np.where(inside[None, :, :, None], combined, acc)
+            valid_taps += inside
+
+    if mode == PoolMode.AVG:
+        if f["count_include_pad"]:
+            height, width = f["in_hw"]
+            bottom, right = f["pad_end"]
+            top, left = geometry.pad
+            counts = np.zeros((out_rows, out_cols), np.int64)
+            for kh in range(kh_count):
+                rows = geometry.input_rows(kh)
+                for kw in range(kw_count):
+                    cols = geometry.input_cols(kw)
+                    counts += ((rows >= -top) & (rows < height + bottom))[:, None] & (
+                        (cols >= -left) & (cols < width + right)
+                    )[None, :]
+        else:
+            counts = valid_taps
+        acc = acc / counts.astype(np.float32)[None, :, :, None]
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(acc))
+
+
+@implements("fc")
+def _fc(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    rows, inner, outs = f["n"], f["k"], f["o"]
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (rows, inner))
+    weights = memory.read(MemSpace.OCM, ins.tile, f["w_addr"], F16, (outs, inner))
+    acc = np.broadcast_to(_bias(memory, ins.tile, f["b_addr"], outs), (rows, outs)).copy()
+    for kk in range(inner):
+        acc = fp32_mac(acc, x[:, kk, None], weights[None, :, kk])
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(acc, f))
+
+
+@implements("add")
+def _add(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    count = f["count"]
+    a = memory.read(MemSpace.OCM, ins.tile, f["a_addr"], F16, (count,))
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F16, (count,))
+    acc = a.astype(np.float32) + b.astype(np.float32)
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(acc, f))
+
+
+@implements("scale")
+def _scale(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    count, channels = f["count"], f["channels"]
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (count // channels, channels))
+    s = memory.read(MemSpace.OCM, ins.tile, f["s_addr"], F32, (channels,))
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F32, (channels,))
+    acc = x.astype(np.float32) * s + b  # two fp32 roundings: the product, then the sum
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(acc, f).reshape(count))
+
+
+@implements("end")
+def _end(memory: Memory, ins: Instruction) -> None:
+    pass
+
+
+_missing = set(OPCODE_BY_NAME) - set(KERNELS)
+assert not _missing, f"opcodes without a reference kernel: {sorted(_missing)}"
+
+
+# --------------------------------------------------------------------------------- the machine
+
+
+def _progress(total: int):
+    """A progress bar over the instructions, shown only on a terminal and only for runs that
+    take a while (tqdm's `delay`)."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        desc="mrvl-sim (interp)",
+        unit="instr",
+        delay=PROGRESS_AFTER_SECONDS,
+        disable=not sys.stderr.isatty(),
+        leave=False,
+    )
+
+
+def execute(valid: ValidProgram, memory: Memory) -> None:
+    """Run the instructions of a validated program in order."""
+    with _progress(len(valid.code)) as bar:
+        for ins in valid.code:
+            # Overflow to inf and NaN results are defined IEEE behaviour here, not faults.
+            with np.errstate(all="ignore"):
+                KERNELS[ins.opcode](memory, ins)
+            bar.update()
