@@ -219,36 +219,41 @@ def finish(acc, act, a, b, buf, addr):
 
 
 @jit
+def dma_move(buffer, addr, strides, box, elem_bytes, staged, gather):
+    """Copy between a strided box at buffer[addr:] and the dense `staged` bytes (gather: box to
+    staged, else staged to box), in runs as long as the innermost stride allows."""
+    if strides[3] == elem_bytes:
+        run, inner = box[3] * elem_bytes, 1
+    else:
+        run, inner = elem_bytes, box[3]
+    k = 0
+    for i0 in range(box[0]):
+        for i1 in range(box[1]):
+            for i2 in range(box[2]):
+                p = addr + i0 * strides[0] + i1 * strides[1] + i2 * strides[2]
+                for i3 in range(inner):
+                    q = p + i3 * strides[3]
+                    if gather:
+                        staged[k : k + run] = buffer[q : q + run]
+                    else:
+                        buffer[q : q + run] = staged[k : k + run]
+                    k += run
+
+
+@jit
 def dma(row, ddr, ocm):
-    b0, b1, b2, b3 = row[DMA_BOX], row[DMA_BOX + 1], row[DMA_BOX + 2], row[DMA_BOX + 3]
-    eb = np.int64(row[DMA_ELEM_BYTES])
-    if b0 == 0 or b1 == 0 or b2 == 0 or b3 == 0:
+    box = row[DMA_BOX : DMA_BOX + 4].astype(np.int64)
+    elem_bytes = np.int64(row[DMA_ELEM_BYTES])
+    if box[0] == 0 or box[1] == 0 or box[2] == 0 or box[3] == 0:
         return
     src = ddr if row[DMA_SRC_SPACE] == DDR else ocm
     dst = ddr if row[DMA_DST_SPACE] == DDR else ocm
-    ss = row[DMA_SRC_STRIDES : DMA_SRC_STRIDES + 4].astype(np.int64)
-    ds = row[DMA_DST_STRIDES : DMA_DST_STRIDES + 4].astype(np.int64)
-    staged = np.empty(np.int64(b0) * b1 * b2 * b3 * eb, np.uint8)  # memmove: read all first
-    k = 0
-    for i0 in range(b0):
-        for i1 in range(b1):
-            for i2 in range(b2):
-                p = row[DMA_SRC_ADDR] + i0 * ss[0] + i1 * ss[1] + i2 * ss[2]
-                for i3 in range(b3):
-                    q = p + i3 * ss[3]
-                    for e in range(eb):
-                        staged[k] = src[q + e]
-                        k += 1
-    k = 0
-    for i0 in range(b0):
-        for i1 in range(b1):
-            for i2 in range(b2):
-                p = row[DMA_DST_ADDR] + i0 * ds[0] + i1 * ds[1] + i2 * ds[2]
-                for i3 in range(b3):
-                    q = p + i3 * ds[3]
-                    for e in range(eb):
-                        dst[q + e] = staged[k]
-                        k += 1
+    src_strides = row[DMA_SRC_STRIDES : DMA_SRC_STRIDES + 4].astype(np.int64)
+    dst_strides = row[DMA_DST_STRIDES : DMA_DST_STRIDES + 4].astype(np.int64)
+    staged = np.empty(box[0] * box[1] * box[2] * box[3] * elem_bytes, np.uint8)
+    # memmove semantics: the whole source is read before any destination byte is written.
+    dma_move(src, np.int64(row[DMA_SRC_ADDR]), src_strides, box, elem_bytes, staged, True)
+    dma_move(dst, np.int64(row[DMA_DST_ADDR]), dst_strides, box, elem_bytes, staged, False)
 
 
 @jit
@@ -299,36 +304,46 @@ def cvt(row, ddr, lut_bits):
         ddr[dst_addr + i] = staged[i]
 
 
+PIXELS = 4
+"""Output positions computed together by the conv kernel, sharing each weight row load."""
+
+
 @jit
-def conv_channels(x, wt, acc, geometry, n, r, c, o_lo, o_hi, c_base, in_channels):
-    """One output position, output channels [o_lo, o_hi) of one group: acc = bias, then per
-    input-channel block, kh, kw, ci in the documented order; the innermost loop runs over the
-    independent output channels."""
-    kh_count, kw_count, group_channels, out_channels = (
-        geometry[0],
-        geometry[1],
-        geometry[2],
-        geometry[3],
-    )
-    height, width, first_row, first_col = geometry[4], geometry[5], geometry[6], geometry[7]
-    dil_h, dil_w = geometry[8], geometry[9]
-    width_o = o_hi - o_lo
+def conv_order(kh_count, kw_count, group_channels):
+    """The documented reduction order as tap indices into an OHWI weight row: per input-channel
+    block, then kh, kw, ci. Returns (tap index, kh, kw, ci) per step."""
+    steps = kh_count * kw_count * group_channels
+    tap = np.empty(steps, np.int64)
+    step_kh = np.empty(steps, np.int64)
+    step_kw = np.empty(steps, np.int64)
+    step_ci = np.empty(steps, np.int64)
+    t = 0
     for block in range(0, group_channels, CI_BLOCK):
-        block_end = min(block + CI_BLOCK, group_channels)
         for kh in range(kh_count):
-            wr = first_row + kh * dil_h
-            row_inside = 0 <= wr < height
             for kw in range(kw_count):
-                iw = first_col + kw * dil_w
-                inside = row_inside and 0 <= iw < width
-                x_base = ((n * height + wr) * width + iw) * in_channels + c_base
-                w_base = (kh * kw_count + kw) * group_channels
-                for ci in range(block, block_end):
-                    xv = x[x_base + ci] if inside else np.float32(0.0)
-                    w_row = (w_base + ci) * out_channels + o_lo
-                    for j in range(width_o):
-                        acc[j] = acc[j] + xv * wt[w_row + j]
-    return acc
+                for ci in range(block, min(block + CI_BLOCK, group_channels)):
+                    tap[t] = (kh * kw_count + kw) * group_channels + ci
+                    step_kh[t], step_kw[t], step_ci[t] = kh, kw, ci
+                    t += 1
+    return tap, step_kh, step_kw, step_ci
+
+
+@jit
+def conv_accumulate(patches, wt, acc):
+    """acc[p, o] += patches[p, t] * wt[t, o] for t in order, for PIXELS positions at once: the
+    reduction is sequential per output, the innermost loop runs over output channels (from 0,
+    so that Numba knows the index is not negative and LLVM vectorizes it)."""
+    a0, a1, a2, a3 = acc[0], acc[1], acc[2], acc[3]
+    width = acc.shape[1]
+    for t in range(wt.shape[0]):
+        x0, x1, x2, x3 = patches[0, t], patches[1, t], patches[2, t], patches[3, t]
+        w = wt[t]
+        for j in range(width):
+            wj = w[j]
+            a0[j] = a0[j] + x0 * wj
+            a1[j] = a1[j] + x1 * wj
+            a2[j] = a2[j] + x2 * wj
+            a3[j] = a3[j] + x3 * wj
 
 
 @jit
@@ -345,55 +360,57 @@ def conv(row, frow, ocm, lut):
         row[CONV_OUT_SHAPE + 3],
     )
     kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
+    stride_h, stride_w = row[CONV_STRIDE], row[CONV_STRIDE + 1]
+    dil_h, dil_w = row[CONV_DILATION], row[CONV_DILATION + 1]
     groups = row[CONV_GROUPS]
     group_channels = in_channels // groups
     oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // groups
     x = load_f16(ocm, row[CONV_IN_ADDR], n_count * height * width * in_channels, lut)
-    taps = kh_count * kw_count * group_channels
-    w = load_f16(ocm, row[CONV_W_ADDR], out_channels * taps, lut)
-    wt = np.empty(taps * out_channels, np.float32)  # [KH, KW, Cg, OCt]: output innermost
-    for o in range(out_channels):
-        for t in range(taps):
-            wt[t * out_channels + o] = w[o * taps + t]
+    steps = kh_count * kw_count * group_channels
+    w = load_f16(ocm, row[CONV_W_ADDR], out_channels * steps, lut)
+    tap, step_kh, step_kw, step_ci = conv_order(kh_count, kw_count, group_channels)
     bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
-    out = np.empty(n_count * out_rows * out_cols * out_channels, np.float32)
-    geometry = np.empty(10, np.int64)
-    geometry[0], geometry[1], geometry[2], geometry[3] = (
-        kh_count,
-        kw_count,
-        group_channels,
-        out_channels,
-    )
-    geometry[4], geometry[5] = height, width
-    geometry[8], geometry[9] = row[CONV_DILATION], row[CONV_DILATION + 1]
-    acc = np.empty(out_channels, np.float32)
-    for n in range(n_count):
-        for r in range(out_rows):
-            geometry[6] = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
-            for c in range(out_cols):
-                geometry[7] = c * row[CONV_STRIDE + 1] - row[CONV_PAD + 1]
-                base = ((n * out_rows + r) * out_cols + c) * out_channels
-                o_lo = 0
-                while o_lo < out_channels:  # runs of output channels of one group
-                    group = (oc0 + o_lo) // group_outputs
-                    o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
-                    part = acc[: o_hi - o_lo]
-                    part[:] = bias[o_lo:o_hi]
-                    conv_channels(
-                        x,
-                        wt,
-                        part,
-                        geometry,
-                        n,
-                        r,
-                        c,
-                        o_lo,
-                        o_hi,
-                        group * group_channels,
-                        in_channels,
-                    )
-                    out[base + o_lo : base + o_hi] = part
-                    o_lo = o_hi
+
+    positions = n_count * out_rows * out_cols
+    out = np.empty(positions * out_channels, np.float32)
+    patches = np.zeros((PIXELS, steps), np.float32)  # the inputs of each step, +0.0 padding
+    o_lo = 0
+    while o_lo < out_channels:  # runs of output channels that belong to one group
+        group = (oc0 + o_lo) // group_outputs
+        o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
+        c_base = group * group_channels
+        wt = np.empty((steps, o_hi - o_lo), np.float32)  # row t: the run's weights of step t
+        for o in range(o_lo, o_hi):
+            for t in range(steps):
+                wt[t, o - o_lo] = w[o * steps + tap[t]]
+        acc = np.empty((PIXELS, o_hi - o_lo), np.float32)
+        for first in range(0, positions, PIXELS):
+            count = min(PIXELS, positions - first)
+            for q in range(PIXELS):
+                acc[q, :] = bias[o_lo:o_hi]
+                if q >= count:
+                    patches[q, :] = 0.0
+                    continue
+                position = first + q
+                n = position // (out_rows * out_cols)
+                r = (position // out_cols) % out_rows
+                c = position % out_cols
+                wr0 = (row[CONV_OROW0] + r) * stride_h - row[CONV_PAD] - row[CONV_ROW0]
+                iw0 = c * stride_w - row[CONV_PAD + 1]
+                for t in range(steps):
+                    wr = wr0 + step_kh[t] * dil_h
+                    iw = iw0 + step_kw[t] * dil_w
+                    if 0 <= wr < height and 0 <= iw < width:
+                        patches[q, t] = x[
+                            ((n * height + wr) * width + iw) * in_channels + c_base + step_ci[t]
+                        ]
+                    else:
+                        patches[q, t] = 0.0
+            conv_accumulate(patches, wt, acc)
+            for q in range(count):
+                base = (first + q) * out_channels
+                out[base + o_lo : base + o_hi] = acc[q]
+        o_lo = o_hi
     finish(out, row[CONV_ACT], frow[CONV_ACT_A], frow[CONV_ACT_B], ocm, row[CONV_OUT_ADDR])
 
 

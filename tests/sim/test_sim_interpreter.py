@@ -1,4 +1,7 @@
-"""The reference interpreter against float64 references, bit-exact invariants and its faults."""
+"""The simulator against float64 references, bit-exact invariants and its faults.
+
+Every run goes through both engines (`run_both`): the Numba engine must give the reference
+interpreter's bytes on each of these programs."""
 
 from __future__ import annotations
 
@@ -19,11 +22,12 @@ from sim_builders import (
     random_f16,
     reference_conv,
     reference_pool,
+    run_both,
 )
 
 from mrvl.binary import encode
 from mrvl.isa import Activation, DType, IOEntry, MemSpace, PoolMode, Program
-from mrvl.sim import SimulatorError, SimulatorInputError, run
+from mrvl.sim import SimulatorError, SimulatorInputError
 from mrvl.target import get_target
 
 
@@ -54,7 +58,7 @@ def run_conv(x, w, b=None, *, stride=(1, 1), pad=(0, 0), dilation=(1, 1), groups
         groups=groups,
         **kwargs,
     )
-    (y,) = run(layer_program(staging, [ins], out_addr, out_shape), [])
+    (y,) = run_both(layer_program(staging, [ins], out_addr, out_shape), [])
     return y
 
 
@@ -146,7 +150,7 @@ def tiled_conv_outputs(x, w, b, *, stride, pad, splits):
                 pad=(pad, pad),
             )
         )
-    (y,) = run(layer_program(staging, compute, out_addr, out_shape), [])
+    (y,) = run_both(layer_program(staging, compute, out_addr, out_shape), [])
     return y
 
 
@@ -204,7 +208,7 @@ def test_conv_channel_tiles_select_their_group(rng):
         )
         for i in range(2)
     ]
-    (split,) = run(layer_program(staging, compute, out_addr, out_shape), [])
+    (split,) = run_both(layer_program(staging, compute, out_addr, out_shape), [])
     np.testing.assert_array_equal(whole.view(np.uint16), split.view(np.uint16))
 
 
@@ -255,7 +259,7 @@ def run_pool(x, kernel, *, mode, stride=(1, 1), pad=(0, 0), pad_end=(0, 0), coun
         pad_end=pad_end,
         count_include_pad=count_include_pad,
     )
-    (y,) = run(layer_program(staging, [ins], out_addr, out_shape), [])
+    (y,) = run_both(layer_program(staging, [ins], out_addr, out_shape), [])
     return y
 
 
@@ -325,7 +329,7 @@ def test_pool_row_tiles_equal_one_instruction(rng):
                 count_include_pad=1,
             )
         )
-    (split,) = run(layer_program(staging, compute, out_addr, out_shape), [])
+    (split,) = run_both(layer_program(staging, compute, out_addr, out_shape), [])
     whole = run_pool(
         x, (3, 3), mode=PoolMode.AVG, stride=(2, 2), pad=(1, 1), pad_end=(1, 1), count_include_pad=1
     )
@@ -341,7 +345,7 @@ def run_fc(x, w, b=None, **kwargs):
     b_addr = -1 if b is None else staging.add(b)
     out_addr = staging.reserve(x.shape[0] * w.shape[0] * 2)
     ins = fc(in_addr, x.shape[0], x.shape[1], w.shape[0], w_addr, out_addr, b_addr=b_addr, **kwargs)
-    (y,) = run(layer_program(staging, [ins], out_addr, (x.shape[0], w.shape[0])), [])
+    (y,) = run_both(layer_program(staging, [ins], out_addr, (x.shape[0], w.shape[0])), [])
     return y
 
 
@@ -398,7 +402,7 @@ def test_dma_strided_box_transposes(rng):
         consts=x.tobytes(),
         srcmap=[],
     )
-    (y,) = run(program, [])
+    (y,) = run_both(program, [])
     np.testing.assert_array_equal(y, x.transpose(1, 3, 0, 2))
 
 
@@ -418,7 +422,7 @@ def test_dma_negative_and_zero_strides():
         consts=x.tobytes(),
         srcmap=[],
     )
-    (y,) = run(program, [])
+    (y,) = run_both(program, [])
     np.testing.assert_array_equal(y, [[3, 2, 1, 0], [3, 2, 1, 0]])
 
 
@@ -437,19 +441,19 @@ def test_dma_overlapping_destination_faults():
         srcmap=[],
     )
     with pytest.raises(SimulatorError, match=r"instruction 0 \(dma.*overlap"):
-        run(program, [])
+        run_both(program, [])
 
 
 def test_region_io_through_cvt_and_conv(rng):
     """f32 NCHW input -> cvt f16 NHWC -> OCM -> conv -> DDR -> cvt f32 NCHW output."""
     x = (rng.standard_normal((1, 3, 6, 6))).astype(np.float32)
     w, b = random_f16(rng, (4, 3, 3, 3)), rng.standard_normal(4).astype(np.float32)
-    y = run(conv_region_program(w, b), [x])[0]
+    y = run_both(conv_region_program(w, b), [x])[0]
     assert y.dtype == np.float32 and y.shape == (1, 4, 6, 6)
     x16 = x.astype(np.float16).transpose(0, 2, 3, 1)
     expected = reference_conv(x16, w, b, pad=(1, 1, 1, 1)).transpose(0, 3, 1, 2)
     np.testing.assert_allclose(y, expected, rtol=2**-10, atol=2**-14)
-    assert run(encode(conv_region_program(w, b)), [x])[0].tobytes() == y.tobytes()
+    assert run_both(encode(conv_region_program(w, b)), [x])[0].tobytes() == y.tobytes()
 
 
 def test_cvt_rounds_and_saturates():
@@ -478,7 +482,7 @@ def test_cvt_rounds_and_saturates():
         consts=b"",
         srcmap=[],
     )
-    (y,) = run(program, [x])
+    (y,) = run_both(program, [x])
     assert y.reshape(-1).view(np.uint16).tolist() == [0x7BFF, 0xFBFF, 0x3C00, 0x7E00]
 
 
@@ -508,7 +512,7 @@ def test_tokens_order_instructions():
             end(waits=(7, 8)),
         ]
     )
-    assert run(program, []) == []
+    assert run_both(program, []) == []
 
 
 def test_wait_on_token_never_signalled_faults():
@@ -518,7 +522,7 @@ def test_wait_on_token_never_signalled_faults():
     with pytest.raises(
         SimulatorError, match=r"instruction 0 \(dma, ONNX node '/layer/Relu'\): waits on token 3"
     ):
-        run(program, [])
+        run_both(program, [])
 
 
 def test_token_signalled_later_does_not_count():
@@ -530,24 +534,26 @@ def test_token_signalled_later_does_not_count():
         ]
     )
     with pytest.raises(SimulatorError, match="token 5"):
-        run(program, [])
+        run_both(program, [])
 
 
 def test_end_stops_execution():
     bad = copy_bytes(MemSpace.DDR, 0, MemSpace.DDR, 1 << 20, 8)
-    assert run(small_program([end(), bad]), []) == []
+    assert run_both(small_program([end(), bad]), []) == []
     with pytest.raises(SimulatorError, match=r"instruction 0 \(dma, no ONNX node\): .*outside DDR"):
-        run(small_program([bad, end()]), [])
+        run_both(small_program([bad, end()]), [])
 
 
 def test_missing_end_faults():
     with pytest.raises(SimulatorError, match="no end"):
-        run(small_program([copy_bytes(MemSpace.DDR, 0, MemSpace.DDR, 8, 8)]), [])
+        run_both(small_program([copy_bytes(MemSpace.DDR, 0, MemSpace.DDR, 8, 8)]), [])
 
 
 def test_tile_beyond_num_tiles_faults():
     with pytest.raises(SimulatorError, match=r"instruction 0 \(dma.*tile 2 >= num_tiles 2"):
-        run(small_program([copy_bytes(MemSpace.DDR, 0, MemSpace.OCM, 0, 8, tile=2), end()]), [])
+        run_both(
+            small_program([copy_bytes(MemSpace.DDR, 0, MemSpace.OCM, 0, 8, tile=2), end()]), []
+        )
 
 
 def test_bad_enum_value_faults(rng):
@@ -562,22 +568,22 @@ def test_bad_enum_value_faults(rng):
         SimulatorError,
         match=r"instruction 1 \(conv, ONNX node '/c/Conv'\): act=9 is not a valid Activation",
     ):
-        run(program, [])
+        run_both(program, [])
 
 
 def test_ocm_size_comes_from_the_target():
     near_end = get_target("cnf10kb").ocm_bytes_per_tile + 1000
     program = small_program([copy_bytes(MemSpace.DDR, 0, MemSpace.OCM, near_end, 8), end()])
-    assert run(program, []) == []  # cn10ka has the larger OCM
+    assert run_both(program, []) == []  # cn10ka has the larger OCM
     with pytest.raises(SimulatorError, match="tile 0's OCM"):
-        run(program, [], target="cnf10kb")
+        run_both(program, [], target="cnf10kb")
 
 
 def test_unknown_target_and_too_many_tiles():
     with pytest.raises(SimulatorError, match="unknown mcpu 'cn99'"):
-        run(small_program([end()], target="cn99"), [])
+        run_both(small_program([end()], target="cn99"), [])
     with pytest.raises(SimulatorError, match="16 tiles"):
-        run(small_program([end()], num_tiles=16), [])
+        run_both(small_program([end()], num_tiles=16), [])
 
 
 # ----------------------------------------------------------------------------------- inputs
@@ -614,14 +620,14 @@ def input_program() -> Program:
 )
 def test_bad_inputs_are_rejected(inputs, message):
     with pytest.raises(SimulatorInputError, match=message):
-        run(input_program(), inputs)
+        run_both(input_program(), inputs)
 
 
 def test_inputs_land_at_their_ddr_address():
     program = input_program()
     program.io.append(IOEntry("echo", False, (4,), DType.F32, 256))
     mask = np.array([1, -2, 3.5, 0], np.float32)
-    (echo,) = run(program, [np.zeros((1, 3, 4, 4), np.float32), mask])
+    (echo,) = run_both(program, [np.zeros((1, 3, 4, 4), np.float32), mask])
     np.testing.assert_array_equal(echo, mask)
 
 
@@ -656,7 +662,7 @@ def run_add(a, b, **kwargs):
         act_a=kwargs.get("act_a", 0.0),
         act_b=kwargs.get("act_b", 0.0),
     )
-    (y,) = run(layer_program(staging, [ins], out_addr, a.shape), [])
+    (y,) = run_both(layer_program(staging, [ins], out_addr, a.shape), [])
     return y
 
 
@@ -692,7 +698,7 @@ def test_scale_is_a_per_channel_affine_map_with_two_fp32_roundings(rng):
         act_a=0.0,
         act_b=0.0,
     )
-    (y,) = run(layer_program(staging, [ins], out_addr, x.shape), [])
+    (y,) = run_both(layer_program(staging, [ins], out_addr, x.shape), [])
     acc = (x.astype(np.float32) * s) + b
     expected = np.where(acc < 0, np.float32(0), acc).astype(np.float16)
     np.testing.assert_array_equal(y.view(np.uint16), expected.view(np.uint16))
