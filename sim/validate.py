@@ -318,6 +318,12 @@ def _check_pool(ins: Instruction, bounds: Bounds) -> None:
     enum_value(PoolMode, f["mode"], "mode")
     in_shape, out_shape = f["in_shape"], f["out_shape"]
     require(in_shape[3] == out_shape[3], f"in_shape C={in_shape[3]} != out_shape C={out_shape[3]}")
+    positive(f["in_hw"], "in_hw")
+    padded = [f["in_hw"][d] + f["pad"][d] + f["pad_end"][d] for d in (0, 1)]
+    require(
+        all(k <= p for k, p in zip(f["kernel"], padded)),
+        f"kernel {list(f['kernel'])} is larger than the padded input {padded}",
+    )
     bounds.dense(MemSpace.OCM, ins.tile, f["out_addr"], DType.F16, out_shape, "output tile")
     bounds.dense(MemSpace.OCM, ins.tile, f["in_addr"], DType.F16, in_shape, "input window")
     valid = pool_valid_taps(f)
