@@ -10,6 +10,7 @@ mrvlc model.onnx --report                # where each ONNX node runs, and why, t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -41,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
         help="run the compiled model on a seeded random input and compare with onnxruntime",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the --run input")
+    p.add_argument(
+        "--engine",
+        choices=("numba", "interp"),
+        help="simulator engine of --run (default: $MRVL_SIM_ENGINE, else numba)",
+    )
     p.add_argument(
         "--report",
         action="store_true",
@@ -114,7 +120,7 @@ def _write_outputs(lib, outdir: Path) -> None:
     print(f"wrote {len(lib.mrvl_regions)} region(s) and {lib.library_path} to {outdir}")
 
 
-def run_against_onnxruntime(lib, model, shapes, seed: int):
+def run_against_onnxruntime(lib, model, shapes, seed: int, engine: str | None = None):
     """Run the hybrid library and onnxruntime on the same seeded input; returns agreements."""
     import numpy as np
     import onnxruntime as ort
@@ -122,6 +128,7 @@ def run_against_onnxruntime(lib, model, shapes, seed: int):
     from tvm import relax
 
     from mrvl.accuracy import fp16_agreement
+    from mrvl.sim import use_engine
 
     rng = np.random.default_rng(seed)
     initializers = {i.name for i in model.graph.initializer}
@@ -136,7 +143,8 @@ def run_against_onnxruntime(lib, model, shapes, seed: int):
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     references = session.run(None, feeds)
     vm = relax.VirtualMachine(lib, tvm.cpu())
-    result = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()])
+    with use_engine(engine) if engine else contextlib.nullcontext():
+        result = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()])
     outputs = [result] if isinstance(result, tvm.runtime.Tensor) else list(result)
     return [fp16_agreement(o.numpy(), r) for o, r in zip(outputs, references)]
 
@@ -178,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.report:  # the report above says it all
             _print_placement(mod, model)
         if args.run:
-            agreements = run_against_onnxruntime(lib, model, shapes, args.seed)
+            agreements = run_against_onnxruntime(lib, model, shapes, args.seed, args.engine)
             for i, agreement in enumerate(agreements):
                 print(f"output {i} vs onnxruntime: {agreement}")
             if not all(a.passed for a in agreements):
