@@ -6,6 +6,8 @@ encoder and the simulator cannot disagree on what an instruction holds. A progra
 pool, and the instructions in program order. It prints as assembly:
 
     mlip.conv tile 0 signal 3 wait [1, 2] : in_addr 0, in_shape [1, 15, 28, 1], ...
+
+Enumeration fields print as their member's name in lower case (`act relu`, `mode max`).
 """
 
 from __future__ import annotations
@@ -133,6 +135,12 @@ class InstructionOp(IRDLOperation):
 
     def verify_(self) -> None:
         for spec in self.SPEC.fields:
+            if spec.enum is not None:
+                value = self.properties[spec.name].value.data  # type: ignore[union-attr]
+                if value not in spec.enum._value2member_map_:
+                    raise VerifyException(
+                        f"{self.name}: field {spec.name}={value} is not a {spec.enum.__name__}"
+                    )
             if spec.kind.startswith("i32x"):
                 n = len(self.properties[spec.name])  # type: ignore[arg-type]
                 if n != spec.length:
@@ -150,6 +158,8 @@ class InstructionOp(IRDLOperation):
         for spec, value in zip(self.SPEC.fields, self.field_values().values()):
             if spec.kind == "f32":
                 parts.append(f"{spec.name} {value!r}")
+            elif spec.enum is not None and value in spec.enum._value2member_map_:
+                parts.append(f"{spec.name} {spec.enum(value).name.lower()}")
             elif spec.kind == "i32":
                 parts.append(f"{spec.name} {value}")
             else:
@@ -176,6 +186,14 @@ class InstructionOp(IRDLOperation):
                 parser.parse_keyword(spec.name, f" (field {i} of {cls.SPEC.name})")
                 if spec.kind == "f32":
                     fields[spec.name] = parser.parse_float()
+                elif spec.enum is not None and (word := parser.parse_optional_identifier()):
+                    member = spec.enum.__members__.get(word.upper())
+                    if member is None:
+                        choices = ", ".join(m.name.lower() for m in spec.enum)
+                        parser.raise_error(
+                            f"{spec.name}: '{word}' is not a {spec.enum.__name__} ({choices})"
+                        )
+                    fields[spec.name] = int(member)
                 elif spec.kind == "i32":
                     fields[spec.name] = parser.parse_integer()
                 else:
@@ -205,6 +223,8 @@ CvtOp = INSTRUCTION_OPS["cvt"]
 ConvOp = INSTRUCTION_OPS["conv"]
 PoolOp = INSTRUCTION_OPS["pool"]
 FcOp = INSTRUCTION_OPS["fc"]
+LutOp = INSTRUCTION_OPS["lut"]
+MulOp = INSTRUCTION_OPS["mul"]
 EndOp = INSTRUCTION_OPS["end"]
 
 

@@ -37,12 +37,40 @@ DTYPE_NUMPY = {DType.F32: "float32", DType.F16: "float16", DType.I8: "int8", DTy
 
 
 class Activation(IntEnum):
-    """Activation fused into a compute instruction, applied to the fp32 accumulator."""
+    """Activation fused into a compute instruction (docs/isa.md section 4).
+
+    NONE..PRELU act on the fp32 accumulator. The table kinds (`TABLE_ACTIVATIONS`) look the
+    accumulator, rounded to f16, up in the tile's activation table, which a `lut` instruction
+    loaded with the same (act, act_a, act_b).
+    """
 
     NONE = 0
     RELU = 1
     CLIP = 2  # clamp to [act_a, act_b]
     LEAKY_RELU = 3  # x < 0 -> act_a * x
+    PRELU = 4  # x < 0 -> slope[channel] * x, slopes f32 in OCM at act_addr
+    SIGMOID = 5  # 1 / (1 + e^-x)
+    TANH = 6
+    HARD_SIGMOID = 7  # max(0, min(1, act_a * x + act_b))
+    HARD_SWISH = 8  # x * max(0, min(6, x + 3)) / 6
+    SILU = 9  # x * sigmoid(x)
+    MISH = 10  # x * tanh(ln(1 + e^x))
+
+
+TABLE_ACTIVATIONS = frozenset(
+    {
+        Activation.SIGMOID,
+        Activation.TANH,
+        Activation.HARD_SIGMOID,
+        Activation.HARD_SWISH,
+        Activation.SILU,
+        Activation.MISH,
+    }
+)
+"""Activations computed by table lookup: y = T[bits(f16(acc))], T loaded by `lut`."""
+
+ACT_TABLE_ENTRIES = 1 << 16
+"""A table maps every binary16 bit pattern to a binary16 result: 65,536 entries, 128 KiB."""
 
 
 class PoolMode(IntEnum):
@@ -55,6 +83,8 @@ class FieldSpec:
     name: str
     kind: str  # "i32" | "f32" | "i32xN"
     doc: str
+    enum: type[IntEnum] | None = None
+    """The enumeration an `i32` field holds (the `mlip` dialect prints its member names)."""
 
     @property
     def length(self) -> int:
@@ -79,8 +109,8 @@ class OpcodeSpec:
         raise KeyError(name)
 
 
-def _f(name: str, kind: str, doc: str) -> FieldSpec:
-    return FieldSpec(name, kind, doc)
+def _f(name: str, kind: str, doc: str, enum: type[IntEnum] | None = None) -> FieldSpec:
+    return FieldSpec(name, kind, doc, enum)
 
 
 _WINDOW_FIELDS = (
@@ -99,6 +129,18 @@ _WINDOW_FIELDS = (
     _f("pad", "i32x2", "leading padding [top, left]; trailing padding is implied by the shapes"),
 )
 
+_ACT_FIELDS = (
+    _f("act", "i32", "Activation", Activation),
+    _f("act_a", "f32", "activation parameter a (clip min, leaky alpha, hard-sigmoid alpha)"),
+    _f("act_b", "f32", "activation parameter b (clip max, hard-sigmoid beta)"),
+)
+"""The fused activation of every compute instruction."""
+
+_PRELU_FIELD = _f(
+    "act_addr", "i32", "OCM byte address of the PRELU slopes, f32 per output channel, or -1"
+)
+"""Where per-channel PRELU slopes live, on the instructions whose elements have a channel."""
+
 OPCODES: tuple[OpcodeSpec, ...] = (
     OpcodeSpec(
         "dma",
@@ -107,10 +149,10 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "Copy a 4-D strided box of elements between DDR and the tile's OCM (either way) "
         "or within one space. Strides are in bytes, outermost first.",
         (
-            _f("src_space", "i32", "MemSpace of the source"),
+            _f("src_space", "i32", "MemSpace of the source", MemSpace),
             _f("src_addr", "i32", "source byte address"),
             _f("src_strides", "i32x4", "source byte strides"),
-            _f("dst_space", "i32", "MemSpace of the destination"),
+            _f("dst_space", "i32", "MemSpace of the destination", MemSpace),
             _f("dst_addr", "i32", "destination byte address"),
             _f("dst_strides", "i32x4", "destination byte strides"),
             _f("box", "i32x4", "elements per dimension"),
@@ -125,11 +167,23 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "(region I/O: f32 NCHW <-> f16 NHWC). dst dim i is src dim perm[i].",
         (
             _f("src_addr", "i32", "DDR byte address of the dense source"),
-            _f("src_dtype", "i32", "DType of the source"),
+            _f("src_dtype", "i32", "DType of the source", DType),
             _f("src_shape", "i32x4", "source shape"),
             _f("dst_addr", "i32", "DDR byte address of the dense destination"),
-            _f("dst_dtype", "i32", "DType of the destination"),
+            _f("dst_dtype", "i32", "DType of the destination", DType),
             _f("perm", "i32x4", "destination dimension i takes source dimension perm[i]"),
+        ),
+    ),
+    OpcodeSpec(
+        "lut",
+        0x03,
+        "dma",
+        "Load an activation table (65,536 f16 entries, indexed by the bits of an f16 value) "
+        "from DDR into the tile's activation-table memory, for the table activation "
+        "(act, act_a, act_b) of the compute instructions that follow on the tile.",
+        (
+            _f("src_addr", "i32", "DDR byte address of the table, 65,536 f16"),
+            *_ACT_FIELDS,
         ),
     ),
     OpcodeSpec(
@@ -151,9 +205,8 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("oc_total", "i32", "output channels of the whole layer"),
             _f("w_addr", "i32", "OCM byte address of the weights"),
             _f("b_addr", "i32", "OCM byte address of the bias, or -1 for none"),
-            _f("act", "i32", "Activation"),
-            _f("act_a", "f32", "activation parameter a (clip min, leaky alpha)"),
-            _f("act_b", "f32", "activation parameter b (clip max)"),
+            *_ACT_FIELDS,
+            _PRELU_FIELD,
         ),
     ),
     OpcodeSpec(
@@ -163,7 +216,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "Max or average pooling of an input window into an output tile.",
         _WINDOW_FIELDS
         + (
-            _f("mode", "i32", "PoolMode"),
+            _f("mode", "i32", "PoolMode", PoolMode),
             _f("in_hw", "i32x2", "full input tensor [H, W], to count padding for averages"),
             _f(
                 "pad_end",
@@ -187,9 +240,8 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("w_addr", "i32", "OCM byte address of the weights [O, K], f16"),
             _f("b_addr", "i32", "OCM byte address of the bias [O], f32, or -1 for none"),
             _f("out_addr", "i32", "OCM byte address of the output [N, O], f16"),
-            _f("act", "i32", "Activation"),
-            _f("act_a", "f32", "activation parameter a"),
-            _f("act_b", "f32", "activation parameter b"),
+            *_ACT_FIELDS,
+            _PRELU_FIELD,
         ),
     ),
     OpcodeSpec(
@@ -203,9 +255,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("b_addr", "i32", "OCM byte address of the second operand, f16"),
             _f("out_addr", "i32", "OCM byte address of the result, f16"),
             _f("count", "i32", "number of elements"),
-            _f("act", "i32", "Activation"),
-            _f("act_a", "f32", "activation parameter a"),
-            _f("act_b", "f32", "activation parameter b"),
+            *_ACT_FIELDS,
         ),
     ),
     OpcodeSpec(
@@ -221,9 +271,28 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("channels", "i32", "channels C: element i belongs to channel i mod C"),
             _f("s_addr", "i32", "OCM byte address of the scales [C], f32"),
             _f("b_addr", "i32", "OCM byte address of the shifts [C], f32"),
-            _f("act", "i32", "Activation"),
-            _f("act_a", "f32", "activation parameter a"),
-            _f("act_b", "f32", "activation parameter b"),
+            *_ACT_FIELDS,
+            _PRELU_FIELD,
+        ),
+    ),
+    OpcodeSpec(
+        "mul",
+        0x42,
+        "vector",
+        "Elementwise product of two f16 vectors with a fused activation, the second one "
+        "optionally broadcast per channel: out[i] = act(fp32(a[i]) * fp32(b[j])), rounded "
+        "to f16, with j = i, or j = i mod channels when channels > 0.",
+        (
+            _f("a_addr", "i32", "OCM byte address of the first operand [count], f16"),
+            _f("b_addr", "i32", "OCM byte address of the second operand, f16"),
+            _f("out_addr", "i32", "OCM byte address of the result [count], f16"),
+            _f("count", "i32", "number of elements"),
+            _f(
+                "channels",
+                "i32",
+                "0: b holds count elements; C > 0: b holds C, element i reads b[i mod C]",
+            ),
+            *_ACT_FIELDS,
         ),
     ),
     OpcodeSpec("end", 0x7F, "control", "End of the program.", ()),

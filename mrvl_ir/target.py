@@ -25,6 +25,8 @@ class Target:
     description: str
     max_tiles: int
     ocm_bytes_per_tile: int
+    act_table_bytes_per_tile: int
+    """Activation-table memory of a tile, apart from its OCM: one 65,536-entry f16 table."""
     ddr_bytes: int
     clock_mhz: int
     fp16_macs_per_cycle_per_tile: int

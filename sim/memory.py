@@ -1,7 +1,8 @@
 """The simulated memories, shared by every engine: one DDR and one OCM per tile, as byte arrays.
 
 `ddr` is uint8 [ddr_size]; `ocm` is uint8 [num_tiles, ocm_bytes_per_tile], row t being tile t's
-OCM. Multi-byte values are little-endian, as in the binary. Accesses are not checked here:
+OCM; `tables` is uint16 [num_tiles, 65536], row t being tile t's activation-table memory (the
+bits of the f16 entries a `lut` loaded). Multi-byte values are little-endian, as in the binary. Accesses are not checked here:
 `mrvl.sim.validate` proved every access of a `ValidProgram` in bounds before it runs. The one
 exception is `box`, which builds a strided view with `as_strided` (no checking of its own) and
 therefore keeps a last check so that a validation bug cannot read or write outside the buffer.
@@ -13,7 +14,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from mrvl.isa import DTYPE_NUMPY, DType, MemSpace, Program
+from mrvl.isa import ACT_TABLE_ENTRIES, DTYPE_NUMPY, DType, MemSpace, Program
 from mrvl.sim.validate import box_extent
 
 
@@ -27,6 +28,7 @@ class Memory:
     def __init__(self, ddr_size: int, num_tiles: int, ocm_bytes_per_tile: int):
         self.ddr = np.zeros(ddr_size, np.uint8)
         self.ocm = np.zeros((num_tiles, ocm_bytes_per_tile), np.uint8)
+        self.tables = np.zeros((num_tiles, ACT_TABLE_ENTRIES), np.uint16)
 
     def load(self, program: Program, inputs: Sequence[np.ndarray]) -> None:
         """The state at the start of a run (docs/isa.md §2): zeros, the constant pool at
@@ -34,6 +36,7 @@ class Memory:
         one pass over its bytes instead of a fresh allocation."""
         self.ddr.fill(0)
         self.ocm.fill(0)
+        self.tables.fill(0)
         consts = np.frombuffer(bytes(program.consts), np.uint8)
         self.ddr[program.const_base : program.const_base + consts.size] = consts
         for entry, value in zip(program.inputs, inputs):

@@ -8,7 +8,8 @@ MAC loop is the fp32 add (`fp32_mac`). Results go back to binary16 through `roun
 from __future__ import annotations
 
 import numpy as np
-from mrvl.isa import Activation
+
+from mrvl.isa import TABLE_ACTIVATIONS, Activation
 
 F16_MAX = np.float32(65504.0)
 F16_CANONICAL_NAN = np.uint16(0x7E00).view(np.float16)
@@ -40,9 +41,16 @@ def fp32_max(acc: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.where((x > acc) | np.isnan(x), x, acc)
 
 
-def apply_activation(acc: np.ndarray, act: Activation, act_a: float, act_b: float) -> np.ndarray:
-    """The fused activation on the fp32 accumulator; every comparison is `<` or `>`, so a NaN
-    accumulator passes through."""
+def apply_activation(
+    acc: np.ndarray,
+    act: Activation,
+    act_a: float,
+    act_b: float,
+    slopes: np.ndarray | None = None,
+) -> np.ndarray:
+    """The fp32 activations on the fp32 accumulator; every comparison is `<` or `>`, so a NaN
+    accumulator passes through. PRELU's `slopes` (f32) broadcast along the last axis, which is
+    the channel."""
     zero = np.float32(0.0)
     a, b = np.float32(act_a), np.float32(act_b)
     if act == Activation.NONE:
@@ -54,4 +62,27 @@ def apply_activation(acc: np.ndarray, act: Activation, act_a: float, act_b: floa
         return np.where(raised > b, b, raised)
     if act == Activation.LEAKY_RELU:
         return np.where(acc < zero, a * acc, acc)
-    raise ValueError(f"no rule for activation {act!r}")
+    if act == Activation.PRELU:
+        if slopes is None:
+            raise ValueError("PRELU needs its slopes")
+        return np.where(acc < zero, slopes.astype(np.float32) * acc, acc)
+    raise ValueError(f"no fp32 rule for activation {act!r}")
+
+
+def activate(
+    acc: np.ndarray,
+    act: Activation,
+    act_a: float,
+    act_b: float,
+    *,
+    table: np.ndarray | None = None,
+    slopes: np.ndarray | None = None,
+) -> np.ndarray:
+    """A compute instruction's result from its fp32 accumulator: f16(activation(acc)), or for a
+    table activation T[bits(f16(acc))] with T the tile's loaded float16[65536] table."""
+    if act in TABLE_ACTIVATIONS:
+        if table is None:
+            raise ValueError(f"{act.name} needs its table")
+        index = round_to_f16(np.asarray(acc, np.float32)).view(np.uint16)
+        return table[index].astype(np.float16)
+    return round_to_f16(apply_activation(acc, act, act_a, act_b, slopes))

@@ -22,6 +22,7 @@ from enum import IntEnum
 
 import numpy as np
 from mrvl.isa import (
+    ACT_TABLE_ENTRIES,
     DTYPE_BYTES,
     OPCODE_BY_NAME,
     OPCODES,
@@ -32,6 +33,7 @@ from mrvl.isa import (
     OpcodeSpec,
     PoolMode,
     Program,
+    TABLE_ACTIVATIONS,
 )
 from mrvl.sim.errors import Fault, SimulatorError
 from mrvl.target import Target, UnknownTargetError, get_target
@@ -135,11 +137,27 @@ def overlapping(box: tuple[int, ...], strides: tuple[int, ...], elem_bytes: int)
     return bool(np.any(np.diff(offsets) < elem_bytes))
 
 
-class Bounds:
-    """The sizes of DDR and of each tile's OCM, and the checks of byte ranges against them."""
+TableKey = tuple[int, int, int]
+"""(act, bits of fp32(act_a), bits of fp32(act_b)): which table a `lut` loaded."""
 
-    def __init__(self, ddr_size: int, ocm_bytes: int):
+
+def table_key(f: dict) -> TableKey:
+    return (
+        int(f["act"]),
+        int(np.float32(f["act_a"]).view(np.uint32)),
+        int(np.float32(f["act_b"]).view(np.uint32)),
+    )
+
+
+class Bounds:
+    """The sizes of DDR, of each tile's OCM and activation-table memory, the checks of byte
+    ranges against them, and which activation table each tile holds at this point of the
+    program (`tables`, updated as validation walks the stream)."""
+
+    def __init__(self, ddr_size: int, ocm_bytes: int, act_table_bytes: int, num_tiles: int):
         self.ddr_size, self.ocm_bytes = ddr_size, ocm_bytes
+        self.act_table_bytes = act_table_bytes
+        self.tables: list[TableKey | None] = [None] * num_tiles
 
     def _space(self, space: MemSpace, tile: int) -> tuple[int, str]:
         if space == MemSpace.DDR:
@@ -219,6 +237,28 @@ def check_fields(ins: Instruction) -> dict:
     return ins.fields
 
 
+def check_activation(ins: Instruction, bounds: Bounds, channels: int | None) -> None:
+    """The fused activation: a valid kind; PRELU's slopes (one f32 per channel, `channels` of
+    them; None for an instruction without channels) inside the OCM; a table kind's table
+    loaded on the tile by a `lut` with the same (act, act_a, act_b)."""
+    f = ins.fields
+    act = enum_value(Activation, f["act"], "act")
+    if act == Activation.PRELU:
+        require(channels is not None, f"{ins.opcode} has no channels for PRELU slopes")
+        bounds.dense(MemSpace.OCM, ins.tile, f["act_addr"], DType.F32, (channels,), "slopes")
+    elif act in TABLE_ACTIVATIONS:
+        loaded = bounds.tables[ins.tile]
+        if loaded != table_key(f):
+            if loaded is None:
+                holds = f"no lut loaded a table on tile {ins.tile}"
+            else:
+                holds = f"tile {ins.tile}'s table memory holds {Activation(loaded[0]).name}"
+            raise Fault(
+                f"act {act.name} (act_a={f['act_a']!r}, act_b={f['act_b']!r}) needs its table, "
+                f"but {holds}"
+            )
+
+
 @checks("dma")
 def _check_dma(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
@@ -258,6 +298,21 @@ def _check_cvt(ins: Instruction, bounds: Bounds) -> None:
     bounds.dense(MemSpace.DDR, ins.tile, f["dst_addr"], dst_dtype, shape, "destination")
 
 
+@checks("lut")
+def _check_lut(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    act = enum_value(Activation, f["act"], "act")
+    require(act in TABLE_ACTIVATIONS, f"act {act.name} is not a table activation")
+    nbytes = ACT_TABLE_ENTRIES * DTYPE_BYTES[DType.F16]
+    require(
+        bounds.act_table_bytes >= nbytes,
+        f"a table of {nbytes} bytes does not fit the tile's {bounds.act_table_bytes}-byte "
+        "activation-table memory",
+    )
+    bounds.dense(MemSpace.DDR, ins.tile, f["src_addr"], DType.F16, (ACT_TABLE_ENTRIES,), "table")
+    bounds.tables[ins.tile] = table_key(f)
+
+
 def check_window(f: dict, dilation: Sequence[int] = (1, 1)) -> None:
     """The geometry shared by conv and pool."""
     in_shape = positive(f["in_shape"], "in_shape")
@@ -277,7 +332,6 @@ def check_bias(bounds: Bounds, tile: int, b_addr: int, count: int) -> None:
 def _check_conv(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
     check_window(f, f["dilation"])
-    enum_value(Activation, f["act"], "act")
     _, _, _, channels = f["in_shape"]
     _, _, _, out_channels = f["out_shape"]
     groups, oc0, oc_total = f["groups"], f["oc0"], f["oc_total"]
@@ -296,6 +350,7 @@ def _check_conv(ins: Instruction, bounds: Bounds) -> None:
     weights = (out_channels, kh, kw, channels // groups)
     bounds.dense(MemSpace.OCM, tile, f["w_addr"], DType.F16, weights, "weights")
     check_bias(bounds, tile, f["b_addr"], out_channels)
+    check_activation(ins, bounds, out_channels)
 
 
 def pool_valid_taps(f: dict) -> np.ndarray:
@@ -335,29 +390,28 @@ def _check_pool(ins: Instruction, bounds: Bounds) -> None:
 @checks("fc")
 def _check_fc(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
-    enum_value(Activation, f["act"], "act")
     rows, inner, outs = positive((f["n"], f["k"], f["o"]), "[n, k, o]")
     tile = ins.tile
     bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, (rows, outs), "output")
     bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, (rows, inner), "input")
     bounds.dense(MemSpace.OCM, tile, f["w_addr"], DType.F16, (outs, inner), "weights")
     check_bias(bounds, tile, f["b_addr"], outs)
+    check_activation(ins, bounds, outs)
 
 
 @checks("add")
 def _check_add(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
-    enum_value(Activation, f["act"], "act")
     (count,) = positive((f["count"],), "count")
     bounds.dense(MemSpace.OCM, ins.tile, f["out_addr"], DType.F16, (count,), "output")
     bounds.dense(MemSpace.OCM, ins.tile, f["a_addr"], DType.F16, (count,), "operand a")
     bounds.dense(MemSpace.OCM, ins.tile, f["b_addr"], DType.F16, (count,), "operand b")
+    check_activation(ins, bounds, None)
 
 
 @checks("scale")
 def _check_scale(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
-    enum_value(Activation, f["act"], "act")
     count, channels = positive((f["count"], f["channels"]), "[count, channels]")
     require(count % channels == 0, f"count {count} is not a multiple of channels {channels}")
     tile = ins.tile
@@ -365,6 +419,24 @@ def _check_scale(ins: Instruction, bounds: Bounds) -> None:
     bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, (count,), "input")
     bounds.dense(MemSpace.OCM, tile, f["s_addr"], DType.F32, (channels,), "scales")
     bounds.dense(MemSpace.OCM, tile, f["b_addr"], DType.F32, (channels,), "shifts")
+    check_activation(ins, bounds, channels)
+
+
+@checks("mul")
+def _check_mul(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    (count,) = positive((f["count"],), "count")
+    channels = f["channels"]
+    require(channels >= 0, f"channels={channels} must be 0 or positive")
+    require(
+        channels == 0 or count % channels == 0,
+        f"count {count} is not a multiple of channels {channels}",
+    )
+    tile = ins.tile
+    bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, (count,), "output")
+    bounds.dense(MemSpace.OCM, tile, f["a_addr"], DType.F16, (count,), "operand a")
+    bounds.dense(MemSpace.OCM, tile, f["b_addr"], DType.F16, (channels or count,), "operand b")
+    check_activation(ins, bounds, None)
 
 
 @checks("end")
@@ -435,7 +507,12 @@ def _check_io(program: Program, bounds: Bounds) -> None:
 def validate(program: Program, target: Target | str | None = None) -> ValidProgram:
     """Check `program` for `target` (default: the one it names); see the module docstring."""
     machine = resolve_target(program, target)
-    bounds = Bounds(program.ddr_size, machine.ocm_bytes_per_tile)
+    bounds = Bounds(
+        program.ddr_size,
+        machine.ocm_bytes_per_tile,
+        machine.act_table_bytes_per_tile,
+        program.num_tiles,
+    )
     _check_io(program, bounds)
     signalled: set[int] = set()
     for index, ins in enumerate(program.code):

@@ -124,6 +124,7 @@ class _Selector:
                 w_addr=self.address(op.weight),
                 b_addr=self.address(op.bias) if op.bias is not None else -1,
                 **self.activation_fields(op),
+                act_addr=-1,
             )
             return mlip.ConvOp.build(**self.header(op), fields=fields)
         if isinstance(op, sched.Pool2DTaskOp):
@@ -148,6 +149,7 @@ class _Selector:
                 "b_addr": self.address(op.bias) if op.bias is not None else -1,
                 "out_addr": self.address(op.output),
                 **self.activation_fields(op),
+                "act_addr": -1,
             }
             return mlip.FcOp.build(**self.header(op), fields=fields)
         if isinstance(op, sched.AddTaskOp):
@@ -168,6 +170,7 @@ class _Selector:
                 "s_addr": self.address(op.scale),
                 "b_addr": self.address(op.shift),
                 **self.activation_fields(op),
+                "act_addr": -1,
             }
             return mlip.INSTRUCTION_OPS["scale"].build(**self.header(op), fields=fields)
         return None

@@ -24,7 +24,15 @@ from pathlib import Path
 
 import numpy as np
 from mrvl import isa
-from mrvl.isa import CONV_CI_BLOCK, OPCODE_BY_NAME, Activation, DType, PoolMode
+from mrvl.isa import (
+    ACT_TABLE_ENTRIES,
+    CONV_CI_BLOCK,
+    OPCODE_BY_NAME,
+    TABLE_ACTIVATIONS,
+    Activation,
+    DType,
+    PoolMode,
+)
 from mrvl.sim.memory import Memory
 from mrvl.sim.validate import ValidProgram, field_words
 from numba.core import config as _numba_config
@@ -55,6 +63,8 @@ jit = numba.njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
 
 OP_DMA = OPCODE_BY_NAME["dma"].opcode
 OP_CVT = OPCODE_BY_NAME["cvt"].opcode
+OP_LUT = OPCODE_BY_NAME["lut"].opcode
+OP_MUL = OPCODE_BY_NAME["mul"].opcode
 OP_CONV = OPCODE_BY_NAME["conv"].opcode
 OP_POOL = OPCODE_BY_NAME["pool"].opcode
 OP_FC = OPCODE_BY_NAME["fc"].opcode
@@ -79,6 +89,9 @@ _cvt = field_words(OPCODE_BY_NAME["cvt"])
 CVT_SRC_ADDR, CVT_SRC_DTYPE, CVT_SRC_SHAPE = _cvt["src_addr"], _cvt["src_dtype"], _cvt["src_shape"]
 CVT_DST_ADDR, CVT_DST_DTYPE, CVT_PERM = _cvt["dst_addr"], _cvt["dst_dtype"], _cvt["perm"]
 
+_lut = field_words(OPCODE_BY_NAME["lut"])
+LUT_SRC_ADDR = _lut["src_addr"]
+
 _conv = field_words(OPCODE_BY_NAME["conv"])
 CONV_IN_ADDR, CONV_IN_SHAPE, CONV_ROW0 = _conv["in_addr"], _conv["in_shape"], _conv["row0"]
 CONV_OUT_ADDR, CONV_OUT_SHAPE, CONV_OROW0 = _conv["out_addr"], _conv["out_shape"], _conv["orow0"]
@@ -87,6 +100,7 @@ CONV_DILATION, CONV_GROUPS = _conv["dilation"], _conv["groups"]
 CONV_OC0, CONV_OC_TOTAL = _conv["oc0"], _conv["oc_total"]
 CONV_W_ADDR, CONV_B_ADDR = _conv["w_addr"], _conv["b_addr"]
 CONV_ACT, CONV_ACT_A, CONV_ACT_B = _conv["act"], _conv["act_a"], _conv["act_b"]
+CONV_ACT_ADDR = _conv["act_addr"]
 
 _pool = field_words(OPCODE_BY_NAME["pool"])
 POOL_IN_ADDR, POOL_IN_SHAPE, POOL_ROW0 = _pool["in_addr"], _pool["in_shape"], _pool["row0"]
@@ -98,7 +112,7 @@ POOL_COUNT_INCLUDE_PAD = _pool["count_include_pad"]
 _fc = field_words(OPCODE_BY_NAME["fc"])
 FC_IN_ADDR, FC_N, FC_K, FC_O = _fc["in_addr"], _fc["n"], _fc["k"], _fc["o"]
 FC_W_ADDR, FC_B_ADDR, FC_OUT_ADDR = _fc["w_addr"], _fc["b_addr"], _fc["out_addr"]
-FC_ACT, FC_ACT_A, FC_ACT_B = _fc["act"], _fc["act_a"], _fc["act_b"]
+FC_ACT, FC_ACT_A, FC_ACT_B, FC_ACT_ADDR = _fc["act"], _fc["act_a"], _fc["act_b"], _fc["act_addr"]
 
 _add = field_words(OPCODE_BY_NAME["add"])
 ADD_A_ADDR, ADD_B_ADDR, ADD_OUT_ADDR = _add["a_addr"], _add["b_addr"], _add["out_addr"]
@@ -109,12 +123,20 @@ SCALE_IN_ADDR, SCALE_OUT_ADDR = _scale["in_addr"], _scale["out_addr"]
 SCALE_COUNT, SCALE_CHANNELS = _scale["count"], _scale["channels"]
 SCALE_S_ADDR, SCALE_B_ADDR = _scale["s_addr"], _scale["b_addr"]
 SCALE_ACT, SCALE_ACT_A, SCALE_ACT_B = _scale["act"], _scale["act_a"], _scale["act_b"]
+SCALE_ACT_ADDR = _scale["act_addr"]
+
+_mul = field_words(OPCODE_BY_NAME["mul"])
+MUL_A_ADDR, MUL_B_ADDR, MUL_OUT_ADDR = _mul["a_addr"], _mul["b_addr"], _mul["out_addr"]
+MUL_COUNT, MUL_CHANNELS = _mul["count"], _mul["channels"]
+MUL_ACT, MUL_ACT_A, MUL_ACT_B = _mul["act"], _mul["act_a"], _mul["act_b"]
 
 DDR = int(isa.MemSpace.DDR)
 F32, F16 = int(DType.F32), int(DType.F16)
 DTYPE_SIZE = np.array([isa.DTYPE_BYTES[d] for d in sorted(DType)], np.int64)
 ACT_NONE, ACT_RELU = int(Activation.NONE), int(Activation.RELU)
 ACT_CLIP, ACT_LEAKY_RELU = int(Activation.CLIP), int(Activation.LEAKY_RELU)
+ACT_PRELU = int(Activation.PRELU)
+IS_TABLE_ACT = np.array([a in TABLE_ACTIVATIONS for a in sorted(Activation)], np.bool_)
 POOL_MAX = int(PoolMode.MAX)
 CI_BLOCK = CONV_CI_BLOCK
 
@@ -207,11 +229,38 @@ def store_f16(buf, addr, values):
         buf[addr + 2 * i + 1] = np.uint8(h >> 8)
 
 
+NO_SLOPES = np.zeros(0, np.float32)
+
+
 @jit
-def finish(acc, act, a, b, buf, addr):
-    """The last step of conv, fc, add and scale: activation, f16 rounding, store."""
-    for i in range(acc.size):
-        acc[i] = activate(acc[i], act, a, b)
+def load_slopes(ocm, act, act_addr, channels):
+    """PRELU's f32 slopes, one per channel (none for any other activation)."""
+    if act == ACT_PRELU:
+        return load_f32(ocm, act_addr, channels)
+    return np.zeros(0, np.float32)
+
+
+@jit
+def finish(acc, act, a, b, slopes, table, buf, addr):
+    """The last step of conv, fc, add, scale and mul, from the fp32 accumulator to the f16
+    stored at buf[addr:]: a table activation looks f16(acc) up in the tile's table; the others
+    act on acc (PRELU with the slope of channel i mod channels), then round to f16."""
+    if IS_TABLE_ACT[act]:
+        bits = acc.view(np.uint32)
+        for i in range(acc.size):
+            h = table[f16_bits_from_f32_bits(bits[i])]
+            buf[addr + 2 * i] = np.uint8(h & 0xFF)
+            buf[addr + 2 * i + 1] = np.uint8(h >> 8)
+        return
+    if act == ACT_PRELU:
+        channels = slopes.size
+        for i in range(acc.size):
+            v = acc[i]
+            if v < 0:
+                acc[i] = slopes[i % channels] * v
+    else:
+        for i in range(acc.size):
+            acc[i] = activate(acc[i], act, a, b)
     store_f16(buf, addr, acc)
 
 
@@ -347,7 +396,7 @@ def conv_accumulate(patches, wt, acc):
 
 
 @jit
-def conv(row, frow, ocm, lut):
+def conv(row, frow, ocm, lut, table):
     n_count, height, width, in_channels = (
         row[CONV_IN_SHAPE],
         row[CONV_IN_SHAPE + 1],
@@ -411,7 +460,9 @@ def conv(row, frow, ocm, lut):
                 base = (first + q) * out_channels
                 out[base + o_lo : base + o_hi] = acc[q]
         o_lo = o_hi
-    finish(out, row[CONV_ACT], frow[CONV_ACT_A], frow[CONV_ACT_B], ocm, row[CONV_OUT_ADDR])
+    act = row[CONV_ACT]
+    slopes = load_slopes(ocm, act, row[CONV_ACT_ADDR], out_channels)
+    finish(out, act, frow[CONV_ACT_A], frow[CONV_ACT_B], slopes, table, ocm, row[CONV_OUT_ADDR])
 
 
 @jit
@@ -470,7 +521,7 @@ def pool(row, ocm, lut):
 
 
 @jit
-def fc(row, frow, ocm, lut):
+def fc(row, frow, ocm, lut, table):
     rows, inner, outs = row[FC_N], row[FC_K], row[FC_O]
     x = load_f16(ocm, row[FC_IN_ADDR], rows * inner, lut)
     w = load_f16(ocm, row[FC_W_ADDR], outs * inner, lut)
@@ -487,21 +538,24 @@ def fc(row, frow, ocm, lut):
             xv = x[i * inner + kk]
             for j in range(outs):
                 acc[j] = acc[j] + xv * wt[kk * outs + j]
-    finish(out, row[FC_ACT], frow[FC_ACT_A], frow[FC_ACT_B], ocm, row[FC_OUT_ADDR])
+    act = row[FC_ACT]
+    slopes = load_slopes(ocm, act, row[FC_ACT_ADDR], outs)
+    finish(out, act, frow[FC_ACT_A], frow[FC_ACT_B], slopes, table, ocm, row[FC_OUT_ADDR])
 
 
 @jit
-def add(row, frow, ocm, lut):
+def add(row, frow, ocm, lut, table):
     count = row[ADD_COUNT]
     a = load_f16(ocm, row[ADD_A_ADDR], count, lut)
     b = load_f16(ocm, row[ADD_B_ADDR], count, lut)
     for i in range(count):
         a[i] = a[i] + b[i]
-    finish(a, row[ADD_ACT], frow[ADD_ACT_A], frow[ADD_ACT_B], ocm, row[ADD_OUT_ADDR])
+    act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
+    finish(a, row[ADD_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[ADD_OUT_ADDR])
 
 
 @jit
-def scale(row, frow, ocm, lut):
+def scale(row, frow, ocm, lut, table):
     count, channels = row[SCALE_COUNT], row[SCALE_CHANNELS]
     x = load_f16(ocm, row[SCALE_IN_ADDR], count, lut)
     s = load_f32(ocm, row[SCALE_S_ADDR], channels)
@@ -510,11 +564,33 @@ def scale(row, frow, ocm, lut):
         c = i % channels
         product = x[i] * s[c]  # rounds to fp32, then the sum rounds again
         x[i] = product + b[c]
-    finish(x, row[SCALE_ACT], frow[SCALE_ACT_A], frow[SCALE_ACT_B], ocm, row[SCALE_OUT_ADDR])
+    act = row[SCALE_ACT]
+    slopes = load_slopes(ocm, act, row[SCALE_ACT_ADDR], channels)
+    act_a, act_b = frow[SCALE_ACT_A], frow[SCALE_ACT_B]
+    finish(x, act, act_a, act_b, slopes, table, ocm, row[SCALE_OUT_ADDR])
 
 
 @jit
-def run_program(words, floats, ddr, ocm, lut, lut_bits):
+def mul(row, frow, ocm, lut, table):
+    count, channels = row[MUL_COUNT], row[MUL_CHANNELS]
+    a = load_f16(ocm, row[MUL_A_ADDR], count, lut)
+    b = load_f16(ocm, row[MUL_B_ADDR], channels if channels > 0 else count, lut)
+    for i in range(count):
+        a[i] = a[i] * b[i % channels if channels > 0 else i]  # exact: two f16 values
+    act_a, act_b = frow[MUL_ACT_A], frow[MUL_ACT_B]
+    finish(a, row[MUL_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[MUL_OUT_ADDR])
+
+
+@jit
+def load_table(row, ddr, table):
+    """`lut`: the 65,536 f16 entries at src_addr into the tile's activation-table memory."""
+    src = row[LUT_SRC_ADDR]
+    for i in range(ACT_TABLE_ENTRIES):
+        table[i] = np.uint16(ddr[src + 2 * i]) | (np.uint16(ddr[src + 2 * i + 1]) << 8)
+
+
+@jit
+def run_program(words, floats, ddr, ocm, tables, lut, lut_bits):
     """Every instruction in order; the rows end with the program's first `end`."""
     for i in range(words.shape[0]):
         row, frow = words[i], floats[i]
@@ -523,25 +599,37 @@ def run_program(words, floats, ddr, ocm, lut, lut_bits):
             dma(row, ddr, ocm[tile])
         elif op == OP_CVT:
             cvt(row, ddr, lut_bits)
+        elif op == OP_LUT:
+            load_table(row, ddr, tables[tile])
         elif op == OP_CONV:
-            conv(row, frow, ocm[tile], lut)
+            conv(row, frow, ocm[tile], lut, tables[tile])
         elif op == OP_POOL:
             pool(row, ocm[tile], lut)
         elif op == OP_FC:
-            fc(row, frow, ocm[tile], lut)
+            fc(row, frow, ocm[tile], lut, tables[tile])
         elif op == OP_ADD:
-            add(row, frow, ocm[tile], lut)
+            add(row, frow, ocm[tile], lut, tables[tile])
         elif op == OP_SCALE:
-            scale(row, frow, ocm[tile], lut)
+            scale(row, frow, ocm[tile], lut, tables[tile])
+        elif op == OP_MUL:
+            mul(row, frow, ocm[tile], lut, tables[tile])
         elif op == OP_END:
             return
 
 
-_KNOWN = {"dma", "cvt", "conv", "pool", "fc", "add", "scale", "end"}
+_KNOWN = {"dma", "cvt", "lut", "conv", "pool", "fc", "add", "scale", "mul", "end"}
 _missing = set(OPCODE_BY_NAME) - _KNOWN
 assert not _missing, f"opcodes without a Numba kernel: {sorted(_missing)}"
 
 
 def execute(valid: ValidProgram, memory: Memory) -> None:
     """Run a validated program on `memory`."""
-    run_program(valid.words, valid.floats, memory.ddr, memory.ocm, F16_TO_F32, F16_TO_F32_BITS)
+    run_program(
+        valid.words,
+        valid.floats,
+        memory.ddr,
+        memory.ocm,
+        memory.tables,
+        F16_TO_F32,
+        F16_TO_F32_BITS,
+    )

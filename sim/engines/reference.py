@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 from mrvl.isa import (
+    ACT_TABLE_ENTRIES,
     CONV_CI_BLOCK,
     DTYPE_NUMPY,
     OPCODE_BY_NAME,
@@ -25,9 +26,10 @@ from mrvl.isa import (
     Instruction,
     MemSpace,
     PoolMode,
+    TABLE_ACTIVATIONS,
 )
 from mrvl.sim.memory import Memory
-from mrvl.sim.numerics import apply_activation, fp32_mac, fp32_max, round_to_f16
+from mrvl.sim.numerics import activate, fp32_mac, fp32_max, round_to_f16
 from mrvl.sim.validate import ValidProgram
 
 F16 = "float16"
@@ -90,6 +92,14 @@ def _cvt(memory: Memory, ins: Instruction) -> None:
     memory.write(MemSpace.DDR, ins.tile, f["dst_addr"], result)
 
 
+@implements("lut")
+def _lut(memory: Memory, ins: Instruction) -> None:
+    """The table goes into the tile's activation-table memory (validation has checked that the
+    compute instructions using it name the same activation)."""
+    table = memory.read(MemSpace.DDR, ins.tile, ins.fields["src_addr"], F16, (ACT_TABLE_ENTRIES,))
+    memory.tables[ins.tile] = table.view(np.uint16)
+
+
 class _Window:
     """The geometry shared by conv and pool: which window row/column each output tap reads."""
 
@@ -128,10 +138,19 @@ def _bias(memory: Memory, tile: int, b_addr: int, count: int) -> np.ndarray:
     return memory.read(MemSpace.OCM, tile, b_addr, F32, (count,))
 
 
-def _activate(acc: np.ndarray, f: dict) -> np.ndarray:
-    """The fused activation of an instruction with act/act_a/act_b fields, then the f16
-    rounding: the last step of every conv, fc, add and scale."""
-    return round_to_f16(apply_activation(acc, Activation(f["act"]), f["act_a"], f["act_b"]))
+def _activate(memory: Memory, ins: Instruction, acc: np.ndarray, channels: int = 0) -> np.ndarray:
+    """The f16 result of a compute instruction from its fp32 accumulator (the last step of
+    every conv, fc, add, scale and mul): the fused activation then the f16 rounding, or a
+    lookup in the tile's activation table. The accumulator's last axis is the channel, with
+    `channels` PRELU slopes at act_addr."""
+    f = ins.fields
+    act = Activation(f["act"])
+    slopes = table = None
+    if act == Activation.PRELU:
+        slopes = memory.read(MemSpace.OCM, ins.tile, f["act_addr"], F32, (channels,))
+    elif act in TABLE_ACTIVATIONS:
+        table = memory.tables[ins.tile].view(np.float16)
+    return activate(acc, act, f["act_a"], f["act_b"], table=table, slopes=slopes)
 
 
 @implements("conv")
@@ -165,7 +184,7 @@ def _conv(memory: Memory, ins: Instruction) -> None:
                     else:
                         x = taps[..., group_of * group_channels + ci]
                     acc = fp32_mac(acc, x, weights[:, kh, kw, ci])
-    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(acc, f))
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(memory, ins, acc, out_channels))
 
 
 @implements("pool")
@@ -217,7 +236,7 @@ def _fc(memory: Memory, ins: Instruction) -> None:
     acc = np.broadcast_to(_bias(memory, ins.tile, f["b_addr"], outs), (rows, outs)).copy()
     for kk in range(inner):
         acc = fp32_mac(acc, x[:, kk, None], weights[None, :, kk])
-    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(acc, f))
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(memory, ins, acc, outs))
 
 
 @implements("add")
@@ -227,7 +246,7 @@ def _add(memory: Memory, ins: Instruction) -> None:
     a = memory.read(MemSpace.OCM, ins.tile, f["a_addr"], F16, (count,))
     b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F16, (count,))
     acc = a.astype(np.float32) + b.astype(np.float32)
-    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(acc, f))
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(memory, ins, acc))
 
 
 @implements("scale")
@@ -238,7 +257,20 @@ def _scale(memory: Memory, ins: Instruction) -> None:
     s = memory.read(MemSpace.OCM, ins.tile, f["s_addr"], F32, (channels,))
     b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F32, (channels,))
     acc = x.astype(np.float32) * s + b  # two fp32 roundings: the product, then the sum
-    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(acc, f).reshape(count))
+    result = _activate(memory, ins, acc, channels).reshape(count)
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result)
+
+
+@implements("mul")
+def _mul(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    count, channels = f["count"], f["channels"]
+    a = memory.read(MemSpace.OCM, ins.tile, f["a_addr"], F16, (count,))
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F16, (channels or count,))
+    if channels:
+        b = np.tile(b, count // channels)
+    acc = a.astype(np.float32) * b.astype(np.float32)  # exact: a product of two f16 values
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(memory, ins, acc))
 
 
 @implements("end")

@@ -80,6 +80,7 @@ def conv(
     act=Activation.NONE,
     act_a=0.0,
     act_b=0.0,
+    act_addr=-1,
     **header,
 ) -> Instruction:
     return instruction(
@@ -102,6 +103,7 @@ def conv(
         act=int(act),
         act_a=act_a,
         act_b=act_b,
+        act_addr=act_addr,
         **header,
     )
 
@@ -154,6 +156,7 @@ def fc(
     act=Activation.NONE,
     act_a=0.0,
     act_b=0.0,
+    act_addr=-1,
     **header,
 ) -> Instruction:
     return instruction(
@@ -168,8 +171,13 @@ def fc(
         act=int(act),
         act_a=act_a,
         act_b=act_b,
+        act_addr=act_addr,
         **header,
     )
+
+
+def lut(src_addr, act, act_a=0.0, act_b=0.0, **header) -> Instruction:
+    return instruction("lut", src_addr=src_addr, act=int(act), act_a=act_a, act_b=act_b, **header)
 
 
 def end(**header) -> Instruction:

@@ -95,10 +95,10 @@ def test_instruction_layout():
     assert struct.unpack_from("<17i", data, first + 12) == words
     second = first + 12 + 17 * 4
     # fc: one wait, padded to 4 bytes; f32 fields as binary32 bits.
-    assert struct.unpack_from("<BBHBBHIHH", data, second) == (0x30, 1, 2, 1, 10, 0, 1, 1, 0)
-    words = struct.unpack_from("<8iff", data, second + 16)
-    assert words == (0, 1, 2, 3, 64, -1, 128, 0, 0.5, 0.0)
-    third = second + 16 + 40
+    assert struct.unpack_from("<BBHBBHIHH", data, second) == (0x30, 1, 2, 1, 11, 0, 1, 1, 0)
+    words = struct.unpack_from("<8iffi", data, second + 16)
+    assert words == (0, 1, 2, 3, 64, -1, 128, 0, 0.5, 0.0, -1)
+    third = second + 16 + 44
     assert data[third : third + 16] == bytes([0x7F, 0, 0, 0, 2, 0, 0, 0]) + b"\xff" * 4 + bytes(
         [1, 0, 2, 0]
     )

@@ -25,7 +25,17 @@ from sim_builders import (
 )
 
 import mrvl.sim.engines.numba as numba_engine
-from mrvl.isa import CONV_CI_BLOCK, Activation, DType, IOEntry, MemSpace, PoolMode, Program
+from mrvl.act_tables import activation_table
+from mrvl.isa import (
+    CONV_CI_BLOCK,
+    TABLE_ACTIVATIONS,
+    Activation,
+    DType,
+    IOEntry,
+    MemSpace,
+    PoolMode,
+    Program,
+)
 from mrvl.sim import (
     ENGINE_ENV,
     SimulatorError,
@@ -55,6 +65,26 @@ def f16_data(seed: int, shape, special: bool) -> np.ndarray:
         picks = rng.random(shape) < 0.1
         values[picks] = rng.choice(SPECIAL_F16, size=int(picks.sum()))
     return values
+
+
+def activation(staging: Staging, act: Activation, act_a: float, act_b: float, channels: int, seed):
+    """The code before a compute instruction with activation `act` (a `lut` for a table
+    activation) and its activation fields (PRELU slopes staged for `channels` channels)."""
+    fields = dict(act=int(act), act_a=act_a, act_b=act_b)
+    code = []
+    if act in TABLE_ACTIVATIONS:
+        code.append(
+            instruction("lut", src_addr=staging.add(activation_table(act, act_a, act_b)), **fields)
+        )
+    if act == Activation.PRELU:
+        slopes = f16_data(seed, max(channels, 1), False).astype(np.float32)
+        fields["act_addr"] = staging.add(slopes)
+    return code, fields
+
+
+ACTIVATIONS = st.sampled_from(list(Activation))
+ACT_A = st.sampled_from([0.0, -1.5, 0.2, 6.0])
+ACT_B = st.sampled_from([0.0, 0.5, 6.0, 1e30])
 
 
 # ------------------------------------------------------------------- numerics, exhaustively
@@ -130,9 +160,9 @@ def conv_layers(draw):
         oc_total=oc_total,
         tile_channels=tile_channels,
         bias=draw(st.booleans()),
-        act=draw(st.sampled_from(list(Activation))),
-        act_a=draw(st.sampled_from([0.0, -1.5, 0.1, 6.0])),
-        act_b=draw(st.sampled_from([0.0, 6.0, 1e30])),
+        act=draw(ACTIVATIONS),
+        act_a=draw(ACT_A),
+        act_b=draw(ACT_B),
         seed=draw(st.integers(0, 2**16)),
         special=draw(st.booleans()),
     )
@@ -151,6 +181,9 @@ def test_conv_engines_agree(layer):
     in_addr, w_addr = staging.add(x), staging.add(w)
     b_addr = staging.add(f16_data(layer["seed"] + 2, out_shape[3], False).astype(np.float32))
     out_addr = staging.reserve(int(np.prod(out_shape)) * 2)
+    code, act = activation(
+        staging, layer["act"], layer["act_a"], layer["act_b"], out_shape[3], layer["seed"]
+    )
     ins = conv(
         in_addr,
         in_shape,
@@ -165,11 +198,9 @@ def test_conv_engines_agree(layer):
         groups=layer["groups"],
         oc0=layer["oc0"],
         oc_total=layer["oc_total"],
-        act=layer["act"],
-        act_a=layer["act_a"],
-        act_b=layer["act_b"],
+        **act,
     )
-    run_both(layer_program(staging, [ins], out_addr, out_shape), [])
+    run_both(layer_program(staging, [*code, ins], out_addr, out_shape), [])
 
 
 @SETTINGS
@@ -224,7 +255,7 @@ def test_pool_engines_agree(
     inner=st.integers(1, 150),
     outs=st.integers(1, 40),
     bias=st.booleans(),
-    act=st.sampled_from(list(Activation)),
+    act=ACTIVATIONS,
     seed=st.integers(0, 2**16),
     special=st.booleans(),
 )
@@ -234,42 +265,76 @@ def test_fc_engines_agree(rows, inner, outs, bias, act, seed, special):
     w_addr = staging.add(f16_data(seed + 1, (outs, inner), False))
     b_addr = staging.add(f16_data(seed + 2, outs, False).astype(np.float32)) if bias else -1
     out_addr = staging.reserve(rows * outs * 2)
-    ins = fc(in_addr, rows, inner, outs, w_addr, out_addr, b_addr=b_addr, act=act, act_a=0.25)
-    run_both(layer_program(staging, [ins], out_addr, (rows, outs)), [])
+    code, fields = activation(staging, act, 0.25, 0.5, outs, seed)
+    ins = fc(in_addr, rows, inner, outs, w_addr, out_addr, b_addr=b_addr, **fields)
+    run_both(layer_program(staging, [*code, ins], out_addr, (rows, outs)), [])
 
 
 @SETTINGS
 @given(
     channels=st.integers(1, 17),
     repeats=st.integers(1, 9),
-    act=st.sampled_from(list(Activation)),
+    acts=st.tuples(ACTIVATIONS, ACTIVATIONS, ACTIVATIONS),
+    broadcast=st.booleans(),
     seed=st.integers(0, 2**16),
     special=st.booleans(),
 )
-def test_add_and_scale_engines_agree(channels, repeats, act, seed, special):
+def test_add_scale_and_mul_engines_agree(channels, repeats, acts, broadcast, seed, special):
+    """add, then scale, then mul (maybe broadcast per channel), each with its activation (PRELU
+    only where the instruction has channels)."""
+    chosen, tables = [], 0
+    for i, act in enumerate(acts):
+        if act == Activation.PRELU and i != 1:
+            act = Activation.RELU
+        if act in TABLE_ACTIVATIONS:
+            tables += 1
+            if tables > 1:  # the OCM holds the staged constants and one table, not two
+                act = Activation.CLIP
+        chosen.append(act)
+    add_act, scale_act, mul_act = chosen
     count = channels * repeats
     staging = Staging()
     a_addr = staging.add(f16_data(seed, count, special))
     b_addr = staging.add(f16_data(seed + 1, count, special))
     s_addr = staging.add(f16_data(seed + 2, channels, special).astype(np.float32))
     t_addr = staging.add(f16_data(seed + 3, channels, False).astype(np.float32))
-    sum_addr, out_addr = staging.reserve(count * 2), staging.reserve(count * 2)
-    activation = dict(act=int(act), act_a=-2.0, act_b=3.0)
-    code = [
-        instruction(
-            "add", a_addr=a_addr, b_addr=b_addr, out_addr=sum_addr, count=count, **activation
-        ),
+    m_addr = staging.add(f16_data(seed + 4, channels if broadcast else count, special))
+    sum_addr, scaled_addr = staging.reserve(count * 2), staging.reserve(count * 2)
+    out_addr = staging.reserve(count * 2)
+    code = []
+    prefix, fields = activation(staging, add_act, -2.0, 3.0, 0, seed)
+    code += prefix
+    code.append(
+        instruction("add", a_addr=a_addr, b_addr=b_addr, out_addr=sum_addr, count=count, **fields)
+    )
+    prefix, fields = activation(staging, scale_act, 0.2, 0.5, channels, seed)
+    fields.setdefault("act_addr", -1)
+    code += prefix
+    code.append(
         instruction(
             "scale",
             in_addr=sum_addr,
-            out_addr=out_addr,
+            out_addr=scaled_addr,
             count=count,
             channels=channels,
             s_addr=s_addr,
             b_addr=t_addr,
-            **activation,
-        ),
-    ]
+            **fields,
+        )
+    )
+    prefix, fields = activation(staging, mul_act, 0.2, 0.5, 0, seed)
+    code += prefix
+    code.append(
+        instruction(
+            "mul",
+            a_addr=scaled_addr,
+            b_addr=m_addr,
+            out_addr=out_addr,
+            count=count,
+            channels=channels if broadcast else 0,
+            **fields,
+        )
+    )
     run_both(layer_program(staging, code, out_addr, (count,)), [])
 
 

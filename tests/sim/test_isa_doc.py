@@ -42,6 +42,7 @@ def target_table() -> str:
     for field in (
         "max_tiles",
         "ocm_bytes_per_tile",
+        "act_table_bytes_per_tile",
         "ddr_bytes",
         "clock_mhz",
         "fp16_macs_per_cycle_per_tile",

@@ -562,11 +562,11 @@ def test_bad_enum_value_faults(rng):
         staging.add(random_f16(rng, (1, 2, 2, 1))),
         staging.add(np.ones((1, 1, 1, 1), np.float16)),
     )
-    ins = conv(x_addr, (1, 2, 2, 1), 0, (1, 2, 2, 1), w_addr, kernel=(1, 1), act=9, loc=0)
+    ins = conv(x_addr, (1, 2, 2, 1), 0, (1, 2, 2, 1), w_addr, kernel=(1, 1), act=99, loc=0)
     program = layer_program(staging, [ins], 0, (1, 2, 2, 1), srcmap=["/c/Conv"])
     with pytest.raises(
         SimulatorError,
-        match=r"instruction 1 \(conv, ONNX node '/c/Conv'\): act=9 is not a valid Activation",
+        match=r"instruction 1 \(conv, ONNX node '/c/Conv'\): act=99 is not a valid Activation",
     ):
         run_both(program, [])
 
@@ -697,8 +697,197 @@ def test_scale_is_a_per_channel_affine_map_with_two_fp32_roundings(rng):
         act=int(Activation.RELU),
         act_a=0.0,
         act_b=0.0,
+        act_addr=-1,
     )
     (y,) = run_both(layer_program(staging, [ins], out_addr, x.shape), [])
     acc = (x.astype(np.float32) * s) + b
     expected = np.where(acc < 0, np.float32(0), acc).astype(np.float16)
     np.testing.assert_array_equal(y.view(np.uint16), expected.view(np.uint16))
+
+
+# ------------------------------------------------------------------ activations: tables, PRELU
+
+
+def _f16_bits(values: np.ndarray) -> np.ndarray:
+    return values.view(np.uint16)
+
+
+def test_table_activation_looks_up_the_f16_rounded_accumulator(rng):
+    from mrvl.act_tables import activation_table
+    from sim_builders import lut
+
+    x = random_f16(rng, (1, 3, 3, 4), scale=4.0)
+    w = random_f16(rng, (5, 1, 1, 4))
+    b = rng.standard_normal(5).astype(np.float32)
+    table = activation_table(Activation.SILU)
+    staging = Staging()
+    x_addr, w_addr, b_addr, t_addr = (staging.add(a) for a in (x, w, b, table))
+    out_addr = staging.reserve(3 * 3 * 5 * 2)
+    code = [
+        lut(t_addr, Activation.SILU),
+        conv(
+            x_addr,
+            x.shape,
+            out_addr,
+            (1, 3, 3, 5),
+            w_addr,
+            kernel=(1, 1),
+            b_addr=b_addr,
+            act=Activation.SILU,
+        ),
+    ]
+    (y,) = run_both(layer_program(staging, code, out_addr, (1, 3, 3, 5)), [])
+    no_act = conv(x_addr, x.shape, out_addr, (1, 3, 3, 5), w_addr, kernel=(1, 1), b_addr=b_addr)
+    (plain,) = run_both(layer_program(staging, [no_act], out_addr, (1, 3, 3, 5)), [])
+    # the conv without activation stores f16(acc): exactly the table's index
+    expected = table[_f16_bits(plain)]
+    np.testing.assert_array_equal(_f16_bits(y), _f16_bits(expected))
+    silu = plain.astype(np.float64) / (1 + np.exp(-plain.astype(np.float64)))
+    np.testing.assert_allclose(y.astype(np.float64), silu, rtol=2**-10, atol=2**-14)
+
+
+@pytest.mark.parametrize(
+    "loads, message",
+    [
+        ([], "act SILU .* needs its table, but no lut loaded a table on tile 0"),
+        ([Activation.SIGMOID], "act SILU .* tile 0's table memory holds SIGMOID"),
+    ],
+)
+def test_table_activation_without_its_table_faults(rng, loads, message):
+    from mrvl.act_tables import activation_table
+    from sim_builders import lut
+
+    x = random_f16(rng, (1, 2, 2, 1))
+    staging = Staging()
+    x_addr, w_addr = staging.add(x), staging.add(np.ones((1, 1, 1, 1), np.float16))
+    t_addr = staging.add(activation_table(Activation.SIGMOID))
+    code = [lut(t_addr, act) for act in loads] + [
+        conv(x_addr, x.shape, 0, x.shape, w_addr, kernel=(1, 1), act=Activation.SILU)
+    ]
+    with pytest.raises(SimulatorError, match=message):
+        run_both(layer_program(staging, code, 0, x.shape), [])
+
+
+def test_lut_of_a_non_table_activation_and_beyond_the_table_memory_fault():
+    from mrvl.target import Target
+    from sim_builders import lut
+
+    staging = Staging()
+    t_addr = staging.add(np.zeros(1 << 16, np.float16))
+    program = layer_program(staging, [lut(t_addr, Activation.RELU)], 0, (1,))
+    with pytest.raises(SimulatorError, match="act RELU is not a table activation"):
+        run_both(program, [])
+    small = get_target("cn10ka").__dict__ | {"act_table_bytes_per_tile": 1024}
+    program = layer_program(staging, [lut(t_addr, Activation.TANH)], 0, (1,))
+    with pytest.raises(SimulatorError, match="does not fit the tile's 1024-byte"):
+        run_both(program, [], target=Target(**small))
+
+
+def test_prelu_uses_per_channel_slopes_on_conv_fc_and_scale(rng):
+    x = random_f16(rng, (1, 2, 3, 4))
+    w = random_f16(rng, (4, 1, 1, 4))
+    slopes = np.array([0.25, -1.0, 0.0, 3.0], np.float32)
+    staging = Staging()
+    x_addr, w_addr, s_addr = staging.add(x), staging.add(w), staging.add(slopes)
+    out_addr = staging.reserve(x.size * 2)
+    ins = conv(
+        x_addr,
+        x.shape,
+        out_addr,
+        x.shape,
+        w_addr,
+        kernel=(1, 1),
+        act=Activation.PRELU,
+        act_addr=s_addr,
+    )
+    (y,) = run_both(layer_program(staging, [ins], out_addr, x.shape), [])
+    (acc,) = run_both(
+        layer_program(
+            staging,
+            [conv(x_addr, x.shape, out_addr, x.shape, w_addr, kernel=(1, 1))],
+            out_addr,
+            x.shape,
+        ),
+        [],
+    )
+    # acc here is f16(acc); PRELU acts on the fp32 accumulator, so compare within an f16 ulp
+    expected = np.where(acc < 0, slopes * acc.astype(np.float32), acc.astype(np.float32))
+    assert_f16_close(y, expected.astype(np.float64))
+    assert np.all((y < 0) == (expected < 0))
+
+    xs = random_f16(rng, (6, 4))
+    staging = Staging()
+    xa, ws, sa = staging.add(xs), staging.add(random_f16(rng, (4, 4))), staging.add(slopes)
+    out = staging.reserve(6 * 4 * 2)
+    one, zero = staging.add(np.ones(4, np.float32)), staging.add(np.zeros(4, np.float32))
+    scale = instruction(
+        "scale",
+        in_addr=xa,
+        out_addr=out,
+        count=24,
+        channels=4,
+        s_addr=one,
+        b_addr=zero,
+        act=int(Activation.PRELU),
+        act_a=0.0,
+        act_b=0.0,
+        act_addr=sa,
+    )
+    (y,) = run_both(layer_program(staging, [scale], out, (6, 4)), [])
+    xf = xs.astype(np.float32)
+    expected = np.where(xf < 0, slopes * xf, xf).astype(np.float16)
+    np.testing.assert_array_equal(_f16_bits(y), _f16_bits(expected))
+    (y,) = run_both(
+        layer_program(
+            staging, [fc(xa, 6, 4, 4, ws, out, act=Activation.PRELU, act_addr=sa)], out, (6, 4)
+        ),
+        [],
+    )
+    assert y.shape == (6, 4)
+
+
+def test_prelu_on_add_faults():
+    staging = Staging()
+    a = staging.add(np.ones(4, np.float16))
+    ins = instruction(
+        "add",
+        a_addr=a,
+        b_addr=a,
+        out_addr=a,
+        count=4,
+        act=int(Activation.PRELU),
+        act_a=0.0,
+        act_b=0.0,
+    )
+    with pytest.raises(SimulatorError, match="add has no channels for PRELU slopes"):
+        run_both(layer_program(staging, [ins], a, (4,)), [])
+
+
+def run_mul(a, b, channels, **act):
+    staging = Staging()
+    a_addr, b_addr = staging.add(a), staging.add(b)
+    out = staging.reserve(a.size * 2)
+    fields = {"act": int(Activation.NONE), "act_a": 0.0, "act_b": 0.0} | act
+    ins = instruction(
+        "mul", a_addr=a_addr, b_addr=b_addr, out_addr=out, count=a.size, channels=channels, **fields
+    )
+    (y,) = run_both(layer_program(staging, [ins], out, (a.size,)), [])
+    return y
+
+
+def test_mul_is_an_exact_product_rounded_once(rng):
+    a, b = random_f16(rng, 40, 100.0), random_f16(rng, 40, 100.0)
+    expected = (a.astype(np.float32) * b.astype(np.float32)).clip(-65504, 65504)
+    y = run_mul(a, b, 0)
+    np.testing.assert_array_equal(_f16_bits(y), _f16_bits(expected.astype(np.float16)))
+
+
+def test_mul_broadcasts_b_per_channel(rng):
+    a = random_f16(rng, (5, 3))  # 5 pixels, 3 channels
+    s = random_f16(rng, 3)
+    y = run_mul(a.reshape(-1), s, 3, act=int(Activation.RELU))
+    acc = a.astype(np.float32) * s.astype(np.float32)
+    expected = np.where(acc < 0, 0, acc).astype(np.float16).reshape(-1)
+    np.testing.assert_array_equal(_f16_bits(y), _f16_bits(expected))
+    with pytest.raises(SimulatorError, match="count 15 is not a multiple of channels 4"):
+        run_mul(a.reshape(-1), np.ones(4, np.float16), 4)

@@ -15,6 +15,6 @@ builtin.module attributes {mrvl.target = "cn10ka"} {
 }
 
 // 36 elements over 2 tiles: chunks of 16 (4 pixels), 16 and 4 elements.
-// CHECK:      mlip.scale tile 0 {{.*}}: in_addr {{[0-9]+}}, out_addr {{[0-9]+}}, count 16, channels 4, {{.*}} act 1, act_a 0.0, act_b 0.0 loc("/bn/BatchNormalization")
+// CHECK:      mlip.scale tile 0 {{.*}}: in_addr {{[0-9]+}}, out_addr {{[0-9]+}}, count 16, channels 4, {{.*}} act relu, act_a 0.0, act_b 0.0, act_addr -1 loc("/bn/BatchNormalization")
 // CHECK:      mlip.scale tile 1 {{.*}}: in_addr {{[0-9]+}}, out_addr {{[0-9]+}}, count 16, channels 4,
 // CHECK:      mlip.scale tile 0 {{.*}}: in_addr {{[0-9]+}}, out_addr {{[0-9]+}}, count 4, channels 4,

@@ -29,13 +29,13 @@ builtin.module attributes {mrvl.target = "cn10ka", mrvl.num_tiles = 2 : i64, mrv
 // CHECK-NEXT:   mlip.io "x" "input" [1, 10] "f32" at 0
 // CHECK-NEXT:   mlip.io "output0" "output" [1, 10] "f32" at 64
 // CHECK-NEXT:   mlip.consts dense<"0x003C{{(003C)+}}"> : tensor<200xui8>
-// CHECK-NEXT:   mlip.cvt tile 0 signal 1 : src_addr 0, src_dtype 0, src_shape [1, 1, 1, 10], dst_addr 384, dst_dtype 1, perm [0, 1, 2, 3]
-// CHECK-NEXT:   mlip.dma tile 0 signal 2 wait [1] : src_space 0, src_addr 384, src_strides [0, 0, 20, 2], dst_space 1, dst_addr 0, dst_strides [0, 0, 20, 2], box [1, 1, 1, 10], elem_bytes 2
-// CHECK-NEXT:   mlip.dma tile 0 signal 3 : src_space 0, src_addr 128, {{.*}} dst_addr 64, {{.*}} box [1, 1, 10, 10], elem_bytes 2
-// CHECK-NEXT:   mlip.fc tile 0 signal 4 wait [2, 3] : in_addr 0, n 1, k 10, o 10, w_addr 64, b_addr -1, out_addr 320, act 2, act_a 0.0, act_b 6.0 loc("/fc/Gemm")
-// CHECK-NEXT:   mlip.dma tile 0 signal 5 wait [4] : src_space 1, src_addr 320,
+// CHECK-NEXT:   mlip.cvt tile 0 signal 1 : src_addr 0, src_dtype f32, src_shape [1, 1, 1, 10], dst_addr 384, dst_dtype f16, perm [0, 1, 2, 3]
+// CHECK-NEXT:   mlip.dma tile 0 signal 2 wait [1] : src_space ddr, src_addr 384, src_strides [0, 0, 20, 2], dst_space ocm, dst_addr 0, dst_strides [0, 0, 20, 2], box [1, 1, 1, 10], elem_bytes 2
+// CHECK-NEXT:   mlip.dma tile 0 signal 3 : src_space ddr, src_addr 128, {{.*}} dst_addr 64, {{.*}} box [1, 1, 10, 10], elem_bytes 2
+// CHECK-NEXT:   mlip.fc tile 0 signal 4 wait [2, 3] : in_addr 0, n 1, k 10, o 10, w_addr 64, b_addr -1, out_addr 320, act clip, act_a 0.0, act_b 6.0, act_addr -1 loc("/fc/Gemm")
+// CHECK-NEXT:   mlip.dma tile 0 signal 5 wait [4] : src_space ocm, src_addr 320,
 // CHECK-NEXT:   mlip.dma tile 0 signal 6 wait [5]
 // CHECK-NEXT:   mlip.dma tile 1 signal 7 wait [5]
-// CHECK-NEXT:   mlip.cvt tile 0 wait [6, 7] : src_addr 384, src_dtype 1, src_shape [1, 1, 1, 10], dst_addr 64, dst_dtype 0, perm [0, 1, 2, 3]
+// CHECK-NEXT:   mlip.cvt tile 0 wait [6, 7] : src_addr 384, src_dtype f16, src_shape [1, 1, 1, 10], dst_addr 64, dst_dtype f32, perm [0, 1, 2, 3]
 // CHECK-NEXT:   mlip.end tile 0
 // CHECK-NEXT: }

@@ -1,0 +1,108 @@
+"""The activation tables: every entry of every table against an independent float64 reference.
+
+The reference evaluates f with Python's `math` (not numpy), one entry at a time; an entry passes
+when it is the f16 nearest to the reference value (no f16 value is nearer; at an exact tie, the
+one with an even last bit), with the machine's saturation to +-65504 and canonical NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mrvl.act_tables import activation_table, table_key, table_name
+from mrvl.isa import ACT_TABLE_ENTRIES, TABLE_ACTIVATIONS, Activation
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
+
+
+def _mish(x: float) -> float:
+    return x * math.tanh(math.log1p(math.exp(x))) if x < 700 else x
+
+
+REFERENCES = {
+    Activation.SIGMOID: _sigmoid,
+    Activation.TANH: math.tanh,
+    Activation.HARD_SWISH: lambda x: x * min(max(x + 3.0, 0.0), 6.0) / 6.0,
+    Activation.SILU: lambda x: x * _sigmoid(x),
+    Activation.MISH: _mish,
+}
+
+F16_VALUES = np.arange(ACT_TABLE_ENTRIES, dtype=np.uint32).astype(np.uint16).view(np.float16)
+F16_MAX = 65504.0
+
+
+def _reference_values(f) -> np.ndarray:
+    out = np.empty(ACT_TABLE_ENTRIES, np.float64)
+    for bits, value in enumerate(F16_VALUES.tolist()):
+        if math.isnan(value):
+            out[bits] = math.nan
+        else:
+            out[bits] = f(max(-F16_MAX, min(F16_MAX, value)))
+    return out
+
+
+def _assert_correctly_rounded(table: np.ndarray, reference: np.ndarray) -> None:
+    nan = np.isnan(reference)
+    assert np.all(table.view(np.uint16)[nan] == 0x7E00), "NaN entries must be the canonical NaN"
+    ref = np.clip(reference[~nan], -F16_MAX, F16_MAX)
+    got = table[~nan]
+    assert not np.any(np.isnan(got)) and not np.any(np.isinf(got))
+    g = got.astype(np.float64)
+    with np.errstate(over="ignore"):  # the neighbours of +-65504 are +-inf
+        below = np.nextafter(got, np.float16(-np.inf)).astype(np.float64)
+        above = np.nextafter(got, np.float16(np.inf)).astype(np.float64)
+    err = np.abs(ref - g)
+    # no f16 neighbour is nearer (err <= half the gap to the neighbour on the reference's side)
+    nearer_below = np.abs(ref - below) < err
+    nearer_above = np.abs(ref - above) < err
+    bad = np.flatnonzero(nearer_below | nearer_above)
+    assert bad.size == 0, f"entries {bad[:5]} are not the nearest f16 of the reference"
+    tie = (np.abs(ref - below) == err) | (np.abs(ref - above) == err)
+    tie &= err > 0
+    odd = got.view(np.uint16)[tie] & 1
+    assert not np.any(odd), "a tie must round to the f16 with an even last bit"
+
+
+@pytest.mark.parametrize("act", sorted(REFERENCES, key=int), ids=lambda a: a.name)
+def test_every_entry_is_the_nearest_f16_of_the_float64_reference(act):
+    table = activation_table(act)
+    assert table.dtype == np.float16 and table.shape == (ACT_TABLE_ENTRIES,)
+    _assert_correctly_rounded(table, _reference_values(REFERENCES[act]))
+
+
+@pytest.mark.parametrize("alpha, beta", [(0.2, 0.5), (1 / 6, 0.5)])
+def test_hard_sigmoid_table_follows_its_binary32_parameters(alpha, beta):
+    a, b = float(np.float32(alpha)), float(np.float32(beta))
+    table = activation_table(Activation.HARD_SIGMOID, alpha, beta)
+    _assert_correctly_rounded(table, _reference_values(lambda x: min(max(a * x + b, 0.0), 1.0)))
+
+
+def test_tables_saturate_and_index_infinities_as_65504():
+    silu = activation_table(Activation.SILU)
+    bits = lambda v: int(np.float16(v).view(np.uint16))  # noqa: E731
+    assert silu[bits(np.inf)] == silu[bits(65504)] == np.float16(65504)
+    assert silu[bits(-np.inf)] == silu[bits(-65504)]
+    assert activation_table(Activation.SIGMOID)[bits(-np.inf)] == 0
+    assert activation_table(Activation.TANH)[bits(0.0)] == 0
+
+
+def test_tables_are_deterministic_and_read_only():
+    first = activation_table(Activation.MISH)
+    again = activation_table(Activation.MISH)
+    assert first.tobytes() == again.tobytes()
+    with pytest.raises(ValueError):
+        first[0] = 1
+
+
+def test_table_key_and_name():
+    assert table_key(Activation.SIGMOID, 3.0, 4.0) == (Activation.SIGMOID, 0.0, 0.0)
+    assert table_name(Activation.SILU) == "lut_silu"
+    assert table_name(Activation.HARD_SIGMOID, 0.2, 0.5) == "lut_hard_sigmoid_3e4ccccd_3f000000"
+    with pytest.raises(ValueError, match="RELU is not a table activation"):
+        table_key(Activation.RELU, 0.0, 0.0)
+    assert set(REFERENCES) | {Activation.HARD_SIGMOID} == TABLE_ACTIVATIONS
