@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+
 from mrvl.isa import ACT_TABLE_ENTRIES, DTYPE_NUMPY, DType, MemSpace, Program
 from mrvl.sim.validate import box_extent
 

@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+
 from mrvl.binary import decode
 from mrvl.isa import DTYPE_NUMPY, DType, Program
 from mrvl.sim import wall_time

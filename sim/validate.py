@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
+
 from mrvl.isa import (
     ACT_TABLE_ENTRIES,
     DTYPE_BYTES,

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
+from numba.core import config as _numba_config
+
 from mrvl import isa
 from mrvl.isa import (
     ACT_TABLE_ENTRIES,
@@ -35,7 +38,6 @@ from mrvl.isa import (
 )
 from mrvl.sim.memory import Memory
 from mrvl.sim.validate import ValidProgram, field_words
-from numba.core import config as _numba_config
 
 
 def cache_dir() -> Path:
@@ -54,7 +56,9 @@ def cache_dir() -> Path:
 # Numba reads CACHE_DIR when a function is decorated, so it is set before the first @njit.
 _numba_config.CACHE_DIR = str(cache_dir())
 
-import numba
+import numba  # noqa: E402
+
+assert sys.byteorder == "little", "the engine reads little-endian memory through native views"
 
 jit = numba.njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
 
@@ -192,6 +196,11 @@ def activate(acc, act, a, b):
 def load_f16(buf, addr, count, lut):
     """float32[count] from the f16 values at buf[addr:]."""
     out = np.empty(count, np.float32)
+    if addr % 2 == 0:  # aligned (as the compiler places every tensor): read whole halves
+        halves = buf[addr : addr + 2 * count].view(np.uint16)
+        for i in range(count):
+            out[i] = lut[halves[i]]
+        return out
     for i in range(count):
         p = addr + 2 * i
         out[i] = lut[np.int64(buf[p]) | (np.int64(buf[p + 1]) << 8)]
@@ -359,22 +368,17 @@ PIXELS = 4
 
 @jit
 def conv_order(kh_count, kw_count, group_channels):
-    """The documented reduction order as tap indices into an OHWI weight row: per input-channel
-    block, then kh, kw, ci. Returns (tap index, kh, kw, ci) per step."""
-    steps = kh_count * kw_count * group_channels
-    tap = np.empty(steps, np.int64)
-    step_kh = np.empty(steps, np.int64)
-    step_kw = np.empty(steps, np.int64)
-    step_ci = np.empty(steps, np.int64)
+    """The documented reduction order as indices into an OHWI weight row [KH, KW, Cg]: per
+    input-channel block, then kh, kw, ci."""
+    tap = np.empty(kh_count * kw_count * group_channels, np.int64)
     t = 0
     for block in range(0, group_channels, CI_BLOCK):
         for kh in range(kh_count):
             for kw in range(kw_count):
                 for ci in range(block, min(block + CI_BLOCK, group_channels)):
                     tap[t] = (kh * kw_count + kw) * group_channels + ci
-                    step_kh[t], step_kw[t], step_ci[t] = kh, kw, ci
                     t += 1
-    return tap, step_kh, step_kw, step_ci
+    return tap
 
 
 @jit
@@ -417,7 +421,7 @@ def conv(row, frow, ocm, lut, table):
     x = load_f16(ocm, row[CONV_IN_ADDR], n_count * height * width * in_channels, lut)
     steps = kh_count * kw_count * group_channels
     w = load_f16(ocm, row[CONV_W_ADDR], out_channels * steps, lut)
-    tap, step_kh, step_kw, step_ci = conv_order(kh_count, kw_count, group_channels)
+    tap = conv_order(kh_count, kw_count, group_channels)
     bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
 
     positions = n_count * out_rows * out_cols
@@ -429,9 +433,9 @@ def conv(row, frow, ocm, lut, table):
         o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
         c_base = group * group_channels
         wt = np.empty((steps, o_hi - o_lo), np.float32)  # row t: the run's weights of step t
-        for o in range(o_lo, o_hi):
-            for t in range(steps):
-                wt[t, o - o_lo] = w[o * steps + tap[t]]
+        for t in range(steps):
+            for o in range(o_hi - o_lo):
+                wt[t, o] = w[(o_lo + o) * steps + tap[t]]
         acc = np.empty((PIXELS, o_hi - o_lo), np.float32)
         for first in range(0, positions, PIXELS):
             count = min(PIXELS, positions - first)
@@ -446,15 +450,22 @@ def conv(row, frow, ocm, lut, table):
                 c = position % out_cols
                 wr0 = (row[CONV_OROW0] + r) * stride_h - row[CONV_PAD] - row[CONV_ROW0]
                 iw0 = c * stride_w - row[CONV_PAD + 1]
-                for t in range(steps):
-                    wr = wr0 + step_kh[t] * dil_h
-                    iw = iw0 + step_kw[t] * dil_w
-                    if 0 <= wr < height and 0 <= iw < width:
-                        patches[q, t] = x[
-                            ((n * height + wr) * width + iw) * in_channels + c_base + step_ci[t]
-                        ]
-                    else:
-                        patches[q, t] = 0.0
+                t = 0  # the steps in the order of conv_order: block, kh, kw, then ci
+                for block in range(0, group_channels, CI_BLOCK):
+                    length = min(CI_BLOCK, group_channels - block)
+                    for kh in range(kh_count):
+                        wr = wr0 + kh * dil_h
+                        for kw in range(kw_count):
+                            iw = iw0 + kw * dil_w
+                            if 0 <= wr < height and 0 <= iw < width:
+                                base = ((n * height + wr) * width + iw) * in_channels
+                                base += c_base + block
+                                for ci in range(length):
+                                    patches[q, t + ci] = x[base + ci]
+                            else:
+                                for ci in range(length):
+                                    patches[q, t + ci] = 0.0
+                            t += length
             conv_accumulate(patches, wt, acc)
             for q in range(count):
                 base = (first + q) * out_channels

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 
 import numpy as np
+
 from mrvl.isa import (
     ACT_TABLE_ENTRIES,
     CONV_CI_BLOCK,
