@@ -362,7 +362,7 @@ def cvt(row, ddr, lut_bits):
         ddr[dst_addr + i] = staged[i]
 
 
-PIXELS = 4
+PIXELS = 8
 """Output positions computed together by the conv kernel, sharing each weight row load."""
 
 
@@ -387,9 +387,11 @@ def conv_accumulate(patches, wt, acc):
     reduction is sequential per output, the innermost loop runs over output channels (from 0,
     so that Numba knows the index is not negative and LLVM vectorizes it)."""
     a0, a1, a2, a3 = acc[0], acc[1], acc[2], acc[3]
+    a4, a5, a6, a7 = acc[4], acc[5], acc[6], acc[7]
     width = acc.shape[1]
     for t in range(wt.shape[0]):
         x0, x1, x2, x3 = patches[0, t], patches[1, t], patches[2, t], patches[3, t]
+        x4, x5, x6, x7 = patches[4, t], patches[5, t], patches[6, t], patches[7, t]
         w = wt[t]
         for j in range(width):
             wj = w[j]
@@ -397,6 +399,10 @@ def conv_accumulate(patches, wt, acc):
             a1[j] = a1[j] + x1 * wj
             a2[j] = a2[j] + x2 * wj
             a3[j] = a3[j] + x3 * wj
+            a4[j] = a4[j] + x4 * wj
+            a5[j] = a5[j] + x5 * wj
+            a6[j] = a6[j] + x6 * wj
+            a7[j] = a7[j] + x7 * wj
 
 
 @jit
