@@ -547,3 +547,12 @@ def test_numba_cache_lives_in_the_users_cache_directory(monkeypatch, tmp_path):
     assert numba_engine.cache_dir().parent == tmp_path / "mrvl" / "numba"
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
     assert numba_engine.cache_dir().parent == tmp_path / "elsewhere"
+
+
+def test_interpreter_progress_bar_is_silent_off_a_terminal(capfd):
+    """The tqdm bar of long interpreter runs goes to stderr only when it is a terminal."""
+    from mrvl.sim.engines import reference
+
+    assert reference._progress(10).disable  # pytest's stderr is not a terminal
+    run(_valid_conv_program(), [], engine="interp")
+    assert capfd.readouterr().err == ""
