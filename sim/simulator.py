@@ -70,7 +70,8 @@ def run(
     the outputs in I/O-table order.
 
     `target` overrides the machine description (a Target or an mcpu name); by default it is the
-    one the program was compiled for. `engine` is "numba" or "interp" (default: the
+    one the program was compiled for (a ValidProgram keeps the target it was validated for).
+    `engine` is "numba" or "interp" (default: the one `use_engine` chose, else the
     MRVL_SIM_ENGINE environment variable, else "numba"); both give the same bits. `memory`, a
     Memory made by `new_memory` for this program, is reused instead of allocating one.
     """
@@ -78,6 +79,11 @@ def run(
     name = engine_name(engine)
     if isinstance(program_or_bytes, ValidProgram):
         valid = program_or_bytes
+        if target is not None:
+            raise SimulatorInputError(
+                f"target={target!r} given for a program already validated for "
+                f"{valid.target.name}: pass the target to prepare()"
+            )
         check_inputs(valid.program, inputs)
     else:
         program = program_or_bytes

@@ -1,6 +1,7 @@
 """Wall time spent in `mrvl.sim.run`, counted explicitly (nothing is patched).
 
-Every run adds its elapsed wall-clock seconds to each meter open at the time, so a benchmark or
+Every completed run adds its elapsed wall-clock seconds to each meter open at the time (a run
+that fails, in validation or otherwise, adds nothing), so a benchmark or
 a model test can see how much of a VM run the simulator took:
 
     with simulator_wall_time() as spent:
