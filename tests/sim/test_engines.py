@@ -556,3 +556,11 @@ def test_interpreter_progress_bar_is_silent_off_a_terminal(capfd):
     assert reference._progress(10).disable  # pytest's stderr is not a terminal
     run(_valid_conv_program(), [], engine="interp")
     assert capfd.readouterr().err == ""
+
+
+def test_a_validated_program_keeps_its_target():
+    from mrvl.sim import prepare
+
+    valid = prepare(_valid_conv_program())
+    with pytest.raises(SimulatorInputError, match="already validated for cn10ka"):
+        run(valid, [], target="cnf10kb")
