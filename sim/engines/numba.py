@@ -37,20 +37,23 @@ from mrvl.isa import (
     PoolMode,
 )
 from mrvl.sim.memory import Memory
+from mrvl.sim import validate
 from mrvl.sim.validate import ValidProgram, field_words
 
 
 def cache_dir() -> Path:
     """Where compiled kernels live: $NUMBA_CACHE_DIR, else the user's cache directory
-    (~/.cache/mrvl/numba), in a subdirectory per version of the ISA table, whose constants the
-    kernels bake in (Numba itself only notices changes to this file)."""
+    (~/.cache/mrvl/numba), in a subdirectory per version of the ISA table and the row layout,
+    whose constants the kernels bake in (Numba itself only notices changes to this file)."""
     base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "mrvl",
         "numba",
     )
-    stamp = hashlib.blake2b(Path(isa.__file__).read_bytes(), digest_size=6).hexdigest()
-    return Path(base) / f"isa-{stamp}"
+    stamp = hashlib.blake2b(digest_size=6)
+    for source in (isa.__file__, validate.__file__):  # the tables and the row layout
+        stamp.update(Path(source).read_bytes())
+    return Path(base) / f"isa-{stamp.hexdigest()}"
 
 
 # Numba reads CACHE_DIR when a function is decorated, so it is set before the first @njit.
