@@ -19,6 +19,7 @@ on a machine compiles (see `bench/simulator.py` for the cost).
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -37,7 +38,6 @@ from mrvl.isa import (
     PoolMode,
 )
 from mrvl.sim.memory import Memory
-from mrvl.sim import validate
 from mrvl.sim.validate import ValidProgram, field_words
 
 
@@ -51,8 +51,8 @@ def cache_dir() -> Path:
         "numba",
     )
     stamp = hashlib.blake2b(digest_size=6)
-    for source in (isa.__file__, validate.__file__):  # the tables and the row layout
-        stamp.update(Path(source).read_bytes())
+    for module in ("mrvl.isa", "mrvl.sim.validate"):  # the tables and the row layout
+        stamp.update(Path(importlib.import_module(module).__file__).read_bytes())
     return Path(base) / f"isa-{stamp.hexdigest()}"
 
 
