@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Simulator latency per engine next to onnxruntime, on the same model and input, in one run.
 
-    .venv/bin/python bench/simulator.py                       # resnet50, squeezenet, mnist
+    .venv/bin/python bench/simulator.py                       # the default models below
     .venv/bin/python bench/simulator.py resnet50 --repeat 3
-    .venv/bin/python bench/simulator.py --no-interp vgg19     # skip the slow interpreter
+    .venv/bin/python bench/simulator.py --no-interp vgg19 zoo:mobilenet_v2
 
-Each model (a light model from `mrvl.models.light` with seeded random weights, or `mnist`, the
-bundled network) is compiled by mrvl for 8 tiles in a fresh child process, then run as a hybrid
+Each model (a light model from `mrvl.models.light`, `zoo:<name>` from `mrvl.models.zoo`, both
+with seeded random weights, or `mnist`, the bundled network) is compiled by mrvl for 8 tiles in a fresh child process, then run as a hybrid
 in the Relax VM. Per model the table gives:
 - `numba 1st`: the first VM run in the process on the numba engine (loading the compiled
   kernels from Numba's on-disk cache, or compiling them if the cache is cold), and `numba`:
@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-DEFAULT_MODELS = ("resnet50", "squeezenet", "mnist")
+DEFAULT_MODELS = ("resnet50", "squeezenet", "zoo:resnet18", "zoo:mobilenet_v2", "mnist")
 
 
 def _load(name: str, seed: int):
@@ -40,6 +40,10 @@ def _load(name: str, seed: int):
         from mrvl.models.mnist import make_mnist_model
 
         model = make_mnist_model(seed=seed)
+    elif name.startswith("zoo:"):
+        from mrvl.models.zoo import load_zoo_model
+
+        model = load_zoo_model(name.removeprefix("zoo:"), seed=seed)
     else:
         model = load_light_model(name, seed=seed)
     return model, random_inputs(model, seed=seed)
@@ -109,7 +113,7 @@ def _child(args) -> int:
 def _format(row: dict) -> str:
     interp = row.get("interp")
     cells = [
-        f"{row['model']:12s}",
+        f"{row['model']:18s}",
         f"{row['instructions']:7d}",
         f"{row['numba_first']:10.3f}",
         f"{row['numba']:8.3f}",
@@ -136,7 +140,7 @@ def main(argv=None) -> int:
         return _child(args)
 
     header = (
-        f"{'model':12s} {'instrs':>7s} {'numba 1st':>10s} {'numba':>8s} {'(sim)':>8s} "
+        f"{'model':18s} {'instrs':>7s} {'numba 1st':>10s} {'numba':>8s} {'(sim)':>8s} "
         f"{'interp':>8s} {'ORT':>7s} {'numba/ORT':>9s} {'interp/numba':>12s} {'same':>5s} "
         f"{'peak MB':>8s}"
     )
@@ -149,7 +153,7 @@ def main(argv=None) -> int:
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["?"])[-1]
-            print(f"{name:12s} error: {last[:150]}", flush=True)
+            print(f"{name:18s} error: {last[:150]}", flush=True)
             continue
         print(_format(json.loads(done.stdout.strip().splitlines()[-1])), flush=True)
     return 0
