@@ -47,10 +47,15 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import SpacedOpaqueSyntaxAttribute
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect, Pure
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from mrvl.isa import Activation
 
 # ---------------------------------------------------------------------------------------------
 # Layouts and tensor types
@@ -146,36 +151,89 @@ def element_type_for(dtype: np.dtype) -> Attribute:
 # Activation fused into a layer
 # ---------------------------------------------------------------------------------------------
 
-ACTIVATIONS = ("relu", "clip", "leaky_relu")
+ActivationKind = StrEnum(
+    "ActivationKind", {a.name: a.name.lower() for a in Activation if a != Activation.NONE}
+)
+"""The fused activations, by their ISA names (`mrvl.isa.Activation` in lower case)."""
+
+
+@irdl_attr_definition
+class ActivationAttr(EnumAttribute[ActivationKind], SpacedOpaqueSyntaxAttribute):
+    """Which activation a layer fuses; prints as a word (`act relu`, `act hard_swish`)."""
+
+    name = "mrvl.activation"
+
+    @property
+    def isa(self) -> Activation:
+        return Activation[self.data.name]
+
+
+_ACTIVATION_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "clip": ("act_min", "act_max"),
+    "leaky_relu": ("alpha",),
+    "hard_sigmoid": ("alpha", "beta"),
+    "prelu": ("slopes",),
+}
+"""The parameters each activation needs; the others take none."""
+
+
+def activation(kind: str, **params: float | Sequence[float]) -> dict[str, Attribute]:
+    """The properties of a fused activation: `activation("clip", act_min=0, act_max=6)`,
+    `activation("prelu", slopes=[...])`."""
+    props: dict[str, Attribute] = {"activation": ActivationAttr(ActivationKind(kind))}
+    for key, value in params.items():
+        if key == "slopes":
+            props[key] = DenseArrayBase.from_list(f32, [float(v) for v in value])  # type: ignore[union-attr]
+        else:
+            props[key] = FloatAttr(float(value), f32)  # type: ignore[arg-type]
+    return props
 
 
 class FusedActivation:
-    """Mixin for layers with an optional fused activation (`act "relu"`, `act "clip" [a, b]`)."""
+    """Mixin for layers with an optional fused activation (`act relu`, `act clip min a max b`,
+    `act prelu slopes [...]`)."""
 
-    activation = opt_prop_def(StringAttr)
+    activation = opt_prop_def(ActivationAttr)
     act_min = opt_prop_def(FloatAttr[Float32Type])
     act_max = opt_prop_def(FloatAttr[Float32Type])
     alpha = opt_prop_def(FloatAttr[Float32Type])
+    beta = opt_prop_def(FloatAttr[Float32Type])
+    slopes = opt_prop_def(DenseArrayBase[Float32Type])
 
-    def verify_activation(self) -> None:
+    def verify_activation(self, channels: int | None = None, *, slopes_operand=None) -> None:
+        """`channels`: how many PRELU slopes the layer needs (None: PRELU is not allowed).
+        A scheduled task holds PRELU slopes in a buffer, `slopes_operand`, not a property."""
         op: IRDLOperation = self  # type: ignore[assignment]
         act = self.activation
+        given = {k for k in ("act_min", "act_max", "alpha", "beta", "slopes") if getattr(self, k)}
         if act is None:
-            if self.act_min or self.act_max or self.alpha:
+            if given:
                 raise VerifyException(f"{op.name}: activation parameters without an activation")
             return
-        if act.data not in ACTIVATIONS:
+        needed = set(_ACTIVATION_PARAMETERS.get(act.data.value, ()))
+        if slopes_operand is not None:
+            needed.discard("slopes")
+            if (act.data.value == "prelu") != (slopes_operand is not False):
+                raise VerifyException(f"{op.name}: a slopes buffer goes with act prelu only")
+        if given != needed:
             raise VerifyException(
-                f"{op.name}: unknown activation '{act.data}', expected one of "
-                f"{', '.join(ACTIVATIONS)}"
+                f"{op.name}: activation {act.data.value} takes "
+                f"{', '.join(sorted(needed)) or 'no parameters'}, got "
+                f"{', '.join(sorted(given)) or 'none'}"
             )
-        if act.data == "clip" and (self.act_min is None or self.act_max is None):
-            raise VerifyException(f"{op.name}: clip needs act_min and act_max")
-        if act.data == "leaky_relu" and self.alpha is None:
-            raise VerifyException(f"{op.name}: leaky_relu needs alpha")
+        if act.data.value == "prelu" and slopes_operand is None:
+            if channels is None:
+                raise VerifyException(f"{op.name}: prelu needs per-channel slopes here")
+            if len(self.slopes) != channels:  # type: ignore[arg-type]
+                raise VerifyException(
+                    f"{op.name}: prelu has {len(self.slopes)} slopes for {channels} channels"  # type: ignore[arg-type]
+                )
 
 
-ACTIVATION_FORMAT = "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)?"
+ACTIVATION_FORMAT = (
+    "(`act` $activation^)? (`min` $act_min^)? (`max` $act_max^)? (`alpha` $alpha^)? "
+    "(`beta` $beta^)? (`slopes` $slopes^)?"
+)
 """The syntax of `FusedActivation`'s properties, shared by every op that has them."""
 
 
@@ -313,7 +371,7 @@ class Conv2DOp(FusedActivation, IRDLOperation):
         _check_tensor(self, "input", self.input, 4, "NHWC")
         _check_tensor(self, "weight", self.weight, 4, "OHWI")
         _check_tensor(self, "output", self.output, 4, "NHWC")
-        self.verify_activation()
+        self.verify_activation(shape_of(self.weight)[0])
         n, h, w, c = shape_of(self.input)
         o, kh, kw, ci = shape_of(self.weight)
         on, oh, ow, oc = shape_of(self.output)
@@ -472,7 +530,7 @@ class FullyConnectedOp(FusedActivation, IRDLOperation):
         _check_tensor(self, "input", self.input, 2, "NC")
         _check_tensor(self, "weight", self.weight, 2, "OI")
         _check_tensor(self, "output", self.output, 2, "NC")
-        self.verify_activation()
+        self.verify_activation(shape_of(self.weight)[0])
         n, k = shape_of(self.input)
         o, wk = shape_of(self.weight)
         if wk != k:
@@ -610,6 +668,50 @@ class AddOp(FusedActivation, IRDLOperation):
 
 
 @irdl_op_definition
+class MulOp(FusedActivation, IRDLOperation):
+    """Elementwise product of two tensors, fused activation. `rhs` has the type of `lhs`, or
+    (NHWC only) shape [N, 1, 1, C]: one value per image and channel, broadcast over the plane
+    (the squeeze-excitation gate `x * s`)."""
+
+    name = "mrvl.mul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    assembly_format = (
+        "$lhs `,` $rhs " + ACTIVATION_FORMAT + " attr-dict `:` functional-type(operands, results)"
+    )
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, *, activation=None):
+        super().__init__(
+            operands=[lhs, rhs], result_types=[lhs.type], properties=dict(activation or {})
+        )
+
+    @property
+    def broadcasts(self) -> bool:
+        """Whether `rhs` is one value per (image, channel)."""
+        return self.rhs.type != self.lhs.type
+
+    def verify_(self) -> None:
+        layout = layout_of(self.lhs)
+        if self.output.type != self.lhs.type or layout not in ("NHWC", "NC"):
+            raise VerifyException("mrvl.mul: lhs and result must be one NHWC or NC tensor type")
+        if self.broadcasts:
+            n, _, _, c = shape_of(self.lhs) if layout == "NHWC" else (0, 0, 0, 0)
+            if (
+                layout != "NHWC"
+                or layout_of(self.rhs) != "NHWC"
+                or shape_of(self.rhs) != (n, 1, 1, c)
+                or element_type_of(self.rhs) != element_type_of(self.lhs)
+            ):
+                raise VerifyException(
+                    f"mrvl.mul: rhs must have the type of lhs or be [N, 1, 1, C] NHWC, got "
+                    f"{self.rhs.type}"
+                )
+        self.verify_activation()
+
+
+@irdl_op_definition
 class ScaleShiftOp(FusedActivation, IRDLOperation):
     """Per-channel y = act(x * scale[c] + shift[c]): a batch norm no conv absorbs, or a
     standalone activation (scale 1, shift 0). Scale and shift are f32 `[C]` constants."""
@@ -651,7 +753,7 @@ class ScaleShiftOp(FusedActivation, IRDLOperation):
                 raise VerifyException(
                     f"mrvl.scale_shift: {what} must be f32 with {self.channels} elements"
                 )
-        self.verify_activation()
+        self.verify_activation(self.channels)
 
 
 @irdl_op_definition
@@ -702,6 +804,7 @@ LAYER_OPS: tuple[type[IRDLOperation], ...] = (
     AvgPool2DOp,
     FullyConnectedOp,
     AddOp,
+    MulOp,
     ConcatOp,
     ScaleShiftOp,
 )
@@ -716,11 +819,12 @@ Mrvl = Dialect(
         AvgPool2DOp,
         FullyConnectedOp,
         AddOp,
+        MulOp,
         ConcatOp,
         ScaleShiftOp,
         ReshapeOp,
         LayoutConvertOp,
         CastOp,
     ],
-    [LayoutAttr],
+    [LayoutAttr, ActivationAttr],
 )

@@ -41,6 +41,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from mrvl.dialects.mrvl import ACTIVATION_FORMAT, FusedActivation, numpy_dtype
+from mrvl.isa import ACT_TABLE_ENTRIES, TABLE_ACTIVATIONS
 
 MEMORY_SPACES = ("ddr", "ocm")
 
@@ -306,6 +307,19 @@ class DmaOp(TaskBase):
             raise VerifyException("sched.dma: source and dest element types differ")
 
 
+SLOPES_FORMAT = " (`slopes_in` $prelu_slopes^)?"
+"""A task's PRELU slopes: an OCM buffer of f32, one per output channel of the task."""
+
+
+def _verify_slopes(op, channels: int) -> None:
+    """The activation of a task with an optional `slopes` buffer (f32 [channels] in OCM)."""
+    if op.prelu_slopes is not None:
+        _check_ocm(op, op.tile.value.data, op.prelu_slopes)
+        if buffer_type(op.prelu_slopes).dims != (channels,):
+            raise VerifyException(f"{op.name}: slopes must hold {channels} values")
+    op.verify_activation(slopes_operand=op.prelu_slopes is not None)
+
+
 def _check_ocm(op: IRDLOperation, tile: int, *values: SSAValue) -> None:
     for v in values:
         bt = buffer_type(v)
@@ -339,6 +353,7 @@ class Conv2DTaskOp(FusedActivation, WindowTaskBase):
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     weight = operand_def(BufferType)
     bias = opt_operand_def(BufferType)
+    prelu_slopes = opt_operand_def(BufferType)
     dilations = prop_def(DenseArrayBase[I64])
     groups = prop_def(IntegerAttr[I64])
     oc0 = prop_def(IntegerAttr[I64])
@@ -348,15 +363,16 @@ class Conv2DTaskOp(FusedActivation, WindowTaskBase):
         "`channels` $oc0 `of` $oc_total `kernel` $kernel `strides` $strides `pads` $pads "
         "`dilations` $dilations `groups` $groups "
         + ACTIVATION_FORMAT
+        + SLOPES_FORMAT
         + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($weight) "
-        "(`,` type($bias)^)? `->` type($output)"
+        "(`,` type($bias)^)? (`,` `slopes` type($prelu_slopes)^)? `->` type($output)"
     )
 
     def verify_(self) -> None:
         _check_ocm(self, self.tile.value.data, self.input, self.output, self.weight)
         if self.bias is not None:
             _check_ocm(self, self.tile.value.data, self.bias)
-        self.verify_activation()
+        _verify_slopes(self, buffer_type(self.output).dims[-1])
 
 
 @irdl_op_definition
@@ -388,12 +404,14 @@ class FullyConnectedTaskOp(FusedActivation, TaskBase):
     input = operand_def(BufferType)
     weight = operand_def(BufferType)
     bias = opt_operand_def(BufferType)
+    prelu_slopes = opt_operand_def(BufferType)
     output = operand_def(BufferType)
     assembly_format = (
         "`tile` $tile $input `,` $weight (`bias` $bias^)? `->` $output "
         + ACTIVATION_FORMAT
+        + SLOPES_FORMAT
         + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($weight) "
-        "(`,` type($bias)^)? `->` type($output)"
+        "(`,` type($bias)^)? (`,` `slopes` type($prelu_slopes)^)? `->` type($output)"
     )
 
     def verify_(self) -> None:
@@ -402,7 +420,7 @@ class FullyConnectedTaskOp(FusedActivation, TaskBase):
         o, wk = buffer_type(self.weight).dims
         if wk != k or buffer_type(self.output).dims != (n, o):
             raise VerifyException("sched.fc: shapes of input, weight and output do not agree")
-        self.verify_activation()
+        _verify_slopes(self, o)
 
 
 @irdl_op_definition
@@ -432,15 +450,18 @@ class ScaleTaskOp(FusedActivation, TaskBase):
     """Per-channel affine map of an OCM vector whose channel is its innermost index."""
 
     name = "sched.scale"
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     input = operand_def(BufferType)
     scale = operand_def(BufferType)
     shift = operand_def(BufferType)
+    prelu_slopes = opt_operand_def(BufferType)
     output = operand_def(BufferType)
     assembly_format = (
         "`tile` $tile $input `,` $scale `,` $shift `->` $output "
         + ACTIVATION_FORMAT
+        + SLOPES_FORMAT
         + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($scale) `,` "
-        "type($shift) `->` type($output)"
+        "type($shift) (`,` `slopes` type($prelu_slopes)^)? `->` type($output)"
     )
 
     def verify_(self) -> None:
@@ -456,6 +477,64 @@ class ScaleTaskOp(FusedActivation, TaskBase):
                 "sched.scale: input and output of one length, a multiple of the channels of "
                 "scale and shift"
             )
+        _verify_slopes(self, channels)
+
+
+@irdl_op_definition
+class MulTaskOp(FusedActivation, TaskBase):
+    """Elementwise product of two OCM vectors; with `channels` C > 0, `rhs` holds C values and
+    element i takes rhs[i mod C] (one image of a squeeze-excitation gate)."""
+
+    name = "sched.mul"
+    lhs = operand_def(BufferType)
+    rhs = operand_def(BufferType)
+    output = operand_def(BufferType)
+    channels = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "`tile` $tile $lhs `,` $rhs `->` $output `channels` $channels "
+        + ACTIVATION_FORMAT
+        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        _check_ocm(self, self.tile.value.data, self.lhs, self.rhs, self.output)
+        (count,) = buffer_type(self.lhs).dims
+        (rhs,) = buffer_type(self.rhs).dims
+        channels = self.channels.value.data
+        if buffer_type(self.output).dims != (count,) or rhs != (channels or count):
+            raise VerifyException(
+                "sched.mul: lhs and output of one length; rhs of that length, or of `channels`"
+            )
+        if channels and count % channels:
+            raise VerifyException(f"sched.mul: {count} elements are not whole pixels of {channels}")
+        self.verify_activation()
+
+
+@irdl_op_definition
+class LutTaskOp(FusedActivation, TaskBase):
+    """Load the table of a table activation from DDR into the tile's activation-table memory;
+    the tile's compute tasks with that activation wait for it."""
+
+    name = "sched.lut"
+    table = operand_def(BufferType)
+    assembly_format = (
+        "`tile` $tile $table "
+        + ACTIVATION_FORMAT
+        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($table)"
+    )
+
+    def verify_(self) -> None:
+        bt = buffer_type(self.table)
+        if (
+            bt.space.data != "ddr"
+            or bt.dims != (ACT_TABLE_ENTRIES,)
+            or bt.size_bytes != 2 * ACT_TABLE_ENTRIES
+        ):
+            raise VerifyException(
+                f"sched.lut: the table is a DDR buffer of {ACT_TABLE_ENTRIES} f16, got {bt}"
+            )
+        if self.activation is None or self.activation.isa not in TABLE_ACTIVATIONS:
+            raise VerifyException("sched.lut: act must name a table activation")
         self.verify_activation()
 
 
@@ -473,6 +552,8 @@ Sched = Dialect(
         FullyConnectedTaskOp,
         AddTaskOp,
         ScaleTaskOp,
+        MulTaskOp,
+        LutTaskOp,
     ],
     [BufferType, TokenType],
 )

@@ -2,7 +2,7 @@
 
 TVM's RunCodegen calls `relax.ext.mrvl` once with every region function (`Codegen="mrvl"`).
 Each region is compiled by `mrvl.compile_region` to a model binary, and the binary is wrapped
-in a real external module: `runtime/region.c`, compiled with gcc into an object that embeds
+in a real external module: `csrc/region.c`, compiled with gcc into an object that embeds
 the binary and defines the region's TVM-FFI symbol, loaded with
 `tvm.runtime.load_static_library`. The object is linked into the library `export_library`
 writes, so an exported model needs nothing but `import mrvl` to run (see `mrvl.runtime`).
@@ -66,6 +66,8 @@ _session: contextvars.ContextVar[_BuildSession | None] = contextvars.ContextVar(
 @tvm_ffi.register_global_func("relax.ext.mrvl")
 def _relax_ext_mrvl(functions, options, constant_names) -> list:
     """Compile each region and wrap its binary in an external runtime module."""
+    from tqdm import tqdm
+
     from .compiler import compile_region
     from .partition import validate_target_options
 
@@ -76,8 +78,16 @@ def _relax_ext_mrvl(functions, options, constant_names) -> list:
     if session is not None and constant_names is not None:
         session.constant_names.update(str(name) for name in constant_names.values())
     modules = []
+    # A bar on a terminal (stderr) when there is more than one region; nothing otherwise.
+    progress = tqdm(
+        functions,
+        desc="mrvl: compiling regions",
+        unit="region",
+        leave=False,
+        disable=None if len(functions) > 1 else True,
+    )
     try:
-        for func in functions:
+        for func in progress:
             attrs = func.attrs if func.attrs is not None else {}
             symbol = str(attrs["global_symbol"])
             mcpu = str(_first(mcpu_override, attrs.get("mrvl.mcpu"), "cn10ka"))
@@ -116,7 +126,7 @@ def region_module(symbol: str, binary: bytes) -> tvm.runtime.Module:
         with open(os.path.join(work, "region.bin"), "wb") as f:
             f.write(binary)
         obj = os.path.join(work, "region.o")
-        template = resources.files(__package__).joinpath("runtime", "region.c")
+        template = resources.files(__package__).joinpath("csrc", "region.c")
         with resources.as_file(template) as source:
             command = [
                 "gcc", "-O2", "-fPIC", "-c", "-std=gnu11",
@@ -173,13 +183,16 @@ def build(
 ) -> relax.VMExecutable:
     """Compile a partitioned module: regions for the MLIP, the rest for `target`.
 
-    Returns the exported-and-reloaded library as a `relax.VMExecutable`, ready for
-    `relax.VirtualMachine(exe, dev)`; it also carries `library_path` (the `.so`) and
-    `mrvl_regions` (the `CompiledRegion`s, for writing their JSONs and binaries). `mcpu`/`num_tiles` override the values the regions were
-    partitioned for; other `options` go to `mrvl.compile_region` (e.g. `dump_dir`).
+    Returns the `relax.VMExecutable` that `relax.build` made, as TVM's own `tvm.compile` does:
+    `ex.export_library("model.so")` saves it, and `relax.VirtualMachine(ex, dev)` runs it. It
+    also carries `library_path` (the `.so` it runs from) and `mrvl_regions` (the
+    `CompiledRegion`s, for writing their JSONs and binaries). `mcpu`/`num_tiles` override the
+    values the regions were partitioned for; other `options` go to `mrvl.compile_region`
+    (e.g. `dump_dir`).
 
-    A static-library module only runs once linked, hence the export and reload. Without
-    `export_dir` the library lives in a temporary directory removed with the returned object.
+    A static-library module only runs once linked, so the library is exported and reloaded
+    here, and the executable's `jit()` returns that reloaded library. Without `export_dir`
+    the library lives in a temporary directory removed with the returned object.
     """
     import tvm
     from tvm import relax
@@ -209,9 +222,11 @@ def build(
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "model.so")
     executable.export_library(path)
-    loaded = relax.VMExecutable(tvm.runtime.load_module(path))
-    loaded.library_path = path
-    loaded.mrvl_regions = session.regions
+    # What `Executable.jit()` would do on first use (export to a temporary file, load it, cache
+    # it in `_jitted_mod`), done once here with a path the caller can see.
+    executable._jitted_mod = tvm.runtime.load_module(path)
+    executable.library_path = path
+    executable.mrvl_regions = session.regions
     if temporary:
-        weakref.finalize(loaded, shutil.rmtree, directory, ignore_errors=True)
-    return loaded
+        weakref.finalize(executable, shutil.rmtree, directory, ignore_errors=True)
+    return executable

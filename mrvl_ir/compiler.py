@@ -6,16 +6,14 @@ Each pass is verified after it runs, and can be dumped (`dump_dir`) for debuggin
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
-from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from mrvl import binary, json_emitter
+from mrvl import binary, json_emitter, printing
 from mrvl.assembler import assemble
 from mrvl.dialects import mrvl_context
 from mrvl.errors import CompileError, MrvlError
@@ -45,11 +43,9 @@ class CompiledRegion:
     "sched" and "mlip" (after the last pass of those stages)."""
 
 
-def print_ir(module: ModuleOp, debuginfo: bool = True) -> str:
-    out = io.StringIO()
-    Printer(stream=out, print_debuginfo=debuginfo).print_op(module)
-    out.write("\n")
-    return out.getvalue()
+def print_ir(module: ModuleOp, debuginfo: bool = True, elide_larger_than: int | None = None) -> str:
+    """The module as text; constants above `elide_larger_than` elements elided (see printing)."""
+    return printing.print_ir(module, debuginfo, elide_larger_than)
 
 
 def run_pipeline(
@@ -106,12 +102,14 @@ def compile_region(
     dump_dir: str | Path | None = None,
     keep_stages: bool = False,
     verify_each_pass: bool = False,
+    elide_constants_larger_than: int | None = None,
 ) -> CompiledRegion:
     """Compile one Relax region function (`Codegen="mrvl"`) to an MLIP binary.
 
     `mcpu`/`num_tiles` default to the region's `mrvl.mcpu`/`mrvl.num_tiles` attributes (set by
     `partition_for_mrvl`). With `dump_dir`, the IR after import and after every pass is written
-    there, one numbered file per step.
+    there, one numbered file per step. `elide_constants_larger_than` elides the large constants
+    of the dumps and `stages` (for reading; elided text does not parse back).
     """
     mcpu, num_tiles = _region_options(func, mcpu, num_tiles)
     module = import_region(func, constant_names)
@@ -119,6 +117,9 @@ def compile_region(
     module.attributes["mrvl.target"] = StringAttr(mcpu)
     module.attributes["mrvl.num_tiles"] = IntegerAttr(num_tiles, i64)
     nodes_json, consts_json = json_emitter.emit_json(module, symbol)
+
+    def print_ir(m: ModuleOp) -> str:
+        return printing.print_ir(m, elide_larger_than=elide_constants_larger_than)
 
     stages: dict[str, str] = {}
     dump = Path(dump_dir) if dump_dir is not None else None

@@ -319,6 +319,8 @@ def _load(model_or_path) -> onnx.ModelProto:
             raise ModelImportError(
                 f"cannot parse ONNX model {what}: {type(err).__name__}: {err}"
             ) from err
+    if model.ir_version == 0 and not model.HasField("graph"):
+        raise ModelImportError(f"{what} is not an ONNX model: it is empty or has no graph")
     if model.ir_version < 3:
         raise ModelImportError(
             f"{what} has ONNX IR version {model.ir_version}; TVM needs version 3 or later"

@@ -50,7 +50,10 @@ list of strings (`"padding": ["1", "0", "1", "2"]`, `"layer_name": ["Conv2D"]`).
 - `reshape`: `newshape`, `allowzero`; `layout_transform`: `src_layout`, `dst_layout`.
 
 `activation_type` is `relu`, `clip` (+ `activation_min`, `activation_max`), `leaky_relu`
-(+ `activation_alpha`) or `none` (upstream only ever wrote `relu`, and omitted it otherwise).
+(+ `activation_alpha`), `prelu` (+ `activation_slopes`, one per channel), `hard_sigmoid`
+(+ `activation_alpha`, `activation_beta`), `sigmoid`, `tanh`, `hard_swish`, `silu`, `mish` or
+`none` (upstream only ever wrote `relu`, and omitted it otherwise). `Mul2D` is the product of
+two activations (the second may be one value per image and channel).
 
 Not layers: `mrvl.cast` (skipped: the node's `dtype` says what it computes in) and
 `mrvl.layout_convert` of a region input (skipped: the input node keeps TVM's NCHW shape and
@@ -294,6 +297,8 @@ class _Emitter:
                 self._pool_node(op)
             elif isinstance(op, mrvl.AddOp):
                 self._sum_node(op)
+            elif isinstance(op, mrvl.MulOp):
+                self._mul_node(op)
             elif isinstance(op, mrvl.ConcatOp):
                 self._concat_node(op)
             elif isinstance(op, mrvl.ScaleShiftOp):
@@ -434,15 +439,20 @@ class _Emitter:
         self.node_of[out] = len(self.nodes) - 1
 
     def _activation_attrs(
-        self, op: mrvl.Conv2DOp | mrvl.FullyConnectedOp | mrvl.AddOp | mrvl.ScaleShiftOp
+        self,
+        op: mrvl.Conv2DOp | mrvl.FullyConnectedOp | mrvl.AddOp | mrvl.MulOp | mrvl.ScaleShiftOp,
     ) -> dict[str, Any]:
-        act = op.activation.data if op.activation is not None else "none"
+        act = op.activation.data.value if op.activation is not None else "none"
         attrs: dict[str, Any] = {"activation_type": [act]}
         if act == "clip":
             attrs["activation_min"] = [_float_str(op.act_min.value.data)]
             attrs["activation_max"] = [_float_str(op.act_max.value.data)]
-        elif act == "leaky_relu":
+        if op.alpha is not None:
             attrs["activation_alpha"] = [_float_str(op.alpha.value.data)]
+        if op.beta is not None:
+            attrs["activation_beta"] = [_float_str(op.beta.value.data)]
+        if op.slopes is not None:
+            attrs["activation_slopes"] = [_float_str(v) for v in op.slopes.get_values()]
         return attrs
 
     def _weight_attrs(self, op, bias_layout: str) -> tuple[dict[str, Any], int]:
@@ -566,6 +576,20 @@ class _Emitter:
             data_shape=mrvl.shape_of(op.lhs),
             out_layout=layout,
             composite="mrvl.sum2d",
+            attrs=self._activation_attrs(op),
+        )
+
+    def _mul_node(self, op: mrvl.MulOp) -> None:
+        """Elementwise product of two activations (the second may be [N, 1, 1, C])."""
+        layout = mrvl.layout_of(op.output)
+        self._layer_node(
+            op,
+            "Mul2D",
+            [op.lhs, op.rhs],
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.lhs),
+            out_layout=layout,
+            composite="mrvl.mul",
             attrs=self._activation_attrs(op),
         )
 

@@ -5,14 +5,20 @@ compiler's Relax importer would not handle, so that an unsupported op stays on t
 instead of failing the build. The composite names and what each composite may contain are a
 contract with `relax_import.py`:
 
-    mrvl.conv2d            [pad] conv2d [+bias] [batch_norm | *scale +shift] [activation]
-    mrvl.fc                [*alpha] matmul [+bias] [activation]
+    mrvl.conv2d            [pad] conv2d [[+bias] batch_norm] [steps] [activation]
+    mrvl.fc                [*alpha] matmul [steps] [activation]
     mrvl.add               add(a, b) of two same-shape tensors [activation]
+    mrvl.mul               multiply(a, b) of two same-shape tensors, or of x and a gate
+                           [N, C, 1, 1] (either side) [activation]
+    mrvl.scale_shift       x steps [activation] | activation(x)
     mrvl.maxpool2d, mrvl.avgpool2d, mrvl.global_avgpool2d (mean), mrvl.global_maxpool2d (max)
     mrvl.concat            concat on channels
     mrvl.reshape           reshape / squeeze / flatten between rank 4 and rank 2
     mrvl.transpose         permute_dims NCHW <-> NHWC
-    activation             relu | clip(min, max) | leakyrelu
+    steps                  up to 3 of +c, -c, c-, *c, /c, with c per channel or scalar, on
+                           either side where the op commutes (folded into scale and shift)
+    activation             relu | clip(min, max) | leakyrelu | prelu | sigmoid | tanh |
+                           SiLU, HardSwish and Mish as TVM writes them (activation_forms.py)
 
 Optional trailing parts are alternatives inside one pattern: FuseOpsByPattern grows a match
 binding by binding, so a trailing part that fails its check is simply left out. An optional
@@ -42,6 +48,7 @@ from tvm.relax.backend.utils import has_leaking_intermediate_variables
 from tvm.relax.dpl import DFPattern, is_const, is_op, is_tuple_get_item, wildcard
 from tvm.relax.transform import PatternCheckContext
 
+from .activation_forms import ActivationFormError, split_activation
 from .frontend import fold_constants, node_name_of, onnx_nodes_of
 from .placement import CPU, node_targets
 from .target import Target, get_target
@@ -76,6 +83,8 @@ LAYER_OPS = frozenset(
         "relax.nn.relu", "relax.clip", "relax.nn.leakyrelu", "relax.matmul",
         "relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.mean", "relax.max", "relax.concat",
         "relax.reshape", "relax.squeeze", "relax.flatten", "relax.permute_dims",
+        "relax.subtract", "relax.divide", "relax.sigmoid", "relax.tanh", "relax.nn.prelu",
+        "relax.exp", "relax.log",
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
@@ -137,7 +146,7 @@ def partition_for_mrvl(
     bound = _bound_values(mod)
     op_types = onnx_nodes_of(mod) or {}
     while True:
-        collector = _Collector(forced, bound, op_types)
+        collector = _Collector(forced, bound, op_types=op_types, users=_users(bound))
         token = _COLLECTOR.set(collector)
         try:
             partitioned = _fuse(mod)
@@ -315,6 +324,8 @@ class _Collector:
 
     forced: dict[str, str]
     bound: dict[relax.Var, relax.Expr] = field(default_factory=dict)
+    users: dict[relax.Var, list[relax.Call]] = field(default_factory=dict)
+    """Each variable of the module's functions and the calls that read it."""
     op_types: dict[str, str] = field(default_factory=dict)
     """ONNX node name -> op type (`mrvl.onnx_nodes`), empty for a module without it."""
     """Each variable of the module's functions and the value bound to it (a check sees only
@@ -438,14 +449,50 @@ def _prim_float(expr) -> float | None:
         return None
 
 
-def _check_activation(ann) -> None:
-    clip = ann.get("clip")
-    if clip is not None:
-        low, high = _prim_float(clip.args[1]), _prim_float(clip.args[2])
-        if low is None or high is None:
-            raise _Reject("non-constant clip bounds", clip)
-        if low > high:
-            raise _Reject(f"attribute min={low:g} > max={high:g}", clip)
+_STEP_OPS = frozenset({"relax.add", "relax.subtract", "relax.multiply", "relax.divide"})
+"""A layer's affine steps: x+c, c+x, x-c, c-x, x*c, c*x, x/c with c per channel or scalar."""
+
+_MAX_AFFINE_STEPS = 3
+
+
+def _check_tail(
+    ctx: PatternCheckContext,
+    core: Sequence[relax.Expr],
+    channels: int,
+    rank: int,
+    *,
+    prelu: bool,
+) -> None:
+    """Everything a match holds besides its `core` calls must be an affine step or the fused
+    activation, exactly as `relax_import` reads them (both use `split_activation`)."""
+    bindings = ctx.matched_bindings
+    outer = _enclosing_activation(ctx, ctx.matched_expr)
+    if outer is not None:
+        raise _Reject(f"part of the activation {outer.kind} that follows", ctx.matched_expr)
+    try:
+        form, _ = split_activation(ctx.matched_expr, lambda e: bindings.get(e, e))
+    except ActivationFormError as e:
+        raise _Reject(e.reason, e.at) from None
+    explained = list(core)
+    if form is not None:
+        explained += form.calls
+        if form.kind == "prelu":
+            if not prelu:
+                raise _Reject("PRelu after this layer (no per-channel slopes here)", form.calls[-1])
+            if form.params["slopes"].size not in (1, channels):
+                raise _Reject(f"{form.params['slopes'].size} PRelu slopes", form.calls[-1])
+    for call in bindings.values():
+        if not isinstance(call, relax.Call) or any(call.same_as(c) for c in explained):
+            continue
+        name = _op_name(call)
+        if name not in _STEP_OPS:
+            raise _Reject(f"{name} is not part of a layer the MLIP computes", call)
+        consts = [a for a in call.args if isinstance(a, GenericConst)]
+        if len(consts) != 1:
+            raise _Reject(f"{name.split('.')[-1]} of two tensors inside a layer", call)
+        if name == "relax.divide" and not isinstance(call.args[1], GenericConst):
+            raise _Reject("division of a constant by a tensor", call)
+        _channel_const(consts[0], channels, rank, name.split(".")[-1] + " constant", call)
 
 
 def _channel_const(expr, channels: int, rank: int, what: str, at) -> None:
@@ -483,8 +530,7 @@ def _check_conv2d(ctx: PatternCheckContext) -> None:
     out_ch, groups = weight.shape[0], int(attrs.groups)
     if channels % groups or out_ch % groups or weight.shape[1] * groups != channels:
         raise _Reject(f"attribute group={groups}", conv)
-    if "bias" in ann:
-        _channel_const(ann["bias"], out_ch, 4, "bias", ann["bias_add"])
+    core = [conv] + [ann[k] for k in ("pad", "bn") if k in ann]
     if "bn" in ann:
         bn = ann["bn"]
         if bool(bn.attrs.training) or int(bn.attrs.axis) not in (1, -3):
@@ -492,10 +538,7 @@ def _check_conv2d(ctx: PatternCheckContext) -> None:
         for param in bn.args[1:]:
             if _constant(param, "batch-norm parameters", bn).shape != (out_ch,):
                 raise _Reject("batch-norm parameter shape", bn)
-    if "bn_scale" in ann:
-        _channel_const(ann["bn_scale"], out_ch, 4, "scale", ann["bn_mul"])
-        _channel_const(ann["bn_shift"], out_ch, 4, "shift", ann["bn_add"])
-    _check_activation(ann)
+    _check_tail(ctx, core, out_ch, 4, prelu=True)
 
 
 def _check_pad(pad: relax.Call) -> None:
@@ -541,14 +584,12 @@ def _check_fc(ctx: PatternCheckContext) -> None:
     weight = _constant(ann["weight"], "weights (right operand)", matmul)
     if weight.ndim != 2 or weight.shape[0] != k:
         raise _Reject(f"weight shape {weight.shape}", matmul)
-    if "alpha" in ann and _constant(ann["alpha"], "alpha", ann["scale"]).size != 1:
-        raise _Reject("alpha is not a scalar", ann["scale"])
-    if "bias" in ann:
-        shape = _constant(ann["bias"], "bias", ann["bias_add"]).shape
-        out = weight.shape[1]
-        if shape not in ((out,), (1, out)) and not (len(shape) <= 2 and all(d == 1 for d in shape)):
-            raise _Reject(f"bias shape {shape}", ann["bias_add"])
-    _check_activation(ann)
+    core = [matmul]
+    if "scale" in ann:
+        if _constant(ann["alpha"], "alpha", ann["scale"]).size != 1:
+            raise _Reject("alpha is not a scalar", ann["scale"])
+        core.append(ann["scale"])
+    _check_tail(ctx, core, weight.shape[1], 2, prelu=False)
 
 
 def _check_add(ctx: PatternCheckContext) -> None:
@@ -559,17 +600,98 @@ def _check_add(ctx: PatternCheckContext) -> None:
     rhs = _activation(add.args[1], (2, 4), add)
     if lhs != rhs:
         raise _Reject(f"broadcast add {lhs} + {rhs}", add)
-    _check_activation(ann)
+    _check_tail(ctx, [add], lhs[1], len(lhs), prelu=False)
+
+
+def _check_mul(ctx: PatternCheckContext) -> None:
+    """A product of two tensors of one shape, or of x [N, C, H, W] and a gate s [N, C, 1, 1]
+    (either way round): the squeeze-excitation gate."""
+    ann = ctx.annotated_expr
+    mul = ann["mul"]
+    _no_leaks(ctx)
+    _whole_onnx_ops(ctx)
+    lhs = _activation(mul.args[0], (2, 4), mul)
+    rhs = _activation(mul.args[1], (2, 4), mul)
+    form, _ = split_activation(mul, lambda e: _bound(ctx, e))
+    if form is not None:
+        raise _Reject(f"the product is the activation {form.kind} of a layer", mul)
+    if lhs != rhs:
+        small, big = sorted((lhs, rhs), key=lambda shape: np.prod(shape))
+        if len(big) != 4 or len(small) != 4 or small != (big[0], big[1], 1, 1):
+            raise _Reject(f"broadcast multiply {lhs} * {rhs}", mul)
+    big = max(lhs, rhs, key=lambda shape: np.prod(shape))
+    _check_tail(ctx, [mul], big[1], len(big), prelu=False)
+
+
+def _enclosing_activation(ctx: PatternCheckContext, call: relax.Call):
+    """The activation form that `call` is an inner part of (the `add` and `clip` of
+    `x * relu6(x + 3) / 6`), found among the calls that use it, up to 4 levels out; None if
+    there is none. A layer must not end inside an activation: the activation's root would be
+    left with a form no layer can read."""
+    collector = _COLLECTOR.get()
+    if collector is None:
+        return None
+    var_of = {value: var for var, value in collector.bound.items()}
+    frontier = [call]
+    for _ in range(4):
+        users = []
+        for expr in frontier:
+            var = var_of.get(_bound(ctx, expr))
+            users += collector.users.get(var, []) if var is not None else []
+        for user in users:
+            try:
+                form, _ = split_activation(user, lambda e: _bound(ctx, e))
+            except ActivationFormError:
+                continue
+            if form is not None and any(call.same_as(c) for c in form.calls):
+                return form
+        frontier = users
+    return None
+
+
+def _bound(ctx: PatternCheckContext, expr: relax.Expr) -> relax.Expr:
+    """The value bound to a variable of the matched function (the expression itself if none)."""
+    if expr in ctx.matched_bindings:
+        return ctx.matched_bindings[expr]
+    collector = _COLLECTOR.get()
+    if collector is not None and isinstance(expr, relax.Var):
+        return collector.bound.get(expr, expr)
+    return expr
 
 
 _LAYER_CORES = frozenset({"relax.nn.conv2d", "relax.matmul"})
 _AFFINE_ONNX_OPS = frozenset(
-    {"BatchNormalization", "Relu", "Clip", "LeakyRelu", "Mul", "Add", "Sum", "Sub", "Div"}
+    {
+        "BatchNormalization",
+        "Relu",
+        "Clip",
+        "LeakyRelu",
+        "Mul",
+        "Add",
+        "Sum",
+        "Sub",
+        "Div",
+        "Sigmoid",
+        "Tanh",
+        "HardSigmoid",
+        "HardSwish",
+        "PRelu",
+        "Mish",
+    }
 )
 """ONNX ops a scale_shift can be the whole of; a multiply or add inside another op (LRN's
 bias + alpha * x) stays with the rest of that op, so no node is split between MLIP and CPU."""
 _AFFINE_OPS = frozenset(
-    {"relax.multiply", "relax.add", "relax.nn.relu", "relax.clip", "relax.nn.leakyrelu"}
+    {
+        "relax.multiply",
+        "relax.add",
+        "relax.subtract",
+        "relax.divide",
+        "relax.nn.relu",
+        "relax.clip",
+        "relax.nn.leakyrelu",
+        "relax.nn.prelu",
+    }
 )
 
 
@@ -581,25 +703,30 @@ def _check_scale_shift(ctx: PatternCheckContext) -> None:
     """
     ann = ctx.annotated_expr
     _no_leaks(ctx)
-    first = ann.get("mul", ann.get("add", ctx.matched_expr))
+    first = ctx.matched_expr
     data = ann["data"]
     collector = _COLLECTOR.get()
-    if collector is not None and collector.op_types:
-        for expr in ctx.matched_bindings.values():
-            name = node_name_of(expr)
-            op_type = collector.op_types.get(name) if name is not None else None
-            if op_type is not None and op_type not in _AFFINE_ONNX_OPS:
-                raise _Reject(f"part of {op_type} (the rest of it runs on the CPU)", expr)
+    _whole_onnx_ops(ctx)
     origin = _layer_origin(ctx, data)
     if origin is not None and collector is not None:
         owner = node_name_of(origin)
         if owner in collector.forced:
             raise _Reject(f"{collector.forced[owner]} (at {owner})", first)
     shape = _activation(data, (2, 4), first)
-    for key, what in (("scale", "scale"), ("shift", "shift")):
-        if key in ann:
-            _channel_const(ann[key], shape[1], len(shape), what, ann.get("mul", first))
-    _check_activation(ann)
+    _check_tail(ctx, [], shape[1], len(shape), prelu=True)
+
+
+def _whole_onnx_ops(ctx: PatternCheckContext) -> None:
+    """Reject a match holding part of an ONNX op other than `_AFFINE_ONNX_OPS` (LRN's
+    multiplies and adds): no node is split between the MLIP and the CPU."""
+    collector = _COLLECTOR.get()
+    if collector is None or not collector.op_types:
+        return
+    for expr in ctx.matched_bindings.values():
+        name = node_name_of(expr)
+        op_type = collector.op_types.get(name) if name is not None else None
+        if op_type is not None and op_type not in _AFFINE_ONNX_OPS:
+            raise _Reject(f"part of {op_type} (the rest of it runs on the CPU)", expr)
 
 
 def _op_name(call: relax.Call) -> str:
@@ -624,6 +751,16 @@ def _layer_origin(ctx: PatternCheckContext, value: relax.Expr) -> relax.Call | N
             return None
         call = _producer_call(ctx, operands[0])
     return call if call is not None and _op_name(call) in _LAYER_CORES else None
+
+
+def _users(bound: dict[relax.Var, relax.Expr]) -> dict[relax.Var, list[relax.Call]]:
+    users: dict[relax.Var, list[relax.Call]] = {}
+    for value in bound.values():
+        if isinstance(value, relax.Call):
+            for arg in value.args:
+                if isinstance(arg, relax.Var):
+                    users.setdefault(arg, []).append(value)
+    return users
 
 
 def _bound_values(mod: tvm.IRModule) -> dict[relax.Var, relax.Expr]:
@@ -675,12 +812,60 @@ def _check_transpose(ctx: PatternCheckContext) -> None:
 # Patterns. Each builder returns (name, pattern, annotations, check).
 
 
-def _with_activation(core: DFPattern, ann: dict[str, DFPattern]) -> DFPattern:
-    """core, or relu / clip / leakyrelu of core."""
-    ann["relu"] = is_op("relax.nn.relu")(core)
-    ann["clip"] = is_op("relax.clip")(core, wildcard(), wildcard())
-    ann["leakyrelu"] = is_op("relax.nn.leakyrelu")(core)
-    return core | ann["relu"] | ann["clip"] | ann["leakyrelu"]
+def _activations(x: DFPattern) -> DFPattern:
+    """Every activation form `split_activation` reads, applied to x."""
+    relu6 = [
+        is_op("relax.clip")(is_op("relax.add")(x, is_const()), wildcard(), wildcard())
+        for _ in range(2)
+    ]
+    hard_sigmoid = is_op("relax.clip")(
+        is_op("relax.add")(is_op("relax.multiply")(x, is_const()), is_const()),
+        wildcard(),
+        wildcard(),
+    )
+    softplus = is_op("relax.log")(is_op("relax.add")(is_const(), is_op("relax.exp")(x)))
+    forms = [
+        is_op("relax.nn.relu")(x),
+        is_op("relax.clip")(x, wildcard(), wildcard()),
+        is_op("relax.nn.leakyrelu")(x),
+        is_op("relax.nn.prelu")(x, is_const()),
+        is_op("relax.sigmoid")(x),
+        is_op("relax.tanh")(x),
+        is_op("relax.multiply")(x, is_op("relax.sigmoid")(x)),
+        is_op("relax.multiply")(x, is_op("relax.divide")(relu6[0], is_const())),
+        is_op("relax.divide")(is_op("relax.multiply")(x, relu6[1]), is_const()),
+        is_op("relax.multiply")(x, hard_sigmoid),
+        is_op("relax.multiply")(x, is_op("relax.tanh")(softplus)),
+    ]
+    root = forms[0]
+    for form in forms[1:]:
+        root = root | form
+    return root
+
+
+def _with_activation(core: DFPattern) -> DFPattern:
+    """An activation of core, or core. The longer alternative comes first: an OrPattern takes
+    its first alternative that matches, and a wildcard-led core would match a shorter part."""
+    return _activations(core) | core
+
+
+def _affine_step(x: DFPattern) -> DFPattern:
+    """x+c, c+x, x-c, c-x, x*c, c*x or x/c (multiply and add match either way round)."""
+    return (
+        is_op("relax.add")(x, is_const())
+        | is_op("relax.subtract")(x, is_const())
+        | is_op("relax.subtract")(is_const(), x)
+        | is_op("relax.multiply")(x, is_const())
+        | is_op("relax.divide")(x, is_const())
+    )
+
+
+def _affine(core: DFPattern, at_least_one: bool = False) -> DFPattern:
+    """core followed by up to _MAX_AFFINE_STEPS affine steps (at least one if asked)."""
+    level = _affine_step(core) if at_least_one else core
+    for _ in range(_MAX_AFFINE_STEPS - (1 if at_least_one else 0)):
+        level = _affine_step(level) | level  # the longest match first
+    return level
 
 
 def _conv2d_pattern(with_pad: bool):
@@ -690,15 +875,9 @@ def _conv2d_pattern(with_pad: bool):
     if with_pad:
         conv_input = ann["pad"] = is_op("relax.nn.pad")(data)
     conv = ann["conv"] = is_op("relax.nn.conv2d")(conv_input, weight)
-    ann["bias"] = is_const()
-    ann["bias_add"] = is_op("relax.add")(conv, ann["bias"])
-    biased = conv | ann["bias_add"]
+    biased = conv | is_op("relax.add")(conv, is_const())
     ann["bn"] = is_op("relax.nn.batch_norm")(biased, is_const(), is_const(), is_const(), is_const())
-    ann["bn_scale"], ann["bn_shift"] = is_const(), is_const()
-    ann["bn_mul"] = is_op("relax.multiply")(biased, ann["bn_scale"])
-    ann["bn_add"] = is_op("relax.add")(ann["bn_mul"], ann["bn_shift"])
-    normed = biased | is_tuple_get_item(ann["bn"], 0) | ann["bn_add"]
-    root = _with_activation(normed, ann)
+    root = _with_activation(_affine(conv | is_tuple_get_item(ann["bn"], 0)))
     return ("mrvl.conv2d", root, ann, _checked(_check_conv2d))
 
 
@@ -710,37 +889,29 @@ def _fc_pattern(with_alpha: bool):
         ann["alpha"] = is_const()
         fc_input = ann["scale"] = is_op("relax.multiply")(data, ann["alpha"])
     matmul = ann["matmul"] = is_op("relax.matmul")(fc_input, weight)
-    ann["bias"] = is_const()
-    ann["bias_add"] = is_op("relax.add")(matmul, ann["bias"])
-    root = _with_activation(matmul | ann["bias_add"], ann)
+    root = _with_activation(_affine(matmul))
     return ("mrvl.fc", root, ann, _checked(_check_fc))
 
 
 def _add_pattern():
     ann: dict[str, DFPattern] = {}
     add = ann["add"] = is_op("relax.add")(~is_const(), ~is_const())
-    return ("mrvl.add", _with_activation(add, ann), ann, _checked(_check_add))
+    return ("mrvl.add", _with_activation(add), ann, _checked(_check_add))
 
 
-def _scale_shift_pattern(lead: str):
-    """mrvl.scale_shift led by a multiply, an add, or a lone activation."""
+def _mul_pattern():
+    ann: dict[str, DFPattern] = {}
+    mul = ann["mul"] = is_op("relax.multiply")(~is_const(), ~is_const())
+    return ("mrvl.mul", _with_activation(mul), ann, _checked(_check_mul))
+
+
+def _scale_shift_pattern():
+    """mrvl.scale_shift: affine steps of a tensor with an optional activation, or a lone
+    activation."""
     data = wildcard()
     ann: dict[str, DFPattern] = {"data": data}
-    if lead == "mul":
-        ann["scale"] = is_const()
-        mul = ann["mul"] = is_op("relax.multiply")(data, ann["scale"])
-        ann["shift"] = is_const()
-        core = mul | is_op("relax.add")(mul, ann["shift"])
-        root = _with_activation(core, ann)
-    elif lead == "add":
-        ann["shift"] = is_const()
-        core = ann["add"] = is_op("relax.add")(data, ann["shift"])
-        root = _with_activation(core, ann)
-    else:
-        ann["relu"] = is_op("relax.nn.relu")(data)
-        ann["clip"] = is_op("relax.clip")(data, wildcard(), wildcard())
-        ann["leakyrelu"] = is_op("relax.nn.leakyrelu")(data)
-        root = ann["relu"] | ann["clip"] | ann["leakyrelu"]
+    steps = _affine(data, at_least_one=True)
+    root = _activations(steps) | _activations(data) | steps  # the longest match first
     return ("mrvl.scale_shift", root, ann, _checked(_check_scale_shift))
 
 
@@ -771,6 +942,7 @@ def _pattern_table() -> list[tuple]:
         _fc_pattern(with_alpha=True),
         _fc_pattern(with_alpha=False),
         _add_pattern(),
+        _mul_pattern(),
         _single_op_pattern("mrvl.maxpool2d", ["relax.nn.max_pool2d"], _check_pool2d),
         _single_op_pattern("mrvl.avgpool2d", ["relax.nn.avg_pool2d"], _check_pool2d),
         _single_op_pattern("mrvl.global_avgpool2d", ["relax.mean"], _check_global_pool2d),
@@ -779,9 +951,7 @@ def _pattern_table() -> list[tuple]:
         _single_op_pattern("mrvl.transpose", ["relax.permute_dims"], _check_transpose),
         _reshape_pattern(),
         # last: only what no conv / fc / add absorbed
-        _scale_shift_pattern("mul"),
-        _scale_shift_pattern("add"),
-        _scale_shift_pattern("activation"),
+        _scale_shift_pattern(),
     ]
 
 

@@ -17,9 +17,10 @@ from tvm import relax
 from tvm.ir.expr import GenericConst
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr, UnitAttr, f32
+from xdsl.dialects.builtin import ModuleOp, UnitAttr, f32
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
+from mrvl.activation_forms import ActivationFormError, FusedActivationForm, split_activation
 from mrvl.locations import name_location
 from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError
@@ -49,6 +50,7 @@ class _RegionImporter:
         self.constant_names = constant_names
         self.const_count = 0
         self.made_count = 0
+        self.const_names: set[str] = set()
         self.values: dict[relax.Var, SSAValue] = {}
         self.converted: dict[tuple[SSAValue, str], SSAValue] = {}
         self.composites: dict[relax.Var, relax.Function] = {}
@@ -100,6 +102,9 @@ class _RegionImporter:
         if name is None:
             name = f"{self.symbol}_mrvl_const_{self.const_count}"
         self.const_count += 1
+        if name in self.const_names:  # one TVM constant folded into two layers' values
+            return self._made_constant(array, layout, "folded")
+        self.const_names.add(name)
         return self.builder.insert(mrvl.ConstantOp(name, array, layout)).result
 
     def _made_constant(self, array: np.ndarray, layout: str, role: str) -> SSAValue:
@@ -169,43 +174,59 @@ class _RegionImporter:
         if handler is None:
             node = next((node_name_of(c) for c in calls if node_name_of(c)), None)
             raise UnsupportedOpError(f"no MLIP layer for composite '{kind}'", node)
-        return handler(self, _Chain(calls), inner)
+        bound = {b.var: b.value for blk in composite.body.blocks for b in blk.bindings}
+        node = next((node_name_of(c) for c in calls if node_name_of(c)), None)
+        try:
+            form, act_input = split_activation(calls[-1], lambda e: bound.get(e, e))
+        except ActivationFormError as e:
+            raise UnsupportedOpError(f"composite '{kind}': {e.reason}", node) from None
+        if form is not None:
+            calls = [c for c in calls if not any(c.same_as(a) for a in form.calls)]
+        chain = _Chain(calls, form)
+        chain.activation_input = act_input
+        return handler(self, chain, inner)
 
     # -- fused pieces ---------------------------------------------------------------------------
 
-    def _activation(self, chain: _Chain) -> dict[str, Attribute]:
-        if chain.take("relax.nn.relu") is not None:
-            return {"activation": StringAttr("relu")}
-        if (clip := chain.take("relax.clip")) is not None:
-            lo, hi = (_scalar(v) for v in clip.args[1:3])
-            return {
-                "activation": StringAttr("clip"),
-                "act_min": FloatAttr(lo, f32),
-                "act_max": FloatAttr(hi, f32),
-            }
-        if (leaky := chain.take("relax.nn.leakyrelu")) is not None:
-            return {
-                "activation": StringAttr("leaky_relu"),
-                "alpha": FloatAttr(float(leaky.attrs.alpha), f32),
-            }
-        return {}
+    def _activation(self, chain: _Chain, channels: int | None = None) -> dict[str, Attribute]:
+        """The properties of the composite's activation (split off by `split_activation`);
+        PRELU's slopes broadcast to `channels`."""
+        form = chain.activation
+        if form is None:
+            return {}
+        params = dict(form.params)
+        if form.kind == "prelu":
+            slopes = params["slopes"]
+            params["slopes"] = np.broadcast_to(slopes, (channels,)) if slopes.size == 1 else slopes
+        return mrvl.activation(form.kind, **params)
 
     def _affine_after(self, chain: _Chain, channels: int) -> tuple[np.ndarray, np.ndarray]:
-        """The per-channel y -> scale*y + shift that follows a conv/fc: its bias add, then a
-        batch norm (inference) or the Mul+Add some exporters write instead."""
+        """The per-channel y -> scale*y + shift that the rest of the chain computes: a bias add,
+        a batch norm (inference), and affine steps with a constant on either side.
+
+        x / c folds as x * (1/c) with 1/c in float64: not bit-exact against IEEE division (an
+        fp32 ulp at most, before the layer rounds its result to f16, docs/architecture.md)."""
         scale = np.ones(channels)
         shift = np.zeros(channels)
-        if (add := chain.take("relax.add")) is not None:
-            shift = shift + _per_channel(add.args[1], channels)
-        if (bn := chain.take("relax.nn.batch_norm")) is not None:
-            gamma, beta, mean, var = (_per_channel(a, channels) for a in bn.args[1:5])
-            s = gamma / np.sqrt(var + float(bn.attrs.epsilon))
-            scale, shift = scale * s, shift * s + beta - s * mean
-        if (mul := chain.take("relax.multiply")) is not None:
-            s = _per_channel(mul.args[1], channels)
-            scale, shift = scale * s, shift * s
-            if (add := chain.take("relax.add")) is not None:
-                shift = shift + _per_channel(add.args[1], channels)
+        while (call := chain.take_any(*_AFFINE_CALLS)) is not None:
+            name = call.op.name
+            if name == "relax.nn.batch_norm":
+                gamma, beta, mean, var = (_per_channel(a, channels) for a in call.args[1:5])
+                s = gamma / np.sqrt(var + float(call.attrs.epsilon))
+                scale, shift = scale * s, shift * s + beta - s * mean
+                continue
+            const_first = isinstance(call.args[0], GenericConst)
+            c = _per_channel(call.args[0] if const_first else call.args[1], channels)
+            if name == "relax.add":
+                shift = shift + c
+            elif name == "relax.multiply":
+                scale, shift = scale * c, shift * c
+            elif name == "relax.divide":
+                scale, shift = scale / c, shift / c
+            elif const_first:  # c - y
+                scale, shift = -scale, c - shift
+            else:  # y - c
+                shift = shift - c
         return scale, shift
 
     def _bias_constant(self, const, shift: np.ndarray, has_bias: bool) -> SSAValue | None:
@@ -238,8 +259,8 @@ class _RegionImporter:
             source = pad.args[0]
         x = self._in_layout(self._operand(inner, source, node), "NHWC", node)
         out_n, out_c, out_h, out_w = _shape(call)
-        has_bias = chain.peek_any("relax.add", "relax.nn.batch_norm", "relax.multiply")
-        bias_const = chain.first_const_of("relax.add", "relax.nn.batch_norm", "relax.multiply")
+        has_bias = chain.peek_any(*_AFFINE_CALLS)
+        bias_const = chain.first_const_of(*_AFFINE_CALLS)
         scale, shift = self._affine_after(chain, out_c)
         w_const = call.args[1]
         w = w_const.value.numpy().astype(np.float64) * scale[:, None, None, None]
@@ -255,7 +276,7 @@ class _RegionImporter:
             pads=(pt, pl, pb, pr),
             dilations=_ints(attrs.dilation),
             groups=int(attrs.groups),
-            activation=self._activation(chain),
+            activation=self._activation(chain, out_c),
         )
         return self._located(op, node)
 
@@ -323,15 +344,19 @@ class _RegionImporter:
         alpha_call = chain.take("relax.multiply")  # Gemm's alpha, scaling the input
         call = chain.take_one("relax.matmul")
         node = node_name_of(call)
-        source = alpha_call.args[0] if alpha_call is not None else call.args[0]
+        source = call.args[0]
+        if alpha_call is not None:  # multiply(x, alpha) or multiply(alpha, x)
+            source = alpha_call.args[1 if isinstance(alpha_call.args[0], GenericConst) else 0]
         x = self._in_layout(self._operand(inner, source, node), "NC", node)
         w_const = call.args[1]
         if not isinstance(w_const, GenericConst) or len(_shape(w_const)) != 2:
             raise UnsupportedOpError("fc: the right operand must be a constant matrix", node)
         n, o = _shape(call)
-        alpha = _scalar(alpha_call.args[1]) if alpha_call is not None else 1.0
-        has_bias = chain.peek_any("relax.add")
-        bias_const = chain.first_const_of("relax.add")
+        alpha = 1.0
+        if alpha_call is not None:
+            alpha = _scalar(next(a for a in alpha_call.args if isinstance(a, GenericConst)))
+        has_bias = chain.peek_any(*_AFFINE_CALLS)
+        bias_const = chain.first_const_of(*_AFFINE_CALLS)
         scale, shift = self._affine_after(chain, o)
         w = w_const.value.numpy().astype(np.float64).T * (alpha * scale)[:, None]  # [K,O]->[O,K]
         weight = self._constant(w_const, np.ascontiguousarray(w.astype(np.float32)), "OI")
@@ -352,27 +377,52 @@ class _RegionImporter:
         return self._located(mrvl.AddOp(lhs, rhs, activation=self._activation(chain)), node)
 
     def scale_shift(self, chain: _Chain, inner: dict) -> SSAValue:
-        """[multiply(x, s)] [add(., b)] [activation] on its own: a per-channel affine map."""
-        first = chain.calls[chain.position]
+        """Affine steps (constants on either side) and/or an activation on their own: a
+        per-channel affine map. Scale and shift keep the TVM names of the first multiplying
+        and the first adding constant (made constants when there is none)."""
+        if chain.calls:
+            first = chain.calls[0]
+            source = next(a for a in first.args if not isinstance(a, GenericConst))
+        else:  # a lone activation: its input
+            first = chain.activation.calls[-1]
+            source = chain.activation_input
         node = node_name_of(first)
-        shape = _shape(first)
+        shape = _shape(source)
         if len(shape) not in RELAX_LAYOUT:
             raise UnsupportedOpError(f"scale/shift of a rank-{len(shape)} tensor", node)
         channels = shape[1]
         layout = "NHWC" if len(shape) == 4 else "NC"
-        source = first.args[0]
         x = self._in_layout(self._operand(inner, source, node), layout, node)
-        if (mul := chain.take("relax.multiply")) is not None:
-            scale = _per_channel(mul.args[1], channels).astype(np.float32)
-            scale_value = self._constant(mul.args[1], scale, "O")
+        scale_const = chain.first_const_of("relax.multiply", "relax.divide")
+        shift_const = chain.first_const_of("relax.add", "relax.subtract")
+        scale, shift = self._affine_after(chain, channels)
+        if chain.position != len(chain.calls):
+            raise UnsupportedOpError(
+                f"scale/shift: cannot fold {chain.calls[chain.position].op.name}", node
+            )
+        if scale_const is not None:
+            scale_value = self._constant(scale_const, scale.astype(np.float32), "O")
         else:
-            scale_value = self._made_constant(np.ones(channels, np.float32), "O", "ones")
-        if (add := chain.take("relax.add")) is not None:
-            shift = _per_channel(add.args[1], channels).astype(np.float32)
-            shift_value = self._constant(add.args[1], shift, "O")
+            scale_value = self._made_constant(scale.astype(np.float32), "O", "scale")
+        if shift_const is not None:
+            shift_value = self._constant(shift_const, shift.astype(np.float32), "O")
         else:
-            shift_value = self._made_constant(np.zeros(channels, np.float32), "O", "zeros")
-        op = mrvl.ScaleShiftOp(x, scale_value, shift_value, activation=self._activation(chain))
+            shift_value = self._made_constant(shift.astype(np.float32), "O", "shift")
+        op = mrvl.ScaleShiftOp(
+            x, scale_value, shift_value, activation=self._activation(chain, channels)
+        )
+        return self._located(op, node)
+
+    def mul(self, chain: _Chain, inner: dict) -> SSAValue:
+        """A product of two tensors: the full one first, a [N, C, 1, 1] gate second."""
+        call = chain.take_one("relax.multiply")
+        node = node_name_of(call)
+        a, b = call.args
+        if int(np.prod(_shape(a))) < int(np.prod(_shape(b))):
+            a, b = b, a
+        layout = "NHWC" if len(_shape(call)) == 4 else "NC"
+        lhs, rhs = (self._in_layout(self._operand(inner, v, node), layout, node) for v in (a, b))
+        op = mrvl.MulOp(lhs, rhs, activation=self._activation(chain))
         return self._located(op, node)
 
     def concat(self, chain: _Chain, inner: dict) -> SSAValue:
@@ -394,9 +444,12 @@ class _RegionImporter:
 class _Chain:
     """The calls of one composite, consumed in order as the layer's parts are recognised."""
 
-    def __init__(self, calls: list[relax.Call]):
+    def __init__(self, calls: list[relax.Call], activation: FusedActivationForm | None = None):
         self.calls = calls
         self.position = 0
+        self.activation = activation
+        """The composite's trailing activation, already split off `calls`."""
+        self.activation_input: relax.Expr | None = None
 
     def _name(self, call) -> str:
         return call.op.name if hasattr(call.op, "name") else ""
@@ -409,6 +462,13 @@ class _Chain:
         if self.next_is(op_name):
             self.position += 1
             return self.calls[self.position - 1]
+        return None
+
+    def take_any(self, *op_names: str) -> relax.Call | None:
+        """The next call if it is one of `op_names` (which is then consumed), else None."""
+        for name in op_names:
+            if (call := self.take(name)) is not None:
+                return call
         return None
 
     def take_one(self, *op_names: str) -> relax.Call:
@@ -429,7 +489,7 @@ class _Chain:
         folded bias after its TVM constant)."""
         for c in self.calls[self.position :]:
             if self._name(c) in op_names:
-                for a in c.args[1:]:
+                for a in c.args[1:] if self._name(c) == "relax.nn.batch_norm" else c.args:
                     if isinstance(a, GenericConst):
                         return a
         return None
@@ -457,6 +517,15 @@ def _per_channel(expr, channels: int) -> np.ndarray:
     return array.reshape(channels)
 
 
+_AFFINE_CALLS = (
+    "relax.add",
+    "relax.subtract",
+    "relax.multiply",
+    "relax.divide",
+    "relax.nn.batch_norm",
+)
+"""The calls `_affine_after` folds into a layer's scale and shift."""
+
 _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.conv2d": _RegionImporter.conv2d,
     "mrvl.maxpool2d": _RegionImporter.pool2d,
@@ -465,6 +534,7 @@ _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.global_maxpool2d": _RegionImporter.global_pool2d,
     "mrvl.fc": _RegionImporter.fc,
     "mrvl.add": _RegionImporter.add,
+    "mrvl.mul": _RegionImporter.mul,
     "mrvl.concat": _RegionImporter.concat,
     "mrvl.scale_shift": _RegionImporter.scale_shift,
     "mrvl.reshape": _RegionImporter.reshape,

@@ -1,6 +1,6 @@
 """The run-time half of the BYOC backend: `mrvl.runtime.run_region`.
 
-Each region's external module (made by `mrvl.byoc` from `runtime/region.c`) embeds the model
+Each region's external module (made by `mrvl.byoc` from `csrc/region.c`) embeds the model
 binary and calls this function with (pointer to the binary, its length, the region's tensors,
 outputs last). Here the binary is decoded and validated once per distinct binary, and run on
 the simulator, reusing that binary's simulated memory from call to call. The engine is the one

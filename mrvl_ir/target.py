@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from .errors import MrvlError
 
 TARGETS_DIR = Path(__file__).parent / "targets"
 
 
-class UnknownTargetError(ValueError):
-    """An `mcpu` name with no target description."""
+class UnknownTargetError(MrvlError, ValueError):
+    """An `mcpu` name with no target description (a ValueError too, as it always was)."""
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,8 @@ DEFAULT_REPORT = ROOT / "docs" / "conformance.md"
 OPS = (
     "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Gemm", "MatMul",
     "Add", "Sum", "Concat", "Relu", "Clip", "LeakyRelu", "BatchNormalization", "Pad",
-    "Flatten", "Reshape", "Squeeze", "Transpose",
+    "Flatten", "Reshape", "Squeeze", "Transpose", "Mul", "Sub", "Div", "Sigmoid", "Tanh",
+    "HardSigmoid", "HardSwish", "PRelu", "Mish",
 )  # fmt: skip
 
 # The module of onnx.backend.test.case.node that holds each op's cases.
@@ -67,7 +68,10 @@ _CASE_MODULES = {"BatchNormalization": "batch_normalization"}
 
 # Ops whose operands after the first are parameters (weights, shapes, bounds), not activations.
 PARAMETER_OPS = frozenset(
-    {"Conv", "Gemm", "MatMul", "BatchNormalization", "Clip", "Pad", "Reshape", "Squeeze"}
+    {
+        "Conv", "Gemm", "MatMul", "BatchNormalization", "Clip", "Pad", "Reshape", "Squeeze",
+        "PRelu",
+    }
 )
 CONST_SUFFIX = "+const"
 
@@ -382,16 +386,21 @@ def render_report(results: Sequence[CaseResult], elapsed: float) -> str:
 def run_all(
     cases: Sequence[NodeCase], *, verbose: bool = False, stream=sys.stderr
 ) -> list[CaseResult]:
+    """Run every case: a progress bar when `stream` is a terminal, one line per case with
+    `verbose`."""
+    from tqdm import tqdm
+
     results = []
-    for index, case in enumerate(cases, 1):
+    progress = tqdm(cases, desc="conformance", unit="case", file=stream, disable=None)
+    for index, case in enumerate(progress, 1):
+        progress.set_postfix_str(case.id, refresh=False)
         result = run_case(case)
         results.append(result)
         if verbose:
-            print(
+            progress.write(
                 f"[{index:3d}/{len(cases)}] {result.status:14s} {result.seconds:6.2f}s "
                 f"{case.id}  {result.reason}",
                 file=stream,
-                flush=True,
             )
     return results
 

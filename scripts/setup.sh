@@ -13,6 +13,9 @@ fi
 stamp=.venv/.mrvl-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[test]'
+  # setuptools' editable finder (mrvl maps onto mrvl_ir/) always says "Editable installation"
+  # in a 10-line box, as a warning; it is information only, and the one warning muted here.
+  PYTHONWARNINGS="ignore:Editable installation.:UserWarning" \
+    .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[test]'
   touch "$stamp"
 fi

@@ -50,6 +50,7 @@ __all__ = [
     "node_macs",
     "random_inputs",
     "randomize_weights",
+    "reweight",
 ]
 
 LIGHT_MODELS = (
@@ -92,7 +93,21 @@ def load_light_model(name: str, seed: int = 0, *, calibrate: bool = True) -> onn
     With `calibrate` (the default) each Conv/Gemm/MatMul is then rescaled so that its output
     has unit RMS on a seeded calibration input (see `calibrate_scales`).
     """
-    skeleton, weights = _random_weights(onnx.load(light_model_path(name)), seed)
+    return reweight(onnx.load(light_model_path(name)), seed, calibrate=calibrate)
+
+
+def reweight(
+    model: onnx.ModelProto, seed: int = 0, *, calibrate: bool = True, initializers: bool = True
+) -> onnx.ModelProto:
+    """`model` with seeded random weights (see the module docstring), checked.
+
+    The weights are the float `ConstantOfShape` outputs and, with `initializers` (the light
+    models' case), the float initializers too. Without it, initializers are kept as they
+    are: a weight-free export stores only its fixed constants (HardSwish's 3 and 6, a
+    detector's anchors) as initializers. With `calibrate`, each Conv/Gemm/MatMul is then
+    rescaled to unit output RMS on a seeded input (see `calibrate_scales`).
+    """
+    skeleton, weights = _random_weights(model, seed, initializers=initializers)
     if calibrate:
         scales = calibrate_scales(skeleton, weights, seed=seed)
         for weight, scale in scales.items():
@@ -107,11 +122,14 @@ def randomize_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
     return _with_weights(*_random_weights(model, seed))
 
 
-def _random_weights(model: onnx.ModelProto, seed: int) -> tuple[onnx.ModelProto, dict]:
+def _random_weights(
+    model: onnx.ModelProto, seed: int, *, initializers: bool = True
+) -> tuple[onnx.ModelProto, dict]:
     """(the model without its float weights, weight name → seeded random array).
 
     The weight-making `ConstantOfShape` nodes and the shape tensors they read are gone from
-    the skeleton; `_with_weights` puts the arrays back as initializers.
+    the skeleton; `_with_weights` puts the arrays back as initializers. Float initializers
+    are weights too unless `initializers` is false.
     """
     rng = np.random.default_rng(seed)
     out = onnx.ModelProto()
@@ -131,7 +149,7 @@ def _random_weights(model: onnx.ModelProto, seed: int) -> tuple[onnx.ModelProto,
                 shapes[node.output[0]] = shape
                 originals[node.output[0]] = np.full(shape, value.item(), np.float32)
                 generator_nodes.append(node)
-    for init in graph.initializer:
+    for init in graph.initializer if initializers else ():
         if init.data_type == TensorProto.FLOAT:
             shapes[init.name] = tuple(init.dims)
             originals[init.name] = numpy_helper.to_array(init)
@@ -269,7 +287,10 @@ def calibrate_scales(
     layer's output is multiplied by a scalar graph input. Each pass runs it once and, walking
     the graph in order, predicts how every tensor scales when the layers before it are
     rescaled (exact through the positively homogeneous ops of these networks, rms-weighted
-    at sums and concatenations), so a few passes converge.
+    at sums and concatenations), so a few passes converge. Through the ops that are not
+    homogeneous (Clip, Sigmoid, Tanh, HardSigmoid, HardSwish: the zoo's activations), the
+    prediction evaluates the function on the rescaled measured input, and a product of two
+    tensors (squeeze-excitation, SiLU) scales by the product of their factors.
     """
     import onnxruntime as ort
 
@@ -328,6 +349,10 @@ def calibrate_scales(
         for out in node.output
         if node.op_type in _PASS_THROUGH and node.input and source(node.input[0])
     }
+    graph_constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute:
+            graph_constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
     feeds = random_inputs(skeleton, seed=seed + 1_000_003, exclude=constants)
     scales = {out: 1.0 for out in layers}
     for _ in range(passes):
@@ -350,11 +375,15 @@ def calibrate_scales(
             ins = [i for i in node.input if i and i not in constants and i in mult]
             if not ins:
                 continue
-            energy = [_mean_square(tensors.get(i)) for i in ins]
-            total = sum(energy)
-            m = 1.0
-            if total:
-                m = np.sqrt(sum(mult[i] ** 2 * e for i, e in zip(ins, energy)) / total)
+            predicted = _predicted_scale(node, ins, mult, tensors, graph_constants)
+            if predicted is not None:
+                m = predicted
+            else:
+                energy = [_mean_square(tensors.get(i)) for i in ins]
+                total = sum(energy)
+                m = 1.0
+                if total:
+                    m = np.sqrt(sum(mult[i] ** 2 * e for i, e in zip(ins, energy)) / total)
             for out in node.output:
                 if out:
                     mult[out] = float(m)
@@ -366,6 +395,47 @@ def calibrate_scales(
             if name:
                 factors[name] = factors.get(name, 1.0) * scales[out]
     return factors
+
+
+def _clip_bounds(node: onnx.NodeProto, constants: dict[str, np.ndarray]):
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    bounds = [attrs.get("min", -np.inf), attrs.get("max", np.inf)]
+    for index in (1, 2):
+        if len(node.input) > index and node.input[index]:
+            bounds[index - 1] = constants[node.input[index]]
+    return bounds
+
+
+def _hard_sigmoid(x: np.ndarray, node: onnx.NodeProto) -> np.ndarray:
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    return np.clip(attrs.get("alpha", 0.2) * x + attrs.get("beta", 0.5), 0.0, 1.0)
+
+
+# Elementwise functions that are not positively homogeneous: a rescaled input x·m does not
+# rescale the output by m, so the output's scale is predicted by evaluating f(x·m) on the
+# measured input. (The light models use none of them.)
+_NONHOMOGENEOUS = {
+    "Clip": lambda x, node, c: np.clip(x, *_clip_bounds(node, c)),
+    "Sigmoid": lambda x, node, c: 1.0 / (1.0 + np.exp(-x)),
+    "Tanh": lambda x, node, c: np.tanh(x),
+    "HardSigmoid": lambda x, node, c: _hard_sigmoid(x, node),
+    "HardSwish": lambda x, node, c: x * np.clip(x / 6.0 + 0.5, 0.0, 1.0),
+}
+
+
+def _predicted_scale(node, ins, mult, tensors, constants) -> float | None:
+    """How much `node`'s output grows when its inputs grow by `mult`, for the ops where the
+    rms-weighted rule is wrong: the functions above, and the product of two tensors (the
+    squeeze-excitation gate, SiLU written as x·sigmoid(x)), which scales by the product.
+    None for every other op."""
+    if node.op_type == "Mul" and len(ins) == 2:
+        return mult[ins[0]] * mult[ins[1]]
+    function = _NONHOMOGENEOUS.get(node.op_type)
+    if function is None or node.input[0] != ins[0] or tensors.get(ins[0]) is None:
+        return None
+    x = np.asarray(tensors[ins[0]], np.float64)
+    before = _rms(function(x, node, constants))
+    return _rms(function(x * mult[ins[0]], node, constants)) / before if before > 0 else 1.0
 
 
 def _rms(x: np.ndarray) -> float:

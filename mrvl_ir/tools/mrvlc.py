@@ -5,6 +5,9 @@ mrvlc model.onnx -o out/ --run           # ... and run it hybrid against onnxrun
 mrvlc model.onnx --emit sched            # print one stage of every region and stop
 mrvlc model.onnx -o out/ --dump-dir ir/  # the IR after every pass, one file per pass
 mrvlc model.onnx --report                # where each ONNX node runs, and why, then stop
+
+Every failure a user can cause ends with one `mrvlc: error:` line and a non-zero exit status
+(2 for a bad command line, 1 for a model or compile error), never a traceback.
 """
 
 from __future__ import annotations
@@ -19,14 +22,24 @@ from pathlib import Path
 STAGES = ("mrvl", "sched", "mlip", "asm", "json")
 
 
+class UsageError(Exception):
+    """A bad command line: reported as one line, exit status 2."""
+
+
 def _parser() -> argparse.ArgumentParser:
+    from mrvl.printing import DEFAULT_ELIDE_LARGER_THAN
+
     p = argparse.ArgumentParser(
         prog="mrvlc", description="Compile an ONNX model for the Marvell MLIP (hybrid with TVM)."
     )
     p.add_argument("model", help="ONNX model file")
     p.add_argument("-o", "--output", help="output directory (JSONs, binaries, model.so)")
     p.add_argument("--mcpu", default="cn10ka", help="target part (default: cn10ka)")
-    p.add_argument("--num-tiles", type=int, default=8, help="MLIP tiles to use (1, 2, 4, 8)")
+    p.add_argument(
+        "--num-tiles",
+        type=int,
+        help="MLIP tiles to use: 1, 2, 4 or 8, at most what the part has (default: all of them)",
+    )
     p.add_argument(
         "--input-shape",
         action="append",
@@ -34,14 +47,40 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME=D0,D1,...",
         help="shape of a model input, for models with symbolic dimensions",
     )
+    p.add_argument(
+        "--deny-nodes",
+        action="append",
+        default=[],
+        metavar="NODE[,NODE...]",
+        help="keep these ONNX nodes (by name) on the CPU",
+    )
+    p.add_argument(
+        "--deny-ops",
+        action="append",
+        default=[],
+        metavar="OP[,OP...]",
+        help="keep every node of these ONNX op types (e.g. MaxPool) on the CPU",
+    )
+    p.add_argument(
+        "--require-mac-layer",
+        action="store_true",
+        help="send a region without a conv or fc layer back to the CPU",
+    )
     p.add_argument("--emit", choices=STAGES, help="print this stage of every region and stop")
     p.add_argument("--dump-dir", help="write the IR after every pass here")
+    p.add_argument(
+        "--full-constants",
+        action="store_true",
+        help=f"print every constant in full in --emit and --dump-dir (default: constants of "
+        f"more than {DEFAULT_ELIDE_LARGER_THAN} elements print as dense_resource<__elided__>, "
+        "which does not parse back)",
+    )
     p.add_argument(
         "--run",
         action="store_true",
         help="run the compiled model on a seeded random input and compare with onnxruntime",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the --run input")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the --run input (>= 0)")
     p.add_argument(
         "--engine",
         choices=("numba", "interp"),
@@ -56,6 +95,13 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _seed(text: str) -> int:
+    value = int(text)  # argparse turns the ValueError into "invalid _seed value"
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 def _shape_dict(specs: Sequence[str]) -> dict[str, list[int]] | None:
     shapes = {}
     for spec in specs:
@@ -63,8 +109,69 @@ def _shape_dict(specs: Sequence[str]) -> dict[str, list[int]] | None:
         try:
             shapes[name] = [int(d) for d in dims.split(",")]
         except ValueError:
-            raise SystemExit(f"mrvlc: error: bad --input-shape '{spec}' (want NAME=1,3,224,224)")
+            raise UsageError(f"bad --input-shape '{spec}' (want NAME=1,3,224,224)") from None
     return shapes or None
+
+
+def _names(values: Sequence[str]) -> list[str]:
+    """Comma-separated option values, each option given any number of times."""
+    return [name for value in values for name in value.split(",") if name]
+
+
+def _graph_inputs(model) -> list:
+    """The model's real inputs (ONNX lists initializers among the inputs in old models)."""
+    initializers = {i.name for i in model.graph.initializer}
+    return [v for v in model.graph.input if v.name not in initializers]
+
+
+def _dims(value) -> list:
+    """The declared dimensions (ONNX `TensorShapeProto.Dimension`) of a graph input."""
+    return list(value.type.tensor_type.shape.dim)
+
+
+def _dynamic_dims(value) -> list[tuple[int, str]]:
+    """(axis, name) of each dimension of an input without a fixed size."""
+    return [
+        (axis, d.dim_param or "?")
+        for axis, d in enumerate(_dims(value))
+        if not d.HasField("dim_value")
+    ]
+
+
+def _check_input_shapes(model, shapes: dict[str, list[int]] | None) -> list[str]:
+    """Reject --input-shape names that are no input; return a hint per input left dynamic."""
+    inputs = _graph_inputs(model)
+    names = [v.name for v in inputs]
+    unknown = [name for name in shapes or {} if name not in names]
+    if unknown:
+        raise UsageError(
+            f"--input-shape: the model has no input {', '.join(map(repr, unknown))}; "
+            f"its inputs are {', '.join(map(repr, names))}"
+        )
+    for value in inputs:
+        given = (shapes or {}).get(value.name)
+        if given is None:
+            continue
+        declared = [d.dim_value if d.HasField("dim_value") else None for d in _dims(value)]
+        spec = f"--input-shape {value.name}={','.join(map(str, given))}"
+        if len(given) != len(declared):
+            raise UsageError(f"{spec}: input '{value.name}' has rank {len(declared)}")
+        for axis, (want, got) in enumerate(zip(declared, given)):
+            if got < 1 or (want is not None and want != got):
+                fixed = f"is fixed at {want} in the model" if want is not None else "must be >= 1"
+                raise UsageError(f"{spec}: dimension {axis} of '{value.name}' {fixed}")
+    hints = []
+    for value in inputs:
+        dynamic = _dynamic_dims(value)
+        if dynamic and value.name not in (shapes or {}):
+            dims = [d.dim_value or 1 for d in _dims(value)]
+            which = ", ".join(f"{axis} ('{name}')" for axis, name in dynamic)
+            hints.append(
+                f"input '{value.name}' has a dynamic dimension {which}: layers of dynamic "
+                f"shape stay on the CPU; give a size with --input-shape "
+                f"{value.name}={','.join(map(str, dims))}"
+            )
+    return hints
 
 
 def _regions(mod):
@@ -76,24 +183,51 @@ def _regions(mod):
             yield gv.name_hint, func.with_attr("global_symbol", gv.name_hint)
 
 
-def _emit(mod, stage: str, args) -> None:
-    from mrvl.assembler import disassemble
-    from mrvl.compiler import compile_region, print_ir
-    from mrvl.binary import decode
+def _progress(items, desc: str):
+    """A progress bar on a terminal (stderr), nothing otherwise; silent for a single item."""
+    from tqdm import tqdm
 
-    for symbol, func in _regions(mod):
+    return tqdm(
+        items, desc=desc, unit="region", leave=False, disable=None if len(items) > 1 else True
+    )
+
+
+def _elided_json(value, limit: int):
+    """A JSON document with the constants' long `data_base64` strings elided."""
+    if isinstance(value, dict):
+        return {
+            k: f"<elided: {len(v)} characters; --full-constants prints them>"
+            if k == "data_base64" and isinstance(v, str) and len(v) > limit
+            else _elided_json(v, limit)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_elided_json(v, limit) for v in value]
+    return value
+
+
+def _emit(mod, stage: str, args, elide: int | None) -> None:
+    from mrvl.assembler import disassemble
+    from mrvl.binary import decode
+    from mrvl.compiler import compile_region, print_ir
+
+    for symbol, func in _progress(list(_regions(mod)), "mrvlc: compiling regions"):
         region = compile_region(
             func,
             mcpu=args.mcpu,
             num_tiles=args.num_tiles,
             keep_stages=True,
             dump_dir=args.dump_dir,
+            elide_constants_larger_than=elide,
         )
         print(f"// ----- region {symbol}")
         if stage == "json":
-            print(json.dumps({"nodes": region.nodes_json, "consts": region.consts_json}, indent=1))
+            document = {"nodes": region.nodes_json, "consts": region.consts_json}
+            if elide is not None:
+                document = _elided_json(document, 80)
+            print(json.dumps(document, indent=1))
         elif stage == "asm":
-            print(print_ir(disassemble(decode(region.binary))), end="")
+            print(print_ir(disassemble(decode(region.binary)), elide_larger_than=elide), end="")
         else:
             print(region.stages[stage], end="")
 
@@ -111,42 +245,144 @@ def _print_placement(mod, model) -> None:
     print(f"{on_mlip} of {len(rows)} ONNX nodes on the MLIP, {on_cpu} on the CPU")
 
 
-def _write_outputs(lib, outdir: Path) -> None:
+def _write_outputs(lib, outdir: Path) -> list[Path]:
+    """Write each region's JSONs and binary next to the library; return every file, in order."""
     from mrvl.json_emitter import write_json
 
+    written = []
     for region in lib.mrvl_regions:
-        write_json(outdir, region.symbol, region.nodes_json, region.consts_json)
-        (outdir / f"{region.symbol}.bin").write_bytes(region.binary)
-    print(f"wrote {len(lib.mrvl_regions)} region(s) and {lib.library_path} to {outdir}")
+        written += write_json(outdir, region.symbol, region.nodes_json, region.consts_json)
+        binary = outdir / f"{region.symbol}.bin"
+        binary.write_bytes(region.binary)
+        written.append(binary)
+    written.append(Path(lib.library_path))
+    print(f"wrote {len(written)} files ({len(lib.mrvl_regions)} region(s)) to {outdir}:")
+    for path in written:
+        print(f"  {path}")
+    return written
+
+
+def _random_feeds(model, shapes, seed: int) -> dict:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for value in _graph_inputs(model):
+        if value.name in (shapes or {}):
+            dims = shapes[value.name]
+        else:
+            dynamic = _dynamic_dims(value)
+            if dynamic:
+                raise UsageError(
+                    f"--run needs a size for the dynamic dimension(s) "
+                    f"{', '.join(f'{a} ({n!r})' for a, n in dynamic)} of input '{value.name}': "
+                    "give it with --input-shape"
+                )
+            dims = [d.dim_value for d in _dims(value)]
+        feeds[value.name] = rng.standard_normal(dims).astype(np.float32)
+    return feeds
+
+
+def _first_line(err: BaseException) -> str:
+    return next((ln.strip() for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
 
 
 def run_against_onnxruntime(lib, model, shapes, seed: int, engine: str | None = None):
     """Run the hybrid library and onnxruntime on the same seeded input; returns agreements."""
-    import numpy as np
     import onnxruntime as ort
     import tvm
     from tvm import relax
 
     from mrvl.accuracy import fp16_agreement
+    from mrvl.errors import MrvlError
     from mrvl.sim import use_engine
 
-    rng = np.random.default_rng(seed)
-    initializers = {i.name for i in model.graph.initializer}
-    feeds = {}
-    for value in model.graph.input:
-        if value.name in initializers:
-            continue
-        dims = (shapes or {}).get(value.name) or [
-            d.dim_value for d in value.type.tensor_type.shape.dim
-        ]
-        feeds[value.name] = rng.standard_normal(dims).astype(np.float32)
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    references = session.run(None, feeds)
+    feeds = _random_feeds(model, shapes, seed)
+    try:
+        session = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+    except Exception as err:  # noqa: BLE001 - onnxruntime raises its own unrelated types
+        raise MrvlError(
+            f"onnxruntime {ort.__version__} cannot load the model to compare with: "
+            f"{_first_line(err)}"
+        ) from err
+    try:
+        references = session.run(None, feeds)
+    except Exception as err:  # noqa: BLE001 - as above
+        raise MrvlError(f"onnxruntime failed on the --run input: {_first_line(err)}") from err
     vm = relax.VirtualMachine(lib, tvm.cpu())
     with use_engine(engine) if engine else contextlib.nullcontext():
         result = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()])
     outputs = [result] if isinstance(result, tvm.runtime.Tensor) else list(result)
     return [fp16_agreement(o.numpy(), r) for o, r in zip(outputs, references)]
+
+
+def _compile(args) -> int:
+    import onnx
+
+    import mrvl
+    from mrvl.partition import validate_target_options
+    from mrvl.printing import DEFAULT_ELIDE_LARGER_THAN
+    from mrvl.target import get_target
+
+    try:
+        if args.num_tiles is None:
+            args.num_tiles = get_target(args.mcpu).max_tiles
+        validate_target_options(args.mcpu, args.num_tiles)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    shapes = _shape_dict(args.input_shape)
+    try:  # the inputs are checked before TVM imports the model with the given shapes
+        model = onnx.load(args.model)
+    except Exception:  # noqa: BLE001 - from_onnx reports an unreadable file clearly
+        model = None
+    hints = _check_input_shapes(model, shapes) if model and model.HasField("graph") else []
+    if hints and args.run:
+        raise UsageError(f"--run needs a fixed shape for every input: {hints[0]}")
+    mod = mrvl.from_onnx(args.model, shape_dict=shapes)
+    model = model if model is not None else onnx.load(args.model)
+    for hint in hints:
+        print(f"mrvlc: warning: {hint}", file=sys.stderr)
+    try:
+        mod = mrvl.partition_for_mrvl(
+            mod,
+            mcpu=args.mcpu,
+            num_tiles=args.num_tiles,
+            deny_nodes=_names(args.deny_nodes),
+            deny_ops=_names(args.deny_ops),
+            require_mac_layer=args.require_mac_layer,
+        )
+    except ValueError as err:  # a deny list naming no node or no ONNX op
+        raise UsageError(str(err)) from None
+    if args.report:
+        from mrvl.report import partition_report
+
+        print(partition_report(mod, model))
+        if args.emit is None and args.output is None:
+            return 0
+    elide = None if args.full_constants else DEFAULT_ELIDE_LARGER_THAN
+    if args.emit:
+        _emit(mod, args.emit, args, elide)
+        return 0
+    outdir = Path(args.output)
+    outdir.mkdir(parents=True, exist_ok=True)
+    options = {}
+    if args.dump_dir:
+        options["dump_dir"] = args.dump_dir
+        if elide is not None:
+            options["elide_constants_larger_than"] = elide
+    lib = mrvl.build(mod, export_dir=outdir, mcpu=args.mcpu, num_tiles=args.num_tiles, **options)
+    _write_outputs(lib, outdir)
+    if not args.report:  # the report above says it all
+        _print_placement(mod, model)
+    if args.run:
+        agreements = run_against_onnxruntime(lib, model, shapes, args.seed, args.engine)
+        for i, agreement in enumerate(agreements):
+            print(f"output {i} vs onnxruntime: {agreement}")
+        if not all(a.passed for a in agreements):
+            return 1
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -157,45 +393,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    from mrvl.errors import MrvlError
+
     try:
-        import onnx
-
-        import mrvl
-        from mrvl.errors import MrvlError
-
-        shapes = _shape_dict(args.input_shape)
-        mod = mrvl.from_onnx(args.model, shape_dict=shapes)
-        model = onnx.load(args.model)  # readable: from_onnx has checked it
-        mod = mrvl.partition_for_mrvl(mod, mcpu=args.mcpu, num_tiles=args.num_tiles)
-        if args.report:
-            from mrvl.report import partition_report
-
-            print(partition_report(mod, model))
-            if args.emit is None and args.output is None:
-                return 0
-        if args.emit:
-            _emit(mod, args.emit, args)
-            return 0
-        outdir = Path(args.output)
-        outdir.mkdir(parents=True, exist_ok=True)
-        options = {"dump_dir": args.dump_dir} if args.dump_dir else {}
-        lib = mrvl.build(
-            mod, export_dir=outdir, mcpu=args.mcpu, num_tiles=args.num_tiles, **options
-        )
-        _write_outputs(lib, outdir)
-        if not args.report:  # the report above says it all
-            _print_placement(mod, model)
-        if args.run:
-            agreements = run_against_onnxruntime(lib, model, shapes, args.seed, args.engine)
-            for i, agreement in enumerate(agreements):
-                print(f"output {i} vs onnxruntime: {agreement}")
-            if not all(a.passed for a in agreements):
-                return 1
-        return 0
-    except MrvlError as err:
+        return _compile(args)
+    except UsageError as err:
         print(f"mrvlc: error: {err}", file=sys.stderr)
-        return 1
-    except OSError as err:
+        return 2
+    except (MrvlError, OSError) as err:
         print(f"mrvlc: error: {err}", file=sys.stderr)
         return 1
 

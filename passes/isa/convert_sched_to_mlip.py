@@ -12,7 +12,7 @@ from functools import cache
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -23,12 +23,6 @@ from mrvl.isa import NO_SIGNAL, Activation, DType, MemSpace, PoolMode
 from mrvl.passes.common import MrvlModulePass
 
 _DTYPES = {"float32": DType.F32, "float16": DType.F16, "int8": DType.I8, "int32": DType.I32}
-_ACTIVATIONS = {
-    None: Activation.NONE,
-    "relu": Activation.RELU,
-    "clip": Activation.CLIP,
-    "leaky_relu": Activation.LEAKY_RELU,
-}
 
 
 def _dtype(bt: sched.BufferType) -> DType:
@@ -124,7 +118,7 @@ class _Selector:
                 w_addr=self.address(op.weight),
                 b_addr=self.address(op.bias) if op.bias is not None else -1,
                 **self.activation_fields(op),
-                act_addr=-1,
+                act_addr=self.slopes_address(op),
             )
             return mlip.ConvOp.build(**self.header(op), fields=fields)
         if isinstance(op, sched.Pool2DTaskOp):
@@ -149,7 +143,7 @@ class _Selector:
                 "b_addr": self.address(op.bias) if op.bias is not None else -1,
                 "out_addr": self.address(op.output),
                 **self.activation_fields(op),
-                "act_addr": -1,
+                "act_addr": self.slopes_address(op),
             }
             return mlip.FcOp.build(**self.header(op), fields=fields)
         if isinstance(op, sched.AddTaskOp):
@@ -170,10 +164,26 @@ class _Selector:
                 "s_addr": self.address(op.scale),
                 "b_addr": self.address(op.shift),
                 **self.activation_fields(op),
-                "act_addr": -1,
+                "act_addr": self.slopes_address(op),
             }
             return mlip.INSTRUCTION_OPS["scale"].build(**self.header(op), fields=fields)
+        if isinstance(op, sched.MulTaskOp):
+            fields = {
+                "a_addr": self.address(op.lhs),
+                "b_addr": self.address(op.rhs),
+                "out_addr": self.address(op.output),
+                "count": sched.buffer_type(op.output).dims[0],
+                "channels": op.channels.value.data,
+                **self.activation_fields(op),
+            }
+            return mlip.MulOp.build(**self.header(op), fields=fields)
+        if isinstance(op, sched.LutTaskOp):
+            fields = {"src_addr": self.address(op.table), **self.activation_fields(op)}
+            return mlip.LutOp.build(**self.header(op), fields=fields)
         return None
+
+    def slopes_address(self, op: Operation) -> int:
+        return self.address(op.prelu_slopes) if op.prelu_slopes is not None else -1
 
     def window_fields(self, op: sched.WindowTaskBase) -> dict:
         pads = op.pads.get_values()
@@ -191,14 +201,18 @@ class _Selector:
 
     @staticmethod
     def activation_fields(op: Operation) -> dict:
-        act = op.properties.get("activation")
-        kind = act.data if isinstance(act, StringAttr) else None
+        """act, act_a, act_b of a task (docs/isa.md section 4 says what a and b mean)."""
+        if op.activation is None:
+            return {"act": Activation.NONE, "act_a": 0.0, "act_b": 0.0}
+        act = op.activation.isa
         a = b = 0.0
-        if kind == "clip":
+        if act == Activation.CLIP:
             a, b = op.act_min.value.data, op.act_max.value.data
-        elif kind == "leaky_relu":
+        elif act in (Activation.LEAKY_RELU, Activation.HARD_SIGMOID):
             a = op.alpha.value.data
-        return {"act": _ACTIVATIONS[kind], "act_a": a, "act_b": b}
+            if op.beta is not None:
+                b = op.beta.value.data
+        return {"act": act, "act_a": a, "act_b": b}
 
 
 def _int_attr(module: ModuleOp, key: str) -> int:

@@ -13,10 +13,15 @@ from dataclasses import dataclass, field
 from functools import cache
 from math import prod
 
+import numpy as np
+
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    BytesAttr,
     DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    TensorType,
     Float16Type,
     IntegerAttr,
     ModuleOp,
@@ -27,16 +32,19 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from mrvl.act_tables import activation_table, table_key, table_name
 from mrvl.dialects import mrvl, sched
 from mrvl.errors import CompileError
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass, module_num_tiles, module_target
 from mrvl.passes.sched.tiling import (
+    Chunk,
     WindowLayer,
     plan_elementwise,
     plan_fc_layer,
     plan_window_layer,
 )
+from mrvl.isa import TABLE_ACTIVATIONS
 from mrvl.target import Target
 
 F16_BYTES = 2
@@ -74,6 +82,16 @@ class _Lowering:
     one tile are chained, so a reader waits for at most one token per tile (the binary
     allows 255 waits; a big FC layer is cut into a thousand pieces)."""
     location: Attribute | None = None
+    tables: dict[tuple, SSAValue] = field(default_factory=dict)
+    """Activation-table key -> the DDR constant holding the table."""
+    loaded: dict[int, tuple] = field(default_factory=dict)
+    """Tile -> the key of the table its activation-table memory holds (after the emitted luts)."""
+    table_token: dict[int, SSAValue] = field(default_factory=dict)
+    """Tile -> the token of the lut that loaded its table."""
+    last_table_user: dict[int, SSAValue] = field(default_factory=dict)
+    """Tile -> the last compute task that read its table. Table users on a tile are chained
+    (each waits for the previous one), so the next lut waits for one token only."""
+    made_constants: int = 0
 
     # -- emission helpers -----------------------------------------------------------------------
 
@@ -138,6 +156,57 @@ class _Lowering:
     def what(self, op: Operation) -> str:
         return f"layer {location_name(op.location) or op.name}"
 
+    def made_constant(self, name: str, array: np.ndarray) -> SSAValue:
+        """A DDR constant the compiler makes (an activation table, PRELU slopes)."""
+        self.made_constants += 1
+        array = np.ascontiguousarray(array)
+        et = mrvl.element_type_for(array.dtype)
+        value = DenseIntOrFPElementsAttr(
+            TensorType(et, list(array.shape)), BytesAttr(array.tobytes())
+        )
+        buf = self.emit(sched.ConstOp(name, value, _buffer("ddr", array.shape, et))).buffer
+        self.writers[buf] = {}
+        return buf
+
+    def slopes(self, op: Operation) -> SSAValue | None:
+        """PRELU's slopes (f32 per channel) as a DDR constant, or None without PRELU."""
+        if op.slopes is None:
+            return None
+        values = np.array(op.slopes.get_values(), np.float32)
+        return self.made_constant(f"mrvl_prelu_slopes_{self.made_constants}", values)
+
+    def activation_deps(self, op: Operation, tile: int) -> list[SSAValue]:
+        """What a compute task of `op` on `tile` waits for besides its operands: for a table
+        activation, the lut that loads its table (emitted if the tile holds another one) and
+        the tile's previous table user."""
+        act = op.activation
+        if act is None or act.isa not in TABLE_ACTIVATIONS:
+            return []
+        a, b = _table_parameters(op)
+        key = table_key(act.isa, a, b)
+        if self.loaded.get(tile) != key:
+            if key not in self.tables:
+                self.tables[key] = self.made_constant(
+                    f"mrvl_{table_name(*key)}", activation_table(*key)
+                )
+            previous = self.last_table_user.get(tile)
+            lut = sched.LutTaskOp.make(
+                {"tile": _int(tile), **_activation_props(op)},
+                deps=[previous] if previous is not None else [],
+                table=self.tables[key],
+            )
+            self.table_token[tile] = self.emit(lut).results[0]
+            self.loaded[tile] = key
+        deps = [self.table_token[tile]]
+        if (previous := self.last_table_user.get(tile)) is not None:
+            deps.append(previous)
+        return deps
+
+    def computed(self, op: Operation, tile: int, token: SSAValue) -> None:
+        """Record a compute task of `op` on `tile` (the tile's table user, if it reads one)."""
+        if op.activation is not None and op.activation.isa in TABLE_ACTIVATIONS:
+            self.last_table_user[tile] = token
+
     # -- ops ------------------------------------------------------------------------------------
 
     def constant(self, op: mrvl.ConstantOp) -> None:
@@ -180,6 +249,7 @@ class _Lowering:
             _, kh, kw, cg = mrvl.shape_of(op.weight)
             dh, dw = op.dilations.get_values()
             per_oc = kh * kw * cg * F16_BYTES + (4 if op.bias is not None else 0)
+            per_oc += 4 if op.slopes is not None else 0
         else:
             kh, kw = op.kernel.get_values()
             dh = dw = 1
@@ -195,6 +265,7 @@ class _Lowering:
             self.what(op),
         )
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
+        slopes = self.slopes(op) if is_conv else None
         for index, p in enumerate(pieces):
             tile = index % self.num_tiles
             if is_conv:  # every output channel reads every input channel (of its group)
@@ -223,6 +294,11 @@ class _Lowering:
                     bbuf, t_b = self.load(self.ddr_buffer(op.bias), [p.oc0], [p.ocs], tile)
                     deps.append(t_b)
                     bias = [bbuf]
+                prelu = []
+                if slopes is not None:
+                    sbuf, t_s = self.load(slopes, [p.oc0], [p.ocs], tile)
+                    deps.append(t_s)
+                    prelu = [sbuf]
                 props = {
                     **common,
                     "dilations": _arr([dh, dw]),
@@ -231,8 +307,15 @@ class _Lowering:
                     "oc_total": _int(oc),
                     **_activation_props(op),
                 }
+                deps += self.activation_deps(op, tile)
                 task = sched.Conv2DTaskOp.make(
-                    props, deps=deps, input=window, output=out, weight=wbuf, bias=bias
+                    props,
+                    deps=deps,
+                    input=window,
+                    output=out,
+                    weight=wbuf,
+                    bias=bias,
+                    prelu_slopes=prelu,
                 )
             else:
                 props = {
@@ -244,6 +327,8 @@ class _Lowering:
                     props["count_include_pad"] = UnitAttr()
                 task = sched.Pool2DTaskOp.make(props, deps=deps, input=window, output=out)
             t_c = self.emit(task).results[0]
+            if is_conv:
+                self.computed(op, tile, t_c)
             self.store(out, dst, [0, p.orow0, 0, p.oc0], tile, t_c)
 
     def fc(self, op: mrvl.FullyConnectedOp) -> None:
@@ -272,13 +357,15 @@ class _Lowering:
             out = self.ocm([n, p.os], mrvl.element_type_of(op.output), tile)
             task = sched.FullyConnectedTaskOp.make(
                 {"tile": _int(tile), **_activation_props(op)},
-                deps=deps,
+                deps=deps + self.activation_deps(op, tile),
                 input=x,
                 weight=wbuf,
                 bias=bias,
+                prelu_slopes=[],
                 output=out,
             )
             t_c = self.emit(task).results[0]
+            self.computed(op, tile, t_c)
             self.store(out, dst, [0, p.o0], tile, t_c)
 
     def add(self, op: mrvl.AddOp) -> None:
@@ -299,12 +386,13 @@ class _Lowering:
             y = self.ocm([chunk.length], et, tile)
             task = sched.AddTaskOp.make(
                 {"tile": _int(tile), **_activation_props(op)},
-                deps=[t_a, t_b],
+                deps=[t_a, t_b, *self.activation_deps(op, tile)],
                 lhs=a,
                 rhs=b,
                 output=y,
             )
             t_c = self.emit(task).results[0]
+            self.computed(op, tile, t_c)
             self.store(y, out, [chunk.start], tile, t_c)
 
     def scale_shift(self, op: mrvl.ScaleShiftOp) -> None:
@@ -323,23 +411,83 @@ class _Lowering:
             self.num_tiles,
             self.target.ocm_alignment,
             granule=channels,
-            reserved_bytes=2 * channels * 4,
+            reserved_bytes=(3 if op.slopes is not None else 2) * channels * 4,
         )
+        slopes = self.slopes(op)
         for index, chunk in enumerate(chunks):
             tile = index % self.num_tiles
             x, t_x = self.load(src, [chunk.start], [chunk.length], tile)
             s, t_s = self.load(self.ddr_buffer(op.scale), [0], [channels], tile)
             b, t_b = self.load(self.ddr_buffer(op.shift), [0], [channels], tile)
+            deps = [t_x, t_s, t_b]
+            prelu = []
+            if slopes is not None:
+                sbuf, t_p = self.load(slopes, [0], [channels], tile)
+                deps.append(t_p)
+                prelu = [sbuf]
             y = self.ocm([chunk.length], et, tile)
             task = sched.ScaleTaskOp.make(
                 {"tile": _int(tile), **_activation_props(op)},
-                deps=[t_x, t_s, t_b],
+                deps=deps + self.activation_deps(op, tile),
                 input=x,
                 scale=s,
                 shift=b,
+                prelu_slopes=prelu,
                 output=y,
             )
-            self.store(y, out, [chunk.start], tile, self.emit(task).results[0])
+            t_c = self.emit(task).results[0]
+            self.computed(op, tile, t_c)
+            self.store(y, out, [chunk.start], tile, t_c)
+
+    def mul(self, op: mrvl.MulOp) -> None:
+        """Chunks of the flat product; a broadcast `rhs` ([N, 1, 1, C]) is cut per image, so a
+        chunk takes whole pixels of one image and that image's C gate values."""
+        self.require_f16(op)
+        shape = mrvl.shape_of(op.output)
+        count = prod(shape)
+        et = mrvl.element_type_of(op.output)
+        flat = _buffer("ddr", (count,), et)
+        lhs = self.flat_view(self.ddr_buffer(op.lhs), flat)
+        dst = self.new_ddr(op.output)
+        out = self.flat_view(dst, flat)
+        if op.broadcasts:
+            images, channels = shape[0], shape[-1]
+            rhs = self.flat_view(self.ddr_buffer(op.rhs), _buffer("ddr", (images * channels,), et))
+        else:
+            images, channels = 1, 0
+            rhs = self.flat_view(self.ddr_buffer(op.rhs), flat)
+        per_image = count // images
+        chunks = [
+            (n, Chunk(n * per_image + c.start, c.length))
+            for n in range(images)
+            for c in plan_elementwise(
+                per_image,
+                2 if channels else 3,
+                self.target.ocm_bytes_per_tile,
+                self.num_tiles,
+                self.target.ocm_alignment,
+                granule=max(channels, 1),
+                reserved_bytes=channels * F16_BYTES,
+            )
+        ]
+        for index, (n, chunk) in enumerate(chunks):
+            tile = index % self.num_tiles
+            a, t_a = self.load(lhs, [chunk.start], [chunk.length], tile)
+            if channels:
+                b, t_b = self.load(rhs, [n * channels], [channels], tile)
+            else:
+                b, t_b = self.load(rhs, [chunk.start], [chunk.length], tile)
+            y = self.ocm([chunk.length], et, tile)
+            task = sched.MulTaskOp.make(
+                {"tile": _int(tile), "channels": _int(channels), **_activation_props(op)},
+                deps=[t_a, t_b, *self.activation_deps(op, tile)],
+                lhs=a,
+                rhs=b,
+                output=y,
+            )
+            t_c = self.emit(task).results[0]
+            self.computed(op, tile, t_c)
+            self.store(y, out, [chunk.start], tile, t_c)
 
     def flat_view(self, buffer: SSAValue, flat: sched.BufferType) -> SSAValue:
         """`buffer` seen as one dimension; its writers stay its writers."""
@@ -367,11 +515,20 @@ class _Lowering:
 
 
 def _activation_props(op: Operation) -> dict[str, Attribute]:
+    """The activation properties a task takes over from its layer (PRELU's slopes become a
+    buffer operand of the task instead)."""
     return {
         k: op.properties[k]
-        for k in ("activation", "act_min", "act_max", "alpha")
+        for k in ("activation", "act_min", "act_max", "alpha", "beta")
         if k in op.properties
     }
+
+
+def _table_parameters(op: Operation) -> tuple[float, float]:
+    """act_a, act_b of a layer's table activation (HARD_SIGMOID's alpha and beta)."""
+    a = op.alpha.value.data if op.alpha is not None else 0.0
+    b = op.beta.value.data if op.beta is not None else 0.0
+    return a, b
 
 
 @dataclass(frozen=True)
@@ -421,6 +578,8 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
                 low.add(layer)
             elif isinstance(layer, mrvl.ScaleShiftOp):
                 low.scale_shift(layer)
+            elif isinstance(layer, mrvl.MulOp):
+                low.mul(layer)
             elif isinstance(layer, mrvl.ConcatOp):
                 low.concat(layer)
             elif isinstance(layer, func.ReturnOp):

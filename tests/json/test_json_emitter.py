@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
 from xdsl.dialects import func, test
-from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr, f32
+from xdsl.dialects.builtin import ModuleOp, StringAttr, f32
 from xdsl.parser import Parser
 
 from mrvl import json_emitter as je
@@ -30,9 +30,7 @@ def _at(op, name):
 
 
 def _act(kind: str, **params: float) -> dict:
-    props = {"activation": StringAttr(kind)}
-    props.update({k: FloatAttr(v, f32) for k, v in params.items()})
-    return props
+    return mrvl.activation(kind, **params)
 
 
 def conv_pool_fc_module():
@@ -114,12 +112,12 @@ func.func @region(%x: tensor<1x1x8x8xf32, #mrvl.layout<NCHW>>) -> tensor<1x10xf3
   %1 = mrvl.layout_convert %0 : tensor<1x1x8x8xf16, #mrvl.layout<NCHW>> -> tensor<1x8x8x1xf16, #mrvl.layout<NHWC>> loc("/conv1/Conv")
   %w = mrvl.constant "region_mrvl_const_0" = dense<[[[[1.0], [-2.0], [0.5]], [[1.0], [1.0], [1.0]], [[3.0], [1.0], [1.0]]], [[[1.0], [1.0], [1.0]], [[1.0], [1.0], [1.0]], [[1.0], [1.0], [1.0]]], [[[1.0], [1.0], [1.0]], [[1.0], [1.0], [1.0]], [[1.0], [1.0], [1.0]]], [[[1.0], [1.0], [1.0]], [[1.0], [1.0], [1.0]], [[1.0], [1.0], [1.0]]]]> : tensor<4x3x3x1xf16> -> tensor<4x3x3x1xf16, #mrvl.layout<OHWI>>
   %b = mrvl.constant "region_mrvl_const_1" = dense<[0.5, -0.5, 1.0, 2.0]> : tensor<4xf32> -> tensor<4xf32, #mrvl.layout<O>>
-  %2 = mrvl.conv2d %1, %w bias %b strides [2, 2] pads [1, 0, 1, 2] act "clip" min 0.0 max 6.0 : (tensor<1x8x8x1xf16, #mrvl.layout<NHWC>>, tensor<4x3x3x1xf16, #mrvl.layout<OHWI>>, tensor<4xf32, #mrvl.layout<O>>) -> tensor<1x4x4x4xf16, #mrvl.layout<NHWC>> loc("/conv1/Conv")
+  %2 = mrvl.conv2d %1, %w bias %b strides [2, 2] pads [1, 0, 1, 2] act clip min 0.0 max 6.0 : (tensor<1x8x8x1xf16, #mrvl.layout<NHWC>>, tensor<4x3x3x1xf16, #mrvl.layout<OHWI>>, tensor<4xf32, #mrvl.layout<O>>) -> tensor<1x4x4x4xf16, #mrvl.layout<NHWC>> loc("/conv1/Conv")
   %3 = mrvl.avgpool2d %2 kernel [3, 3] strides [2, 2] pads [1, 1, 1, 1] count_include_pad : tensor<1x4x4x4xf16, #mrvl.layout<NHWC>> -> tensor<1x2x2x4xf16, #mrvl.layout<NHWC>> loc("/pool1/AveragePool")
   %4 = mrvl.layout_convert %3 : tensor<1x2x2x4xf16, #mrvl.layout<NHWC>> -> tensor<1x4x2x2xf16, #mrvl.layout<NCHW>> loc("/flatten/Flatten")
   %5 = mrvl.reshape %4 : tensor<1x4x2x2xf16, #mrvl.layout<NCHW>> -> tensor<1x16xf16, #mrvl.layout<NC>> loc("/flatten/Flatten")
   %fw = mrvl.constant "region_mrvl_const_2" = dense<0.25> : tensor<10x16xf16> -> tensor<10x16xf16, #mrvl.layout<OI>>
-  %6 = mrvl.fc %5, %fw act "leaky_relu" alpha 0.125 : (tensor<1x16xf16, #mrvl.layout<NC>>, tensor<10x16xf16, #mrvl.layout<OI>>) -> tensor<1x10xf16, #mrvl.layout<NC>> loc("/fc1/Gemm")
+  %6 = mrvl.fc %5, %fw act leaky_relu alpha 0.125 : (tensor<1x16xf16, #mrvl.layout<NC>>, tensor<10x16xf16, #mrvl.layout<OI>>) -> tensor<1x10xf16, #mrvl.layout<NC>> loc("/fc1/Gemm")
   %7 = mrvl.cast %6 : tensor<1x10xf16, #mrvl.layout<NC>> -> tensor<1x10xf32, #mrvl.layout<NC>> loc("/fc1/Gemm")
   func.return %7 : tensor<1x10xf32, #mrvl.layout<NC>>
 }
@@ -501,7 +499,7 @@ def test_write_json_refuses_invalid_documents(tmp_path, emitted):
 def test_sum_concat_and_global_pool_nodes():
     """Sum2D takes both activations, Concat its axis in NHWC, a whole-plane pool is global."""
     from xdsl.dialects import func as xfunc
-    from xdsl.dialects.builtin import ModuleOp, StringAttr
+    from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Block, Region
 
     from mrvl.dialects import mrvl as m
@@ -510,7 +508,7 @@ def test_sum_concat_and_global_pool_nodes():
     t = m.tensor((1, 4, 4, 8), m.f32, "NHWC")
     block = Block(arg_types=[t, t])
     a, b = block.args
-    add = m.AddOp(a, b, activation={"activation": StringAttr("relu")})
+    add = m.AddOp(a, b, activation=m.activation("relu"))
     cat = m.ConcatOp([add.output, a], m.tensor((1, 4, 4, 16), m.f32, "NHWC"))
     gap = m.AvgPool2DOp(cat.output, m.tensor((1, 1, 1, 16), m.f32, "NHWC"), kernel=(4, 4))
     block.add_ops([add, cat, gap, xfunc.ReturnOp(gap.output)])

@@ -11,10 +11,11 @@ from tvm.relax.backend.pattern_registry import get_patterns_with_prefix
 
 from mrvl.frontend import from_onnx, node_name_of
 from mrvl.partition import partition_for_mrvl, partition_reasons
+from mrvl.relax_import import import_region
 from mrvl.report import partition_report
 
 COMPOSITES = {
-    "mrvl.conv2d", "mrvl.fc", "mrvl.add", "mrvl.maxpool2d", "mrvl.avgpool2d",
+    "mrvl.conv2d", "mrvl.fc", "mrvl.add", "mrvl.mul", "mrvl.maxpool2d", "mrvl.avgpool2d",
     "mrvl.global_avgpool2d", "mrvl.global_maxpool2d", "mrvl.concat", "mrvl.reshape",
     "mrvl.transpose", "mrvl.scale_shift",
 }  # fmt: skip
@@ -146,7 +147,7 @@ def conv_model(
     if relu:
         nodes.append(helper.make_node("Relu", ["c"], ["r"], name="/r/Relu"))
         out = "r"
-    nodes.append(helper.make_node("Sigmoid", [out], ["y"], name="/s/Sigmoid"))  # a host op
+    nodes.append(helper.make_node("Sqrt", [out], ["y"], name="/s/Sqrt"))  # a host op
     return onnx_model(
         nodes,
         {"x": [batch, channels, 5, 5]},
@@ -252,7 +253,7 @@ def test_matmul_with_runtime_weights_stays_on_host(onnx_model):
 @pytest.mark.parametrize(("axis", "offloaded"), [(1, True), (2, False)])
 def test_reshape_check(onnx_model, axis, offloaded):
     nodes = [
-        helper.make_node("Sigmoid", ["x"], ["r"], name="/r/Sigmoid"),  # the flatten's input: a var
+        helper.make_node("Sqrt", ["x"], ["r"], name="/r/Sqrt"),  # the flatten's input: a var
         helper.make_node("Flatten", ["r"], ["y"], name="/f/Flatten", axis=axis),
     ]
     mod = partition_for_mrvl(from_onnx(onnx_model(nodes, {"x": [2, 3, 4, 5]}, {"y": ["n", "f"]})))
@@ -587,7 +588,7 @@ REJECTED = {
         [CONV_W, rand("s", (1, 4, 6, 6)), rand("t", (1, 4, 1, 1))],
         {},
         "/mul",
-        "scale shape (1, 4, 6, 6)",
+        "multiply constant shape (1, 4, 6, 6)",
     ),
     "Relu of rank 3": (
         [node("Sigmoid", ["x"], "s", "/sig"), node("Relu", ["s"], "y", "/r")],
@@ -884,7 +885,7 @@ def test_deny_an_op_type_the_model_lacks_is_fine(mnist_relax):
 def pool_sigmoid_conv():
     nodes = [
         node("MaxPool", ["x"], "p", "/p/MaxPool", kernel_shape=[2, 2]),
-        node("Sigmoid", ["p"], "s", "/s/Sigmoid"),
+        node("Sqrt", ["p"], "s", "/s/Sqrt"),
         node("Conv", ["s", "w"], "y", "/c/Conv", kernel_shape=[3, 3]),
     ]
     return nodes, X4, {"y": [2, 4, 3, 3]}, [CONV_W]
@@ -913,7 +914,7 @@ def test_require_mac_layer_with_nothing_left(onnx_model):
     assert regions(mod) == {}
     assert [r.reason for r in report.rows] == [
         "region without conv/fc (require_mac_layer)",
-        "unsupported op Sigmoid",
+        "unsupported op Sqrt",
         "denied by user (deny_ops)",
     ]
 
@@ -946,3 +947,108 @@ def test_an_op_with_an_affine_part_is_not_split(onnx_model):
     mod, report = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]}, [rand("w", (4, 4, 1, 1))])
     assert [name for name, _ in layer_ops(mod)] == ["mrvl.conv2d"]
     assert reason(report, "/lrn/LRN") == "unsupported op LRN"
+
+
+# ------------------------------------------------------------- constants on either side, activations
+
+
+def test_hard_sigmoid_after_conv_folds_with_its_constant_first(onnx_model):
+    """TVM writes HardSigmoid as clip(add(multiply(alpha, x), beta), 0, 1): the constant first.
+    The conv takes it whole (two affine steps and a clip) and the import does not fail."""
+    nodes = [conv(), node("HardSigmoid", ["c"], "y", "/h", alpha=0.2, beta=0.5)]
+    mod, _ = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]}, [CONV_W])
+    assert layer_ops(mod) == [
+        ("mrvl.conv2d", ["relax.nn.conv2d", "relax.multiply", "relax.add", "relax.clip"])
+    ]
+    (region,) = regions(mod).values()
+    layer = next(iter(import_region(region).body.block.ops)).body.block.ops
+    (op,) = [o for o in layer if o.name == "mrvl.conv2d"]
+    assert op.activation.data.value == "clip"
+    assert (op.act_min.value.data, op.act_max.value.data) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    "op, inputs",
+    [("Mul", ["k", "x"]), ("Mul", ["x", "k"]), ("Add", ["k", "x"]), ("Sub", ["k", "x"]),
+     ("Sub", ["x", "k"]), ("Div", ["x", "k"])],
+)  # fmt: skip
+def test_a_standalone_constant_op_on_either_side_is_a_scale_shift(onnx_model, op, inputs):
+    nodes = [node(op, inputs, "y", "/op")]
+    mod, _ = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]}, [rand("k", (1, 4, 1, 1))])
+    assert composite_names(mod) == ["mrvl.scale_shift"]
+    (region,) = regions(mod).values()
+    import_region(region)  # no AttributeError: the constant is found on its side
+
+
+@pytest.mark.parametrize(
+    "nodes, inits, culprit, why",
+    [
+        (
+            [node("Div", ["k", "x"], "y", "/div")],
+            [rand("k", (1, 4, 1, 1))],
+            "/div",
+            None,  # c / x is no affine step: no pattern takes it
+        ),
+        (
+            [node("Mul", ["x", "g"], "y", "/mul")],
+            [],
+            "/mul",
+            "broadcast multiply (2, 4, 6, 6) * (2, 4, 1, 6)",
+        ),
+    ],
+)
+def test_what_the_mlip_cannot_fuse_stays_on_the_cpu(onnx_model, nodes, inits, culprit, why):
+    inputs = {"x": [2, 4, 6, 6], "g": [2, 4, 1, 6]} if culprit == "/mul" else X4
+    mod, report = partitioned(onnx_model, nodes, inputs, {"y": [2, 4, 6, 6]}, inits)
+    assert regions(mod) == {}
+    if why is not None:
+        assert reason(report, culprit) == why
+
+
+def test_silu_on_its_own_and_prelu_after_fc_are_scale_shifts(onnx_model):
+    nodes = [
+        node("Sigmoid", ["x"], "s", "/sig"),
+        node("Mul", ["s", "x"], "m", "/silu"),
+        node("Flatten", ["m"], "f", "/flat"),
+        node("Gemm", ["f", "w"], "g", "/fc", transB=1),
+        node("PRelu", ["g", "slope"], "y", "/prelu"),
+    ]
+    inits = [rand("w", (5, 4 * 6 * 6)), rand("slope", (5,))]
+    mod, _ = partitioned(onnx_model, nodes, X4, {"y": [2, 5]}, inits)
+    assert layer_ops(mod) == [
+        ("mrvl.scale_shift", ["relax.sigmoid", "relax.multiply"]),
+        ("mrvl.reshape", ["relax.reshape"]),
+        ("mrvl.fc", ["relax.matmul"]),
+        ("mrvl.scale_shift", ["relax.nn.prelu"]),
+    ]
+
+
+def test_a_product_that_is_an_activation_is_not_a_mul_layer(onnx_model):
+    """x * sigmoid(x) after an add is the add's SiLU, not a product of two tensors."""
+    nodes = [
+        node("Add", ["x", "x"], "a", "/add"),
+        node("Sigmoid", ["a"], "s", "/sig"),
+        node("Mul", ["a", "s"], "y", "/silu"),
+    ]
+    mod, _ = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]})
+    assert layer_ops(mod) == [("mrvl.add", ["relax.add", "relax.sigmoid", "relax.multiply"])]
+
+
+def test_a_conv_takes_its_whole_chain_of_affine_steps(onnx_model):
+    """Three steps, constants on either side, and an activation: one layer, not a conv and a
+    scale_shift (the pattern tries its longest alternative first)."""
+    nodes = [
+        conv(),
+        node("Mul", ["k", "c"], "m", "/mul"),
+        node("Sub", ["t", "m"], "s", "/sub"),
+        node("Div", ["s", "six"], "d", "/div"),
+        node("Tanh", ["d"], "y", "/tanh"),
+    ]
+    inits = [CONV_W, rand("k", (1, 4, 1, 1)), rand("t", (4, 1, 1)), const("six", np.float32(6))]
+    mod, _ = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]}, inits)
+    assert layer_ops(mod) == [
+        (
+            "mrvl.conv2d",
+            ["relax.nn.conv2d", "relax.multiply", "relax.subtract", "relax.divide", "relax.tanh"],
+        )
+    ]

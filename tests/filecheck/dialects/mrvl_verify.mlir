@@ -35,7 +35,7 @@ func.func @f(%x: tensor<1x8x8x1xf16, #mrvl.layout<NHWC>>, %w: tensor<4x3x3x1xf16
 // -----
 
 func.func @f(%x: tensor<1x16xf16, #mrvl.layout<NC>>, %w: tensor<10x15xf16, #mrvl.layout<OI>>) {
-  %y = mrvl.fc %x, %w act "relu" : (tensor<1x16xf16, #mrvl.layout<NC>>, tensor<10x15xf16, #mrvl.layout<OI>>) -> tensor<1x10xf16, #mrvl.layout<NC>>
+  %y = mrvl.fc %x, %w act relu : (tensor<1x16xf16, #mrvl.layout<NC>>, tensor<10x15xf16, #mrvl.layout<OI>>) -> tensor<1x10xf16, #mrvl.layout<NC>>
   func.return
 }
 // CHECK: mrvl.fc: weight has 15 input features but the input has 16
@@ -43,18 +43,34 @@ func.func @f(%x: tensor<1x16xf16, #mrvl.layout<NC>>, %w: tensor<10x15xf16, #mrvl
 // -----
 
 func.func @f(%x: tensor<1x16xf16, #mrvl.layout<NC>>, %w: tensor<10x16xf16, #mrvl.layout<OI>>) {
-  %y = mrvl.fc %x, %w act "gelu" : (tensor<1x16xf16, #mrvl.layout<NC>>, tensor<10x16xf16, #mrvl.layout<OI>>) -> tensor<1x10xf16, #mrvl.layout<NC>>
+  %y = mrvl.fc %x, %w act clip min 0.0 : (tensor<1x16xf16, #mrvl.layout<NC>>, tensor<10x16xf16, #mrvl.layout<OI>>) -> tensor<1x10xf16, #mrvl.layout<NC>>
   func.return
 }
-// CHECK: mrvl.fc: unknown activation 'gelu', expected one of relu, clip, leaky_relu
+// CHECK: mrvl.fc: activation clip takes act_max, act_min, got act_min
 
 // -----
 
-func.func @f(%x: tensor<1x16xf16, #mrvl.layout<NC>>, %w: tensor<10x16xf16, #mrvl.layout<OI>>) {
-  %y = mrvl.fc %x, %w act "clip" min 0.0 : (tensor<1x16xf16, #mrvl.layout<NC>>, tensor<10x16xf16, #mrvl.layout<OI>>) -> tensor<1x10xf16, #mrvl.layout<NC>>
+func.func @f(%x: tensor<1x16xf16, #mrvl.layout<NC>>, %w: tensor<3x16xf16, #mrvl.layout<OI>>) {
+  %y = mrvl.fc %x, %w act prelu slopes [0.25, 0.5] : (tensor<1x16xf16, #mrvl.layout<NC>>, tensor<3x16xf16, #mrvl.layout<OI>>) -> tensor<1x3xf16, #mrvl.layout<NC>>
   func.return
 }
-// CHECK: mrvl.fc: clip needs act_min and act_max
+// CHECK: mrvl.fc: prelu has 2 slopes for 3 channels
+
+// -----
+
+func.func @f(%x: tensor<1x4x4x3xf16, #mrvl.layout<NHWC>>) {
+  %y = mrvl.add %x, %x act prelu slopes [0.25, 0.5, 1.0] : tensor<1x4x4x3xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.add: prelu needs per-channel slopes here
+
+// -----
+
+func.func @f(%x: tensor<1x4x4x3xf16, #mrvl.layout<NHWC>>, %s: tensor<1x1x1x2xf16, #mrvl.layout<NHWC>>) {
+  %y = mrvl.mul %x, %s act sigmoid : (tensor<1x4x4x3xf16, #mrvl.layout<NHWC>>, tensor<1x1x1x2xf16, #mrvl.layout<NHWC>>) -> tensor<1x4x4x3xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.mul: rhs must have the type of lhs or be [N, 1, 1, C] NHWC
 
 // -----
 

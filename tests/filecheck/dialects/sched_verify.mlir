@@ -49,3 +49,29 @@ builtin.module {
   %x = sched.alloc : !sched.buffer<sram, 4xf16>
 }
 // CHECK: unknown memory space 'sram' (ddr or ocm)
+
+// -----
+
+builtin.module {
+  %t = sched.const "t" = dense<0.0> : tensor<65536xf16> : !sched.buffer<ddr, 65536xf16>
+  %l = sched.lut tile 0 %t act relu : !sched.buffer<ddr, 65536xf16>
+}
+// CHECK: sched.lut: act must name a table activation
+
+// -----
+
+builtin.module {
+  %a = sched.alloc tile(0) : !sched.buffer<ocm, 16xf16>
+  %s = sched.alloc tile(0) : !sched.buffer<ocm, 2xf32>
+  %t = sched.scale tile 0 %a, %s, %s -> %a act relu slopes_in %s : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 2xf32>, !sched.buffer<ocm, 2xf32>, slopes !sched.buffer<ocm, 2xf32> -> !sched.buffer<ocm, 16xf16>
+}
+// CHECK: sched.scale: a slopes buffer goes with act prelu only
+
+// -----
+
+builtin.module {
+  %a = sched.alloc tile(0) : !sched.buffer<ocm, 15xf16>
+  %g = sched.alloc tile(0) : !sched.buffer<ocm, 2xf16>
+  %t = sched.mul tile 0 %a, %g -> %a channels 2 : !sched.buffer<ocm, 15xf16>, !sched.buffer<ocm, 2xf16> -> !sched.buffer<ocm, 15xf16>
+}
+// CHECK: sched.mul: 15 elements are not whole pixels of 2

@@ -6,7 +6,7 @@
 func.func @region(%x: tensor<1x8x8x1xf32, #mrvl.layout<NHWC>>) -> tensor<1x8x8x4xf32, #mrvl.layout<NHWC>> {
   %w = mrvl.constant "region_mrvl_const_0" = dense<0.5> : tensor<4x3x3x1xf32> -> tensor<4x3x3x1xf32, #mrvl.layout<OHWI>> loc("/conv/Conv")
   %b = mrvl.constant "region_mrvl_const_1" = dense<1.0> : tensor<4xf32> -> tensor<4xf32, #mrvl.layout<O>> loc("/conv/Conv")
-  %c = mrvl.conv2d %x, %w bias %b pads [1, 1, 1, 1] act "relu" : (tensor<1x8x8x1xf32, #mrvl.layout<NHWC>>, tensor<4x3x3x1xf32, #mrvl.layout<OHWI>>, tensor<4xf32, #mrvl.layout<O>>) -> tensor<1x8x8x4xf32, #mrvl.layout<NHWC>> loc("/conv/Conv")
+  %c = mrvl.conv2d %x, %w bias %b pads [1, 1, 1, 1] act relu : (tensor<1x8x8x1xf32, #mrvl.layout<NHWC>>, tensor<4x3x3x1xf32, #mrvl.layout<OHWI>>, tensor<4xf32, #mrvl.layout<O>>) -> tensor<1x8x8x4xf32, #mrvl.layout<NHWC>> loc("/conv/Conv")
   func.return %c : tensor<1x8x8x4xf32, #mrvl.layout<NHWC>>
 }
 

@@ -6,7 +6,7 @@
 builtin.module attributes {mrvl.target = "cn10ka"} {
   func.func @region(%x: tensor<1x4x4x8xf32, #mrvl.layout<NHWC>>) -> tensor<1x1x1x16xf32, #mrvl.layout<NHWC>> {
     %0 = mrvl.cast %x : tensor<1x4x4x8xf32, #mrvl.layout<NHWC>> -> tensor<1x4x4x8xf16, #mrvl.layout<NHWC>> loc("/in")
-    %1 = mrvl.add %0, %0 act "relu" : tensor<1x4x4x8xf16, #mrvl.layout<NHWC>> loc("/add/Add")
+    %1 = mrvl.add %0, %0 act relu : tensor<1x4x4x8xf16, #mrvl.layout<NHWC>> loc("/add/Add")
     %2 = mrvl.concat %1, %0 : tensor<1x4x4x8xf16, #mrvl.layout<NHWC>>, tensor<1x4x4x8xf16, #mrvl.layout<NHWC>> -> tensor<1x4x4x16xf16, #mrvl.layout<NHWC>> loc("/cat/Concat")
     %3 = mrvl.avgpool2d %2 kernel [4, 4] : tensor<1x4x4x16xf16, #mrvl.layout<NHWC>> -> tensor<1x1x1x16xf16, #mrvl.layout<NHWC>> loc("/gap/GlobalAveragePool")
     %4 = mrvl.cast %3 : tensor<1x1x1x16xf16, #mrvl.layout<NHWC>> -> tensor<1x1x1x16xf32, #mrvl.layout<NHWC>> loc("/gap/GlobalAveragePool")
@@ -19,7 +19,7 @@ builtin.module attributes {mrvl.target = "cn10ka"} {
 // CHECK:      %[[SF:.*]] = sched.view %[[S]] : !sched.buffer<ddr, 1x4x4x8xf16> -> !sched.buffer<ddr, 128xf16>
 // CHECK:      sched.dma tile 0 %{{.*}} [0] -> %{{.*}} [0] box [64]
 // CHECK:      sched.dma tile 0 %{{.*}} [0] -> %{{.*}} [0] box [64]
-// CHECK:      %[[A0:.*]] = sched.add tile 0 %{{.*}}, %{{.*}} -> %{{.*}} act "relu" after(%{{.*}}, %{{.*}}) : !sched.buffer<ocm, 64xf16>, !sched.buffer<ocm, 64xf16> -> !sched.buffer<ocm, 64xf16> loc("/add/Add")
+// CHECK:      %[[A0:.*]] = sched.add tile 0 %{{.*}}, %{{.*}} -> %{{.*}} act relu after(%{{.*}}, %{{.*}}) : !sched.buffer<ocm, 64xf16>, !sched.buffer<ocm, 64xf16> -> !sched.buffer<ocm, 64xf16> loc("/add/Add")
 // CHECK-NEXT: sched.dma tile 0 %{{.*}} [0] -> %[[SF]] [0] box [64] after(%[[A0]])
 // CHECK:      sched.add tile 1
 // CHECK-NEXT: sched.dma tile 1 %{{.*}} [0] -> %[[SF]] [64] box [64]

@@ -8,7 +8,7 @@ builtin.module attributes {mrvl.target = "cn10ka"} {
     %0 = mrvl.cast %x : tensor<1x3x3x4xf32, #mrvl.layout<NHWC>> -> tensor<1x3x3x4xf16, #mrvl.layout<NHWC>>
     %s = mrvl.constant "s" = dense<2.0> : tensor<4xf32> -> tensor<4xf32, #mrvl.layout<O>>
     %b = mrvl.constant "b" = dense<1.0> : tensor<4xf32> -> tensor<4xf32, #mrvl.layout<O>>
-    %1 = mrvl.scale_shift %0, %s, %b act "relu" : (tensor<1x3x3x4xf16, #mrvl.layout<NHWC>>, tensor<4xf32, #mrvl.layout<O>>, tensor<4xf32, #mrvl.layout<O>>) -> tensor<1x3x3x4xf16, #mrvl.layout<NHWC>> loc("/bn/BatchNormalization")
+    %1 = mrvl.scale_shift %0, %s, %b act relu : (tensor<1x3x3x4xf16, #mrvl.layout<NHWC>>, tensor<4xf32, #mrvl.layout<O>>, tensor<4xf32, #mrvl.layout<O>>) -> tensor<1x3x3x4xf16, #mrvl.layout<NHWC>> loc("/bn/BatchNormalization")
     %2 = mrvl.cast %1 : tensor<1x3x3x4xf16, #mrvl.layout<NHWC>> -> tensor<1x3x3x4xf32, #mrvl.layout<NHWC>>
     func.return %2 : tensor<1x3x3x4xf32, #mrvl.layout<NHWC>>
   }

@@ -15,7 +15,7 @@ builtin.module attributes {mrvl.target = "cn10ka", mrvl.num_tiles = 2 : i64, mrv
   %b = sched.alloc tile(0) offset(64) : !sched.buffer<ocm, 10x10xf16>
   %t2 = sched.dma tile 0 %w [0, 0] -> %b [0, 0] box [10, 10] : !sched.buffer<ddr, 10x10xf16>, !sched.buffer<ocm, 10x10xf16>
   %c = sched.alloc tile(0) offset(320) : !sched.buffer<ocm, 1x10xf16>
-  %t3 = sched.fc tile 0 %a, %b -> %c act "clip" min 0.0 max 6.0 after(%t1, %t2) : !sched.buffer<ocm, 1x10xf16>, !sched.buffer<ocm, 10x10xf16> -> !sched.buffer<ocm, 1x10xf16> loc("/fc/Gemm")
+  %t3 = sched.fc tile 0 %a, %b -> %c act clip min 0.0 max 6.0 after(%t1, %t2) : !sched.buffer<ocm, 1x10xf16>, !sched.buffer<ocm, 10x10xf16> -> !sched.buffer<ocm, 1x10xf16> loc("/fc/Gemm")
   %t4 = sched.dma tile 0 %c [0, 0] -> %tmp [0, 0] box [1, 10] after(%t3) : !sched.buffer<ocm, 1x10xf16>, !sched.buffer<ddr, 1x10xf16>
   %d = sched.alloc tile(0) offset(0) : !sched.buffer<ocm, 1x10xf16>
   %t5 = sched.dma tile 0 %tmp [0, 0] -> %d [0, 0] box [1, 10] after(%t4) : !sched.buffer<ddr, 1x10xf16>, !sched.buffer<ocm, 1x10xf16>

@@ -1,0 +1,110 @@
+"""A zoo of architectures people deploy, stored weight-free and re-weighted by seed.
+
+`zoo_onnx/<name>.onnx` next to this module are exported once from PyTorch by
+`scripts/export_zoo.py` (torch is not a dependency of mrvl): thirteen torchvision
+classifiers at 224x224 ending in a Softmax, two torchvision segmentation models on a
+MobileNetV3-Large backbone at 256x256, and two YOLO-style detectors with their decoding heads
+at 320x320. All are batch 1, static shapes, opset 17, IR version 10. As in the `onnx`
+package's light models, every learned weight is `ConstantOfShape(0.02)`, so the files take
+about 1.4 MB together; `zoo_onnx/manifest.json` records each model's kind, input and output
+names, source, MACs, parameter count and op counts.
+
+`load_zoo_model(name, seed)` puts seeded random weights back with the light models'
+machinery (`mrvl.models.light.reweight`): He-normal conv and FC weights, batch-norm
+parameters near the identity, then each Conv/Gemm rescaled to unit output RMS on a seeded
+input. Initializers are fixed constants here (HardSwish's 3 and 6, YOLO grids, anchors,
+strides and DFL bins) and keep their values.
+
+    python -m mrvl.models.zoo            # MACs, parameters and op counts of every model
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import onnx
+from mrvl.models.light import reweight
+
+__all__ = [
+    "ZOO_DIR",
+    "ZOO_MODELS",
+    "ZooModel",
+    "load_zoo_model",
+    "zoo_model_info",
+    "zoo_model_path",
+]
+
+ZOO_DIR = Path(__file__).parent / "zoo_onnx"
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    name: str
+    kind: str  # "classifier", "segmentation" or "detector"
+    input_shape: tuple[int, ...]
+    outputs: tuple[str, ...]
+    source: str
+    macs: int
+    params: int
+
+
+@cache
+def _manifest() -> dict[str, dict]:
+    return json.loads((ZOO_DIR / "manifest.json").read_text())
+
+
+ZOO_MODELS: tuple[str, ...] = tuple(_manifest())
+
+
+def zoo_model_info(name: str) -> ZooModel:
+    info = _manifest().get(name)
+    if info is None:
+        raise ValueError(f"unknown zoo model {name!r}; known: {', '.join(ZOO_MODELS)}")
+    return ZooModel(
+        name=name,
+        kind=info["kind"],
+        input_shape=tuple(info["input"]),
+        outputs=tuple(info["outputs"]),
+        source=info["source"],
+        macs=info["macs"],
+        params=info["params"],
+    )
+
+
+def zoo_model_path(name: str) -> Path:
+    """Path of the weight-free `zoo_onnx/<name>.onnx`."""
+    zoo_model_info(name)  # the name check
+    return ZOO_DIR / f"{name}.onnx"
+
+
+def load_zoo_model(name: str, seed: int = 0, *, calibrate: bool = True) -> onnx.ModelProto:
+    """`zoo_onnx/<name>.onnx` with seeded random weights; checked.
+
+    With `calibrate` (the default) each Conv/Gemm is rescaled so that its output has unit RMS
+    on a seeded calibration input (`mrvl.models.light.calibrate_scales`).
+    """
+    return reweight(onnx.load(zoo_model_path(name)), seed, calibrate=calibrate, initializers=False)
+
+
+def _summary() -> None:
+    for name in ZOO_MODELS:
+        model = load_zoo_model(name)
+        params = sum(
+            math.prod(i.dims)
+            for i in model.graph.initializer
+            if i.data_type == onnx.TensorProto.FLOAT
+        )
+        ops = Counter(n.op_type for n in model.graph.node)
+        print(
+            f"{name:30s} {zoo_model_info(name).macs / 1e9:6.3f} GMAC {params / 1e6:6.2f} M params  "
+            + ", ".join(f"{op} {k}" for op, k in sorted(ops.items()))
+        )
+
+
+if __name__ == "__main__":
+    _summary()

@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""The model zoo through the whole mrvl flow; writes docs/zoo.md.
+
+    .venv/bin/python scripts/zoo_report.py                  # every model, writes docs/zoo.md
+    .venv/bin/python scripts/zoo_report.py resnet18 -o /tmp/zoo.md
+
+Each model of `mrvl.models.zoo` (seeded random weights, seed 0) goes `mrvl.from_onnx` →
+`mrvl.partition_for_mrvl` (8 tiles) → `mrvl.partition_report` → `mrvl.build` → the Relax VM
+on a seeded standard-normal input. Its outputs are judged against onnxruntime (fp32) and
+against the fp16-storage emulation of the same model (`mrvl.fp16_emulation`): a model passes
+when every output's error is within max(3 %, the emulation's own error) under the fp16
+acceptance rule (elements below max|ref|/100 ignored). The run stops at the first stage
+that raises, and the table says which stage and what it raised.
+
+The tests (`tests/zoo/test_zoo.py`) import this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import sys
+import time
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_REPORT = ROOT / "docs" / "zoo.md"
+NUM_TILES = 8
+SEED = 0
+MAC_GOAL = 0.99
+REGION_GOAL = 3  # a classifier whose only CPU op is its final Softmax
+VERBOSE = False  # print the traceback of a failed stage
+
+
+@dataclass
+class ZooRun:
+    """What one model did; stages that were not reached stay None."""
+
+    name: str
+    kind: str
+    macs: int
+    regions: int | None = None
+    mac_fraction: float | None = None
+    cpu_ops: dict[str, Counter] = field(default_factory=dict)  # reason → op type counts
+    only_final_softmax: bool | None = None  # the only CPU node is a Softmax producing an output
+    seconds: dict[str, float] = field(default_factory=dict)
+    verdict: object | None = None  # mrvl.fp16_emulation.Verdict
+    failure: str | None = None  # "<stage>: <exception type>: <message>"
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None and self.verdict is not None and self.verdict.passed
+
+    @property
+    def status(self) -> str:
+        if self.failure is not None:
+            return "fails"
+        return "passes" if self.passed else "misses the rule"
+
+
+def describe_partition(run: ZooRun, model, report) -> None:
+    run.regions = len(report.regions)
+    run.mac_fraction = report.offloaded_mac_fraction
+    cpu = report.on_cpu()
+    for row in cpu:
+        run.cpu_ops.setdefault(row.reason or "", Counter())[row.op_type] += 1
+    outputs = {o.name for o in model.graph.output}
+    producers = {n.name: n for n in model.graph.node}
+    run.only_final_softmax = len(cpu) == 1 and (
+        cpu[0].op_type == "Softmax"
+        and cpu[0].node in producers
+        and set(producers[cpu[0].node].output) <= outputs
+    )
+
+
+def run_model(name: str, seed: int = SEED) -> ZooRun:
+    """Partition, build, run and judge one zoo model; exceptions become `failure`."""
+    import mrvl
+    import numpy as np
+    import onnxruntime as ort
+    import tvm
+    from mrvl.fp16_emulation import fp16_emulation_outputs, judge
+    from mrvl.models.light import random_inputs
+    from mrvl.models.zoo import load_zoo_model, zoo_model_info
+    from tvm import relax
+
+    info = zoo_model_info(name)
+    run = ZooRun(name, info.kind, info.macs)
+    stage = "load"
+    try:
+        start = time.perf_counter()
+        model = load_zoo_model(name, seed=seed)
+        run.seconds["load"] = time.perf_counter() - start
+        stage = "import"
+        start = time.perf_counter()
+        mod = mrvl.from_onnx(model)
+        stage = "partition"
+        mod = mrvl.partition_for_mrvl(mod, num_tiles=NUM_TILES)
+        run.seconds["partition"] = time.perf_counter() - start
+        describe_partition(run, model, mrvl.partition_report(mod, model))
+        stage = "build"
+        start = time.perf_counter()
+        lib = mrvl.build(mod, num_tiles=NUM_TILES)
+        run.seconds["compile"] = time.perf_counter() - start
+        run.regions = len(lib.mrvl_regions)
+        stage = "run"
+        feeds = random_inputs(model, seed=seed)
+        vm = relax.VirtualMachine(lib, tvm.cpu())
+        start = time.perf_counter()
+        result = vm["main"](*[tvm.runtime.tensor(x) for x in feeds.values()])
+        run.seconds["run"] = time.perf_counter() - start
+        results = [result] if isinstance(result, tvm.runtime.Tensor) else list(result)
+        results = [np.asarray(r.numpy()) for r in results]
+        stage = "reference"
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        session = ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+        references = session.run(None, feeds)
+        emulated = fp16_emulation_outputs(model, feeds)
+        run.verdict = judge(results, references, emulated, [o.name for o in model.graph.output])
+    except Exception as error:  # noqa: BLE001 - the table records what a user would see
+        message = " ".join(str(error).split())
+        if len(message) > 300:
+            message = message[:297] + "..."
+        run.failure = f"{stage}: {type(error).__name__}: {message}"
+        if VERBOSE:
+            traceback.print_exc()
+    return run
+
+
+def _reasons(run: ZooRun) -> str:
+    if not run.cpu_ops:
+        return "none" if run.regions is not None else ""
+    parts = []
+    for reason, ops in sorted(run.cpu_ops.items(), key=lambda kv: -sum(kv[1].values())):
+        counted = ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in sorted(ops.items()))
+        parts.append(f"{counted}: {reason}")
+    return "; ".join(parts).replace("|", "\\|")
+
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{100 * x:.2f} %"
+
+
+def _seconds(run: ZooRun, key: str) -> str:
+    return f"{run.seconds[key]:.1f}" if key in run.seconds else ""
+
+
+def markdown(runs: list[ZooRun], elapsed: float) -> str:
+    from mrvl.models.zoo import zoo_model_info
+
+    lines = [
+        "# The model zoo through mrvl",
+        "",
+        (
+            "Generated by `scripts/zoo_report.py` (do not edit by hand) on "
+            f"{datetime.date.today().isoformat()}, Python {platform.python_version()}, "
+            f"{NUM_TILES} tiles, seed {SEED}, in {elapsed / 60:.1f} minutes."
+        ),
+        "",
+        (
+            "The models (`mrvl.models.zoo`, exported once by `scripts/export_zoo.py`, stored "
+            "weight-free, re-weighted by seed): torchvision classifiers at 224x224 ending in a "
+            "Softmax, LRASPP and DeepLabV3 (MobileNetV3-Large backbone) at 256x256, and YOLOv5n- "
+            "and YOLOv8n-like detectors with their decoding heads at 320x320 (outputs `boxes` and "
+            "`scores`)."
+        ),
+        "",
+        "- **regions**: MLIP regions in the build (from the partition when the build failed);",
+        (
+            "- **on MLIP**: fraction of the model's MACs in regions (`mrvl.partition_report`); "
+            f"goal ≥ {100 * MAC_GOAL:.0f} %;"
+        ),
+        "- **CPU ops and why**: ONNX nodes left on the CPU, by the report's reason;",
+        (
+            "- **compile s**: `mrvl.build`; **run s**: one hybrid run in the Relax VM (the numpy "
+            "reference interpreter simulates the regions);"
+        ),
+        (
+            "- **error**: largest max relative error of any output against onnxruntime fp32 under "
+            "the fp16 rule (elements below max\\|ref\\|/100 ignored); **fp16 emulation**: the same "
+            "for the fp16-storage emulation (`mrvl.fp16_emulation`), i.e. what fp16 storage alone "
+            "costs; a model **passes** when its error is within max(3 %, the emulation's error);"
+        ),
+        (
+            f"- **goal**: MAC goal met, and for a classifier: at most {REGION_GOAL} regions with "
+            "only the final Softmax on the CPU."
+        ),
+        "",
+        (
+            "| model | GMAC | regions | on MLIP | CPU ops and why | compile s | run s | error "
+            "| fp16 emulation | verdict | goal |"
+        ),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for run in runs:
+        info = zoo_model_info(run.name)
+        if run.verdict is not None:
+            error = f"{100 * run.verdict.error:.2f} %"
+            emulation = f"{100 * run.verdict.emulation_error:.2f} %"
+        else:
+            error = emulation = ""
+        verdict = "PASS" if run.passed else ("FAIL" if run.verdict is not None else "error")
+        lines.append(
+            f"| {run.name} | {info.macs / 1e9:.3f} | {'' if run.regions is None else run.regions} "
+            f"| {_pct(run.mac_fraction)} | {_reasons(run)} | {_seconds(run, 'compile')} "
+            f"| {_seconds(run, 'run')} | {error} | {emulation} | {verdict} | {_goal(run)} |"
+        )
+    failures = [run for run in runs if run.failure]
+    if failures:
+        lines += ["", "## What ended the runs that did not finish", ""]
+        for run in failures:
+            lines.append(f"- **{run.name}**: {run.failure.replace('|', chr(92) + '|')}")
+    passed = sum(run.passed for run in runs)
+    lines += [
+        "",
+        (
+            f"{passed} of {len(runs)} models build, run and pass; "
+            f"{sum(_goal(r) == 'met' for r in runs)} meet the goals."
+        ),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _goal(run: ZooRun) -> str:
+    """Issue 6's goals: the model builds and passes, ≥ 99 % of its MACs on the MLIP, and a
+    classifier runs in at most 3 regions with only its final Softmax on the CPU."""
+    if run.mac_fraction is None:
+        return "not met"
+    met = run.passed and run.mac_fraction >= MAC_GOAL
+    if run.kind == "classifier":
+        met = met and bool(run.only_final_softmax) and (run.regions or 0) <= REGION_GOAL
+    return "met" if met else "not met"
+
+
+def main(argv=None) -> int:
+    from mrvl.models.zoo import ZOO_MODELS
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="models (default: all)")
+    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_REPORT)
+    parser.add_argument("-v", "--verbose", action="store_true", help="print tracebacks")
+    args = parser.parse_args(argv)
+    global VERBOSE
+    VERBOSE = args.verbose
+    names = args.names or list(ZOO_MODELS)
+    start = time.perf_counter()
+    runs = []
+    for name in names:
+        run = run_model(name)
+        runs.append(run)
+        err = f"{100 * run.verdict.error:.2f} %" if run.verdict else "-"
+        emu = f"{100 * run.verdict.emulation_error:.2f} %" if run.verdict else "-"
+        print(
+            f"{name:30s} {run.status:16s} regions {run.regions} MLIP {_pct(run.mac_fraction)} "
+            f"err {err} emu {emu} {run.seconds and {k: round(v, 1) for k, v in run.seconds.items()}}"
+            + (f"\n    {run.failure}" if run.failure else ""),
+            flush=True,
+        )
+    args.output.write_text(markdown(runs, time.perf_counter() - start))
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""The model zoo (`mrvl.models.zoo`) through the whole flow, judged against onnxruntime and
+against the fp16-storage emulation (`mrvl.fp16_emulation`).
+
+Each model is re-weighted by seed, partitioned for 8 tiles, built, run hybrid in the Relax VM
+and judged: every output within max(3 %, the emulation's own error) under the fp16
+acceptance rule. The goals of issue 6 are tests of their own: at least 99 % of the MACs on
+the MLIP, and for a classifier at most 3 regions with only its final Softmax on the CPU.
+`scripts/zoo_report.py` (imported here) does the runs and writes `docs/zoo.md`.
+
+What does not work yet is marked `xfail(strict=True)` with the failure seen, so that a model
+that starts to pass fails its xfail and its mark must be removed. SqueezeNet 1.1 runs by
+default; the other models are `slow`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from mrvl.accuracy import fp16_agreement
+from mrvl.fp16_emulation import fp16_emulation_outputs, fp16_storage_model, judge
+from mrvl.models.light import random_inputs
+from mrvl.models.zoo import ZOO_DIR, ZOO_MODELS, load_zoo_model, zoo_model_info, zoo_model_path
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_harness():
+    """scripts/zoo_report.py, the harness that also writes docs/zoo.md."""
+    name = "mrvl_zoo_report"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "zoo_report.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+zoo_report = _load_harness()
+
+FAST_MODELS = frozenset({"squeezenet1_1"})
+CLASSIFIERS = tuple(n for n in ZOO_MODELS if zoo_model_info(n).kind == "classifier")
+
+# What each model does today (model → the failure seen). Remove an entry when it passes.
+_PER_CHANNEL = (
+    "mrvl.build raises AttributeError: 'DataflowVar' object has no attribute 'value' in "
+    "relax_import._per_channel: the conv pattern takes TVM's HardSigmoid, multiply(alpha, x) + "
+    "beta, for a folded Mul+Add, and the importer assumes the constant is args[1]"
+)
+_FOLD_CONSTANT = (
+    "mrvl.from_onnx raises a raw AssertionError from TVM's FoldConstant ('emit_te now only "
+    "supports Tensor that has ShapeExpr shape'; not an MrvlError). Both models hold torch's "
+    "chunk() as a Slice whose starts/ends are computed from Shape, which TVM imports as a "
+    "dynamic_strided_slice of unknown shape"
+)
+HYBRID_FAILURES: dict[str, str] = {
+    "mobilenet_v3_small": _PER_CHANNEL,
+    "mobilenet_v3_large": _PER_CHANNEL,
+    "lraspp_mobilenet_v3_large": _PER_CHANNEL,
+    "deeplabv3_mobilenet_v3_large": _PER_CHANNEL,
+    "shufflenet_v2_x1_0": _FOLD_CONSTANT,
+    "yolov8n": _FOLD_CONSTANT,
+}
+MAC_GOAL_FAILURES: dict[str, str] = {
+    "shufflenet_v2_x1_0": _FOLD_CONSTANT,
+    "yolov8n": _FOLD_CONSTANT,
+}
+REGION_GOAL_FAILURES: dict[str, str] = {
+    "mobilenet_v3_small": "HardSwish x19 and the squeeze-excitation Mul x9 on the CPU: 29 regions",
+    "mobilenet_v3_large": "HardSwish x21 and the squeeze-excitation Mul x8 on the CPU: 30 regions",
+    "efficientnet_b0": "SiLU (Sigmoid x65 + Mul x65, SE gates included) on the CPU: 66 regions",
+    "regnet_y_400mf": "the squeeze-excitation Sigmoid x16 + Mul x16 on the CPU: 17 regions",
+    "mnasnet1_0": "the global pool, ReduceMean with keepdims=0, on the CPU: 2 regions",
+    "shufflenet_v2_x1_0": _FOLD_CONSTANT,
+}
+
+
+def _params(names, failures: dict[str, str]):
+    params = []
+    for name in names:
+        marks = [] if name in FAST_MODELS else [pytest.mark.slow]
+        if name in failures:
+            marks.append(pytest.mark.xfail(strict=True, reason=failures[name]))
+        params.append(pytest.param(name, id=name, marks=marks))
+    return params
+
+
+_runs: dict[str, object] = {}
+
+
+def zoo_run(name: str):
+    """The model partitioned, built, run and judged once per session (three tests read it)."""
+    if name not in _runs:
+        _runs[name] = zoo_report.run_model(name)
+    return _runs[name]
+
+
+@pytest.mark.parametrize("name", _params(ZOO_MODELS, HYBRID_FAILURES))
+def test_zoo_model_runs_hybrid_within_fp16(name, record_property):
+    run = zoo_run(name)
+    for key, value in run.seconds.items():
+        record_property(f"seconds_{key}", round(value, 3))
+    assert run.failure is None, run.failure
+    print(f"\n{name}: {run.regions} regions, {run.seconds}\n{run.verdict}")
+    record_property("max_relative_error", run.verdict.error)
+    record_property("emulation_error", run.verdict.emulation_error)
+    assert run.verdict.passed, f"{name}:\n{run.verdict}"
+
+
+@pytest.mark.parametrize("name", _params(ZOO_MODELS, MAC_GOAL_FAILURES))
+def test_zoo_model_mac_fraction_on_mlip(name):
+    run = zoo_run(name)
+    assert run.mac_fraction is not None, run.failure
+    assert run.mac_fraction >= zoo_report.MAC_GOAL, (
+        f"{name}: {100 * run.mac_fraction:.2f} % of MACs on the MLIP"
+    )
+
+
+@pytest.mark.parametrize("name", _params(CLASSIFIERS, REGION_GOAL_FAILURES))
+def test_zoo_classifier_runs_in_few_regions(name):
+    """Everything but the final Softmax on the MLIP, in at most 3 regions."""
+    run = zoo_run(name)
+    assert run.regions is not None, run.failure
+    cpu = {reason: dict(ops) for reason, ops in run.cpu_ops.items()}
+    assert run.only_final_softmax, f"{name}: on the CPU: {cpu}"
+    assert run.regions <= zoo_report.REGION_GOAL, f"{name}: {run.regions} regions"
+
+
+# ---------------------------------------------------------------------------------------------
+# The stored files and the loader
+
+
+def test_zoo_files_are_weight_free_and_small():
+    files = sorted(ZOO_DIR.glob("*.onnx"))
+    assert [f.stem for f in files] == sorted(ZOO_MODELS)
+    assert len(ZOO_MODELS) >= 15
+    total = sum(f.stat().st_size for f in ZOO_DIR.iterdir())
+    assert total < 3 * 2**20, f"{total / 2**20:.2f} MiB"
+    for name in ZOO_MODELS:
+        model = onnx.load(zoo_model_path(name))
+        assert model.ir_version <= 10 and model.opset_import[0].version == 17, name
+        made = {n.output[0] for n in model.graph.node if n.op_type == "ConstantOfShape"}
+        for node in model.graph.node:
+            if node.op_type in ("Conv", "Gemm") and node.name != "/detect/dfl/conv/Conv":
+                assert node.input[1] in made, f"{name}: {node.name} stores its weight"
+        weights = sum(i.data_type == TensorProto.FLOAT for i in model.graph.initializer)
+        info = zoo_model_info(name)
+        shapes = [[d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input]
+        assert shapes == [list(info.input_shape)] and weights <= 8, name
+
+
+def test_load_zoo_model_is_seeded_and_keeps_fixed_constants():
+    model = load_zoo_model("yolov8n", seed=0)
+    again = load_zoo_model("yolov8n", seed=0)
+    other = load_zoo_model("yolov8n", seed=1)
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    assert [i.raw_data for i in model.graph.initializer] == [
+        i.raw_data for i in again.graph.initializer
+    ]
+    assert [i.raw_data for i in model.graph.initializer] != [
+        i.raw_data for i in other.graph.initializer
+    ]
+    # the DFL bins are a fixed constant, not a weight
+    bins = inits["detect.dfl.conv.weight"]
+    np.testing.assert_array_equal(bins.ravel(), np.arange(16, dtype=np.float32))
+    assert len(model.graph.input) == 1
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    boxes, scores = session.run(None, random_inputs(model, seed=0))
+    assert boxes.shape == (1, 4, 2100) and scores.shape == (1, 80, 2100)
+    assert np.all(np.isfinite(boxes)) and scores.std() > 0.05  # not a degenerate output
+
+
+# ---------------------------------------------------------------------------------------------
+# The fp16-storage emulation
+
+
+def _tiny_model() -> onnx.ModelProto:
+    weight = numpy_helper.from_array(np.array([[1.0 + 2.0**-13, 3.0]], np.float32), "w")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
+        helper.make_node("Relu", ["y"], ["z"], name="relu"),
+        helper.make_node("Shape", ["z"], ["s"], name="shape"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 1])],
+        [
+            helper.make_tensor_value_info("z", TensorProto.FLOAT, [3, 2]),
+            helper.make_tensor_value_info("s", TensorProto.INT64, [2]),
+        ],
+        [weight],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+
+
+def test_fp16_emulation_rounds_weights_inputs_and_every_float_result():
+    model = _tiny_model()
+    emulated = fp16_storage_model(model)
+    casts = [n for n in emulated.graph.node if n.op_type == "Cast"]
+    assert len(casts) == 2 * 3  # the input x, y and z; not the int64 shape
+    x = np.array([[1.0 + 2.0**-12], [70000.0], [-2.0]], np.float32)
+    z, s = fp16_emulation_outputs(model, {"x": x})
+
+    def f16(a):
+        with np.errstate(over="ignore"):
+            return np.asarray(a, np.float32).astype(np.float16).astype(np.float32)
+
+    w = f16(np.array([[1.0 + 2.0**-13, 3.0]], np.float32))
+    expected = f16(np.maximum(f16(f16(x) @ w), 0))
+    np.testing.assert_array_equal(z, expected)  # 70000 overflows fp16: inf, as stored
+    np.testing.assert_array_equal(s, [3, 2])
+    assert z[0, 0] == 1.0  # both the input and the weight rounded away their last bits
+    reference = np.maximum(x @ np.array([[1.0 + 2.0**-13, 3.0]], np.float32), 0)
+    assert z[0, 0] != reference[0, 0]
+
+
+def test_judge_allows_what_fp16_storage_costs_and_no_more():
+    reference = np.array([1.0, 2.0, -4.0, 0.001], np.float32)
+    off_by = np.array([1.05, 2.0, -4.0, 0.5], np.float32)  # 5 %; the 4th is below max/100
+    emulated_close = reference * np.float32(1.01)
+    emulated_far = reference * np.float32(1.06)
+    assert not judge([off_by], [reference], [emulated_close]).passed  # limit 3 %
+    verdict = judge([off_by], [reference], [emulated_far], ["y"])  # limit 6 %
+    assert verdict.passed and verdict.error == pytest.approx(0.05, rel=1e-5)
+    assert verdict.emulation_error == pytest.approx(0.06, rel=1e-5)
+    assert "y: PASS" in str(verdict)
+    nan = np.array([np.nan, 2.0, -4.0, 0.0], np.float32)
+    assert not judge([nan], [reference], [emulated_far]).passed
+    assert fp16_agreement(off_by, reference).max_relative_error == pytest.approx(0.05, rel=1e-5)
