@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     FloatAttr,
+    IntegerAttr,
     IntegerType,
     StringAttr,
     TensorType,
@@ -61,7 +62,8 @@ from mrvl.isa import Activation
 # Layouts and tensor types
 # ---------------------------------------------------------------------------------------------
 
-KNOWN_LAYOUTS = ("NCHW", "NHWC", "OIHW", "OHWI", "NC", "OI", "O")
+KNOWN_LAYOUTS = ("NCHW", "NHWC", "OIHW", "OHWI", "NC", "NCW", "OI", "O")
+"""`NCW` is a rank-3 activation in Relax's own order (a detection head's `[N, C, H*W]`)."""
 
 
 @irdl_attr_definition
@@ -758,27 +760,44 @@ class ScaleShiftOp(FusedActivation, IRDLOperation):
 
 @irdl_op_definition
 class ConcatOp(IRDLOperation):
-    """Concatenation along the channel dimension (`C` of the layout)."""
+    """Concatenation along dimension `axis` of the layout (the channel dimension `C` when
+    `axis` is absent)."""
 
     name = "mrvl.concat"
     inputs = var_operand_def(TensorType)
     output = result_def(TensorType)
-    assembly_format = "$inputs attr-dict `:` type($inputs) `->` type($output)"
+    axis = opt_prop_def(IntegerAttr[I64])
+    assembly_format = "$inputs (`axis` $axis^)? attr-dict `:` type($inputs) `->` type($output)"
     traits = traits_def(NoMemoryEffect())
 
-    def __init__(self, inputs: Sequence[SSAValue], output_type: Attribute):
-        super().__init__(operands=[list(inputs)], result_types=[output_type])
+    def __init__(self, inputs: Sequence[SSAValue], output_type: Attribute, axis: int | None = None):
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[output_type],
+            properties={"axis": IntegerAttr(axis, i64)} if axis is not None else {},
+        )
+
+    @property
+    def concat_axis(self) -> int:
+        """The dimension (in the layout's order) the inputs are stacked along."""
+        if self.axis is not None:
+            return self.axis.value.data
+        return layout_of(self.output).index("C")
 
     @property
     def channel_axis(self) -> int:
-        return layout_of(self.output).index("C")
+        return self.concat_axis
 
     def verify_(self) -> None:
         layout = layout_of(self.output)
-        if "C" not in layout or len(self.inputs) < 1:
-            raise VerifyException("mrvl.concat: needs inputs and a layout with a C dimension")
-        axis = layout.index("C")
+        if len(self.inputs) < 1 or (self.axis is None and "C" not in layout):
+            raise VerifyException(
+                "mrvl.concat: needs inputs, and an axis or a layout with a C dimension"
+            )
         out = shape_of(self.output)
+        axis = self.concat_axis
+        if not 0 <= axis < len(out):
+            raise VerifyException(f"mrvl.concat: axis {axis} is outside rank {len(out)}")
         total = 0
         for i, value in enumerate(self.inputs):
             if layout_of(value) != layout or element_type_of(value) != element_type_of(self.output):
@@ -789,13 +808,184 @@ class ConcatOp(IRDLOperation):
             if shape[:axis] + shape[axis + 1 :] != out[:axis] + out[axis + 1 :]:
                 raise VerifyException(
                     f"mrvl.concat: input {i} {list(shape)} differs from the result "
-                    f"{list(out)} outside the channel dimension"
+                    f"{list(out)} outside dimension {axis}"
                 )
             total += shape[axis]
         if total != out[axis]:
             raise VerifyException(
-                f"mrvl.concat: inputs hold {total} channels, the result {out[axis]}"
+                f"mrvl.concat: inputs hold {total} along dimension {axis}, the result {out[axis]}"
             )
+
+
+MAX_COPY_DIMS = 6
+"""Dimensions of a strided copy; a DMA descriptor has 4, so the lowering issues one DMA per
+index of the dimensions beyond those."""
+
+
+@irdl_op_definition
+class StridedCopyOp(IRDLOperation):
+    """A layer that only moves data: the result is a strided view of the input, copied.
+
+    Element i (a multi-index over `box`, outermost first) of the result's dense storage (row
+    major in its layout) is element `offset + sum(i[d] * strides[d])` of the input's dense
+    storage. Strides are in elements and may be 0 (a repeated element: nearest-neighbour
+    upsampling). Slices, transposes, reshapes across layouts, channel shuffles and integer
+    nearest-neighbour resizes are all such copies; each is one DMA descriptor per piece.
+    """
+
+    name = "mrvl.strided_copy"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    offset = prop_def(IntegerAttr[I64])
+    strides = prop_def(DenseArrayBase[I64])
+    box = prop_def(DenseArrayBase[I64])
+    assembly_format = (
+        "$input `offset` $offset `strides` $strides `box` $box attr-dict "
+        "`:` type($input) `->` type($output)"
+    )
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(
+        self,
+        input: SSAValue,
+        output_type: Attribute,
+        *,
+        offset: int,
+        strides: Sequence[int],
+        box: Sequence[int],
+    ):
+        super().__init__(
+            operands=[input],
+            result_types=[output_type],
+            properties={
+                "offset": IntegerAttr(offset, i64),
+                "strides": _i64_array(strides),
+                "box": _i64_array(box),
+            },
+        )
+
+    def verify_(self) -> None:
+        layout_of(self.input)
+        layout_of(self.output)
+        box, strides = self.box.get_values(), self.strides.get_values()
+        offset = self.offset.value.data
+        if not 1 <= len(box) <= MAX_COPY_DIMS or len(strides) != len(box):
+            raise VerifyException(
+                f"mrvl.strided_copy: box and strides need one value per dimension, 1 to "
+                f"{MAX_COPY_DIMS} dimensions, got {list(box)} and {list(strides)}"
+            )
+        if min(box) < 1 or min(strides) < 0 or offset < 0:
+            raise VerifyException(
+                "mrvl.strided_copy: box extents must be >= 1, strides and offset >= 0"
+            )
+        if prod(box) != prod(shape_of(self.output)):
+            raise VerifyException(
+                f"mrvl.strided_copy: box {list(box)} does not hold the "
+                f"{prod(shape_of(self.output))} elements of the result"
+            )
+        last = offset + sum((b - 1) * s for b, s in zip(box, strides))
+        if last >= prod(shape_of(self.input)):
+            raise VerifyException(
+                f"mrvl.strided_copy: element {last} is outside the input's "
+                f"{prod(shape_of(self.input))} elements"
+            )
+        if element_type_of(self.input) != element_type_of(self.output):
+            raise VerifyException("mrvl.strided_copy: element type must not change")
+
+
+RESIZE_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+"""ONNX Resize coordinate transformation modes `mrvl.resize` documents in `mode`."""
+
+
+@irdl_op_definition
+class ResizeOp(IRDLOperation):
+    """Bilinear resize (NHWC) by interpolation tables: `ytab` holds, for each output row,
+    the input rows i0, i1 and fp32 weights w0, w1 (4 f32 per row, indices exact integers);
+    `xtab` the same for columns. `mode` records the ONNX coordinate transformation the
+    tables were computed with (see `mrvl.strided.interpolation_table`)."""
+
+    name = "mrvl.resize"
+    input = operand_def(TensorType)
+    ytab = operand_def(TensorType)
+    xtab = operand_def(TensorType)
+    output = result_def(TensorType)
+    mode = prop_def(StringAttr)
+    assembly_format = (
+        "$input `,` $ytab `,` $xtab `mode` $mode attr-dict `:` functional-type(operands, results)"
+    )
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(
+        self, input: SSAValue, ytab: SSAValue, xtab: SSAValue, output_type: Attribute, mode: str
+    ):
+        super().__init__(
+            operands=[input, ytab, xtab],
+            result_types=[output_type],
+            properties={"mode": StringAttr(mode)},
+        )
+
+    def verify_(self) -> None:
+        _check_tensor(self, "input", self.input, 4, "NHWC")
+        _check_tensor(self, "output", self.output, 4, "NHWC")
+        if self.mode.data not in RESIZE_MODES:
+            raise VerifyException(
+                f"mrvl.resize: unknown mode '{self.mode.data}', expected one of "
+                f"{', '.join(RESIZE_MODES)}"
+            )
+        n, _, _, c = shape_of(self.input)
+        on, oh, ow, oc = shape_of(self.output)
+        if (on, oc) != (n, c):
+            raise VerifyException("mrvl.resize: input and result differ in N or C")
+        if element_type_of(self.input) != element_type_of(self.output):
+            raise VerifyException("mrvl.resize: element type must not change")
+        for what, value, size in (("ytab", self.ytab, oh), ("xtab", self.xtab, ow)):
+            _check_tensor(self, what, value, 1, "O")
+            if shape_of(value) != (4 * size,) or not isinstance(
+                element_type_of(value), Float32Type
+            ):
+                raise VerifyException(
+                    f"mrvl.resize: {what} must be f32 with 4 values per output index ({4 * size})"
+                )
+
+
+@irdl_op_definition
+class DilateOp(IRDLOperation):
+    """Zero insertion (NHWC): `strides - 1` zero rows / columns between input pixels, so
+    that a transposed convolution becomes an ordinary one over the result. Element
+    [n, h*sh, w*sw, c] of the result is input [n, h, w, c]; every other element is 0."""
+
+    name = "mrvl.dilate"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    strides = prop_def(DenseArrayBase[I64])
+    assembly_format = "$input `strides` $strides attr-dict `:` type($input) `->` type($output)"
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(self, input: SSAValue, strides: Sequence[int]):
+        n, h, w, c = shape_of(input)
+        sh, sw = strides
+        super().__init__(
+            operands=[input],
+            result_types=[
+                tensor((n, (h - 1) * sh + 1, (w - 1) * sw + 1, c), element_type_of(input), "NHWC")
+            ],
+            properties={"strides": _i64_array(strides)},
+        )
+
+    def verify_(self) -> None:
+        _check_tensor(self, "input", self.input, 4, "NHWC")
+        _check_tensor(self, "output", self.output, 4, "NHWC")
+        if len(self.strides) != 2 or min(self.strides.get_values()) < 1:
+            raise VerifyException("mrvl.dilate: strides take 2 values >= 1")
+        n, h, w, c = shape_of(self.input)
+        sh, sw = self.strides.get_values()
+        expected = (n, (h - 1) * sh + 1, (w - 1) * sw + 1, c)
+        if shape_of(self.output) != expected:
+            raise VerifyException(
+                f"mrvl.dilate: result shape {list(shape_of(self.output))} is not {list(expected)}"
+            )
+        if element_type_of(self.input) != element_type_of(self.output):
+            raise VerifyException("mrvl.dilate: element type must not change")
 
 
 LAYER_OPS: tuple[type[IRDLOperation], ...] = (
@@ -822,6 +1012,9 @@ Mrvl = Dialect(
         MulOp,
         ConcatOp,
         ScaleShiftOp,
+        StridedCopyOp,
+        DilateOp,
+        ResizeOp,
         ReshapeOp,
         LayoutConvertOp,
         CastOp,

@@ -264,7 +264,13 @@ class ConvertOp(TaskBase):
 
 @irdl_op_definition
 class DmaOp(TaskBase):
-    """Copy a box of elements from `source[src_offsets]` to `dest[dst_offsets]`."""
+    """Copy a box of elements from `source[src_offsets]` to `dest[dst_offsets]`.
+
+    With `src_strides` (or `dst_strides`) that side is a flat, 1-D buffer: its offset is one
+    element index and the box steps through it by the given element strides, which may be 0
+    on the source (a repeated element) and skip elements on the destination (zero
+    insertion). The box then has one extent per stride, at most 4.
+    """
 
     name = "sched.dma"
     source = operand_def(BufferType)
@@ -272,30 +278,65 @@ class DmaOp(TaskBase):
     src_offsets = prop_def(DenseArrayBase[I64])
     dst_offsets = prop_def(DenseArrayBase[I64])
     box = prop_def(DenseArrayBase[I64])
+    src_strides = opt_prop_def(DenseArrayBase[I64])
+    dst_strides = opt_prop_def(DenseArrayBase[I64])
     assembly_format = (
-        "`tile` $tile $source $src_offsets `->` $dest $dst_offsets `box` $box "
+        "`tile` $tile $source $src_offsets (`strides` $src_strides^)? `->` $dest $dst_offsets "
+        "(`strides` $dst_strides^)? `box` $box "
         "(`after` `(` $deps^ `)`)? attr-dict `:` type($source) `,` type($dest)"
     )
 
-    def __init__(self, source, src_offsets, dest, dst_offsets, box, tile, deps=()):
+    def __init__(
+        self,
+        source,
+        src_offsets,
+        dest,
+        dst_offsets,
+        box,
+        tile,
+        deps=(),
+        *,
+        src_strides=None,
+        dst_strides=None,
+    ):
+        properties = {
+            "src_offsets": _i64_array(src_offsets),
+            "dst_offsets": _i64_array(dst_offsets),
+            "box": _i64_array(box),
+            "tile": IntegerAttr(tile, i64),
+        }
+        if src_strides is not None:
+            properties["src_strides"] = _i64_array(src_strides)
+        if dst_strides is not None:
+            properties["dst_strides"] = _i64_array(dst_strides)
         super().__init__(
             operands=[source, dest, list(deps)],
-            properties={
-                "src_offsets": _i64_array(src_offsets),
-                "dst_offsets": _i64_array(dst_offsets),
-                "box": _i64_array(box),
-                "tile": IntegerAttr(tile, i64),
-            },
+            properties=properties,
             result_types=[TokenType()],
         )
 
     def verify_(self) -> None:
         s, d = buffer_type(self.source), buffer_type(self.dest)
         box = self.box.get_values()
-        for what, bt, offs in (
-            ("source", s, self.src_offsets.get_values()),
-            ("dest", d, self.dst_offsets.get_values()),
+        for what, bt, offs, strides in (
+            ("source", s, self.src_offsets.get_values(), self.src_strides),
+            ("dest", d, self.dst_offsets.get_values(), self.dst_strides),
         ):
+            if strides is not None:
+                steps = strides.get_values()
+                if len(bt.dims) != 1 or len(offs) != 1 or len(steps) != len(box) or len(box) > 4:
+                    raise VerifyException(
+                        f"sched.dma: a strided {what} is a 1-D buffer with one offset and one "
+                        "stride per box dimension (at most 4)"
+                    )
+                if min(steps) < 0 or min(box) < 1 or offs[0] < 0:
+                    raise VerifyException(f"sched.dma: negative {what} stride or offset")
+                last = offs[0] + sum((b - 1) * st for b, st in zip(box, steps))
+                if last >= bt.dims[0]:
+                    raise VerifyException(
+                        f"sched.dma: {what} element {last} is outside the buffer {list(bt.dims)}"
+                    )
+                continue
             if not (len(offs) == len(box) == len(bt.dims)):
                 raise VerifyException(f"sched.dma: {what} offsets, box and buffer rank differ")
             if any(o < 0 or o + b > n for o, b, n in zip(offs, box, bt.dims)):
@@ -393,6 +434,35 @@ class Pool2DTaskOp(WindowTaskBase):
         _check_ocm(self, self.tile.value.data, self.input, self.output)
         if self.mode.data not in ("max", "avg"):
             raise VerifyException("sched.pool2d: mode must be max or avg")
+
+
+@irdl_op_definition
+class ResizeTaskOp(TaskBase):
+    """Two-tap interpolation of an OCM input window (NHWC, input rows from `row0`) into an
+    output tile, by a row table [OH, 4] and a column table [OW, 4] (f32: i0, i1, w0, w1)."""
+
+    name = "sched.resize"
+    input = operand_def(BufferType)
+    ytab = operand_def(BufferType)
+    xtab = operand_def(BufferType)
+    output = operand_def(BufferType)
+    row0 = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "`tile` $tile $input `,` $ytab `,` $xtab `->` $output `in_row` $row0 "
+        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($ytab) `,` "
+        "type($xtab) `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        _check_ocm(self, self.tile.value.data, self.input, self.ytab, self.xtab, self.output)
+        n, _, _, c = buffer_type(self.input).dims
+        on, oh, ow, oc = buffer_type(self.output).dims
+        if (on, oc) != (n, c):
+            raise VerifyException("sched.resize: input and output differ in N or C")
+        if buffer_type(self.ytab).dims != (oh, 4) or buffer_type(self.xtab).dims != (ow, 4):
+            raise VerifyException(
+                "sched.resize: the row table must be [OH, 4] and the column table [OW, 4]"
+            )
 
 
 @irdl_op_definition
@@ -549,6 +619,7 @@ Sched = Dialect(
         DmaOp,
         Conv2DTaskOp,
         Pool2DTaskOp,
+        ResizeTaskOp,
         FullyConnectedTaskOp,
         AddTaskOp,
         ScaleTaskOp,

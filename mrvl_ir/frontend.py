@@ -16,6 +16,10 @@ conversion is kept):
 - `BatchNormalization` in inference mode with constant parameters → `relax.multiply` by the
   per-channel scale and `relax.add` of the shift (TVM: `batch_norm` + `TupleGetItem`, and a
   pattern cannot end at a TupleGetItem, so a trailing batch norm could never fuse);
+- `Split` with constant sizes → one `relax.strided_slice` per output (TVM: `relax.split`
+  + `TupleGetItem`, which a pattern cannot end at);
+- `Upsample` (opsets 7-9) with constant scales → `relax.image.resize2d` (TVM's converter
+  fails on opset 9);
 - `Dropout` in inference mode without its mask output → its input (TVM: `relax.nn.dropout`,
   an op no region can hold, which splits VGG's and AlexNet's classifiers off their regions).
 
@@ -292,7 +296,67 @@ def _dropout(bb, inputs, attrs, opset) -> relax.Expr | None:
     return x if len(used) == 1 else relax.Tuple([x] * len(used))
 
 
+def _split(bb, inputs, attrs, opset) -> relax.Expr | None:
+    """Split of a static float tensor with constant sizes → one `relax.strided_slice` per
+    output (TVM: `relax.split` + `TupleGetItem`, which no pattern can end at)."""
+    x = inputs[0]
+    shape = _static_shape(x)
+    if _float_tensor(x) is None or shape is None or not shape:
+        return None
+    axis = int(attrs.get("axis", 0)) % len(shape)
+    count = attrs["tvm_custom"]["num_outputs"]
+    sizes = attrs.get("split")
+    if opset >= 13 and _input(inputs, 1) is not None:
+        array = _const_array(inputs[1])
+        if array is None:
+            return None
+        sizes = array.reshape(-1)
+    if sizes is None or len(sizes) == 0:  # equal parts, the last one smaller (opset 18)
+        step = -(-shape[axis] // count)
+        sizes = [min(step, shape[axis] - i * step) for i in range(count)]
+    sizes = [int(v) for v in sizes]
+    if len(sizes) != count or sum(sizes) != shape[axis] or min(sizes) < 0:
+        return None
+    parts, start = [], 0
+    for size in sizes:
+        part = relax.op.strided_slice(x, [axis], [start], [start + size])
+        parts.append(bb.emit(part))
+        start += size
+    return relax.Tuple(parts)
+
+
+def _upsample(bb, inputs, attrs, opset) -> relax.Expr | None:
+    """Upsample (opsets 7-9, deprecated) with constant scales on H and W → `resize2d`, which
+    is Resize with coordinate mode asymmetric and, for nearest, floor rounding (TVM's own
+    converter fails on opset 9, whose scales are an input)."""
+    x = inputs[0]
+    shape = _static_shape(x)
+    if _float_tensor(x) is None or shape is None or len(shape) != 4:
+        return None
+    scales = attrs.get("scales")
+    if _input(inputs, 1) is not None:
+        scales = _const_array(inputs[1])
+    if scales is None:
+        return None
+    scales = [float(v) for v in np.asarray(scales).reshape(-1)]
+    mode = attrs.get("mode", b"nearest")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if len(scales) != 4 or scales[:2] != [1.0, 1.0] or mode not in ("nearest", "linear"):
+        return None
+    size = [int(math.floor(shape[2] * scales[2])), int(math.floor(shape[3] * scales[3]))]
+    return relax.op.image.resize2d(
+        x,
+        size,
+        layout="NCHW",
+        method="nearest_neighbor" if mode == "nearest" else "linear",
+        coordinate_transformation_mode="asymmetric",
+        rounding_method="floor" if mode == "nearest" else "",
+    )
+
+
 _NORMALIZATIONS: dict[str, Callable] = {
+    "Upsample": _upsample,
+    "Split": _split,
     "Clip": _clip,
     "Dropout": _dropout,
     "Pad": _pad,

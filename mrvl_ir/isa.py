@@ -227,6 +227,38 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         ),
     ),
     OpcodeSpec(
+        "resize",
+        0x21,
+        "vector",
+        "Separable two-tap interpolation of an NHWC input window into an output tile: each "
+        "output row mixes two input rows and each output column two input columns, by the "
+        "indices and fp32 weights of a row table and a column table (bilinear resize; "
+        "nearest is weights 1, 0).",
+        (
+            _f("in_addr", "i32", "OCM byte address of the input window, NHWC, f16"),
+            _f(
+                "in_shape",
+                "i32x4",
+                "input window shape [N, H, W, C]: all columns, rows row0..",
+            ),
+            _f("row0", "i32", "input-tensor row held by the window's first row"),
+            _f("out_addr", "i32", "OCM byte address of the output tile, NHWC, f16"),
+            _f("out_shape", "i32x4", "output tile shape [N, OH, OW, C]"),
+            _f(
+                "ytab_addr",
+                "i32",
+                "OCM byte address of the row table [OH, 4] f32: input rows i0, i1 and "
+                "weights w0, w1 of each output row",
+            ),
+            _f(
+                "xtab_addr",
+                "i32",
+                "OCM byte address of the column table [OW, 4] f32: input columns i0, i1 and "
+                "weights w0, w1 of each output column",
+            ),
+        ),
+    ),
+    OpcodeSpec(
         "fc",
         0x30,
         "mac",

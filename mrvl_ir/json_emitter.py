@@ -305,6 +305,12 @@ class _Emitter:
                 self._scale_shift_node(op)
             elif isinstance(op, mrvl.ReshapeOp):
                 self._reshape_node(op)
+            elif isinstance(op, mrvl.StridedCopyOp):
+                self._strided_copy_node(op)
+            elif isinstance(op, mrvl.DilateOp):
+                self._dilate_node(op)
+            elif isinstance(op, mrvl.ResizeOp):
+                self._resize_node(op)
             else:
                 raise self._fail(op, "has no Nodes-JSON form (not a layer this emitter knows)")
 
@@ -638,6 +644,46 @@ class _Emitter:
             out_layout=mrvl.layout_of(op.output),
             composite="mrvl.reshape",
             attrs={"newshape": _strs(mrvl.shape_of(op.output)), "allowzero": ["0"]},
+        )
+
+    def _strided_copy_node(self, op: mrvl.StridedCopyOp) -> None:
+        self._layer_node(
+            op,
+            "StridedCopy",
+            [op.input],
+            data_layout=mrvl.layout_of(op.input),
+            data_shape=mrvl.shape_of(op.input),
+            out_layout=mrvl.layout_of(op.output),
+            composite="mrvl.copy",
+            attrs={
+                "src_offset": [str(op.offset.value.data)],
+                "src_strides": _strs(op.strides.get_values()),
+                "box": _strs(op.box.get_values()),
+            },
+        )
+
+    def _resize_node(self, op: mrvl.ResizeOp) -> None:
+        self._layer_node(
+            op,
+            "Resize",
+            [op.input],
+            data_layout="NHWC",
+            data_shape=mrvl.shape_of(op.input),
+            out_layout="NHWC",
+            composite="mrvl.resize",
+            attrs={"coordinate_transformation_mode": [op.mode.data]},
+        )
+
+    def _dilate_node(self, op: mrvl.DilateOp) -> None:
+        self._layer_node(
+            op,
+            "Dilate",
+            [op.input],
+            data_layout="NHWC",
+            data_shape=mrvl.shape_of(op.input),
+            out_layout="NHWC",
+            composite="mrvl.conv_transpose",
+            attrs={"strides": _strs(op.strides.get_values())},
         )
 
     def _layout_transform_node(self, op: mrvl.LayoutConvertOp) -> None:

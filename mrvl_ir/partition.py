@@ -6,15 +6,21 @@ instead of failing the build. The composite names and what each composite may co
 contract with `relax_import.py`:
 
     mrvl.conv2d            [pad] conv2d [[+bias] batch_norm] [steps] [activation]
-    mrvl.fc                [*alpha] matmul [steps] [activation]
+    mrvl.conv_transpose    conv2d_transpose [+bias] [activation] (zero insertion + conv2d)
+    mrvl.resize            resize2d, linear (bilinear) or a nearest that is no strided copy
+    mrvl.fc                [*alpha] matmul [steps] [activation], [N, K] or [N, T, K] rows
     mrvl.add               add(a, b) of two same-shape tensors [activation]
     mrvl.mul               multiply(a, b) of two same-shape tensors, or of x and a gate
                            [N, C, 1, 1] (either side) [activation]
     mrvl.scale_shift       x steps [activation] | activation(x)
     mrvl.maxpool2d, mrvl.avgpool2d, mrvl.global_avgpool2d (mean), mrvl.global_maxpool2d (max)
-    mrvl.concat            concat on channels
+    mrvl.concat            concat on any axis, ranks 2 to 4
     mrvl.reshape           reshape / squeeze / flatten between rank 4 and rank 2
     mrvl.transpose         permute_dims NCHW <-> NHWC
+    mrvl.copy              a chain of 1 to 3 data-movement ops (reshape, squeeze, expand_dims,
+                           flatten, permute_dims, strided_slice, nearest resize2d) that is a
+                           strided copy (`strided.py`): slices, split outputs, transposes,
+                           channel shuffles, integer nearest upsampling
     steps                  up to 3 of +c, -c, c-, *c, /c, with c per channel or scalar, on
                            either side where the op commutes (folded into scale and shift)
     activation             relu | clip(min, max) | leakyrelu | prelu | sigmoid | tanh |
@@ -49,6 +55,7 @@ from tvm.relax.dpl import DFPattern, is_const, is_op, is_tuple_get_item, wildcar
 from tvm.relax.transform import PatternCheckContext
 
 from .activation_forms import ActivationFormError, split_activation
+from . import strided
 from .frontend import fold_constants, node_name_of, onnx_nodes_of
 from .placement import CPU, node_targets
 from .target import Target, get_target
@@ -85,11 +92,13 @@ LAYER_OPS = frozenset(
         "relax.reshape", "relax.squeeze", "relax.flatten", "relax.permute_dims",
         "relax.subtract", "relax.divide", "relax.sigmoid", "relax.tanh", "relax.nn.prelu",
         "relax.exp", "relax.log",
+        "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
+        "relax.nn.conv2d_transpose",
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
 
-MAC_COMPOSITES = ("mrvl.conv2d", "mrvl.fc")
+MAC_COMPOSITES = ("mrvl.conv2d", "mrvl.conv_transpose", "mrvl.fc")
 """The layers that use the MAC arrays; `require_mac_layer` wants one in every region."""
 
 DENIED_NODE = "denied by user (deny_nodes)"
@@ -410,14 +419,17 @@ def _tensor_shape(expr: relax.Expr, at: relax.Expr) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
-def _activation(expr: relax.Expr, ranks: Sequence[int], at: relax.Expr) -> tuple[int, ...]:
-    """The shape of a runtime float32 tensor of one of `ranks` with batch ≤ MAX_BATCH."""
+def _activation(
+    expr: relax.Expr, ranks: Sequence[int], at: relax.Expr, *, any_batch: bool = False
+) -> tuple[int, ...]:
+    """The shape of a runtime float32 tensor of one of `ranks` with batch ≤ MAX_BATCH (any
+    batch if `any_batch`: an FC's rows, a strided copy's outer dimension)."""
     if isinstance(expr, GenericConst):
         raise _Reject("constant input", at)
     shape = _tensor_shape(expr, at)
     if len(shape) not in ranks:
         raise _Reject(f"rank {len(shape)}", at)
-    if not 1 <= shape[0] <= MAX_BATCH:
+    if shape[0] < 1 or (not any_batch and shape[0] > MAX_BATCH):
         raise _Reject(f"batch {shape[0]} > {MAX_BATCH}" if shape[0] else "batch 0", at)
     return shape
 
@@ -541,6 +553,33 @@ def _check_conv2d(ctx: PatternCheckContext) -> None:
     _check_tail(ctx, core, out_ch, 4, prelu=True)
 
 
+def _check_conv_transpose(ctx: PatternCheckContext) -> None:
+    """A transposed conv the importer lowers to zero insertion plus an ordinary conv: its
+    pads become the conv's padding `dilation * (k - 1) - pad`, which must not be negative."""
+    ann = ctx.annotated_expr
+    conv = ann["conv"]
+    _no_leaks(ctx)
+    attrs = conv.attrs
+    _activation(ann["data"], (4,), conv)
+    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != ("NCHW", "IOHW", "NCHW"):
+        raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
+    _f32_result(conv)
+    weight = _constant(ann["weight"], "weights", conv)
+    if weight.ndim != 4:
+        raise _Reject(f"weight rank {weight.ndim}", conv)
+    channels = _tensor_shape(conv.args[0], conv)[1]
+    groups = int(attrs.groups)
+    if weight.shape[0] != channels or channels % groups:
+        raise _Reject(f"attribute group={groups}", conv)
+    kernel = weight.shape[2:]
+    dilation, pads = _int_list(attrs.dilation), _int_list(attrs.padding)
+    for axis, (k, d) in enumerate(zip(kernel, dilation)):
+        extent = d * (k - 1)
+        if pads[axis] > extent or pads[axis + 2] > extent:
+            raise _Reject(f"pads {pads} beyond the kernel's extent {extent}", conv)
+    _check_tail(ctx, [conv], weight.shape[1] * groups, 4, prelu=True)
+
+
 def _check_pad(pad: relax.Call) -> None:
     attrs = pad.attrs
     if str(attrs.pad_mode) != "constant":
@@ -579,7 +618,9 @@ def _check_fc(ctx: PatternCheckContext) -> None:
     ann = ctx.annotated_expr
     matmul = ann["matmul"]
     _no_leaks(ctx)
-    k = _activation(ann["data"], (2,), matmul)[1]
+    # rows are tiled: any number, also a sequence [N, T, K] (its rows are N * T)
+    data_shape = _activation(ann["data"], (2, 3), matmul, any_batch=True)
+    k = data_shape[-1]
     _f32_result(matmul)
     weight = _constant(ann["weight"], "weights (right operand)", matmul)
     if weight.ndim != 2 or weight.shape[0] != k:
@@ -589,6 +630,7 @@ def _check_fc(ctx: PatternCheckContext) -> None:
         if _constant(ann["alpha"], "alpha", ann["scale"]).size != 1:
             raise _Reject("alpha is not a scalar", ann["scale"])
         core.append(ann["scale"])
+    # the FC's channels are its last axis: constants broadcast as [O], [1, O] or a scalar
     _check_tail(ctx, core, weight.shape[1], 2, prelu=False)
 
 
@@ -609,7 +651,7 @@ def _check_mul(ctx: PatternCheckContext) -> None:
     ann = ctx.annotated_expr
     mul = ann["mul"]
     _no_leaks(ctx)
-    _whole_onnx_ops(ctx)
+    _whole_onnx_ops(ctx, _AFFINE_ONNX_OPS)
     lhs = _activation(mul.args[0], (2, 4), mul)
     rhs = _activation(mul.args[1], (2, 4), mul)
     form, _ = split_activation(mul, lambda e: _bound(ctx, e))
@@ -706,7 +748,7 @@ def _check_scale_shift(ctx: PatternCheckContext) -> None:
     first = ctx.matched_expr
     data = ann["data"]
     collector = _COLLECTOR.get()
-    _whole_onnx_ops(ctx)
+    _whole_onnx_ops(ctx, _AFFINE_ONNX_OPS)
     origin = _layer_origin(ctx, data)
     if origin is not None and collector is not None:
         owner = node_name_of(origin)
@@ -716,16 +758,16 @@ def _check_scale_shift(ctx: PatternCheckContext) -> None:
     _check_tail(ctx, [], shape[1], len(shape), prelu=True)
 
 
-def _whole_onnx_ops(ctx: PatternCheckContext) -> None:
-    """Reject a match holding part of an ONNX op other than `_AFFINE_ONNX_OPS` (LRN's
-    multiplies and adds): no node is split between the MLIP and the CPU."""
+def _whole_onnx_ops(ctx: PatternCheckContext, allowed: frozenset[str]) -> None:
+    """Reject a match holding part of an ONNX op of another type (the reshapes TVM wraps
+    around an opset-11 Softmax), so that no node is split between the MLIP and the CPU."""
     collector = _COLLECTOR.get()
     if collector is None or not collector.op_types:
         return
     for expr in ctx.matched_bindings.values():
         name = node_name_of(expr)
         op_type = collector.op_types.get(name) if name is not None else None
-        if op_type is not None and op_type not in _AFFINE_ONNX_OPS:
+        if op_type is not None and op_type not in allowed:
             raise _Reject(f"part of {op_type} (the rest of it runs on the CPU)", expr)
 
 
@@ -776,16 +818,59 @@ def _bound_values(mod: tvm.IRModule) -> dict[relax.Var, relax.Expr]:
 
 def _check_concat(ctx: PatternCheckContext) -> None:
     concat = ctx.annotated_expr["root"]
+    _whole_onnx_ops(ctx, frozenset({"Concat"}))
     parts = concat.args[0]
     if not isinstance(parts, relax.Tuple):
         raise _Reject("concat of a tuple variable", concat)
-    shapes = [_activation(part, (2, 4), concat) for part in parts.fields]
+    shapes = [_activation(part, (2, 3, 4), concat, any_batch=True) for part in parts.fields]
     rank = len(shapes[0])
     if any(len(s) != rank for s in shapes):
         raise _Reject("inputs of different ranks", concat)
     axis = int(concat.attrs.axis) if concat.attrs.axis is not None else None
-    if axis is None or axis % rank != 1:
+    if axis is None or not -rank <= axis < rank:
         raise _Reject(f"attribute axis={axis}", concat)
+
+
+def _check_resize(ctx: PatternCheckContext) -> None:
+    """Bilinear (or nearest) resize of an NCHW tensor by the `resize` instruction's tables."""
+    resize = ctx.annotated_expr["root"]
+    _whole_onnx_ops(ctx, frozenset({"Resize", "Upsample"}))
+    attrs = resize.attrs
+    _activation(ctx.annotated_expr["data"], (4,), resize)
+    _tensor_shape(resize, resize)
+    if str(attrs.layout) != "NCHW":
+        raise _Reject(f"layout {attrs.layout}", resize)
+    method, mode = str(attrs.method), str(attrs.coordinate_transformation_mode)
+    if method not in ("linear", "nearest_neighbor"):
+        raise _Reject(f"attribute mode={method}", resize)
+    if mode not in strided.RESIZE_MODES:
+        raise _Reject(f"attribute coordinate_transformation_mode={mode}", resize)
+    if method == "nearest_neighbor" and str(attrs.rounding_method) not in strided.ROUNDINGS:
+        raise _Reject(f"attribute nearest_mode={attrs.rounding_method}", resize)
+
+
+_MOVE_ONNX_OPS = frozenset(
+    {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Split", "Resize",
+     "Upsample", "Identity"}
+)  # fmt: skip
+"""ONNX ops a strided copy can be made of."""
+
+
+def _check_copy(ctx: PatternCheckContext) -> None:
+    """A chain of data-movement ops whose composition is a strided copy (`strided.py`)."""
+    ann = ctx.annotated_expr
+    calls = [ann[key] for key in ("op0", "op1", "op2") if key in ann]
+    _no_leaks(ctx)
+    _whole_onnx_ops(ctx, _MOVE_ONNX_OPS)
+    in_shape = _activation(ann["data"], (2, 3, 4), calls[0], any_batch=True)
+    for call in calls:
+        _tensor_shape(call, call)
+    if len(_tensor_shape(calls[-1], calls[-1])) not in (2, 3, 4):
+        raise _Reject(f"result rank {len(_tensor_shape(calls[-1], calls[-1]))}", calls[-1])
+    try:
+        strided.chain_form(calls, in_shape)
+    except strided.NotACopy as err:
+        raise _Reject(err.reason, err.call if err.call is not None else calls[-1]) from None
 
 
 def _check_reshape(ctx: PatternCheckContext) -> None:
@@ -881,6 +966,14 @@ def _conv2d_pattern(with_pad: bool):
     return ("mrvl.conv2d", root, ann, _checked(_check_conv2d))
 
 
+def _conv_transpose_pattern():
+    data, weight = wildcard(), wildcard()
+    ann: dict[str, DFPattern] = {"data": data, "weight": weight}
+    conv = ann["conv"] = is_op("relax.nn.conv2d_transpose")(data, weight)
+    root = _with_activation(_affine(conv))  # a bias add is the first affine step
+    return ("mrvl.conv_transpose", root, ann, _checked(_check_conv_transpose))
+
+
 def _fc_pattern(with_alpha: bool):
     data, weight = wildcard(), wildcard()
     ann: dict[str, DFPattern] = {"data": data, "weight": weight}
@@ -924,6 +1017,21 @@ def _single_op_pattern(name: str, ops: Sequence[str], check, *extra_args: Callab
     return (name, root, {"data": data, "root": root}, _checked(check))
 
 
+def _copy_pattern(length: int):
+    """mrvl.copy: a chain of `length` data-movement ops, innermost annotated `op0`."""
+    data = wildcard()
+    ann: dict[str, DFPattern] = {"data": data}
+    current: DFPattern = data
+    for level in range(length):
+        step = None
+        for op in strided.MOVE_OPS:
+            alternative = is_op(op)(current, varg_default_wildcard=True)
+            step = alternative if step is None else step | alternative
+        current = ann[f"op{level}"] = step
+    ann["root"] = current
+    return ("mrvl.copy", current, ann, _checked(_check_copy))
+
+
 def _reshape_pattern():
     data = wildcard()
     root = (
@@ -939,6 +1047,7 @@ def _pattern_table() -> list[tuple]:
     return [
         _conv2d_pattern(with_pad=True),
         _conv2d_pattern(with_pad=False),
+        _conv_transpose_pattern(),
         _fc_pattern(with_alpha=True),
         _fc_pattern(with_alpha=False),
         _add_pattern(),
@@ -948,8 +1057,14 @@ def _pattern_table() -> list[tuple]:
         _single_op_pattern("mrvl.global_avgpool2d", ["relax.mean"], _check_global_pool2d),
         _single_op_pattern("mrvl.global_maxpool2d", ["relax.max"], _check_global_pool2d),
         _single_op_pattern("mrvl.concat", ["relax.concat"], _check_concat),
+        # a chain of moves is one copy (a channel shuffle's reshape-transpose-reshape)...
+        _copy_pattern(3),
+        _copy_pattern(2),
+        # ...but a lone layout change or reshape stays a relabelling where it is one
         _single_op_pattern("mrvl.transpose", ["relax.permute_dims"], _check_transpose),
         _reshape_pattern(),
+        _copy_pattern(1),
+        _single_op_pattern("mrvl.resize", ["relax.image.resize2d"], _check_resize, wildcard),
         # last: only what no conv / fc / add absorbed
         _scale_shift_pattern(),
     ]

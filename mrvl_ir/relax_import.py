@@ -21,12 +21,13 @@ from xdsl.dialects.builtin import ModuleOp, UnitAttr, f32
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from mrvl.activation_forms import ActivationFormError, FusedActivationForm, split_activation
+from mrvl import strided
 from mrvl.locations import name_location
 from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError
 from mrvl.frontend import node_name_of
 
-RELAX_LAYOUT = {4: "NCHW", 2: "NC"}
+RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC"}
 
 
 def _shape(expr: relax.Expr) -> tuple[int, ...]:
@@ -66,7 +67,7 @@ class _RegionImporter:
         shape = _shape(expr)
         if _dtype(expr) != "float32" or len(shape) not in RELAX_LAYOUT:
             raise UnsupportedOpError(
-                f"region {self.symbol}: tensor {expr.ty} is not a float32 tensor of rank 2 or 4",
+                f"region {self.symbol}: tensor {expr.ty} is not a float32 tensor of rank 2 to 4",
                 node,
             )
         return mrvl.tensor(shape, f32, RELAX_LAYOUT[len(shape)])
@@ -280,6 +281,85 @@ class _RegionImporter:
         )
         return self._located(op, node)
 
+    def conv_transpose(self, chain: _Chain, inner: dict) -> SSAValue:
+        """A transposed conv as zero insertion (`mrvl.dilate`, DMA only) and an ordinary conv
+        over the result, with the kernel flipped, input and output channels swapped per group,
+        and padding `dilation * (k - 1) - pad` (plus `output_padding` at the bottom/right)."""
+        call = chain.take_one("relax.nn.conv2d_transpose")
+        node = node_name_of(call)
+        attrs = call.attrs
+        if attrs.data_layout != "NCHW" or attrs.kernel_layout != "IOHW":
+            raise UnsupportedOpError("conv_transpose: only NCHW data and IOHW weights", node)
+        x = self._in_layout(self._operand(inner, call.args[0], node), "NHWC", node)
+        w_const = call.args[1]
+        w = w_const.value.numpy().astype(np.float64)  # [C_in, C_out / g, KH, KW]
+        groups = int(attrs.groups)
+        c_in, og, kh, kw = w.shape
+        ig = c_in // groups
+        # [g, ig, og, kh, kw] -> [g, og, ig, kh, kw], flipped -> OIHW [g * og, ig, kh, kw]
+        w = w.reshape(groups, ig, og, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
+        w = w.reshape(groups * og, ig, kh, kw)
+        sh, sw = _ints(attrs.strides)
+        dh, dw = _ints(attrs.dilation)
+        pt, pl, pb, pr = _ints(attrs.padding)
+        oph, opw = _ints(attrs.output_padding)
+        pads = (
+            dh * (kh - 1) - pt,
+            dw * (kw - 1) - pl,
+            dh * (kh - 1) - pb + oph,
+            dw * (kw - 1) - pr + opw,
+        )
+        if min(pads) < 0:
+            raise UnsupportedOpError(f"conv_transpose: pads {[pt, pl, pb, pr]} too large", node)
+        if (sh, sw) != (1, 1):
+            x = self._located(mrvl.DilateOp(x, (sh, sw)), node)
+        out_n, out_c, out_h, out_w = _shape(call)
+        has_bias = chain.peek_any(*_AFFINE_CALLS)
+        bias_const = chain.first_const_of(*_AFFINE_CALLS)
+        scale, shift = self._affine_after(chain, out_c)
+        w = w * scale[:, None, None, None]
+        weight = self._constant(
+            w_const, np.ascontiguousarray(w.astype(np.float32).transpose(0, 2, 3, 1)), "OHWI"
+        )
+        op = mrvl.Conv2DOp(
+            x,
+            weight,
+            self._bias_constant(bias_const, shift, has_bias),
+            mrvl.tensor((out_n, out_h, out_w, out_c), f32, "NHWC"),
+            pads=pads,
+            dilations=(dh, dw),
+            groups=groups,
+            activation=self._activation(chain, out_c),
+        )
+        return self._located(op, node)
+
+    def resize(self, chain: _Chain, inner: dict) -> SSAValue:
+        """Bilinear (or nearest) resize: NHWC, with the row and column interpolation tables
+        of `strided.interpolation_table` as f32 constants."""
+        call = chain.take_one("relax.image.resize2d")
+        node = node_name_of(call)
+        attrs = call.attrs
+        method, mode = str(attrs.method), str(attrs.coordinate_transformation_mode)
+        if str(attrs.layout) != "NCHW" or mode not in strided.RESIZE_MODES:
+            raise UnsupportedOpError(f"resize: layout {attrs.layout}, mode {mode}", node)
+        x = self._in_layout(self._operand(inner, call.args[0], node), "NHWC", node)
+        _, _, h, w = _shape(call.args[0])
+        n, c, oh, ow = _shape(call)
+        rounding = str(attrs.rounding_method)
+        try:
+            ytab = strided.interpolation_table(h, oh, method, mode, rounding)
+            xtab = strided.interpolation_table(w, ow, method, mode, rounding)
+        except strided.NotACopy as err:
+            raise UnsupportedOpError(f"resize: {err.reason}", node) from None
+        op = mrvl.ResizeOp(
+            x,
+            self._made_constant(ytab.reshape(-1), "O", "resize_rows"),
+            self._made_constant(xtab.reshape(-1), "O", "resize_cols"),
+            mrvl.tensor((n, oh, ow, c), f32, "NHWC"),
+            mode,
+        )
+        return self._located(op, node)
+
     def pool2d(self, chain: _Chain, inner: dict) -> SSAValue:
         call = chain.take_one("relax.nn.max_pool2d", "relax.nn.avg_pool2d")
         node = node_name_of(call)
@@ -347,11 +427,17 @@ class _RegionImporter:
         source = call.args[0]
         if alpha_call is not None:  # multiply(x, alpha) or multiply(alpha, x)
             source = alpha_call.args[1 if isinstance(alpha_call.args[0], GenericConst) else 0]
-        x = self._in_layout(self._operand(inner, source, node), "NC", node)
+        in_shape = _shape(source)
+        x = self._operand(inner, source, node)
+        if len(in_shape) == 3:  # a sequence [N, T, K]: its N * T rows, the same bytes
+            x = self._in_layout(x, "NCW", node)
+            n_t = in_shape[0] * in_shape[1]
+            x = self._located(mrvl.ReshapeOp(x, mrvl.tensor((n_t, in_shape[2]), f32, "NC")), node)
+        x = self._in_layout(x, "NC", node)
         w_const = call.args[1]
         if not isinstance(w_const, GenericConst) or len(_shape(w_const)) != 2:
             raise UnsupportedOpError("fc: the right operand must be a constant matrix", node)
-        n, o = _shape(call)
+        n, o = mrvl.shape_of(x)[0], _shape(call)[-1]
         alpha = 1.0
         if alpha_call is not None:
             alpha = _scalar(next(a for a in alpha_call.args if isinstance(a, GenericConst)))
@@ -367,7 +453,11 @@ class _RegionImporter:
             mrvl.tensor((n, o), f32, "NC"),
             activation=self._activation(chain),
         )
-        return self._located(op, node)
+        result = self._located(op, node)
+        if len(in_shape) == 3:
+            out_type = mrvl.tensor((*in_shape[:2], o), f32, "NCW")
+            result = self._located(mrvl.ReshapeOp(result, out_type), node)
+        return result
 
     def add(self, chain: _Chain, inner: dict) -> SSAValue:
         call = chain.take_one("relax.add")
@@ -426,18 +516,70 @@ class _RegionImporter:
         return self._located(op, node)
 
     def concat(self, chain: _Chain, inner: dict) -> SSAValue:
+        """Concat on any axis: rank 4 in NHWC (Relax's axis mapped to it), rank 2 and 3 in
+        Relax's own order."""
         call = chain.take_one("relax.concat")
         node = node_name_of(call)
         shape = _shape(call)
-        if int(call.attrs.axis) % len(shape) != 1:
-            raise UnsupportedOpError("concat: only along channels (axis 1)", node)
-        layout = "NHWC" if len(shape) == 4 else "NC"
+        rank = len(shape)
+        if rank not in RELAX_LAYOUT:
+            raise UnsupportedOpError(f"concat of rank {rank}", node)
+        layout = "NHWC" if rank == 4 else RELAX_LAYOUT[rank]
+        perm = mrvl.layout_permutation(RELAX_LAYOUT[rank], layout)
+        axis = perm.index(int(call.attrs.axis) % rank)
         inputs = [
             self._in_layout(self._operand(inner, a, node), layout, node)
             for a in call.args[0].fields
         ]
-        out_shape = (shape[0], shape[2], shape[3], shape[1]) if len(shape) == 4 else shape
-        op = mrvl.ConcatOp(inputs, mrvl.tensor(out_shape, f32, layout))
+        out_shape = tuple(shape[p] for p in perm)
+        channels = layout.index("C") if "C" in layout else None
+        op = mrvl.ConcatOp(
+            inputs, mrvl.tensor(out_shape, f32, layout), None if axis == channels else axis
+        )
+        return self._located(op, node)
+
+    def copy(self, chain: _Chain, inner: dict) -> SSAValue:
+        """A chain of data-movement ops as one strided copy. The copy is computed on the
+        input's current layout where it can be (no conversion before it), and into NHWC for a
+        rank-4 result (what the next layer reads): a layout conversion costs a pass over the
+        tensor, more than a few more DMA descriptors. Among equals the fewest descriptors win."""
+        calls = chain.calls[chain.position :]
+        chain.position = len(chain.calls)
+        node = node_name_of(calls[-1])
+        source = self._operand(inner, calls[0].args[0], node)
+        in_shape, out_shape = _shape(calls[0].args[0]), _shape(calls[-1])
+        in_relax, out_relax = RELAX_LAYOUT[len(in_shape)], RELAX_LAYOUT[len(out_shape)]
+        in_layouts = dict.fromkeys([mrvl.layout_of(source), in_relax])
+        out_layouts = ["NHWC", "NCHW"] if len(out_shape) == 4 else [out_relax]
+        best = None
+        for in_rank, in_layout in enumerate(in_layouts):
+            for out_rank, out_layout in enumerate(out_layouts):
+                physical = tuple(in_shape[p] for p in mrvl.layout_permutation(in_relax, in_layout))
+                positions = np.arange(int(np.prod(in_shape)), dtype=np.int64).reshape(physical)
+                logical = positions.transpose(mrvl.layout_permutation(in_layout, in_relax))
+                try:
+                    result = strided.source_positions(calls, logical)
+                except strided.NotACopy as err:
+                    raise UnsupportedOpError(err.reason, node) from None
+                form = strided.strided_form(
+                    result.transpose(mrvl.layout_permutation(out_relax, out_layout))
+                )
+                if form is None:
+                    continue
+                walked = sorted(form.box)[: max(0, len(form.box) - 4)]
+                cost = (in_rank + out_rank, int(np.prod(walked)))  # conversions, then DMAs
+                if best is None or cost < best[0]:
+                    best = (cost, in_layout, out_layout, form)
+        if best is None:
+            raise UnsupportedOpError("data movement that is not a strided copy", node)
+        _, in_layout, out_layout, form = best
+        x = self._in_layout(source, in_layout, node)
+        out_type = mrvl.tensor(
+            [out_shape[p] for p in mrvl.layout_permutation(out_relax, out_layout)], f32, out_layout
+        )
+        if form.is_identity:  # the same bytes: a relabelling, no copy
+            return self._located(mrvl.ReshapeOp(x, out_type), node)
+        op = mrvl.StridedCopyOp(x, out_type, offset=form.offset, strides=form.strides, box=form.box)
         return self._located(op, node)
 
 
@@ -528,6 +670,7 @@ _AFFINE_CALLS = (
 
 _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.conv2d": _RegionImporter.conv2d,
+    "mrvl.conv_transpose": _RegionImporter.conv_transpose,
     "mrvl.maxpool2d": _RegionImporter.pool2d,
     "mrvl.avgpool2d": _RegionImporter.pool2d,
     "mrvl.global_avgpool2d": _RegionImporter.global_pool2d,
@@ -539,6 +682,8 @@ _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.scale_shift": _RegionImporter.scale_shift,
     "mrvl.reshape": _RegionImporter.reshape,
     "mrvl.transpose": _RegionImporter.transpose,
+    "mrvl.copy": _RegionImporter.copy,
+    "mrvl.resize": _RegionImporter.resize,
 }
 
 

@@ -60,19 +60,20 @@ OPS = (
     "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Gemm", "MatMul",
     "Add", "Sum", "Concat", "Relu", "Clip", "LeakyRelu", "BatchNormalization", "Pad",
     "Flatten", "Reshape", "Squeeze", "Transpose", "Mul", "Sub", "Div", "Sigmoid", "Tanh",
-    "HardSigmoid", "HardSwish", "PRelu", "Mish",
+    "HardSigmoid", "HardSwish", "PRelu", "Mish", "ConvTranspose", "Resize", "Upsample",
+    "Split", "Slice", "Unsqueeze",
 )  # fmt: skip
 
 # The module of onnx.backend.test.case.node that holds each op's cases.
-_CASE_MODULES = {"BatchNormalization": "batch_normalization"}
+_CASE_MODULES = {"BatchNormalization": "batch_normalization", "ConvTranspose": "convtranspose"}
 
 # Ops whose operands after the first are parameters (weights, shapes, bounds), not activations.
 PARAMETER_OPS = frozenset(
     {
         "Conv", "Gemm", "MatMul", "BatchNormalization", "Clip", "Pad", "Reshape", "Squeeze",
-        "PRelu",
+        "PRelu", "ConvTranspose", "Resize", "Upsample", "Split", "Slice", "Unsqueeze",
     }
-)
+)  # fmt: skip
 CONST_SUFFIX = "+const"
 
 OFFLOADED = "offloaded"

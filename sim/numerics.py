@@ -86,3 +86,11 @@ def activate(
         index = round_to_f16(np.asarray(acc, np.float32)).view(np.uint16)
         return table[index].astype(np.float16)
     return round_to_f16(apply_activation(acc, act, act_a, act_b, slopes))
+
+
+def two_tap(a: np.ndarray, b: np.ndarray, w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
+    """One interpolation step of `resize`: fp32(fp32(w0 * a) + fp32(w1 * b)), with a and b
+    f16 or fp32 values and w0, w1 fp32 weights; each product and the sum round to nearest
+    even in fp32 (numpy float32 arithmetic does exactly that)."""
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    return w0.astype(np.float32) * a32 + w1.astype(np.float32) * b32

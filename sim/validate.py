@@ -5,8 +5,10 @@ would, and checks every field, enumeration and shape, every DDR and OCM byte an 
 touches against the target, DMA destinations that overlap, and that every waited token was
 signalled earlier. The first violation raises `SimulatorError` naming the instruction index,
 its opcode and its ONNX node. Nothing here depends on the input values, so a program that
-validates cannot fault: the engines' kernels do arithmetic only, and the Numba engine, which
-does no bounds checking of its own, never touches a byte outside its buffers.
+validates cannot fault, with one exception: the row and column tables of `resize` are f32 data
+in OCM, whose indices the engines check when the instruction runs. Otherwise the kernels do
+arithmetic only, and the Numba engine, which does no bounds checking of its own, never touches
+a byte outside its buffers.
 
 The result, `ValidProgram`, also holds the instructions as typed data: one row of int32 words
 per instruction (`words`: opcode, tile, then the opcode's fields in table order, f32 fields as
@@ -386,6 +388,21 @@ def _check_pool(ins: Instruction, bounds: Bounds) -> None:
     if np.any(valid == 0):
         row, col = np.argwhere(valid == 0)[0]
         raise Fault(f"output tile row {row}, column {col} has no tap inside the input window")
+
+
+@checks("resize")
+def _check_resize(ins: Instruction, bounds: Bounds) -> None:
+    """The shapes and every operand in bounds. The row and column tables are data (f32 in
+    OCM): their indices are checked by the engines when the instruction runs."""
+    f = ins.fields
+    n, _, _, c = positive(f["in_shape"], "in_shape")
+    on, oh, ow, oc = positive(f["out_shape"], "out_shape")
+    require((on, oc) == (n, c), f"out_shape {[on, oh, ow, oc]} differs from in_shape in N or C")
+    tile = ins.tile
+    bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, f["out_shape"], "output")
+    bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, f["in_shape"], "input window")
+    bounds.dense(MemSpace.OCM, tile, f["ytab_addr"], DType.F32, (oh, 4), "row table")
+    bounds.dense(MemSpace.OCM, tile, f["xtab_addr"], DType.F32, (ow, 4), "column table")
 
 
 @checks("fc")

@@ -81,18 +81,31 @@ class _Selector:
         bt = sched.buffer_type(buffer)
         return self.address(buffer) + sum(o * s for o, s in zip(offsets, self.strides(bt)))
 
+    def dma_side(self, buffer: SSAValue, offsets, strides) -> tuple[int, list[int]]:
+        """Byte address and byte strides of one side of a DMA: a box of a row-major buffer,
+        or (explicit element strides) a strided walk through a flat buffer."""
+        bt = sched.buffer_type(buffer)
+        if strides is None:
+            return self.box_address(buffer, offsets.get_values()), self.strides(bt)
+        item = numpy_dtype(bt.element_type).itemsize
+        (offset,) = offsets.get_values()
+        return self.address(buffer) + offset * item, [st * item for st in strides.get_values()]
+
     def select(self, op: Operation) -> Operation | None:
         if isinstance(op, sched.DmaOp):
-            s, d = sched.buffer_type(op.source), sched.buffer_type(op.dest)
+            s = sched.buffer_type(op.source)
+            item = numpy_dtype(s.element_type).itemsize
+            src_addr, src_strides = self.dma_side(op.source, op.src_offsets, op.src_strides)
+            dst_addr, dst_strides = self.dma_side(op.dest, op.dst_offsets, op.dst_strides)
             fields = {
                 "src_space": self.space(op.source),
-                "src_addr": self.box_address(op.source, op.src_offsets.get_values()),
-                "src_strides": _pad4(self.strides(s), 0),
+                "src_addr": src_addr,
+                "src_strides": _pad4(src_strides, 0),
                 "dst_space": self.space(op.dest),
-                "dst_addr": self.box_address(op.dest, op.dst_offsets.get_values()),
-                "dst_strides": _pad4(self.strides(d), 0),
+                "dst_addr": dst_addr,
+                "dst_strides": _pad4(dst_strides, 0),
                 "box": _pad4(op.box.get_values(), 1),
-                "elem_bytes": numpy_dtype(s.element_type).itemsize,
+                "elem_bytes": item,
             }
             return mlip.DmaOp.build(**self.header(op), fields=fields)
         if isinstance(op, sched.ConvertOp):
@@ -131,6 +144,17 @@ class _Selector:
                 count_include_pad=int(op.count_include_pad is not None),
             )
             return mlip.PoolOp.build(**self.header(op), fields=fields)
+        if isinstance(op, sched.ResizeTaskOp):
+            fields = {
+                "in_addr": self.address(op.input),
+                "in_shape": list(sched.buffer_type(op.input).dims),
+                "row0": op.row0.value.data,
+                "out_addr": self.address(op.output),
+                "out_shape": list(sched.buffer_type(op.output).dims),
+                "ytab_addr": self.address(op.ytab),
+                "xtab_addr": self.address(op.xtab),
+            }
+            return mlip.INSTRUCTION_OPS["resize"].build(**self.header(op), fields=fields)
         if isinstance(op, sched.FullyConnectedTaskOp):
             n, k = sched.buffer_type(op.input).dims
             o = sched.buffer_type(op.weight).dims[0]

@@ -9,6 +9,7 @@ reads, a compute for its loads, a store for its compute.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from functools import cache
 from math import prod
@@ -26,6 +27,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     StringAttr,
+    TensorType,
     UnitAttr,
     i64,
 )
@@ -42,6 +44,7 @@ from mrvl.passes.sched.tiling import (
     WindowLayer,
     plan_elementwise,
     plan_fc_layer,
+    plan_resize_layer,
     plan_window_layer,
 )
 from mrvl.isa import TABLE_ACTIVATIONS
@@ -92,6 +95,7 @@ class _Lowering:
     """Tile -> the last compute task that read its table. Table users on a tile are chained
     (each waits for the previous one), so the next lut waits for one token only."""
     made_constants: int = 0
+    zeros: dict[Attribute, SSAValue] = field(default_factory=dict)
 
     # -- emission helpers -----------------------------------------------------------------------
 
@@ -347,14 +351,14 @@ class _Lowering:
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         for index, p in enumerate(pieces):
             tile = index % self.num_tiles
-            x, t_x = self.load(src, [0, 0], [n, k], tile)
+            x, t_x = self.load(src, [p.n0, 0], [p.ns, k], tile)
             wbuf, t_w = self.load(self.ddr_buffer(op.weight), [p.o0, 0], [p.os, k], tile)
             deps, bias = [t_x, t_w], []
             if op.bias is not None:
                 bbuf, t_b = self.load(self.ddr_buffer(op.bias), [p.o0], [p.os], tile)
                 deps.append(t_b)
                 bias = [bbuf]
-            out = self.ocm([n, p.os], mrvl.element_type_of(op.output), tile)
+            out = self.ocm([p.ns, p.os], mrvl.element_type_of(op.output), tile)
             task = sched.FullyConnectedTaskOp.make(
                 {"tile": _int(tile), **_activation_props(op)},
                 deps=deps + self.activation_deps(op, tile),
@@ -366,7 +370,7 @@ class _Lowering:
             )
             t_c = self.emit(task).results[0]
             self.computed(op, tile, t_c)
-            self.store(out, dst, [0, p.o0], tile, t_c)
+            self.store(out, dst, [p.n0, p.o0], tile, t_c)
 
     def add(self, op: mrvl.AddOp) -> None:
         self.require_f16(op)
@@ -496,9 +500,9 @@ class _Lowering:
         return view
 
     def concat(self, op: mrvl.ConcatOp) -> None:
-        """Each input is copied by DMA, DDR to DDR, into its channel slice of the result."""
+        """Each input is copied by DMA, DDR to DDR, into its slice of the result."""
         dst = self.new_ddr(op.output)
-        axis = op.channel_axis
+        axis = op.concat_axis
         offset = 0
         for index, value in enumerate(op.inputs):
             src = self.ddr_buffer(value)
@@ -512,6 +516,149 @@ class _Lowering:
             ).token
             self.record_write(dst, tile, tok)
             offset += shape[axis]
+
+    def strided_copy(self, op: mrvl.StridedCopyOp) -> None:
+        """DDR to DDR DMAs. A descriptor has 4 dimensions: beyond those, the smallest
+        dimensions are walked one index per DMA; the outermost remaining dimension is cut
+        into one piece per tile."""
+        box, strides = list(op.box.get_values()), list(op.strides.get_values())
+        et = mrvl.element_type_of(op.output)
+        src = self.flat_view(
+            self.ddr_buffer(op.input), _buffer("ddr", (prod(mrvl.shape_of(op.input)),), et)
+        )
+        dst = self.new_ddr(op.output)
+        out = self.flat_view(dst, _buffer("ddr", (prod(box),), et))
+        dense = _dense_strides(box)
+        walked = sorted(range(len(box)), key=lambda d: (box[d], d))[: max(0, len(box) - 4)]
+        kept = [d for d in range(len(box)) if d not in walked]
+        reads = self.writes_to(src)
+        tiles_used = 0
+        for index in itertools.product(*(range(box[d]) for d in walked)):
+            src0 = op.offset.value.data + sum(i * strides[d] for i, d in zip(index, walked))
+            dst0 = sum(i * dense[d] for i, d in zip(index, walked))
+            outer = kept[0]
+            step = -(-box[outer] // self.num_tiles)
+            for first in range(0, box[outer], step):
+                tile = tiles_used % self.num_tiles
+                tiles_used += 1
+                piece = [min(step, box[outer] - first), *(box[d] for d in kept[1:])]
+                tok = self.emit(
+                    sched.DmaOp(
+                        src,
+                        [src0 + first * strides[outer]],
+                        out,
+                        [dst0 + first * dense[outer]],
+                        piece,
+                        tile,
+                        self.write_deps(out, tile, *reads),
+                        src_strides=[strides[d] for d in kept],
+                        dst_strides=[dense[d] for d in kept],
+                    )
+                ).token
+                self.record_write(out, tile, tok)
+
+    def resize(self, op: mrvl.ResizeOp) -> None:
+        """Bands of output rows (and channel groups): each loads the input rows its row
+        table reads, its slice of the row table and the whole column table."""
+        self.require_f16(op)
+        n, h, w, c = mrvl.shape_of(op.input)
+        _, oh, ow, _ = mrvl.shape_of(op.output)
+        ytab_op = op.ytab.owner
+        if not isinstance(ytab_op, mrvl.ConstantOp):
+            raise CompileError(f"{self.what(op)}: the row table must be a constant")
+        rows_read = ytab_op.numpy().reshape(oh, 4)[:, :2].astype(int)
+        pieces = plan_resize_layer(
+            n,
+            w,
+            c,
+            ow,
+            [(int(min(r)), int(max(r))) for r in rows_read],
+            self.target.ocm_bytes_per_tile,
+            self.num_tiles,
+            self.target.ocm_alignment,
+            self.what(op),
+        )
+        et = mrvl.element_type_of(op.output)
+        src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
+        ytab, xtab = self.ddr_buffer(op.ytab), self.ddr_buffer(op.xtab)
+        f32 = sched.buffer_type(ytab).element_type
+        for index, p in enumerate(pieces):
+            tile = index % self.num_tiles
+            window, t_in = self.load(src, [0, p.in_row0, 0, p.c0], [n, p.in_rows, w, p.cs], tile)
+            ybuf = self.ocm([p.rows, 4], f32, tile)
+            t_y = self.emit(
+                sched.DmaOp(
+                    ytab, [p.orow0 * 4], ybuf, [0, 0], [p.rows, 4], tile, self.writes_to(ytab),
+                    src_strides=[4, 1],
+                )
+            ).token  # fmt: skip
+            xbuf = self.ocm([ow, 4], f32, tile)
+            t_x = self.emit(
+                sched.DmaOp(
+                    xtab, [0], xbuf, [0, 0], [ow, 4], tile, self.writes_to(xtab),
+                    src_strides=[4, 1],
+                )
+            ).token  # fmt: skip
+            out = self.ocm([n, p.rows, ow, p.cs], et, tile)
+            task = sched.ResizeTaskOp.make(
+                {"tile": _int(tile), "row0": _int(p.in_row0)},
+                deps=[t_in, t_y, t_x],
+                input=window,
+                ytab=ybuf,
+                xtab=xbuf,
+                output=out,
+            )
+            self.store(out, dst, [0, p.orow0, 0, p.c0], tile, self.emit(task).results[0])
+
+    def dilate(self, op: mrvl.DilateOp) -> None:
+        """Zero insertion: fill the result with zeros (a DMA repeating one zero element of the
+        constant pool), then scatter the input into it with destination strides."""
+        n, h, w, c = mrvl.shape_of(op.input)
+        _, oh, ow, _ = mrvl.shape_of(op.output)
+        sh, sw = op.strides.get_values()
+        et = mrvl.element_type_of(op.output)
+        total = n * oh * ow * c
+        dst = self.new_ddr(op.output)
+        out = self.flat_view(dst, _buffer("ddr", (total,), et))
+        zero = self.zero(et)
+        tok = self.emit(
+            sched.DmaOp(
+                zero, [0], out, [0], [total], 0, self.write_deps(out, 0),
+                src_strides=[0], dst_strides=[1],
+            )
+        ).token  # fmt: skip
+        self.record_write(out, 0, tok)
+        src = self.ddr_buffer(op.input)
+        deps = self.write_deps(out, 0, *self.writes_to(src))
+        tok = self.emit(
+            sched.DmaOp(
+                src, [0, 0, 0, 0], out, [0], [n, h, w, c], 0, deps,
+                dst_strides=[oh * ow * c, sh * ow * c, sw * c, 1],
+            )
+        ).token  # fmt: skip
+        self.record_write(out, 0, tok)
+
+    def zero(self, element_type: Attribute) -> SSAValue:
+        """A one-element zero constant (made once per element type)."""
+        if element_type not in self.zeros:
+            dtype = mrvl.numpy_dtype(element_type)
+            value = DenseIntOrFPElementsAttr(
+                TensorType(element_type, [1]), BytesAttr(np.zeros(1, dtype).tobytes())
+            )
+            name = f"mrvl_zero_{dtype.name}"
+            buf = self.emit(sched.ConstOp(name, value, _buffer("ddr", (1,), element_type)))
+            self.zeros[element_type] = buf.buffer
+            self.writers[buf.buffer] = {}
+        return self.zeros[element_type]
+
+
+def _dense_strides(dims) -> list[int]:
+    """Element strides of a dense row-major array of `dims`."""
+    strides, step = [], 1
+    for d in reversed(list(dims)):
+        strides.append(step)
+        step *= d
+    return strides[::-1]
 
 
 def _activation_props(op: Operation) -> dict[str, Attribute]:
@@ -582,6 +729,12 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
                 low.mul(layer)
             elif isinstance(layer, mrvl.ConcatOp):
                 low.concat(layer)
+            elif isinstance(layer, mrvl.StridedCopyOp):
+                low.strided_copy(layer)
+            elif isinstance(layer, mrvl.DilateOp):
+                low.dilate(layer)
+            elif isinstance(layer, mrvl.ResizeOp):
+                low.resize(layer)
             elif isinstance(layer, func.ReturnOp):
                 for value, io in outputs.items():
                     if low.buffers.get(value) is not io:

@@ -105,28 +105,41 @@ def plan_window_layer(
 
 @dataclass(frozen=True)
 class FcPiece:
+    """Output rows [n0, n0 + ns) x features [o0, o0 + os)."""
+
     o0: int
     os: int
+    n0: int = 0
+    ns: int = 0
 
 
 def plan_fc_layer(
     n: int, k: int, o: int, ocm_bytes: int, num_tiles: int, alignment: int, what: str
 ) -> list[FcPiece]:
-    """Cut an FC layer's output features into groups whose weights fit `ocm_bytes`."""
+    """Cut an FC layer's output features into groups whose weights fit `ocm_bytes`, and its
+    rows (a Gemm over a sequence has many) into bands whose inputs fit next to them."""
     budget = ocm_bytes - 4 * alignment
 
-    def piece_bytes(os: int) -> int:
-        return n * k * F16 + os * k * F16 + os * F32 + n * os * F16
+    def piece_bytes(ns: int, os: int) -> int:
+        return ns * k * F16 + os * k * F16 + os * F32 + ns * os * F16
 
-    if piece_bytes(1) > budget:
+    if piece_bytes(1, 1) > budget:
         raise CompileError(
-            f"{what}: does not fit on chip: one output feature needs {piece_bytes(1)} bytes of "
-            f"OCM, a tile has {ocm_bytes}"
+            f"{what}: does not fit on chip: one output feature needs {piece_bytes(1, 1)} bytes "
+            f"of OCM, a tile has {ocm_bytes}"
         )
     os = ceil(o / num_tiles)
-    while os > 1 and piece_bytes(os) > budget:
-        os = ceil(os / 2)
-    return [FcPiece(o0, min(os, o - o0)) for o0 in range(0, o, os)]
+    ns = n
+    while (ns > 1 or os > 1) and piece_bytes(ns, os) > budget:
+        if os > 1 and os >= ns:  # halve the larger of the two
+            os = ceil(os / 2)
+        else:
+            ns = ceil(ns / 2)
+    return [
+        FcPiece(o0, min(os, o - o0), n0, min(ns, n - n0))
+        for n0 in range(0, n, ns)
+        for o0 in range(0, o, os)
+    ]
 
 
 @dataclass(frozen=True)
@@ -152,3 +165,65 @@ def plan_elementwise(
     length = min(budget, ceil(count / num_tiles))
     length = max(granule, length // granule * granule)
     return [Chunk(s, min(length, count - s)) for s in range(0, count, length)]
+
+
+@dataclass(frozen=True)
+class ResizePiece:
+    """Output rows [orow0, orow0 + rows) x channels [c0, c0 + cs), reading input rows
+    [in_row0, in_row0 + in_rows)."""
+
+    orow0: int
+    rows: int
+    c0: int
+    cs: int
+    in_row0: int
+    in_rows: int
+
+
+def plan_resize_layer(
+    n: int,
+    w: int,
+    c: int,
+    ow: int,
+    row_sources: list[tuple[int, int]],
+    ocm_bytes: int,
+    num_tiles: int,
+    alignment: int,
+    what: str,
+) -> list[ResizePiece]:
+    """Cut a resize into bands of output rows (and groups of channels if one row does not
+    fit). `row_sources[r]` is the (first, last) input row output row r reads."""
+    budget = ocm_bytes - 5 * alignment
+    oh = len(row_sources)
+
+    def span(orow0: int, rows: int) -> tuple[int, int]:
+        band = row_sources[orow0 : orow0 + rows]
+        lo = min(first for first, _ in band)
+        return lo, max(last for _, last in band) - lo + 1
+
+    def piece_bytes(orow0: int, rows: int, cs: int) -> int:
+        in_rows = span(orow0, rows)[1]
+        return (n * in_rows * w * cs + n * rows * ow * cs) * F16 + (rows + ow) * 4 * F32
+
+    def fits(rows: int, cs: int) -> bool:
+        return all(piece_bytes(r, min(rows, oh - r), cs) <= budget for r in range(0, oh, rows))
+
+    cs = c
+    while cs > 1 and not fits(1, cs):
+        cs = ceil(cs / 2)
+    if not fits(1, cs):
+        raise CompileError(
+            f"{what}: does not fit on chip: one output row needs {piece_bytes(0, 1, cs)} "
+            f"bytes of OCM, a tile has {ocm_bytes}"
+        )
+    groups = ceil(c / cs)
+    rows = max(1, ceil(oh / max(1, ceil(num_tiles / groups))))
+    while rows > 1 and not fits(rows, cs):
+        rows = ceil(rows / 2)
+    pieces = []
+    for c0 in range(0, c, cs):
+        for orow0 in range(0, oh, rows):
+            r = min(rows, oh - orow0)
+            in_row0, in_rows = span(orow0, r)
+            pieces.append(ResizePiece(orow0, r, c0, min(cs, c - c0), in_row0, in_rows))
+    return pieces

@@ -38,7 +38,8 @@ from mrvl.isa import (
     PoolMode,
 )
 from mrvl.sim.memory import Memory
-from mrvl.sim.validate import ValidProgram, field_words
+from mrvl.sim.errors import SimulatorError
+from mrvl.sim.validate import ValidProgram, describe, field_words
 
 
 def cache_dir() -> Path:
@@ -72,6 +73,7 @@ OP_DMA = OPCODE_BY_NAME["dma"].opcode
 OP_CVT = OPCODE_BY_NAME["cvt"].opcode
 OP_LUT = OPCODE_BY_NAME["lut"].opcode
 OP_MUL = OPCODE_BY_NAME["mul"].opcode
+OP_RESIZE = OPCODE_BY_NAME["resize"].opcode
 OP_CONV = OPCODE_BY_NAME["conv"].opcode
 OP_POOL = OPCODE_BY_NAME["pool"].opcode
 OP_FC = OPCODE_BY_NAME["fc"].opcode
@@ -115,6 +117,15 @@ POOL_OUT_ADDR, POOL_OUT_SHAPE, POOL_OROW0 = _pool["out_addr"], _pool["out_shape"
 POOL_KERNEL, POOL_STRIDE, POOL_PAD = _pool["kernel"], _pool["stride"], _pool["pad"]
 POOL_MODE, POOL_IN_HW, POOL_PAD_END = _pool["mode"], _pool["in_hw"], _pool["pad_end"]
 POOL_COUNT_INCLUDE_PAD = _pool["count_include_pad"]
+
+_resize = field_words(OPCODE_BY_NAME["resize"])
+RESIZE_IN_ADDR, RESIZE_IN_SHAPE = _resize["in_addr"], _resize["in_shape"]
+RESIZE_ROW0, RESIZE_OUT_ADDR, RESIZE_OUT_SHAPE = (
+    _resize["row0"],
+    _resize["out_addr"],
+    _resize["out_shape"],
+)
+RESIZE_YTAB_ADDR, RESIZE_XTAB_ADDR = _resize["ytab_addr"], _resize["xtab_addr"]
 
 _fc = field_words(OPCODE_BY_NAME["fc"])
 FC_IN_ADDR, FC_N, FC_K, FC_O = _fc["in_addr"], _fc["n"], _fc["k"], _fc["o"]
@@ -540,6 +551,76 @@ def pool(row, ocm, lut):
     store_f16(ocm, row[POOL_OUT_ADDR], out)
 
 
+TABLE_NOT_INTEGER, TABLE_OUTSIDE = 1, 2
+"""Faults of a resize table (its indices are data): `resize` returns 0, or one of these plus 2
+for the column table."""
+
+
+@jit
+def check_table(table, size, lo):
+    """0 if every index of the [rows, 4] table is an integer in [lo, lo + size), else the
+    fault, found in the reference interpreter's order (all integers, then all inside)."""
+    for i in range(table.shape[0]):
+        for k in range(2):
+            v = table[i, k]
+            if v != np.floor(v):
+                return TABLE_NOT_INTEGER
+    for i in range(table.shape[0]):
+        for k in range(2):
+            v = table[i, k]
+            if not (lo <= v < lo + size):
+                return TABLE_OUTSIDE
+    return 0
+
+
+@jit
+def two_tap(a, b, w0, w1):
+    """fp32(fp32(w0 * a) + fp32(w1 * b))."""
+    p = w0 * a
+    q = w1 * b
+    return p + q
+
+
+@jit
+def resize(row, ocm, lut):
+    n_count, height, width, channels = (
+        row[RESIZE_IN_SHAPE],
+        row[RESIZE_IN_SHAPE + 1],
+        row[RESIZE_IN_SHAPE + 2],
+        row[RESIZE_IN_SHAPE + 3],
+    )
+    out_rows, out_cols = np.int64(row[RESIZE_OUT_SHAPE + 1]), np.int64(row[RESIZE_OUT_SHAPE + 2])
+    ytab = load_f32(ocm, row[RESIZE_YTAB_ADDR], out_rows * 4).reshape((out_rows, 4))
+    xtab = load_f32(ocm, row[RESIZE_XTAB_ADDR], out_cols * 4).reshape((out_cols, 4))
+    row0 = row[RESIZE_ROW0]
+    fault = check_table(ytab, height, row0)
+    if fault:
+        return fault
+    fault = check_table(xtab, width, 0)
+    if fault:
+        return fault + 2
+    x = load_f16(ocm, row[RESIZE_IN_ADDR], n_count * height * width * channels, lut)
+    out = np.empty(n_count * out_rows * out_cols * channels, np.float32)
+    for n in range(n_count):
+        for r in range(out_rows):
+            y0, y1 = np.int64(ytab[r, 0]) - row0, np.int64(ytab[r, 1]) - row0
+            wy0, wy1 = ytab[r, 2], ytab[r, 3]
+            for q in range(out_cols):
+                x0, x1 = np.int64(xtab[q, 0]), np.int64(xtab[q, 1])
+                wx0, wx1 = xtab[q, 2], xtab[q, 3]
+                a0 = ((n * height + y0) * width + x0) * channels
+                a1 = ((n * height + y0) * width + x1) * channels
+                b0 = ((n * height + y1) * width + x0) * channels
+                b1 = ((n * height + y1) * width + x1) * channels
+                base = ((n * out_rows + r) * out_cols + q) * channels
+                for ch in range(channels):
+                    top = two_tap(x[a0 + ch], x[a1 + ch], wx0, wx1)
+                    bottom = two_tap(x[b0 + ch], x[b1 + ch], wx0, wx1)
+                    out[base + ch] = two_tap(top, bottom, wy0, wy1)
+    store_f16(ocm, row[RESIZE_OUT_ADDR], out)
+    return 0
+
+
 @jit
 def fc(row, frow, ocm, lut, table):
     rows, inner, outs = row[FC_N], row[FC_K], row[FC_O]
@@ -611,7 +692,8 @@ def load_table(row, ddr, table):
 
 @jit
 def run_program(words, floats, ddr, ocm, tables, lut, lut_bits):
-    """Every instruction in order; the rows end with the program's first `end`."""
+    """Every instruction in order; the rows end with the program's first `end`. Returns -1, or
+    index * 8 + fault of the instruction that faulted (only resize can: its tables are data)."""
     for i in range(words.shape[0]):
         row, frow = words[i], floats[i]
         op, tile = row[0], row[1]
@@ -625,6 +707,10 @@ def run_program(words, floats, ddr, ocm, tables, lut, lut_bits):
             conv(row, frow, ocm[tile], lut, tables[tile])
         elif op == OP_POOL:
             pool(row, ocm[tile], lut)
+        elif op == OP_RESIZE:
+            fault = resize(row, ocm[tile], lut)
+            if fault:
+                return i * 8 + fault
         elif op == OP_FC:
             fc(row, frow, ocm[tile], lut, tables[tile])
         elif op == OP_ADD:
@@ -634,17 +720,18 @@ def run_program(words, floats, ddr, ocm, tables, lut, lut_bits):
         elif op == OP_MUL:
             mul(row, frow, ocm[tile], lut, tables[tile])
         elif op == OP_END:
-            return
+            return -1
+    return -1
 
 
-_KNOWN = {"dma", "cvt", "lut", "conv", "pool", "fc", "add", "scale", "mul", "end"}
+_KNOWN = {"dma", "cvt", "lut", "conv", "pool", "resize", "fc", "add", "scale", "mul", "end"}
 _missing = set(OPCODE_BY_NAME) - _KNOWN
 assert not _missing, f"opcodes without a Numba kernel: {sorted(_missing)}"
 
 
 def execute(valid: ValidProgram, memory: Memory) -> None:
     """Run a validated program on `memory`."""
-    run_program(
+    status = run_program(
         valid.words,
         valid.floats,
         memory.ddr,
@@ -653,3 +740,14 @@ def execute(valid: ValidProgram, memory: Memory) -> None:
         F16_TO_F32,
         F16_TO_F32_BITS,
     )
+    if status >= 0:
+        index, fault = divmod(int(status), 8)
+        ins = valid.code[index]
+        f = ins.fields
+        what = "row table" if fault <= 2 else "column table"
+        lo, size = (f["row0"], f["in_shape"][1]) if fault <= 2 else (0, f["in_shape"][2])
+        if fault in (TABLE_NOT_INTEGER, TABLE_NOT_INTEGER + 2):
+            problem = f"{what} indices are not integers"
+        else:
+            problem = f"{what} indices fall outside [{lo}, {lo + size})"
+        raise SimulatorError(f"{describe(valid.program, index, ins)}: {problem}")

@@ -29,9 +29,10 @@ from mrvl.isa import (
     PoolMode,
     TABLE_ACTIVATIONS,
 )
+from mrvl.sim.errors import Fault, SimulatorError
 from mrvl.sim.memory import Memory
-from mrvl.sim.numerics import activate, fp32_mac, fp32_max, round_to_f16
-from mrvl.sim.validate import ValidProgram
+from mrvl.sim.numerics import activate, fp32_mac, fp32_max, round_to_f16, two_tap
+from mrvl.sim.validate import ValidProgram, describe
 
 F16 = "float16"
 F32 = "float32"
@@ -228,6 +229,37 @@ def _pool(memory: Memory, ins: Instruction) -> None:
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(acc))
 
 
+def interpolation_table(table: np.ndarray, size: int, lo: int, what: str) -> tuple:
+    """The (i0, i1, w0, w1) columns of a resize table, the indices made relative to `lo` and
+    checked to be integers inside [0, size): the one check that depends on data."""
+    index = table[:, :2]
+    if not np.all(index == np.floor(index)):
+        raise Fault(f"{what} indices are not integers")
+    with np.errstate(invalid="ignore"):
+        i0, i1 = (index[:, k].astype(np.int64) - lo for k in (0, 1))
+    inside = (i0 >= 0) & (i0 < size) & (i1 >= 0) & (i1 < size)
+    if not np.all(inside):
+        raise Fault(f"{what} indices fall outside [{lo}, {lo + size})")
+    return i0, i1, table[:, 2], table[:, 3]
+
+
+@implements("resize")
+def _resize(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    n, h, w, c = f["in_shape"]
+    _, oh, ow, _ = f["out_shape"]
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (n, h, w, c))
+    ytab = memory.read(MemSpace.OCM, ins.tile, f["ytab_addr"], F32, (oh, 4))
+    xtab = memory.read(MemSpace.OCM, ins.tile, f["xtab_addr"], F32, (ow, 4))
+    y0, y1, wy0, wy1 = interpolation_table(ytab, h, f["row0"], "row table")
+    x0, x1, wx0, wx1 = interpolation_table(xtab, w, 0, "column table")
+    wx0, wx1 = wx0[None, None, :, None], wx1[None, None, :, None]  # over [N, OH, OW, C]
+    top = two_tap(x[:, y0][:, :, x0], x[:, y0][:, :, x1], wx0, wx1)
+    bottom = two_tap(x[:, y1][:, :, x0], x[:, y1][:, :, x1], wx0, wx1)
+    acc = two_tap(top, bottom, wy0[None, :, None, None], wy1[None, :, None, None])
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(acc))
+
+
 @implements("fc")
 def _fc(memory: Memory, ins: Instruction) -> None:
     f = ins.fields
@@ -304,8 +336,11 @@ def _progress(total: int):
 def execute(valid: ValidProgram, memory: Memory) -> None:
     """Run the instructions of a validated program in order."""
     with _progress(len(valid.code)) as bar:
-        for ins in valid.code:
+        for index, ins in enumerate(valid.code):
             # Overflow to inf and NaN results are defined IEEE behaviour here, not faults.
-            with np.errstate(all="ignore"):
-                KERNELS[ins.opcode](memory, ins)
+            try:
+                with np.errstate(all="ignore"):
+                    KERNELS[ins.opcode](memory, ins)
+            except Fault as e:  # only resize's tables, which are data, can fault here
+                raise SimulatorError(f"{describe(valid.program, index, ins)}: {e}") from None
             bar.update()

@@ -17,7 +17,8 @@ from mrvl.report import partition_report
 COMPOSITES = {
     "mrvl.conv2d", "mrvl.fc", "mrvl.add", "mrvl.mul", "mrvl.maxpool2d", "mrvl.avgpool2d",
     "mrvl.global_avgpool2d", "mrvl.global_maxpool2d", "mrvl.concat", "mrvl.reshape",
-    "mrvl.transpose", "mrvl.scale_shift",
+    "mrvl.transpose", "mrvl.scale_shift", "mrvl.copy",
+    "mrvl.conv_transpose", "mrvl.resize",
 }  # fmt: skip
 
 
@@ -228,7 +229,7 @@ def test_maxpool2d_check(onnx_model, attrs, offloaded):
         ({"transB": 1}, 1, True),
         ({"transB": 0}, 1, True),
         ({"transB": 1}, 8, True),
-        ({"transB": 1}, 9, False),
+        ({"transB": 1}, 40, True),  # rows beyond the batch of 8 are tiled
     ],
 )
 def test_fc_check(onnx_model, gemm_attrs, batch, offloaded):
@@ -250,14 +251,17 @@ def test_matmul_with_runtime_weights_stays_on_host(onnx_model):
     assert composite_names(partition_for_mrvl(from_onnx(model))) == []
 
 
-@pytest.mark.parametrize(("axis", "offloaded"), [(1, True), (2, False)])
-def test_reshape_check(onnx_model, axis, offloaded):
+@pytest.mark.parametrize(
+    ("axis", "composite"),
+    [(1, "mrvl.reshape"), (2, "mrvl.copy")],  # a flatten that changes the batch is a copy
+)
+def test_reshape_check(onnx_model, axis, composite):
     nodes = [
         helper.make_node("Sqrt", ["x"], ["r"], name="/r/Sqrt"),  # the flatten's input: a var
         helper.make_node("Flatten", ["r"], ["y"], name="/f/Flatten", axis=axis),
     ]
     mod = partition_for_mrvl(from_onnx(onnx_model(nodes, {"x": [2, 3, 4, 5]}, {"y": ["n", "f"]})))
-    assert composite_names(mod) == (["mrvl.reshape"] if offloaded else [])
+    assert composite_names(mod) == [composite]
 
 
 # -- every layer: what is offloaded, and why the rest is not ----------------------------------
@@ -489,8 +493,7 @@ OFFLOADED = {
         {"q": [2, 9]},
         [ints("s", [2, 9, 4, 4]), ints("ax", [2, 3])],
         [
-            ("mrvl.reshape", ["relax.reshape"]),
-            ("mrvl.reshape", ["relax.reshape"]),
+            ("mrvl.copy", ["relax.reshape", "relax.reshape"]),  # a chain of moves: one copy
             ("mrvl.global_avgpool2d", ["relax.mean"]),
             ("mrvl.reshape", ["relax.squeeze"]),
         ],
@@ -503,7 +506,36 @@ OFFLOADED = {
         X4,
         {"y": [2, 4, 6, 6]},
         [],
-        [("mrvl.transpose", ["relax.permute_dims"]), ("mrvl.transpose", ["relax.permute_dims"])],
+        [("mrvl.copy", ["relax.permute_dims", "relax.permute_dims"])],
+    ),
+    # strided copies and concat on any axis
+    "Concat on height": (
+        [node("Concat", ["x", "z"], "y", "/cat", axis=2)],
+        {"x": [2, 4, 6, 6], "z": [2, 4, 1, 6]},
+        {"y": [2, 4, 7, 6]},
+        [],
+        [("mrvl.concat", ["relax.concat"])],
+    ),
+    "Reshape 4->4": (
+        [node("Reshape", ["x", "s"], "y", "/rs")],
+        X4,
+        {"y": [2, 16, 3, 3]},
+        [ints("s", [2, 16, 3, 3])],
+        [("mrvl.copy", ["relax.reshape"])],
+    ),
+    "Flatten axis 2": (
+        [node("Flatten", ["x"], "y", "/flat", axis=2)],
+        X4,
+        {"y": [8, 36]},
+        [],
+        [("mrvl.copy", ["relax.reshape"])],
+    ),
+    "Transpose H, W": (
+        [node("Transpose", ["x"], "y", "/t", perm=[0, 1, 3, 2])],
+        X4,
+        {"y": [2, 4, 6, 6]},
+        [],
+        [("mrvl.copy", ["relax.permute_dims"])],
     ),
 }
 
@@ -653,15 +685,6 @@ REJECTED = {
         "/rm",
         "attribute keepdims=0",
     ),
-    "Gemm batch 9": (
-        [node("Gemm", ["v", "wf"], "y", "/fc")],
-        {"v": [9, 6]},
-        {"y": [9, 3]},
-        [rand("wf", (6, 3))],
-        {},
-        "/fc",
-        "batch 9 > 8",
-    ),
     "MatMul runtime weights": (
         [node("MatMul", ["v", "u"], "y", "/mm")],
         {"v": [2, 6], "u": [6, 3]},
@@ -671,14 +694,14 @@ REJECTED = {
         "/mm",
         "non-constant weights (right operand)",
     ),
-    "MatMul rank 3": (
+    "MatMul rank 4": (  # rank 3 ([N, T, K], a sequence) is an FC over N * T rows
         [node("MatMul", ["v", "wf"], "y", "/mm")],
-        {"v": [2, 5, 6]},
-        {"y": [2, 5, 3]},
+        {"v": [1, 2, 5, 6]},
+        {"y": [1, 2, 5, 3]},
         [rand("wf", (6, 3))],
         {},
         "/mm",
-        "rank 3",
+        "rank 4",
     ),
     "broadcast Add": (
         [node("Add", ["x", "z"], "y", "/add")],
@@ -698,15 +721,6 @@ REJECTED = {
         "/add",
         "rank 3",
     ),
-    "Concat on height": (
-        [node("Concat", ["x", "z"], "y", "/cat", axis=2)],
-        {"x": [2, 4, 6, 6], "z": [2, 4, 1, 6]},
-        {"y": [2, 4, 7, 6]},
-        [],
-        {},
-        "/cat",
-        "attribute axis=2",
-    ),
     "Concat with a constant": (
         [node("Concat", ["x", "k"], "y", "/cat", axis=1)],
         X4,
@@ -715,33 +729,6 @@ REJECTED = {
         {},
         "/cat",
         "constant input",
-    ),
-    "Reshape 4->4": (
-        [node("Reshape", ["x", "s"], "y", "/rs")],
-        X4,
-        {"y": [2, 16, 3, 3]},
-        [ints("s", [2, 16, 3, 3])],
-        {},
-        "/rs",
-        "reshape rank 4 to rank 4",
-    ),
-    "Flatten axis 2": (
-        [node("Flatten", ["x"], "y", "/flat", axis=2)],
-        X4,
-        {"y": [8, 36]},
-        [],
-        {},
-        "/flat",
-        "reshape changes the batch",
-    ),
-    "Transpose H, W": (
-        [node("Transpose", ["x"], "y", "/t", perm=[0, 1, 3, 2])],
-        X4,
-        {"y": [2, 4, 6, 6]},
-        [],
-        {},
-        "/t",
-        "attribute perm=[0, 1, 3, 2]",
     ),
 }
 

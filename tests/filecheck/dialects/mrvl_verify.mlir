@@ -98,10 +98,10 @@ func.func @f() {
 
 // -----
 
-func.func @f(%x: tensor<1x2xf16, #mrvl.layout<NCW>>) {
+func.func @f(%x: tensor<1x2xf16, #mrvl.layout<NCD>>) {
   func.return
 }
-// CHECK: unknown layout 'NCW'
+// CHECK: unknown layout 'NCD'
 
 // -----
 
@@ -109,7 +109,7 @@ func.func @f(%a: tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>, %b: tensor<1x5x5x3xf16
   %c = mrvl.concat %a, %b : tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>, tensor<1x5x5x3xf16, #mrvl.layout<NHWC>> -> tensor<1x5x5x8xf16, #mrvl.layout<NHWC>>
   func.return
 }
-// CHECK: mrvl.concat: inputs hold 7 channels, the result 8
+// CHECK: mrvl.concat: inputs hold 7 along dimension 3, the result 8
 
 // -----
 
@@ -117,7 +117,7 @@ func.func @f(%a: tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>, %b: tensor<1x5x4x4xf16
   %c = mrvl.concat %a, %b : tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>, tensor<1x5x4x4xf16, #mrvl.layout<NHWC>> -> tensor<1x5x5x8xf16, #mrvl.layout<NHWC>>
   func.return
 }
-// CHECK: mrvl.concat: input 1 [1, 5, 4, 4] differs from the result [1, 5, 5, 8] outside the channel dimension
+// CHECK: mrvl.concat: input 1 [1, 5, 4, 4] differs from the result [1, 5, 5, 8] outside dimension 3
 
 // -----
 
@@ -134,3 +134,59 @@ func.func @f(%x: tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>, %s: tensor<3xf32, #mrv
   func.return
 }
 // CHECK: mrvl.scale_shift: scale must be f32 with 4 elements
+
+// -----
+
+func.func @f(%a: tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>) {
+  %c = mrvl.concat %a, %a axis 4 : tensor<1x5x5x4xf16, #mrvl.layout<NHWC>>, tensor<1x5x5x4xf16, #mrvl.layout<NHWC>> -> tensor<1x5x5x8xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.concat: axis 4 is outside rank 4
+
+// -----
+
+func.func @f(%x: tensor<1x4x6xf16, #mrvl.layout<NCW>>) {
+  %y = mrvl.strided_copy %x offset 1 strides [6, 1] box [4, 6] : tensor<1x4x6xf16, #mrvl.layout<NCW>> -> tensor<1x4x6xf16, #mrvl.layout<NCW>>
+  func.return
+}
+// CHECK: mrvl.strided_copy: element 24 is outside the input's 24 elements
+
+// -----
+
+func.func @f(%x: tensor<1x4x6xf16, #mrvl.layout<NCW>>) {
+  %y = mrvl.strided_copy %x offset 0 strides [1, 1, 1, 1, 1, 1, 1] box [1, 1, 1, 1, 1, 4, 6] : tensor<1x4x6xf16, #mrvl.layout<NCW>> -> tensor<1x4x6xf16, #mrvl.layout<NCW>>
+  func.return
+}
+// CHECK: mrvl.strided_copy: box and strides need one value per dimension, 1 to 6 dimensions
+
+// -----
+
+func.func @f(%x: tensor<1x4x6xf16, #mrvl.layout<NCW>>) {
+  %y = mrvl.strided_copy %x offset 0 strides [6, 1] box [2, 6] : tensor<1x4x6xf16, #mrvl.layout<NCW>> -> tensor<1x4x6xf16, #mrvl.layout<NCW>>
+  func.return
+}
+// CHECK: mrvl.strided_copy: box [2, 6] does not hold the 24 elements of the result
+
+// -----
+
+func.func @f(%x: tensor<1x3x3x2xf16, #mrvl.layout<NHWC>>) {
+  %y = mrvl.dilate %x strides [2, 2] : tensor<1x3x3x2xf16, #mrvl.layout<NHWC>> -> tensor<1x6x6x2xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.dilate: result shape [1, 6, 6, 2] is not [1, 5, 5, 2]
+
+// -----
+
+func.func @f(%x: tensor<1x3x4x2xf16, #mrvl.layout<NHWC>>, %t: tensor<24xf32, #mrvl.layout<O>>) {
+  %y = mrvl.resize %x, %t, %t mode "half_pixel" : (tensor<1x3x4x2xf16, #mrvl.layout<NHWC>>, tensor<24xf32, #mrvl.layout<O>>, tensor<24xf32, #mrvl.layout<O>>) -> tensor<1x6x8x2xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.resize: xtab must be f32 with 4 values per output index (32)
+
+// -----
+
+func.func @f(%x: tensor<1x3x4x2xf16, #mrvl.layout<NHWC>>, %t: tensor<24xf32, #mrvl.layout<O>>) {
+  %y = mrvl.resize %x, %t, %t mode "tf_crop_and_resize" : (tensor<1x3x4x2xf16, #mrvl.layout<NHWC>>, tensor<24xf32, #mrvl.layout<O>>, tensor<24xf32, #mrvl.layout<O>>) -> tensor<1x6x6x2xf16, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.resize: unknown mode 'tf_crop_and_resize'

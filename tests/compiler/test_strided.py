@@ -1,0 +1,81 @@
+"""strided.py: the strided form of an index map is exact whenever it is found, and found for
+every transpose, slice and integer repeat at rank <= 4 (hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mrvl.strided import StridedForm, interpolation_table, nearest_indices, strided_form
+
+
+def expand(form: StridedForm) -> np.ndarray:
+    """The positions a form copies, in C order of its box."""
+    positions = np.full(form.box, form.offset, dtype=np.int64)
+    for axis, (extent, stride) in enumerate(zip(form.box, form.strides)):
+        shape = [1] * len(form.box)
+        shape[axis] = extent
+        positions = positions + (np.arange(extent) * stride).reshape(shape)
+    return positions.reshape(-1)
+
+
+@st.composite
+def moves(draw):
+    """A dense tensor of rank 2 to 4, transposed, sliced and repeated (nearest upsampling)."""
+    rank = draw(st.integers(2, 4))
+    shape = draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank))
+    positions = np.arange(int(np.prod(shape))).reshape(shape)
+    positions = positions.transpose(draw(st.permutations(range(rank))))
+    index = []
+    for size in positions.shape:
+        lo = draw(st.integers(0, size - 1))
+        index.append(slice(lo, draw(st.integers(lo + 1, size))))
+    positions = positions[tuple(index)]
+    for axis in draw(st.lists(st.integers(0, rank - 1), max_size=2, unique=True)):
+        positions = np.repeat(positions, draw(st.integers(2, 3)), axis=axis)
+    return positions
+
+
+@settings(max_examples=300, deadline=None)
+@given(moves())
+def test_moves_have_an_exact_strided_form(positions):
+    form = strided_form(positions)
+    assert form is not None
+    assert len(form.box) <= 6 and min(form.strides) >= 0
+    np.testing.assert_array_equal(expand(form), positions.reshape(-1))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 30), min_size=1, max_size=40))
+def test_any_map_gets_an_exact_form_or_none(values):
+    form = strided_form(np.array(values))
+    if form is not None:
+        np.testing.assert_array_equal(expand(form), values)
+
+
+def test_reversal_and_gather_have_no_form():
+    assert strided_form(np.arange(5)[::-1]) is None
+    assert strided_form(np.array([0, 0, 1, 2, 2, 3])) is None
+
+
+def test_nearest_by_integer_factors_repeats_each_index():
+    for mode, rounding in (
+        ("half_pixel", "round_prefer_floor"),
+        ("pytorch_half_pixel", "round_prefer_ceil"),
+        ("asymmetric", "floor"),  # PyTorch's nearest export
+    ):
+        np.testing.assert_array_equal(
+            nearest_indices(4, 12, mode, rounding), np.repeat(np.arange(4), 3)
+        )
+    # asymmetric coordinates rounded to nearest are no repeat: o / 3 = 0.67 rounds to 1
+    assert nearest_indices(4, 12, "asymmetric", "round_prefer_floor")[2] == 1
+
+
+def test_bilinear_tables_follow_onnx_half_pixel():
+    table = interpolation_table(2, 4, "linear", "half_pixel")
+    # x = (o + 0.5) / 2 - 0.5 = -0.25, 0.25, 0.75, 1.25, clamped to [0, 1]
+    np.testing.assert_array_equal(
+        table,
+        np.array([[0, 1, 1, 0], [0, 1, 0.75, 0.25], [0, 1, 0.25, 0.75], [1, 1, 1, 0]], np.float32),
+    )
