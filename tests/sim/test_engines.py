@@ -564,3 +564,37 @@ def test_a_validated_program_keeps_its_target():
     valid = prepare(_valid_conv_program())
     with pytest.raises(SimulatorInputError, match="already validated for cn10ka"):
         run(valid, [], target="cnf10kb")
+
+
+@SETTINGS
+@given(
+    n=st.integers(1, 2),
+    in_hw=st.tuples(st.integers(1, 6), st.integers(1, 6)),
+    out_hw=st.tuples(st.integers(1, 9), st.integers(1, 9)),
+    channels=st.integers(1, 9),
+    method=st.sampled_from(["linear", "nearest_neighbor"]),
+    mode=st.sampled_from(["half_pixel", "align_corners", "asymmetric"]),
+    seed=st.integers(0, 2**16),
+    special=st.booleans(),
+)
+def test_resize_engines_agree(n, in_hw, out_hw, channels, method, mode, seed, special):
+    from mrvl.strided import interpolation_table
+
+    x = f16_data(seed, (n, *in_hw, channels), special)
+    ytab = interpolation_table(in_hw[0], out_hw[0], method, mode)
+    xtab = interpolation_table(in_hw[1], out_hw[1], method, mode)
+    staging = Staging()
+    x_addr, y_addr, t_addr = staging.add(x), staging.add(ytab), staging.add(xtab)
+    out_shape = (n, *out_hw, channels)
+    out_addr = staging.reserve(int(np.prod(out_shape)) * 2)
+    ins = instruction(
+        "resize",
+        in_addr=x_addr,
+        in_shape=x.shape,
+        row0=0,
+        out_addr=out_addr,
+        out_shape=out_shape,
+        ytab_addr=y_addr,
+        xtab_addr=t_addr,
+    )
+    run_both(layer_program(staging, [ins], out_addr, out_shape), [])
