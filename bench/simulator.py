@@ -1,111 +1,161 @@
 #!/usr/bin/env python3
-"""Simulator time per model next to onnxruntime on the same model and input, in one run.
+"""Simulator latency per engine next to onnxruntime, on the same model and input, in one run.
 
-    .venv/bin/python bench/simulator.py                    # every light model
-    .venv/bin/python bench/simulator.py squeezenet resnet50 --repeat 3
+    .venv/bin/python bench/simulator.py                       # the default models below
+    .venv/bin/python bench/simulator.py resnet50 --repeat 3
+    .venv/bin/python bench/simulator.py --no-interp vgg19 zoo:mobilenet_v2
 
-Each model (`mrvl.models.light`, seeded random weights) is compiled by mrvl for 8 tiles
-(not timed here: see bench/compile_time.py), then run once as a hybrid in the Relax VM. The
-table gives the VM's wall time, the part of it spent in `mrvl.sim.run` (the reference
-interpreter: numpy, one instruction at a time), the instructions simulated, onnxruntime's
-time for the same model and input (CPU provider, best of `--repeat` after one warm-up run),
-and whether the output meets the fp16 acceptance rule against onnxruntime. A model that
-fails to compile or run is listed with its error.
+Each model (a light model from `mrvl.models.light`, `zoo:<name>` from `mrvl.models.zoo`, both
+with seeded random weights, or `mnist`, the bundled network) is compiled by mrvl for 8 tiles in a fresh child process, then run as a hybrid
+in the Relax VM. Per model the table gives:
+- `numba 1st`: the first VM run in the process on the numba engine (loading the compiled
+  kernels from Numba's on-disk cache, or compiling them if the cache is cold), and `numba`:
+  the best of `--repeat` warm runs;
+- `interp`: one run on the reference interpreter;
+- `ORT`: onnxruntime's time for the same model and input (fp32, CPU provider, default threads,
+  best of `--repeat` after one warm-up);
+- the time the simulator itself took inside the warm numba run (`mrvl.sim.simulator_wall_time`);
+- the ratios numba/ORT and interp/numba, whether numba and interp gave the same bits, and
+  the child's peak resident memory (compile and runs included).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
 import sys
 import time
-import traceback
 
 import numpy as np
 
-from mrvl.sim.timing import simulator_clock
+DEFAULT_MODELS = ("resnet50", "squeezenet", "zoo:resnet18", "zoo:mobilenet_v2", "mnist")
 
 
-def bench_model(name: str, seed: int, repeat: int) -> dict:
+def _load(name: str, seed: int):
+    from mrvl.models.light import load_light_model, random_inputs
+
+    if name == "mnist":
+        from mrvl.models.mnist import make_mnist_model
+
+        model = make_mnist_model(seed=seed)
+    elif name.startswith("zoo:"):
+        from mrvl.models.zoo import load_zoo_model
+
+        model = load_zoo_model(name.removeprefix("zoo:"), seed=seed)
+    else:
+        model = load_light_model(name, seed=seed)
+    return model, random_inputs(model, seed=seed)
+
+
+def bench_model(name: str, seed: int, repeat: int, interp: bool) -> dict:
     import onnxruntime as ort
     import tvm
     from tvm import relax
 
     import mrvl
-    from mrvl.accuracy import fp16_agreement
-    from mrvl.models.light import load_light_model, model_macs, random_inputs
+    from mrvl.sim import simulator_wall_time, use_engine
 
     row: dict = {"model": name}
-    model = load_light_model(name, seed=seed)
-    row["gmac"] = model_macs(model) / 1e9
-    feeds = random_inputs(model, seed=seed)
+    model, feeds = _load(name, seed)
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
     session = ort.InferenceSession(
         model.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )
-    reference = session.run(None, feeds)[0]  # warm-up
+    session.run(None, feeds)  # warm-up
     ort_times = []
     for _ in range(repeat):
         start = time.perf_counter()
         session.run(None, feeds)
         ort_times.append(time.perf_counter() - start)
-    row["onnxruntime"] = min(ort_times)
+    row["ort"] = min(ort_times)
 
-    try:
-        mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=8)
-        start = time.perf_counter()
-        lib = mrvl.build(mod)
-        row["compile"] = time.perf_counter() - start
-        row["regions"] = len(lib.mrvl_regions)
-        row["instructions"] = sum(len(r.program.code) for r in lib.mrvl_regions)
-        vm = relax.VirtualMachine(lib, tvm.cpu())
-        args = [tvm.runtime.tensor(x) for x in feeds.values()]
-        vm_times, sim_times = [], []
-        for _ in range(repeat):
-            with simulator_clock() as spent:
-                start = time.perf_counter()
-                result = vm["main"](*args)
-                vm_times.append(time.perf_counter() - start)
-            sim_times.append(spent["seconds"])
-        row["vm"] = min(vm_times)
-        row["simulator"] = min(sim_times)
-        actual = result.numpy() if isinstance(result, tvm.runtime.Tensor) else result[0].numpy()
-        agreement = fp16_agreement(actual, np.asarray(reference))
-        verdict = "PASS" if agreement.passed else "FAIL"
-        row["fp16"] = f"{verdict} ({agreement.max_relative_error:.1e})"
-    except Exception as err:  # noqa: BLE001 - reported in the table
-        row["error"] = f"{type(err).__name__}: {str(err).strip().splitlines()[-1][:150]}"
-        traceback.print_exc(file=sys.stderr)
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=8)
+    start = time.perf_counter()
+    lib = mrvl.build(mod)
+    row["compile"] = time.perf_counter() - start
+    row["instructions"] = sum(len(r.program.code) for r in lib.mrvl_regions)
+    vm = relax.VirtualMachine(lib, tvm.cpu())
+    args = [tvm.runtime.tensor(x) for x in feeds.values()]
+
+    def vm_run() -> tuple[float, float, np.ndarray]:
+        with simulator_wall_time() as spent:
+            start = time.perf_counter()
+            result = vm["main"](*args)
+            seconds = time.perf_counter() - start
+        out = result.numpy() if isinstance(result, tvm.runtime.Tensor) else result[0].numpy()
+        return seconds, spent.seconds, out
+
+    with use_engine("numba"):
+        row["numba_first"], _, numba_out = vm_run()
+        warm = [vm_run() for _ in range(repeat)]
+    row["numba"] = min(w[0] for w in warm)
+    row["numba_sim"] = min(w[1] for w in warm)
+    if interp:
+        with use_engine("interp"):
+            row["interp"], _, interp_out = vm_run()
+        row["same_bits"] = bool(
+            numba_out.dtype == interp_out.dtype and numba_out.tobytes() == interp_out.tobytes()
+        )
+    row["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return row
 
 
-def main(argv=None) -> int:
-    from mrvl.models.light import LIGHT_MODELS
+def _child(args) -> int:
+    row = bench_model(args.child, args.seed, args.repeat, not args.no_interp)
+    print(json.dumps(row))
+    return 0
 
+
+def _format(row: dict) -> str:
+    interp = row.get("interp")
+    cells = [
+        f"{row['model']:18s}",
+        f"{row['instructions']:7d}",
+        f"{row['numba_first']:10.3f}",
+        f"{row['numba']:8.3f}",
+        f"{row['numba_sim']:8.3f}",
+        f"{interp:8.2f}" if interp is not None else f"{'-':>8s}",
+        f"{row['ort']:7.3f}",
+        f"{row['numba'] / row['ort']:9.1f}",
+        f"{interp / row['numba']:12.0f}" if interp is not None else f"{'-':>12s}",
+        f"{'yes' if row.get('same_bits') else ('-' if interp is None else 'NO'):>5s}",
+        f"{row['peak_mb']:8.0f}",
+    ]
+    return " ".join(cells)
+
+
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("models", nargs="*", default=list(LIGHT_MODELS))
-    parser.add_argument("--repeat", type=int, default=1, help="timed runs (best is kept)")
+    parser.add_argument("models", nargs="*", default=list(DEFAULT_MODELS))
+    parser.add_argument("--repeat", type=int, default=3, help="timed warm runs (best is kept)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-interp", action="store_true", help="skip the interpreter runs")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        return _child(args)
 
     header = (
-        f"{'model':14s} {'GMAC':>6s} {'regions':>7s} {'instrs':>7s} {'VM run s':>9s} "
-        f"{'sim s':>8s} {'ORT s':>7s} {'sim/ORT':>8s} {'compile s':>9s}  fp16 vs ORT"
+        f"{'model':18s} {'instrs':>7s} {'numba 1st':>10s} {'numba':>8s} {'(sim)':>8s} "
+        f"{'interp':>8s} {'ORT':>7s} {'numba/ORT':>9s} {'interp/numba':>12s} {'same':>5s} "
+        f"{'peak MB':>8s}"
     )
+    print("seconds per inference (VM run, regions on the simulator)")
     print(header)
     print("-" * len(header), flush=True)
     for name in args.models:
-        row = bench_model(name, args.seed, args.repeat)
-        if "error" in row:
-            print(f"{name:14s} {row['gmac']:6.2f}  error: {row['error']}", flush=True)
+        command = [sys.executable, __file__, "--child", name, "--seed", str(args.seed)]
+        command += ["--repeat", str(args.repeat)] + (["--no-interp"] if args.no_interp else [])
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["?"])[-1]
+            print(f"{name:18s} error: {last[:150]}", flush=True)
             continue
-        print(
-            f"{name:14s} {row['gmac']:6.2f} {row['regions']:7d} {row['instructions']:7d} "
-            f"{row['vm']:9.2f} {row['simulator']:8.2f} {row['onnxruntime']:7.3f} "
-            f"{row['simulator'] / row['onnxruntime']:8.0f} {row['compile']:9.1f}  {row['fp16']}",
-            flush=True,
-        )
+        print(_format(json.loads(done.stdout.strip().splitlines()[-1])), flush=True)
     return 0
 
 

@@ -354,6 +354,12 @@ NO_SIGNAL = 0
 NO_LOC = 0xFFFFFFFF
 """Source-location index of an instruction that no ONNX node produced."""
 
+CONV_CI_BLOCK = 64
+"""Input channels per block of the conv reduction (docs/isa.md, `conv`): the accumulation runs
+block by block over a group's input channels, all taps of one block before the next, as a MAC
+array that takes 64 channels per pass would. A layer split over input channels at block
+boundaries therefore computes the same bits as the whole layer."""
+
 
 FieldValue = int | float | tuple[int, ...]
 

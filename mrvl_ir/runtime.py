@@ -2,7 +2,9 @@
 
 Each region's external module (made by `mrvl.byoc` from `csrc/region.c`) embeds the model
 binary and calls this function with (pointer to the binary, its length, the region's tensors,
-outputs last). Here the binary is decoded (once per distinct binary) and run on the simulator.
+outputs last). Here the binary is decoded and validated once per distinct binary, and run on
+the simulator, reusing that binary's simulated memory from call to call. The engine is the one
+`MRVL_SIM_ENGINE` or `mrvl.sim.use_engine` names when the call starts (default: numba).
 
 Errors keep their type across TVM's FFI (the VM raises `SimulatorError`, `BinaryFormatError`,
 ... with the simulator's message), because their classes are registered with tvm_ffi.
@@ -11,24 +13,36 @@ Errors keep their type across TVM's FFI (the VM raises `SimulatorError`, `Binary
 from __future__ import annotations
 
 import ctypes
-import hashlib
+import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 import numpy as np
 import tvm_ffi
 
 from mrvl import binary, sim
 from mrvl.binary import BinaryFormatError
-from mrvl.sim import SimulatorError, SimulatorInputError
-
-if TYPE_CHECKING:
-    from mrvl.isa import Program
+from mrvl.sim import SimulatorError, SimulatorInputError, ValidProgram
+from mrvl.sim.memory import Memory
 
 __all__ = ["run_region", "RegionRuntimeError"]
 
 _CACHE_SIZE = 8
-_programs: OrderedDict[bytes, Program] = OrderedDict()
+_MEMORY_BUDGET = 1 << 30
+"""Bytes of simulated memory kept between calls, over all cached regions (oldest dropped)."""
+
+
+@dataclass
+class _Region:
+    """A decoded, validated binary and the simulated memory its runs reuse."""
+
+    valid: ValidProgram
+    memory: Memory | None
+    busy: threading.Lock = field(default_factory=threading.Lock)
+
+
+_regions: OrderedDict[bytes, _Region] = OrderedDict()
+_regions_lock = threading.Lock()
 
 
 class RegionRuntimeError(RuntimeError):
@@ -40,22 +54,34 @@ for _error in (RegionRuntimeError, BinaryFormatError, SimulatorError, SimulatorI
     tvm_ffi.register_error(_error)
 
 
-def _program(blob: bytes) -> Program:
-    """Decode `blob`, reusing earlier decodes of identical bytes.
+def _region(blob_ptr: int, blob_len: int) -> _Region:
+    """Decode and validate the binary at `blob_ptr`, reusing earlier work on the same binary.
 
-    Keyed by a hash of the bytes, not the pointer: a library can be unloaded and another
-    loaded at the same address.
+    The key is the address, the length and the header, whose crc32 covers every byte after it:
+    hashing or copying the whole binary on every call would cost more than a small region's
+    run, and the address alone is not enough (a library can be unloaded and another loaded at
+    the same address). The binary is copied and fully checked the first time it is seen.
     """
-    key = hashlib.blake2b(blob, digest_size=32).digest()
-    program = _programs.get(key)
-    if program is None:
-        program = binary.decode(blob)
-        _programs[key] = program
-        if len(_programs) > _CACHE_SIZE:
-            _programs.popitem(last=False)
-    else:
-        _programs.move_to_end(key)
-    return program
+    address = ctypes.cast(blob_ptr, ctypes.c_void_p).value
+    key = (address, blob_len, ctypes.string_at(blob_ptr, min(blob_len, binary.HEADER_SIZE)))
+    with _regions_lock:
+        region = _regions.get(key)
+        if region is not None:
+            _regions.move_to_end(key)
+            return region
+    valid = sim.prepare(binary.decode(ctypes.string_at(blob_ptr, blob_len)))
+    region = _Region(valid, sim.new_memory(valid))
+    with _regions_lock:
+        _regions[key] = region
+        if len(_regions) > _CACHE_SIZE:
+            _regions.popitem(last=False)
+        kept = 0
+        for cached in reversed(_regions.values()):  # newest first
+            if cached.memory is not None:
+                kept += cached.memory.ddr.nbytes + cached.memory.ocm.nbytes
+                if kept > _MEMORY_BUDGET and cached is not region:
+                    cached.memory = None
+    return region
 
 
 @tvm_ffi.register_global_func("mrvl.runtime.run_region")
@@ -63,7 +89,8 @@ def run_region(blob_ptr, blob_len: int, *tensors) -> None:
     """Run one region on the simulator: `tensors` are its inputs then its outputs (DPS)."""
     if not blob_ptr or blob_len <= 0:
         raise RegionRuntimeError("mrvl region: the embedded model binary is empty")
-    program = _program(ctypes.string_at(blob_ptr, blob_len))
+    region = _region(blob_ptr, blob_len)
+    program = region.valid.program
     n_in, n_out = len(program.inputs), len(program.outputs)
     if len(tensors) != n_in + n_out:
         raise RegionRuntimeError(
@@ -72,7 +99,16 @@ def run_region(blob_ptr, blob_len: int, *tensors) -> None:
         )
     arrays = [np.from_dlpack(t) for t in tensors]
     inputs, outputs = arrays[:n_in], arrays[n_in:]
-    results = sim.run(program, inputs)
+    # The region's memory is reused unless another thread is running the same region.
+    if region.busy.acquire(blocking=False):
+        try:
+            if region.memory is None:
+                region.memory = sim.new_memory(region.valid)
+            results = sim.run(region.valid, inputs, memory=region.memory)
+        finally:
+            region.busy.release()
+    else:
+        results = sim.run(region.valid, inputs)
     for entry, out, result in zip(program.outputs, outputs, results):
         if out.shape != result.shape:
             raise RegionRuntimeError(

@@ -1,9 +1,28 @@
 """The MLIP simulator: run a model binary (or a decoded Program) on numpy inputs.
 
-`run` is the reference interpreter, the executable form of docs/isa.md.
+`run` validates the program once (`mrvl.sim.validate`), then runs it on an engine:
+`numba` (compiled, the default) or `interp` (the reference interpreter, the executable form of
+docs/isa.md); both give the same bits.
 """
 
+from mrvl.sim.engines import DEFAULT_ENGINE, ENGINE_ENV, ENGINES, use_engine
 from mrvl.sim.errors import SimulatorError, SimulatorInputError
-from mrvl.sim.interpreter import run
+from mrvl.sim.simulator import new_memory, prepare, run
+from mrvl.sim.validate import ValidProgram, validate
+from mrvl.sim.wall_time import WallTime, simulator_wall_time
 
-__all__ = ["SimulatorError", "SimulatorInputError", "run"]
+__all__ = [
+    "DEFAULT_ENGINE",
+    "ENGINES",
+    "ENGINE_ENV",
+    "SimulatorError",
+    "SimulatorInputError",
+    "ValidProgram",
+    "WallTime",
+    "new_memory",
+    "prepare",
+    "run",
+    "simulator_wall_time",
+    "use_engine",
+    "validate",
+]

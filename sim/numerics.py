@@ -35,6 +35,12 @@ def fp32_mac(acc: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return acc + x.astype(np.float32) * w.astype(np.float32)
 
 
+def fp32_max(acc: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """One max-pool step: x replaces acc when it is greater or NaN, so of equal values (+0.0
+    and -0.0) the first in tap order stays, and a NaN stays once taken."""
+    return np.where((x > acc) | np.isnan(x), x, acc)
+
+
 def apply_activation(
     acc: np.ndarray,
     act: Activation,

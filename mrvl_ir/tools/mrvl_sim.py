@@ -16,7 +16,7 @@ import numpy as np
 
 from mrvl.binary import BinaryFormatError, decode, read_header
 from mrvl.isa import NO_LOC, DType
-from mrvl.sim import SimulatorError, SimulatorInputError, run
+from mrvl.sim import ENGINES, SimulatorError, SimulatorInputError, run
 
 _NPY_MAGIC = b"\x93NUMPY"
 
@@ -71,7 +71,7 @@ def describe(data: bytes) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mrvl-sim", description="Run an MLIP model binary on the reference interpreter."
+        prog="mrvl-sim", description="Run an MLIP model binary on the simulator."
     )
     parser.add_argument("model", type=Path, help="model binary (.bin)")
     parser.add_argument(
@@ -89,6 +89,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--info", action="store_true", help="describe the binary instead of running it"
     )
+    parser.add_argument(
+        "--engine",
+        choices=tuple(ENGINES),
+        help="numba (compiled) or interp (the reference interpreter); both give the same "
+        "bits (default: $MRVL_SIM_ENGINE, else numba)",
+    )
     return parser
 
 
@@ -100,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             print(describe(data))
             return 0
         program = decode(data)
-        outputs = run(program, [_load_array(path) for path in args.input])
+        outputs = run(program, [_load_array(path) for path in args.input], engine=args.engine)
         names = _file_names([entry.name for entry in program.outputs])
         for entry, file_name, value in zip(program.outputs, names, outputs):
             if args.output_dir is None:

@@ -13,6 +13,7 @@ Every failure a user can cause ends with one `mrvlc: error:` line and a non-zero
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -80,6 +81,11 @@ def _parser() -> argparse.ArgumentParser:
         help="run the compiled model on a seeded random input and compare with onnxruntime",
     )
     p.add_argument("--seed", type=_seed, default=0, help="seed of the --run input (>= 0)")
+    p.add_argument(
+        "--engine",
+        choices=("numba", "interp"),
+        help="simulator engine of --run (default: $MRVL_SIM_ENGINE, else numba)",
+    )
     p.add_argument(
         "--report",
         action="store_true",
@@ -286,7 +292,7 @@ def _first_line(err: BaseException) -> str:
     return next((ln.strip() for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
 
 
-def run_against_onnxruntime(lib, model, shapes, seed: int):
+def run_against_onnxruntime(lib, model, shapes, seed: int, engine: str | None = None):
     """Run the hybrid library and onnxruntime on the same seeded input; returns agreements."""
     import onnxruntime as ort
     import tvm
@@ -294,6 +300,7 @@ def run_against_onnxruntime(lib, model, shapes, seed: int):
 
     from mrvl.accuracy import fp16_agreement
     from mrvl.errors import MrvlError
+    from mrvl.sim import use_engine
 
     feeds = _random_feeds(model, shapes, seed)
     try:
@@ -310,7 +317,8 @@ def run_against_onnxruntime(lib, model, shapes, seed: int):
     except Exception as err:  # noqa: BLE001 - as above
         raise MrvlError(f"onnxruntime failed on the --run input: {_first_line(err)}") from err
     vm = relax.VirtualMachine(lib, tvm.cpu())
-    result = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()])
+    with use_engine(engine) if engine else contextlib.nullcontext():
+        result = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()])
     outputs = [result] if isinstance(result, tvm.runtime.Tensor) else list(result)
     return [fp16_agreement(o.numpy(), r) for o, r in zip(outputs, references)]
 
@@ -375,7 +383,7 @@ def _compile(args) -> int:
         _print_placement(mod)
     if args.run:
         model = onnx.load(args.model)  # readable: from_onnx has checked it
-        agreements = run_against_onnxruntime(lib, model, shapes, args.seed)
+        agreements = run_against_onnxruntime(lib, model, shapes, args.seed, args.engine)
         for i, agreement in enumerate(agreements):
             print(f"output {i} vs onnxruntime: {agreement}")
         if not all(a.passed for a in agreements):

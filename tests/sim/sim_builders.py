@@ -391,3 +391,27 @@ def conv_region_program(w: np.ndarray, b: np.ndarray, in_shape=(1, 3, 6, 6)) -> 
         consts=bytes(staging.blob[:consts_size]),
         srcmap=[],
     )
+
+
+def run_both(program, inputs, **kwargs) -> list[np.ndarray]:
+    """`mrvl.sim.run` on the reference interpreter and on the Numba engine: the outputs must be
+    the same bytes (no tolerance). Returns the interpreter's. A program that fails validation
+    raises before either engine runs, so both raise the same error."""
+    from mrvl.sim import prepare, run
+
+    valid = prepare(program, kwargs.pop("target", None))
+    reference = run(valid, inputs, engine="interp", **kwargs)
+    compiled = run(valid, inputs, engine="numba", **kwargs)
+    assert_same_bytes(reference, compiled)
+    return reference
+
+
+def assert_same_bytes(reference: list[np.ndarray], compiled: list[np.ndarray]) -> None:
+    assert len(reference) == len(compiled)
+    for index, (a, b) in enumerate(zip(reference, compiled)):
+        assert a.dtype == b.dtype and a.shape == b.shape, f"output {index}"
+        if a.tobytes() != b.tobytes():
+            diff = np.flatnonzero(a.reshape(-1).view(np.uint8) != b.reshape(-1).view(np.uint8))
+            raise AssertionError(
+                f"output {index}: engines differ in {diff.size} bytes, first at byte {diff[0]}"
+            )

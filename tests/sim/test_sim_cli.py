@@ -34,6 +34,21 @@ def test_run_writes_outputs(model, tmp_path, capsys):
     assert "y: float32[1, 4, 6, 6] ->" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("engine", ["numba", "interp"])
+def test_engine_option(model, tmp_path, capsys, engine):
+    program, path, x = model
+    out = tmp_path / engine
+    assert main([str(path), "-i", str(tmp_path / "x.npy"), "-o", str(out), "--engine", engine]) == 0
+    assert np.load(out / "y.npy").tobytes() == run(program, [x], engine="interp")[0].tobytes()
+
+
+def test_unknown_engine_is_a_usage_error(model, tmp_path, capsys):
+    _, path, _ = model
+    with pytest.raises(SystemExit):
+        main([str(path), "-i", str(tmp_path / "x.npy"), "--engine", "gpu"])
+    assert "invalid choice: 'gpu'" in capsys.readouterr().err
+
+
 def test_run_prints_outputs(model, tmp_path, capsys):
     _, path, _ = model
     assert main([str(path), "-i", str(tmp_path / "x.npy")]) == 0

@@ -1,4 +1,7 @@
-"""The reference interpreter against float64 references, bit-exact invariants and its faults."""
+"""The simulator against float64 references, bit-exact invariants and its faults.
+
+Every run goes through both engines (`run_both`): the Numba engine must give the reference
+interpreter's bytes on each of these programs."""
 
 from __future__ import annotations
 
@@ -19,11 +22,12 @@ from sim_builders import (
     random_f16,
     reference_conv,
     reference_pool,
+    run_both,
 )
 
 from mrvl.binary import encode
 from mrvl.isa import Activation, DType, IOEntry, MemSpace, PoolMode, Program
-from mrvl.sim import SimulatorError, SimulatorInputError, run
+from mrvl.sim import SimulatorError, SimulatorInputError
 from mrvl.target import get_target
 
 
@@ -54,7 +58,7 @@ def run_conv(x, w, b=None, *, stride=(1, 1), pad=(0, 0), dilation=(1, 1), groups
         groups=groups,
         **kwargs,
     )
-    (y,) = run(layer_program(staging, [ins], out_addr, out_shape), [])
+    (y,) = run_both(layer_program(staging, [ins], out_addr, out_shape), [])
     return y
 
 
@@ -146,7 +150,7 @@ def tiled_conv_outputs(x, w, b, *, stride, pad, splits):
                 pad=(pad, pad),
             )
         )
-    (y,) = run(layer_program(staging, compute, out_addr, out_shape), [])
+    (y,) = run_both(layer_program(staging, compute, out_addr, out_shape), [])
     return y
 
 
@@ -204,7 +208,7 @@ def test_conv_channel_tiles_select_their_group(rng):
         )
         for i in range(2)
     ]
-    (split,) = run(layer_program(staging, compute, out_addr, out_shape), [])
+    (split,) = run_both(layer_program(staging, compute, out_addr, out_shape), [])
     np.testing.assert_array_equal(whole.view(np.uint16), split.view(np.uint16))
 
 
@@ -227,6 +231,33 @@ def test_conv_accumulates_input_channels_in_blocks_of_64():
     w = np.zeros((1, 1, 2, 65), np.float16)
     w[0, 0, 0, 0], w[0, 0, 1, 0], w[0, 0, :, 64] = 4096, -4096, 1
     assert run_conv(x, w)[0, 0, 0, 0] == 2.0
+
+
+def test_conv_split_at_a_block_boundary_continues_the_partial_sums_bit_exactly(rng):
+    """A conv over 150 input channels as one instruction, and as two that meet at channel 128
+    (a multiple of CONV_CI_BLOCK): the first writes its fp32 accumulator (acc_out), the second
+    starts from it (acc_addr) and applies the activation. Same bits, on both engines."""
+    x = random_f16(rng, (1, 4, 5, 150))
+    w = random_f16(rng, (6, 3, 3, 150), scale=0.1)
+    b = rng.standard_normal(6).astype(np.float32)
+    whole = run_conv(x, w, b, pad=(1, 1), pad_end=(1, 1), act=Activation.RELU)
+
+    out_shape = (1, 4, 5, 6)
+    staging = Staging()
+    lo, hi = 128, 150
+    x_lo, x_hi = staging.add(x[..., :lo]), staging.add(x[..., lo:hi])
+    w_lo, w_hi = staging.add(w[..., :lo]), staging.add(w[..., lo:hi])
+    b_addr = staging.add(b)
+    partial = staging.reserve(np.prod(out_shape) * 4)
+    out_addr = staging.reserve(np.prod(out_shape) * 2)
+    common = dict(kernel=(3, 3), pad=(1, 1))
+    first = conv(x_lo, (1, 4, 5, lo), partial, out_shape, w_lo, b_addr=b_addr, acc_out=1, **common)
+    second = conv(
+        x_hi, (1, 4, 5, hi - lo), out_addr, out_shape, w_hi, acc_addr=partial,
+        act=Activation.RELU, **common,
+    )  # fmt: skip
+    (split,) = run_both(layer_program(staging, [first, second], out_addr, out_shape), [])
+    assert split.tobytes() == whole.tobytes()
 
 
 def test_conv_bias_is_the_first_addend():
@@ -267,7 +298,7 @@ def run_pool(x, kernel, *, mode, stride=(1, 1), pad=(0, 0), pad_end=(0, 0), coun
         pad_end=pad_end,
         count_include_pad=count_include_pad,
     )
-    (y,) = run(layer_program(staging, [ins], out_addr, out_shape), [])
+    (y,) = run_both(layer_program(staging, [ins], out_addr, out_shape), [])
     return y
 
 
@@ -337,7 +368,7 @@ def test_pool_row_tiles_equal_one_instruction(rng):
                 count_include_pad=1,
             )
         )
-    (split,) = run(layer_program(staging, compute, out_addr, out_shape), [])
+    (split,) = run_both(layer_program(staging, compute, out_addr, out_shape), [])
     whole = run_pool(
         x, (3, 3), mode=PoolMode.AVG, stride=(2, 2), pad=(1, 1), pad_end=(1, 1), count_include_pad=1
     )
@@ -353,7 +384,7 @@ def run_fc(x, w, b=None, **kwargs):
     b_addr = -1 if b is None else staging.add(b)
     out_addr = staging.reserve(x.shape[0] * w.shape[0] * 2)
     ins = fc(in_addr, x.shape[0], x.shape[1], w.shape[0], w_addr, out_addr, b_addr=b_addr, **kwargs)
-    (y,) = run(layer_program(staging, [ins], out_addr, (x.shape[0], w.shape[0])), [])
+    (y,) = run_both(layer_program(staging, [ins], out_addr, (x.shape[0], w.shape[0])), [])
     return y
 
 
@@ -410,7 +441,7 @@ def test_dma_strided_box_transposes(rng):
         consts=x.tobytes(),
         srcmap=[],
     )
-    (y,) = run(program, [])
+    (y,) = run_both(program, [])
     np.testing.assert_array_equal(y, x.transpose(1, 3, 0, 2))
 
 
@@ -430,7 +461,7 @@ def test_dma_negative_and_zero_strides():
         consts=x.tobytes(),
         srcmap=[],
     )
-    (y,) = run(program, [])
+    (y,) = run_both(program, [])
     np.testing.assert_array_equal(y, [[3, 2, 1, 0], [3, 2, 1, 0]])
 
 
@@ -449,19 +480,19 @@ def test_dma_overlapping_destination_faults():
         srcmap=[],
     )
     with pytest.raises(SimulatorError, match=r"instruction 0 \(dma.*overlap"):
-        run(program, [])
+        run_both(program, [])
 
 
 def test_region_io_through_cvt_and_conv(rng):
     """f32 NCHW input -> cvt f16 NHWC -> OCM -> conv -> DDR -> cvt f32 NCHW output."""
     x = (rng.standard_normal((1, 3, 6, 6))).astype(np.float32)
     w, b = random_f16(rng, (4, 3, 3, 3)), rng.standard_normal(4).astype(np.float32)
-    y = run(conv_region_program(w, b), [x])[0]
+    y = run_both(conv_region_program(w, b), [x])[0]
     assert y.dtype == np.float32 and y.shape == (1, 4, 6, 6)
     x16 = x.astype(np.float16).transpose(0, 2, 3, 1)
     expected = reference_conv(x16, w, b, pad=(1, 1, 1, 1)).transpose(0, 3, 1, 2)
     np.testing.assert_allclose(y, expected, rtol=2**-10, atol=2**-14)
-    assert run(encode(conv_region_program(w, b)), [x])[0].tobytes() == y.tobytes()
+    assert run_both(encode(conv_region_program(w, b)), [x])[0].tobytes() == y.tobytes()
 
 
 def test_cvt_rounds_and_saturates():
@@ -490,7 +521,7 @@ def test_cvt_rounds_and_saturates():
         consts=b"",
         srcmap=[],
     )
-    (y,) = run(program, [x])
+    (y,) = run_both(program, [x])
     assert y.reshape(-1).view(np.uint16).tolist() == [0x7BFF, 0xFBFF, 0x3C00, 0x7E00]
 
 
@@ -520,7 +551,7 @@ def test_tokens_order_instructions():
             end(waits=(7, 8)),
         ]
     )
-    assert run(program, []) == []
+    assert run_both(program, []) == []
 
 
 def test_wait_on_token_never_signalled_faults():
@@ -530,7 +561,7 @@ def test_wait_on_token_never_signalled_faults():
     with pytest.raises(
         SimulatorError, match=r"instruction 0 \(dma, ONNX node '/layer/Relu'\): waits on token 3"
     ):
-        run(program, [])
+        run_both(program, [])
 
 
 def test_token_signalled_later_does_not_count():
@@ -542,24 +573,26 @@ def test_token_signalled_later_does_not_count():
         ]
     )
     with pytest.raises(SimulatorError, match="token 5"):
-        run(program, [])
+        run_both(program, [])
 
 
 def test_end_stops_execution():
     bad = copy_bytes(MemSpace.DDR, 0, MemSpace.DDR, 1 << 20, 8)
-    assert run(small_program([end(), bad]), []) == []
+    assert run_both(small_program([end(), bad]), []) == []
     with pytest.raises(SimulatorError, match=r"instruction 0 \(dma, no ONNX node\): .*outside DDR"):
-        run(small_program([bad, end()]), [])
+        run_both(small_program([bad, end()]), [])
 
 
 def test_missing_end_faults():
     with pytest.raises(SimulatorError, match="no end"):
-        run(small_program([copy_bytes(MemSpace.DDR, 0, MemSpace.DDR, 8, 8)]), [])
+        run_both(small_program([copy_bytes(MemSpace.DDR, 0, MemSpace.DDR, 8, 8)]), [])
 
 
 def test_tile_beyond_num_tiles_faults():
     with pytest.raises(SimulatorError, match=r"instruction 0 \(dma.*tile 2 >= num_tiles 2"):
-        run(small_program([copy_bytes(MemSpace.DDR, 0, MemSpace.OCM, 0, 8, tile=2), end()]), [])
+        run_both(
+            small_program([copy_bytes(MemSpace.DDR, 0, MemSpace.OCM, 0, 8, tile=2), end()]), []
+        )
 
 
 def test_bad_enum_value_faults(rng):
@@ -574,22 +607,22 @@ def test_bad_enum_value_faults(rng):
         SimulatorError,
         match=r"instruction 1 \(conv, ONNX node '/c/Conv'\): act=99 is not a valid Activation",
     ):
-        run(program, [])
+        run_both(program, [])
 
 
 def test_ocm_size_comes_from_the_target():
     near_end = get_target("cnf10kb").ocm_bytes_per_tile + 1000
     program = small_program([copy_bytes(MemSpace.DDR, 0, MemSpace.OCM, near_end, 8), end()])
-    assert run(program, []) == []  # cn10ka has the larger OCM
+    assert run_both(program, []) == []  # cn10ka has the larger OCM
     with pytest.raises(SimulatorError, match="tile 0's OCM"):
-        run(program, [], target="cnf10kb")
+        run_both(program, [], target="cnf10kb")
 
 
 def test_unknown_target_and_too_many_tiles():
     with pytest.raises(SimulatorError, match="unknown mcpu 'cn99'"):
-        run(small_program([end()], target="cn99"), [])
+        run_both(small_program([end()], target="cn99"), [])
     with pytest.raises(SimulatorError, match="16 tiles"):
-        run(small_program([end()], num_tiles=16), [])
+        run_both(small_program([end()], num_tiles=16), [])
 
 
 # ----------------------------------------------------------------------------------- inputs
@@ -626,14 +659,14 @@ def input_program() -> Program:
 )
 def test_bad_inputs_are_rejected(inputs, message):
     with pytest.raises(SimulatorInputError, match=message):
-        run(input_program(), inputs)
+        run_both(input_program(), inputs)
 
 
 def test_inputs_land_at_their_ddr_address():
     program = input_program()
     program.io.append(IOEntry("echo", False, (4,), DType.F32, 256))
     mask = np.array([1, -2, 3.5, 0], np.float32)
-    (echo,) = run(program, [np.zeros((1, 3, 4, 4), np.float32), mask])
+    (echo,) = run_both(program, [np.zeros((1, 3, 4, 4), np.float32), mask])
     np.testing.assert_array_equal(echo, mask)
 
 
@@ -668,7 +701,7 @@ def run_add(a, b, **kwargs):
         act_a=kwargs.get("act_a", 0.0),
         act_b=kwargs.get("act_b", 0.0),
     )
-    (y,) = run(layer_program(staging, [ins], out_addr, a.shape), [])
+    (y,) = run_both(layer_program(staging, [ins], out_addr, a.shape), [])
     return y
 
 
@@ -705,7 +738,7 @@ def test_scale_is_a_per_channel_affine_map_with_two_fp32_roundings(rng):
         act_b=0.0,
         act_addr=-1,
     )
-    (y,) = run(layer_program(staging, [ins], out_addr, x.shape), [])
+    (y,) = run_both(layer_program(staging, [ins], out_addr, x.shape), [])
     acc = (x.astype(np.float32) * s) + b
     expected = np.where(acc < 0, np.float32(0), acc).astype(np.float16)
     np.testing.assert_array_equal(y.view(np.uint16), expected.view(np.uint16))
@@ -742,9 +775,9 @@ def test_table_activation_looks_up_the_f16_rounded_accumulator(rng):
             act=Activation.SILU,
         ),
     ]
-    (y,) = run(layer_program(staging, code, out_addr, (1, 3, 3, 5)), [])
+    (y,) = run_both(layer_program(staging, code, out_addr, (1, 3, 3, 5)), [])
     no_act = conv(x_addr, x.shape, out_addr, (1, 3, 3, 5), w_addr, kernel=(1, 1), b_addr=b_addr)
-    (plain,) = run(layer_program(staging, [no_act], out_addr, (1, 3, 3, 5)), [])
+    (plain,) = run_both(layer_program(staging, [no_act], out_addr, (1, 3, 3, 5)), [])
     # the conv without activation stores f16(acc): exactly the table's index
     expected = table[_f16_bits(plain)]
     np.testing.assert_array_equal(_f16_bits(y), _f16_bits(expected))
@@ -771,7 +804,7 @@ def test_table_activation_without_its_table_faults(rng, loads, message):
         conv(x_addr, x.shape, 0, x.shape, w_addr, kernel=(1, 1), act=Activation.SILU)
     ]
     with pytest.raises(SimulatorError, match=message):
-        run(layer_program(staging, code, 0, x.shape), [])
+        run_both(layer_program(staging, code, 0, x.shape), [])
 
 
 def test_lut_of_a_non_table_activation_and_beyond_the_table_memory_fault():
@@ -782,11 +815,11 @@ def test_lut_of_a_non_table_activation_and_beyond_the_table_memory_fault():
     t_addr = staging.add(np.zeros(1 << 16, np.float16))
     program = layer_program(staging, [lut(t_addr, Activation.RELU)], 0, (1,))
     with pytest.raises(SimulatorError, match="act RELU is not a table activation"):
-        run(program, [])
+        run_both(program, [])
     small = get_target("cn10ka").__dict__ | {"act_table_bytes_per_tile": 1024}
     program = layer_program(staging, [lut(t_addr, Activation.TANH)], 0, (1,))
     with pytest.raises(SimulatorError, match="does not fit the tile's 1024-byte"):
-        run(program, [], target=Target(**small))
+        run_both(program, [], target=Target(**small))
 
 
 def test_prelu_uses_per_channel_slopes_on_conv_fc_and_scale(rng):
@@ -806,8 +839,8 @@ def test_prelu_uses_per_channel_slopes_on_conv_fc_and_scale(rng):
         act=Activation.PRELU,
         act_addr=s_addr,
     )
-    (y,) = run(layer_program(staging, [ins], out_addr, x.shape), [])
-    (acc,) = run(
+    (y,) = run_both(layer_program(staging, [ins], out_addr, x.shape), [])
+    (acc,) = run_both(
         layer_program(
             staging,
             [conv(x_addr, x.shape, out_addr, x.shape, w_addr, kernel=(1, 1))],
@@ -839,11 +872,11 @@ def test_prelu_uses_per_channel_slopes_on_conv_fc_and_scale(rng):
         act_b=0.0,
         act_addr=sa,
     )
-    (y,) = run(layer_program(staging, [scale], out, (6, 4)), [])
+    (y,) = run_both(layer_program(staging, [scale], out, (6, 4)), [])
     xf = xs.astype(np.float32)
     expected = np.where(xf < 0, slopes * xf, xf).astype(np.float16)
     np.testing.assert_array_equal(_f16_bits(y), _f16_bits(expected))
-    (y,) = run(
+    (y,) = run_both(
         layer_program(
             staging, [fc(xa, 6, 4, 4, ws, out, act=Activation.PRELU, act_addr=sa)], out, (6, 4)
         ),
@@ -866,7 +899,7 @@ def test_prelu_on_add_faults():
         act_b=0.0,
     )
     with pytest.raises(SimulatorError, match="add has no channels for PRELU slopes"):
-        run(layer_program(staging, [ins], a, (4,)), [])
+        run_both(layer_program(staging, [ins], a, (4,)), [])
 
 
 def run_mul(a, b, channels, **act):
@@ -877,7 +910,7 @@ def run_mul(a, b, channels, **act):
     ins = instruction(
         "mul", a_addr=a_addr, b_addr=b_addr, out_addr=out, count=a.size, channels=channels, **fields
     )
-    (y,) = run(layer_program(staging, [ins], out, (a.size,)), [])
+    (y,) = run_both(layer_program(staging, [ins], out, (a.size,)), [])
     return y
 
 

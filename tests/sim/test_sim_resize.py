@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sim_builders import Staging, instruction, layer_program, random_f16
+from sim_builders import Staging, instruction, layer_program, random_f16, run_both
 
 from mrvl.sim import SimulatorError, run
 from mrvl.strided import interpolation_table
@@ -52,7 +52,7 @@ def test_resize_follows_the_documented_order_bit_for_bit(mode):
     out_shape = (2, len(ytab), len(xtab), 3)
     out_addr = staging.reserve(int(np.prod(out_shape)) * 2)
     ins = resize_ins(x_addr, x.shape, row0, out_addr, out_shape, y_addr, t_addr)
-    (y,) = run(layer_program(staging, [ins], out_addr, out_shape), [])
+    (y,) = run_both(layer_program(staging, [ins], out_addr, out_shape), [])
     np.testing.assert_array_equal(y.view(np.uint16), reference(x, ytab, xtab, row0).view(np.uint16))
 
 
@@ -62,7 +62,8 @@ def test_integer_factor_weights_are_exact_fractions():
     assert set(table[:, 3]) == {0.0, 0.25, 0.75}
 
 
-def test_a_row_outside_the_window_faults():
+@pytest.mark.parametrize("engine", ["numba", "interp"])
+def test_a_row_outside_the_window_faults(engine):
     rng = np.random.default_rng(1)
     x = random_f16(rng, (1, 2, 3, 1))
     ytab = np.array([[0, 2, 0.5, 0.5]], np.float32)  # row 2 is not in the 2-row window
@@ -72,10 +73,11 @@ def test_a_row_outside_the_window_faults():
     out_addr = staging.reserve(6)
     ins = resize_ins(x_addr, x.shape, 0, out_addr, (1, 1, 3, 1), y_addr, t_addr)
     with pytest.raises(SimulatorError, match=r"row table indices fall outside \[0, 2\)"):
-        run(layer_program(staging, [ins], out_addr, (1, 1, 3, 1)), [])
+        run(layer_program(staging, [ins], out_addr, (1, 1, 3, 1)), [], engine=engine)
 
 
-def test_a_fractional_index_faults():
+@pytest.mark.parametrize("engine", ["numba", "interp"])
+def test_a_fractional_index_faults(engine):
     x = np.ones((1, 2, 2, 1), np.float16)
     ytab = np.array([[0.5, 1, 0.5, 0.5]], np.float32)
     xtab = np.array([[0, 1, 0.5, 0.5]], np.float32)
@@ -84,4 +86,4 @@ def test_a_fractional_index_faults():
     out_addr = staging.reserve(2)
     ins = resize_ins(x_addr, x.shape, 0, out_addr, (1, 1, 1, 1), y_addr, t_addr)
     with pytest.raises(SimulatorError, match="row table indices are not integers"):
-        run(layer_program(staging, [ins], out_addr, (1, 1, 1, 1)), [])
+        run(layer_program(staging, [ins], out_addr, (1, 1, 1, 1)), [], engine=engine)

@@ -1,0 +1,776 @@
+"""The Numba engine: the same machine as the reference interpreter, compiled, bit for bit.
+
+The whole instruction stream runs in one compiled call over the typed rows of a `ValidProgram`
+(`words`, `floats`) and the byte arrays of `Memory`. Validation has proved every access in
+bounds, and Numba does no bounds checking, so nothing here checks anything.
+
+Numerics, as in docs/isa.md §4 and `mrvl.sim.numerics`:
+- f16 is handled as uint16 bit patterns. f16 -> fp32 is a 65,536-entry table made by numpy
+  (exact); fp32 -> f16 is integer arithmetic on the fp32 bits (saturate to +-65504, round to
+  nearest even, NaN -> 0x7E00), with no F16C instruction, so it runs on every x86-64 and Arm CPU.
+- `fastmath` is off: every fp32 add and multiply rounds on its own (an fp16 x fp16 product is
+  exact anyway), and the reductions run in the documented order. The innermost loops run over
+  independent outputs (output channels), which LLVM vectorizes without reordering any sum.
+
+The compiled code is cached on disk (`cache=True`) under `cache_dir()`, so only the first run
+on a machine compiles (see `bench/simulator.py` for the cost).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+from numba.core import config as _numba_config
+
+from mrvl import isa
+from mrvl.isa import (
+    ACT_TABLE_ENTRIES,
+    CONV_CI_BLOCK,
+    OPCODE_BY_NAME,
+    TABLE_ACTIVATIONS,
+    Activation,
+    DType,
+    PoolMode,
+)
+from mrvl.sim.memory import Memory
+from mrvl.sim.errors import SimulatorError
+from mrvl.sim.validate import ValidProgram, describe, field_words
+
+
+def cache_dir() -> Path:
+    """Where compiled kernels live: $NUMBA_CACHE_DIR, else the user's cache directory
+    (~/.cache/mrvl/numba), in a subdirectory per version of the ISA table and the row layout,
+    whose constants the kernels bake in (Numba itself only notices changes to this file)."""
+    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "mrvl",
+        "numba",
+    )
+    stamp = hashlib.blake2b(digest_size=6)
+    for module in ("mrvl.isa", "mrvl.sim.validate"):  # the tables and the row layout
+        stamp.update(Path(importlib.import_module(module).__file__).read_bytes())
+    return Path(base) / f"isa-{stamp.hexdigest()}"
+
+
+# Numba reads CACHE_DIR when a function is decorated, so it is set before the first @njit.
+_numba_config.CACHE_DIR = str(cache_dir())
+
+import numba  # noqa: E402
+
+assert sys.byteorder == "little", "the engine reads little-endian memory through native views"
+
+jit = numba.njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
+
+# ---------------------------------------------------------------------- the ISA as constants
+# Numba freezes module globals into the compiled code: plain ints, one per opcode and field.
+
+OP_DMA = OPCODE_BY_NAME["dma"].opcode
+OP_CVT = OPCODE_BY_NAME["cvt"].opcode
+OP_LUT = OPCODE_BY_NAME["lut"].opcode
+OP_MUL = OPCODE_BY_NAME["mul"].opcode
+OP_RESIZE = OPCODE_BY_NAME["resize"].opcode
+OP_CONV = OPCODE_BY_NAME["conv"].opcode
+OP_POOL = OPCODE_BY_NAME["pool"].opcode
+OP_FC = OPCODE_BY_NAME["fc"].opcode
+OP_ADD = OPCODE_BY_NAME["add"].opcode
+OP_SCALE = OPCODE_BY_NAME["scale"].opcode
+OP_END = OPCODE_BY_NAME["end"].opcode
+
+_dma = field_words(OPCODE_BY_NAME["dma"])
+DMA_SRC_SPACE, DMA_SRC_ADDR, DMA_SRC_STRIDES = (
+    _dma["src_space"],
+    _dma["src_addr"],
+    _dma["src_strides"],
+)
+DMA_DST_SPACE, DMA_DST_ADDR, DMA_DST_STRIDES = (
+    _dma["dst_space"],
+    _dma["dst_addr"],
+    _dma["dst_strides"],
+)
+DMA_BOX, DMA_ELEM_BYTES = _dma["box"], _dma["elem_bytes"]
+
+_cvt = field_words(OPCODE_BY_NAME["cvt"])
+CVT_SRC_ADDR, CVT_SRC_DTYPE, CVT_SRC_SHAPE = _cvt["src_addr"], _cvt["src_dtype"], _cvt["src_shape"]
+CVT_DST_ADDR, CVT_DST_DTYPE, CVT_PERM = _cvt["dst_addr"], _cvt["dst_dtype"], _cvt["perm"]
+
+_lut = field_words(OPCODE_BY_NAME["lut"])
+LUT_SRC_ADDR = _lut["src_addr"]
+
+_conv = field_words(OPCODE_BY_NAME["conv"])
+CONV_IN_ADDR, CONV_IN_SHAPE, CONV_ROW0 = _conv["in_addr"], _conv["in_shape"], _conv["row0"]
+CONV_OUT_ADDR, CONV_OUT_SHAPE, CONV_OROW0 = _conv["out_addr"], _conv["out_shape"], _conv["orow0"]
+CONV_KERNEL, CONV_STRIDE, CONV_PAD = _conv["kernel"], _conv["stride"], _conv["pad"]
+CONV_DILATION, CONV_GROUPS = _conv["dilation"], _conv["groups"]
+CONV_OC0, CONV_OC_TOTAL = _conv["oc0"], _conv["oc_total"]
+CONV_W_ADDR, CONV_B_ADDR = _conv["w_addr"], _conv["b_addr"]
+CONV_ACT, CONV_ACT_A, CONV_ACT_B = _conv["act"], _conv["act_a"], _conv["act_b"]
+CONV_ACT_ADDR = _conv["act_addr"]
+CONV_ACC_ADDR, CONV_ACC_OUT = _conv["acc_addr"], _conv["acc_out"]
+
+_pool = field_words(OPCODE_BY_NAME["pool"])
+POOL_IN_ADDR, POOL_IN_SHAPE, POOL_ROW0 = _pool["in_addr"], _pool["in_shape"], _pool["row0"]
+POOL_OUT_ADDR, POOL_OUT_SHAPE, POOL_OROW0 = _pool["out_addr"], _pool["out_shape"], _pool["orow0"]
+POOL_KERNEL, POOL_STRIDE, POOL_PAD = _pool["kernel"], _pool["stride"], _pool["pad"]
+POOL_MODE, POOL_IN_HW, POOL_PAD_END = _pool["mode"], _pool["in_hw"], _pool["pad_end"]
+POOL_COUNT_INCLUDE_PAD = _pool["count_include_pad"]
+
+_resize = field_words(OPCODE_BY_NAME["resize"])
+RESIZE_IN_ADDR, RESIZE_IN_SHAPE = _resize["in_addr"], _resize["in_shape"]
+RESIZE_ROW0, RESIZE_OUT_ADDR, RESIZE_OUT_SHAPE = (
+    _resize["row0"],
+    _resize["out_addr"],
+    _resize["out_shape"],
+)
+RESIZE_YTAB_ADDR, RESIZE_XTAB_ADDR = _resize["ytab_addr"], _resize["xtab_addr"]
+
+_fc = field_words(OPCODE_BY_NAME["fc"])
+FC_IN_ADDR, FC_N, FC_K, FC_O = _fc["in_addr"], _fc["n"], _fc["k"], _fc["o"]
+FC_W_ADDR, FC_B_ADDR, FC_OUT_ADDR = _fc["w_addr"], _fc["b_addr"], _fc["out_addr"]
+FC_ACT, FC_ACT_A, FC_ACT_B, FC_ACT_ADDR = _fc["act"], _fc["act_a"], _fc["act_b"], _fc["act_addr"]
+
+_add = field_words(OPCODE_BY_NAME["add"])
+ADD_A_ADDR, ADD_B_ADDR, ADD_OUT_ADDR = _add["a_addr"], _add["b_addr"], _add["out_addr"]
+ADD_COUNT, ADD_ACT, ADD_ACT_A, ADD_ACT_B = _add["count"], _add["act"], _add["act_a"], _add["act_b"]
+
+_scale = field_words(OPCODE_BY_NAME["scale"])
+SCALE_IN_ADDR, SCALE_OUT_ADDR = _scale["in_addr"], _scale["out_addr"]
+SCALE_COUNT, SCALE_CHANNELS = _scale["count"], _scale["channels"]
+SCALE_S_ADDR, SCALE_B_ADDR = _scale["s_addr"], _scale["b_addr"]
+SCALE_ACT, SCALE_ACT_A, SCALE_ACT_B = _scale["act"], _scale["act_a"], _scale["act_b"]
+SCALE_ACT_ADDR = _scale["act_addr"]
+
+_mul = field_words(OPCODE_BY_NAME["mul"])
+MUL_A_ADDR, MUL_B_ADDR, MUL_OUT_ADDR = _mul["a_addr"], _mul["b_addr"], _mul["out_addr"]
+MUL_COUNT, MUL_CHANNELS = _mul["count"], _mul["channels"]
+MUL_ACT, MUL_ACT_A, MUL_ACT_B = _mul["act"], _mul["act_a"], _mul["act_b"]
+
+DDR = int(isa.MemSpace.DDR)
+F32, F16 = int(DType.F32), int(DType.F16)
+DTYPE_SIZE = np.array([isa.DTYPE_BYTES[d] for d in sorted(DType)], np.int64)
+ACT_NONE, ACT_RELU = int(Activation.NONE), int(Activation.RELU)
+ACT_CLIP, ACT_LEAKY_RELU = int(Activation.CLIP), int(Activation.LEAKY_RELU)
+ACT_PRELU = int(Activation.PRELU)
+IS_TABLE_ACT = np.array([a in TABLE_ACTIVATIONS for a in sorted(Activation)], np.bool_)
+POOL_MAX = int(PoolMode.MAX)
+CI_BLOCK = CONV_CI_BLOCK
+
+F16_TO_F32 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+F16_TO_F32 = F16_TO_F32.astype(np.float32)
+"""fp32 value of every binary16 bit pattern (numpy's exact conversion, NaN payloads kept)."""
+F16_TO_F32_BITS = F16_TO_F32.view(np.uint32)
+
+# ------------------------------------------------------------------------- numeric helpers
+
+
+@jit
+def f16_bits_from_f32_bits(u):
+    """binary16 bits of the fp32 with bits `u` (uint32): saturate, round to nearest even."""
+    sign = (u >> 16) & 0x8000
+    a = u & 0x7FFFFFFF
+    if a > 0x7F800000:
+        return np.uint16(0x7E00)  # every NaN
+    if a > 0x477FE000:
+        return np.uint16(sign | 0x7BFF)  # beyond 65504, infinities too: +-65504
+    if a >= 0x38800000:  # normal binary16
+        h = (a >> 13) - (112 << 10)
+        rest = a & 0x1FFF
+        if rest > 0x1000 or (rest == 0x1000 and (h & 1) == 1):
+            h += 1
+        return np.uint16(sign | h)
+    if a < 0x33000000:  # below half the smallest subnormal (or exactly half: ties to 0)
+        return np.uint16(sign)
+    shift = 126 - (a >> 23)  # subnormal binary16: 14..24
+    mantissa = (a & 0x7FFFFF) | 0x800000
+    h = mantissa >> shift
+    rest = mantissa & ((np.uint32(1) << shift) - 1)
+    half = np.uint32(1) << (shift - 1)
+    if rest > half or (rest == half and (h & 1) == 1):
+        h += 1
+    return np.uint16(sign | h)
+
+
+@jit
+def activate(acc, act, a, b):
+    """The fused activation on one fp32 accumulator (docs/isa.md §4)."""
+    if act == ACT_RELU:
+        return np.float32(0.0) if acc < 0 else acc
+    if act == ACT_CLIP:
+        t = max(acc, a)
+        return min(t, b)
+    if act == ACT_LEAKY_RELU:
+        return a * acc if acc < 0 else acc
+    return acc
+
+
+@jit
+def load_f16(buf, addr, count, lut):
+    """float32[count] from the f16 values at buf[addr:]."""
+    out = np.empty(count, np.float32)
+    if addr % 2 == 0:  # aligned (as the compiler places every tensor): read whole halves
+        halves = buf[addr : addr + 2 * count].view(np.uint16)
+        for i in range(count):
+            out[i] = lut[halves[i]]
+        return out
+    for i in range(count):
+        p = addr + 2 * i
+        out[i] = lut[np.int64(buf[p]) | (np.int64(buf[p + 1]) << 8)]
+    return out
+
+
+@jit
+def load_f32(buf, addr, count):
+    bits = np.empty(count, np.uint32)
+    for i in range(count):
+        p = addr + 4 * i
+        bits[i] = (
+            np.uint32(buf[p])
+            | (np.uint32(buf[p + 1]) << 8)
+            | (np.uint32(buf[p + 2]) << 16)
+            | (np.uint32(buf[p + 3]) << 24)
+        )
+    return bits.view(np.float32)
+
+
+@jit
+def load_bias(buf, b_addr, count):
+    if b_addr == -1:
+        return np.zeros(count, np.float32)
+    return load_f32(buf, b_addr, count)
+
+
+@jit
+def store_f32(buf, addr, values):
+    """Store fp32 `values` at buf[addr:], little-endian (a conv's partial sums)."""
+    bits = values.view(np.uint32)
+    for i in range(values.size):
+        u = bits[i]
+        buf[addr + 4 * i] = np.uint8(u & 0xFF)
+        buf[addr + 4 * i + 1] = np.uint8((u >> 8) & 0xFF)
+        buf[addr + 4 * i + 2] = np.uint8((u >> 16) & 0xFF)
+        buf[addr + 4 * i + 3] = np.uint8(u >> 24)
+
+
+@jit
+def store_f16(buf, addr, values):
+    """Round fp32 `values` to f16 and store them at buf[addr:]."""
+    bits = values.view(np.uint32)
+    for i in range(values.size):
+        h = f16_bits_from_f32_bits(bits[i])
+        buf[addr + 2 * i] = np.uint8(h & 0xFF)
+        buf[addr + 2 * i + 1] = np.uint8(h >> 8)
+
+
+NO_SLOPES = np.zeros(0, np.float32)
+
+
+@jit
+def load_slopes(ocm, act, act_addr, channels):
+    """PRELU's f32 slopes, one per channel (none for any other activation)."""
+    if act == ACT_PRELU:
+        return load_f32(ocm, act_addr, channels)
+    return np.zeros(0, np.float32)
+
+
+@jit
+def finish(acc, act, a, b, slopes, table, buf, addr):
+    """The last step of conv, fc, add, scale and mul, from the fp32 accumulator to the f16
+    stored at buf[addr:]: a table activation looks f16(acc) up in the tile's table; the others
+    act on acc (PRELU with the slope of channel i mod channels), then round to f16."""
+    if IS_TABLE_ACT[act]:
+        bits = acc.view(np.uint32)
+        for i in range(acc.size):
+            h = table[f16_bits_from_f32_bits(bits[i])]
+            buf[addr + 2 * i] = np.uint8(h & 0xFF)
+            buf[addr + 2 * i + 1] = np.uint8(h >> 8)
+        return
+    if act == ACT_PRELU:
+        channels = slopes.size
+        for i in range(acc.size):
+            v = acc[i]
+            if v < 0:
+                acc[i] = slopes[i % channels] * v
+    else:
+        for i in range(acc.size):
+            acc[i] = activate(acc[i], act, a, b)
+    store_f16(buf, addr, acc)
+
+
+# ------------------------------------------------------------------------------- the kernels
+
+
+@jit
+def dma_move(buffer, addr, strides, box, elem_bytes, staged, gather):
+    """Copy between a strided box at buffer[addr:] and the dense `staged` bytes (gather: box to
+    staged, else staged to box), in runs as long as the innermost stride allows."""
+    if strides[3] == elem_bytes:
+        run, inner = box[3] * elem_bytes, 1
+    else:
+        run, inner = elem_bytes, box[3]
+    k = 0
+    for i0 in range(box[0]):
+        for i1 in range(box[1]):
+            for i2 in range(box[2]):
+                p = addr + i0 * strides[0] + i1 * strides[1] + i2 * strides[2]
+                for i3 in range(inner):
+                    q = p + i3 * strides[3]
+                    if gather:
+                        staged[k : k + run] = buffer[q : q + run]
+                    else:
+                        buffer[q : q + run] = staged[k : k + run]
+                    k += run
+
+
+@jit
+def dma(row, ddr, ocm):
+    box = row[DMA_BOX : DMA_BOX + 4].astype(np.int64)
+    elem_bytes = np.int64(row[DMA_ELEM_BYTES])
+    if box[0] == 0 or box[1] == 0 or box[2] == 0 or box[3] == 0:
+        return
+    src = ddr if row[DMA_SRC_SPACE] == DDR else ocm
+    dst = ddr if row[DMA_DST_SPACE] == DDR else ocm
+    src_strides = row[DMA_SRC_STRIDES : DMA_SRC_STRIDES + 4].astype(np.int64)
+    dst_strides = row[DMA_DST_STRIDES : DMA_DST_STRIDES + 4].astype(np.int64)
+    staged = np.empty(box[0] * box[1] * box[2] * box[3] * elem_bytes, np.uint8)
+    # memmove semantics: the whole source is read before any destination byte is written.
+    dma_move(src, np.int64(row[DMA_SRC_ADDR]), src_strides, box, elem_bytes, staged, True)
+    dma_move(dst, np.int64(row[DMA_DST_ADDR]), dst_strides, box, elem_bytes, staged, False)
+
+
+@jit
+def cvt(row, ddr, lut_bits):
+    src_dtype, dst_dtype = row[CVT_SRC_DTYPE], row[CVT_DST_DTYPE]
+    shape = row[CVT_SRC_SHAPE : CVT_SRC_SHAPE + 4].astype(np.int64)
+    perm = row[CVT_PERM : CVT_PERM + 4]
+    src_size, dst_size = DTYPE_SIZE[src_dtype], DTYPE_SIZE[dst_dtype]
+    strides = np.empty(4, np.int64)  # source element strides, dense
+    strides[3] = 1
+    for d in range(2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    count = shape[0] * shape[1] * shape[2] * shape[3]
+    staged = np.empty(count * dst_size, np.uint8)
+    src_addr = np.int64(row[CVT_SRC_ADDR])
+    k = 0
+    for j0 in range(shape[perm[0]]):
+        for j1 in range(shape[perm[1]]):
+            for j2 in range(shape[perm[2]]):
+                for j3 in range(shape[perm[3]]):
+                    element = (
+                        j0 * strides[perm[0]]
+                        + j1 * strides[perm[1]]
+                        + j2 * strides[perm[2]]
+                        + j3 * strides[perm[3]]
+                    )
+                    p = src_addr + element * src_size
+                    if src_dtype == dst_dtype:
+                        for e in range(src_size):
+                            staged[k + e] = ddr[p + e]
+                    elif src_dtype == F32:  # -> F16
+                        u = (
+                            np.uint32(ddr[p])
+                            | (np.uint32(ddr[p + 1]) << 8)
+                            | (np.uint32(ddr[p + 2]) << 16)
+                            | (np.uint32(ddr[p + 3]) << 24)
+                        )
+                        h = f16_bits_from_f32_bits(u)
+                        staged[k] = np.uint8(h & 0xFF)
+                        staged[k + 1] = np.uint8(h >> 8)
+                    else:  # F16 -> F32, exact
+                        u = lut_bits[np.int64(ddr[p]) | (np.int64(ddr[p + 1]) << 8)]
+                        for e in range(4):
+                            staged[k + e] = np.uint8((u >> (8 * e)) & 0xFF)
+                    k += dst_size
+    dst_addr = row[CVT_DST_ADDR]
+    for i in range(staged.size):
+        ddr[dst_addr + i] = staged[i]
+
+
+PIXELS = 8
+"""Output positions computed together by the conv kernel, sharing each weight row load."""
+
+
+@jit
+def conv_order(kh_count, kw_count, group_channels):
+    """The documented reduction order as indices into an OHWI weight row [KH, KW, Cg]: per
+    input-channel block, then kh, kw, ci."""
+    tap = np.empty(kh_count * kw_count * group_channels, np.int64)
+    t = 0
+    for block in range(0, group_channels, CI_BLOCK):
+        for kh in range(kh_count):
+            for kw in range(kw_count):
+                for ci in range(block, min(block + CI_BLOCK, group_channels)):
+                    tap[t] = (kh * kw_count + kw) * group_channels + ci
+                    t += 1
+    return tap
+
+
+@jit
+def conv_accumulate(patches, wt, acc):
+    """acc[p, o] += patches[p, t] * wt[t, o] for t in order, for PIXELS positions at once: the
+    reduction is sequential per output, the innermost loop runs over output channels (from 0,
+    so that Numba knows the index is not negative and LLVM vectorizes it)."""
+    a0, a1, a2, a3 = acc[0], acc[1], acc[2], acc[3]
+    a4, a5, a6, a7 = acc[4], acc[5], acc[6], acc[7]
+    width = acc.shape[1]
+    for t in range(wt.shape[0]):
+        x0, x1, x2, x3 = patches[0, t], patches[1, t], patches[2, t], patches[3, t]
+        x4, x5, x6, x7 = patches[4, t], patches[5, t], patches[6, t], patches[7, t]
+        w = wt[t]
+        for j in range(width):
+            wj = w[j]
+            a0[j] = a0[j] + x0 * wj
+            a1[j] = a1[j] + x1 * wj
+            a2[j] = a2[j] + x2 * wj
+            a3[j] = a3[j] + x3 * wj
+            a4[j] = a4[j] + x4 * wj
+            a5[j] = a5[j] + x5 * wj
+            a6[j] = a6[j] + x6 * wj
+            a7[j] = a7[j] + x7 * wj
+
+
+@jit
+def conv(row, frow, ocm, lut, table):
+    n_count, height, width, in_channels = (
+        row[CONV_IN_SHAPE],
+        row[CONV_IN_SHAPE + 1],
+        row[CONV_IN_SHAPE + 2],
+        row[CONV_IN_SHAPE + 3],
+    )
+    out_rows, out_cols, out_channels = (
+        row[CONV_OUT_SHAPE + 1],
+        row[CONV_OUT_SHAPE + 2],
+        row[CONV_OUT_SHAPE + 3],
+    )
+    kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
+    stride_h, stride_w = row[CONV_STRIDE], row[CONV_STRIDE + 1]
+    dil_h, dil_w = row[CONV_DILATION], row[CONV_DILATION + 1]
+    groups = row[CONV_GROUPS]
+    group_channels = in_channels // groups
+    oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // groups
+    x = load_f16(ocm, row[CONV_IN_ADDR], n_count * height * width * in_channels, lut)
+    steps = kh_count * kw_count * group_channels
+    w = load_f16(ocm, row[CONV_W_ADDR], out_channels * steps, lut)
+    tap = conv_order(kh_count, kw_count, group_channels)
+    bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
+
+    positions = n_count * out_rows * out_cols
+    out = np.empty(positions * out_channels, np.float32)
+    acc_addr = row[CONV_ACC_ADDR]
+    # fp32 partial sums of the earlier input-channel blocks (the bias is in them), or none
+    partial = load_f32(ocm, acc_addr, positions * out_channels) if acc_addr != -1 else out[:0]
+    patches = np.zeros((PIXELS, steps), np.float32)  # the inputs of each step, +0.0 padding
+    o_lo = 0
+    while o_lo < out_channels:  # runs of output channels that belong to one group
+        group = (oc0 + o_lo) // group_outputs
+        o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
+        c_base = group * group_channels
+        wt = np.empty((steps, o_hi - o_lo), np.float32)  # row t: the run's weights of step t
+        for t in range(steps):
+            for o in range(o_hi - o_lo):
+                wt[t, o] = w[(o_lo + o) * steps + tap[t]]
+        acc = np.empty((PIXELS, o_hi - o_lo), np.float32)
+        for first in range(0, positions, PIXELS):
+            count = min(PIXELS, positions - first)
+            for q in range(PIXELS):
+                if acc_addr != -1 and q < count:
+                    start = (first + q) * out_channels
+                    acc[q, :] = partial[start + o_lo : start + o_hi]
+                else:
+                    acc[q, :] = bias[o_lo:o_hi]
+                if q >= count:
+                    patches[q, :] = 0.0
+                    continue
+                position = first + q
+                n = position // (out_rows * out_cols)
+                r = (position // out_cols) % out_rows
+                c = position % out_cols
+                wr0 = (row[CONV_OROW0] + r) * stride_h - row[CONV_PAD] - row[CONV_ROW0]
+                iw0 = c * stride_w - row[CONV_PAD + 1]
+                t = 0  # the steps in the order of conv_order: block, kh, kw, then ci
+                for block in range(0, group_channels, CI_BLOCK):
+                    length = min(CI_BLOCK, group_channels - block)
+                    for kh in range(kh_count):
+                        wr = wr0 + kh * dil_h
+                        for kw in range(kw_count):
+                            iw = iw0 + kw * dil_w
+                            if 0 <= wr < height and 0 <= iw < width:
+                                base = ((n * height + wr) * width + iw) * in_channels
+                                base += c_base + block
+                                for ci in range(length):
+                                    patches[q, t + ci] = x[base + ci]
+                            else:
+                                for ci in range(length):
+                                    patches[q, t + ci] = 0.0
+                            t += length
+            conv_accumulate(patches, wt, acc)
+            for q in range(count):
+                base = (first + q) * out_channels
+                out[base + o_lo : base + o_hi] = acc[q]
+        o_lo = o_hi
+    if row[CONV_ACC_OUT] == 1:  # the fp32 accumulator itself, for the next block to continue
+        store_f32(ocm, row[CONV_OUT_ADDR], out)
+        return
+    act = row[CONV_ACT]
+    slopes = load_slopes(ocm, act, row[CONV_ACT_ADDR], out_channels)
+    finish(out, act, frow[CONV_ACT_A], frow[CONV_ACT_B], slopes, table, ocm, row[CONV_OUT_ADDR])
+
+
+@jit
+def pool(row, ocm, lut):
+    n_count, height, width, channels = (
+        row[POOL_IN_SHAPE],
+        row[POOL_IN_SHAPE + 1],
+        row[POOL_IN_SHAPE + 2],
+        row[POOL_IN_SHAPE + 3],
+    )
+    out_rows, out_cols = row[POOL_OUT_SHAPE + 1], row[POOL_OUT_SHAPE + 2]
+    kh_count, kw_count = row[POOL_KERNEL], row[POOL_KERNEL + 1]
+    stride_h, stride_w = row[POOL_STRIDE], row[POOL_STRIDE + 1]
+    top, left = row[POOL_PAD], row[POOL_PAD + 1]
+    full_h, full_w = row[POOL_IN_HW], row[POOL_IN_HW + 1]
+    bottom, right = row[POOL_PAD_END], row[POOL_PAD_END + 1]
+    is_max = row[POOL_MODE] == POOL_MAX
+    x = load_f16(ocm, row[POOL_IN_ADDR], n_count * height * width * channels, lut)
+    out = np.empty(n_count * out_rows * out_cols * channels, np.float32)
+    start = np.float32(-np.inf) if is_max else np.float32(0.0)
+    for n in range(n_count):
+        for r in range(out_rows):
+            ih0 = (row[POOL_OROW0] + r) * stride_h - top  # input-tensor row of tap 0
+            for c in range(out_cols):
+                iw0 = c * stride_w - left
+                base = ((n * out_rows + r) * out_cols + c) * channels
+                acc = out[base : base + channels]
+                acc[:] = start
+                valid = 0
+                padded = 0
+                for kh in range(kh_count):
+                    ih = ih0 + kh
+                    wr = ih - row[POOL_ROW0]
+                    for kw in range(kw_count):
+                        iw = iw0 + kw
+                        if -top <= ih < full_h + bottom and -left <= iw < full_w + right:
+                            padded += 1
+                        if not (0 <= wr < height and 0 <= iw < width):
+                            continue
+                        valid += 1
+                        x_base = ((n * height + wr) * width + iw) * channels
+                        if is_max:
+                            for ch in range(channels):
+                                v = x[x_base + ch]
+                                if v > acc[ch] or np.isnan(v):
+                                    acc[ch] = v
+                        else:
+                            for ch in range(channels):
+                                acc[ch] = acc[ch] + x[x_base + ch]
+                if not is_max:
+                    count = padded if row[POOL_COUNT_INCLUDE_PAD] != 0 else valid
+                    divisor = np.float32(count)
+                    for ch in range(channels):
+                        acc[ch] = acc[ch] / divisor
+    store_f16(ocm, row[POOL_OUT_ADDR], out)
+
+
+TABLE_NOT_INTEGER, TABLE_OUTSIDE = 1, 2
+"""Faults of a resize table (its indices are data): `resize` returns 0, or one of these plus 2
+for the column table."""
+
+
+@jit
+def check_table(table, size, lo):
+    """0 if every index of the [rows, 4] table is an integer in [lo, lo + size), else the
+    fault, found in the reference interpreter's order (all integers, then all inside)."""
+    for i in range(table.shape[0]):
+        for k in range(2):
+            v = table[i, k]
+            if v != np.floor(v):
+                return TABLE_NOT_INTEGER
+    for i in range(table.shape[0]):
+        for k in range(2):
+            v = table[i, k]
+            if not (lo <= v < lo + size):
+                return TABLE_OUTSIDE
+    return 0
+
+
+@jit
+def two_tap(a, b, w0, w1):
+    """fp32(fp32(w0 * a) + fp32(w1 * b))."""
+    p = w0 * a
+    q = w1 * b
+    return p + q
+
+
+@jit
+def resize(row, ocm, lut):
+    n_count, height, width, channels = (
+        row[RESIZE_IN_SHAPE],
+        row[RESIZE_IN_SHAPE + 1],
+        row[RESIZE_IN_SHAPE + 2],
+        row[RESIZE_IN_SHAPE + 3],
+    )
+    out_rows, out_cols = np.int64(row[RESIZE_OUT_SHAPE + 1]), np.int64(row[RESIZE_OUT_SHAPE + 2])
+    ytab = load_f32(ocm, row[RESIZE_YTAB_ADDR], out_rows * 4).reshape((out_rows, 4))
+    xtab = load_f32(ocm, row[RESIZE_XTAB_ADDR], out_cols * 4).reshape((out_cols, 4))
+    row0 = row[RESIZE_ROW0]
+    fault = check_table(ytab, height, row0)
+    if fault:
+        return fault
+    fault = check_table(xtab, width, 0)
+    if fault:
+        return fault + 2
+    x = load_f16(ocm, row[RESIZE_IN_ADDR], n_count * height * width * channels, lut)
+    out = np.empty(n_count * out_rows * out_cols * channels, np.float32)
+    for n in range(n_count):
+        for r in range(out_rows):
+            y0, y1 = np.int64(ytab[r, 0]) - row0, np.int64(ytab[r, 1]) - row0
+            wy0, wy1 = ytab[r, 2], ytab[r, 3]
+            for q in range(out_cols):
+                x0, x1 = np.int64(xtab[q, 0]), np.int64(xtab[q, 1])
+                wx0, wx1 = xtab[q, 2], xtab[q, 3]
+                a0 = ((n * height + y0) * width + x0) * channels
+                a1 = ((n * height + y0) * width + x1) * channels
+                b0 = ((n * height + y1) * width + x0) * channels
+                b1 = ((n * height + y1) * width + x1) * channels
+                base = ((n * out_rows + r) * out_cols + q) * channels
+                for ch in range(channels):
+                    top = two_tap(x[a0 + ch], x[a1 + ch], wx0, wx1)
+                    bottom = two_tap(x[b0 + ch], x[b1 + ch], wx0, wx1)
+                    out[base + ch] = two_tap(top, bottom, wy0, wy1)
+    store_f16(ocm, row[RESIZE_OUT_ADDR], out)
+    return 0
+
+
+@jit
+def fc(row, frow, ocm, lut, table):
+    rows, inner, outs = row[FC_N], row[FC_K], row[FC_O]
+    x = load_f16(ocm, row[FC_IN_ADDR], rows * inner, lut)
+    w = load_f16(ocm, row[FC_W_ADDR], outs * inner, lut)
+    wt = np.empty(inner * outs, np.float32)  # [K, O]: output innermost
+    for j in range(outs):
+        for kk in range(inner):
+            wt[kk * outs + j] = w[j * inner + kk]
+    bias = load_bias(ocm, row[FC_B_ADDR], outs)
+    out = np.empty(rows * outs, np.float32)
+    for i in range(rows):
+        acc = out[i * outs : (i + 1) * outs]
+        acc[:] = bias
+        for kk in range(inner):
+            xv = x[i * inner + kk]
+            for j in range(outs):
+                acc[j] = acc[j] + xv * wt[kk * outs + j]
+    act = row[FC_ACT]
+    slopes = load_slopes(ocm, act, row[FC_ACT_ADDR], outs)
+    finish(out, act, frow[FC_ACT_A], frow[FC_ACT_B], slopes, table, ocm, row[FC_OUT_ADDR])
+
+
+@jit
+def add(row, frow, ocm, lut, table):
+    count = row[ADD_COUNT]
+    a = load_f16(ocm, row[ADD_A_ADDR], count, lut)
+    b = load_f16(ocm, row[ADD_B_ADDR], count, lut)
+    for i in range(count):
+        a[i] = a[i] + b[i]
+    act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
+    finish(a, row[ADD_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[ADD_OUT_ADDR])
+
+
+@jit
+def scale(row, frow, ocm, lut, table):
+    count, channels = row[SCALE_COUNT], row[SCALE_CHANNELS]
+    x = load_f16(ocm, row[SCALE_IN_ADDR], count, lut)
+    s = load_f32(ocm, row[SCALE_S_ADDR], channels)
+    b = load_f32(ocm, row[SCALE_B_ADDR], channels)
+    for i in range(count):
+        c = i % channels
+        product = x[i] * s[c]  # rounds to fp32, then the sum rounds again
+        x[i] = product + b[c]
+    act = row[SCALE_ACT]
+    slopes = load_slopes(ocm, act, row[SCALE_ACT_ADDR], channels)
+    act_a, act_b = frow[SCALE_ACT_A], frow[SCALE_ACT_B]
+    finish(x, act, act_a, act_b, slopes, table, ocm, row[SCALE_OUT_ADDR])
+
+
+@jit
+def mul(row, frow, ocm, lut, table):
+    count, channels = row[MUL_COUNT], row[MUL_CHANNELS]
+    a = load_f16(ocm, row[MUL_A_ADDR], count, lut)
+    b = load_f16(ocm, row[MUL_B_ADDR], channels if channels > 0 else count, lut)
+    for i in range(count):
+        a[i] = a[i] * b[i % channels if channels > 0 else i]  # exact: two f16 values
+    act_a, act_b = frow[MUL_ACT_A], frow[MUL_ACT_B]
+    finish(a, row[MUL_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[MUL_OUT_ADDR])
+
+
+@jit
+def load_table(row, ddr, table):
+    """`lut`: the 65,536 f16 entries at src_addr into the tile's activation-table memory."""
+    src = row[LUT_SRC_ADDR]
+    for i in range(ACT_TABLE_ENTRIES):
+        table[i] = np.uint16(ddr[src + 2 * i]) | (np.uint16(ddr[src + 2 * i + 1]) << 8)
+
+
+@jit
+def run_program(words, floats, ddr, ocm, tables, lut, lut_bits):
+    """Every instruction in order; the rows end with the program's first `end`. Returns -1, or
+    index * 8 + fault of the instruction that faulted (only resize can: its tables are data)."""
+    for i in range(words.shape[0]):
+        row, frow = words[i], floats[i]
+        op, tile = row[0], row[1]
+        if op == OP_DMA:
+            dma(row, ddr, ocm[tile])
+        elif op == OP_CVT:
+            cvt(row, ddr, lut_bits)
+        elif op == OP_LUT:
+            load_table(row, ddr, tables[tile])
+        elif op == OP_CONV:
+            conv(row, frow, ocm[tile], lut, tables[tile])
+        elif op == OP_POOL:
+            pool(row, ocm[tile], lut)
+        elif op == OP_RESIZE:
+            fault = resize(row, ocm[tile], lut)
+            if fault:
+                return i * 8 + fault
+        elif op == OP_FC:
+            fc(row, frow, ocm[tile], lut, tables[tile])
+        elif op == OP_ADD:
+            add(row, frow, ocm[tile], lut, tables[tile])
+        elif op == OP_SCALE:
+            scale(row, frow, ocm[tile], lut, tables[tile])
+        elif op == OP_MUL:
+            mul(row, frow, ocm[tile], lut, tables[tile])
+        elif op == OP_END:
+            return -1
+    return -1
+
+
+_KNOWN = {"dma", "cvt", "lut", "conv", "pool", "resize", "fc", "add", "scale", "mul", "end"}
+_missing = set(OPCODE_BY_NAME) - _KNOWN
+assert not _missing, f"opcodes without a Numba kernel: {sorted(_missing)}"
+
+
+def execute(valid: ValidProgram, memory: Memory) -> None:
+    """Run a validated program on `memory`."""
+    status = run_program(
+        valid.words,
+        valid.floats,
+        memory.ddr,
+        memory.ocm,
+        memory.tables,
+        F16_TO_F32,
+        F16_TO_F32_BITS,
+    )
+    if status >= 0:
+        index, fault = divmod(int(status), 8)
+        ins = valid.code[index]
+        f = ins.fields
+        what = "row table" if fault <= 2 else "column table"
+        lo, size = (f["row0"], f["in_shape"][1]) if fault <= 2 else (0, f["in_shape"][2])
+        if fault in (TABLE_NOT_INTEGER, TABLE_NOT_INTEGER + 2):
+            problem = f"{what} indices are not integers"
+        else:
+            problem = f"{what} indices fall outside [{lo}, {lo + size})"
+        raise SimulatorError(f"{describe(valid.program, index, ins)}: {problem}")

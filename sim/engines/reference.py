@@ -1,0 +1,352 @@
+"""The reference interpreter: the executable specification of the MLIP ISA (docs/isa.md).
+
+One instruction at a time, in program order, in numpy. It is written to be read next to the
+spec, not to be fast: loops run over the reduction (kernel taps, channels) in the documented
+order and vectorize only across independent output elements, so every fp32 rounding happens
+exactly where the spec says. Other engines must reproduce its outputs bit for bit.
+
+It runs a `ValidProgram`: `mrvl.sim.validate` has checked every field and memory access, so
+the kernels here only move and compute data. Each opcode's kernel is registered with
+`@implements(opcode)`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import numpy as np
+
+from mrvl.isa import (
+    ACT_TABLE_ENTRIES,
+    CONV_CI_BLOCK,
+    DTYPE_NUMPY,
+    OPCODE_BY_NAME,
+    Activation,
+    DType,
+    Instruction,
+    MemSpace,
+    PoolMode,
+    TABLE_ACTIVATIONS,
+)
+from mrvl.sim.errors import Fault, SimulatorError
+from mrvl.sim.memory import Memory
+from mrvl.sim.numerics import activate, fp32_mac, fp32_max, round_to_f16, two_tap
+from mrvl.sim.validate import ValidProgram, describe
+
+F16 = "float16"
+F32 = "float32"
+
+PROGRESS_AFTER_SECONDS = 2.0
+"""A run still going after this long shows a progress bar, when stderr is a terminal."""
+
+Kernel = Callable[[Memory, Instruction], None]
+KERNELS: dict[str, Kernel] = {}
+
+
+def implements(opcode: str) -> Callable[[Kernel], Kernel]:
+    """Register the reference kernel of `opcode` (one per opcode of the ISA table)."""
+    if opcode not in OPCODE_BY_NAME:
+        raise KeyError(f"no opcode {opcode!r} in the ISA table")
+
+    def register(kernel: Kernel) -> Kernel:
+        KERNELS[opcode] = kernel
+        return kernel
+
+    return register
+
+
+# ------------------------------------------------------------------------------- the opcodes
+
+
+@implements("dma")
+def _dma(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    box, elem_bytes = tuple(f["box"]), f["elem_bytes"]
+    if 0 in box:
+        return
+    source = memory.box(
+        MemSpace(f["src_space"]), ins.tile, f["src_addr"], tuple(f["src_strides"]), box, elem_bytes
+    )
+    destination = memory.box(
+        MemSpace(f["dst_space"]), ins.tile, f["dst_addr"], tuple(f["dst_strides"]), box, elem_bytes
+    )
+    # The whole source is read before any destination byte is written (memmove semantics).
+    destination[...] = source.copy()
+
+
+def _convert(values: np.ndarray, src: DType, dst: DType) -> np.ndarray:
+    if src == dst:
+        return values
+    if (src, dst) == (DType.F32, DType.F16):
+        return round_to_f16(values)
+    return values.astype(np.float32)  # F16 -> F32, exact
+
+
+@implements("cvt")
+def _cvt(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    src_dtype, dst_dtype = DType(f["src_dtype"]), DType(f["dst_dtype"])
+    source = memory.read(
+        MemSpace.DDR, ins.tile, f["src_addr"], DTYPE_NUMPY[src_dtype], tuple(f["src_shape"])
+    )
+    result = _convert(np.transpose(source, tuple(f["perm"])), src_dtype, dst_dtype)
+    memory.write(MemSpace.DDR, ins.tile, f["dst_addr"], result)
+
+
+@implements("lut")
+def _lut(memory: Memory, ins: Instruction) -> None:
+    """The table goes into the tile's activation-table memory (validation has checked that the
+    compute instructions using it name the same activation)."""
+    table = memory.read(MemSpace.DDR, ins.tile, ins.fields["src_addr"], F16, (ACT_TABLE_ENTRIES,))
+    memory.tables[ins.tile] = table.view(np.uint16)
+
+
+class _Window:
+    """The geometry shared by conv and pool: which window row/column each output tap reads."""
+
+    def __init__(self, f: dict, dilation: tuple[int, int] = (1, 1)):
+        self.in_shape = tuple(f["in_shape"])
+        self.out_shape = tuple(f["out_shape"])
+        self.kernel = tuple(f["kernel"])
+        self.stride = tuple(f["stride"])
+        self.dilation = tuple(dilation)
+        self.pad = tuple(f["pad"])
+        self.out_rows = f["orow0"] + np.arange(self.out_shape[1])  # output-tensor rows
+        self.out_cols = np.arange(self.out_shape[2])
+        self.row0 = f["row0"]
+
+    def input_rows(self, kh: int) -> np.ndarray:
+        """Input-tensor row read by tap row kh, per output row of the tile."""
+        return self.out_rows * self.stride[0] - self.pad[0] + kh * self.dilation[0]
+
+    def input_cols(self, kw: int) -> np.ndarray:
+        return self.out_cols * self.stride[1] - self.pad[1] + kw * self.dilation[1]
+
+    def tap(self, window: np.ndarray, kh: int, kw: int) -> tuple[np.ndarray, np.ndarray]:
+        """The window values under tap (kh, kw) for every output position, +0.0 where the tap
+        falls outside the window, and the [rows, cols] mask of taps inside it."""
+        _, height, width, _ = window.shape
+        rows = self.input_rows(kh) - self.row0
+        cols = self.input_cols(kw)
+        inside = ((rows >= 0) & (rows < height))[:, None] & ((cols >= 0) & (cols < width))[None, :]
+        gathered = window[:, np.clip(rows, 0, height - 1)][:, :, np.clip(cols, 0, width - 1)]
+        return np.where(inside[None, :, :, None], gathered, np.float32(0.0)), inside
+
+
+def _bias(memory: Memory, tile: int, b_addr: int, count: int) -> np.ndarray:
+    if b_addr == -1:
+        return np.zeros(count, np.float32)
+    return memory.read(MemSpace.OCM, tile, b_addr, F32, (count,))
+
+
+def _activate(memory: Memory, ins: Instruction, acc: np.ndarray, channels: int = 0) -> np.ndarray:
+    """The f16 result of a compute instruction from its fp32 accumulator (the last step of
+    every conv, fc, add, scale and mul): the fused activation then the f16 rounding, or a
+    lookup in the tile's activation table. The accumulator's last axis is the channel, with
+    `channels` PRELU slopes at act_addr."""
+    f = ins.fields
+    act = Activation(f["act"])
+    slopes = table = None
+    if act == Activation.PRELU:
+        slopes = memory.read(MemSpace.OCM, ins.tile, f["act_addr"], F32, (channels,))
+    elif act in TABLE_ACTIVATIONS:
+        table = memory.tables[ins.tile].view(np.float16)
+    return activate(acc, act, f["act_a"], f["act_b"], table=table, slopes=slopes)
+
+
+@implements("conv")
+def _conv(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    geometry = _Window(f, tuple(f["dilation"]))
+    n, _, _, channels = geometry.in_shape
+    _, out_rows, out_cols, out_channels = geometry.out_shape
+    kh_count, kw_count = geometry.kernel
+    groups, oc0, oc_total = f["groups"], f["oc0"], f["oc_total"]
+    group_channels = channels // groups
+
+    window = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, geometry.in_shape)
+    window = window.astype(np.float32)
+    weights = memory.read(
+        MemSpace.OCM, ins.tile, f["w_addr"], F16, (out_channels, kh_count, kw_count, group_channels)
+    )
+    bias = _bias(memory, ins.tile, f["b_addr"], out_channels)
+
+    # Input channel read by local output channel o at reduction step ci: g(o)*Cg + ci.
+    group_of = (oc0 + np.arange(out_channels)) // (oc_total // groups)
+    if f["acc_addr"] == -1:
+        acc = np.broadcast_to(bias, (n, out_rows, out_cols, out_channels)).copy()
+    else:  # fp32 partial sums of the earlier input-channel blocks (the bias is in them)
+        acc = memory.read(MemSpace.OCM, ins.tile, f["acc_addr"], F32, geometry.out_shape).copy()
+    for block in range(0, group_channels, CONV_CI_BLOCK):
+        for kh in range(kh_count):
+            for kw in range(kw_count):
+                taps, _ = geometry.tap(window, kh, kw)
+                for ci in range(block, min(block + CONV_CI_BLOCK, group_channels)):
+                    # The input value of each local output channel (one column if groups=1).
+                    if groups == 1:
+                        x = taps[..., ci, None]
+                    else:
+                        x = taps[..., group_of * group_channels + ci]
+                    acc = fp32_mac(acc, x, weights[:, kh, kw, ci])
+    if f["acc_out"]:  # the fp32 accumulator itself, for the next block to continue
+        memory.write(MemSpace.OCM, ins.tile, f["out_addr"], acc)
+        return
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(memory, ins, acc, out_channels))
+
+
+@implements("pool")
+def _pool(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    geometry = _Window(f)
+    mode = PoolMode(f["mode"])
+    n, _, _, channels = geometry.in_shape
+    _, out_rows, out_cols, _ = geometry.out_shape
+    kh_count, kw_count = geometry.kernel
+    window = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, geometry.in_shape)
+    window = window.astype(np.float32)
+
+    valid_taps = np.zeros((out_rows, out_cols), np.int64)
+    start = -np.inf if mode == PoolMode.MAX else 0.0
+    acc = np.full((n, out_rows, out_cols, channels), start, np.float32)
+    for kh in range(kh_count):
+        for kw in range(kw_count):
+            taps, inside = geometry.tap(window, kh, kw)
+            combined = fp32_max(acc, taps) if mode == PoolMode.MAX else acc + taps
+            acc = np.where(inside[None, :, :, None], combined, acc)
+            valid_taps += inside
+
+    if mode == PoolMode.AVG:
+        if f["count_include_pad"]:
+            height, width = f["in_hw"]
+            bottom, right = f["pad_end"]
+            top, left = geometry.pad
+            counts = np.zeros((out_rows, out_cols), np.int64)
+            for kh in range(kh_count):
+                rows = geometry.input_rows(kh)
+                for kw in range(kw_count):
+                    cols = geometry.input_cols(kw)
+                    counts += ((rows >= -top) & (rows < height + bottom))[:, None] & (
+                        (cols >= -left) & (cols < width + right)
+                    )[None, :]
+        else:
+            counts = valid_taps
+        acc = acc / counts.astype(np.float32)[None, :, :, None]
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(acc))
+
+
+def interpolation_table(table: np.ndarray, size: int, lo: int, what: str) -> tuple:
+    """The (i0, i1, w0, w1) columns of a resize table, the indices made relative to `lo` and
+    checked to be integers inside [0, size): the one check that depends on data."""
+    index = table[:, :2]
+    if not np.all(index == np.floor(index)):
+        raise Fault(f"{what} indices are not integers")
+    with np.errstate(invalid="ignore"):
+        i0, i1 = (index[:, k].astype(np.int64) - lo for k in (0, 1))
+    inside = (i0 >= 0) & (i0 < size) & (i1 >= 0) & (i1 < size)
+    if not np.all(inside):
+        raise Fault(f"{what} indices fall outside [{lo}, {lo + size})")
+    return i0, i1, table[:, 2], table[:, 3]
+
+
+@implements("resize")
+def _resize(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    n, h, w, c = f["in_shape"]
+    _, oh, ow, _ = f["out_shape"]
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (n, h, w, c))
+    ytab = memory.read(MemSpace.OCM, ins.tile, f["ytab_addr"], F32, (oh, 4))
+    xtab = memory.read(MemSpace.OCM, ins.tile, f["xtab_addr"], F32, (ow, 4))
+    y0, y1, wy0, wy1 = interpolation_table(ytab, h, f["row0"], "row table")
+    x0, x1, wx0, wx1 = interpolation_table(xtab, w, 0, "column table")
+    wx0, wx1 = wx0[None, None, :, None], wx1[None, None, :, None]  # over [N, OH, OW, C]
+    top = two_tap(x[:, y0][:, :, x0], x[:, y0][:, :, x1], wx0, wx1)
+    bottom = two_tap(x[:, y1][:, :, x0], x[:, y1][:, :, x1], wx0, wx1)
+    acc = two_tap(top, bottom, wy0[None, :, None, None], wy1[None, :, None, None])
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(acc))
+
+
+@implements("fc")
+def _fc(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    rows, inner, outs = f["n"], f["k"], f["o"]
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (rows, inner))
+    weights = memory.read(MemSpace.OCM, ins.tile, f["w_addr"], F16, (outs, inner))
+    acc = np.broadcast_to(_bias(memory, ins.tile, f["b_addr"], outs), (rows, outs)).copy()
+    for kk in range(inner):
+        acc = fp32_mac(acc, x[:, kk, None], weights[None, :, kk])
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(memory, ins, acc, outs))
+
+
+@implements("add")
+def _add(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    count = f["count"]
+    a = memory.read(MemSpace.OCM, ins.tile, f["a_addr"], F16, (count,))
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F16, (count,))
+    acc = a.astype(np.float32) + b.astype(np.float32)
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(memory, ins, acc))
+
+
+@implements("scale")
+def _scale(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    count, channels = f["count"], f["channels"]
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (count // channels, channels))
+    s = memory.read(MemSpace.OCM, ins.tile, f["s_addr"], F32, (channels,))
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F32, (channels,))
+    acc = x.astype(np.float32) * s + b  # two fp32 roundings: the product, then the sum
+    result = _activate(memory, ins, acc, channels).reshape(count)
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result)
+
+
+@implements("mul")
+def _mul(memory: Memory, ins: Instruction) -> None:
+    f = ins.fields
+    count, channels = f["count"], f["channels"]
+    a = memory.read(MemSpace.OCM, ins.tile, f["a_addr"], F16, (count,))
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F16, (channels or count,))
+    if channels:
+        b = np.tile(b, count // channels)
+    acc = a.astype(np.float32) * b.astype(np.float32)  # exact: a product of two f16 values
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(memory, ins, acc))
+
+
+@implements("end")
+def _end(memory: Memory, ins: Instruction) -> None:
+    pass
+
+
+_missing = set(OPCODE_BY_NAME) - set(KERNELS)
+assert not _missing, f"opcodes without a reference kernel: {sorted(_missing)}"
+
+
+# --------------------------------------------------------------------------------- the machine
+
+
+def _progress(total: int):
+    """A progress bar over the instructions, shown only on a terminal and only for runs that
+    take a while (tqdm's `delay`)."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        desc="mrvl-sim (interp)",
+        unit="instr",
+        delay=PROGRESS_AFTER_SECONDS,
+        disable=not sys.stderr.isatty(),
+        leave=False,
+    )
+
+
+def execute(valid: ValidProgram, memory: Memory) -> None:
+    """Run the instructions of a validated program in order."""
+    with _progress(len(valid.code)) as bar:
+        for index, ins in enumerate(valid.code):
+            # Overflow to inf and NaN results are defined IEEE behaviour here, not faults.
+            try:
+                with np.errstate(all="ignore"):
+                    KERNELS[ins.opcode](memory, ins)
+            except Fault as e:  # only resize's tables, which are data, can fault here
+                raise SimulatorError(f"{describe(valid.program, index, ins)}: {e}") from None
+            bar.update()

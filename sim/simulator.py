@@ -1,0 +1,100 @@
+"""`run`: simulate a program on inputs with a chosen engine, after validating it once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from mrvl.binary import decode
+from mrvl.isa import DTYPE_NUMPY, DType, Program
+from mrvl.sim import wall_time
+from mrvl.sim.engines import engine_name, load_engine
+from mrvl.sim.errors import SimulatorInputError
+from mrvl.sim.memory import Memory
+from mrvl.sim.validate import ValidProgram, validate
+from mrvl.target import Target
+
+
+def check_inputs(program: Program, inputs: Sequence[np.ndarray]) -> None:
+    """Inputs must match the input table exactly: converting silently would hide caller bugs."""
+    entries = program.inputs
+    if len(inputs) != len(entries):
+        names = ", ".join(repr(e.name) for e in entries)
+        raise SimulatorInputError(f"expected {len(entries)} inputs ({names}), got {len(inputs)}")
+    for entry, value in zip(entries, inputs):
+        dtype = np.dtype(DTYPE_NUMPY[DType(entry.dtype)])
+        expected = f"{dtype} array of shape {tuple(entry.shape)}"
+        if not isinstance(value, np.ndarray):
+            raise SimulatorInputError(
+                f"input {entry.name!r}: expected a {expected}, got {type(value).__name__}"
+            )
+        if value.dtype != dtype:
+            raise SimulatorInputError(
+                f"input {entry.name!r}: expected dtype {dtype}, got {value.dtype}"
+            )
+        if value.shape != tuple(entry.shape):
+            raise SimulatorInputError(
+                f"input {entry.name!r}: expected shape {tuple(entry.shape)}, got {value.shape}"
+            )
+
+
+def prepare(
+    program_or_bytes: Program | bytes | ValidProgram, target: Target | str | None = None
+) -> ValidProgram:
+    """Decode (if bytes) and validate a program; a ValidProgram is returned as it is."""
+    if isinstance(program_or_bytes, ValidProgram):
+        return program_or_bytes
+    if isinstance(program_or_bytes, (bytes, bytearray, memoryview)):
+        program = decode(bytes(program_or_bytes))
+    else:
+        program = program_or_bytes
+    return validate(program, target)
+
+
+def new_memory(valid: ValidProgram) -> Memory:
+    program = valid.program
+    return Memory(program.ddr_size, program.num_tiles, valid.target.ocm_bytes_per_tile)
+
+
+def run(
+    program_or_bytes: Program | bytes | ValidProgram,
+    inputs: Sequence[np.ndarray],
+    *,
+    target: Target | str | None = None,
+    engine: str | None = None,
+    memory: Memory | None = None,
+) -> list[np.ndarray]:
+    """Simulate a program (a model binary, a Program or a ValidProgram) on `inputs`; returns
+    the outputs in I/O-table order.
+
+    `target` overrides the machine description (a Target or an mcpu name); by default it is the
+    one the program was compiled for (a ValidProgram keeps the target it was validated for).
+    `engine` is "numba" or "interp" (default: the one `use_engine` chose, else the
+    MRVL_SIM_ENGINE environment variable, else "numba"); both give the same bits. `memory`, a
+    Memory made by `new_memory` for this program, is reused instead of allocating one.
+    """
+    start = time.perf_counter()
+    name = engine_name(engine)
+    if isinstance(program_or_bytes, ValidProgram):
+        valid = program_or_bytes
+        if target is not None:
+            raise SimulatorInputError(
+                f"target={target!r} given for a program already validated for "
+                f"{valid.target.name}: pass the target to prepare()"
+            )
+        check_inputs(valid.program, inputs)
+    else:
+        program = program_or_bytes
+        if isinstance(program, (bytes, bytearray, memoryview)):
+            program = decode(bytes(program))
+        check_inputs(program, inputs)
+        valid = validate(program, target)
+    if memory is None:
+        memory = new_memory(valid)
+    memory.load(valid.program, inputs)
+    load_engine(name).execute(valid, memory)
+    outputs = memory.outputs(valid.program)
+    wall_time.record(name, time.perf_counter() - start)
+    return outputs

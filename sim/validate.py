@@ -1,0 +1,565 @@
+"""Validation: every check the ISA asks of a program, done once, before any engine runs it.
+
+`validate(program, target)` walks the instruction stream up to `end` exactly as an engine
+would, and checks every field, enumeration and shape, every DDR and OCM byte an instruction
+touches against the target, DMA destinations that overlap, and that every waited token was
+signalled earlier. The first violation raises `SimulatorError` naming the instruction index,
+its opcode and its ONNX node. Nothing here depends on the input values, so a program that
+validates cannot fault, with one exception: the row and column tables of `resize` are f32 data
+in OCM, whose indices the engines check when the instruction runs. Otherwise the kernels do
+arithmetic only, and the Numba engine, which does no bounds checking of its own, never touches
+a byte outside its buffers.
+
+The result, `ValidProgram`, also holds the instructions as typed data: one row of int32 words
+per instruction (`words`: opcode, tile, then the opcode's fields in table order, f32 fields as
+their bit patterns) and the same memory viewed as float32 (`floats`), which a JIT can read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from mrvl.isa import (
+    ACT_TABLE_ENTRIES,
+    DTYPE_BYTES,
+    OPCODE_BY_NAME,
+    OPCODES,
+    Activation,
+    DType,
+    Instruction,
+    MemSpace,
+    OpcodeSpec,
+    PoolMode,
+    Program,
+    TABLE_ACTIVATIONS,
+)
+from mrvl.sim.errors import Fault, SimulatorError
+from mrvl.target import Target, UnknownTargetError, get_target
+
+# ------------------------------------------------------------------------- typed instructions
+
+HEADER_WORDS = 2
+"""Words before an instruction's fields in its row: the opcode value, then the tile."""
+
+ROW_WORDS = HEADER_WORDS + max(sum(f.length for f in spec.fields) for spec in OPCODES)
+
+
+def field_words(spec: OpcodeSpec) -> dict[str, int]:
+    """Row index of each field's first word: the fields follow the header in table order."""
+    offsets, word = {}, HEADER_WORDS
+    for f in spec.fields:
+        offsets[f.name] = word
+        word += f.length
+    return offsets
+
+
+def encode_words(code: Sequence[Instruction]) -> np.ndarray:
+    """int32 [len(code), ROW_WORDS]: the rows of already validated instructions."""
+    words = np.zeros((len(code), ROW_WORDS), np.int32)
+    for row, ins in zip(words, code):
+        spec = OPCODE_BY_NAME[ins.opcode]
+        row[0], row[1] = spec.opcode, ins.tile
+        for f, word in zip(spec.fields, field_words(spec).values()):
+            value = ins.fields[f.name]
+            if f.kind == "f32":
+                row[word] = np.float32(value).view(np.int32)
+            elif f.kind == "i32":
+                row[word] = value
+            else:
+                row[word : word + f.length] = value
+    return words
+
+
+@dataclass(frozen=True)
+class ValidProgram:
+    """A program that passed `validate` for `target`: engines run it without further checks.
+
+    `code` holds the instructions up to and including the first `end`, `words` their rows and
+    `floats` the same rows viewed as float32 (for the f32 fields)."""
+
+    program: Program
+    target: Target
+    code: tuple[Instruction, ...]
+    words: np.ndarray
+    floats: np.ndarray
+
+
+# --------------------------------------------------------------------------- check helpers
+
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+
+
+def require(condition: bool, message: str) -> None:
+    if not condition:
+        raise Fault(message)
+
+
+def enum_value(kind: type[IntEnum], value: int, field: str) -> IntEnum:
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(f"{m.name}={m.value}" for m in kind)
+        raise Fault(f"{field}={value} is not a valid {kind.__name__} ({choices})") from None
+
+
+def positive(values: Sequence[int], field: str) -> tuple[int, ...]:
+    require(all(v >= 1 for v in values), f"{field} {list(values)} must be positive")
+    return tuple(values)
+
+
+def box_extent(box: tuple[int, ...], strides: tuple[int, ...], elem_bytes: int) -> tuple[int, int]:
+    """Byte offsets [lowest, highest) that a non-empty strided box touches, relative to its
+    address; strides may be zero or negative."""
+    lowest = sum(min(0, (n - 1) * s) for n, s in zip(box, strides))
+    highest = sum(max(0, (n - 1) * s) for n, s in zip(box, strides)) + elem_bytes
+    return lowest, highest
+
+
+def overlapping(box: tuple[int, ...], strides: tuple[int, ...], elem_bytes: int) -> bool:
+    """Whether two elements of a strided box share a byte (then the write order would matter)."""
+    lowest, highest = box_extent(box, strides, elem_bytes)
+    if math.prod(box) * elem_bytes > highest - lowest:
+        return True  # more bytes than the span holds
+    dims = sorted((abs(s), n) for n, s in zip(box, strides) if n > 1)
+    span = elem_bytes
+    for stride, count in dims:
+        if stride < span:
+            break
+        span = stride * (count - 1) + span
+    else:
+        return False  # nested strides: each dimension steps past everything inside it
+    offsets = np.zeros(1, np.int64)
+    for n, s in zip(box, strides):
+        offsets = (offsets[:, None] + np.arange(n, dtype=np.int64) * s).reshape(-1)
+    offsets.sort()
+    return bool(np.any(np.diff(offsets) < elem_bytes))
+
+
+TableKey = tuple[int, int, int]
+"""(act, bits of fp32(act_a), bits of fp32(act_b)): which table a `lut` loaded."""
+
+
+def table_key(f: dict) -> TableKey:
+    return (
+        int(f["act"]),
+        int(np.float32(f["act_a"]).view(np.uint32)),
+        int(np.float32(f["act_b"]).view(np.uint32)),
+    )
+
+
+class Bounds:
+    """The sizes of DDR, of each tile's OCM and activation-table memory, the checks of byte
+    ranges against them, and which activation table each tile holds at this point of the
+    program (`tables`, updated as validation walks the stream)."""
+
+    def __init__(self, ddr_size: int, ocm_bytes: int, act_table_bytes: int, num_tiles: int):
+        self.ddr_size, self.ocm_bytes = ddr_size, ocm_bytes
+        self.act_table_bytes = act_table_bytes
+        self.tables: list[TableKey | None] = [None] * num_tiles
+
+    def _space(self, space: MemSpace, tile: int) -> tuple[int, str]:
+        if space == MemSpace.DDR:
+            return self.ddr_size, "DDR"
+        return self.ocm_bytes, f"tile {tile}'s OCM"
+
+    def bytes(self, space: MemSpace, tile: int, start: int, stop: int, what: str) -> None:
+        size, name = self._space(space, tile)
+        if start < 0 or stop > size:
+            raise Fault(f"{what} [{start:#x}, {stop:#x}) is outside {name} of {size:#x} bytes")
+
+    def dense(
+        self, space: MemSpace, tile: int, addr: int, dtype: DType, shape: Sequence[int], what: str
+    ) -> None:
+        """A dense array of `shape` at `addr` lies inside the space."""
+        self.bytes(space, tile, addr, addr + math.prod(shape) * DTYPE_BYTES[dtype], what)
+
+    def box(
+        self,
+        space: MemSpace,
+        tile: int,
+        addr: int,
+        strides: tuple[int, ...],
+        box: tuple[int, ...],
+        elem_bytes: int,
+        what: str,
+    ) -> None:
+        """Every byte of a non-empty strided box lies inside the space."""
+        lowest, highest = box_extent(box, strides, elem_bytes)
+        self.bytes(space, tile, addr + lowest, addr + highest, what)
+
+
+# ------------------------------------------------------------------- the checks per opcode
+
+Check = Callable[[Instruction, Bounds], None]
+_CHECKS: dict[str, Check] = {}
+
+
+def checks(opcode: str) -> Callable[[Check], Check]:
+    """Register the function that validates the fields and memory accesses of `opcode`."""
+    if opcode not in OPCODE_BY_NAME:
+        raise KeyError(f"no opcode {opcode!r} in the ISA table")
+
+    def register(check: Check) -> Check:
+        _CHECKS[opcode] = check
+        return check
+
+    return register
+
+
+def check_fields(ins: Instruction) -> dict:
+    """The instruction's fields against the opcode table (an in-memory Program never went
+    through decode): names, vector lengths, and every word within int32."""
+    spec = OPCODE_BY_NAME[ins.opcode]
+    names = {f.name for f in spec.fields}
+    if set(ins.fields) != names:
+        raise Fault(f"fields {sorted(ins.fields)} do not match the opcode's {sorted(names)}")
+    for f in spec.fields:
+        value = ins.fields[f.name]
+        if f.kind == "f32":
+            require(
+                isinstance(value, (int, float, np.integer, np.floating)),
+                f"field {f.name} must be a number, got {value!r}",
+            )
+            continue
+        if f.kind.startswith("i32x"):
+            if not isinstance(value, (tuple, list)) or len(value) != f.length:
+                raise Fault(f"field {f.name} must hold {f.length} integers, got {value!r}")
+            items = value
+        else:
+            items = (value,)
+        for item in items:
+            require(
+                isinstance(item, (int, np.integer)) and I32_MIN <= item <= I32_MAX,
+                f"field {f.name} must hold 32-bit integers, got {value!r}",
+            )
+    return ins.fields
+
+
+def check_activation(ins: Instruction, bounds: Bounds, channels: int | None) -> None:
+    """The fused activation: a valid kind; PRELU's slopes (one f32 per channel, `channels` of
+    them; None for an instruction without channels) inside the OCM; a table kind's table
+    loaded on the tile by a `lut` with the same (act, act_a, act_b)."""
+    f = ins.fields
+    act = enum_value(Activation, f["act"], "act")
+    if act == Activation.PRELU:
+        require(channels is not None, f"{ins.opcode} has no channels for PRELU slopes")
+        bounds.dense(MemSpace.OCM, ins.tile, f["act_addr"], DType.F32, (channels,), "slopes")
+    elif act in TABLE_ACTIVATIONS:
+        loaded = bounds.tables[ins.tile]
+        if loaded != table_key(f):
+            if loaded is None:
+                holds = f"no lut loaded a table on tile {ins.tile}"
+            else:
+                holds = f"tile {ins.tile}'s table memory holds {Activation(loaded[0]).name}"
+            raise Fault(
+                f"act {act.name} (act_a={f['act_a']!r}, act_b={f['act_b']!r}) needs its table, "
+                f"but {holds}"
+            )
+
+
+@checks("dma")
+def _check_dma(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    src_space = enum_value(MemSpace, f["src_space"], "src_space")
+    dst_space = enum_value(MemSpace, f["dst_space"], "dst_space")
+    box, elem_bytes = tuple(f["box"]), f["elem_bytes"]
+    src_strides, dst_strides = tuple(f["src_strides"]), tuple(f["dst_strides"])
+    require(all(n >= 0 for n in box), f"box {list(box)} has a negative extent")
+    require(elem_bytes >= 1, f"elem_bytes={elem_bytes} must be positive")
+    if math.prod(box) == 0:
+        return
+    bounds.box(src_space, ins.tile, f["src_addr"], src_strides, box, elem_bytes, "source box")
+    bounds.box(dst_space, ins.tile, f["dst_addr"], dst_strides, box, elem_bytes, "destination box")
+    require(
+        not overlapping(box, dst_strides, elem_bytes),
+        f"destination strides {list(dst_strides)} make elements of box {list(box)} overlap",
+    )
+
+
+CONVERSIONS = frozenset({(DType.F32, DType.F16), (DType.F16, DType.F32)})
+"""The type changes `cvt` performs besides a plain copy (same type)."""
+
+
+@checks("cvt")
+def _check_cvt(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    src_dtype = enum_value(DType, f["src_dtype"], "src_dtype")
+    dst_dtype = enum_value(DType, f["dst_dtype"], "dst_dtype")
+    shape, perm = tuple(f["src_shape"]), tuple(f["perm"])
+    require(all(n >= 0 for n in shape), f"src_shape {list(shape)} has a negative extent")
+    require(sorted(perm) == [0, 1, 2, 3], f"perm {list(perm)} is not a permutation of 0..3")
+    bounds.dense(MemSpace.DDR, ins.tile, f["src_addr"], src_dtype, shape, "source")
+    require(
+        src_dtype == dst_dtype or (src_dtype, dst_dtype) in CONVERSIONS,
+        f"no conversion from {src_dtype.name} to {dst_dtype.name}",
+    )
+    bounds.dense(MemSpace.DDR, ins.tile, f["dst_addr"], dst_dtype, shape, "destination")
+
+
+@checks("lut")
+def _check_lut(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    act = enum_value(Activation, f["act"], "act")
+    require(act in TABLE_ACTIVATIONS, f"act {act.name} is not a table activation")
+    nbytes = ACT_TABLE_ENTRIES * DTYPE_BYTES[DType.F16]
+    require(
+        bounds.act_table_bytes >= nbytes,
+        f"a table of {nbytes} bytes does not fit the tile's {bounds.act_table_bytes}-byte "
+        "activation-table memory",
+    )
+    bounds.dense(MemSpace.DDR, ins.tile, f["src_addr"], DType.F16, (ACT_TABLE_ENTRIES,), "table")
+    bounds.tables[ins.tile] = table_key(f)
+
+
+def check_window(f: dict, dilation: Sequence[int] = (1, 1)) -> None:
+    """The geometry shared by conv and pool."""
+    in_shape = positive(f["in_shape"], "in_shape")
+    out_shape = positive(f["out_shape"], "out_shape")
+    positive(f["kernel"], "kernel")
+    positive(f["stride"], "stride")
+    positive(dilation, "dilation")
+    require(in_shape[0] == out_shape[0], f"in_shape N={in_shape[0]} != out_shape N={out_shape[0]}")
+
+
+def check_bias(bounds: Bounds, tile: int, b_addr: int, count: int) -> None:
+    if b_addr != -1:
+        bounds.dense(MemSpace.OCM, tile, b_addr, DType.F32, (count,), "bias")
+
+
+@checks("conv")
+def _check_conv(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    check_window(f, f["dilation"])
+    _, _, _, channels = f["in_shape"]
+    _, _, _, out_channels = f["out_shape"]
+    groups, oc0, oc_total = f["groups"], f["oc0"], f["oc_total"]
+    require(
+        groups >= 1 and channels % groups == 0 and oc_total % groups == 0,
+        f"groups={groups} must divide input channels {channels} and oc_total={oc_total}",
+    )
+    require(
+        0 <= oc0 <= oc_total - out_channels,
+        f"tile channels [{oc0}, {oc0 + out_channels}) are outside oc_total={oc_total}",
+    )
+    acc_out = f["acc_out"]
+    require(acc_out in (0, 1), f"acc_out={acc_out} is not 0 or 1")
+    tile = ins.tile
+    out_dtype = DType.F32 if acc_out else DType.F16  # partial sums, or the result
+    bounds.dense(MemSpace.OCM, tile, f["out_addr"], out_dtype, f["out_shape"], "output tile")
+    bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, f["in_shape"], "input window")
+    if f["acc_addr"] != -1:
+        bounds.dense(MemSpace.OCM, tile, f["acc_addr"], DType.F32, f["out_shape"], "partial sums")
+    kh, kw = f["kernel"]
+    weights = (out_channels, kh, kw, channels // groups)
+    bounds.dense(MemSpace.OCM, tile, f["w_addr"], DType.F16, weights, "weights")
+    check_bias(bounds, tile, f["b_addr"], out_channels)
+    check_activation(ins, bounds, out_channels)
+
+
+def pool_valid_taps(f: dict) -> np.ndarray:
+    """int [OHt, OWt]: the taps of each output position that lie inside the input window."""
+    _, height, width, _ = f["in_shape"]
+    _, out_rows, out_cols, _ = f["out_shape"]
+    rows = (f["orow0"] + np.arange(out_rows)) * f["stride"][0] - f["pad"][0] - f["row0"]
+    cols = np.arange(out_cols) * f["stride"][1] - f["pad"][1]
+    taps_h = np.arange(f["kernel"][0])
+    taps_w = np.arange(f["kernel"][1])
+    row_taps = ((rows[:, None] + taps_h >= 0) & (rows[:, None] + taps_h < height)).sum(1)
+    col_taps = ((cols[:, None] + taps_w >= 0) & (cols[:, None] + taps_w < width)).sum(1)
+    return row_taps[:, None] * col_taps[None, :]
+
+
+@checks("pool")
+def _check_pool(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    check_window(f)
+    enum_value(PoolMode, f["mode"], "mode")
+    in_shape, out_shape = f["in_shape"], f["out_shape"]
+    require(in_shape[3] == out_shape[3], f"in_shape C={in_shape[3]} != out_shape C={out_shape[3]}")
+    positive(f["in_hw"], "in_hw")
+    padded = [f["in_hw"][d] + f["pad"][d] + f["pad_end"][d] for d in (0, 1)]
+    require(
+        all(k <= p for k, p in zip(f["kernel"], padded)),
+        f"kernel {list(f['kernel'])} is larger than the padded input {padded}",
+    )
+    bounds.dense(MemSpace.OCM, ins.tile, f["out_addr"], DType.F16, out_shape, "output tile")
+    bounds.dense(MemSpace.OCM, ins.tile, f["in_addr"], DType.F16, in_shape, "input window")
+    valid = pool_valid_taps(f)
+    if np.any(valid == 0):
+        row, col = np.argwhere(valid == 0)[0]
+        raise Fault(f"output tile row {row}, column {col} has no tap inside the input window")
+
+
+@checks("resize")
+def _check_resize(ins: Instruction, bounds: Bounds) -> None:
+    """The shapes and every operand in bounds. The row and column tables are data (f32 in
+    OCM): their indices are checked by the engines when the instruction runs."""
+    f = ins.fields
+    n, _, _, c = positive(f["in_shape"], "in_shape")
+    on, oh, ow, oc = positive(f["out_shape"], "out_shape")
+    require((on, oc) == (n, c), f"out_shape {[on, oh, ow, oc]} differs from in_shape in N or C")
+    tile = ins.tile
+    bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, f["out_shape"], "output")
+    bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, f["in_shape"], "input window")
+    bounds.dense(MemSpace.OCM, tile, f["ytab_addr"], DType.F32, (oh, 4), "row table")
+    bounds.dense(MemSpace.OCM, tile, f["xtab_addr"], DType.F32, (ow, 4), "column table")
+
+
+@checks("fc")
+def _check_fc(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    rows, inner, outs = positive((f["n"], f["k"], f["o"]), "[n, k, o]")
+    tile = ins.tile
+    bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, (rows, outs), "output")
+    bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, (rows, inner), "input")
+    bounds.dense(MemSpace.OCM, tile, f["w_addr"], DType.F16, (outs, inner), "weights")
+    check_bias(bounds, tile, f["b_addr"], outs)
+    check_activation(ins, bounds, outs)
+
+
+@checks("add")
+def _check_add(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    (count,) = positive((f["count"],), "count")
+    bounds.dense(MemSpace.OCM, ins.tile, f["out_addr"], DType.F16, (count,), "output")
+    bounds.dense(MemSpace.OCM, ins.tile, f["a_addr"], DType.F16, (count,), "operand a")
+    bounds.dense(MemSpace.OCM, ins.tile, f["b_addr"], DType.F16, (count,), "operand b")
+    check_activation(ins, bounds, None)
+
+
+@checks("scale")
+def _check_scale(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    count, channels = positive((f["count"], f["channels"]), "[count, channels]")
+    require(count % channels == 0, f"count {count} is not a multiple of channels {channels}")
+    tile = ins.tile
+    bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, (count,), "output")
+    bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, (count,), "input")
+    bounds.dense(MemSpace.OCM, tile, f["s_addr"], DType.F32, (channels,), "scales")
+    bounds.dense(MemSpace.OCM, tile, f["b_addr"], DType.F32, (channels,), "shifts")
+    check_activation(ins, bounds, channels)
+
+
+@checks("mul")
+def _check_mul(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    (count,) = positive((f["count"],), "count")
+    channels = f["channels"]
+    require(channels >= 0, f"channels={channels} must be 0 or positive")
+    require(
+        channels == 0 or count % channels == 0,
+        f"count {count} is not a multiple of channels {channels}",
+    )
+    tile = ins.tile
+    bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, (count,), "output")
+    bounds.dense(MemSpace.OCM, tile, f["a_addr"], DType.F16, (count,), "operand a")
+    bounds.dense(MemSpace.OCM, tile, f["b_addr"], DType.F16, (channels or count,), "operand b")
+    check_activation(ins, bounds, None)
+
+
+@checks("end")
+def _check_end(ins: Instruction, bounds: Bounds) -> None:
+    pass
+
+
+_missing = set(OPCODE_BY_NAME) - set(_CHECKS)
+assert not _missing, f"opcodes without validation: {sorted(_missing)}"
+
+
+# ---------------------------------------------------------------------------- the program
+
+
+def resolve_target(program: Program, target: Target | str | None) -> Target:
+    """The machine to simulate: `target` if given, else the one the binary names."""
+    if isinstance(target, Target):
+        chosen = target
+    else:
+        try:
+            chosen = get_target(target or program.target)
+        except UnknownTargetError as e:
+            raise SimulatorError(str(e)) from None
+    if not 1 <= program.num_tiles <= chosen.max_tiles:
+        raise SimulatorError(
+            f"program uses {program.num_tiles} tiles, {chosen.name} has 1..{chosen.max_tiles}"
+        )
+    if program.ddr_size > chosen.ddr_bytes:
+        raise SimulatorError(
+            f"program needs {program.ddr_size} bytes of DDR, {chosen.name} has {chosen.ddr_bytes}"
+        )
+    return chosen
+
+
+def describe(program: Program, index: int, ins: Instruction) -> str:
+    if isinstance(ins.loc, int) and 0 <= ins.loc < len(program.srcmap):
+        node = f"ONNX node {program.srcmap[ins.loc]!r}"
+    else:
+        node = "no ONNX node"
+    return f"instruction {index} ({ins.opcode}, {node})"
+
+
+def _check_io(program: Program, bounds: Bounds) -> None:
+    """The constant pool and every I/O tensor lie inside DDR."""
+    try:
+        bounds.bytes(
+            MemSpace.DDR,
+            0,
+            program.const_base,
+            program.const_base + len(program.consts),
+            "constants",
+        )
+        for entry in program.inputs:
+            bounds.dense(
+                MemSpace.DDR, 0, entry.ddr_addr, entry.dtype, entry.shape, f"input {entry.name!r}"
+            )
+    except Fault as e:
+        raise SimulatorError(f"loading the program: {e}") from None
+    try:
+        for entry in program.outputs:
+            bounds.dense(
+                MemSpace.DDR, 0, entry.ddr_addr, entry.dtype, entry.shape, f"output {entry.name!r}"
+            )
+    except Fault as e:
+        raise SimulatorError(f"reading the outputs: {e}") from None
+
+
+def validate(program: Program, target: Target | str | None = None) -> ValidProgram:
+    """Check `program` for `target` (default: the one it names); see the module docstring."""
+    machine = resolve_target(program, target)
+    bounds = Bounds(
+        program.ddr_size,
+        machine.ocm_bytes_per_tile,
+        machine.act_table_bytes_per_tile,
+        program.num_tiles,
+    )
+    _check_io(program, bounds)
+    signalled: set[int] = set()
+    for index, ins in enumerate(program.code):
+        try:
+            require(ins.opcode in OPCODE_BY_NAME, f"unknown opcode {ins.opcode!r}")
+            require(
+                0 <= ins.tile < program.num_tiles,
+                f"tile {ins.tile} >= num_tiles {program.num_tiles}",
+            )
+            for token in ins.waits:
+                require(
+                    token in signalled,
+                    f"waits on token {token}, which no earlier instruction signalled",
+                )
+            check_fields(ins)
+            _CHECKS[ins.opcode](ins, bounds)
+        except Fault as e:
+            raise SimulatorError(f"{describe(program, index, ins)}: {e}") from None
+        if ins.opcode == "end":
+            code = tuple(program.code[: index + 1])
+            words = encode_words(code)
+            return ValidProgram(program, machine, code, words, words.view(np.float32))
+        if ins.signal:
+            signalled.add(ins.signal)
+    raise SimulatorError(
+        f"instruction {len(program.code)}: ran past the last instruction, the program has no end"
+    )

@@ -1,0 +1,600 @@
+"""The two engines give the same bytes, with no tolerance, on generated programs; validation
+stops a bad program before either engine runs; the engine is chosen as documented.
+
+The unit programs of test_sim_interpreter.py also run on both engines (`run_both`), and
+test_engines_models.py does the same for the e2e nets, node conformance cases and models.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sim_builders import (
+    Staging,
+    conv,
+    copy_bytes,
+    dma,
+    end,
+    fc,
+    instruction,
+    layer_program,
+    pool,
+    run_both,
+)
+
+import mrvl.sim.engines.numba as numba_engine
+from mrvl.act_tables import activation_table
+from mrvl.isa import (
+    CONV_CI_BLOCK,
+    TABLE_ACTIVATIONS,
+    Activation,
+    DType,
+    IOEntry,
+    MemSpace,
+    PoolMode,
+    Program,
+)
+from mrvl.sim import (
+    ENGINE_ENV,
+    SimulatorError,
+    SimulatorInputError,
+    run,
+    simulator_wall_time,
+    use_engine,
+    validate,
+)
+from mrvl.sim.numerics import round_to_f16
+
+SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+
+# Values that exercise every rounding path: specials, subnormals, ties, saturation.
+SPECIAL_F16 = np.array(
+    [0.0, -0.0, np.inf, -np.inf, np.nan, 65504, -65504, 6e-8, -6e-8, 6.1e-5, 1.0, -1.0, 2049],
+    np.float16,
+)
+
+
+def f16_data(seed: int, shape, special: bool) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    values = (rng.standard_normal(shape) * rng.choice([0.01, 1.0, 100.0])).astype(np.float16)
+    if special and values.size:
+        picks = rng.random(shape) < 0.1
+        values[picks] = rng.choice(SPECIAL_F16, size=int(picks.sum()))
+    return values
+
+
+def activation(staging: Staging, act: Activation, act_a: float, act_b: float, channels: int, seed):
+    """The code before a compute instruction with activation `act` (a `lut` for a table
+    activation) and its activation fields (PRELU slopes staged for `channels` channels)."""
+    fields = dict(act=int(act), act_a=act_a, act_b=act_b)
+    code = []
+    if act in TABLE_ACTIVATIONS:
+        code.append(
+            instruction("lut", src_addr=staging.add(activation_table(act, act_a, act_b)), **fields)
+        )
+    if act == Activation.PRELU:
+        slopes = f16_data(seed, max(channels, 1), False).astype(np.float32)
+        fields["act_addr"] = staging.add(slopes)
+    return code, fields
+
+
+ACTIVATIONS = st.sampled_from(list(Activation))
+ACT_A = st.sampled_from([0.0, -1.5, 0.2, 6.0])
+ACT_B = st.sampled_from([0.0, 0.5, 6.0, 1e30])
+
+
+# ------------------------------------------------------------------- numerics, exhaustively
+
+
+def _numba_round(values: np.ndarray) -> np.ndarray:
+    buffer = np.zeros(values.size * 2, np.uint8)
+    numba_engine.store_f16(buffer, 0, np.ascontiguousarray(values, np.float32))
+    return buffer.view(np.uint16)
+
+
+def test_f32_to_f16_matches_numpy_on_every_half_and_random_floats():
+    halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 1 << 32, size=1 << 20, dtype=np.uint64).astype(np.uint32)
+    # Every tie between two neighbouring halves, and halfway cases around the subnormals.
+    with np.errstate(invalid="ignore"):
+        ties = (halves[:-1].astype(np.float64) + halves[1:].astype(np.float64)) / 2
+    values = np.concatenate(
+        [
+            halves.astype(np.float32),
+            bits.view(np.float32),
+            ties[np.isfinite(ties)].astype(np.float32),
+            np.array([2.0**-25, -(2.0**-25), 2.0**-24 * 1.5, 65519.99, 65520, 1e38], np.float32),
+        ]
+    )
+    expected = round_to_f16(values).view(np.uint16)
+    np.testing.assert_array_equal(_numba_round(values), expected)
+
+
+def test_f16_to_f32_table_is_numpy_exact():
+    halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    np.testing.assert_array_equal(
+        numba_engine.F16_TO_F32.view(np.uint32), halves.astype(np.float32).view(np.uint32)
+    )
+
+
+# --------------------------------------------------------------- generated single layers
+
+
+@st.composite
+def conv_layers(draw):
+    groups = draw(st.sampled_from([1, 1, 2, 3]))
+    group_channels = draw(st.sampled_from([1, 2, 5, CONV_CI_BLOCK - 1, CONV_CI_BLOCK + 3]))
+    channels = groups * group_channels
+    oc_total = groups * draw(st.integers(1, 6))
+    n = draw(st.integers(1, 2))
+    height, width = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    kernel = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    stride = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    dilation = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    pad = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
+    pad_end = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
+    out_h = (height + pad[0] + pad_end[0] - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+    out_w = (width + pad[1] + pad_end[1] - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+    if out_h < 1 or out_w < 1:
+        pad_end = (pad_end[0] + dilation[0] * kernel[0], pad_end[1] + dilation[1] * kernel[1])
+        out_h = (height + pad[0] + pad_end[0] - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+        out_w = (width + pad[1] + pad_end[1] - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+    # A tile of the output channels (it may cross group boundaries).
+    oc0 = draw(st.integers(0, oc_total - 1))
+    tile_channels = draw(st.integers(1, oc_total - oc0))
+    return dict(
+        n=n,
+        in_hwc=(height, width, channels),
+        out_hw=(out_h, out_w),
+        kernel=kernel,
+        stride=stride,
+        dilation=dilation,
+        pad=pad,
+        groups=groups,
+        oc0=oc0,
+        oc_total=oc_total,
+        tile_channels=tile_channels,
+        bias=draw(st.booleans()),
+        act=draw(ACTIVATIONS),
+        act_a=draw(ACT_A),
+        act_b=draw(ACT_B),
+        seed=draw(st.integers(0, 2**16)),
+        special=draw(st.booleans()),
+    )
+
+
+@SETTINGS
+@given(conv_layers())
+def test_conv_engines_agree(layer):
+    height, width, channels = layer["in_hwc"]
+    in_shape = (layer["n"], height, width, channels)
+    out_shape = (layer["n"], *layer["out_hw"], layer["tile_channels"])
+    group_channels = channels // layer["groups"]
+    staging = Staging()
+    x = f16_data(layer["seed"], in_shape, layer["special"])
+    w = f16_data(layer["seed"] + 1, (out_shape[3], *layer["kernel"], group_channels), False)
+    in_addr, w_addr = staging.add(x), staging.add(w)
+    b_addr = staging.add(f16_data(layer["seed"] + 2, out_shape[3], False).astype(np.float32))
+    out_addr = staging.reserve(int(np.prod(out_shape)) * 2)
+    code, act = activation(
+        staging, layer["act"], layer["act_a"], layer["act_b"], out_shape[3], layer["seed"]
+    )
+    ins = conv(
+        in_addr,
+        in_shape,
+        out_addr,
+        out_shape,
+        w_addr,
+        kernel=layer["kernel"],
+        b_addr=b_addr if layer["bias"] else -1,
+        stride=layer["stride"],
+        pad=layer["pad"],
+        dilation=layer["dilation"],
+        groups=layer["groups"],
+        oc0=layer["oc0"],
+        oc_total=layer["oc_total"],
+        **act,
+    )
+    run_both(layer_program(staging, [*code, ins], out_addr, out_shape), [])
+
+
+@SETTINGS
+@given(
+    n=st.integers(1, 2),
+    hw=st.tuples(st.integers(1, 7), st.integers(1, 7)),
+    channels=st.integers(1, 20),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    pad=st.tuples(st.integers(0, 1), st.integers(0, 1)),
+    mode=st.sampled_from(list(PoolMode)),
+    count_include_pad=st.integers(0, 1),
+    seed=st.integers(0, 2**16),
+    special=st.booleans(),
+)
+def test_pool_engines_agree(
+    n, hw, channels, kernel, stride, pad, mode, count_include_pad, seed, special
+):
+    kernel = (min(kernel[0], hw[0] + pad[0]), min(kernel[1], hw[1] + pad[1]))
+    pad_end = pad
+    out_h = (hw[0] + 2 * pad[0] - kernel[0]) // stride[0] + 1
+    out_w = (hw[1] + 2 * pad[1] - kernel[1]) // stride[1] + 1
+    in_shape, out_shape = (n, *hw, channels), (n, out_h, out_w, channels)
+    staging = Staging()
+    in_addr = staging.add(f16_data(seed, in_shape, special))
+    out_addr = staging.reserve(int(np.prod(out_shape)) * 2)
+    ins = pool(
+        in_addr,
+        in_shape,
+        out_addr,
+        out_shape,
+        kernel=kernel,
+        mode=mode,
+        in_hw=hw,
+        stride=stride,
+        pad=pad,
+        pad_end=pad_end,
+        count_include_pad=count_include_pad,
+    )
+    try:
+        program = layer_program(staging, [ins], out_addr, out_shape)
+        validate(program)
+    except SimulatorError as e:  # an output position with no tap inside the window
+        assert "has no tap inside" in str(e)
+        return
+    run_both(program, [])
+
+
+@SETTINGS
+@given(
+    rows=st.integers(1, 3),
+    inner=st.integers(1, 150),
+    outs=st.integers(1, 40),
+    bias=st.booleans(),
+    act=ACTIVATIONS,
+    seed=st.integers(0, 2**16),
+    special=st.booleans(),
+)
+def test_fc_engines_agree(rows, inner, outs, bias, act, seed, special):
+    staging = Staging()
+    in_addr = staging.add(f16_data(seed, (rows, inner), special))
+    w_addr = staging.add(f16_data(seed + 1, (outs, inner), False))
+    b_addr = staging.add(f16_data(seed + 2, outs, False).astype(np.float32)) if bias else -1
+    out_addr = staging.reserve(rows * outs * 2)
+    code, fields = activation(staging, act, 0.25, 0.5, outs, seed)
+    ins = fc(in_addr, rows, inner, outs, w_addr, out_addr, b_addr=b_addr, **fields)
+    run_both(layer_program(staging, [*code, ins], out_addr, (rows, outs)), [])
+
+
+@SETTINGS
+@given(
+    channels=st.integers(1, 17),
+    repeats=st.integers(1, 9),
+    acts=st.tuples(ACTIVATIONS, ACTIVATIONS, ACTIVATIONS),
+    broadcast=st.booleans(),
+    seed=st.integers(0, 2**16),
+    special=st.booleans(),
+)
+def test_add_scale_and_mul_engines_agree(channels, repeats, acts, broadcast, seed, special):
+    """add, then scale, then mul (maybe broadcast per channel), each with its activation (PRELU
+    only where the instruction has channels)."""
+    chosen, tables = [], 0
+    for i, act in enumerate(acts):
+        if act == Activation.PRELU and i != 1:
+            act = Activation.RELU
+        if act in TABLE_ACTIVATIONS:
+            tables += 1
+            if tables > 1:  # the OCM holds the staged constants and one table, not two
+                act = Activation.CLIP
+        chosen.append(act)
+    add_act, scale_act, mul_act = chosen
+    count = channels * repeats
+    staging = Staging()
+    a_addr = staging.add(f16_data(seed, count, special))
+    b_addr = staging.add(f16_data(seed + 1, count, special))
+    s_addr = staging.add(f16_data(seed + 2, channels, special).astype(np.float32))
+    t_addr = staging.add(f16_data(seed + 3, channels, False).astype(np.float32))
+    m_addr = staging.add(f16_data(seed + 4, channels if broadcast else count, special))
+    sum_addr, scaled_addr = staging.reserve(count * 2), staging.reserve(count * 2)
+    out_addr = staging.reserve(count * 2)
+    code = []
+    prefix, fields = activation(staging, add_act, -2.0, 3.0, 0, seed)
+    code += prefix
+    code.append(
+        instruction("add", a_addr=a_addr, b_addr=b_addr, out_addr=sum_addr, count=count, **fields)
+    )
+    prefix, fields = activation(staging, scale_act, 0.2, 0.5, channels, seed)
+    fields.setdefault("act_addr", -1)
+    code += prefix
+    code.append(
+        instruction(
+            "scale",
+            in_addr=sum_addr,
+            out_addr=scaled_addr,
+            count=count,
+            channels=channels,
+            s_addr=s_addr,
+            b_addr=t_addr,
+            **fields,
+        )
+    )
+    prefix, fields = activation(staging, mul_act, 0.2, 0.5, 0, seed)
+    code += prefix
+    code.append(
+        instruction(
+            "mul",
+            a_addr=scaled_addr,
+            b_addr=m_addr,
+            out_addr=out_addr,
+            count=count,
+            channels=channels if broadcast else 0,
+            **fields,
+        )
+    )
+    run_both(layer_program(staging, code, out_addr, (count,)), [])
+
+
+@SETTINGS
+@given(
+    shape=st.tuples(*[st.integers(1, 4)] * 4),
+    perm=st.permutations(range(4)),
+    dtypes=st.sampled_from(
+        [
+            (DType.F32, DType.F16),
+            (DType.F16, DType.F32),
+            (DType.I8, DType.I8),
+            (DType.I32, DType.I32),
+            (DType.F32, DType.F32),
+        ]
+    ),
+    seed=st.integers(0, 2**16),
+)
+def test_cvt_engines_agree(shape, perm, dtypes, seed):
+    """Conversions and the same-type copies of the integer types, with permuted layouts."""
+    src, dst = dtypes
+    rng = np.random.default_rng(seed)
+    numpy_type = {
+        DType.F32: np.float32,
+        DType.F16: np.float16,
+        DType.I8: np.int8,
+        DType.I32: np.int32,
+    }
+    if src in (DType.I8, DType.I32):
+        x = rng.integers(-100, 100, size=shape).astype(numpy_type[src])
+    else:
+        with np.errstate(over="ignore"):  # beyond the f16 range: infinities, on purpose
+            x = (rng.standard_normal(shape) * 3e4).astype(numpy_type[src])
+        x.reshape(-1)[::7] = np.nan
+    count = int(np.prod(shape))
+    dst_addr = ((x.nbytes + 63) // 64) * 64
+    dst_shape = tuple(shape[p] for p in perm)
+    program = Program(
+        target="cn10ka",
+        num_tiles=1,
+        ddr_size=dst_addr + count * 4,
+        io=[IOEntry("x", True, shape, src, 0), IOEntry("y", False, dst_shape, dst, dst_addr)],
+        code=[
+            instruction(
+                "cvt",
+                src_addr=0,
+                src_dtype=int(src),
+                src_shape=shape,
+                dst_addr=dst_addr,
+                dst_dtype=int(dst),
+                perm=tuple(perm),
+            ),
+            end(),
+        ],
+        const_base=0,
+        consts=b"",
+        srcmap=[],
+    )
+    run_both(program, [x])
+
+
+@SETTINGS
+@given(
+    box=st.tuples(*[st.integers(0, 3)] * 3, st.integers(1, 5)),
+    elem_bytes=st.sampled_from([1, 2, 4]),
+    order=st.permutations(range(4)),
+    reverse=st.booleans(),
+)
+def test_dma_engines_agree(box, elem_bytes, order, reverse):
+    """A dense source box stored to a destination with permuted (and maybe negative) strides."""
+    dense = [0, 0, 0, elem_bytes]
+    for d in (2, 1, 0):
+        dense[d] = dense[d + 1] * box[d + 1]
+    permuted = [0, 0, 0, 0]
+    step = elem_bytes
+    for d in reversed(order):
+        permuted[d] = step
+        step *= box[d]
+    size = max(step, 1)
+    dst_addr = 256 + (size - elem_bytes if reverse else 0)
+    dst_strides = tuple(-s for s in permuted) if reverse else tuple(permuted)
+    consts = np.arange(256, dtype=np.uint8).tobytes()
+    program = Program(
+        target="cn10ka",
+        num_tiles=1,
+        ddr_size=256 + size,
+        io=[IOEntry("y", False, (size,), DType.I8, 256)],
+        code=[
+            dma(MemSpace.DDR, 0, tuple(dense), MemSpace.OCM, 0, tuple(dense), box, elem_bytes),
+            dma(
+                MemSpace.OCM, 0, tuple(dense), MemSpace.DDR, dst_addr, dst_strides, box, elem_bytes
+            ),
+            end(),
+        ],
+        const_base=0,
+        consts=consts,
+        srcmap=[],
+    )
+    run_both(program, [])
+
+
+# ------------------------------------------------------------------------------ validation
+
+
+def _valid_conv_program() -> Program:
+    staging = Staging()
+    x_addr = staging.add(np.ones((1, 3, 3, 4), np.float16))
+    w_addr = staging.add(np.ones((2, 3, 3, 4), np.float16))
+    out_addr = staging.reserve(2 * 2)
+    ins = conv(x_addr, (1, 3, 3, 4), out_addr, (1, 1, 1, 2), w_addr, kernel=(3, 3), loc=0)
+    return layer_program(staging, [ins], out_addr, (1, 1, 1, 2), srcmap=["/c/Conv"])
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("w_addr", 1 << 18, r"weights \[0x40000, .* outside tile 0's OCM"),
+        ("in_addr", -2, "input window .* outside"),
+        ("out_addr", (1 << 18) - 2, "output tile .* outside"),
+        ("b_addr", (1 << 18) - 4, "bias .* outside"),
+        ("kernel", (0, 3), r"kernel \[0, 3\] must be positive"),
+        ("groups", 3, "groups=3 must divide"),
+        ("act", 99, "act=99 is not a valid Activation"),
+        ("in_shape", (1, 3, 3), "field in_shape must hold 4 integers"),
+        ("oc0", 1, r"tile channels \[1, 3\) are outside oc_total=2"),
+        ("stride", (1, 2**31), "field stride must hold 32-bit integers"),
+    ],
+)
+@pytest.mark.parametrize("engine", ["numba", "interp"])
+def test_a_corrupt_instruction_fails_validation_before_any_engine_runs(
+    field, value, message, engine
+):
+    program = _valid_conv_program()
+    program.code[1].fields[field] = value
+    pattern = rf"instruction 1 \(conv, ONNX node '/c/Conv'\): {message}"
+    with pytest.raises(SimulatorError, match=pattern):
+        validate(program)
+    with simulator_wall_time() as spent, pytest.raises(SimulatorError, match=pattern):
+        run(program, [], engine=engine)
+    assert spent.calls == 0  # no run was recorded: nothing executed
+
+
+def test_dma_outside_ddr_and_overlapping_writes_fail_validation():
+    bad = copy_bytes(MemSpace.OCM, 0, MemSpace.DDR, (1 << 20) - 4, 8, loc=0)
+    program = _valid_conv_program()
+    program.code.insert(1, bad)
+    with pytest.raises(
+        SimulatorError, match=r"instruction 1 \(dma.*destination box .* outside DDR"
+    ):
+        validate(program)
+    overlap = dma(MemSpace.DDR, 0, (0, 0, 2, 1), MemSpace.OCM, 0, (0, 0, 1, 1), (1, 1, 4, 2), 1)
+    program = _valid_conv_program()
+    program.code.insert(1, overlap)
+    with pytest.raises(SimulatorError, match="overlap"):
+        validate(program)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_random_corruption_is_rejected_or_runs_the_same_on_both_engines(data):
+    """Any integer field of the conv program set to an arbitrary value: validation rejects it
+    with SimulatorError, or both engines run it to the same bytes (and neither crashes)."""
+    program = _valid_conv_program()
+    index = data.draw(st.integers(0, len(program.code) - 1))
+    ins = program.code[index]
+    names = [n for n, v in ins.fields.items() if not isinstance(v, float)]
+    if not names:
+        return
+    name = data.draw(st.sampled_from(sorted(names)))
+    value = ins.fields[name]
+    small = st.integers(-3, 300) | st.integers(-(2**31), 2**31 - 1)
+    if isinstance(value, tuple):
+        position = data.draw(st.integers(0, len(value) - 1))
+        value = value[:position] + (data.draw(small),) + value[position + 1 :]
+    else:
+        value = data.draw(small)
+    ins.fields[name] = value
+    try:
+        valid = validate(program)
+    except SimulatorError:
+        return
+    run_both(valid, [])
+
+
+# --------------------------------------------------------------------------- engine choice
+
+
+def test_engine_choice_environment_context_and_argument(monkeypatch):
+    program = _valid_conv_program()
+    with simulator_wall_time() as spent:
+        monkeypatch.setenv(ENGINE_ENV, "interp")
+        run(program, [])
+        monkeypatch.delenv(ENGINE_ENV)
+        run(program, [])  # the default
+        with use_engine("interp"):
+            run(program, [])
+            run(program, [], engine="numba")  # an explicit argument wins
+    assert spent.calls == 4
+    assert set(spent.by_engine) == {"interp", "numba"}
+    monkeypatch.setenv(ENGINE_ENV, "fast")
+    with pytest.raises(SimulatorInputError, match=r"\$MRVL_SIM_ENGINE='fast' is not a simulator"):
+        run(program, [])
+    with pytest.raises(SimulatorInputError, match="engine='gpu'"):
+        run(program, [], engine="gpu")
+
+
+def test_numba_cache_lives_in_the_users_cache_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert numba_engine.cache_dir().parent == tmp_path / "mrvl" / "numba"
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert numba_engine.cache_dir().parent == tmp_path / "elsewhere"
+
+
+def test_interpreter_progress_bar_is_silent_off_a_terminal(capfd):
+    """The tqdm bar of long interpreter runs goes to stderr only when it is a terminal."""
+    from mrvl.sim.engines import reference
+
+    assert reference._progress(10).disable  # pytest's stderr is not a terminal
+    run(_valid_conv_program(), [], engine="interp")
+    assert capfd.readouterr().err == ""
+
+
+def test_a_validated_program_keeps_its_target():
+    from mrvl.sim import prepare
+
+    valid = prepare(_valid_conv_program())
+    with pytest.raises(SimulatorInputError, match="already validated for cn10ka"):
+        run(valid, [], target="cnf10kb")
+
+
+@SETTINGS
+@given(
+    n=st.integers(1, 2),
+    in_hw=st.tuples(st.integers(1, 6), st.integers(1, 6)),
+    out_hw=st.tuples(st.integers(1, 9), st.integers(1, 9)),
+    channels=st.integers(1, 9),
+    method=st.sampled_from(["linear", "nearest_neighbor"]),
+    mode=st.sampled_from(["half_pixel", "align_corners", "asymmetric"]),
+    seed=st.integers(0, 2**16),
+    special=st.booleans(),
+)
+def test_resize_engines_agree(n, in_hw, out_hw, channels, method, mode, seed, special):
+    from mrvl.strided import interpolation_table
+
+    x = f16_data(seed, (n, *in_hw, channels), special)
+    ytab = interpolation_table(in_hw[0], out_hw[0], method, mode)
+    xtab = interpolation_table(in_hw[1], out_hw[1], method, mode)
+    staging = Staging()
+    x_addr, y_addr, t_addr = staging.add(x), staging.add(ytab), staging.add(xtab)
+    out_shape = (n, *out_hw, channels)
+    out_addr = staging.reserve(int(np.prod(out_shape)) * 2)
+    ins = instruction(
+        "resize",
+        in_addr=x_addr,
+        in_shape=x.shape,
+        row0=0,
+        out_addr=out_addr,
+        out_shape=out_shape,
+        ytab_addr=y_addr,
+        xtab_addr=t_addr,
+    )
+    run_both(layer_program(staging, [ins], out_addr, out_shape), [])
