@@ -5,7 +5,8 @@
 
 Example i is `tests/fuzz/grammar.random_spec(seed * 1000003 + i)` checked by
 `tests/fuzz/harness.check` (see there for what passes). The first failure of each distinct
-signature (stage, exception type, innermost mrvl function; or an accuracy mismatch) is shrunk
+signature (stage, exception type, innermost mrvl function; or an accuracy mismatch), and of
+each kind of rejection at build time (which issue 6 wants decided at partition time), is shrunk
 and written to `--out` as `<k>.onnx` plus `<k>.txt` (one-line description, the error, and the
 `Spec` to paste into `tests/fuzz/test_regressions.py`). At the end it prints the counts:
 generated, discarded, rejected, passed, failed, offloaded layers.
@@ -61,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
 
     for index in range(args.start, args.start + args.examples):
+        if index > args.start and (index - args.start) % 50 == 0:
+            _summary(counts, offloaded, occurrences, signatures, rejections, start, log)
         spec = grammar.random_spec(example_seed(args.seed, index), args.max_layers)
         counts["generated"] += 1
         try:
@@ -76,14 +79,20 @@ def main(argv: list[str] | None = None) -> int:
             log(f"[{index}] {outcome.status} {outcome.offloaded} | {spec.describe()[:200]}")
         if outcome.status == harness.REJECTED:
             rejections[_reason(outcome.detail)] += 1
-        if outcome.status != harness.FAILED:
+        # A rejection at build time is allowed by the property, but issue 6 wants every
+        # layer that cannot be placed decided at partition time: shrink and keep those too.
+        worth_keeping = outcome.status == harness.FAILED or (
+            outcome.status == harness.REJECTED and outcome.signature.startswith("rejected:build")
+        )
+        if not worth_keeping:
             continue
         occurrences[outcome.signature] += 1
         if outcome.signature in signatures:
             continue
         number = len(signatures) + 1
         signatures[outcome.signature] = number
-        log(f"[{index}] FAILURE #{number} {outcome.signature}")
+        what = "FAILURE" if outcome.status == harness.FAILED else "REJECTED AT BUILD"
+        log(f"[{index}] {what} #{number} {outcome.signature}")
         log(f"    {outcome.detail}")
         log(f"    {spec.describe()}")
         small, small_outcome = (
@@ -91,8 +100,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         _write(args.out, number, index, small, small_outcome)
         log(f"    minimal: {small.describe()}  -> {args.out}/{number}.onnx")
-        if (index - args.start + 1) % 50 == 0:
-            _summary(counts, offloaded, occurrences, signatures, rejections, start, log)
     _summary(counts, offloaded, occurrences, signatures, rejections, start, log, final=True)
     return 1 if counts[harness.FAILED] or counts["invalid"] else 0
 
@@ -125,7 +132,7 @@ def _summary(counts, offloaded, occurrences, signatures, rejections, start, log,
         f"== {head} ({elapsed:.0f} s): generated {counts['generated']}, "
         f"discarded {counts[harness.DISCARDED]}, rejected {counts[harness.REJECTED]}, "
         f"passed {counts[harness.PASSED]}, failed {counts[harness.FAILED]} "
-        f"({len(signatures)} distinct), invalid {counts['invalid']}, "
+        f"({sum(not s.startswith('rejected') for s in signatures)} distinct), invalid {counts['invalid']}, "
         f"offloaded layers {offloaded}"
     )
     if final:

@@ -139,7 +139,8 @@ def check(spec: Spec) -> Outcome:
     except MrvlError as exc:
         if _names_a_node(exc, model):
             message = str(exc).splitlines()[0][:200]
-            return Outcome(REJECTED, f"at {stage}: {type(exc).__name__}: {message}")
+            signature = f"rejected:{stage}:{type(exc).__name__}:{_where(exc)}"
+            return Outcome(REJECTED, f"at {stage}: {type(exc).__name__}: {message}", signature)
         return _failure(stage, exc, "an MrvlError naming no ONNX node")
     except Exception as exc:  # noqa: BLE001
         return _failure(stage, exc, "not an MrvlError")
@@ -202,7 +203,8 @@ def _candidates(spec: Spec):
 
 
 def shrink(spec: Spec, outcome: Outcome, budget: int = 60, log=None) -> tuple[Spec, Outcome]:
-    """Greedy delta debugging: keep any simpler spec whose failure has the same signature."""
+    """Greedy delta debugging: keep any simpler spec whose outcome (a failure, or a rejection
+    worth a look) has the same signature."""
     attempts = 0
     improved = True
     while improved and attempts < budget:
@@ -215,7 +217,7 @@ def shrink(spec: Spec, outcome: Outcome, budget: int = 60, log=None) -> tuple[Sp
                 result = check(candidate)
             except Exception:  # noqa: BLE001 - a candidate the reference rejects
                 continue
-            if result.status == FAILED and result.signature == outcome.signature:
+            if result.status == outcome.status and result.signature == outcome.signature:
                 applied = tuple(build_graph(candidate)[1])
                 spec, outcome, improved = replace(candidate, layers=applied), result, True
                 if log:

@@ -1,0 +1,69 @@
+"""Each distinct bug the fuzzer found, as its shrunk reproducer (`scripts/fuzz.py` writes the
+`Spec`; `Spec.describe()` is the one-line description in each docstring).
+
+A bug not fixed yet is `xfail(strict=True)` naming it and the helper area that owns the fix,
+so the test turns into a failure (XPASS) the day the fix lands, and the marker goes. The
+property test's `KNOWN` list (test_fuzz.py) names the same tests.
+"""
+
+from __future__ import annotations
+
+import harness
+import pytest
+from grammar import Layer, Spec
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+def assert_property(spec: Spec) -> harness.Outcome:
+    """The fuzz property: no failure (see harness.check)."""
+    outcome = harness.check(spec)
+    assert outcome.status != harness.FAILED, f"{spec.describe()}\n{outcome}"
+    return outcome
+
+
+def assert_decided_at_partition(spec: Spec) -> None:
+    """Stricter, as issue 6 asks: what `partition_for_mrvl` put on the MLIP also builds, so
+    a refusal comes at partition time (the layer stays on the CPU), never from `build`."""
+    outcome = assert_property(spec)
+    assert not outcome.signature.startswith("rejected:build"), f"{spec.describe()}\n{outcome}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="robust: TVM deduplicates identical composites; the shared one emits its constant "
+    "twice ('two constants are named mrvl_region_0_mrvl_const_0'), a CompileError naming no node",
+)
+def test_reused_block_constants():
+    """cn10ka/1 tiles, x 1x1x1x1: block(groups=1, times=2, bias=False, shared=False): the same
+    conv+relu with equal (unshared) weights twice in a row."""
+    block = Layer("block", {"groups": "1", "times": 2, "bias": False, "shared": False, "seed": 1})
+    assert_property(Spec((1, 1, 1, 1), (block,)))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="act: TVM's HardSigmoid converter emits multiply(alpha, x); the conv pattern matches "
+    "the constant on the left but relax_import._per_channel assumes args[1] (AttributeError)",
+)
+def test_constant_on_the_left():
+    """cn10ka/1 tiles, x 1x1x1x1: se(order=0, gate=HardSigmoid): squeeze-excitation whose gate
+    is a HardSigmoid after a 1x1 conv."""
+    se = Layer("se", {"order": 0, "gate": "HardSigmoid", "seed": 15010020})
+    assert_property(Spec((1, 1, 1, 1), (se,), seed=15010))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="act: Mul(c, x) with the constant on the left forms a scale_shift that the importer "
+    "reads with the constant as its input ('operand GenericConst is not a tensor computed in "
+    "the region', UnsupportedOpError at build)",
+)
+def test_scale_shift_constant_on_the_left():
+    """cn10ka/1 tiles, x 1x1x1x1: const(op=Mul, side=left, kind=channel4, signed=True)."""
+    mul = Layer("const", {"op": "Mul", "side": "left", "kind": "channel4", "signed": True,
+                          "seed": 53936010})  # fmt: skip
+    assert_decided_at_partition(Spec((1, 1, 1, 1), (mul,), seed=53936))
