@@ -67,3 +67,33 @@ def test_scale_shift_constant_on_the_left():
     mul = Layer("const", {"op": "Mul", "side": "left", "kind": "channel4", "signed": True,
                           "seed": 53936010})  # fmt: skip
     assert_decided_at_partition(Spec((1, 1, 1, 1), (mul,), seed=53936))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="robust: a grouped 5x5 conv over 480 channels at width 61 passes partition, then "
+    "build fails 'does not fit on chip: one output row needs 246476 bytes of OCM, a tile has "
+    "131072' (cnf10kb): the tiler loads every input channel and cannot split them",
+)
+def test_grouped_conv_too_big_for_one_tile():
+    """cnf10kb/1 tiles, x 2x1x2x61: conv(cout=480, k=5x5, same) -> conv(cout=8, groups=2,
+    k=5x5, pads=(2, 1, 2, 1))."""
+    wide = Layer(
+        "conv",
+        {
+            "cout": 480,
+            "groups": "1",
+            "k": (5, 5),
+            "s": (1, 1),
+            "d": (1, 1),
+            "pads": (0, 0, 0, 0),
+            "same": True,
+            "bias": True,
+            "seed": 56844010,
+        },
+    )
+    grouped = Layer("conv", {"cout": 8, "groups": "g2", "k": (5, 5), "s": (1, 1), "d": (1, 1),
+                             "pads": (2, 1, 2, 1), "same": False, "bias": False,
+                             "seed": 56844030})  # fmt: skip
+    assert_decided_at_partition(Spec((2, 1, 2, 61), (wide, grouped), "cnf10kb", 1, 56844))
