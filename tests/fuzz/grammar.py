@@ -13,9 +13,9 @@ the usual way) and a plain seeded `random.Random` (`random_spec`, for `scripts/f
 The grammar covers every operator mrvl offloads today (Conv incl. grouped, depthwise,
 dilated and padded; BatchNormalization; Mul/Add by constants on either side; Relu, Clip,
 LeakyRelu; MaxPool/AveragePool with pads, ceil_mode and count_include_pad; the global pools;
-Gemm/MatMul; Add and Concat of two tensors; Reshape/Flatten/Squeeze; Transpose) and some it
-does not (Softmax, Exp, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU, Resize, Slice, Sub/Div by
-constants, Mul of two tensors, channel shuffle, concat on other axes). It also makes reused
+Gemm/MatMul; Add and Concat of two tensors; Reshape/Flatten/Squeeze; Transpose; zero Pad) and
+some it does not (Softmax, Exp, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU, Resize, Slice,
+Sub/Div by constants, Mul of two tensors, channel shuffle, concat on other axes, reflect Pad). It also makes reused
 identical blocks (one sub-graph with the same weights at two places), odd sizes (1x1 planes,
 one channel, prime widths) and layers too big for one tile's OCM.
 
@@ -342,6 +342,28 @@ def emit_pool(g: Graph, p: dict) -> bool:
     return True
 
 
+def emit_pad(g: Graph, p: dict) -> bool:
+    """Pad with constant pads: zero (folds into a following conv), another value, or the
+    reflect/edge modes; on H and W, or (rarely) on channels too."""
+    x = g.current
+    if len(x.shape) != 4:
+        return False
+    n, c, h, w = x.shape
+    top, left, bottom, right = p["pads"]
+    front = back = p.get("channels", 0)
+    if p["mode"] == "reflect" and (max(top, bottom) >= h or max(left, right) >= w or front):
+        return False
+    if p["mode"] != "constant" and front:
+        return False
+    pads = np.array([0, front, top, left, 0, back, bottom, right], np.int64)
+    ins = [x.name, g.const(pads, "pads")]
+    if p["mode"] == "constant":
+        ins.append(g.const(_f32(p.get("value", 0.0)), "pv"))
+    shape = (n, c + front + back, h + top + bottom, w + left + right)
+    g.set(g.node("Pad", ins, shape, mode=p["mode"]))
+    return True
+
+
 def emit_global_pool(g: Graph, p: dict) -> bool:
     x = g.current
     if len(x.shape) != 4:
@@ -606,6 +628,7 @@ EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     "act": emit_activation,
     "pool": emit_pool,
     "global_pool": emit_global_pool,
+    "pad": emit_pad,
     "to_rank2": emit_to_rank2,
     "reshape4": emit_reshape4,
     "unflatten": emit_unflatten,
@@ -699,7 +722,7 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         kinds = ("conv", "conv", "conv", "conv", "conv", "act", "act", "act", "bn", "const",
                  "const", "pool", "pool", "global_pool",
                  "to_rank2", "add", "concat", "block", "transpose", "reshape4", "se",
-                 "resize", "slice", "shuffle", "unsupported_act")  # fmt: skip
+                 "resize", "slice", "shuffle", "unsupported_act", "pad")  # fmt: skip
     else:
         kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act")
     kind = ch.choice(kinds)
@@ -733,6 +756,13 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         pads = (0, 0, 0, 0) if ch.chance(0.5) else tuple(ch.integer(0, 2) for _ in range(4))
         return Layer("pool", dict(op=op, k=k, s=s, pads=pads, ceil_mode=ch.chance(0.3),
                                   count_include_pad=ch.chance(0.5)))  # fmt: skip
+    if kind == "pad":
+        mode = ch.choice(("constant", "constant", "reflect", "edge"))
+        pads = tuple(ch.integer(0, 2) for _ in range(4))
+        p = dict(mode=mode, pads=pads, channels=1 if ch.chance(0.1) else 0)
+        if mode == "constant":
+            p["value"] = ch.choice((0.0, 0.0, 0.5))
+        return Layer("pad", p)
     if kind == "global_pool":
         return Layer("global_pool", dict(op=ch.choice(("GlobalAveragePool", "GlobalMaxPool"))))
     if kind == "to_rank2":
