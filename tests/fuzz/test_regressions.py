@@ -97,3 +97,19 @@ def test_grouped_conv_too_big_for_one_tile():
                              "pads": (2, 1, 2, 1), "same": False, "bias": False,
                              "seed": 56844030})  # fmt: skip
     assert_decided_at_partition(Spec((2, 1, 2, 61), (wide, grouped), "cnf10kb", 1, 56844))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="robust: an FC over 76800 input features passes partition, then build fails 'does "
+    "not fit on chip' in plan_fc_layer: the tiler cannot split the input features (fp32 "
+    "partial sums)",
+)
+def test_fc_too_big_for_one_tile():
+    """cn10ka/1 tiles, x 1x120x4x160: to_rank2(how=Reshape) -> fc(op=Gemm, out=3, alpha=0.5,
+    transB=True, bias=True)."""
+    flat = Layer("to_rank2", {"how": "Reshape"})
+    fc = Layer("fc", {"op": "Gemm", "out": 3, "alpha": 0.5, "beta": 1.0, "transB": True,
+                      "bias": True, "seed": 7})  # fmt: skip
+    assert_decided_at_partition(Spec((1, 120, 4, 160), (flat, fc)))
