@@ -184,12 +184,15 @@ def _conv_out(size: int, k: int, s: int, d: int, p0: int, p1: int) -> int:
 
 
 def _pool_out(size: int, k: int, s: int, p0: int, p1: int, ceil_mode: bool) -> int:
+    """The output size; 0 when the window does not fit, and also for a ceil_mode whose last
+    window would start in the end padding, where ONNX's shape inference (which keeps it)
+    and onnxruntime (which drops it) disagree."""
     span = size + p0 + p1 - k
     if span < 0:
         return 0
     out = (-(-span // s) if ceil_mode else span // s) + 1
-    if ceil_mode and (out - 1) * s >= size + p0:  # the last window must start inside
-        out -= 1
+    if ceil_mode and (out - 1) * s >= size + p0:
+        return 0
     return out
 
 
@@ -300,7 +303,9 @@ def emit_activation(g: Graph, p: dict) -> bool:
         g.set(g.node("Relu", [x.name], x.shape))
     elif act == "Clip":
         lo, hi = p["bounds"]
-        ins = [x.name, g.const(_f32(lo), "lo"), g.const(_f32(hi), "hi")]
+        ins = [x.name, g.const(_f32(lo), "lo")] + (
+            [g.const(_f32(hi), "hi")] if hi is not None else []
+        )
         g.set(g.node("Clip", ins, x.shape))
     elif act == "LeakyRelu":
         g.set(g.node("LeakyRelu", [x.name], x.shape, alpha=p["alpha"]))
@@ -327,15 +332,19 @@ def emit_pool(g: Graph, p: dict) -> bool:
     n, c, h, w = x.shape
     kh, kw = p["k"]
     sh, sw = p["s"]
+    dilation = p.get("d", 1) if p["op"] == "MaxPool" else 1
     pads = list(p["pads"])
     if pads[0] >= kh or pads[2] >= kh or pads[1] >= kw or pads[3] >= kw:
         return False
     ceil = bool(p.get("ceil_mode"))
-    ho = _pool_out(h, kh, sh, pads[0], pads[2], ceil)
-    wo = _pool_out(w, kw, sw, pads[1], pads[3], ceil)
+    span_h, span_w = (kh - 1) * dilation + 1, (kw - 1) * dilation + 1
+    ho = _pool_out(h, span_h, sh, pads[0], pads[2], ceil)
+    wo = _pool_out(w, span_w, sw, pads[1], pads[3], ceil)
     if ho < 1 or wo < 1:
         return False
     attrs = dict(kernel_shape=[kh, kw], strides=[sh, sw], pads=pads, ceil_mode=int(ceil))
+    if dilation != 1:
+        attrs["dilations"] = [dilation, dilation]
     if p["op"] == "AveragePool":
         attrs["count_include_pad"] = int(p.get("count_include_pad", 0))
     g.set(g.node(p["op"], [x.name], (n, c, ho, wo), **attrs))
@@ -469,6 +478,8 @@ def emit_add_tensors(g: Graph, p: dict) -> bool:
         other = same[p["pick"] % len(same)] if same else None
     elif p["with"] == "self":
         other = x
+    elif p["with"] == "gap" and len(x.shape) == 4:  # a channel broadcast: (N,C,H,W) + (N,C,1,1)
+        other = g.node("GlobalAveragePool", [x.name], (*x.shape[:2], 1, 1))
     if other is None:
         if len(x.shape) == 4:
             other = _branch(g, x, p, x.shape[1])
@@ -601,6 +612,19 @@ def _fc(g: Graph, x: Value, p: dict, set_current: bool = True):
     return value
 
 
+def emit_matmul4(g: Graph, p: dict) -> bool:
+    """MatMul of a rank-4 tensor by a constant (W, K): a per-row FC, as in attention heads."""
+    x = g.current
+    if len(x.shape) != 4:
+        return False
+    n, c, h, w = x.shape
+    rng = _rng(p["seed"])
+    weight = g.const(_f32(rng.standard_normal((w, p["out"])) / np.sqrt(w)))
+    g.macs += n * c * h * w * p["out"]
+    g.set(g.node("MatMul", [x.name, weight], (n, c, h, p["out"])))
+    return True
+
+
 def emit_fc(g: Graph, p: dict) -> bool:
     return _fc(g, g.current, p) is not False
 
@@ -640,6 +664,7 @@ EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     "resize": emit_resize,
     "slice": emit_slice,
     "fc": emit_fc,
+    "matmul4": emit_matmul4,
     "block": emit_block,
 }
 
@@ -722,7 +747,7 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         kinds = ("conv", "conv", "conv", "conv", "conv", "act", "act", "act", "bn", "const",
                  "const", "pool", "pool", "global_pool",
                  "to_rank2", "add", "concat", "block", "transpose", "reshape4", "se",
-                 "resize", "slice", "shuffle", "unsupported_act", "pad")  # fmt: skip
+                 "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4")  # fmt: skip
     else:
         kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act")
     kind = ch.choice(kinds)
@@ -733,7 +758,7 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         act = ch.choice(("Relu", "Clip", "LeakyRelu"))
         p = dict(act=act)
         if act == "Clip":
-            p["bounds"] = ch.choice(((0.0, 6.0), (-1.0, 1.0), (0.0, 1.0), (-0.5, 3.0)))
+            p["bounds"] = ch.choice(((0.0, 6.0), (-1.0, 1.0), (0.0, 1.0), (-0.5, 3.0), (0.5, None)))
         if act == "LeakyRelu":
             p["alpha"] = ch.choice((0.1, 0.01, 0.2, 1.5))
         return Layer("act", p)
@@ -754,8 +779,13 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         st = ch.choice((2, 1, 3))
         s = (st, st) if ch.chance(0.8) else (st, ch.choice((1, 2)))
         pads = (0, 0, 0, 0) if ch.chance(0.5) else tuple(ch.integer(0, 2) for _ in range(4))
-        return Layer("pool", dict(op=op, k=k, s=s, pads=pads, ceil_mode=ch.chance(0.3),
-                                  count_include_pad=ch.chance(0.5)))  # fmt: skip
+        p = dict(op=op, k=k, s=s, pads=pads, ceil_mode=ch.chance(0.3),
+                 count_include_pad=ch.chance(0.5))  # fmt: skip
+        if op == "MaxPool" and ch.chance(0.1):
+            p["d"] = 2
+        return Layer("pool", p)
+    if kind == "matmul4":
+        return Layer("matmul4", dict(out=ch.choice((1, 4, 7, 16)), seed=seed))
     if kind == "pad":
         mode = ch.choice(("constant", "constant", "reflect", "edge"))
         pads = tuple(ch.integer(0, 2) for _ in range(4))
@@ -777,7 +807,7 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
     if kind == "shuffle":
         return Layer("shuffle", dict(groups=ch.choice((2, 3, 4))))
     if kind == "add":
-        return Layer("add", dict(**{"with": ch.choice(("branch", "earlier", "self"))},
+        return Layer("add", dict(**{"with": ch.choice(("branch", "earlier", "self", "gap"))},
                                  pick=ch.integer(0, 7), order=ch.integer(0, 1),
                                  k=ch.choice((1, 3)), relu=ch.chance(0.5), seed=seed,
                                  op=ch.choice(("Add", "Add", "Add", "Mul"))))  # fmt: skip
