@@ -114,12 +114,16 @@ class Spec:
     mcpu: str = "cn10ka"
     num_tiles: int = 1
     seed: int = 0
+    extra_output: int | None = None
+    """Also output an earlier tensor (index into the tensors made, modulo their count), so
+    that a region has results that another region or the CPU also reads."""
 
     def describe(self) -> str:
         """One line: target, input shape and the layers in order."""
         body = " -> ".join(str(layer) for layer in self.layers) or "identity"
         shape = "x".join(map(str, self.input_shape))
-        return f"{self.mcpu}/{self.num_tiles} tiles, x {shape}: {body}"
+        extra = "" if self.extra_output is None else f"; also outputs #{self.extra_output}"
+        return f"{self.mcpu}/{self.num_tiles} tiles, x {shape}: {body}{extra}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -691,11 +695,15 @@ def build_model(spec: Spec) -> onnx.ModelProto:
     g, _ = build_graph(spec)
     if not g.nodes:  # an empty graph is not a model: make it an identity
         g.set(g.node("Identity", ["x"], spec.input_shape))
+    outputs = [g.current]
+    made = [v for v in g.values[1:] if v is not g.current]
+    if spec.extra_output is not None and made:
+        outputs.append(made[spec.extra_output % len(made)])
     graph = helper.make_graph(
         g.nodes,
         "fuzz",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(spec.input_shape))],
-        [helper.make_tensor_value_info(g.current.name, TensorProto.FLOAT, list(g.current.shape))],
+        [helper.make_tensor_value_info(v.name, TensorProto.FLOAT, list(v.shape)) for v in outputs],
         g.inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
@@ -882,7 +890,8 @@ def draw_spec(ch: Chooser, max_layers: int = 8, avoid: frozenset[str] = frozense
         else:
             del g.nodes[mark[0] :], g.inits[mark[1] :], g.values[mark[2] :]
             g.macs, g.current = mark[3], mark[4]
-    return Spec(input_shape, tuple(layers), mcpu, num_tiles, seed)
+    extra_output = ch.integer(0, 99) if ch.chance(0.15) else None
+    return Spec(input_shape, tuple(layers), mcpu, num_tiles, seed, extra_output)
 
 
 def _sane(value: Value) -> bool:

@@ -42,14 +42,15 @@ def test_mrvl_agrees_with_onnxruntime(spec):
 
 
 def test_the_grammar_makes_valid_models_that_onnxruntime_runs():
-    """The generator itself: 200 seeded graphs pass the ONNX checker, onnxruntime runs them,
+    """The generator itself: 120 seeded graphs pass the ONNX checker, onnxruntime runs them,
     and their declared output shape is what onnxruntime computes."""
-    for seed in range(200):
+    for seed in range(120):
         spec = grammar.random_spec(seed)
         model = grammar.build_model(spec)
-        out = harness.reference(model, grammar.input_array(spec))
-        declared = tuple(d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim)
-        assert out.shape == declared, spec.describe()
+        outs = harness.reference(model, grammar.input_array(spec))
+        for out, info in zip(outs, model.graph.output, strict=True):
+            declared = tuple(d.dim_value for d in info.type.tensor_type.shape.dim)
+            assert out.shape == declared, spec.describe()
 
 
 def test_deleting_any_layer_leaves_a_valid_graph():
