@@ -71,16 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     for index in range(args.start, args.start + args.examples):
         if index > args.start and (index - args.start) % 50 == 0:
             _summary(counts, offloaded, occurrences, signatures, rejections, start, log)
-        spec = grammar.random_spec(
-            example_seed(args.seed, index), args.max_layers, frozenset(args.avoid)
-        )
+        spec = None
         counts["generated"] += 1
         try:
+            spec = grammar.random_spec(
+                example_seed(args.seed, index), args.max_layers, frozenset(args.avoid)
+            )
             outcome = harness.check(spec)
         except Exception as exc:  # noqa: BLE001 - a generator bug: report, keep going
             counts["invalid"] += 1
             log(f"[{index}] INVALID (generator bug) {type(exc).__name__}: {exc}")
-            log(f"    {spec.describe()}")
+            log(f"    {spec.describe() if spec else 'while generating'}")
             continue
         counts[outcome.status] += 1
         offloaded += outcome.offloaded

@@ -595,6 +595,8 @@ def _fc(g: Graph, x: Value, p: dict, set_current: bool = True):
         return False
     n, f = x.shape
     out = p["out"]
+    if f * out > MAX_WEIGHTS:
+        return False
     rng = _rng(p["seed"])
     weight = rng.standard_normal((f, out)) / np.sqrt(f)
     g.macs += n * f * out
