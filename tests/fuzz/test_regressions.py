@@ -113,3 +113,33 @@ def test_fc_too_big_for_one_tile():
     fc = Layer("fc", {"op": "Gemm", "out": 3, "alpha": 0.5, "beta": 1.0, "transB": True,
                       "bias": True, "seed": 7})  # fmt: skip
     assert_decided_at_partition(Spec((1, 120, 4, 160), (flat, fc)))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="robust: a depthwise 5x5 conv over 512 channels at 4x80 passes partition, then build "
+    "fails 'does not fit on chip: one output row needs 327814 bytes of OCM, a tile has 262144': "
+    "the tiler does not take the channel groups one at a time",
+)
+def test_depthwise_conv_too_big_for_one_tile():
+    """cn10ka/1 tiles, x 1x512x4x80: conv(groups=dw, k=5x5, s=2x2, same, bias)."""
+    dw = Layer("conv", {"cout": 16, "groups": "dw", "k": (5, 5), "s": (2, 2), "d": (1, 1),
+                        "pads": (0, 0, 0, 0), "same": True, "bias": True, "seed": 50109020,
+                        "mult": 1})  # fmt: skip
+    assert_decided_at_partition(Spec((1, 512, 4, 80), (dw,), seed=50109))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="robust: a 7x7 conv over 480 channels at 9x39 passes partition, then build fails "
+    "'does not fit on chip: one output row needs ... bytes of OCM': the tiler cannot split the "
+    "input channels (fp32 partial sums)",
+)
+def test_conv_row_too_big_for_one_tile():
+    """cn10ka/1 tiles, x 1x480x9x39: conv(cout=4, k=7x7, pads=(0, 2, 0, 0))."""
+    conv = Layer("conv", {"cout": 4, "groups": "1", "k": (7, 7), "s": (1, 1), "d": (1, 1),
+                          "pads": (0, 2, 0, 0), "same": False, "bias": False,
+                          "seed": 13093020})  # fmt: skip
+    assert_decided_at_partition(Spec((1, 480, 9, 39), (conv,), seed=13093))
