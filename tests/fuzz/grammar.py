@@ -282,7 +282,8 @@ def _const_shape(x: Value, kind: str) -> tuple[int, ...] | None:
 
 
 def emit_binary_const(g: Graph, p: dict) -> bool:
-    """Mul/Add/Sub/Div of the current tensor and a constant, the constant on `side`."""
+    """Mul/Add/Sub/Div of the current tensor and a constant, the constant on `side`. A Div
+    with the constant on the left is made as Mul(c, x), since c / x has poles near 0."""
     x = g.current
     shape = _const_shape(x, p["kind"])
     rng = _rng(p["seed"])
@@ -294,7 +295,7 @@ def emit_binary_const(g: Graph, p: dict) -> bool:
         value = rng.standard_normal(shape) * 0.3
     c = g.const(_f32(value), "k")
     if op == "Div" and p["side"] == "left":
-        op = "Mul"  # c / x has poles; keep Div with the constant as divisor
+        op = "Mul"
     inputs = [c, x.name] if p["side"] == "left" else [x.name, c]
     g.set(g.node(op, inputs, x.shape))
     return True
