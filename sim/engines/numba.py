@@ -304,25 +304,54 @@ def finish(acc, act, a, b, slopes, table, buf, addr):
 
 
 @jit
-def dma_move(buffer, addr, strides, box, elem_bytes, staged, gather):
-    """Copy between a strided box at buffer[addr:] and the dense `staged` bytes (gather: box to
-    staged, else staged to box), in runs as long as the innermost stride allows."""
-    if strides[3] == elem_bytes:
-        run, inner = box[3] * elem_bytes, 1
+def dma_move(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
+    """Copy the strided box at src[src_addr:] to the box at dst[dst_addr:] (two distinct
+    buffers), in runs as long as both innermost strides allow, in units of `src.itemsize`
+    bytes (addresses and strides are multiples of it)."""
+    unit = src.itemsize
+    if src_strides[3] == elem_bytes and dst_strides[3] == elem_bytes:
+        run, inner = box[3] * elem_bytes // unit, 1
     else:
-        run, inner = elem_bytes, box[3]
-    k = 0
+        run, inner = elem_bytes // unit, box[3]
     for i0 in range(box[0]):
         for i1 in range(box[1]):
             for i2 in range(box[2]):
-                p = addr + i0 * strides[0] + i1 * strides[1] + i2 * strides[2]
+                p = src_addr + i0 * src_strides[0] + i1 * src_strides[1] + i2 * src_strides[2]
+                q = dst_addr + i0 * dst_strides[0] + i1 * dst_strides[1] + i2 * dst_strides[2]
                 for i3 in range(inner):
-                    q = p + i3 * strides[3]
-                    if gather:
-                        staged[k : k + run] = buffer[q : q + run]
-                    else:
-                        buffer[q : q + run] = staged[k : k + run]
-                    k += run
+                    a = (p + i3 * src_strides[3]) // unit
+                    b = (q + i3 * dst_strides[3]) // unit
+                    for e in range(run):
+                        dst[b + e] = src[a + e]
+
+
+@jit
+def as_units(buf, unit):
+    """The longest prefix of the byte array `buf` that holds whole units, viewed as them."""
+    return buf[: buf.size - buf.size % unit]
+
+
+@jit
+def dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
+    """dma_move in the widest unit (8, 4, 2 or 1 bytes) that divides every address, stride
+    and element size."""
+    bits = src_addr | dst_addr | elem_bytes
+    for d in range(4):
+        bits |= src_strides[d] | dst_strides[d]
+    if bits % 8 == 0:
+        s = as_units(src, 8).view(np.uint64)
+        t = as_units(dst, 8).view(np.uint64)
+        dma_move(s, src_addr, src_strides, t, dst_addr, dst_strides, box, elem_bytes)
+    elif bits % 4 == 0:
+        s4 = as_units(src, 4).view(np.uint32)
+        t4 = as_units(dst, 4).view(np.uint32)
+        dma_move(s4, src_addr, src_strides, t4, dst_addr, dst_strides, box, elem_bytes)
+    elif bits % 2 == 0:
+        s2 = as_units(src, 2).view(np.uint16)
+        t2 = as_units(dst, 2).view(np.uint16)
+        dma_move(s2, src_addr, src_strides, t2, dst_addr, dst_strides, box, elem_bytes)
+    else:
+        dma_move(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes)
 
 
 @jit
@@ -335,10 +364,18 @@ def dma(row, ddr, ocm):
     dst = ddr if row[DMA_DST_SPACE] == DDR else ocm
     src_strides = row[DMA_SRC_STRIDES : DMA_SRC_STRIDES + 4].astype(np.int64)
     dst_strides = row[DMA_DST_STRIDES : DMA_DST_STRIDES + 4].astype(np.int64)
-    staged = np.empty(box[0] * box[1] * box[2] * box[3] * elem_bytes, np.uint8)
+    src_addr, dst_addr = np.int64(row[DMA_SRC_ADDR]), np.int64(row[DMA_DST_ADDR])
+    if row[DMA_SRC_SPACE] != row[DMA_DST_SPACE]:  # DDR and OCM do not overlap: copy directly
+        dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes)
+        return
     # memmove semantics: the whole source is read before any destination byte is written.
-    dma_move(src, np.int64(row[DMA_SRC_ADDR]), src_strides, box, elem_bytes, staged, True)
-    dma_move(dst, np.int64(row[DMA_DST_ADDR]), dst_strides, box, elem_bytes, staged, False)
+    staged = np.empty(box[0] * box[1] * box[2] * box[3] * elem_bytes, np.uint8)
+    dense = np.empty(4, np.int64)
+    dense[3] = elem_bytes
+    for d in range(2, -1, -1):
+        dense[d] = dense[d + 1] * box[d + 1]
+    dma_copy(src, src_addr, src_strides, staged, np.int64(0), dense, box, elem_bytes)
+    dma_copy(staged, np.int64(0), dense, dst, dst_addr, dst_strides, box, elem_bytes)
 
 
 @jit
