@@ -224,6 +224,8 @@ def load_f16(buf, addr, count, lut):
 
 @jit
 def load_f32(buf, addr, count):
+    if addr % 4 == 0:
+        return buf[addr : addr + 4 * count].view(np.float32).copy()
     bits = np.empty(count, np.uint32)
     for i in range(count):
         p = addr + 4 * i
@@ -246,6 +248,9 @@ def load_bias(buf, b_addr, count):
 @jit
 def store_f32(buf, addr, values):
     """Store fp32 `values` at buf[addr:], little-endian (a conv's partial sums)."""
+    if addr % 4 == 0:
+        buf[addr : addr + 4 * values.size].view(np.float32)[:] = values
+        return
     bits = values.view(np.uint32)
     for i in range(values.size):
         u = bits[i]
@@ -259,6 +264,11 @@ def store_f32(buf, addr, values):
 def store_f16(buf, addr, values):
     """Round fp32 `values` to f16 and store them at buf[addr:]."""
     bits = values.view(np.uint32)
+    if addr % 2 == 0:
+        halves = buf[addr : addr + 2 * values.size].view(np.uint16)
+        for i in range(values.size):
+            halves[i] = f16_bits_from_f32_bits(bits[i])
+        return
     for i in range(values.size):
         h = f16_bits_from_f32_bits(bits[i])
         buf[addr + 2 * i] = np.uint8(h & 0xFF)
@@ -321,8 +331,9 @@ def dma_move(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_b
                 for i3 in range(inner):
                     a = (p + i3 * src_strides[3]) // unit
                     b = (q + i3 * dst_strides[3]) // unit
-                    for e in range(run):
-                        dst[b + e] = src[a + e]
+                    source, target = src[a : a + run], dst[b : b + run]
+                    for e in range(run):  # from 0: no negative-index handling, vectorized
+                        target[e] = source[e]
 
 
 @jit
