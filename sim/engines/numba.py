@@ -480,6 +480,27 @@ def conv_accumulate(patches, wt, acc):
             a7[j] = a7[j] + x7 * wj
 
 
+NARROW = 32
+"""Runs of fewer output channels than this use the step-major kernel."""
+WIDE_PIXELS = 128
+"""Output positions computed together by the step-major kernel."""
+
+
+@jit
+def conv_accumulate_narrow(patches_t, wt, acc_t):
+    """acc_t[o, p] += patches_t[t, p] * wt[t, o] for t in order: the same sums as
+    conv_accumulate, for runs too narrow to vectorize over output channels; the innermost loop
+    runs over WIDE_PIXELS positions instead."""
+    for t in range(wt.shape[0]):
+        xs = patches_t[t]
+        w = wt[t]
+        for o in range(acc_t.shape[0]):
+            wo = w[o]
+            a = acc_t[o]
+            for p in range(xs.size):
+                a[p] = a[p] + xs[p] * wo
+
+
 @jit
 def conv(row, frow, ocm, lut, table):
     n_count, height, width, in_channels = (
@@ -510,28 +531,47 @@ def conv(row, frow, ocm, lut, table):
     acc_addr = row[CONV_ACC_ADDR]
     # fp32 partial sums of the earlier input-channel blocks (the bias is in them), or none
     partial = load_f32(ocm, acc_addr, positions * out_channels) if acc_addr != -1 else out[:0]
-    patches = np.zeros((PIXELS, steps), np.float32)  # the inputs of each step, +0.0 padding
+    # pixel-major: the inputs of each step per position, +0.0 padding (PIXELS rows for wide
+    # runs, WIDE_PIXELS for narrow ones, which transpose them to step-major `patches_t`)
+    wide_pixels = min(WIDE_PIXELS, (positions + PIXELS - 1) // PIXELS * PIXELS)
+    patches = np.zeros((max(wide_pixels, PIXELS), steps), np.float32)
+    patches_t = np.zeros((steps, wide_pixels), np.float32)
     o_lo = 0
     while o_lo < out_channels:  # runs of output channels that belong to one group
         group = (oc0 + o_lo) // group_outputs
         o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
         c_base = group * group_channels
+        narrow = o_hi - o_lo < NARROW
+        block_pixels = wide_pixels if narrow else PIXELS
         wt = np.empty((steps, o_hi - o_lo), np.float32)  # row t: the run's weights of step t
         for t in range(steps):
             for o in range(o_hi - o_lo):
                 wt[t, o] = w[(o_lo + o) * steps + tap[t]]
         acc = np.empty((PIXELS, o_hi - o_lo), np.float32)
-        for first in range(0, positions, PIXELS):
-            count = min(PIXELS, positions - first)
-            for q in range(PIXELS):
-                if acc_addr != -1 and q < count:
-                    start = (first + q) * out_channels
-                    acc[q, :] = partial[start + o_lo : start + o_hi]
+        acc_t = np.empty((o_hi - o_lo, wide_pixels), np.float32)
+        for first in range(0, positions, block_pixels):
+            count = min(block_pixels, positions - first)
+            for q in range(block_pixels):
+                if narrow:
+                    if acc_addr != -1 and q < count:
+                        start = (first + q) * out_channels
+                        for o in range(o_hi - o_lo):
+                            acc_t[o, q] = partial[start + o_lo + o]
+                    else:
+                        for o in range(o_hi - o_lo):
+                            acc_t[o, q] = bias[o_lo + o]
+                    if q >= count:
+                        patches[q, :] = 0.0
+                        continue
                 else:
-                    acc[q, :] = bias[o_lo:o_hi]
-                if q >= count:
-                    patches[q, :] = 0.0
-                    continue
+                    if acc_addr != -1 and q < count:
+                        start = (first + q) * out_channels
+                        acc[q, :] = partial[start + o_lo : start + o_hi]
+                    else:
+                        acc[q, :] = bias[o_lo:o_hi]
+                    if q >= count:
+                        patches[q, :] = 0.0
+                        continue
                 position = first + q
                 n = position // (out_rows * out_cols)
                 r = (position // out_cols) % out_rows
@@ -545,19 +585,27 @@ def conv(row, frow, ocm, lut, table):
                         wr = wr0 + kh * dil_h
                         for kw in range(kw_count):
                             iw = iw0 + kw * dil_w
-                            if 0 <= wr < height and 0 <= iw < width:
-                                base = ((n * height + wr) * width + iw) * in_channels
-                                base += c_base + block
-                                for ci in range(length):
-                                    patches[q, t + ci] = x[base + ci]
-                            else:
-                                for ci in range(length):
-                                    patches[q, t + ci] = 0.0
+                            inside = 0 <= wr < height and 0 <= iw < width
+                            base = ((n * height + wr) * width + iw) * in_channels
+                            base += c_base + block
+                            for ci in range(length):
+                                patches[q, t + ci] = x[base + ci] if inside else 0.0
                             t += length
-            conv_accumulate(patches, wt, acc)
-            for q in range(count):
-                base = (first + q) * out_channels
-                out[base + o_lo : base + o_hi] = acc[q]
+            if narrow:
+                for t0 in range(0, steps, 16):  # transposed in tiles that stay in cache
+                    for q in range(wide_pixels):
+                        for t in range(t0, min(t0 + 16, steps)):
+                            patches_t[t, q] = patches[q, t]
+                conv_accumulate_narrow(patches_t, wt, acc_t)
+                for q in range(count):
+                    base = (first + q) * out_channels + o_lo
+                    for o in range(o_hi - o_lo):
+                        out[base + o] = acc_t[o, q]
+            else:
+                conv_accumulate(patches, wt, acc)
+                for q in range(count):
+                    base = (first + q) * out_channels
+                    out[base + o_lo : base + o_hi] = acc[q]
         o_lo = o_hi
     if row[CONV_ACC_OUT] == 1:  # the fp32 accumulator itself, for the next block to continue
         store_f32(ocm, row[CONV_OUT_ADDR], out)
