@@ -10,7 +10,10 @@ Numerics, as in docs/isa.md §4 and `mrvl.sim.numerics`:
   nearest even, NaN -> 0x7E00), with no F16C instruction, so it runs on every x86-64 and Arm CPU.
 - `fastmath` is off: every fp32 add and multiply rounds on its own (an fp16 x fp16 product is
   exact anyway), and the reductions run in the documented order. The innermost loops run over
-  independent outputs (output channels), which LLVM vectorizes without reordering any sum.
+  independent outputs (output channels; positions for conv runs of fewer than NARROW output
+  channels), which LLVM vectorizes without reordering any sum.
+- Memory is read and written through native uint16/float32 views where aligned, and DMA copies
+  in the widest unit (8, 4, 2 or 1 bytes) that divides its addresses and strides.
 
 The compiled code is cached on disk (`cache=True`) under `cache_dir()`, so only the first run
 on a machine compiles (see `bench/simulator.py` for the cost).
