@@ -10,7 +10,10 @@ Numerics, as in docs/isa.md §4 and `mrvl.sim.numerics`:
   nearest even, NaN -> 0x7E00), with no F16C instruction, so it runs on every x86-64 and Arm CPU.
 - `fastmath` is off: every fp32 add and multiply rounds on its own (an fp16 x fp16 product is
   exact anyway), and the reductions run in the documented order. The innermost loops run over
-  independent outputs (output channels), which LLVM vectorizes without reordering any sum.
+  independent outputs (output channels; positions for conv runs of fewer than NARROW output
+  channels), which LLVM vectorizes without reordering any sum.
+- Memory is read and written through native uint16/float32 views where aligned, and DMA copies
+  in the widest unit (8, 4, 2 or 1 bytes) that divides its addresses and strides.
 
 The compiled code is cached on disk (`cache=True`) under `cache_dir()`, so only the first run
 on a machine compiles (see `bench/simulator.py` for the cost).
@@ -224,6 +227,8 @@ def load_f16(buf, addr, count, lut):
 
 @jit
 def load_f32(buf, addr, count):
+    if addr % 4 == 0:
+        return buf[addr : addr + 4 * count].view(np.float32).copy()
     bits = np.empty(count, np.uint32)
     for i in range(count):
         p = addr + 4 * i
@@ -246,6 +251,9 @@ def load_bias(buf, b_addr, count):
 @jit
 def store_f32(buf, addr, values):
     """Store fp32 `values` at buf[addr:], little-endian (a conv's partial sums)."""
+    if addr % 4 == 0:
+        buf[addr : addr + 4 * values.size].view(np.float32)[:] = values
+        return
     bits = values.view(np.uint32)
     for i in range(values.size):
         u = bits[i]
@@ -259,6 +267,11 @@ def store_f32(buf, addr, values):
 def store_f16(buf, addr, values):
     """Round fp32 `values` to f16 and store them at buf[addr:]."""
     bits = values.view(np.uint32)
+    if addr % 2 == 0:
+        halves = buf[addr : addr + 2 * values.size].view(np.uint16)
+        for i in range(values.size):
+            halves[i] = f16_bits_from_f32_bits(bits[i])
+        return
     for i in range(values.size):
         h = f16_bits_from_f32_bits(bits[i])
         buf[addr + 2 * i] = np.uint8(h & 0xFF)
@@ -304,25 +317,55 @@ def finish(acc, act, a, b, slopes, table, buf, addr):
 
 
 @jit
-def dma_move(buffer, addr, strides, box, elem_bytes, staged, gather):
-    """Copy between a strided box at buffer[addr:] and the dense `staged` bytes (gather: box to
-    staged, else staged to box), in runs as long as the innermost stride allows."""
-    if strides[3] == elem_bytes:
-        run, inner = box[3] * elem_bytes, 1
+def dma_move(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
+    """Copy the strided box at src[src_addr:] to the box at dst[dst_addr:] (two distinct
+    buffers), in runs as long as both innermost strides allow, in units of `src.itemsize`
+    bytes (addresses and strides are multiples of it)."""
+    unit = src.itemsize
+    if src_strides[3] == elem_bytes and dst_strides[3] == elem_bytes:
+        run, inner = box[3] * elem_bytes // unit, 1
     else:
-        run, inner = elem_bytes, box[3]
-    k = 0
+        run, inner = elem_bytes // unit, box[3]
     for i0 in range(box[0]):
         for i1 in range(box[1]):
             for i2 in range(box[2]):
-                p = addr + i0 * strides[0] + i1 * strides[1] + i2 * strides[2]
+                p = src_addr + i0 * src_strides[0] + i1 * src_strides[1] + i2 * src_strides[2]
+                q = dst_addr + i0 * dst_strides[0] + i1 * dst_strides[1] + i2 * dst_strides[2]
                 for i3 in range(inner):
-                    q = p + i3 * strides[3]
-                    if gather:
-                        staged[k : k + run] = buffer[q : q + run]
-                    else:
-                        buffer[q : q + run] = staged[k : k + run]
-                    k += run
+                    a = (p + i3 * src_strides[3]) // unit
+                    b = (q + i3 * dst_strides[3]) // unit
+                    source, target = src[a : a + run], dst[b : b + run]
+                    for e in range(run):  # from 0: no negative-index handling, vectorized
+                        target[e] = source[e]
+
+
+@jit
+def as_units(buf, unit):
+    """The longest prefix of the byte array `buf` that holds whole units, viewed as them."""
+    return buf[: buf.size - buf.size % unit]
+
+
+@jit
+def dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
+    """dma_move in the widest unit (8, 4, 2 or 1 bytes) that divides every address, stride
+    and element size."""
+    bits = src_addr | dst_addr | elem_bytes
+    for d in range(4):
+        bits |= src_strides[d] | dst_strides[d]
+    if bits % 8 == 0:
+        s = as_units(src, 8).view(np.uint64)
+        t = as_units(dst, 8).view(np.uint64)
+        dma_move(s, src_addr, src_strides, t, dst_addr, dst_strides, box, elem_bytes)
+    elif bits % 4 == 0:
+        s4 = as_units(src, 4).view(np.uint32)
+        t4 = as_units(dst, 4).view(np.uint32)
+        dma_move(s4, src_addr, src_strides, t4, dst_addr, dst_strides, box, elem_bytes)
+    elif bits % 2 == 0:
+        s2 = as_units(src, 2).view(np.uint16)
+        t2 = as_units(dst, 2).view(np.uint16)
+        dma_move(s2, src_addr, src_strides, t2, dst_addr, dst_strides, box, elem_bytes)
+    else:
+        dma_move(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes)
 
 
 @jit
@@ -335,10 +378,18 @@ def dma(row, ddr, ocm):
     dst = ddr if row[DMA_DST_SPACE] == DDR else ocm
     src_strides = row[DMA_SRC_STRIDES : DMA_SRC_STRIDES + 4].astype(np.int64)
     dst_strides = row[DMA_DST_STRIDES : DMA_DST_STRIDES + 4].astype(np.int64)
-    staged = np.empty(box[0] * box[1] * box[2] * box[3] * elem_bytes, np.uint8)
+    src_addr, dst_addr = np.int64(row[DMA_SRC_ADDR]), np.int64(row[DMA_DST_ADDR])
+    if row[DMA_SRC_SPACE] != row[DMA_DST_SPACE]:  # DDR and OCM do not overlap: copy directly
+        dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes)
+        return
     # memmove semantics: the whole source is read before any destination byte is written.
-    dma_move(src, np.int64(row[DMA_SRC_ADDR]), src_strides, box, elem_bytes, staged, True)
-    dma_move(dst, np.int64(row[DMA_DST_ADDR]), dst_strides, box, elem_bytes, staged, False)
+    staged = np.empty(box[0] * box[1] * box[2] * box[3] * elem_bytes, np.uint8)
+    dense = np.empty(4, np.int64)
+    dense[3] = elem_bytes
+    for d in range(2, -1, -1):
+        dense[d] = dense[d + 1] * box[d + 1]
+    dma_copy(src, src_addr, src_strides, staged, np.int64(0), dense, box, elem_bytes)
+    dma_copy(staged, np.int64(0), dense, dst, dst_addr, dst_strides, box, elem_bytes)
 
 
 @jit
@@ -432,6 +483,27 @@ def conv_accumulate(patches, wt, acc):
             a7[j] = a7[j] + x7 * wj
 
 
+NARROW = 32
+"""Runs of fewer output channels than this use the step-major kernel."""
+WIDE_PIXELS = 128
+"""Output positions computed together by the step-major kernel."""
+
+
+@jit
+def conv_accumulate_narrow(patches_t, wt, acc_t):
+    """acc_t[o, p] += patches_t[t, p] * wt[t, o] for t in order: the same sums as
+    conv_accumulate, for runs too narrow to vectorize over output channels; the innermost loop
+    runs over WIDE_PIXELS positions instead."""
+    for t in range(wt.shape[0]):
+        xs = patches_t[t]
+        w = wt[t]
+        for o in range(acc_t.shape[0]):
+            wo = w[o]
+            a = acc_t[o]
+            for p in range(xs.size):
+                a[p] = a[p] + xs[p] * wo
+
+
 @jit
 def conv(row, frow, ocm, lut, table):
     n_count, height, width, in_channels = (
@@ -462,28 +534,47 @@ def conv(row, frow, ocm, lut, table):
     acc_addr = row[CONV_ACC_ADDR]
     # fp32 partial sums of the earlier input-channel blocks (the bias is in them), or none
     partial = load_f32(ocm, acc_addr, positions * out_channels) if acc_addr != -1 else out[:0]
-    patches = np.zeros((PIXELS, steps), np.float32)  # the inputs of each step, +0.0 padding
+    # pixel-major: the inputs of each step per position, +0.0 padding (PIXELS rows for wide
+    # runs, WIDE_PIXELS for narrow ones, which transpose them to step-major `patches_t`)
+    wide_pixels = min(WIDE_PIXELS, (positions + PIXELS - 1) // PIXELS * PIXELS)
+    patches = np.zeros((max(wide_pixels, PIXELS), steps), np.float32)
+    patches_t = np.zeros((steps, wide_pixels), np.float32)
     o_lo = 0
     while o_lo < out_channels:  # runs of output channels that belong to one group
         group = (oc0 + o_lo) // group_outputs
         o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
         c_base = group * group_channels
+        narrow = o_hi - o_lo < NARROW
+        block_pixels = wide_pixels if narrow else PIXELS
         wt = np.empty((steps, o_hi - o_lo), np.float32)  # row t: the run's weights of step t
         for t in range(steps):
             for o in range(o_hi - o_lo):
                 wt[t, o] = w[(o_lo + o) * steps + tap[t]]
         acc = np.empty((PIXELS, o_hi - o_lo), np.float32)
-        for first in range(0, positions, PIXELS):
-            count = min(PIXELS, positions - first)
-            for q in range(PIXELS):
-                if acc_addr != -1 and q < count:
-                    start = (first + q) * out_channels
-                    acc[q, :] = partial[start + o_lo : start + o_hi]
+        acc_t = np.empty((o_hi - o_lo, wide_pixels), np.float32)
+        for first in range(0, positions, block_pixels):
+            count = min(block_pixels, positions - first)
+            for q in range(block_pixels):
+                if narrow:
+                    if acc_addr != -1 and q < count:
+                        start = (first + q) * out_channels
+                        for o in range(o_hi - o_lo):
+                            acc_t[o, q] = partial[start + o_lo + o]
+                    else:
+                        for o in range(o_hi - o_lo):
+                            acc_t[o, q] = bias[o_lo + o]
+                    if q >= count:
+                        patches[q, :] = 0.0
+                        continue
                 else:
-                    acc[q, :] = bias[o_lo:o_hi]
-                if q >= count:
-                    patches[q, :] = 0.0
-                    continue
+                    if acc_addr != -1 and q < count:
+                        start = (first + q) * out_channels
+                        acc[q, :] = partial[start + o_lo : start + o_hi]
+                    else:
+                        acc[q, :] = bias[o_lo:o_hi]
+                    if q >= count:
+                        patches[q, :] = 0.0
+                        continue
                 position = first + q
                 n = position // (out_rows * out_cols)
                 r = (position // out_cols) % out_rows
@@ -497,19 +588,27 @@ def conv(row, frow, ocm, lut, table):
                         wr = wr0 + kh * dil_h
                         for kw in range(kw_count):
                             iw = iw0 + kw * dil_w
-                            if 0 <= wr < height and 0 <= iw < width:
-                                base = ((n * height + wr) * width + iw) * in_channels
-                                base += c_base + block
-                                for ci in range(length):
-                                    patches[q, t + ci] = x[base + ci]
-                            else:
-                                for ci in range(length):
-                                    patches[q, t + ci] = 0.0
+                            inside = 0 <= wr < height and 0 <= iw < width
+                            base = ((n * height + wr) * width + iw) * in_channels
+                            base += c_base + block
+                            for ci in range(length):
+                                patches[q, t + ci] = x[base + ci] if inside else 0.0
                             t += length
-            conv_accumulate(patches, wt, acc)
-            for q in range(count):
-                base = (first + q) * out_channels
-                out[base + o_lo : base + o_hi] = acc[q]
+            if narrow:
+                for t0 in range(0, steps, 16):  # transposed in tiles that stay in cache
+                    for q in range(wide_pixels):
+                        for t in range(t0, min(t0 + 16, steps)):
+                            patches_t[t, q] = patches[q, t]
+                conv_accumulate_narrow(patches_t, wt, acc_t)
+                for q in range(count):
+                    base = (first + q) * out_channels + o_lo
+                    for o in range(o_hi - o_lo):
+                        out[base + o] = acc_t[o, q]
+            else:
+                conv_accumulate(patches, wt, acc)
+                for q in range(count):
+                    base = (first + q) * out_channels
+                    out[base + o_lo : base + o_hi] = acc[q]
         o_lo = o_hi
     if row[CONV_ACC_OUT] == 1:  # the fp32 accumulator itself, for the next block to continue
         store_f32(ocm, row[CONV_OUT_ADDR], out)
