@@ -301,6 +301,51 @@ def plan_elementwise(
 
 
 @dataclass(frozen=True)
+class ChannelChunk:
+    """Flat elements [start, start + length) of a tensor whose channel is its innermost index,
+    covering channels [c0, c0 + cs) of each pixel it holds."""
+
+    start: int
+    length: int
+    c0: int
+    cs: int
+
+
+def plan_per_channel(
+    count: int,
+    channels: int,
+    ocm_bytes: int,
+    num_tiles: int,
+    alignment: int,
+    what: str,
+    *,
+    param_bytes: int,
+) -> list[ChannelChunk]:
+    """Cut a per-channel map of `count` f16 elements (input and output in OCM) whose
+    parameters take `param_bytes` per channel (at most 3 buffers): whole pixels with
+    every channel's parameters while one pixel fits, else groups of channels of one pixel
+    (a scale_shift over 23040 channels of a 1x1 plane: 184 KB of f32 scale and shift)."""
+    reserved = channels * param_bytes
+    slack = 5 * alignment  # input, output and 3 parameter buffers, each aligned
+    if (ocm_bytes - reserved - slack) // (2 * F16) >= channels:
+        return [
+            ChannelChunk(c.start, c.length, 0, channels)
+            for c in plan_elementwise(
+                count, 2, ocm_bytes, num_tiles, alignment, granule=channels,
+                reserved_bytes=reserved,
+            )
+        ]  # fmt: skip
+    group = (ocm_bytes - slack) // (2 * F16 + param_bytes)
+    if group < 1:
+        raise DoesNotFit(what, "channel", 2 * F16 + param_bytes + slack, ocm_bytes)
+    return [
+        ChannelChunk(pixel + c0, min(group, channels - c0), c0, min(group, channels - c0))
+        for pixel in range(0, count, channels)
+        for c0 in range(0, channels, group)
+    ]
+
+
+@dataclass(frozen=True)
 class ResizePiece:
     """Output rows [orow0, orow0 + rows) x channels [c0, c0 + cs), reading input rows
     [in_row0, in_row0 + in_rows)."""
