@@ -296,16 +296,21 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
         widths = _int_list(ann["pad"].attrs.pad_width)
         pt, pl = pt + widths[4], pl + widths[6]
     (sh, sw), (dh, dw) = _int_list(attrs.strides), _int_list(attrs.dilation)
-    prelu = any(
-        isinstance(c, relax.Call) and _op_name(c) == "relax.nn.prelu"
-        for c in ctx.matched_bindings.values()
-    )
+    prelu = _has_prelu(ctx)
     per_oc = kh * kw * cg * 2 + 4 + (4 if prelu else 0)  # f16 weights, f32 bias (and slope)
     layer = WindowLayer(
         n, h, w, c, oh, ow, out_ch, kh, kw, sh, pt, dh, per_oc, False,
         sw=sw, pad_left=pl, dw=dw, groups=groups,
     )  # fmt: skip
     _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, True), conv)
+
+
+def _has_prelu(ctx: PatternCheckContext) -> bool:
+    """Whether the match fuses a PRelu, whose f32 slopes take OCM next to the layer's."""
+    return any(
+        isinstance(c, relax.Call) and _op_name(c) == "relax.nn.prelu"
+        for c in ctx.matched_bindings.values()
+    )
 
 
 def _plan_window(layer: WindowLayer, target: Target, num_tiles: int, split_columns: bool):
@@ -414,9 +419,17 @@ def check_fc(ctx: PatternCheckContext) -> None:
     if weight.ndim != 2 or weight.shape[0] != k:
         raise _Reject(f"weight shape {weight.shape}", matmul)
     rows = int(np.prod(data_shape[:-1]))  # a sequence [N, T, K] is N * T rows
+    prelu = _has_prelu(ctx)
     _check_fits(
         lambda target, tiles: plan_fc_layer(
-            rows, k, weight.shape[1], target.ocm_bytes_per_tile, tiles, target.ocm_alignment, "fc"
+            rows,
+            k,
+            weight.shape[1],
+            target.ocm_bytes_per_tile,
+            tiles,
+            target.ocm_alignment,
+            "fc",
+            slopes=prelu,
         ),
         matmul,
     )
@@ -426,7 +439,7 @@ def check_fc(ctx: PatternCheckContext) -> None:
             raise _Reject("alpha is not a scalar", ann["scale"])
         core.append(ann["scale"])
     # the FC's channels are its last axis: constants broadcast as [O], [1, O] or a scalar
-    _check_tail(ctx, core, weight.shape[1], 2, prelu=False)
+    _check_tail(ctx, core, weight.shape[1], 2, prelu=True)
 
 
 def check_add(ctx: PatternCheckContext) -> None:

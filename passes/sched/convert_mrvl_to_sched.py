@@ -435,7 +435,9 @@ class _Lowering:
             self.num_tiles,
             self.target.ocm_alignment,
             self.what(op),
+            slopes=op.slopes is not None,
         )
+        slopes = self.slopes(op)
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         for index, p in enumerate(pieces):
             tile = index % self.num_tiles
@@ -446,6 +448,11 @@ class _Lowering:
                 bbuf, t_b = self.load(self.ddr_buffer(op.bias), [p.o0], [p.os], tile)
                 deps.append(t_b)
                 bias = [bbuf]
+            prelu = []
+            if slopes is not None:
+                sbuf, t_p = self.load(slopes, [p.o0], [p.os], tile)
+                deps.append(t_p)
+                prelu = [sbuf]
             out = self.ocm([p.ns, p.os], mrvl.element_type_of(op.output), tile)
             task = sched.FullyConnectedTaskOp.make(
                 {"tile": _int(tile), **_activation_props(op)},
@@ -453,7 +460,7 @@ class _Lowering:
                 input=x,
                 weight=wbuf,
                 bias=bias,
-                prelu_slopes=[],
+                prelu_slopes=prelu,
                 output=out,
             )
             t_c = self.emit(task).results[0]

@@ -250,14 +250,24 @@ class FcPiece:
 
 
 def plan_fc_layer(
-    n: int, k: int, o: int, ocm_bytes: int, num_tiles: int, alignment: int, what: str
+    n: int,
+    k: int,
+    o: int,
+    ocm_bytes: int,
+    num_tiles: int,
+    alignment: int,
+    what: str,
+    *,
+    slopes: bool = False,
 ) -> list[FcPiece]:
     """Cut an FC layer's output features into groups whose weights fit `ocm_bytes`, and its
-    rows (a Gemm over a sequence has many) into bands whose inputs fit next to them."""
-    budget = ocm_bytes - 4 * alignment
+    rows (a Gemm over a sequence has many) into bands whose inputs fit next to them. With
+    `slopes` (a fused PRelu) each output feature also has an f32 slope in OCM."""
+    budget = ocm_bytes - (5 if slopes else 4) * alignment
+    per_feature = F32 * (2 if slopes else 1)  # f32 bias (and slope)
 
     def piece_bytes(ns: int, os: int) -> int:
-        return ns * k * F16 + os * k * F16 + os * F32 + ns * os * F16
+        return ns * k * F16 + os * k * F16 + os * per_feature + ns * os * F16
 
     if piece_bytes(1, 1) > budget:
         raise DoesNotFit(what, "output feature", piece_bytes(1, 1), ocm_bytes)
