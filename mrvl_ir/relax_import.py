@@ -456,7 +456,7 @@ class _RegionImporter:
             weight,
             self._bias_constant(bias_const, shift, has_bias),
             mrvl.tensor((n, o), f32, "NC"),
-            activation=self._activation(chain),
+            activation=self._activation(chain, o),
         )
         result = self._located(op, node)
         if len(in_shape) == 3:

@@ -41,11 +41,13 @@ from mrvl.errors import CompileError, layer_boundary
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass, module_num_tiles, module_target
 from mrvl.passes.sched.tiling import (
+    F32,
     Chunk,
     WindowLayer,
     WindowPiece,
     plan_elementwise,
     plan_fc_layer,
+    plan_per_channel,
     plan_resize_layer,
     plan_window_layer,
 )
@@ -433,7 +435,9 @@ class _Lowering:
             self.num_tiles,
             self.target.ocm_alignment,
             self.what(op),
+            slopes=op.slopes is not None,
         )
+        slopes = self.slopes(op)
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         for index, p in enumerate(pieces):
             tile = index % self.num_tiles
@@ -444,6 +448,11 @@ class _Lowering:
                 bbuf, t_b = self.load(self.ddr_buffer(op.bias), [p.o0], [p.os], tile)
                 deps.append(t_b)
                 bias = [bbuf]
+            prelu = []
+            if slopes is not None:
+                sbuf, t_p = self.load(slopes, [p.o0], [p.os], tile)
+                deps.append(t_p)
+                prelu = [sbuf]
             out = self.ocm([p.ns, p.os], mrvl.element_type_of(op.output), tile)
             task = sched.FullyConnectedTaskOp.make(
                 {"tile": _int(tile), **_activation_props(op)},
@@ -451,7 +460,7 @@ class _Lowering:
                 input=x,
                 weight=wbuf,
                 bias=bias,
-                prelu_slopes=[],
+                prelu_slopes=prelu,
                 output=out,
             )
             t_c = self.emit(task).results[0]
@@ -486,7 +495,9 @@ class _Lowering:
             self.store(y, out, [chunk.start], tile, t_c)
 
     def scale_shift(self, op: mrvl.ScaleShiftOp) -> None:
-        """Chunks of whole pixels (all channels), so a chunk's channel is its index mod C."""
+        """Chunks of whole pixels (all channels), so a chunk's channel is its index mod C; a
+        pixel too large for a tile with all C channels' parameters is cut into channel groups,
+        each with its slice of scale, shift and slopes."""
         self.require_f16(op)
         count, channels = prod(mrvl.shape_of(op.output)), op.channels
         et = mrvl.element_type_of(op.output)
@@ -494,25 +505,25 @@ class _Lowering:
         src = self.flat_view(self.ddr_buffer(op.input), flat)
         dst = self.new_ddr(op.output)
         out = self.flat_view(dst, flat)
-        chunks = plan_elementwise(
+        chunks = plan_per_channel(
             count,
-            2,
+            channels,
             self.target.ocm_bytes_per_tile,
             self.num_tiles,
             self.target.ocm_alignment,
-            granule=channels,
-            reserved_bytes=(3 if op.slopes is not None else 2) * channels * 4,
+            self.what(op),
+            param_bytes=(3 if op.slopes is not None else 2) * F32,
         )
         slopes = self.slopes(op)
         for index, chunk in enumerate(chunks):
             tile = index % self.num_tiles
             x, t_x = self.load(src, [chunk.start], [chunk.length], tile)
-            s, t_s = self.load(self.ddr_buffer(op.scale), [0], [channels], tile)
-            b, t_b = self.load(self.ddr_buffer(op.shift), [0], [channels], tile)
+            s, t_s = self.load(self.ddr_buffer(op.scale), [chunk.c0], [chunk.cs], tile)
+            b, t_b = self.load(self.ddr_buffer(op.shift), [chunk.c0], [chunk.cs], tile)
             deps = [t_x, t_s, t_b]
             prelu = []
             if slopes is not None:
-                sbuf, t_p = self.load(slopes, [0], [channels], tile)
+                sbuf, t_p = self.load(slopes, [chunk.c0], [chunk.cs], tile)
                 deps.append(t_p)
                 prelu = [sbuf]
             y = self.ocm([chunk.length], et, tile)

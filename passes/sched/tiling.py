@@ -250,14 +250,24 @@ class FcPiece:
 
 
 def plan_fc_layer(
-    n: int, k: int, o: int, ocm_bytes: int, num_tiles: int, alignment: int, what: str
+    n: int,
+    k: int,
+    o: int,
+    ocm_bytes: int,
+    num_tiles: int,
+    alignment: int,
+    what: str,
+    *,
+    slopes: bool = False,
 ) -> list[FcPiece]:
     """Cut an FC layer's output features into groups whose weights fit `ocm_bytes`, and its
-    rows (a Gemm over a sequence has many) into bands whose inputs fit next to them."""
-    budget = ocm_bytes - 4 * alignment
+    rows (a Gemm over a sequence has many) into bands whose inputs fit next to them. With
+    `slopes` (a fused PRelu) each output feature also has an f32 slope in OCM."""
+    budget = ocm_bytes - (5 if slopes else 4) * alignment
+    per_feature = F32 * (2 if slopes else 1)  # f32 bias (and slope)
 
     def piece_bytes(ns: int, os: int) -> int:
-        return ns * k * F16 + os * k * F16 + os * F32 + ns * os * F16
+        return ns * k * F16 + os * k * F16 + os * per_feature + ns * os * F16
 
     if piece_bytes(1, 1) > budget:
         raise DoesNotFit(what, "output feature", piece_bytes(1, 1), ocm_bytes)
@@ -298,6 +308,51 @@ def plan_elementwise(
     length = min(budget, ceil(count / num_tiles))
     length = max(granule, length // granule * granule)
     return [Chunk(s, min(length, count - s)) for s in range(0, count, length)]
+
+
+@dataclass(frozen=True)
+class ChannelChunk:
+    """Flat elements [start, start + length) of a tensor whose channel is its innermost index,
+    covering channels [c0, c0 + cs) of each pixel it holds."""
+
+    start: int
+    length: int
+    c0: int
+    cs: int
+
+
+def plan_per_channel(
+    count: int,
+    channels: int,
+    ocm_bytes: int,
+    num_tiles: int,
+    alignment: int,
+    what: str,
+    *,
+    param_bytes: int,
+) -> list[ChannelChunk]:
+    """Cut a per-channel map of `count` f16 elements (input and output in OCM) whose
+    parameters take `param_bytes` per channel (at most 3 buffers): whole pixels with
+    every channel's parameters while one pixel fits, else groups of channels of one pixel
+    (a scale_shift over 23040 channels of a 1x1 plane: 184 KB of f32 scale and shift)."""
+    reserved = channels * param_bytes
+    slack = 5 * alignment  # input, output and 3 parameter buffers, each aligned
+    if (ocm_bytes - reserved - slack) // (2 * F16) >= channels:
+        return [
+            ChannelChunk(c.start, c.length, 0, channels)
+            for c in plan_elementwise(
+                count, 2, ocm_bytes, num_tiles, alignment, granule=channels,
+                reserved_bytes=reserved,
+            )
+        ]  # fmt: skip
+    group = (ocm_bytes - slack) // (2 * F16 + param_bytes)
+    if group < 1:
+        raise DoesNotFit(what, "channel", 2 * F16 + param_bytes + slack, ocm_bytes)
+    return [
+        ChannelChunk(pixel + c0, min(group, channels - c0), c0, min(group, channels - c0))
+        for pixel in range(0, count, channels)
+        for c0 in range(0, channels, group)
+    ]
 
 
 @dataclass(frozen=True)

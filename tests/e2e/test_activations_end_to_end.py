@@ -186,6 +186,24 @@ def classifier_head():
     return model(nodes, inits, [("x", [3, 6, 4, 4])], [("y", [3, 5])])
 
 
+def fc_prelu():
+    """PRelu fused into fc layers: a Gemm with one slope per output feature, and a MatMul
+    over a sequence [N, T, K] with one slope for all."""
+    nodes = [
+        node("Gemm", ["x", "w1", "b1"], ["g1"], name="fc1", transB=1),
+        node("PRelu", ["g1", "slope1"], ["p1"], name="fc1_prelu"),
+        node("Reshape", ["p1", "seq_shape"], ["s"], name="to_sequence"),
+        node("MatMul", ["s", "w2"], ["m2"], name="fc2"),
+        node("PRelu", ["m2", "slope2"], ["y"], name="fc2_prelu"),
+    ]
+    inits = [
+        const("w1", (12, 6)), const("b1", (12,)), const("slope1", (12,), 0.5),
+        numpy_helper.from_array(np.array([3, 3, 4], np.int64), "seq_shape"),
+        const("w2", (4, 5)), scalar("slope2", 0.25),
+    ]  # fmt: skip
+    return model(nodes, inits, [("x", [3, 6])], [("y", [3, 3, 5])])
+
+
 NETS = {
     "mobilenet_v3": mobilenet_v3_block,
     "efficientnet": efficientnet_block,
@@ -193,6 +211,7 @@ NETS = {
     "constants": constants_either_side,
     "lone": lone_activations,
     "head": classifier_head,
+    "fc_prelu": fc_prelu,
 }
 
 
@@ -256,6 +275,7 @@ EXPECTED_ACTIVATIONS = {
     "constants": {"clip"},
     "lone": {"tanh", "mish", "prelu", "hard_swish"},
     "head": {"hard_swish", "sigmoid"},
+    "fc_prelu": {"prelu"},
 }
 
 
@@ -277,3 +297,20 @@ def test_nodes_json_of_the_new_layers_validates(name):
         for a in node.get("attrs", {}).get("activation_type", [])
     }
     assert EXPECTED_ACTIVATIONS[name] <= kinds
+
+
+def test_prelu_is_fused_into_the_fc_layers():
+    """No separate scale_shift layer for a PRelu after an fc: each FC carries its slopes (one
+    per output feature; a single slope is broadcast)."""
+    from mrvl.compiler import compile_region
+
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(build("fc_prelu")), num_tiles=4)
+    (region,) = [
+        f for _, f in mod.functions_items() if f.attrs is not None and f.attrs.get("Codegen")
+    ]
+    layers = [node.get("attrs", {}) for node in compile_region(region).nodes_json["nodes"]]
+    names = [attrs["layer_name"][0] for attrs in layers]
+    assert names == ["input", "FC", "reshape", "reshape", "FC", "reshape"]
+    fcs = [attrs for attrs in layers if attrs["layer_name"] == ["FC"]]
+    assert [fc["activation_type"] for fc in fcs] == [["prelu"], ["prelu"]]
+    assert [len(fc["activation_slopes"]) for fc in fcs] == [12, 5]

@@ -1,0 +1,711 @@
+"""The check of each partition pattern: what a match must satisfy to become an MLIP layer.
+
+Each `check_*` raises `_Reject` with a reason a user can act on, blaming one call; `checked`
+turns it into the boolean check `FuseOpsByPattern` calls, and records the reason with the
+ONNX node it blames in the `Collector` that `partition_for_mrvl` makes current
+(`collecting`). The checks reject what `relax_import.py` would not read (they call the same
+`split_activation`), and run the scheduler's tiling plan for the target, so that an
+unsupported or too large layer stays on the host instead of failing the build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.ir.expr import GenericConst
+from tvm.relax.backend.utils import has_leaking_intermediate_variables
+from tvm.relax.transform import PatternCheckContext
+
+from . import strided
+from .activation_forms import ActivationFormError, split_activation
+from .frontend import constant_view, node_name_of
+from .passes.sched.tiling import DoesNotFit, WindowLayer, plan_fc_layer, plan_window_layer
+from .target import Target
+
+MAX_BATCH = 8
+"""Largest batch (N) a region accepts: the MLIP processes batches of up to 8."""
+
+MAX_AFFINE_STEPS = 3
+"""A layer's affine steps (see `_check_tail`): up to this many."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Why a match was rejected: a collector active while `partition_for_mrvl` runs.
+
+
+@dataclass
+class Collector:
+    """Reasons recorded by the checks during one partitioning.
+
+    A rejection blames one node (the culprit: the conv whose batch is too large, the clip
+    whose bounds are bad) and involves every node of the match. The culprit's reason wins
+    over one a node got as a bystander ("... (at <culprit>)"); the first reason recorded wins
+    over later ones; a user's deny wins over everything.
+    """
+
+    forced: dict[str, str]
+    bound: dict[relax.Var, relax.Expr] = field(default_factory=dict)
+    """Each variable of the module's functions and the value bound to it (a check sees only
+    its match; the scale_shift check asks what produced its input)."""
+    users: dict[relax.Var, list[relax.Call]] = field(default_factory=dict)
+    """Each variable of the module's functions and the calls that read it."""
+    op_types: dict[str, str] = field(default_factory=dict)
+    """ONNX node name -> op type (`mrvl.onnx_nodes`), empty for a module without it."""
+    culprits: dict[str, str] = field(default_factory=dict)
+    bystanders: dict[str, str] = field(default_factory=dict)
+    target: Target | None = None
+    num_tiles: int = 1
+    """What the regions are partitioned for: layers are planned for it (`_check_fits`)."""
+    sites: itertools.count = field(default_factory=itertools.count)
+    """Numbers the accepted matches (see `patterns.site_attrs`)."""
+
+    def reject(self, culprit: str | None, reason: str, involved: Sequence[str]) -> None:
+        if culprit is not None:
+            self.culprits.setdefault(culprit, reason)
+        for name in involved:
+            if name != culprit:
+                self.bystanders.setdefault(name, f"{reason} (at {culprit})" if culprit else reason)
+
+    def reasons(self) -> dict[str, str]:
+        return {**self.bystanders, **self.culprits, **self.forced}
+
+
+_COLLECTOR: contextvars.ContextVar[Collector | None] = contextvars.ContextVar(
+    "mrvl_partition_collector", default=None
+)
+
+
+@contextlib.contextmanager
+def collecting(collector: Collector) -> Iterator[Collector]:
+    """Make `collector` the one the checks record into while the block runs."""
+    token = _COLLECTOR.set(collector)
+    try:
+        yield collector
+    finally:
+        _COLLECTOR.reset(token)
+
+
+def current_collector() -> Collector | None:
+    """The collector of the partitioning under way, None outside `partition_for_mrvl`."""
+    return _COLLECTOR.get()
+
+
+class _Reject(Exception):
+    """Raised by a check: `reason` why the match cannot be a layer, blaming the call `at`."""
+
+    def __init__(self, reason: str, at: relax.Expr | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.at = at
+
+
+def checked(check: Callable[[PatternCheckContext], None]) -> Callable[[PatternCheckContext], bool]:
+    """A FusionPattern check from `check`, which raises `_Reject` for an unsupported match.
+
+    A match that contains any call of a denied node is rejected first, so a denied node stays
+    on the CPU whole.
+    """
+
+    def run(ctx: PatternCheckContext) -> bool:
+        collector = _COLLECTOR.get()
+        involved = list(
+            dict.fromkeys(
+                name
+                for expr in ctx.matched_bindings.values()
+                if (name := node_name_of(expr)) is not None
+            )
+        )
+        if collector is not None:
+            for name in involved:
+                if name in collector.forced:
+                    collector.reject(name, collector.forced[name], involved)
+                    return False
+        try:
+            check(ctx)
+        except _Reject as rejection:
+            if collector is not None:
+                at = rejection.at if rejection.at is not None else ctx.matched_expr
+                collector.reject(node_name_of(at), rejection.reason, involved)
+            return False
+        return True
+
+    run.__name__ = run.__qualname__ = check.__name__
+    run.__doc__ = check.__doc__
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+# Check helpers. Each raises _Reject with a reason a user can act on.
+
+
+def _tensor_shape(expr: relax.Expr, at: relax.Expr) -> tuple[int, ...]:
+    """The static shape of a float32 tensor."""
+    ty = expr.ty
+    if not isinstance(ty, relax.TensorType):
+        raise _Reject(f"not a tensor ({type(ty).__name__})", at)
+    if str(ty.dtype) != "float32":
+        raise _Reject(f"dtype {ty.dtype}", at)
+    dims = getattr(ty.shape, "values", None)
+    if dims is None or not all(isinstance(d, tvm.tirx.IntImm) for d in dims):
+        raise _Reject("dynamic shape", at)
+    return tuple(int(d) for d in dims)
+
+
+def _activation(
+    expr: relax.Expr, ranks: Sequence[int], at: relax.Expr, *, any_batch: bool = False
+) -> tuple[int, ...]:
+    """The shape of a runtime float32 tensor of one of `ranks` with batch ≤ MAX_BATCH (any
+    batch if `any_batch`: an FC's rows, a strided copy's outer dimension)."""
+    if isinstance(expr, GenericConst):
+        raise _Reject("constant input", at)
+    shape = _tensor_shape(expr, at)
+    if len(shape) not in ranks:
+        raise _Reject(f"rank {len(shape)}", at)
+    if shape[0] < 1 or (not any_batch and shape[0] > MAX_BATCH):
+        raise _Reject(f"batch {shape[0]} > {MAX_BATCH}" if shape[0] else "batch 0", at)
+    return shape
+
+
+def _constant(expr: relax.Expr, what: str, at: relax.Expr) -> np.ndarray:
+    if not isinstance(expr, GenericConst):
+        raise _Reject(f"non-constant {what}", at)
+    _tensor_shape(expr, at)
+    return constant_view(expr)
+
+
+def _f32_result(call: relax.Call) -> None:
+    out_dtype = str(getattr(call.attrs, "out_dtype", "") or "")
+    if out_dtype not in ("", "float32", "void", "None"):
+        raise _Reject(f"dtype {out_dtype}", call)
+
+
+def _no_leaks(ctx: PatternCheckContext) -> None:
+    if has_leaking_intermediate_variables(ctx):
+        raise _Reject("an intermediate result is also used outside the layer", ctx.matched_expr)
+
+
+def _prim_float(expr) -> float | None:
+    value = getattr(expr, "value", expr)
+    value = getattr(value, "value", value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+_STEP_OPS = frozenset({"relax.add", "relax.subtract", "relax.multiply", "relax.divide"})
+"""A layer's affine steps: x+c, c+x, x-c, c-x, x*c, c*x, x/c with c per channel or scalar."""
+
+
+def _check_tail(
+    ctx: PatternCheckContext,
+    core: Sequence[relax.Expr],
+    channels: int,
+    rank: int,
+    *,
+    prelu: bool,
+) -> None:
+    """Everything a match holds besides its `core` calls must be an affine step or the fused
+    activation, exactly as `relax_import` reads them (both use `split_activation`)."""
+    bindings = ctx.matched_bindings
+    outer = _enclosing_activation(ctx, ctx.matched_expr)
+    if outer is not None:
+        raise _Reject(f"part of the activation {outer.kind} that follows", ctx.matched_expr)
+    try:
+        form, _ = split_activation(ctx.matched_expr, lambda e: bindings.get(e, e))
+    except ActivationFormError as e:
+        raise _Reject(e.reason, e.at) from None
+    explained = list(core)
+    if form is not None:
+        explained += form.calls
+        if form.kind == "prelu":
+            if not prelu:
+                raise _Reject("PRelu after this layer (no per-channel slopes here)", form.calls[-1])
+            if form.params["slopes"].size not in (1, channels):
+                raise _Reject(f"{form.params['slopes'].size} PRelu slopes", form.calls[-1])
+    for call in bindings.values():
+        if not isinstance(call, relax.Call) or any(call.same_as(c) for c in explained):
+            continue
+        name = _op_name(call)
+        if name not in _STEP_OPS:
+            raise _Reject(f"{name} is not part of a layer the MLIP computes", call)
+        consts = [a for a in call.args if isinstance(a, GenericConst)]
+        if len(consts) != 1:
+            raise _Reject(f"{name.split('.')[-1]} of two tensors inside a layer", call)
+        if name == "relax.divide" and not isinstance(call.args[1], GenericConst):
+            raise _Reject("division of a constant by a tensor", call)
+        _channel_const(consts[0], channels, rank, name.split(".")[-1] + " constant", call)
+
+
+def _channel_const(expr, channels: int, rank: int, what: str, at) -> None:
+    """A constant broadcast per channel (axis 1) or as a scalar onto a rank-`rank` tensor."""
+    shape = _constant(expr, what, at).shape
+    per_channel = (1, channels) + (1,) * (rank - 2)
+    scalar = len(shape) <= rank and all(d == 1 for d in shape)
+    if not (scalar or shape == per_channel or shape == per_channel[1:]):
+        raise _Reject(f"{what} shape {shape}", at)
+
+
+def _int_list(values) -> list[int] | None:
+    return None if values is None else [int(v) for v in values]
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks, one per layer.
+
+
+def check_conv2d(ctx: PatternCheckContext) -> None:
+    ann = ctx.annotated_expr
+    conv = ann["conv"]
+    _no_leaks(ctx)
+    attrs = conv.attrs
+    _activation(ann["data"], (4,), conv)
+    if "pad" in ann:
+        _check_pad(ann["pad"])
+    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != ("NCHW", "OIHW", "NCHW"):
+        raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
+    _f32_result(conv)
+    weight = _constant(ann["weight"], "weights", conv)
+    if weight.ndim != 4:
+        raise _Reject(f"weight rank {weight.ndim}", conv)
+    channels = _tensor_shape(conv.args[0], conv)[1]
+    out_ch, groups = weight.shape[0], int(attrs.groups)
+    if channels % groups or out_ch % groups or weight.shape[1] * groups != channels:
+        raise _Reject(f"attribute group={groups}", conv)
+    core = [conv] + [ann[k] for k in ("pad", "bn") if k in ann]
+    if "bn" in ann:
+        bn = ann["bn"]
+        if bool(bn.attrs.training) or int(bn.attrs.axis) not in (1, -3):
+            raise _Reject("batch norm in training mode or not on channels", bn)
+        for param in bn.args[1:]:
+            if _constant(param, "batch-norm parameters", bn).shape != (out_ch,):
+                raise _Reject("batch-norm parameter shape", bn)
+    _check_tail(ctx, core, out_ch, 4, prelu=True)
+    n, c, h, w = _tensor_shape(ann["data"], conv)
+    _, _, oh, ow = _tensor_shape(conv, conv)
+    _, cg, kh, kw = weight.shape
+    pt, pl, _, _ = _int_list(attrs.padding)
+    if "pad" in ann:
+        widths = _int_list(ann["pad"].attrs.pad_width)
+        pt, pl = pt + widths[4], pl + widths[6]
+    (sh, sw), (dh, dw) = _int_list(attrs.strides), _int_list(attrs.dilation)
+    prelu = _has_prelu(ctx)
+    per_oc = kh * kw * cg * 2 + 4 + (4 if prelu else 0)  # f16 weights, f32 bias (and slope)
+    layer = WindowLayer(
+        n, h, w, c, oh, ow, out_ch, kh, kw, sh, pt, dh, per_oc, False,
+        sw=sw, pad_left=pl, dw=dw, groups=groups,
+    )  # fmt: skip
+    _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, True), conv)
+
+
+def _has_prelu(ctx: PatternCheckContext) -> bool:
+    """Whether the match fuses a PRelu, whose f32 slopes take OCM next to the layer's."""
+    return any(
+        isinstance(c, relax.Call) and _op_name(c) == "relax.nn.prelu"
+        for c in ctx.matched_bindings.values()
+    )
+
+
+def _plan_window(layer: WindowLayer, target: Target, num_tiles: int, split_columns: bool):
+    return plan_window_layer(
+        layer,
+        target.ocm_bytes_per_tile,
+        num_tiles,
+        target.ocm_alignment,
+        "layer",
+        split_columns=split_columns,
+    )
+
+
+def _check_fits(plan: Callable[[Target, int], object], at: relax.Call) -> None:
+    """Ask the scheduler's tiler whether the layer can be placed on the target the module is
+    partitioned for; a layer that cannot stays on the CPU, with the bytes it would need."""
+    collector = _COLLECTOR.get()
+    if collector is None or collector.target is None:
+        return
+    try:
+        plan(collector.target, collector.num_tiles)
+    except DoesNotFit as err:
+        raise _Reject(
+            f"does not fit on chip: one {err.unit} needs {err.needed} bytes of OCM, a tile of "
+            f"{collector.target.name} has {err.available}",
+            at,
+        ) from None
+
+
+def check_conv_transpose(ctx: PatternCheckContext) -> None:
+    """A transposed conv the importer lowers to zero insertion plus an ordinary conv: its
+    pads become the conv's padding `dilation * (k - 1) - pad`, which must not be negative."""
+    ann = ctx.annotated_expr
+    conv = ann["conv"]
+    _no_leaks(ctx)
+    attrs = conv.attrs
+    _activation(ann["data"], (4,), conv)
+    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != ("NCHW", "IOHW", "NCHW"):
+        raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
+    _f32_result(conv)
+    weight = _constant(ann["weight"], "weights", conv)
+    if weight.ndim != 4:
+        raise _Reject(f"weight rank {weight.ndim}", conv)
+    channels = _tensor_shape(conv.args[0], conv)[1]
+    groups = int(attrs.groups)
+    if weight.shape[0] != channels or channels % groups:
+        raise _Reject(f"attribute group={groups}", conv)
+    kernel = weight.shape[2:]
+    dilation, pads = _int_list(attrs.dilation), _int_list(attrs.padding)
+    for axis, (k, d) in enumerate(zip(kernel, dilation)):
+        extent = d * (k - 1)
+        if pads[axis] > extent or pads[axis + 2] > extent:
+            raise _Reject(f"pads {pads} beyond the kernel's extent {extent}", conv)
+    _check_tail(ctx, [conv], weight.shape[1] * groups, 4, prelu=True)
+
+
+def _check_pad(pad: relax.Call) -> None:
+    attrs = pad.attrs
+    if str(attrs.pad_mode) != "constant":
+        raise _Reject(f"attribute mode={attrs.pad_mode}", pad)
+    if float(attrs.pad_value) != 0.0:
+        raise _Reject(f"attribute constant_value={float(attrs.pad_value):g}", pad)
+    widths = _int_list(attrs.pad_width)
+    if any(w < 0 for w in widths):
+        raise _Reject("negative pads", pad)
+    if any(widths[:4]):
+        raise _Reject("pads on the batch or channel axis", pad)
+
+
+def check_pool2d(ctx: PatternCheckContext) -> None:
+    pool = ctx.annotated_expr["root"]
+    attrs = pool.attrs
+    _activation(ctx.annotated_expr["data"], (4,), pool)
+    if (attrs.layout, attrs.out_layout) != ("NCHW", "NCHW"):
+        raise _Reject(f"layout {attrs.layout}", pool)
+    dilation = _int_list(attrs.dilation)
+    if any(d != 1 for d in dilation):
+        raise _Reject(f"attribute dilations={dilation}", pool)
+    n, c, h, w = _tensor_shape(ctx.annotated_expr["data"], pool)
+    _, _, oh, ow = _tensor_shape(pool, pool)
+    (kh, kw), (sh, sw) = _int_list(attrs.pool_size), _int_list(attrs.strides)
+    pt, pl = _int_list(attrs.padding)[:2]
+    layer = WindowLayer(n, h, w, c, oh, ow, c, kh, kw, sh, pt, 1, 0, True, sw=sw, pad_left=pl)
+    _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, False), pool)
+
+
+def check_global_pool2d(ctx: PatternCheckContext) -> None:
+    reduce = ctx.annotated_expr["root"]
+    _activation(ctx.annotated_expr["data"], (4,), reduce)
+    axes = _int_list(reduce.attrs.axis)
+    if axes is None or sorted(a % 4 for a in axes) != [2, 3]:
+        raise _Reject(f"attribute axes={axes if axes is not None else 'all'}", reduce)
+    # keepdims=0 ([N, C], as torchvision's ShuffleNetV2 and MNASNet write x.mean([2, 3])):
+    # the same bytes as [N, C, 1, 1], relabelled by the importer
+
+
+def check_fc(ctx: PatternCheckContext) -> None:
+    ann = ctx.annotated_expr
+    matmul = ann["matmul"]
+    _no_leaks(ctx)
+    # rows are tiled: any number, also a sequence [N, T, K] (its rows are N * T)
+    data_shape = _activation(ann["data"], (2, 3), matmul, any_batch=True)
+    k = data_shape[-1]
+    _f32_result(matmul)
+    weight = _constant(ann["weight"], "weights (right operand)", matmul)
+    if weight.ndim != 2 or weight.shape[0] != k:
+        raise _Reject(f"weight shape {weight.shape}", matmul)
+    rows = int(np.prod(data_shape[:-1]))  # a sequence [N, T, K] is N * T rows
+    prelu = _has_prelu(ctx)
+    _check_fits(
+        lambda target, tiles: plan_fc_layer(
+            rows,
+            k,
+            weight.shape[1],
+            target.ocm_bytes_per_tile,
+            tiles,
+            target.ocm_alignment,
+            "fc",
+            slopes=prelu,
+        ),
+        matmul,
+    )
+    core = [matmul]
+    if "scale" in ann:
+        if _constant(ann["alpha"], "alpha", ann["scale"]).size != 1:
+            raise _Reject("alpha is not a scalar", ann["scale"])
+        core.append(ann["scale"])
+    # the FC's channels are its last axis: constants broadcast as [O], [1, O] or a scalar
+    _check_tail(ctx, core, weight.shape[1], 2, prelu=True)
+
+
+def check_add(ctx: PatternCheckContext) -> None:
+    ann = ctx.annotated_expr
+    add = ann["add"]
+    _no_leaks(ctx)
+    lhs = _activation(add.args[0], (2, 4), add)
+    rhs = _activation(add.args[1], (2, 4), add)
+    if lhs != rhs:
+        raise _Reject(f"broadcast add {lhs} + {rhs}", add)
+    _check_tail(ctx, [add], lhs[1], len(lhs), prelu=False)
+
+
+def check_mul(ctx: PatternCheckContext) -> None:
+    """A product of two tensors of one shape, or of x [N, C, H, W] and a gate s [N, C, 1, 1]
+    (either way round): the squeeze-excitation gate."""
+    ann = ctx.annotated_expr
+    mul = ann["mul"]
+    _no_leaks(ctx)
+    _whole_onnx_ops(ctx, _AFFINE_ONNX_OPS)
+    lhs = _activation(mul.args[0], (2, 4), mul)
+    rhs = _activation(mul.args[1], (2, 4), mul)
+    form, _ = split_activation(mul, lambda e: _bound(ctx, e))
+    if form is not None:
+        raise _Reject(f"the product is the activation {form.kind} of a layer", mul)
+    if lhs != rhs:
+        small, big = sorted((lhs, rhs), key=lambda shape: np.prod(shape))
+        if len(big) != 4 or len(small) != 4 or small != (big[0], big[1], 1, 1):
+            raise _Reject(f"broadcast multiply {lhs} * {rhs}", mul)
+    big = max(lhs, rhs, key=lambda shape: np.prod(shape))
+    _check_tail(ctx, [mul], big[1], len(big), prelu=False)
+
+
+def _enclosing_activation(ctx: PatternCheckContext, call: relax.Call):
+    """The activation form that `call` is an inner part of (the `add` and `clip` of
+    `x * relu6(x + 3) / 6`), found among the calls that use it, up to 4 levels out; None if
+    there is none. A layer must not end inside an activation: the activation's root would be
+    left with a form no layer can read."""
+    collector = _COLLECTOR.get()
+    if collector is None:
+        return None
+    var_of = {value: var for var, value in collector.bound.items()}
+    frontier = [call]
+    for _ in range(4):
+        users = []
+        for expr in frontier:
+            var = var_of.get(_bound(ctx, expr))
+            users += collector.users.get(var, []) if var is not None else []
+        for user in users:
+            try:
+                form, _ = split_activation(user, lambda e: _bound(ctx, e))
+            except ActivationFormError:
+                continue
+            if form is not None and any(call.same_as(c) for c in form.calls):
+                return form
+        frontier = users
+    return None
+
+
+def _bound(ctx: PatternCheckContext, expr: relax.Expr) -> relax.Expr:
+    """The value bound to a variable of the matched function (the expression itself if none)."""
+    if expr in ctx.matched_bindings:
+        return ctx.matched_bindings[expr]
+    collector = _COLLECTOR.get()
+    if collector is not None and isinstance(expr, relax.Var):
+        return collector.bound.get(expr, expr)
+    return expr
+
+
+_LAYER_CORES = frozenset({"relax.nn.conv2d", "relax.matmul"})
+_AFFINE_ONNX_OPS = frozenset(
+    {
+        "BatchNormalization",
+        "Relu",
+        "Clip",
+        "LeakyRelu",
+        "Mul",
+        "Add",
+        "Sum",
+        "Sub",
+        "Div",
+        "Sigmoid",
+        "Tanh",
+        "HardSigmoid",
+        "HardSwish",
+        "PRelu",
+        "Mish",
+    }
+)
+"""ONNX ops a scale_shift can be the whole of; a multiply or add inside another op (LRN's
+bias + alpha * x) stays with the rest of that op, so no node is split between MLIP and CPU."""
+_AFFINE_OPS = frozenset(
+    {
+        "relax.multiply",
+        "relax.add",
+        "relax.subtract",
+        "relax.divide",
+        "relax.nn.relu",
+        "relax.clip",
+        "relax.nn.leakyrelu",
+        "relax.nn.prelu",
+    }
+)
+
+
+def check_scale_shift(ctx: PatternCheckContext) -> None:
+    """A per-channel multiply / add / activation that no conv or fc absorbed.
+
+    One that follows a conv or fc the user denied belongs to that layer and stays on the CPU
+    with it (its bias add carries the conv's own node name and is caught by the deny check).
+    """
+    ann = ctx.annotated_expr
+    _no_leaks(ctx)
+    first = ctx.matched_expr
+    data = ann["data"]
+    collector = _COLLECTOR.get()
+    _whole_onnx_ops(ctx, _AFFINE_ONNX_OPS)
+    origin = _layer_origin(ctx, data)
+    if origin is not None and collector is not None:
+        owner = node_name_of(origin)
+        if owner in collector.forced:
+            raise _Reject(f"{collector.forced[owner]} (at {owner})", first)
+    shape = _activation(data, (2, 4), first)
+    _check_tail(ctx, [], shape[1], len(shape), prelu=True)
+
+
+def _whole_onnx_ops(ctx: PatternCheckContext, allowed: frozenset[str]) -> None:
+    """Reject a match holding part of an ONNX op of another type (the reshapes TVM wraps
+    around an opset-11 Softmax), so that no node is split between the MLIP and the CPU."""
+    collector = _COLLECTOR.get()
+    if collector is None or not collector.op_types:
+        return
+    for expr in ctx.matched_bindings.values():
+        name = node_name_of(expr)
+        op_type = collector.op_types.get(name) if name is not None else None
+        if op_type is not None and op_type not in allowed:
+            raise _Reject(f"part of {op_type} (the rest of it runs on the CPU)", expr)
+
+
+def _op_name(call: relax.Call) -> str:
+    return getattr(call.op, "name", "")
+
+
+def _producer_call(ctx: PatternCheckContext, value: relax.Expr) -> relax.Call | None:
+    """The call that computes `value` (a variable bound in the function), if any."""
+    collector = _COLLECTOR.get()
+    bound = collector.bound if collector is not None else {}
+    producer = bound.get(value) if isinstance(value, relax.Var) else value
+    return producer if isinstance(producer, relax.Call) else None
+
+
+def _layer_origin(ctx: PatternCheckContext, value: relax.Expr) -> relax.Call | None:
+    """The conv or matmul that `value` comes from through constant multiplies / adds and
+    activations (the parts that would fuse into that layer), if any."""
+    call = _producer_call(ctx, value)
+    while call is not None and _op_name(call) in _AFFINE_OPS:
+        operands = [a for a in call.args if isinstance(a, relax.Call | relax.Var)]
+        if len(operands) != 1:
+            return None
+        call = _producer_call(ctx, operands[0])
+    return call if call is not None and _op_name(call) in _LAYER_CORES else None
+
+
+def check_concat(ctx: PatternCheckContext) -> None:
+    concat = ctx.annotated_expr["root"]
+    _whole_onnx_ops(ctx, frozenset({"Concat"}))
+    parts = concat.args[0]
+    if not isinstance(parts, relax.Tuple):
+        raise _Reject("concat of a tuple variable", concat)
+    shapes = [_activation(part, (2, 3, 4), concat, any_batch=True) for part in parts.fields]
+    rank = len(shapes[0])
+    if any(len(s) != rank for s in shapes):
+        raise _Reject("inputs of different ranks", concat)
+    axis = int(concat.attrs.axis) if concat.attrs.axis is not None else None
+    if axis is None or not -rank <= axis < rank:
+        raise _Reject(f"attribute axis={axis}", concat)
+
+
+def check_resize(ctx: PatternCheckContext) -> None:
+    """Bilinear (or nearest) resize of an NCHW tensor by the `resize` instruction's tables."""
+    resize = ctx.annotated_expr["root"]
+    _whole_onnx_ops(ctx, frozenset({"Resize", "Upsample"}))
+    attrs = resize.attrs
+    _activation(ctx.annotated_expr["data"], (4,), resize)
+    _tensor_shape(resize, resize)
+    if str(attrs.layout) != "NCHW":
+        raise _Reject(f"layout {attrs.layout}", resize)
+    method, mode = str(attrs.method), str(attrs.coordinate_transformation_mode)
+    if method not in ("linear", "nearest_neighbor"):
+        raise _Reject(f"attribute mode={method}", resize)
+    if mode not in strided.RESIZE_MODES:
+        raise _Reject(f"attribute coordinate_transformation_mode={mode}", resize)
+    if method == "nearest_neighbor" and str(attrs.rounding_method) not in strided.ROUNDINGS:
+        raise _Reject(f"attribute nearest_mode={attrs.rounding_method}", resize)
+
+
+_MOVE_ONNX_OPS = frozenset(
+    {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Split", "Resize",
+     "Upsample", "Identity"}
+)  # fmt: skip
+"""ONNX ops a strided copy can be made of."""
+
+
+def check_copy(ctx: PatternCheckContext) -> None:
+    """A chain of data-movement ops whose composition is a strided copy (`strided.py`)."""
+    ann = ctx.annotated_expr
+    calls = [ann[key] for key in ("op0", "op1", "op2") if key in ann]
+    _no_leaks(ctx)
+    _whole_onnx_ops(ctx, _MOVE_ONNX_OPS)
+    in_shape = _activation(ann["data"], (2, 3, 4), calls[0], any_batch=True)
+    for call in calls:
+        _tensor_shape(call, call)
+    if len(_tensor_shape(calls[-1], calls[-1])) not in (2, 3, 4):
+        raise _Reject(f"result rank {len(_tensor_shape(calls[-1], calls[-1]))}", calls[-1])
+    try:
+        strided.chain_form(calls, in_shape)
+    except strided.NotACopy as err:
+        raise _Reject(err.reason, err.call if err.call is not None else calls[-1]) from None
+
+
+def check_reshape(ctx: PatternCheckContext) -> None:
+    reshape = ctx.annotated_expr["root"]
+    in_shape = _activation(ctx.annotated_expr["data"], (2, 4), reshape)
+    out_shape = _tensor_shape(reshape, reshape)
+    if len(out_shape) not in (2, 4):
+        raise _Reject(f"rank {len(out_shape)}", reshape)
+    if len(out_shape) == len(in_shape):
+        raise _Reject(f"reshape rank {len(in_shape)} to rank {len(out_shape)}", reshape)
+    if out_shape[0] != in_shape[0]:
+        raise _Reject("reshape changes the batch", reshape)
+
+
+def check_transpose(ctx: PatternCheckContext) -> None:
+    transpose = ctx.annotated_expr["root"]
+    _activation(ctx.annotated_expr["data"], (4,), transpose)
+    axes = _int_list(transpose.attrs.axes)
+    if axes not in ([0, 2, 3, 1], [0, 3, 1, 2]):
+        raise _Reject(f"attribute perm={axes if axes is not None else 'reversed'}", transpose)
+
+
+# ---------------------------------------------------------------------------------------------
+# Patterns. Each builder returns (name, pattern, annotations, check).
+
+
+# ---------------------------------------------------------------------------------------------
+# The module's bindings, which the collector gives the checks.
+
+
+def users_of(bound: dict[relax.Var, relax.Expr]) -> dict[relax.Var, list[relax.Call]]:
+    """Each variable of `bound` and the calls that read it (`Collector.users`)."""
+    users: dict[relax.Var, list[relax.Call]] = {}
+    for value in bound.values():
+        if isinstance(value, relax.Call):
+            for arg in value.args:
+                if isinstance(arg, relax.Var):
+                    users.setdefault(arg, []).append(value)
+    return users
+
+
+def bound_values(mod: tvm.IRModule) -> dict[relax.Var, relax.Expr]:
+    """Each variable of the module's functions and the value bound to it (`Collector.bound`)."""
+    return {
+        binding.var: binding.value
+        for func in mod.functions.values()
+        if isinstance(func, relax.Function) and isinstance(func.body, relax.SeqExpr)
+        for block in func.body.blocks
+        for binding in block.bindings
+        if isinstance(binding, relax.VarBinding)
+    }
