@@ -179,8 +179,9 @@ def markdown(runs: list[ZooRun], elapsed: float) -> str:
         ),
         "- **CPU ops and why**: ONNX nodes left on the CPU, by the report's reason;",
         (
-            "- **compile s**: `mrvl.build`; **run s**: one hybrid run in the Relax VM (the numpy "
-            "reference interpreter simulates the regions);"
+            "- **compile s**: `mrvl.build`; **run s**: one hybrid run in the Relax VM (the "
+            "simulator's default engine, Numba, runs the regions; the first run of a process "
+            "includes loading its compiled kernels);"
         ),
         (
             "- **error**: largest max relative error of any output against onnxruntime fp32 under "

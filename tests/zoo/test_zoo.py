@@ -48,30 +48,20 @@ FAST_MODELS = frozenset({"squeezenet1_1"})
 CLASSIFIERS = tuple(n for n in ZOO_MODELS if zoo_model_info(n).kind == "classifier")
 
 # What each model does today (model → the failure seen). Remove an entry when it passes.
-_PER_CHANNEL = (
-    "mrvl.build raises AttributeError: 'DataflowVar' object has no attribute 'value' in "
-    "relax_import._per_channel: the conv pattern takes TVM's HardSigmoid, multiply(alpha, x) + "
-    "beta, for a folded Mul+Add, and the importer assumes the constant is args[1]"
-)
-_YOLOV8_SCORES = (
-    "builds and runs in 60 regions (SiLU and the decoding arithmetic on the CPU); its scores "
-    "miss the rule: 4.2 % against onnxruntime, where the fp16-storage emulation has 2.9 % "
-    "(measured by wt/shape after Shape-computed slices were folded at import)"
-)
 HYBRID_FAILURES: dict[str, str] = {
-    "mobilenet_v3_small": _PER_CHANNEL,
-    "mobilenet_v3_large": _PER_CHANNEL,
-    "lraspp_mobilenet_v3_large": _PER_CHANNEL,
-    "deeplabv3_mobilenet_v3_large": _PER_CHANNEL,
-    "yolov8n": _YOLOV8_SCORES,
+    "lraspp_mobilenet_v3_large": (
+        "one region, 100 % of MACs on the MLIP, but 28.9 % max relative error against "
+        "onnxruntime where the fp16-storage emulation has 27.1 % (seed 0): fp16 storage alone "
+        "costs this randomly weighted segmentation head a quarter of its accuracy, and mrvl "
+        "misses the emulation by 1.8 points"
+    ),
+    "yolov8n": (
+        "3 regions (the rank-3 decoding arithmetic and its Softmax on the CPU); its scores "
+        "miss the rule: 4.21 % against onnxruntime, where the fp16-storage emulation has 3.50 %"
+    ),
 }
 MAC_GOAL_FAILURES: dict[str, str] = {}
-REGION_GOAL_FAILURES: dict[str, str] = {
-    "mobilenet_v3_small": "HardSwish x19 and the squeeze-excitation Mul x9 on the CPU: 29 regions",
-    "mobilenet_v3_large": "HardSwish x21 and the squeeze-excitation Mul x8 on the CPU: 30 regions",
-    "efficientnet_b0": "SiLU (Sigmoid x65 + Mul x65, SE gates included) on the CPU: 66 regions",
-    "regnet_y_400mf": "the squeeze-excitation Sigmoid x16 + Mul x16 on the CPU: 17 regions",
-}
+REGION_GOAL_FAILURES: dict[str, str] = {}
 
 
 def _params(names, failures: dict[str, str]):
