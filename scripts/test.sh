@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install mrvl (if needed) and run the whole test suite: the FileCheck tests (lit), then
-# pytest including the model-scale tests marked slow (about 8 minutes on 2 cores).
-# `--fast` leaves the slow tests out (about a minute).
+# pytest including the model-scale tests marked slow (about 20 minutes on 2 cores).
+# `--fast` leaves the slow tests out (about three minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
