@@ -33,8 +33,16 @@ class Target:
     fp16_macs_per_cycle_per_tile: int
     int8_macs_per_cycle_per_tile: int
     vector_elems_per_cycle_per_tile: int
+    mac_setup_cycles: int
+    """Cycles a MAC-array instruction spends before its first MAC (fetch, weight load)."""
+    vector_setup_cycles: int
     dma_bytes_per_cycle: int
+    """Rate of one tile's DMA engine, on its OCM side."""
     dma_setup_cycles: int
+    ddr_bytes_per_cycle: int
+    """Bandwidth of the one DDR port that all tiles share."""
+    ddr_burst_bytes: int
+    """DDR moves whole bursts: a contiguous run of a strided transfer costs whole bursts."""
     ddr_alignment: int
     ocm_alignment: int
 

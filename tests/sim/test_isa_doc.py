@@ -48,8 +48,12 @@ def target_table() -> str:
         "fp16_macs_per_cycle_per_tile",
         "int8_macs_per_cycle_per_tile",
         "vector_elems_per_cycle_per_tile",
+        "mac_setup_cycles",
+        "vector_setup_cycles",
         "dma_bytes_per_cycle",
         "dma_setup_cycles",
+        "ddr_bytes_per_cycle",
+        "ddr_burst_bytes",
         "ddr_alignment",
         "ocm_alignment",
     ):

@@ -1,0 +1,107 @@
+"""What MLIP work costs in cycles: one function per kind of work, on plain numbers.
+
+The scheduler prices the pieces it plans with these functions, and the simulator's cycle model
+prices the instructions it replays with the same ones, so the tiler and the model never
+disagree (Vela's `PerformanceQuery` is the pattern). Every number comes from the target
+description (`targets/<mcpu>.json`); the model itself is documented in docs/isa.md.
+
+A `Cost` says which engine of a tile the work occupies, for how many cycles, and how many
+bytes it moves through the DDR port that all tiles share. The cycle model queues the engine
+time on the tile's engine and the DDR bytes on the shared port.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from math import ceil
+
+from mrvl.target import Target
+
+
+class Unit(str, Enum):
+    """The engines of a tile (docs/isa.md §1)."""
+
+    DMA = "dma"
+    MAC = "mac"
+    VECTOR = "vector"
+
+
+@dataclass(frozen=True)
+class Cost:
+    unit: Unit
+    cycles: int
+    """Cycles the engine is busy (its set-up included)."""
+    ddr_read: int = 0
+    """Bytes read from DDR, counted in whole bursts (what the port really moves)."""
+    ddr_write: int = 0
+
+    @property
+    def ddr_bytes(self) -> int:
+        return self.ddr_read + self.ddr_write
+
+
+def ddr_bytes(target: Target, nbytes: int, runs: int = 1) -> int:
+    """Bytes the DDR port moves for `nbytes` in `runs` equal contiguous runs: each run is
+    rounded up to whole bursts, so narrow strided transfers cost more than their payload."""
+    if nbytes <= 0:
+        return 0
+    runs = max(1, runs)
+    burst = target.ddr_burst_bytes
+    return runs * ceil(ceil(nbytes / runs) / burst) * burst
+
+
+def ddr_port_cycles(target: Target, nbytes: int) -> int:
+    """Cycles the shared DDR port is busy moving `nbytes` (already counted in bursts)."""
+    return ceil(nbytes / target.ddr_bytes_per_cycle)
+
+
+def dma(
+    target: Target, nbytes: int, *, runs: int = 1, reads_ddr: bool = False,
+    writes_ddr: bool = False,
+) -> Cost:
+    """A `dma` of `nbytes` in `runs` contiguous runs on one tile's DMA engine."""
+    moved = ddr_bytes(target, nbytes, runs)
+    return Cost(
+        Unit.DMA,
+        target.dma_setup_cycles + ceil(nbytes / target.dma_bytes_per_cycle),
+        ddr_read=moved if reads_ddr else 0,
+        ddr_write=moved if writes_ddr else 0,
+    )
+
+
+def convert(target: Target, read_bytes: int, write_bytes: int, *, runs: int = 1) -> Cost:
+    """A `cvt`: DDR to DDR on the DMA engine, reading one element type and writing another."""
+    return Cost(
+        Unit.DMA,
+        target.dma_setup_cycles + ceil(max(read_bytes, write_bytes) / target.dma_bytes_per_cycle),
+        ddr_read=ddr_bytes(target, read_bytes, runs),
+        ddr_write=ddr_bytes(target, write_bytes, 1),
+    )
+
+
+def lut(target: Target, table_bytes: int) -> Cost:
+    """A `lut`: one table from DDR into the tile's activation-table memory."""
+    return dma(target, table_bytes, reads_ddr=True)
+
+
+def mac(target: Target, macs: int, *, int8: bool = False) -> Cost:
+    """A `conv` or `fc` on the MAC array: set-up, then `macs` at the array's peak rate."""
+    rate = target.int8_macs_per_cycle_per_tile if int8 else target.fp16_macs_per_cycle_per_tile
+    return Cost(Unit.MAC, target.mac_setup_cycles + ceil(macs / rate))
+
+
+def vector(target: Target, element_ops: int) -> Cost:
+    """A `pool`, `add`, `scale`, `mul` or `resize` on the vector unit: `element_ops` is the
+    number of element operations (a pool counts each window tap)."""
+    return Cost(
+        Unit.VECTOR,
+        target.vector_setup_cycles + ceil(element_ops / target.vector_elems_per_cycle_per_tile),
+    )
+
+
+def roofline_cycles(target: Target, num_tiles: int, macs: int, ddr_bytes_: int) -> int:
+    """The bound no schedule beats: all tiles' MAC arrays busy, or the DDR port busy moving
+    the compulsory bytes, whichever takes longer."""
+    compute = ceil(macs / (target.fp16_macs_per_cycle_per_tile * num_tiles))
+    return max(compute, ddr_port_cycles(target, ddr_bytes_))
