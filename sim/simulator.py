@@ -13,6 +13,7 @@ from mrvl.sim import wall_time
 from mrvl.sim.engines import engine_name, load_engine
 from mrvl.sim.errors import SimulatorInputError
 from mrvl.sim.memory import Memory
+from mrvl.sim.stats import RunStats
 from mrvl.sim.validate import ValidProgram, validate
 from mrvl.target import Target
 
@@ -65,6 +66,7 @@ def run(
     target: Target | str | None = None,
     engine: str | None = None,
     memory: Memory | None = None,
+    stats: RunStats | None = None,
 ) -> list[np.ndarray]:
     """Simulate a program (a model binary, a Program or a ValidProgram) on `inputs`; returns
     the outputs in I/O-table order.
@@ -74,6 +76,7 @@ def run(
     `engine` is "numba" or "interp" (default: the one `use_engine` chose, else the
     MRVL_SIM_ENGINE environment variable, else "numba"); both give the same bits. `memory`, a
     Memory made by `new_memory` for this program, is reused instead of allocating one.
+    `stats`, if given, is reset and filled with what the run counted (saturated values, NaNs).
     """
     start = time.perf_counter()
     name = engine_name(engine)
@@ -94,7 +97,9 @@ def run(
     if memory is None:
         memory = new_memory(valid)
     memory.load(valid.program, inputs)
-    load_engine(name).execute(valid, memory)
+    if stats is not None:
+        stats.reset(len(valid.code))
+    load_engine(name).execute(valid, memory, stats)
     outputs = memory.outputs(valid.program)
     wall_time.record(name, time.perf_counter() - start)
     return outputs

@@ -40,6 +40,7 @@ from mrvl.isa import (
     DType,
     PoolMode,
 )
+from mrvl.sim.stats import RunStats
 from mrvl.sim.memory import Memory
 from mrvl.sim.errors import SimulatorError
 from mrvl.sim.validate import ValidProgram, describe, field_words
@@ -851,7 +852,7 @@ _missing = set(OPCODE_BY_NAME) - _KNOWN
 assert not _missing, f"opcodes without a Numba kernel: {sorted(_missing)}"
 
 
-def execute(valid: ValidProgram, memory: Memory) -> None:
+def execute(valid: ValidProgram, memory: Memory, stats: RunStats | None = None) -> None:
     """Run a validated program on `memory`."""
     status = run_program(
         valid.words,

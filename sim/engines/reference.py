@@ -30,6 +30,7 @@ from mrvl.isa import (
     TABLE_ACTIVATIONS,
 )
 from mrvl.sim.errors import Fault, SimulatorError
+from mrvl.sim.stats import RunStats
 from mrvl.sim.memory import Memory
 from mrvl.sim.numerics import activate, fp32_mac, fp32_max, round_to_f16, two_tap
 from mrvl.sim.validate import ValidProgram, describe
@@ -339,7 +340,7 @@ def _progress(total: int):
     )
 
 
-def execute(valid: ValidProgram, memory: Memory) -> None:
+def execute(valid: ValidProgram, memory: Memory, stats: RunStats | None = None) -> None:
     """Run the instructions of a validated program in order."""
     with _progress(len(valid.code)) as bar:
         for index, ins in enumerate(valid.code):
