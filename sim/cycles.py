@@ -349,9 +349,10 @@ class Shadow:
     queue that may access it the latest reader since that write (`readers[l]`, its position in
     its queue, -1 none). Queues `queues[l]` (global ids) are the only ones that reach it."""
 
-    def __init__(self, units: int, queues: list[int]):
+    def __init__(self, units: int, queues: list[int], longest_queue: int):
         self.writer = np.full(units, -1, np.int32)
-        self.readers = np.full((len(queues), units), -1, np.int32)
+        kind = np.int16 if longest_queue < np.iinfo(np.int16).max else np.int32
+        self.readers = np.full((len(queues), units), -1, kind)
         self.queues = np.array(queues, np.int64)
 
 
@@ -363,13 +364,16 @@ class _Hazards:
         self.program, self.code = program, valid.code
         self.queue, self.seq, self.members = queue, seq, members
         tiles = program.num_tiles
+        longest = max((len(m) for m in members), default=0)
         ocm_runs = [a for reads, writes in accesses for a in reads + writes if a.space == OCM]
         ddr_runs = [a for reads, writes in accesses for a in reads + writes if a.space == DDR]
         self.ocm_unit = _granularity(ocm_runs)
         self.ddr_unit = _granularity(ddr_runs)
         ocm_units = -(-valid.target.ocm_bytes_per_tile // self.ocm_unit)
         self.table_unit = ocm_units  # one more location after the OCM: the table memory
-        self.ocm = [Shadow(ocm_units + 1, [t * 3 + 0, t * 3 + 1, t * 3 + 2]) for t in range(tiles)]
+        self.ocm = [
+            Shadow(ocm_units + 1, [t * 3 + 0, t * 3 + 1, t * 3 + 2], longest) for t in range(tiles)
+        ]
         # DDR: only the bytes some instruction writes, in merged windows (units), compacted.
         hulls = sorted(
             _unit_hull(a, self.ddr_unit) for _, writes in accesses for a in writes if a.space == DDR
@@ -384,7 +388,7 @@ class _Hazards:
         self.win_start = np.array(starts, np.int64)
         self.win_stop = np.array(stops, np.int64)
         self.win_offset = np.concatenate([[0], np.cumsum(self.win_stop - self.win_start)])
-        self.ddr = Shadow(int(self.win_offset[-1]), [t * 3 for t in range(tiles)])
+        self.ddr = Shadow(int(self.win_offset[-1]), [t * 3 for t in range(tiles)], longest)
 
     # -- unit indices of an access in its shadow: a slice, or an index array
 
