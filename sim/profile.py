@@ -55,6 +55,8 @@ class Layer:
     ddr_read_bytes: int
     ddr_write_bytes: int
     roofline_cycles: int
+    compulsory_ddr_bytes: int
+    """The DDR bytes its roofline counts: distinct bytes read plus distinct bytes written."""
     saturated: dict[str, int]
     instructions: int
     tiles: int
@@ -98,6 +100,10 @@ class Profile:
     @property
     def ddr_write_bytes(self) -> int:
         return sum(r.ddr_write_bytes for r in self.regions)
+
+    @property
+    def compulsory_ddr_bytes(self) -> int:
+        return sum(layer.compulsory_ddr_bytes for layer in self.layers)
 
     @property
     def microseconds(self) -> float:
@@ -252,6 +258,7 @@ def profile_timeline(
                 ddr_read_bytes=int(timeline.ddr_read[idx].sum()),
                 ddr_write_bytes=int(timeline.ddr_write[idx].sum()),
                 roofline_cycles=cost.roofline_cycles(target, program.num_tiles, macs, compulsory),
+                compulsory_ddr_bytes=compulsory,
                 saturated={"values": int(values), "nans": int(nans)},
                 instructions=len(members),
                 tiles=tiles,

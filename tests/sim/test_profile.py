@@ -57,6 +57,7 @@ def test_roofline_counts_each_compulsory_ddr_byte_once():
     # belongs to /in/Cast here
     consts = len(valid.program.consts)
     compulsory = consts + 2 * 4 * 6 * 6
+    assert conv.compulsory_ddr_bytes == compulsory
     assert conv.roofline_cycles == cost.roofline_cycles(valid.target, 1, conv.macs, compulsory)
     assert conv.cycles >= conv.roofline_cycles
 
