@@ -399,6 +399,17 @@ def _compile(args) -> int:
     return status
 
 
+def _warn_saturation(runs) -> None:
+    """One warning line per layer whose results saturated at +-65504 or became NaN."""
+    for _, valid, stats in runs:
+        for node, (values, nans) in stats.by_node(valid.program).items():
+            print(
+                f"mrvlc: warning: layer {node!r} saturated {values} values at +-65504 and "
+                f"produced {nans} NaNs",
+                file=sys.stderr,
+            )
+
+
 def _profiling(args) -> bool:
     return bool(args.profile or args.trace or args.plot)
 
@@ -414,13 +425,14 @@ def _run_once(lib, args, shapes) -> int:
     model = onnx.load(args.model)  # readable: from_onnx has checked it
     status = 0
     if args.run:
-        with recording() if _profiling(args) else contextlib.nullcontext() as recorder:
+        with recording() as recorder:
             agreements = run_against_onnxruntime(lib, model, shapes, args.seed, args.engine)
         for i, agreement in enumerate(agreements):
             print(f"output {i} vs onnxruntime: {agreement}")
         if not all(a.passed for a in agreements):
             status = 1
-        if not _profiling(args):
+        if not _profiling(args):  # the profile's summary names them otherwise
+            _warn_saturation(recorder.runs)
             return status
         profile = profile_runs(lib.mrvl_regions, recorder.runs)
     else:
