@@ -354,6 +354,7 @@ class Shadow:
         kind = np.int16 if longest_queue < np.iinfo(np.int16).max else np.int32
         self.readers = np.full((len(queues), units), -1, kind)
         self.queues = np.array(queues, np.int64)
+        self.lane = {q: lane for lane, q in enumerate(queues)}
 
 
 class _Hazards:
@@ -579,8 +580,7 @@ def model_cycles(valid: ValidProgram) -> Timeline:
             writers = hazards.check_writers(i, a, shadow, units, vc, "writes-before-read")
             if a.space == OCM and writers.size:
                 np.maximum.at(ocm_free, writers, finish)
-            lane = int(np.flatnonzero(shadow.queues == q)[0])
-            shadow.readers[lane, units] = seq[i]
+            shadow.readers[shadow.lane[q], units] = seq[i]
         # it writes after its own reads: `post` orders it after itself too
         post = vc.copy()
         post[q] = seq[i] + 1
