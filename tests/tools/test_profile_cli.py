@@ -165,3 +165,18 @@ def test_run_names_the_layers_that_saturated(mnist_path, tmp_path, capsys, monke
     assert err.strip() == (
         "mrvlc: warning: layer '/conv1/Conv' saturated 3 values at +-65504 and produced 1 NaNs"
     )
+
+
+def test_a_hybrid_model_profiles_each_region_and_sums_them(mnist_path, tmp_path, capsys):
+    path = tmp_path / "p.json"
+    argv = [str(mnist_path), "--deny-nodes", "/pool1/MaxPool", "--num-tiles", "1"]
+    assert mrvlc.main([*argv, "--profile", str(path)]) == 0
+    document = json.loads(path.read_text())
+    check_profile(document)
+    regions = document["regions"]
+    assert len(regions) == 2
+    assert document["total_cycles"] == sum(r["total_cycles"] for r in regions)
+    assert document["roofline_cycles"] == sum(x["roofline_cycles"] for x in document["layers"])
+    where = {x["onnx_node"]: x["region"] for x in document["layers"]}
+    assert where["/conv1/Conv"] != where["/conv2/Conv"]
+    assert "/pool1/MaxPool" not in where  # on the CPU
