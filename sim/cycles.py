@@ -301,9 +301,6 @@ class Timeline:
     def total_cycles(self) -> int:
         return int(self.end.max()) if len(self.end) else 0
 
-    def tile(self, index: int) -> int:
-        return int(self.valid.code[index].tile)
-
     def ocm_in_use(self, tile: int) -> tuple[np.ndarray, np.ndarray]:
         """The step function of OCM bytes in use on `tile`: (times, bytes from that time on)."""
         tiles = np.array([ins.tile for ins in self.valid.code])
