@@ -7,12 +7,14 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sim_builders import conv, conv_region_program, copy_bytes, end, lut
 
 from mrvl import cost
 from mrvl.isa import Activation, DType, IOEntry, MemSpace, Program
 from mrvl.sim import prepare
-from mrvl.sim.cycles import HazardError, model_cycles
+from mrvl.sim.cycles import HazardError, instruction_cost, model_cycles
 from mrvl.target import get_target
 
 T = get_target("cn10ka")
@@ -271,3 +273,79 @@ def test_compiled_models_have_no_hazard(name, num_tiles):
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), mcpu="cn10ka", num_tiles=num_tiles)
     for _, func in region_functions(mod):
         assert model_cycles(prepare(compile_region(func).binary)).total_cycles > 0
+
+
+# ----------------------------------------------------------------- timing invariants, random
+
+
+@st.composite
+def random_programs(draw):
+    """Copies and convs on random tiles, each waiting on random earlier signals; the memory
+    each touches is its own (no hazards), so only the timing rules order them."""
+    count = draw(st.integers(1, 14))
+    code, signals = [], []
+    for i in range(count):
+        tile = draw(st.integers(0, 3))
+        waits = (
+            tuple(sorted(set(draw(st.lists(st.sampled_from(signals), max_size=3)))))
+            if signals
+            else ()
+        )
+        signal = draw(st.sampled_from([0, i + 1, 1 + i % 3]))  # tokens may repeat
+        header = {"tile": tile, "waits": waits, "signal": signal}
+        kind = draw(st.sampled_from(["load", "store", "local", "conv"]))
+        nbytes = 64 * draw(st.integers(1, 64))
+        slot = 0x4000 * i  # 16 KiB of OCM and of DDR per instruction
+        if kind == "load":
+            code.append(copy_bytes(DDR, slot, OCM, slot, nbytes, **header))
+        elif kind == "store":
+            code.append(copy_bytes(OCM, slot, DDR, slot, nbytes, **header))
+        elif kind == "local":
+            code.append(copy_bytes(OCM, slot, OCM, slot + 0x800, nbytes, **header))
+        else:
+            code.append(
+                conv(
+                    slot,
+                    (1, 4, 4, 16),
+                    slot + 0x400,
+                    (1, 4, 4, 16),
+                    slot + 0x800,
+                    kernel=(1, 1),
+                    **header,
+                )
+            )
+        if signal:
+            signals.append(signal)
+    return code
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_programs())
+def test_timing_obeys_queues_tokens_and_the_port(code):
+    t = timeline(code, num_tiles=4, ddr_size=1 << 20)
+    n = len(code)
+    for i, ins in enumerate(code):
+        c, _ = instruction_cost(ins, T)
+        busy = t.end[i] - t.start[i]
+        assert busy >= c.cycles  # never faster than mrvl.cost; slower only waiting on the port
+        earlier = [j for j in range(i) if t.queue[j] == t.queue[i]]
+        if earlier:
+            assert t.start[i] >= t.end[earlier[-1]]
+        for token in ins.waits:
+            assert all(t.start[i] >= t.end[j] for j in range(i) if code[j].signal == token)
+        # it starts as soon as those allow, unless it waits for the port
+        ready = max([t.end[earlier[-1]]] if earlier else [0])
+        for token in ins.waits:
+            ready = max([ready] + [t.end[j] for j in range(i) if code[j].signal == token])
+        if not t.ddr_read[i] + t.ddr_write[i]:
+            assert t.start[i] == ready and busy == c.cycles
+        else:
+            assert t.start[i] >= ready
+    windows = sorted(
+        (t.start[i] + T.dma_setup_cycles, cost.ddr_port_cycles(T, t.ddr_read[i] + t.ddr_write[i]))
+        for i in range(n)
+        if t.ddr_read[i] + t.ddr_write[i]
+    )
+    for (a, length), (b, _) in zip(windows, windows[1:]):
+        assert a + length <= b  # the port moves one transfer at a time
+    assert t.total_cycles == t.end.max()
