@@ -4,6 +4,7 @@ and the dependency check that catches a missing wait."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 import pytest
@@ -346,6 +347,6 @@ def test_timing_obeys_queues_tokens_and_the_port(code):
         for i in range(n)
         if t.ddr_read[i] + t.ddr_write[i]
     )
-    for (a, length), (b, _) in zip(windows, windows[1:]):
+    for (a, length), (b, _) in itertools.pairwise(windows):
         assert a + length <= b  # the port moves one transfer at a time
     assert t.total_cycles == t.end.max()
