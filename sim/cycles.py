@@ -301,16 +301,17 @@ class Timeline:
     def total_cycles(self) -> int:
         return int(self.end.max()) if len(self.end) else 0
 
-    def ocm_in_use(self, tile: int) -> tuple[np.ndarray, np.ndarray]:
-        """The step function of OCM bytes in use on `tile`: (times, bytes from that time on)."""
-        tiles = np.array([ins.tile for ins in self.valid.code])
-        mine = (tiles == tile) & (self.ocm_bytes > 0)
+    def ocm_in_use(self, tile: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The step function of OCM bytes in use on `tile` (None: all tiles together):
+        (distinct times, bytes in use from each time on); empty if nothing is ever in use."""
+        mine = self.ocm_bytes > 0
+        if tile is not None:
+            mine &= np.array([ins.tile == tile for ins in self.valid.code], bool)
         times = np.concatenate([self.start[mine], self.ocm_free[mine]])
         deltas = np.concatenate([self.ocm_bytes[mine], -self.ocm_bytes[mine]])
         order = np.argsort(times, kind="stable")
-        times, deltas = times[order], deltas[order]
-        level = np.cumsum(deltas)
-        last = np.r_[times[1:] != times[:-1], True]  # one point per distinct time
+        times, level = times[order], np.cumsum(deltas[order])
+        last = np.concatenate((times[1:] != times[:-1], [True])) if len(times) else mine[:0]
         return times[last], level[last]
 
 

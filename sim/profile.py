@@ -197,17 +197,6 @@ def distinct_bytes(accesses: Sequence[Access]) -> int:
     return union_length(starts, starts + lengths)
 
 
-def _ocm_levels(timeline: Timeline) -> tuple[np.ndarray, np.ndarray]:
-    """OCM bytes in use over all tiles: (times, level from each time on)."""
-    mine = timeline.ocm_bytes > 0
-    times = np.concatenate([timeline.start[mine], timeline.ocm_free[mine]])
-    deltas = np.concatenate([timeline.ocm_bytes[mine], -timeline.ocm_bytes[mine]])
-    order = np.argsort(times, kind="stable")
-    times, level = times[order], np.cumsum(deltas[order])
-    last = np.r_[times[1:] != times[:-1], True] if len(times) else np.zeros(0, bool)
-    return times[last], level[last]
-
-
 def _peak(times: np.ndarray, level: np.ndarray, begin: int, finish: int) -> int:
     """The highest level of the step function in [begin, finish)."""
     if len(times) == 0:
@@ -228,7 +217,7 @@ def profile_timeline(
     code = valid.code
     saturated = stats.by_node(program) if stats is not None and len(stats.saturated) else {}
     rate = target.fp16_macs_per_cycle_per_tile
-    times, level = _ocm_levels(timeline)
+    times, level = timeline.ocm_in_use()
 
     groups: dict[str, list[int]] = {}
     for index, ins in enumerate(code):
