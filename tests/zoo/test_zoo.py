@@ -23,7 +23,12 @@ import onnx
 import onnxruntime as ort
 import pytest
 from mrvl.accuracy import fp16_agreement
-from mrvl.fp16_emulation import fp16_emulation_outputs, fp16_storage_model, judge
+from mrvl.fp16_emulation import (
+    emulation_error_range,
+    fp16_emulation_outputs,
+    fp16_storage_model,
+    judge,
+)
 from mrvl.models.light import random_inputs
 from mrvl.models.zoo import ZOO_DIR, ZOO_MODELS, load_zoo_model, zoo_model_info, zoo_model_path
 from onnx import TensorProto, helper, numpy_helper
@@ -219,3 +224,20 @@ def test_judge_allows_what_fp16_storage_costs_and_no_more():
     nan = np.array([np.nan, 2.0, -4.0, 0.0], np.float32)
     assert not judge([nan], [reference], [emulated_far]).passed
     assert fp16_agreement(off_by, reference).max_relative_error == pytest.approx(0.05, rel=1e-5)
+
+
+def test_emulation_error_range_redraws_the_roundings_only():
+    """The emulation's error over the input and seeded copies moved by two fp32 ulps: the
+    unmoved draw is the emulation's own error, and the moves re-draw the fp16 roundings of
+    elements near a rounding tie, which are the only ones a 2^-22 move can change."""
+    model = _tiny_model()
+    x = np.array([[1.0 + 2.0**-11], [3.0], [-2.0]], np.float32)  # 1 + 2^-11: an fp16 tie
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    references = session.run(None, {"x": x})
+    z = references[0]
+    emulated = fp16_emulation_outputs(model, {"x": x})
+    own = judge([emulated[0]], [z], [emulated[0]]).emulation_error
+    (low, high), _ = emulation_error_range(model, {"x": x}, references, draws=0)
+    assert low == high == pytest.approx(own, rel=1e-6)
+    (low, high), _ = emulation_error_range(model, {"x": x}, references, draws=8, seed=3)
+    assert low <= own <= high and low < high  # the tie rounds either way
