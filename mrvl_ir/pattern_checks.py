@@ -446,22 +446,30 @@ def check_add(ctx: PatternCheckContext) -> None:
     ann = ctx.annotated_expr
     add = ann["add"]
     _no_leaks(ctx)
-    lhs = _activation(add.args[0], (2, 4), add)
-    rhs = _activation(add.args[1], (2, 4), add)
+    lhs = _activation(add.args[0], (2, 3, 4), add)
+    rhs = _activation(add.args[1], (2, 3, 4), add)
     if lhs != rhs:
         raise _Reject(f"broadcast add {lhs} + {rhs}", add)
-    _check_tail(ctx, [add], lhs[1], len(lhs), prelu=False)
+    _check_tail(ctx, [add], _elementwise_channels(lhs), len(lhs), prelu=False)
+
+
+def _elementwise_channels(shape: tuple[int, ...]) -> int:
+    """The channels an elementwise layer's constants may vary over: axis 1 at rank 2 and 4;
+    none at rank 3, which the importer computes as a 1-channel NHWC view [N, C, L, 1] of the
+    same bytes (a per-channel constant of [N, C, L] would vary along H there), so only scalar
+    constants and parameters are allowed."""
+    return 1 if len(shape) == 3 else shape[1]
 
 
 def check_mul(ctx: PatternCheckContext) -> None:
-    """A product of two tensors of one shape, or of x [N, C, H, W] and a gate s [N, C, 1, 1]
-    (either way round): the squeeze-excitation gate."""
+    """A product of two tensors of one shape (rank 2 to 4), or of x [N, C, H, W] and a gate
+    s [N, C, 1, 1] (either way round): the squeeze-excitation gate."""
     ann = ctx.annotated_expr
     mul = ann["mul"]
     _no_leaks(ctx)
     _whole_onnx_ops(ctx, _AFFINE_ONNX_OPS)
-    lhs = _activation(mul.args[0], (2, 4), mul)
-    rhs = _activation(mul.args[1], (2, 4), mul)
+    lhs = _activation(mul.args[0], (2, 3, 4), mul)
+    rhs = _activation(mul.args[1], (2, 3, 4), mul)
     form, _ = split_activation(mul, lambda e: _bound(ctx, e))
     if form is not None:
         raise _Reject(f"the product is the activation {form.kind} of a layer", mul)
@@ -470,7 +478,7 @@ def check_mul(ctx: PatternCheckContext) -> None:
         if len(big) != 4 or len(small) != 4 or small != (big[0], big[1], 1, 1):
             raise _Reject(f"broadcast multiply {lhs} * {rhs}", mul)
     big = max(lhs, rhs, key=lambda shape: np.prod(shape))
-    _check_tail(ctx, [mul], big[1], len(big), prelu=False)
+    _check_tail(ctx, [mul], _elementwise_channels(big), len(big), prelu=False)
 
 
 def _enclosing_activation(ctx: PatternCheckContext, call: relax.Call):
@@ -562,8 +570,8 @@ def check_scale_shift(ctx: PatternCheckContext) -> None:
         owner = node_name_of(origin)
         if owner in collector.forced:
             raise _Reject(f"{collector.forced[owner]} (at {owner})", first)
-    shape = _activation(data, (2, 4), first)
-    _check_tail(ctx, [], shape[1], len(shape), prelu=True)
+    shape = _activation(data, (2, 3, 4), first)
+    _check_tail(ctx, [], _elementwise_channels(shape), len(shape), prelu=True)
 
 
 def _whole_onnx_ops(ctx: PatternCheckContext, allowed: frozenset[str]) -> None:

@@ -464,12 +464,29 @@ class _RegionImporter:
             result = self._located(mrvl.ReshapeOp(result, out_type), node)
         return result
 
+    def _elementwise_in(self, value: SSAValue, node: str | None) -> SSAValue:
+        """An elementwise layer's operand in the layout it is computed in: NHWC at rank 4, NC
+        at rank 2, and at rank 3 ([N, C, L], NCW) the NHWC view [N, C, L, 1] of the same
+        bytes (a free reshape; the layer then has one channel, so only scalar constants)."""
+        shape = mrvl.shape_of(value)
+        if len(shape) == 3:
+            view = mrvl.tensor((*shape, 1), f32, "NHWC")
+            return self._located(mrvl.ReshapeOp(self._in_layout(value, "NCW", node), view), node)
+        return self._in_layout(value, "NHWC" if len(shape) == 4 else "NC", node)
+
+    def _elementwise_out(self, result: SSAValue, rank: int, node: str | None) -> SSAValue:
+        """The result of `_elementwise_in`'s layer back at rank 3 (NCW) if it was viewed."""
+        if rank != 3:
+            return result
+        n, c, length, _ = mrvl.shape_of(result)
+        return self._located(mrvl.ReshapeOp(result, mrvl.tensor((n, c, length), f32, "NCW")), node)
+
     def add(self, chain: _Chain, inner: dict) -> SSAValue:
         call = chain.take_one("relax.add")
         node = node_name_of(call)
-        layout = "NHWC" if len(_shape(call)) == 4 else "NC"
-        lhs, rhs = (self._in_layout(self._operand(inner, a, node), layout, node) for a in call.args)
-        return self._located(mrvl.AddOp(lhs, rhs, activation=self._activation(chain)), node)
+        lhs, rhs = (self._elementwise_in(self._operand(inner, a, node), node) for a in call.args)
+        op = mrvl.AddOp(lhs, rhs, activation=self._activation(chain))
+        return self._elementwise_out(self._located(op, node), len(_shape(call)), node)
 
     def scale_shift(self, chain: _Chain, inner: dict) -> SSAValue:
         """Affine steps (constants on either side) and/or an activation on their own: a
@@ -485,9 +502,8 @@ class _RegionImporter:
         shape = _shape(source)
         if len(shape) not in RELAX_LAYOUT:
             raise UnsupportedOpError(f"scale/shift of a rank-{len(shape)} tensor", node)
-        channels = shape[1]
-        layout = "NHWC" if len(shape) == 4 else "NC"
-        x = self._in_layout(self._operand(inner, source, node), layout, node)
+        channels = 1 if len(shape) == 3 else shape[1]  # rank 3: scalars only (_elementwise_in)
+        x = self._elementwise_in(self._operand(inner, source, node), node)
         scale_const = chain.first_const_of("relax.multiply", "relax.divide")
         shift_const = chain.first_const_of("relax.add", "relax.subtract")
         scale, shift = self._affine_after(chain, channels)
@@ -506,7 +522,7 @@ class _RegionImporter:
         op = mrvl.ScaleShiftOp(
             x, scale_value, shift_value, activation=self._activation(chain, channels)
         )
-        return self._located(op, node)
+        return self._elementwise_out(self._located(op, node), len(shape), node)
 
     def mul(self, chain: _Chain, inner: dict) -> SSAValue:
         """A product of two tensors: the full one first, a [N, C, 1, 1] gate second."""
@@ -515,10 +531,9 @@ class _RegionImporter:
         a, b = call.args
         if int(np.prod(_shape(a))) < int(np.prod(_shape(b))):
             a, b = b, a
-        layout = "NHWC" if len(_shape(call)) == 4 else "NC"
-        lhs, rhs = (self._in_layout(self._operand(inner, v, node), layout, node) for v in (a, b))
+        lhs, rhs = (self._elementwise_in(self._operand(inner, v, node), node) for v in (a, b))
         op = mrvl.MulOp(lhs, rhs, activation=self._activation(chain))
-        return self._located(op, node)
+        return self._elementwise_out(self._located(op, node), len(_shape(call)), node)
 
     def concat(self, chain: _Chain, inner: dict) -> SSAValue:
         """Concat on any axis: rank 4 in NHWC (Relax's axis mapped to it), rank 2 and 3 in

@@ -49,6 +49,8 @@ class ZooRun:
     only_final_softmax: bool | None = None  # the only CPU node is a Softmax producing an output
     seconds: dict[str, float] = field(default_factory=dict)
     verdict: object | None = None  # mrvl.fp16_emulation.Verdict
+    # per output: the emulation's error over re-drawn fp16 roundings (emulation_error_range)
+    emulation_range: list[tuple[float, float]] | None = None
     failure: str | None = None  # "<stage>: <exception type>: <message>"
 
     @property
@@ -83,7 +85,7 @@ def run_model(name: str, seed: int = SEED) -> ZooRun:
     import numpy as np
     import onnxruntime as ort
     import tvm
-    from mrvl.fp16_emulation import fp16_emulation_outputs, judge
+    from mrvl.fp16_emulation import emulation_error_range, fp16_emulation_outputs, judge
     from mrvl.models.light import random_inputs
     from mrvl.models.zoo import load_zoo_model, zoo_model_info
     from tvm import relax
@@ -124,6 +126,8 @@ def run_model(name: str, seed: int = SEED) -> ZooRun:
         references = session.run(None, feeds)
         emulated = fp16_emulation_outputs(model, feeds)
         run.verdict = judge(results, references, emulated, [o.name for o in model.graph.output])
+        stage = "emulation range"
+        run.emulation_range = emulation_error_range(model, feeds, references, seed=seed)
     except Exception as error:  # noqa: BLE001 - the table records what a user would see
         message = " ".join(str(error).split())
         if len(message) > 300:
@@ -172,6 +176,19 @@ def markdown(runs: list[ZooRun], elapsed: float) -> str:
             "`scores`)."
         ),
         "",
+        (
+            "The weights (`mrvl.models.zoo.load_zoo_model`): He-normal, then each Conv/Gemm "
+            "rescaled, weight and bias together, to unit output RMS on a seeded calibration input "
+            "(LSUV-style, one scalar per layer). These networks are well conditioned for fp16: "
+            "the emulation's RMS error is 0.39 % of the output's RMS on LRASPP and 0.09 % on "
+            "YOLOv8n's scores. The segmentation models' large max relative errors come from "
+            "the rule's statistic on logits that pass through zero (see **emulation range**). "
+            "Normalising each conv per output channel instead (batch-norm statistics from the "
+            "calibration input) made them worse (the emulation's max relative error 92 % on "
+            "LRASPP, 106 % on DeepLabV3, 71 % on YOLOv8n's scores), so the zoo keeps the scalar "
+            "calibration."
+        ),
+        "",
         "- **regions**: MLIP regions in the build (from the partition when the build failed);",
         (
             "- **on MLIP**: fraction of the model's MACs in regions (`mrvl.partition_report`); "
@@ -190,15 +207,24 @@ def markdown(runs: list[ZooRun], elapsed: float) -> str:
             "costs; a model **passes** when its error is within max(3 %, the emulation's error);"
         ),
         (
+            "- **emulation range**: the emulation's error, for the output with the largest error, "
+            "over the input and 4 seeded copies of it moved by at most 2^-22 relative (two fp32 "
+            "ulps; `mrvl.fp16_emulation.emulation_error_range`): the reference does not move, "
+            "only the fp16 roundings are re-drawn. The max relative error is set by the few "
+            "elements just above max\\|ref\\|/100, so on outputs that pass through zero it is "
+            "a draw, and an error inside this range is what fp16 storage costs, not a compiler "
+            "bug. Informative only: the verdict is the rule above;"
+        ),
+        (
             f"- **goal**: MAC goal met, and for a classifier: at most {REGION_GOAL} regions with "
             "only the final Softmax on the CPU."
         ),
         "",
         (
             "| model | GMAC | regions | on MLIP | CPU ops and why | compile s | run s | error "
-            "| fp16 emulation | verdict | goal |"
+            "| fp16 emulation | emulation range | verdict | goal |"
         ),
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for run in runs:
         info = zoo_model_info(run.name)
@@ -207,11 +233,17 @@ def markdown(runs: list[ZooRun], elapsed: float) -> str:
             emulation = f"{100 * run.verdict.emulation_error:.2f} %"
         else:
             error = emulation = ""
+        spread = ""
+        if run.verdict is not None and run.emulation_range is not None:
+            worst = max(range(len(run.verdict.outputs)), key=_output_error(run))
+            low, high = run.emulation_range[worst]
+            spread = f"{100 * low:.2f} – {100 * high:.2f} %"
         verdict = "PASS" if run.passed else ("FAIL" if run.verdict is not None else "error")
         lines.append(
             f"| {run.name} | {info.macs / 1e9:.3f} | {'' if run.regions is None else run.regions} "
             f"| {_pct(run.mac_fraction)} | {_reasons(run)} | {_seconds(run, 'compile')} "
-            f"| {_seconds(run, 'run')} | {error} | {emulation} | {verdict} | {_goal(run)} |"
+            f"| {_seconds(run, 'run')} | {error} | {emulation} | {spread} | {verdict} "
+            f"| {_goal(run)} |"
         )
     failures = [run for run in runs if run.failure]
     if failures:
@@ -228,6 +260,10 @@ def markdown(runs: list[ZooRun], elapsed: float) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _output_error(run: ZooRun):
+    return lambda index: run.verdict.outputs[index].error.max_relative_error
 
 
 def _goal(run: ZooRun) -> str:
@@ -259,6 +295,9 @@ def main(argv=None) -> int:
         runs.append(run)
         err = f"{100 * run.verdict.error:.2f} %" if run.verdict else "-"
         emu = f"{100 * run.verdict.emulation_error:.2f} %" if run.verdict else "-"
+        if run.emulation_range:
+            ranges = (f"{100 * a:.2f}-{100 * b:.2f} %" for a, b in run.emulation_range)
+            emu += " range " + ", ".join(ranges)
         print(
             f"{name:30s} {run.status:16s} regions {run.regions} MLIP {_pct(run.mac_fraction)} "
             f"err {err} emu {emu} {run.seconds and {k: round(v, 1) for k, v in run.seconds.items()}}"

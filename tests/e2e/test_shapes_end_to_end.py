@@ -199,6 +199,39 @@ def test_detection_head_rank3_reshape_concat_transpose():
     check_offloaded_and_accurate(detection_head_net())
 
 
+def rank3_decode_net():
+    """A YOLOv8-style decode at rank 3 ([N, C, L]): the detection head's conv output reshaped,
+    split into box and class channels; Sigmoid on the scores, and on the boxes elementwise
+    steps with scalar constants on either side and products and sums of same-shape tensors."""
+    rng = np.random.default_rng(5)
+    nodes = [
+        node("Conv", ["x", "w"], ["p"], name="head", kernel_shape=[1, 1]),
+        node("Reshape", ["p", "s"], ["f"], name="flat"),
+        node("Split", ["f", "parts"], ["box", "cls"], name="split", axis=1),
+        node("Sigmoid", ["cls"], ["scores"], name="sigmoid"),
+        node("Sub", ["half", "box"], ["lt"], name="sub"),  # constant on the left
+        node("Div", ["box", "two"], ["rb"], name="div"),
+        node("Add", ["lt", "rb"], ["sum"], name="add"),  # two tensors
+        node("Mul", ["sum", "rb"], ["prod"], name="mul"),
+        node("HardSwish", ["prod"], ["boxes"], name="hswish"),
+    ]
+    inits = [
+        const(rng, "w", (12, 4, 1, 1)),
+        ints("s", [1, 12, 35]),
+        ints("parts", [4, 8]),
+        floats("half", [0.5]),
+        numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+    ]
+    return model(
+        nodes, inits, [("x", [1, 4, 5, 7])], [("boxes", [1, 4, 35]), ("scores", [1, 8, 35])]
+    )
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+def test_rank3_elementwise_decode_is_offloaded(num_tiles):
+    check_offloaded_and_accurate(rank3_decode_net(), num_tiles=num_tiles)
+
+
 def test_a_gather_that_is_no_strided_copy_stays_on_the_cpu():
     """A reversing slice (step -1) is no strided copy: the check names the reason."""
     nodes = [node("Slice", ["x", "st", "en", "ax", "steps"], ["y"], name="reverse")]

@@ -182,12 +182,16 @@ def check(spec: Spec) -> Outcome:
         if np.isfinite(agreement.max_relative_error) and agreement.max_relative_error <= limit:
             continue
         ratio = _rms(result - wanted) / max(_rms(emulation[index] - wanted), 1e-30)
+        worst = np.max(np.abs(result - wanted)) / max(
+            np.max(np.abs(emulation[index] - wanted)), 1e-30
+        )
         # For triage only (both are failures): an RMS error like the emulation's is likely
         # fp16 noise on a cancelling element; a much larger one is a wrong result.
         kind = "fp16-noise" if ratio <= 2 else "values"
         detail = (
             f"output {index}: {agreement}; the fp16-storage emulation's error is "
-            f"{emulated.max_relative_error:.3e}; RMS error {ratio:.2f}x the emulation's"
+            f"{emulated.max_relative_error:.3e}; RMS error {ratio:.2f}x the emulation's, "
+            f"max absolute error {worst:.2f}x"
         )
         return Outcome(FAILED, detail, f"mismatch:{kind}", offloaded, regions)
     return Outcome(PASSED, "", "", offloaded, regions)

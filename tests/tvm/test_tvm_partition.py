@@ -622,14 +622,14 @@ REJECTED = {
         "/mul",
         "multiply constant shape (1, 4, 6, 6)",
     ),
-    "Relu of rank 3": (
-        [node("Sigmoid", ["x"], "s", "/sig"), node("Relu", ["s"], "y", "/r")],
+    "per-channel Mul of rank 3": (  # rank 3 is computed as one channel: scalars only
+        [node("Mul", ["x", "s"], "y", "/mul")],
         {"x": [2, 4, 6]},
         {"y": [2, 4, 6]},
-        [],
+        [rand("s", (1, 4, 1))],
         {},
-        "/r",
-        "rank 3",
+        "/mul",
+        "multiply constant shape (1, 4, 1)",
     ),
     "Softmax": (
         [node("Softmax", ["x"], "y", "/sm")],
@@ -703,14 +703,14 @@ REJECTED = {
         "/add",
         "broadcast add (2, 4, 6, 6) + (2, 4, 1, 1)",
     ),
-    "Add rank 3": (
+    "broadcast Add rank 3": (
         [node("Add", ["v", "u"], "y", "/add")],
-        {"v": [2, 4, 6], "u": [2, 4, 6]},
+        {"v": [2, 4, 6], "u": [2, 1, 6]},
         {"y": [2, 4, 6]},
         [],
         {},
         "/add",
-        "rank 3",
+        "broadcast add (2, 4, 6) + (2, 1, 6)",
     ),
     "Concat with a constant": (
         [node("Concat", ["x", "k"], "y", "/cat", axis=1)],

@@ -23,7 +23,12 @@ import onnx
 import onnxruntime as ort
 import pytest
 from mrvl.accuracy import fp16_agreement
-from mrvl.fp16_emulation import fp16_emulation_outputs, fp16_storage_model, judge
+from mrvl.fp16_emulation import (
+    emulation_error_range,
+    fp16_emulation_outputs,
+    fp16_storage_model,
+    judge,
+)
 from mrvl.models.light import random_inputs
 from mrvl.models.zoo import ZOO_DIR, ZOO_MODELS, load_zoo_model, zoo_model_info, zoo_model_path
 from onnx import TensorProto, helper, numpy_helper
@@ -50,14 +55,16 @@ CLASSIFIERS = tuple(n for n in ZOO_MODELS if zoo_model_info(n).kind == "classifi
 # What each model does today (model → the failure seen). Remove an entry when it passes.
 HYBRID_FAILURES: dict[str, str] = {
     "lraspp_mobilenet_v3_large": (
-        "one region, 100 % of MACs on the MLIP, but 28.9 % max relative error against "
-        "onnxruntime where the fp16-storage emulation has 27.1 % (seed 0): fp16 storage alone "
-        "costs this randomly weighted segmentation head a quarter of its accuracy, and mrvl "
-        "misses the emulation by 1.8 points"
+        "inherent fp16 noise, not a compiler bug (seed 0): 28.90 % max relative error where the "
+        "fp16-storage emulation draws 27.05 %; re-drawn, the emulation ranges over 25.0-36.7 % "
+        "(docs/zoo.md's emulation range), and mrvl's RMS error (0.35 % of the output's RMS) and "
+        "max absolute error (0.38 % of max|ref|) are below the emulation's (0.39 %, 0.44 %)"
     ),
     "yolov8n": (
-        "3 regions (the rank-3 decoding arithmetic and its Softmax on the CPU); its scores "
-        "miss the rule: 4.21 % against onnxruntime, where the fp16-storage emulation has 3.50 %"
+        "inherent fp16 noise, not a compiler bug (seed 0): scores 4.23 % where the emulation "
+        "draws 2.87 % (limit 3 %); re-drawn, the emulation's scores range over 2.87-4.58 %, and "
+        "mrvl's RMS and max absolute errors are the emulation's (0.094 % vs 0.086 % of the RMS, "
+        "0.79 % vs 0.78 % of max|ref|)"
     ),
 }
 MAC_GOAL_FAILURES: dict[str, str] = {}
@@ -217,3 +224,20 @@ def test_judge_allows_what_fp16_storage_costs_and_no_more():
     nan = np.array([np.nan, 2.0, -4.0, 0.0], np.float32)
     assert not judge([nan], [reference], [emulated_far]).passed
     assert fp16_agreement(off_by, reference).max_relative_error == pytest.approx(0.05, rel=1e-5)
+
+
+def test_emulation_error_range_redraws_the_roundings_only():
+    """The emulation's error over the input and seeded copies moved by two fp32 ulps: the
+    unmoved draw is the emulation's own error, and the moves re-draw the fp16 roundings of
+    elements near a rounding tie, which are the only ones a 2^-22 move can change."""
+    model = _tiny_model()
+    x = np.array([[1.0 + 2.0**-11], [3.0], [-2.0]], np.float32)  # 1 + 2^-11: an fp16 tie
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    references = session.run(None, {"x": x})
+    z = references[0]
+    emulated = fp16_emulation_outputs(model, {"x": x})
+    own = judge([emulated[0]], [z], [emulated[0]]).emulation_error
+    (low, high), _ = emulation_error_range(model, {"x": x}, references, draws=0)
+    assert low == high == pytest.approx(own, rel=1e-6)
+    (low, high), _ = emulation_error_range(model, {"x": x}, references, draws=8, seed=3)
+    assert low <= own <= high and low < high  # the tie rounds either way
