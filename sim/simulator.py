@@ -77,6 +77,8 @@ def run(
     MRVL_SIM_ENGINE environment variable, else "numba"); both give the same bits. `memory`, a
     Memory made by `new_memory` for this program, is reused instead of allocating one.
     `stats`, if given, is reset and filled with what the run counted (saturated values, NaNs).
+    Whether or not it is given, a run that stored any value saturated at +-65504 or any NaN
+    warns with a `SaturationWarning` naming the layers (ONNX nodes).
     """
     start = time.perf_counter()
     name = engine_name(engine)
@@ -97,9 +99,11 @@ def run(
     if memory is None:
         memory = new_memory(valid)
     memory.load(valid.program, inputs)
-    if stats is not None:
-        stats.reset(len(valid.code))
+    if stats is None:
+        stats = RunStats()
+    stats.reset(len(valid.code))
     load_engine(name).execute(valid, memory, stats)
     outputs = memory.outputs(valid.program)
+    stats.warn(valid.program, stacklevel=2)
     wall_time.record(name, time.perf_counter() - start)
     return outputs

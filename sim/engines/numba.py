@@ -264,19 +264,47 @@ def store_f32(buf, addr, values):
         buf[addr + 4 * i + 3] = np.uint8(u >> 24)
 
 
+F32_F16_MAX_BITS = 0x477FE000
+"""Bits of 65504.0: an fp32 magnitude above it (infinity included) saturates."""
+F32_INF_BITS = 0x7F800000
+
+
 @jit
-def store_f16(buf, addr, values):
-    """Round fp32 `values` to f16 and store them at buf[addr:]."""
+def beyond_f16(u):
+    """1 if the fp32 with bits `u` is beyond +-65504 (+-inf included, NaN not), else 0."""
+    a = u & 0x7FFFFFFF
+    return np.int64(a > F32_F16_MAX_BITS and a <= F32_INF_BITS)
+
+
+@jit
+def is_nan_f32(u):
+    return np.int64((u & 0x7FFFFFFF) > F32_INF_BITS)
+
+
+@jit
+def store_f16(buf, addr, values, tally):
+    """Round fp32 `values` to f16 and store them at buf[addr:]; add to `tally` the values that
+    saturated and the NaNs (in the same pass)."""
     bits = values.view(np.uint32)
+    saturated = 0
+    nans = 0
     if addr % 2 == 0:
         halves = buf[addr : addr + 2 * values.size].view(np.uint16)
         for i in range(values.size):
-            halves[i] = f16_bits_from_f32_bits(bits[i])
-        return
-    for i in range(values.size):
-        h = f16_bits_from_f32_bits(bits[i])
-        buf[addr + 2 * i] = np.uint8(h & 0xFF)
-        buf[addr + 2 * i + 1] = np.uint8(h >> 8)
+            u = bits[i]
+            saturated += beyond_f16(u)
+            nans += is_nan_f32(u)
+            halves[i] = f16_bits_from_f32_bits(u)
+    else:
+        for i in range(values.size):
+            u = bits[i]
+            saturated += beyond_f16(u)
+            nans += is_nan_f32(u)
+            h = f16_bits_from_f32_bits(u)
+            buf[addr + 2 * i] = np.uint8(h & 0xFF)
+            buf[addr + 2 * i + 1] = np.uint8(h >> 8)
+    tally[0] += saturated
+    tally[1] += nans
 
 
 NO_SLOPES = np.zeros(0, np.float32)
@@ -291,16 +319,25 @@ def load_slopes(ocm, act, act_addr, channels):
 
 
 @jit
-def finish(acc, act, a, b, slopes, table, buf, addr):
+def finish(acc, act, a, b, slopes, table, buf, addr, tally):
     """The last step of conv, fc, add, scale and mul, from the fp32 accumulator to the f16
     stored at buf[addr:]: a table activation looks f16(acc) up in the tile's table; the others
-    act on acc (PRELU with the slope of channel i mod channels), then round to f16."""
+    act on acc (PRELU with the slope of channel i mod channels), then round to f16. `tally`
+    gets the counts of docs/isa.md §4 (for a table: saturated index and entry +-65504, NaN
+    entry)."""
     if IS_TABLE_ACT[act]:
         bits = acc.view(np.uint32)
+        saturated = 0
+        nans = 0
         for i in range(acc.size):
-            h = table[f16_bits_from_f32_bits(bits[i])]
+            u = bits[i]
+            h = table[f16_bits_from_f32_bits(u)]
+            saturated += beyond_f16(u) & np.int64((h & 0x7FFF) == 0x7BFF)
+            nans += np.int64((h & 0x7FFF) > 0x7C00)
             buf[addr + 2 * i] = np.uint8(h & 0xFF)
             buf[addr + 2 * i + 1] = np.uint8(h >> 8)
+        tally[0] += saturated
+        tally[1] += nans
         return
     if act == ACT_PRELU:
         channels = slopes.size
@@ -311,7 +348,7 @@ def finish(acc, act, a, b, slopes, table, buf, addr):
     else:
         for i in range(acc.size):
             acc[i] = activate(acc[i], act, a, b)
-    store_f16(buf, addr, acc)
+    store_f16(buf, addr, acc, tally)
 
 
 # ------------------------------------------------------------------------------- the kernels
@@ -394,7 +431,7 @@ def dma(row, ddr, ocm):
 
 
 @jit
-def cvt(row, ddr, lut_bits):
+def cvt(row, ddr, lut_bits, tally):
     src_dtype, dst_dtype = row[CVT_SRC_DTYPE], row[CVT_DST_DTYPE]
     shape = row[CVT_SRC_SHAPE : CVT_SRC_SHAPE + 4].astype(np.int64)
     perm = row[CVT_PERM : CVT_PERM + 4]
@@ -428,6 +465,8 @@ def cvt(row, ddr, lut_bits):
                             | (np.uint32(ddr[p + 2]) << 16)
                             | (np.uint32(ddr[p + 3]) << 24)
                         )
+                        tally[0] += beyond_f16(u)
+                        tally[1] += is_nan_f32(u)
                         h = f16_bits_from_f32_bits(u)
                         staged[k] = np.uint8(h & 0xFF)
                         staged[k + 1] = np.uint8(h >> 8)
@@ -506,7 +545,7 @@ def conv_accumulate_narrow(patches_t, wt, acc_t):
 
 
 @jit
-def conv(row, frow, ocm, lut, table):
+def conv(row, frow, ocm, lut, table, tally):
     n_count, height, width, in_channels = (
         row[CONV_IN_SHAPE],
         row[CONV_IN_SHAPE + 1],
@@ -616,11 +655,13 @@ def conv(row, frow, ocm, lut, table):
         return
     act = row[CONV_ACT]
     slopes = load_slopes(ocm, act, row[CONV_ACT_ADDR], out_channels)
-    finish(out, act, frow[CONV_ACT_A], frow[CONV_ACT_B], slopes, table, ocm, row[CONV_OUT_ADDR])
+    finish(
+        out, act, frow[CONV_ACT_A], frow[CONV_ACT_B], slopes, table, ocm, row[CONV_OUT_ADDR], tally
+    )
 
 
 @jit
-def pool(row, ocm, lut):
+def pool(row, ocm, lut, tally):
     n_count, height, width, channels = (
         row[POOL_IN_SHAPE],
         row[POOL_IN_SHAPE + 1],
@@ -671,7 +712,7 @@ def pool(row, ocm, lut):
                     divisor = np.float32(count)
                     for ch in range(channels):
                         acc[ch] = acc[ch] / divisor
-    store_f16(ocm, row[POOL_OUT_ADDR], out)
+    store_f16(ocm, row[POOL_OUT_ADDR], out, tally)
 
 
 TABLE_NOT_INTEGER, TABLE_OUTSIDE = 1, 2
@@ -705,7 +746,7 @@ def two_tap(a, b, w0, w1):
 
 
 @jit
-def resize(row, ocm, lut):
+def resize(row, ocm, lut, tally):
     n_count, height, width, channels = (
         row[RESIZE_IN_SHAPE],
         row[RESIZE_IN_SHAPE + 1],
@@ -740,12 +781,12 @@ def resize(row, ocm, lut):
                     top = two_tap(x[a0 + ch], x[a1 + ch], wx0, wx1)
                     bottom = two_tap(x[b0 + ch], x[b1 + ch], wx0, wx1)
                     out[base + ch] = two_tap(top, bottom, wy0, wy1)
-    store_f16(ocm, row[RESIZE_OUT_ADDR], out)
+    store_f16(ocm, row[RESIZE_OUT_ADDR], out, tally)
     return 0
 
 
 @jit
-def fc(row, frow, ocm, lut, table):
+def fc(row, frow, ocm, lut, table, tally):
     rows, inner, outs = row[FC_N], row[FC_K], row[FC_O]
     x = load_f16(ocm, row[FC_IN_ADDR], rows * inner, lut)
     w = load_f16(ocm, row[FC_W_ADDR], outs * inner, lut)
@@ -764,22 +805,22 @@ def fc(row, frow, ocm, lut, table):
                 acc[j] = acc[j] + xv * wt[kk * outs + j]
     act = row[FC_ACT]
     slopes = load_slopes(ocm, act, row[FC_ACT_ADDR], outs)
-    finish(out, act, frow[FC_ACT_A], frow[FC_ACT_B], slopes, table, ocm, row[FC_OUT_ADDR])
+    finish(out, act, frow[FC_ACT_A], frow[FC_ACT_B], slopes, table, ocm, row[FC_OUT_ADDR], tally)
 
 
 @jit
-def add(row, frow, ocm, lut, table):
+def add(row, frow, ocm, lut, table, tally):
     count = row[ADD_COUNT]
     a = load_f16(ocm, row[ADD_A_ADDR], count, lut)
     b = load_f16(ocm, row[ADD_B_ADDR], count, lut)
     for i in range(count):
         a[i] = a[i] + b[i]
     act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
-    finish(a, row[ADD_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[ADD_OUT_ADDR])
+    finish(a, row[ADD_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[ADD_OUT_ADDR], tally)
 
 
 @jit
-def scale(row, frow, ocm, lut, table):
+def scale(row, frow, ocm, lut, table, tally):
     count, channels = row[SCALE_COUNT], row[SCALE_CHANNELS]
     x = load_f16(ocm, row[SCALE_IN_ADDR], count, lut)
     s = load_f32(ocm, row[SCALE_S_ADDR], channels)
@@ -791,18 +832,18 @@ def scale(row, frow, ocm, lut, table):
     act = row[SCALE_ACT]
     slopes = load_slopes(ocm, act, row[SCALE_ACT_ADDR], channels)
     act_a, act_b = frow[SCALE_ACT_A], frow[SCALE_ACT_B]
-    finish(x, act, act_a, act_b, slopes, table, ocm, row[SCALE_OUT_ADDR])
+    finish(x, act, act_a, act_b, slopes, table, ocm, row[SCALE_OUT_ADDR], tally)
 
 
 @jit
-def mul(row, frow, ocm, lut, table):
+def mul(row, frow, ocm, lut, table, tally):
     count, channels = row[MUL_COUNT], row[MUL_CHANNELS]
     a = load_f16(ocm, row[MUL_A_ADDR], count, lut)
     b = load_f16(ocm, row[MUL_B_ADDR], channels if channels > 0 else count, lut)
     for i in range(count):
         a[i] = a[i] * b[i % channels if channels > 0 else i]  # exact: two f16 values
     act_a, act_b = frow[MUL_ACT_A], frow[MUL_ACT_B]
-    finish(a, row[MUL_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[MUL_OUT_ADDR])
+    finish(a, row[MUL_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[MUL_OUT_ADDR], tally)
 
 
 @jit
@@ -814,34 +855,36 @@ def load_table(row, ddr, table):
 
 
 @jit
-def run_program(words, floats, ddr, ocm, tables, lut, lut_bits):
+def run_program(words, floats, ddr, ocm, tables, lut, lut_bits, counts):
     """Every instruction in order; the rows end with the program's first `end`. Returns -1, or
-    index * 8 + fault of the instruction that faulted (only resize can: its tables are data)."""
+    index * 8 + fault of the instruction that faulted (only resize can: its tables are data).
+    counts[i] gets instruction i's (saturated, nans), zeros on entry."""
     for i in range(words.shape[0]):
         row, frow = words[i], floats[i]
         op, tile = row[0], row[1]
+        tally = counts[i]
         if op == OP_DMA:
             dma(row, ddr, ocm[tile])
         elif op == OP_CVT:
-            cvt(row, ddr, lut_bits)
+            cvt(row, ddr, lut_bits, tally)
         elif op == OP_LUT:
             load_table(row, ddr, tables[tile])
         elif op == OP_CONV:
-            conv(row, frow, ocm[tile], lut, tables[tile])
+            conv(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_POOL:
-            pool(row, ocm[tile], lut)
+            pool(row, ocm[tile], lut, tally)
         elif op == OP_RESIZE:
-            fault = resize(row, ocm[tile], lut)
+            fault = resize(row, ocm[tile], lut, tally)
             if fault:
                 return i * 8 + fault
         elif op == OP_FC:
-            fc(row, frow, ocm[tile], lut, tables[tile])
+            fc(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_ADD:
-            add(row, frow, ocm[tile], lut, tables[tile])
+            add(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_SCALE:
-            scale(row, frow, ocm[tile], lut, tables[tile])
+            scale(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_MUL:
-            mul(row, frow, ocm[tile], lut, tables[tile])
+            mul(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_END:
             return -1
     return -1
@@ -853,7 +896,9 @@ assert not _missing, f"opcodes without a Numba kernel: {sorted(_missing)}"
 
 
 def execute(valid: ValidProgram, memory: Memory, stats: RunStats | None = None) -> None:
-    """Run a validated program on `memory`."""
+    """Run a validated program on `memory`; `stats` (reset by the caller) gets each
+    instruction's counts."""
+    counts = np.zeros((len(valid.words), 2), np.int64)
     status = run_program(
         valid.words,
         valid.floats,
@@ -862,7 +907,11 @@ def execute(valid: ValidProgram, memory: Memory, stats: RunStats | None = None) 
         memory.tables,
         F16_TO_F32,
         F16_TO_F32_BITS,
+        counts,
     )
+    if stats is not None:
+        stats.saturated[:] = counts[:, 0]
+        stats.nans[:] = counts[:, 1]
     if status >= 0:
         index, fault = divmod(int(status), 8)
         ins = valid.code[index]

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sim_builders import (
     Staging,
+    assert_same_bytes,
     conv,
     copy_bytes,
     dma,
@@ -21,7 +22,6 @@ from sim_builders import (
     instruction,
     layer_program,
     pool,
-    run_both,
 )
 
 import mrvl.sim.engines.numba as numba_engine
@@ -38,14 +38,33 @@ from mrvl.isa import (
 )
 from mrvl.sim import (
     ENGINE_ENV,
+    RunStats,
     SimulatorError,
     SimulatorInputError,
+    prepare,
     run,
     simulator_wall_time,
     use_engine,
     validate,
 )
 from mrvl.sim.numerics import round_to_f16
+
+# The generated programs saturate and make NaNs on purpose; the warning is tested on its own.
+pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
+
+
+def run_both(program, inputs, **kwargs) -> list[np.ndarray]:
+    """As sim_builders.run_both (the same output bytes on both engines, no tolerance), and the
+    same counts of saturated values and NaNs per instruction. Returns the interpreter's."""
+    valid = prepare(program, kwargs.pop("target", None))
+    expected, counted = RunStats(), RunStats()
+    reference = run(valid, inputs, engine="interp", stats=expected, **kwargs)
+    compiled = run(valid, inputs, engine="numba", stats=counted, **kwargs)
+    assert_same_bytes(reference, compiled)
+    np.testing.assert_array_equal(counted.saturated, expected.saturated)
+    np.testing.assert_array_equal(counted.nans, expected.nans)
+    return reference
+
 
 SETTINGS = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
@@ -92,7 +111,9 @@ ACT_B = st.sampled_from([0.0, 0.5, 6.0, 1e30])
 
 def _numba_round(values: np.ndarray) -> np.ndarray:
     buffer = np.zeros(values.size * 2, np.uint8)
-    numba_engine.store_f16(buffer, 0, np.ascontiguousarray(values, np.float32))
+    numba_engine.store_f16(
+        buffer, 0, np.ascontiguousarray(values, np.float32), np.zeros(2, np.int64)
+    )
     return buffer.view(np.uint16)
 
 
