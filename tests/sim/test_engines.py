@@ -147,11 +147,13 @@ def test_f16_to_f32_table_is_numpy_exact():
 
 
 @st.composite
-def conv_layers(draw):
+def conv_layers(draw, group_outputs=st.integers(1, 6)):
+    """A conv layer; `group_outputs` draws the output channels per group (narrow runs by
+    default; from numba_engine.NARROW on, the engine's blocked kernel)."""
     groups = draw(st.sampled_from([1, 1, 2, 3]))
     group_channels = draw(st.sampled_from([1, 2, 5, CONV_CI_BLOCK - 1, CONV_CI_BLOCK + 3]))
     channels = groups * group_channels
-    oc_total = groups * draw(st.integers(1, 6))
+    oc_total = groups * draw(group_outputs)
     n = draw(st.integers(1, 2))
     height, width = draw(st.integers(1, 6)), draw(st.integers(1, 6))
     kernel = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
@@ -190,7 +192,7 @@ def conv_layers(draw):
 
 
 @SETTINGS
-@given(conv_layers())
+@given(conv_layers() | conv_layers(st.integers(numba_engine.NARROW, 40)))
 def test_conv_engines_agree(layer):
     height, width, channels = layer["in_hwc"]
     in_shape = (layer["n"], height, width, channels)
