@@ -25,6 +25,8 @@ import hashlib
 import importlib
 import os
 import sys
+import threading
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -661,28 +663,42 @@ def direct_row(row, position, c_base):
 
 
 @jit
-def pack_weights(w, tap, o_lo, o_hi, steps):
-    """The weights of output channels [o_lo, o_hi) as mac_tile reads them: per block of
-    MAC_CHANNELS channels, [steps, MAC_CHANNELS] in step order, zeros past o_hi."""
-    blocks = (o_hi - o_lo + MAC_CHANNELS - 1) // MAC_CHANNELS
-    packed = np.zeros(blocks * steps * MAC_CHANNELS, np.float32)
+def packed_size(run, steps):
+    """float32 elements of the packed weights of `run` output channels (pack_weights)."""
+    return (run + MAC_CHANNELS - 1) // MAC_CHANNELS * steps * MAC_CHANNELS
+
+
+@jit
+def pack_weights(w, tap, o_lo, o_hi, packed):
+    """The weights of output channels [o_lo, o_hi) as mac_tile reads them, into `packed`
+    (packed_size elements): per block of MAC_CHANNELS channels, [steps, MAC_CHANNELS] in step
+    order, zeros past o_hi."""
+    steps = tap.size
+    packed[:] = 0.0
     for o in range(o_hi - o_lo):
         block, j = o // MAC_CHANNELS, o % MAC_CHANNELS
         source = w[(o_lo + o) * steps : (o_lo + o + 1) * steps]
         target = packed[block * steps * MAC_CHANNELS + j :]
         for t in range(steps):
             target[t * MAC_CHANNELS] = source[tap[t]]
-    return packed
 
 
 @jit
-def conv_run_blocked(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base):
+def same_halves(a, b):
+    """Whether two uint16 arrays of the same size hold the same values."""
+    different = 0
+    for i in range(a.size):
+        different |= a[i] ^ b[i]
+    return different == 0
+
+
+@jit
+def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base):
     """Output channels [o_lo, o_hi) of one group, MAC_PIXELS positions x MAC_CHANNELS channels
-    per mac_tile call. A 1x1 conv reads its inputs in place; others gather them (gather_patch)."""
+    per mac_tile call, with their `packed` weights. A 1x1 conv reads its inputs in place;
+    others gather them (gather_patch)."""
     out_channels = row[CONV_OUT_SHAPE + 3]
     positions = row[CONV_OUT_SHAPE] * row[CONV_OUT_SHAPE + 1] * row[CONV_OUT_SHAPE + 2]
-    steps = tap.size
-    packed = pack_weights(w, tap, o_lo, o_hi, steps)
     blocks = packed.size // (steps * MAC_CHANNELS)
     direct = row[CONV_KERNEL] == 1 and row[CONV_KERNEL + 1] == 1
     patches = np.zeros(MAC_PIXELS * steps, np.float32)
@@ -766,7 +782,10 @@ def conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base):
 
 
 @jit
-def conv(row, frow, ocm, lut, table, tally):
+def conv(row, frow, ocm, lut, table, tally, cache):
+    """`cache` is this instruction's slot of the weight cache (WeightCache): empty arrays if it
+    has none, else (raw, packed, filled), the f16 bits last packed, their packing, and whether
+    they were."""
     n_count, height, width, in_channels = (
         row[CONV_IN_SHAPE],
         row[CONV_IN_SHAPE + 1],
@@ -784,7 +803,6 @@ def conv(row, frow, ocm, lut, table, tally):
     oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // groups
     x = load_f16(ocm, row[CONV_IN_ADDR], n_count * height * width * in_channels, lut)
     steps = kh_count * kw_count * group_channels
-    w = load_f16(ocm, row[CONV_W_ADDR], out_channels * steps, lut)
     tap = conv_order(kh_count, kw_count, group_channels)
     bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
     positions = n_count * out_rows * out_cols
@@ -792,16 +810,30 @@ def conv(row, frow, ocm, lut, table, tally):
     acc_addr = row[CONV_ACC_ADDR]
     # fp32 partial sums of the earlier input-channel blocks (the bias is in them), or none
     partial = load_f32(ocm, acc_addr, positions * out_channels) if acc_addr != -1 else out[:0]
-    o_lo = 0
-    while o_lo < out_channels:  # runs of output channels that belong to one group
-        group = (oc0 + o_lo) // group_outputs
-        o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
-        c_base = group * group_channels
-        if o_hi - o_lo < NARROW:
-            conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base)
-        else:
-            conv_run_blocked(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base)
-        o_lo = o_hi
+    raw, cached, filled = cache
+    w_addr = row[CONV_W_ADDR]
+    if raw.size > 0:  # one run of output channels (groups=1), its weights perhaps cached
+        halves = ocm[w_addr : w_addr + 2 * raw.size].view(np.uint16)
+        if filled[0] == 0 or not same_halves(halves, raw):
+            w = load_f16(ocm, w_addr, out_channels * steps, lut)
+            pack_weights(w, tap, 0, out_channels, cached)
+            raw[:] = halves
+            filled[0] = 1
+        conv_run_blocked(row, x, cached, steps, bias, partial, out, 0, out_channels, 0)
+    else:
+        w = load_f16(ocm, w_addr, out_channels * steps, lut)
+        o_lo = 0
+        while o_lo < out_channels:  # runs of output channels that belong to one group
+            group = (oc0 + o_lo) // group_outputs
+            o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
+            c_base = group * group_channels
+            if o_hi - o_lo < NARROW:
+                conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base)
+            else:
+                packed = np.empty(packed_size(o_hi - o_lo, steps), np.float32)
+                pack_weights(w, tap, o_lo, o_hi, packed)
+                conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base)
+            o_lo = o_hi
     if row[CONV_ACC_OUT] == 1:  # the fp32 accumulator itself, for the next block to continue
         store_f32(ocm, row[CONV_OUT_ADDR], out)
         return
@@ -1007,10 +1039,13 @@ def load_table(row, ddr, table):
 
 
 @jit
-def run_program(words, floats, ddr, ocm, tables, lut, lut_bits, counts):
+def run_program(words, floats, ddr, ocm, tables, lut, lut_bits, counts, weights):
     """Every instruction in order; the rows end with the program's first `end`. Returns -1, or
     index * 8 + fault of the instruction that faulted (only resize can: its tables are data).
-    counts[i] gets instruction i's (saturated, nans), zeros on entry."""
+    counts[i] gets instruction i's (saturated, nans), zeros on entry. `weights` is the weight
+    cache's arrays (WeightCache.arrays)."""
+    slots, raw_at, packed_at, raw, packed, filled = weights
+    no_raw, no_packed, no_filled = raw[:0], packed[:0], filled[:0]
     for i in range(words.shape[0]):
         row, frow = words[i], floats[i]
         op, tile = row[0], row[1]
@@ -1022,7 +1057,16 @@ def run_program(words, floats, ddr, ocm, tables, lut, lut_bits, counts):
         elif op == OP_LUT:
             load_table(row, ddr, tables[tile])
         elif op == OP_CONV:
-            conv(row, frow, ocm[tile], lut, tables[tile], tally)
+            slot = slots[i]
+            if slot >= 0:
+                cache = (
+                    raw[raw_at[slot] : raw_at[slot + 1]],
+                    packed[packed_at[slot] : packed_at[slot + 1]],
+                    filled[slot : slot + 1],
+                )
+            else:
+                cache = (no_raw, no_packed, no_filled)
+            conv(row, frow, ocm[tile], lut, tables[tile], tally, cache)
         elif op == OP_POOL:
             pool(row, ocm[tile], lut, tally)
         elif op == OP_RESIZE:
@@ -1047,20 +1091,94 @@ _missing = set(OPCODE_BY_NAME) - _KNOWN
 assert not _missing, f"opcodes without a Numba kernel: {sorted(_missing)}"
 
 
+class WeightCache:
+    """The packed fp32 weights (pack_weights) of a program's convs, kept from run to run.
+
+    Packing reads every weight of every conv and costs more than the multiply-adds of the
+    layers with few output positions. Each conv with one run of output channels (groups=1,
+    at least NARROW channels, weights at an even address) gets a slot holding the f16 bits it
+    packed and their packing; a run compares the weights in OCM with the bits (one vectorized
+    pass over 2-byte values instead of a conversion and a scattered write per weight) and
+    repacks only if they differ, so the cache is right whatever the weights are. Convs of one
+    ONNX node and tile that read the same OCM range with the same shape share a slot (the row
+    pieces of one layer's output channels); other layers get their own, or they would repack
+    each other's."""
+
+    def __init__(self, valid: ValidProgram):
+        self.lock = threading.Lock()
+        slots = np.full(len(valid.code), -1, np.int64)
+        raw_at, packed_at, keys = [0], [0], {}
+        for index, ins in enumerate(valid.code):
+            f = ins.fields
+            if ins.opcode != "conv" or f["groups"] != 1 or f["w_addr"] % 2:
+                continue
+            out_channels = f["out_shape"][3]
+            steps = f["kernel"][0] * f["kernel"][1] * f["in_shape"][3]
+            if out_channels < NARROW:
+                continue
+            key = (ins.loc, ins.tile, f["w_addr"], out_channels, tuple(f["kernel"]), steps)
+            if key not in keys:
+                keys[key] = len(keys)
+                raw_at.append(raw_at[-1] + out_channels * steps)
+                packed_at.append(packed_at[-1] + int(packed_size(out_channels, steps)))
+            slots[index] = keys[key]
+        self.arrays = (
+            slots,
+            np.array(raw_at, np.int64),
+            np.array(packed_at, np.int64),
+            np.zeros(raw_at[-1], np.uint16),
+            np.zeros(packed_at[-1], np.float32),
+            np.zeros(len(keys), np.uint8),
+        )
+
+    NONE = (
+        np.full(0, -1, np.int64),
+        np.zeros(1, np.int64),
+        np.zeros(1, np.int64),
+        np.zeros(0, np.uint16),
+        np.zeros(0, np.float32),
+        np.zeros(0, np.uint8),
+    )
+    """The arrays of an empty cache (every slot -1): for a run while another holds the lock."""
+
+
+_weight_caches: dict[int, tuple[weakref.ref, WeightCache]] = {}
+_weight_caches_lock = threading.Lock()
+
+
+def weight_cache(valid: ValidProgram) -> WeightCache:
+    """The WeightCache of `valid`, made on its first run and dropped with it."""
+    key = id(valid)
+    with _weight_caches_lock:
+        entry = _weight_caches.get(key)
+        if entry is not None and entry[0]() is valid:
+            return entry[1]
+        cache = WeightCache(valid)
+        _weight_caches[key] = (weakref.ref(valid, lambda _: _weight_caches.pop(key, None)), cache)
+        return cache
+
+
 def execute(valid: ValidProgram, memory: Memory, stats: RunStats | None = None) -> None:
     """Run a validated program on `memory`; `stats` (reset by the caller) gets each
     instruction's counts."""
     counts = np.zeros((len(valid.words), 2), np.int64)
-    status = run_program(
-        valid.words,
-        valid.floats,
-        memory.ddr,
-        memory.ocm,
-        memory.tables,
-        F16_TO_F32,
-        F16_TO_F32_BITS,
-        counts,
-    )
+    cache = weight_cache(valid)
+    owned = cache.lock.acquire(blocking=False)  # another thread's run may be filling it
+    try:
+        status = run_program(
+            valid.words,
+            valid.floats,
+            memory.ddr,
+            memory.ocm,
+            memory.tables,
+            F16_TO_F32,
+            F16_TO_F32_BITS,
+            counts,
+            cache.arrays if owned else WeightCache.NONE,
+        )
+    finally:
+        if owned:
+            cache.lock.release()
     if stats is not None:
         stats.saturated[:] = counts[:, 0]
         stats.nans[:] = counts[:, 1]
