@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import time
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
 
 from mrvl.binary import decode
-from mrvl.isa import DTYPE_NUMPY, DType, Program
+from mrvl.isa import DTYPE_BYTES, DTYPE_NUMPY, DType, MemSpace, Program
 from mrvl.sim import wall_time
 from mrvl.sim.engines import engine_name, load_engine
 from mrvl.sim.errors import SimulatorInputError
 from mrvl.sim.memory import Memory
 from mrvl.sim.stats import RunStats
-from mrvl.sim.validate import ValidProgram, validate
+from mrvl.sim.validate import ValidProgram, box_extent, validate
 from mrvl.target import Target
 
 
@@ -52,6 +54,39 @@ def prepare(
     else:
         program = program_or_bytes
     return validate(program, target)
+
+
+def writes_constant_pool(valid: ValidProgram) -> bool:
+    """Whether any instruction may write a byte of the program's constant pool in DDR (only
+    `dma` and `cvt` write DDR)."""
+    program = valid.program
+    lo, hi = program.const_base, program.const_base + len(program.consts)
+    for ins in valid.code:
+        f = ins.fields
+        if ins.opcode == "dma" and f["dst_space"] == MemSpace.DDR and math.prod(f["box"]):
+            lowest, highest = box_extent(tuple(f["box"]), tuple(f["dst_strides"]), f["elem_bytes"])
+            start, stop = f["dst_addr"] + lowest, f["dst_addr"] + highest
+        elif ins.opcode == "cvt":
+            size = math.prod(f["src_shape"]) * DTYPE_BYTES[DType(f["dst_dtype"])]
+            start, stop = f["dst_addr"], f["dst_addr"] + size
+        else:
+            continue
+        if start < hi and lo < stop:
+            return True
+    return False
+
+
+_pool_kept: dict[int, tuple[weakref.ref, bool]] = {}
+
+
+def pool_kept(valid: ValidProgram) -> bool:
+    """`not writes_constant_pool(valid)`, computed once per ValidProgram."""
+    entry = _pool_kept.get(id(valid))
+    if entry is None or entry[0]() is not valid:
+        key = id(valid)
+        ref = weakref.ref(valid, lambda _: _pool_kept.pop(key, None))
+        entry = _pool_kept[key] = (ref, not writes_constant_pool(valid))
+    return entry[1]
 
 
 def new_memory(valid: ValidProgram) -> Memory:
@@ -98,7 +133,7 @@ def run(
         valid = validate(program, target)
     if memory is None:
         memory = new_memory(valid)
-    memory.load(valid.program, inputs)
+    memory.load(valid.program, inputs, pool_kept=pool_kept(valid))
     if stats is None:
         stats = RunStats()
     stats.reset(len(valid.code))

@@ -655,3 +655,42 @@ def test_cached_packed_weights_follow_the_bytes_in_ocm():
     second_run = run_both(valid, [])
     assert_same_bytes(first_run, second_run)
     assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
+
+
+@pytest.mark.parametrize("engine", ["numba", "interp"])
+def test_a_reused_memory_reloads_a_constant_pool_the_program_wrote(engine):
+    """y = the pool's first 8 bytes, read before a DMA overwrites them with the input x: each
+    run must see the pool of the binary, not what the previous run left there."""
+    from mrvl.sim import new_memory
+    from mrvl.sim.simulator import writes_constant_pool
+
+    pool = bytes(range(100, 116))
+    ddr = (0, 0, 0, 1)
+    program = Program(
+        target="cn10ka",
+        num_tiles=1,
+        ddr_size=64,
+        io=[IOEntry("x", True, (8,), DType.I8, 0), IOEntry("y", False, (8,), DType.I8, 16)],
+        code=[
+            dma(MemSpace.DDR, 32, ddr, MemSpace.DDR, 16, ddr, (1, 1, 1, 8), 1),
+            dma(MemSpace.DDR, 0, ddr, MemSpace.DDR, 32, ddr, (1, 1, 1, 8), 1),
+            end(),
+        ],
+        const_base=32,
+        consts=pool,
+        srcmap=[],
+    )
+    valid = prepare(program)
+    assert writes_constant_pool(valid)
+    memory = new_memory(valid)
+    for seed in range(3):
+        x = np.random.default_rng(seed).integers(-100, 100, 8).astype(np.int8)
+        (y,) = run(valid, [x], engine=engine, memory=memory)
+        assert y.tobytes() == pool[:8]
+    program.code.pop(1)  # no more writes to the pool: a reused Memory keeps it
+    kept = prepare(program)
+    assert not writes_constant_pool(kept)
+    memory = new_memory(kept)
+    for _ in range(2):
+        (y,) = run(kept, [x], engine=engine, memory=memory)
+        assert y.tobytes() == pool[:8]
