@@ -782,6 +782,63 @@ def conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base):
 
 
 @jit
+def conv_depthwise(row, x, w, bias, partial, out):
+    """A conv whose groups have one input channel each (depthwise): per output position, the
+    taps in order (kh, kw), each a multiply-add over all the tile's output channels at once
+    (contiguous input channels when each group has one output channel)."""
+    n_count, height, width, in_channels = (
+        row[CONV_IN_SHAPE],
+        row[CONV_IN_SHAPE + 1],
+        row[CONV_IN_SHAPE + 2],
+        row[CONV_IN_SHAPE + 3],
+    )
+    out_rows, out_cols, out_channels = (
+        row[CONV_OUT_SHAPE + 1],
+        row[CONV_OUT_SHAPE + 2],
+        row[CONV_OUT_SHAPE + 3],
+    )
+    kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
+    steps = kh_count * kw_count
+    oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // row[CONV_GROUPS]
+    wt = np.empty((steps, out_channels), np.float32)  # row t: every channel's weight of tap t
+    for o in range(out_channels):
+        for t in range(steps):
+            wt[t, o] = w[o * steps + t]
+    channel = np.empty(out_channels, np.int64)  # the input channel of each output channel
+    for o in range(out_channels):
+        channel[o] = (oc0 + o) // group_outputs
+    contiguous = group_outputs == 1
+    taps = np.empty(out_channels, np.float32)
+    for n in range(n_count):
+        for r in range(out_rows):
+            wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
+            for c in range(out_cols):
+                iw0 = c * row[CONV_STRIDE + 1] - row[CONV_PAD + 1]
+                start = ((n * out_rows + r) * out_cols + c) * out_channels
+                acc = out[start : start + out_channels]
+                if partial.size > 0:
+                    acc[:] = partial[start : start + out_channels]
+                else:
+                    acc[:] = bias
+                for kh in range(kh_count):
+                    wr = wr0 + kh * row[CONV_DILATION]
+                    for kw in range(kw_count):
+                        iw = iw0 + kw * row[CONV_DILATION + 1]
+                        weights = wt[kh * kw_count + kw]
+                        if 0 <= wr < height and 0 <= iw < width:
+                            base = ((n * height + wr) * width + iw) * in_channels
+                            if contiguous:
+                                taps[:] = x[base + oc0 : base + oc0 + out_channels]
+                            else:
+                                for o in range(out_channels):
+                                    taps[o] = x[base + channel[o]]
+                        else:
+                            taps[:] = 0.0
+                        for o in range(out_channels):
+                            acc[o] = acc[o] + taps[o] * weights[o]
+
+
+@jit
 def conv(row, frow, ocm, lut, table, tally, cache):
     """`cache` is this instruction's slot of the weight cache (WeightCache): empty arrays if it
     has none, else (raw, packed, filled), the f16 bits last packed, their packing, and whether
@@ -820,6 +877,9 @@ def conv(row, frow, ocm, lut, table, tally, cache):
             raw[:] = halves
             filled[0] = 1
         conv_run_blocked(row, x, cached, steps, bias, partial, out, 0, out_channels, 0)
+    elif group_channels == 1:
+        w = load_f16(ocm, w_addr, out_channels * steps, lut)
+        conv_depthwise(row, x, w, bias, partial, out)
     else:
         w = load_f16(ocm, w_addr, out_channels * steps, lut)
         o_lo = 0

@@ -147,11 +147,15 @@ def test_f16_to_f32_table_is_numpy_exact():
 
 
 @st.composite
-def conv_layers(draw, group_outputs=st.integers(1, 6)):
+def conv_layers(draw, group_outputs=st.integers(1, 6), depthwise=False):
     """A conv layer; `group_outputs` draws the output channels per group (narrow runs by
-    default; from numba_engine.NARROW on, the engine's blocked kernel)."""
-    groups = draw(st.sampled_from([1, 1, 2, 3]))
-    group_channels = draw(st.sampled_from([1, 2, 5, CONV_CI_BLOCK - 1, CONV_CI_BLOCK + 3]))
+    default; from numba_engine.NARROW on, the engine's blocked kernel); `depthwise`: many
+    groups of one input channel."""
+    if depthwise:
+        groups, group_channels = draw(st.sampled_from([8, 17, 32])), 1
+    else:
+        groups = draw(st.sampled_from([1, 1, 2, 3]))
+        group_channels = draw(st.sampled_from([1, 2, 5, CONV_CI_BLOCK - 1, CONV_CI_BLOCK + 3]))
     channels = groups * group_channels
     oc_total = groups * draw(group_outputs)
     n = draw(st.integers(1, 2))
@@ -192,7 +196,11 @@ def conv_layers(draw, group_outputs=st.integers(1, 6)):
 
 
 @SETTINGS
-@given(conv_layers() | conv_layers(st.integers(numba_engine.NARROW, 40)))
+@given(
+    conv_layers()
+    | conv_layers(st.integers(numba_engine.NARROW, 40))
+    | conv_layers(st.integers(1, 2), depthwise=True)
+)
 def test_conv_engines_agree(layer):
     height, width, channels = layer["in_hwc"]
     in_shape = (layer["n"], height, width, channels)
