@@ -6,6 +6,7 @@ import math
 import time
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -76,16 +77,30 @@ def writes_constant_pool(valid: ValidProgram) -> bool:
     return False
 
 
-_pool_kept: dict[int, tuple[weakref.ref, bool]] = {}
+@dataclass(frozen=True)
+class MemoryUse:
+    """What a reused Memory need not redo before a run of this program (Memory.load)."""
+
+    pool_kept: bool
+    """No instruction writes the constant pool (writes_constant_pool)."""
+    tables_kept: bool
+    """No `lut` loads an activation table, so the tables stay zero."""
 
 
-def pool_kept(valid: ValidProgram) -> bool:
-    """`not writes_constant_pool(valid)`, computed once per ValidProgram."""
-    entry = _pool_kept.get(id(valid))
+_memory_use: dict[int, tuple[weakref.ref, MemoryUse]] = {}
+
+
+def memory_use(valid: ValidProgram) -> MemoryUse:
+    """The MemoryUse of `valid`, computed once per ValidProgram."""
+    key = id(valid)
+    entry = _memory_use.get(key)
     if entry is None or entry[0]() is not valid:
-        key = id(valid)
-        ref = weakref.ref(valid, lambda _: _pool_kept.pop(key, None))
-        entry = _pool_kept[key] = (ref, not writes_constant_pool(valid))
+        ref = weakref.ref(valid, lambda _: _memory_use.pop(key, None))
+        use = MemoryUse(
+            pool_kept=not writes_constant_pool(valid),
+            tables_kept=all(ins.opcode != "lut" for ins in valid.code),
+        )
+        entry = _memory_use[key] = (ref, use)
     return entry[1]
 
 
@@ -133,7 +148,8 @@ def run(
         valid = validate(program, target)
     if memory is None:
         memory = new_memory(valid)
-    memory.load(valid.program, inputs, pool_kept=pool_kept(valid))
+    use = memory_use(valid)
+    memory.load(valid.program, inputs, pool_kept=use.pool_kept, tables_kept=use.tables_kept)
     if stats is None:
         stats = RunStats()
     stats.reset(len(valid.code))
