@@ -1160,9 +1160,9 @@ class WeightCache:
     packed and their packing; a run compares the weights in OCM with the bits (one vectorized
     pass over 2-byte values instead of a conversion and a scattered write per weight) and
     repacks only if they differ, so the cache is right whatever the weights are. Convs of one
-    ONNX node and tile that read the same OCM range with the same shape share a slot (the row
-    pieces of one layer's output channels); other layers get their own, or they would repack
-    each other's."""
+    ONNX node, tile and first output channel that read the same OCM range with the same shape
+    share a slot (the row pieces of one slice of a layer's output channels); other slices and
+    layers get their own, or they would repack each other's."""
 
     def __init__(self, valid: ValidProgram):
         self.lock = threading.Lock()
@@ -1176,7 +1176,15 @@ class WeightCache:
             steps = f["kernel"][0] * f["kernel"][1] * f["in_shape"][3]
             if out_channels < NARROW:
                 continue
-            key = (ins.loc, ins.tile, f["w_addr"], out_channels, tuple(f["kernel"]), steps)
+            key = (
+                ins.loc,
+                ins.tile,
+                f["w_addr"],
+                f["oc0"],
+                out_channels,
+                tuple(f["kernel"]),
+                steps,
+            )
             if key not in keys:
                 keys[key] = len(keys)
                 raw_at.append(raw_at[-1] + out_channels * steps)
