@@ -7,7 +7,9 @@ the simulator, reusing that binary's simulated memory from call to call. The eng
 `MRVL_SIM_ENGINE` or `mrvl.sim.use_engine` names when the call starts (default: numba).
 
 Errors keep their type across TVM's FFI (the VM raises `SimulatorError`, `BinaryFormatError`,
-... with the simulator's message), because their classes are registered with tvm_ffi.
+... with the simulator's message), because their classes are registered with tvm_ffi. A run
+that saturated values or produced NaNs warns (`mrvl.sim.SaturationWarning`, naming the layers);
+the class is registered too, so a filter that turns it into an error raises it from the VM.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import tvm_ffi
 
 from mrvl import binary, sim
 from mrvl.binary import BinaryFormatError
-from mrvl.sim import SimulatorError, SimulatorInputError, ValidProgram
+from mrvl.sim import SaturationWarning, SimulatorError, SimulatorInputError, ValidProgram
 from mrvl.sim.memory import Memory
 from mrvl.sim.stats import RunStats
 
@@ -53,7 +55,13 @@ class RegionRuntimeError(RuntimeError):
 
 
 # Without this, TVM's FFI would turn each into a plain RuntimeError on the way to the caller.
-for _error in (RegionRuntimeError, BinaryFormatError, SimulatorError, SimulatorInputError):
+for _error in (
+    RegionRuntimeError,
+    BinaryFormatError,
+    SimulatorError,
+    SimulatorInputError,
+    SaturationWarning,
+):
     tvm_ffi.register_error(_error)
 
 

@@ -8,6 +8,7 @@ docs/isa.md); both give the same bits.
 from mrvl.sim.engines import DEFAULT_ENGINE, ENGINE_ENV, ENGINES, use_engine
 from mrvl.sim.errors import SimulatorError, SimulatorInputError
 from mrvl.sim.simulator import new_memory, prepare, run
+from mrvl.sim.stats import RunStats, SaturationWarning, one_line_warnings
 from mrvl.sim.validate import ValidProgram, validate
 from mrvl.sim.wall_time import WallTime, simulator_wall_time
 
@@ -15,11 +16,14 @@ __all__ = [
     "DEFAULT_ENGINE",
     "ENGINES",
     "ENGINE_ENV",
+    "RunStats",
+    "SaturationWarning",
     "SimulatorError",
     "SimulatorInputError",
     "ValidProgram",
     "WallTime",
     "new_memory",
+    "one_line_warnings",
     "prepare",
     "run",
     "simulator_wall_time",

@@ -30,16 +30,41 @@ class Memory:
         self.ddr = np.zeros(ddr_size, np.uint8)
         self.ocm = np.zeros((num_tiles, ocm_bytes_per_tile), np.uint8)
         self.tables = np.zeros((num_tiles, ACT_TABLE_ENTRIES), np.uint16)
+        self._pool: tuple[int, bytes] | None = None
+        """(const_base, consts) of a constant pool in DDR that no run has written since it was
+        copied there, or None."""
+        self._tables_zero = True
+        """No run has loaded an activation table since the tables were zeroed."""
 
-    def load(self, program: Program, inputs: Sequence[np.ndarray]) -> None:
+    def load(
+        self,
+        program: Program,
+        inputs: Sequence[np.ndarray],
+        *,
+        pool_kept: bool = False,
+        tables_kept: bool = False,
+    ) -> None:
         """The state at the start of a run (docs/isa.md §2): zeros, the constant pool at
         const_base, then each input dense at its ddr_addr. Reusing a Memory across runs costs
-        one pass over its bytes instead of a fresh allocation."""
-        self.ddr.fill(0)
+        one pass over its bytes instead of a fresh allocation.
+
+        `pool_kept` says the program never writes its constant pool (the simulator knows it
+        from the program's DMA and cvt destinations): then a Memory whose last run was of the
+        same pool still holds it, and the pool (most of a model's bytes) is not copied again.
+        `tables_kept` says the program loads no activation table (no `lut`): the tables, zero
+        since the last run that did, are not zeroed again.
+        """
+        lo, hi = program.const_base, program.const_base + len(program.consts)
+        self.ddr[:lo].fill(0)
+        self.ddr[hi:].fill(0)
         self.ocm.fill(0)
-        self.tables.fill(0)
-        consts = np.frombuffer(bytes(program.consts), np.uint8)
-        self.ddr[program.const_base : program.const_base + consts.size] = consts
+        if not self._tables_zero:
+            self.tables.fill(0)
+        self._tables_zero = tables_kept
+        pool = (lo, program.consts)
+        if self._pool is None or self._pool[0] != lo or self._pool[1] is not program.consts:
+            self.ddr[lo:hi] = np.frombuffer(program.consts, np.uint8)
+        self._pool = pool if pool_kept else None
         for entry, value in zip(program.inputs, inputs):
             self.write(MemSpace.DDR, 0, entry.ddr_addr, value)
 

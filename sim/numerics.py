@@ -7,6 +7,8 @@ MAC loop is the fp32 add (`fp32_mac`). Results go back to binary16 through `roun
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from mrvl.isa import TABLE_ACTIVATIONS, Activation
@@ -27,6 +29,23 @@ def round_to_f16(values: np.ndarray) -> np.ndarray:
     result = np.clip(values, -F16_MAX, F16_MAX).astype(np.float16)
     result[np.isnan(values)] = F16_CANONICAL_NAN
     return result
+
+
+class F16Counts(NamedTuple):
+    """What one instruction's conversions to f16 counted (docs/isa.md §4, "Counted")."""
+
+    saturated: int
+    """Results stored as +-65504 because the value was beyond it (+-inf included)."""
+    nans: int
+    """Results stored as NaN."""
+
+
+def f16_counts(values: np.ndarray) -> F16Counts:
+    """The counts of `round_to_f16(values)`: values beyond +-65504 (+-inf included), NaNs."""
+    magnitude = np.abs(values)
+    return F16Counts(
+        int(np.count_nonzero(magnitude > F16_MAX)), int(np.count_nonzero(np.isnan(values)))
+    )
 
 
 def fp32_mac(acc: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -77,15 +96,24 @@ def activate(
     *,
     table: np.ndarray | None = None,
     slopes: np.ndarray | None = None,
-) -> np.ndarray:
+) -> tuple[np.ndarray, F16Counts]:
     """A compute instruction's result from its fp32 accumulator: f16(activation(acc)), or for a
-    table activation T[bits(f16(acc))] with T the tile's loaded float16[65536] table."""
+    table activation T[bits(f16(acc))] with T the tile's loaded float16[65536] table; and what
+    the result counts. A table result counts as saturated when its index saturated and the
+    entry is +-65504 (the saturated input reached the output), as NaN when the entry is NaN."""
     if act in TABLE_ACTIVATIONS:
         if table is None:
             raise ValueError(f"{act.name} needs its table")
-        index = round_to_f16(np.asarray(acc, np.float32)).view(np.uint16)
-        return table[index].astype(np.float16)
-    return round_to_f16(apply_activation(acc, act, act_a, act_b, slopes))
+        acc = np.asarray(acc, np.float32)
+        index = round_to_f16(acc).view(np.uint16)
+        result = table[index].astype(np.float16)
+        saturated = (np.abs(acc) > F16_MAX) & (np.abs(result) == np.float16(F16_MAX))
+        counts = F16Counts(
+            int(np.count_nonzero(saturated)), int(np.count_nonzero(np.isnan(result)))
+        )
+        return result, counts
+    activated = apply_activation(acc, act, act_a, act_b, slopes)
+    return round_to_f16(activated), f16_counts(activated)
 
 
 def two_tap(a: np.ndarray, b: np.ndarray, w0: np.ndarray, w1: np.ndarray) -> np.ndarray:

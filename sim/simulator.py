@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import math
 import time
+import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from mrvl.binary import decode
-from mrvl.isa import DTYPE_NUMPY, DType, Program
+from mrvl.isa import DTYPE_BYTES, DTYPE_NUMPY, DType, MemSpace, Program
 from mrvl.sim import wall_time
 from mrvl.sim.engines import engine_name, load_engine
 from mrvl.sim.errors import SimulatorInputError
 from mrvl.sim.memory import Memory
 from mrvl.sim.stats import RunStats
-from mrvl.sim.validate import ValidProgram, validate
+from mrvl.sim.validate import ValidProgram, box_extent, validate
 from mrvl.target import Target
 
 
@@ -54,6 +57,53 @@ def prepare(
     return validate(program, target)
 
 
+def writes_constant_pool(valid: ValidProgram) -> bool:
+    """Whether any instruction may write a byte of the program's constant pool in DDR (only
+    `dma` and `cvt` write DDR)."""
+    program = valid.program
+    lo, hi = program.const_base, program.const_base + len(program.consts)
+    for ins in valid.code:
+        f = ins.fields
+        if ins.opcode == "dma" and f["dst_space"] == MemSpace.DDR and math.prod(f["box"]):
+            lowest, highest = box_extent(tuple(f["box"]), tuple(f["dst_strides"]), f["elem_bytes"])
+            start, stop = f["dst_addr"] + lowest, f["dst_addr"] + highest
+        elif ins.opcode == "cvt":
+            size = math.prod(f["src_shape"]) * DTYPE_BYTES[DType(f["dst_dtype"])]
+            start, stop = f["dst_addr"], f["dst_addr"] + size
+        else:
+            continue
+        if start < hi and lo < stop:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """What a reused Memory need not redo before a run of this program (Memory.load)."""
+
+    pool_kept: bool
+    """No instruction writes the constant pool (writes_constant_pool)."""
+    tables_kept: bool
+    """No `lut` loads an activation table, so the tables stay zero."""
+
+
+_memory_use: dict[int, tuple[weakref.ref, MemoryUse]] = {}
+
+
+def memory_use(valid: ValidProgram) -> MemoryUse:
+    """The MemoryUse of `valid`, computed once per ValidProgram."""
+    key = id(valid)
+    entry = _memory_use.get(key)
+    if entry is None or entry[0]() is not valid:
+        ref = weakref.ref(valid, lambda _: _memory_use.pop(key, None))
+        use = MemoryUse(
+            pool_kept=not writes_constant_pool(valid),
+            tables_kept=all(ins.opcode != "lut" for ins in valid.code),
+        )
+        entry = _memory_use[key] = (ref, use)
+    return entry[1]
+
+
 def new_memory(valid: ValidProgram) -> Memory:
     program = valid.program
     return Memory(program.ddr_size, program.num_tiles, valid.target.ocm_bytes_per_tile)
@@ -77,6 +127,8 @@ def run(
     MRVL_SIM_ENGINE environment variable, else "numba"); both give the same bits. `memory`, a
     Memory made by `new_memory` for this program, is reused instead of allocating one.
     `stats`, if given, is reset and filled with what the run counted (saturated values, NaNs).
+    Whether or not it is given, a run that stored any value saturated at +-65504 or any NaN
+    warns with a `SaturationWarning` naming the layers (ONNX nodes).
     """
     start = time.perf_counter()
     name = engine_name(engine)
@@ -96,10 +148,13 @@ def run(
         valid = validate(program, target)
     if memory is None:
         memory = new_memory(valid)
-    memory.load(valid.program, inputs)
-    if stats is not None:
-        stats.reset(len(valid.code))
+    use = memory_use(valid)
+    memory.load(valid.program, inputs, pool_kept=use.pool_kept, tables_kept=use.tables_kept)
+    if stats is None:
+        stats = RunStats()
+    stats.reset(len(valid.code))
     load_engine(name).execute(valid, memory, stats)
     outputs = memory.outputs(valid.program)
+    stats.warn(valid.program, stacklevel=2)
     wall_time.record(name, time.perf_counter() - start)
     return outputs

@@ -16,7 +16,7 @@ import numpy as np
 
 from mrvl.binary import BinaryFormatError, decode, read_header
 from mrvl.isa import NO_LOC, DType
-from mrvl.sim import ENGINES, SimulatorError, SimulatorInputError, run
+from mrvl.sim import ENGINES, SimulatorError, SimulatorInputError, one_line_warnings, run
 
 _NPY_MAGIC = b"\x93NUMPY"
 
@@ -106,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
             print(describe(data))
             return 0
         program = decode(data)
-        outputs = run(program, [_load_array(path) for path in args.input], engine=args.engine)
+        inputs = [_load_array(path) for path in args.input]
+        with one_line_warnings("mrvl-sim"):  # a saturated or NaN run says so, on one line
+            outputs = run(program, inputs, engine=args.engine)
         names = _file_names([entry.name for entry in program.outputs])
         for entry, file_name, value in zip(program.outputs, names, outputs):
             if args.output_dir is None:

@@ -306,7 +306,7 @@ def run_against_onnxruntime(lib, model, shapes, seed: int, engine: str | None = 
 
     from mrvl.accuracy import fp16_agreement
     from mrvl.errors import MrvlError
-    from mrvl.sim import use_engine
+    from mrvl.sim import one_line_warnings, use_engine
 
     feeds = _random_feeds(model, shapes, seed)
     try:
@@ -323,7 +323,7 @@ def run_against_onnxruntime(lib, model, shapes, seed: int, engine: str | None = 
     except Exception as err:  # noqa: BLE001 - as above
         raise MrvlError(f"onnxruntime failed on the --run input: {_first_line(err)}") from err
     vm = relax.VirtualMachine(lib, tvm.cpu())
-    with use_engine(engine) if engine else contextlib.nullcontext():
+    with use_engine(engine) if engine else contextlib.nullcontext(), one_line_warnings("mrvlc"):
         result = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()])
     outputs = [result] if isinstance(result, tvm.runtime.Tensor) else list(result)
     return [fp16_agreement(o.numpy(), r) for o, r in zip(outputs, references)]

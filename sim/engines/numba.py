@@ -25,9 +25,12 @@ import hashlib
 import importlib
 import os
 import sys
+import threading
+import weakref
 from pathlib import Path
 
 import numpy as np
+from llvmlite import ir
 from numba.core import config as _numba_config
 
 from mrvl import isa
@@ -65,6 +68,8 @@ def cache_dir() -> Path:
 _numba_config.CACHE_DIR = str(cache_dir())
 
 import numba  # noqa: E402
+from numba import types  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
 
 assert sys.byteorder == "little", "the engine reads little-endian memory through native views"
 
@@ -170,32 +175,48 @@ F16_TO_F32_BITS = F16_TO_F32.view(np.uint32)
 
 # ------------------------------------------------------------------------- numeric helpers
 
+F32_F16_MAX_BITS = 0x477FE000
+"""Bits of 65504.0: an fp32 magnitude above it (infinity included) saturates."""
+F32_INF_BITS = 0x7F800000
+
+
+@intrinsic
+def f32_bits(typingctx, value):
+    """The bits of a float32, as a uint32 (LLVM bitcast; Numba has no scalar view)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.uint32(types.float32), codegen
+
+
+@intrinsic
+def f32_from_bits(typingctx, bits):
+    """The float32 with the bits of a uint32."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+
+    return types.float32(types.uint32), codegen
+
 
 @jit
-def f16_bits_from_f32_bits(u):
-    """binary16 bits of the fp32 with bits `u` (uint32): saturate, round to nearest even."""
-    sign = (u >> 16) & 0x8000
-    a = u & 0x7FFFFFFF
-    if a > 0x7F800000:
-        return np.uint16(0x7E00)  # every NaN
-    if a > 0x477FE000:
-        return np.uint16(sign | 0x7BFF)  # beyond 65504, infinities too: +-65504
-    if a >= 0x38800000:  # normal binary16
-        h = (a >> 13) - (112 << 10)
-        rest = a & 0x1FFF
-        if rest > 0x1000 or (rest == 0x1000 and (h & 1) == 1):
-            h += 1
-        return np.uint16(sign | h)
-    if a < 0x33000000:  # below half the smallest subnormal (or exactly half: ties to 0)
-        return np.uint16(sign)
-    shift = 126 - (a >> 23)  # subnormal binary16: 14..24
-    mantissa = (a & 0x7FFFFF) | 0x800000
-    h = mantissa >> shift
-    rest = mantissa & ((np.uint32(1) << shift) - 1)
-    half = np.uint32(1) << (shift - 1)
-    if rest > half or (rest == half and (h & 1) == 1):
-        h += 1
-    return np.uint16(sign | h)
+def f16_bits_from_f32(value):
+    """binary16 bits of the float32 `value`: saturate to +-65504 (infinities too), round to
+    nearest even, NaN -> 0x7E00. Branch-free, so that LLVM vectorizes the loops calling it:
+    - normal halves: the RNE trick on the clamped magnitude's bits (add 0xFFF plus the lowest
+      kept bit, then shift; a carry moves into the exponent as it should);
+    - subnormal halves: |value| + 0.5 in fp32, whose rounding (IEEE, nearest even) leaves
+      exactly the half's bits in the low mantissa bits of the sum."""
+    u = f32_bits(value)
+    magnitude = u & np.uint32(0x7FFFFFFF)
+    sign = (u >> np.uint32(16)) & np.uint32(0x8000)
+    clamped = min(magnitude, np.uint32(F32_F16_MAX_BITS))
+    odd = (clamped >> np.uint32(13)) & np.uint32(1)
+    normal = (clamped - np.uint32(0x38000000) + np.uint32(0xFFF) + odd) >> np.uint32(13)
+    subnormal = f32_bits(abs(value) + np.float32(0.5)) - np.uint32(0x3F000000)
+    h = normal if clamped >= np.uint32(0x38800000) else subnormal
+    return np.uint16(0x7E00) if magnitude > np.uint32(F32_INF_BITS) else np.uint16(h | sign)
 
 
 @jit
@@ -265,18 +286,39 @@ def store_f32(buf, addr, values):
 
 
 @jit
-def store_f16(buf, addr, values):
-    """Round fp32 `values` to f16 and store them at buf[addr:]."""
+def is_nan_f32(u):
+    """1 if the fp32 with bits `u` is a NaN, else 0."""
+    return np.int64((u & np.uint32(0x7FFFFFFF)) > np.uint32(F32_INF_BITS))
+
+
+@jit
+def beyond_f16(u):
+    """1 if the fp32 with bits `u` is beyond +-65504 (+-inf included, NaN not), else 0."""
+    return np.int64((u & np.uint32(0x7FFFFFFF)) > np.uint32(F32_F16_MAX_BITS)) - is_nan_f32(u)
+
+
+@jit
+def store_f16(buf, addr, values, tally):
+    """Round fp32 `values` to f16 and store them at buf[addr:]; add to `tally` the values that
+    saturated and the NaNs (in the same pass)."""
     bits = values.view(np.uint32)
+    saturated = 0
+    nans = 0
     if addr % 2 == 0:
         halves = buf[addr : addr + 2 * values.size].view(np.uint16)
         for i in range(values.size):
-            halves[i] = f16_bits_from_f32_bits(bits[i])
-        return
-    for i in range(values.size):
-        h = f16_bits_from_f32_bits(bits[i])
-        buf[addr + 2 * i] = np.uint8(h & 0xFF)
-        buf[addr + 2 * i + 1] = np.uint8(h >> 8)
+            saturated += beyond_f16(bits[i])
+            nans += is_nan_f32(bits[i])
+            halves[i] = f16_bits_from_f32(values[i])
+    else:
+        for i in range(values.size):
+            saturated += beyond_f16(bits[i])
+            nans += is_nan_f32(bits[i])
+            h = f16_bits_from_f32(values[i])
+            buf[addr + 2 * i] = np.uint8(h & 0xFF)
+            buf[addr + 2 * i + 1] = np.uint8(h >> 8)
+    tally[0] += saturated
+    tally[1] += nans
 
 
 NO_SLOPES = np.zeros(0, np.float32)
@@ -291,16 +333,25 @@ def load_slopes(ocm, act, act_addr, channels):
 
 
 @jit
-def finish(acc, act, a, b, slopes, table, buf, addr):
+def finish(acc, act, a, b, slopes, table, buf, addr, tally):
     """The last step of conv, fc, add, scale and mul, from the fp32 accumulator to the f16
     stored at buf[addr:]: a table activation looks f16(acc) up in the tile's table; the others
-    act on acc (PRELU with the slope of channel i mod channels), then round to f16."""
+    act on acc (PRELU with the slope of channel i mod channels), then round to f16. `tally`
+    gets the counts of docs/isa.md §4 (for a table: saturated index and entry +-65504, NaN
+    entry)."""
     if IS_TABLE_ACT[act]:
         bits = acc.view(np.uint32)
+        saturated = 0
+        nans = 0
         for i in range(acc.size):
-            h = table[f16_bits_from_f32_bits(bits[i])]
+            u = bits[i]
+            h = table[f16_bits_from_f32(acc[i])]
+            saturated += beyond_f16(u) & np.int64((h & 0x7FFF) == 0x7BFF)
+            nans += np.int64((h & 0x7FFF) > 0x7C00)
             buf[addr + 2 * i] = np.uint8(h & 0xFF)
             buf[addr + 2 * i + 1] = np.uint8(h >> 8)
+        tally[0] += saturated
+        tally[1] += nans
         return
     if act == ACT_PRELU:
         channels = slopes.size
@@ -311,7 +362,7 @@ def finish(acc, act, a, b, slopes, table, buf, addr):
     else:
         for i in range(acc.size):
             acc[i] = activate(acc[i], act, a, b)
-    store_f16(buf, addr, acc)
+    store_f16(buf, addr, acc, tally)
 
 
 # ------------------------------------------------------------------------------- the kernels
@@ -394,7 +445,7 @@ def dma(row, ddr, ocm):
 
 
 @jit
-def cvt(row, ddr, lut_bits):
+def cvt(row, ddr, lut_bits, tally):
     src_dtype, dst_dtype = row[CVT_SRC_DTYPE], row[CVT_DST_DTYPE]
     shape = row[CVT_SRC_SHAPE : CVT_SRC_SHAPE + 4].astype(np.int64)
     perm = row[CVT_PERM : CVT_PERM + 4]
@@ -428,7 +479,9 @@ def cvt(row, ddr, lut_bits):
                             | (np.uint32(ddr[p + 2]) << 16)
                             | (np.uint32(ddr[p + 3]) << 24)
                         )
-                        h = f16_bits_from_f32_bits(u)
+                        tally[0] += beyond_f16(u)
+                        tally[1] += is_nan_f32(u)
+                        h = f16_bits_from_f32(f32_from_bits(np.uint32(u)))
                         staged[k] = np.uint8(h & 0xFF)
                         staged[k + 1] = np.uint8(h >> 8)
                     else:  # F16 -> F32, exact
@@ -441,8 +494,102 @@ def cvt(row, ddr, lut_bits):
         ddr[dst_addr + i] = staged[i]
 
 
-PIXELS = 8
-"""Output positions computed together by the conv kernel, sharing each weight row load."""
+# ------------------------------------------------------------------------------------ conv
+
+MAC_PIXELS = 4
+"""Output positions of one `mac_tile` call."""
+MAC_CHANNELS = 16
+"""Output channels of one `mac_tile` call: two vectors of LANES."""
+LANES = 8
+"""fp32 lanes of the vectors `mac_tile` computes with (one AVX register; LLVM splits them in two
+on machines with 128-bit vectors, with the same results)."""
+
+
+@intrinsic
+def mac_tile(typingctx, x, rows, w, w_off, steps, acc):
+    """acc[p*16 + j] = acc[p*16 + j] + x[rows[p] + t] * w[w_off + t*16 + j], for t from 0 to
+    steps - 1 in order, for the MAC_PIXELS x MAC_CHANNELS outputs (p, j) at once.
+
+    The accumulators stay in vector registers for the whole reduction: each step is one vector
+    load of 16 weights, one broadcast input per position, then per output an fp32 multiply and
+    an fp32 add, each rounding (IEEE, no fast-math flags, no fused multiply-add), so every
+    output's sum is the documented sequential one. Numba cannot express vectors, hence LLVM IR.
+    x, w, acc: float32 C arrays; rows: int64[MAC_PIXELS], offsets into x."""
+    sig = types.void(x, rows, w, w_off, steps, acc)
+
+    def codegen(context, builder, signature, args):
+        x_value, rows_value, w_value, w_off_value, steps_value, acc_value = args
+        f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+        vector = ir.VectorType(f32, LANES)
+        vector_ptr = vector.as_pointer()
+        halves = MAC_CHANNELS // LANES
+
+        def data(index, value):
+            return context.make_array(signature.args[index])(context, builder, value).data
+
+        x_ptr, rows_ptr, w_ptr, acc_ptr = (
+            data(0, x_value),
+            data(1, rows_value),
+            data(2, w_value),
+            data(5, acc_value),
+        )
+
+        def const(value):
+            return ir.Constant(i64, value)
+
+        def vector_at(pointer, offset):
+            return builder.bitcast(builder.gep(pointer, [offset]), vector_ptr)
+
+        x_rows = [
+            builder.gep(x_ptr, [builder.load(builder.gep(rows_ptr, [const(p)]))])
+            for p in range(MAC_PIXELS)
+        ]
+        w_base = builder.gep(w_ptr, [w_off_value])
+        slots = [(p, h) for p in range(MAC_PIXELS) for h in range(halves)]
+        initial = [
+            builder.load(vector_at(acc_ptr, const(p * MAC_CHANNELS + h * LANES)), align=4)
+            for p, h in slots
+        ]
+        entry = builder.block
+        head = builder.append_basic_block("mac.head")
+        body = builder.append_basic_block("mac.body")
+        done = builder.append_basic_block("mac.done")
+        builder.branch(head)
+        builder.position_at_end(head)
+        t = builder.phi(i64)
+        t.add_incoming(const(0), entry)
+        sums = []
+        for value in initial:
+            phi = builder.phi(vector)
+            phi.add_incoming(value, entry)
+            sums.append(phi)
+        builder.cbranch(builder.icmp_signed("<", t, steps_value), body, done)
+        builder.position_at_end(body)
+        w_step = builder.gep(w_base, [builder.mul(t, const(MAC_CHANNELS))])
+        weights = [
+            builder.load(vector_at(w_step, const(h * LANES)), align=4) for h in range(halves)
+        ]
+        undef = ir.Constant(vector, ir.Undefined)
+        splat = ir.Constant(ir.VectorType(i32, LANES), [0] * LANES)
+        updated = []
+        for p in range(MAC_PIXELS):
+            scalar = builder.load(builder.gep(x_rows[p], [t]), align=4)
+            broadcast = builder.shuffle_vector(
+                builder.insert_element(undef, scalar, ir.Constant(i32, 0)), undef, splat
+            )
+            for h in range(halves):
+                product = builder.fmul(broadcast, weights[h])
+                updated.append(builder.fadd(sums[p * halves + h], product))
+        t.add_incoming(builder.add(t, const(1)), body)
+        for phi, value in zip(sums, updated):
+            phi.add_incoming(value, body)
+        builder.branch(head)
+        builder.position_at_end(done)
+        for (p, h), value in zip(slots, sums):
+            builder.store(value, vector_at(acc_ptr, const(p * MAC_CHANNELS + h * LANES)), align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @jit
@@ -461,52 +608,184 @@ def conv_order(kh_count, kw_count, group_channels):
 
 
 @jit
-def conv_accumulate(patches, wt, acc):
-    """acc[p, o] += patches[p, t] * wt[t, o] for t in order, for PIXELS positions at once: the
-    reduction is sequential per output, the innermost loop runs over output channels (from 0,
-    so that Numba knows the index is not negative and LLVM vectorizes it)."""
-    a0, a1, a2, a3 = acc[0], acc[1], acc[2], acc[3]
-    a4, a5, a6, a7 = acc[4], acc[5], acc[6], acc[7]
-    width = acc.shape[1]
-    for t in range(wt.shape[0]):
-        x0, x1, x2, x3 = patches[0, t], patches[1, t], patches[2, t], patches[3, t]
-        x4, x5, x6, x7 = patches[4, t], patches[5, t], patches[6, t], patches[7, t]
-        w = wt[t]
-        for j in range(width):
-            wj = w[j]
-            a0[j] = a0[j] + x0 * wj
-            a1[j] = a1[j] + x1 * wj
-            a2[j] = a2[j] + x2 * wj
-            a3[j] = a3[j] + x3 * wj
-            a4[j] = a4[j] + x4 * wj
-            a5[j] = a5[j] + x5 * wj
-            a6[j] = a6[j] + x6 * wj
-            a7[j] = a7[j] + x7 * wj
+def gather_patch(row, x, position, c_base, patch):
+    """The inputs of every step of output `position`, in the order of conv_order (block, kh,
+    kw, then ci), +0.0 where the tap falls outside the window: patch[t] for t < steps."""
+    height, width, in_channels = (
+        row[CONV_IN_SHAPE + 1],
+        row[CONV_IN_SHAPE + 2],
+        row[CONV_IN_SHAPE + 3],
+    )
+    out_rows, out_cols = row[CONV_OUT_SHAPE + 1], row[CONV_OUT_SHAPE + 2]
+    kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
+    group_channels = in_channels // row[CONV_GROUPS]
+    n = position // (out_rows * out_cols)
+    r = (position // out_cols) % out_rows
+    c = position % out_cols
+    wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
+    iw0 = c * row[CONV_STRIDE + 1] - row[CONV_PAD + 1]
+    t = 0
+    for block in range(0, group_channels, CI_BLOCK):
+        length = min(CI_BLOCK, group_channels - block)
+        for kh in range(kh_count):
+            wr = wr0 + kh * row[CONV_DILATION]
+            for kw in range(kw_count):
+                iw = iw0 + kw * row[CONV_DILATION + 1]
+                segment = patch[t : t + length]
+                if 0 <= wr < height and 0 <= iw < width:
+                    base = ((n * height + wr) * width + iw) * in_channels + c_base + block
+                    source = x[base : base + length]
+                    for ci in range(length):
+                        segment[ci] = source[ci]
+                else:
+                    segment[:] = 0.0
+                t += length
 
 
-NARROW = 32
-"""Runs of fewer output channels than this use the step-major kernel."""
+@jit
+def direct_row(row, position, c_base):
+    """For a 1x1 conv: the offset in the window of output `position`'s inputs (contiguous, in
+    step order), or -1 if its tap falls outside the window (padding)."""
+    height, width, in_channels = (
+        row[CONV_IN_SHAPE + 1],
+        row[CONV_IN_SHAPE + 2],
+        row[CONV_IN_SHAPE + 3],
+    )
+    out_rows, out_cols = row[CONV_OUT_SHAPE + 1], row[CONV_OUT_SHAPE + 2]
+    n = position // (out_rows * out_cols)
+    r = (position // out_cols) % out_rows
+    c = position % out_cols
+    wr = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
+    iw = c * row[CONV_STRIDE + 1] - row[CONV_PAD + 1]
+    if not (0 <= wr < height and 0 <= iw < width):
+        return -1
+    return ((n * height + wr) * width + iw) * in_channels + c_base
+
+
+@jit
+def packed_size(run, steps):
+    """float32 elements of the packed weights of `run` output channels (pack_weights)."""
+    return (run + MAC_CHANNELS - 1) // MAC_CHANNELS * steps * MAC_CHANNELS
+
+
+@jit
+def pack_weights(w, tap, o_lo, o_hi, packed):
+    """The weights of output channels [o_lo, o_hi) as mac_tile reads them, into `packed`
+    (packed_size elements): per block of MAC_CHANNELS channels, [steps, MAC_CHANNELS] in step
+    order, zeros past o_hi."""
+    steps = tap.size
+    packed[:] = 0.0
+    for o in range(o_hi - o_lo):
+        block, j = o // MAC_CHANNELS, o % MAC_CHANNELS
+        source = w[(o_lo + o) * steps : (o_lo + o + 1) * steps]
+        target = packed[block * steps * MAC_CHANNELS + j :]
+        for t in range(steps):
+            target[t * MAC_CHANNELS] = source[tap[t]]
+
+
+@jit
+def same_halves(a, b):
+    """Whether two uint16 arrays of the same size hold the same values."""
+    different = 0
+    for i in range(a.size):
+        different |= a[i] ^ b[i]
+    return different == 0
+
+
+@jit
+def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base):
+    """Output channels [o_lo, o_hi) of one group, MAC_PIXELS positions x MAC_CHANNELS channels
+    per mac_tile call, with their `packed` weights. A 1x1 conv reads its inputs in place;
+    others gather them (gather_patch)."""
+    out_channels = row[CONV_OUT_SHAPE + 3]
+    positions = row[CONV_OUT_SHAPE] * row[CONV_OUT_SHAPE + 1] * row[CONV_OUT_SHAPE + 2]
+    blocks = packed.size // (steps * MAC_CHANNELS)
+    direct = row[CONV_KERNEL] == 1 and row[CONV_KERNEL + 1] == 1
+    patches = np.zeros(MAC_PIXELS * steps, np.float32)
+    rows = np.empty(MAC_PIXELS, np.int64)
+    acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
+    for first in range(0, positions, MAC_PIXELS):
+        count = min(MAC_PIXELS, positions - first)
+        in_place = direct
+        if direct:
+            for q in range(MAC_PIXELS):  # positions past the end repeat the last one
+                rows[q] = direct_row(row, first + min(q, count - 1), c_base)
+                in_place = in_place and rows[q] >= 0
+        if not in_place:
+            for q in range(MAC_PIXELS):
+                rows[q] = q * steps
+                if q < count:
+                    gather_patch(row, x, first + q, c_base, patches[q * steps : (q + 1) * steps])
+        source = x if in_place else patches
+        for block in range(blocks):
+            lo = o_lo + block * MAC_CHANNELS
+            width = min(MAC_CHANNELS, o_hi - lo)
+            for q in range(MAC_PIXELS):
+                tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
+                if partial.size > 0 and q < count:
+                    start = (first + q) * out_channels + lo
+                    tile[:width] = partial[start : start + width]
+                else:
+                    tile[:width] = bias[lo : lo + width]
+                tile[width:] = 0.0
+            mac_tile(source, rows, packed, block * steps * MAC_CHANNELS, steps, acc)
+            for q in range(count):
+                start = (first + q) * out_channels + lo
+                out[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
+
+
+NARROW = 8
+"""Runs of fewer output channels than this (depthwise convs) use conv_run_narrow."""
 WIDE_PIXELS = 128
-"""Output positions computed together by the step-major kernel."""
+"""Output positions computed together by conv_run_narrow."""
 
 
 @jit
-def conv_accumulate_narrow(patches_t, wt, acc_t):
-    """acc_t[o, p] += patches_t[t, p] * wt[t, o] for t in order: the same sums as
-    conv_accumulate, for runs too narrow to vectorize over output channels; the innermost loop
-    runs over WIDE_PIXELS positions instead."""
-    for t in range(wt.shape[0]):
-        xs = patches_t[t]
-        w = wt[t]
-        for o in range(acc_t.shape[0]):
-            wo = w[o]
-            a = acc_t[o]
-            for p in range(xs.size):
-                a[p] = a[p] + xs[p] * wo
+def conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base):
+    """Output channels [o_lo, o_hi) of one group, too few to fill mac_tile's vectors: the
+    innermost loop runs over WIDE_PIXELS positions instead (step-major patches)."""
+    out_channels = row[CONV_OUT_SHAPE + 3]
+    positions = row[CONV_OUT_SHAPE] * row[CONV_OUT_SHAPE + 1] * row[CONV_OUT_SHAPE + 2]
+    steps = tap.size
+    run = o_hi - o_lo
+    wide_pixels = min(WIDE_PIXELS, positions)
+    wt = np.empty((steps, run), np.float32)  # row t: the run's weights of step t
+    for t in range(steps):
+        for o in range(run):
+            wt[t, o] = w[(o_lo + o) * steps + tap[t]]
+    patch = np.empty(steps, np.float32)
+    patches_t = np.zeros((steps, wide_pixels), np.float32)
+    acc_t = np.empty((run, wide_pixels), np.float32)
+    for first in range(0, positions, wide_pixels):
+        count = min(wide_pixels, positions - first)
+        for q in range(wide_pixels):
+            if q < count:
+                gather_patch(row, x, first + q, c_base, patch)
+                for t in range(steps):
+                    patches_t[t, q] = patch[t]
+            for o in range(run):
+                if partial.size > 0 and q < count:
+                    acc_t[o, q] = partial[(first + q) * out_channels + o_lo + o]
+                else:
+                    acc_t[o, q] = bias[o_lo + o]
+        for t in range(steps):
+            xs = patches_t[t]
+            for o in range(run):
+                wo = wt[t, o]
+                a = acc_t[o]
+                for p in range(wide_pixels):
+                    a[p] = a[p] + xs[p] * wo
+        for q in range(count):
+            base = (first + q) * out_channels + o_lo
+            for o in range(run):
+                out[base + o] = acc_t[o, q]
 
 
 @jit
-def conv(row, frow, ocm, lut, table):
+def conv_depthwise(row, x, w, bias, partial, out):
+    """A conv whose groups have one input channel each (depthwise): per output position, the
+    taps in order (kh, kw), each a multiply-add over all the tile's output channels at once
+    (contiguous input channels when each group has one output channel)."""
     n_count, height, width, in_channels = (
         row[CONV_IN_SHAPE],
         row[CONV_IN_SHAPE + 1],
@@ -519,108 +798,114 @@ def conv(row, frow, ocm, lut, table):
         row[CONV_OUT_SHAPE + 3],
     )
     kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
-    stride_h, stride_w = row[CONV_STRIDE], row[CONV_STRIDE + 1]
-    dil_h, dil_w = row[CONV_DILATION], row[CONV_DILATION + 1]
+    steps = kh_count * kw_count
+    oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // row[CONV_GROUPS]
+    wt = np.empty((steps, out_channels), np.float32)  # row t: every channel's weight of tap t
+    for o in range(out_channels):
+        for t in range(steps):
+            wt[t, o] = w[o * steps + t]
+    channel = np.empty(out_channels, np.int64)  # the input channel of each output channel
+    for o in range(out_channels):
+        channel[o] = (oc0 + o) // group_outputs
+    contiguous = group_outputs == 1
+    taps = np.empty(out_channels, np.float32)
+    for n in range(n_count):
+        for r in range(out_rows):
+            wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
+            for c in range(out_cols):
+                iw0 = c * row[CONV_STRIDE + 1] - row[CONV_PAD + 1]
+                start = ((n * out_rows + r) * out_cols + c) * out_channels
+                acc = out[start : start + out_channels]
+                if partial.size > 0:
+                    acc[:] = partial[start : start + out_channels]
+                else:
+                    acc[:] = bias
+                for kh in range(kh_count):
+                    wr = wr0 + kh * row[CONV_DILATION]
+                    for kw in range(kw_count):
+                        iw = iw0 + kw * row[CONV_DILATION + 1]
+                        weights = wt[kh * kw_count + kw]
+                        if 0 <= wr < height and 0 <= iw < width:
+                            base = ((n * height + wr) * width + iw) * in_channels
+                            if contiguous:
+                                taps[:] = x[base + oc0 : base + oc0 + out_channels]
+                            else:
+                                for o in range(out_channels):
+                                    taps[o] = x[base + channel[o]]
+                        else:
+                            taps[:] = 0.0
+                        for o in range(out_channels):
+                            acc[o] = acc[o] + taps[o] * weights[o]
+
+
+@jit
+def conv(row, frow, ocm, lut, table, tally, cache):
+    """`cache` is this instruction's slot of the weight cache (WeightCache): empty arrays if it
+    has none, else (raw, packed, filled), the f16 bits last packed, their packing, and whether
+    they were."""
+    n_count, height, width, in_channels = (
+        row[CONV_IN_SHAPE],
+        row[CONV_IN_SHAPE + 1],
+        row[CONV_IN_SHAPE + 2],
+        row[CONV_IN_SHAPE + 3],
+    )
+    out_rows, out_cols, out_channels = (
+        row[CONV_OUT_SHAPE + 1],
+        row[CONV_OUT_SHAPE + 2],
+        row[CONV_OUT_SHAPE + 3],
+    )
+    kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
     groups = row[CONV_GROUPS]
     group_channels = in_channels // groups
     oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // groups
     x = load_f16(ocm, row[CONV_IN_ADDR], n_count * height * width * in_channels, lut)
     steps = kh_count * kw_count * group_channels
-    w = load_f16(ocm, row[CONV_W_ADDR], out_channels * steps, lut)
     tap = conv_order(kh_count, kw_count, group_channels)
     bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
-
     positions = n_count * out_rows * out_cols
     out = np.empty(positions * out_channels, np.float32)
     acc_addr = row[CONV_ACC_ADDR]
     # fp32 partial sums of the earlier input-channel blocks (the bias is in them), or none
     partial = load_f32(ocm, acc_addr, positions * out_channels) if acc_addr != -1 else out[:0]
-    # pixel-major: the inputs of each step per position, +0.0 padding (PIXELS rows for wide
-    # runs, WIDE_PIXELS for narrow ones, which transpose them to step-major `patches_t`)
-    wide_pixels = min(WIDE_PIXELS, (positions + PIXELS - 1) // PIXELS * PIXELS)
-    patches = np.zeros((max(wide_pixels, PIXELS), steps), np.float32)
-    patches_t = np.zeros((steps, wide_pixels), np.float32)
-    o_lo = 0
-    while o_lo < out_channels:  # runs of output channels that belong to one group
-        group = (oc0 + o_lo) // group_outputs
-        o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
-        c_base = group * group_channels
-        narrow = o_hi - o_lo < NARROW
-        block_pixels = wide_pixels if narrow else PIXELS
-        wt = np.empty((steps, o_hi - o_lo), np.float32)  # row t: the run's weights of step t
-        for t in range(steps):
-            for o in range(o_hi - o_lo):
-                wt[t, o] = w[(o_lo + o) * steps + tap[t]]
-        acc = np.empty((PIXELS, o_hi - o_lo), np.float32)
-        acc_t = np.empty((o_hi - o_lo, wide_pixels), np.float32)
-        for first in range(0, positions, block_pixels):
-            count = min(block_pixels, positions - first)
-            for q in range(block_pixels):
-                if narrow:
-                    if acc_addr != -1 and q < count:
-                        start = (first + q) * out_channels
-                        for o in range(o_hi - o_lo):
-                            acc_t[o, q] = partial[start + o_lo + o]
-                    else:
-                        for o in range(o_hi - o_lo):
-                            acc_t[o, q] = bias[o_lo + o]
-                    if q >= count:
-                        patches[q, :] = 0.0
-                        continue
-                else:
-                    if acc_addr != -1 and q < count:
-                        start = (first + q) * out_channels
-                        acc[q, :] = partial[start + o_lo : start + o_hi]
-                    else:
-                        acc[q, :] = bias[o_lo:o_hi]
-                    if q >= count:
-                        patches[q, :] = 0.0
-                        continue
-                position = first + q
-                n = position // (out_rows * out_cols)
-                r = (position // out_cols) % out_rows
-                c = position % out_cols
-                wr0 = (row[CONV_OROW0] + r) * stride_h - row[CONV_PAD] - row[CONV_ROW0]
-                iw0 = c * stride_w - row[CONV_PAD + 1]
-                t = 0  # the steps in the order of conv_order: block, kh, kw, then ci
-                for block in range(0, group_channels, CI_BLOCK):
-                    length = min(CI_BLOCK, group_channels - block)
-                    for kh in range(kh_count):
-                        wr = wr0 + kh * dil_h
-                        for kw in range(kw_count):
-                            iw = iw0 + kw * dil_w
-                            inside = 0 <= wr < height and 0 <= iw < width
-                            base = ((n * height + wr) * width + iw) * in_channels
-                            base += c_base + block
-                            for ci in range(length):
-                                patches[q, t + ci] = x[base + ci] if inside else 0.0
-                            t += length
-            if narrow:
-                for t0 in range(0, steps, 16):  # transposed in tiles that stay in cache
-                    for q in range(wide_pixels):
-                        for t in range(t0, min(t0 + 16, steps)):
-                            patches_t[t, q] = patches[q, t]
-                conv_accumulate_narrow(patches_t, wt, acc_t)
-                for q in range(count):
-                    base = (first + q) * out_channels + o_lo
-                    for o in range(o_hi - o_lo):
-                        out[base + o] = acc_t[o, q]
+    raw, cached, filled = cache
+    w_addr = row[CONV_W_ADDR]
+    if raw.size > 0:  # one run of output channels (groups=1), its weights perhaps cached
+        halves = ocm[w_addr : w_addr + 2 * raw.size].view(np.uint16)
+        if filled[0] == 0 or not same_halves(halves, raw):
+            w = load_f16(ocm, w_addr, out_channels * steps, lut)
+            pack_weights(w, tap, 0, out_channels, cached)
+            raw[:] = halves
+            filled[0] = 1
+        conv_run_blocked(row, x, cached, steps, bias, partial, out, 0, out_channels, 0)
+    elif group_channels == 1:
+        w = load_f16(ocm, w_addr, out_channels * steps, lut)
+        conv_depthwise(row, x, w, bias, partial, out)
+    else:
+        w = load_f16(ocm, w_addr, out_channels * steps, lut)
+        o_lo = 0
+        while o_lo < out_channels:  # runs of output channels that belong to one group
+            group = (oc0 + o_lo) // group_outputs
+            o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
+            c_base = group * group_channels
+            if o_hi - o_lo < NARROW:
+                conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base)
             else:
-                conv_accumulate(patches, wt, acc)
-                for q in range(count):
-                    base = (first + q) * out_channels
-                    out[base + o_lo : base + o_hi] = acc[q]
-        o_lo = o_hi
+                packed = np.empty(packed_size(o_hi - o_lo, steps), np.float32)
+                pack_weights(w, tap, o_lo, o_hi, packed)
+                conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base)
+            o_lo = o_hi
     if row[CONV_ACC_OUT] == 1:  # the fp32 accumulator itself, for the next block to continue
         store_f32(ocm, row[CONV_OUT_ADDR], out)
         return
     act = row[CONV_ACT]
     slopes = load_slopes(ocm, act, row[CONV_ACT_ADDR], out_channels)
-    finish(out, act, frow[CONV_ACT_A], frow[CONV_ACT_B], slopes, table, ocm, row[CONV_OUT_ADDR])
+    finish(
+        out, act, frow[CONV_ACT_A], frow[CONV_ACT_B], slopes, table, ocm, row[CONV_OUT_ADDR], tally
+    )
 
 
 @jit
-def pool(row, ocm, lut):
+def pool(row, ocm, lut, tally):
     n_count, height, width, channels = (
         row[POOL_IN_SHAPE],
         row[POOL_IN_SHAPE + 1],
@@ -671,7 +956,7 @@ def pool(row, ocm, lut):
                     divisor = np.float32(count)
                     for ch in range(channels):
                         acc[ch] = acc[ch] / divisor
-    store_f16(ocm, row[POOL_OUT_ADDR], out)
+    store_f16(ocm, row[POOL_OUT_ADDR], out, tally)
 
 
 TABLE_NOT_INTEGER, TABLE_OUTSIDE = 1, 2
@@ -705,7 +990,7 @@ def two_tap(a, b, w0, w1):
 
 
 @jit
-def resize(row, ocm, lut):
+def resize(row, ocm, lut, tally):
     n_count, height, width, channels = (
         row[RESIZE_IN_SHAPE],
         row[RESIZE_IN_SHAPE + 1],
@@ -740,12 +1025,12 @@ def resize(row, ocm, lut):
                     top = two_tap(x[a0 + ch], x[a1 + ch], wx0, wx1)
                     bottom = two_tap(x[b0 + ch], x[b1 + ch], wx0, wx1)
                     out[base + ch] = two_tap(top, bottom, wy0, wy1)
-    store_f16(ocm, row[RESIZE_OUT_ADDR], out)
+    store_f16(ocm, row[RESIZE_OUT_ADDR], out, tally)
     return 0
 
 
 @jit
-def fc(row, frow, ocm, lut, table):
+def fc(row, frow, ocm, lut, table, tally):
     rows, inner, outs = row[FC_N], row[FC_K], row[FC_O]
     x = load_f16(ocm, row[FC_IN_ADDR], rows * inner, lut)
     w = load_f16(ocm, row[FC_W_ADDR], outs * inner, lut)
@@ -764,22 +1049,22 @@ def fc(row, frow, ocm, lut, table):
                 acc[j] = acc[j] + xv * wt[kk * outs + j]
     act = row[FC_ACT]
     slopes = load_slopes(ocm, act, row[FC_ACT_ADDR], outs)
-    finish(out, act, frow[FC_ACT_A], frow[FC_ACT_B], slopes, table, ocm, row[FC_OUT_ADDR])
+    finish(out, act, frow[FC_ACT_A], frow[FC_ACT_B], slopes, table, ocm, row[FC_OUT_ADDR], tally)
 
 
 @jit
-def add(row, frow, ocm, lut, table):
+def add(row, frow, ocm, lut, table, tally):
     count = row[ADD_COUNT]
     a = load_f16(ocm, row[ADD_A_ADDR], count, lut)
     b = load_f16(ocm, row[ADD_B_ADDR], count, lut)
     for i in range(count):
         a[i] = a[i] + b[i]
     act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
-    finish(a, row[ADD_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[ADD_OUT_ADDR])
+    finish(a, row[ADD_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[ADD_OUT_ADDR], tally)
 
 
 @jit
-def scale(row, frow, ocm, lut, table):
+def scale(row, frow, ocm, lut, table, tally):
     count, channels = row[SCALE_COUNT], row[SCALE_CHANNELS]
     x = load_f16(ocm, row[SCALE_IN_ADDR], count, lut)
     s = load_f32(ocm, row[SCALE_S_ADDR], channels)
@@ -791,18 +1076,18 @@ def scale(row, frow, ocm, lut, table):
     act = row[SCALE_ACT]
     slopes = load_slopes(ocm, act, row[SCALE_ACT_ADDR], channels)
     act_a, act_b = frow[SCALE_ACT_A], frow[SCALE_ACT_B]
-    finish(x, act, act_a, act_b, slopes, table, ocm, row[SCALE_OUT_ADDR])
+    finish(x, act, act_a, act_b, slopes, table, ocm, row[SCALE_OUT_ADDR], tally)
 
 
 @jit
-def mul(row, frow, ocm, lut, table):
+def mul(row, frow, ocm, lut, table, tally):
     count, channels = row[MUL_COUNT], row[MUL_CHANNELS]
     a = load_f16(ocm, row[MUL_A_ADDR], count, lut)
     b = load_f16(ocm, row[MUL_B_ADDR], channels if channels > 0 else count, lut)
     for i in range(count):
         a[i] = a[i] * b[i % channels if channels > 0 else i]  # exact: two f16 values
     act_a, act_b = frow[MUL_ACT_A], frow[MUL_ACT_B]
-    finish(a, row[MUL_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[MUL_OUT_ADDR])
+    finish(a, row[MUL_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[MUL_OUT_ADDR], tally)
 
 
 @jit
@@ -814,34 +1099,48 @@ def load_table(row, ddr, table):
 
 
 @jit
-def run_program(words, floats, ddr, ocm, tables, lut, lut_bits):
+def run_program(words, floats, ddr, ocm, tables, lut, lut_bits, counts, weights):
     """Every instruction in order; the rows end with the program's first `end`. Returns -1, or
-    index * 8 + fault of the instruction that faulted (only resize can: its tables are data)."""
+    index * 8 + fault of the instruction that faulted (only resize can: its tables are data).
+    counts[i] gets instruction i's (saturated, nans), zeros on entry. `weights` is the weight
+    cache's arrays (WeightCache.arrays)."""
+    slots, raw_at, packed_at, raw, packed, filled = weights
+    no_raw, no_packed, no_filled = raw[:0], packed[:0], filled[:0]
     for i in range(words.shape[0]):
         row, frow = words[i], floats[i]
         op, tile = row[0], row[1]
+        tally = counts[i]
         if op == OP_DMA:
             dma(row, ddr, ocm[tile])
         elif op == OP_CVT:
-            cvt(row, ddr, lut_bits)
+            cvt(row, ddr, lut_bits, tally)
         elif op == OP_LUT:
             load_table(row, ddr, tables[tile])
         elif op == OP_CONV:
-            conv(row, frow, ocm[tile], lut, tables[tile])
+            slot = slots[i]
+            if slot >= 0:
+                cache = (
+                    raw[raw_at[slot] : raw_at[slot + 1]],
+                    packed[packed_at[slot] : packed_at[slot + 1]],
+                    filled[slot : slot + 1],
+                )
+            else:
+                cache = (no_raw, no_packed, no_filled)
+            conv(row, frow, ocm[tile], lut, tables[tile], tally, cache)
         elif op == OP_POOL:
-            pool(row, ocm[tile], lut)
+            pool(row, ocm[tile], lut, tally)
         elif op == OP_RESIZE:
-            fault = resize(row, ocm[tile], lut)
+            fault = resize(row, ocm[tile], lut, tally)
             if fault:
                 return i * 8 + fault
         elif op == OP_FC:
-            fc(row, frow, ocm[tile], lut, tables[tile])
+            fc(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_ADD:
-            add(row, frow, ocm[tile], lut, tables[tile])
+            add(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_SCALE:
-            scale(row, frow, ocm[tile], lut, tables[tile])
+            scale(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_MUL:
-            mul(row, frow, ocm[tile], lut, tables[tile])
+            mul(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_END:
             return -1
     return -1
@@ -852,17 +1151,105 @@ _missing = set(OPCODE_BY_NAME) - _KNOWN
 assert not _missing, f"opcodes without a Numba kernel: {sorted(_missing)}"
 
 
-def execute(valid: ValidProgram, memory: Memory, stats: RunStats | None = None) -> None:
-    """Run a validated program on `memory`."""
-    status = run_program(
-        valid.words,
-        valid.floats,
-        memory.ddr,
-        memory.ocm,
-        memory.tables,
-        F16_TO_F32,
-        F16_TO_F32_BITS,
+class WeightCache:
+    """The packed fp32 weights (pack_weights) of a program's convs, kept from run to run.
+
+    Packing reads every weight of every conv and costs more than the multiply-adds of the
+    layers with few output positions. Each conv with one run of output channels (groups=1,
+    at least NARROW channels, weights at an even address) gets a slot holding the f16 bits it
+    packed and their packing; a run compares the weights in OCM with the bits (one vectorized
+    pass over 2-byte values instead of a conversion and a scattered write per weight) and
+    repacks only if they differ, so the cache is right whatever the weights are. Convs of one
+    ONNX node, tile and first output channel that read the same OCM range with the same shape
+    share a slot (the row pieces of one slice of a layer's output channels); other slices and
+    layers get their own, or they would repack each other's."""
+
+    def __init__(self, valid: ValidProgram):
+        self.lock = threading.Lock()
+        slots = np.full(len(valid.code), -1, np.int64)
+        raw_at, packed_at, keys = [0], [0], {}
+        for index, ins in enumerate(valid.code):
+            f = ins.fields
+            if ins.opcode != "conv" or f["groups"] != 1 or f["w_addr"] % 2:
+                continue
+            out_channels = f["out_shape"][3]
+            steps = f["kernel"][0] * f["kernel"][1] * f["in_shape"][3]
+            if out_channels < NARROW:
+                continue
+            key = (
+                ins.loc,
+                ins.tile,
+                f["w_addr"],
+                f["oc0"],
+                out_channels,
+                tuple(f["kernel"]),
+                steps,
+            )
+            if key not in keys:
+                keys[key] = len(keys)
+                raw_at.append(raw_at[-1] + out_channels * steps)
+                packed_at.append(packed_at[-1] + int(packed_size(out_channels, steps)))
+            slots[index] = keys[key]
+        self.arrays = (
+            slots,
+            np.array(raw_at, np.int64),
+            np.array(packed_at, np.int64),
+            np.zeros(raw_at[-1], np.uint16),
+            np.zeros(packed_at[-1], np.float32),
+            np.zeros(len(keys), np.uint8),
+        )
+
+    NONE = (
+        np.full(0, -1, np.int64),
+        np.zeros(1, np.int64),
+        np.zeros(1, np.int64),
+        np.zeros(0, np.uint16),
+        np.zeros(0, np.float32),
+        np.zeros(0, np.uint8),
     )
+    """The arrays of an empty cache (every slot -1): for a run while another holds the lock."""
+
+
+_weight_caches: dict[int, tuple[weakref.ref, WeightCache]] = {}
+_weight_caches_lock = threading.Lock()
+
+
+def weight_cache(valid: ValidProgram) -> WeightCache:
+    """The WeightCache of `valid`, made on its first run and dropped with it."""
+    key = id(valid)
+    with _weight_caches_lock:
+        entry = _weight_caches.get(key)
+        if entry is not None and entry[0]() is valid:
+            return entry[1]
+        cache = WeightCache(valid)
+        _weight_caches[key] = (weakref.ref(valid, lambda _: _weight_caches.pop(key, None)), cache)
+        return cache
+
+
+def execute(valid: ValidProgram, memory: Memory, stats: RunStats | None = None) -> None:
+    """Run a validated program on `memory`; `stats` (reset by the caller) gets each
+    instruction's counts."""
+    counts = np.zeros((len(valid.words), 2), np.int64)
+    cache = weight_cache(valid)
+    owned = cache.lock.acquire(blocking=False)  # another thread's run may be filling it
+    try:
+        status = run_program(
+            valid.words,
+            valid.floats,
+            memory.ddr,
+            memory.ocm,
+            memory.tables,
+            F16_TO_F32,
+            F16_TO_F32_BITS,
+            counts,
+            cache.arrays if owned else WeightCache.NONE,
+        )
+    finally:
+        if owned:
+            cache.lock.release()
+    if stats is not None:
+        stats.saturated[:] = counts[:, 0]
+        stats.nans[:] = counts[:, 1]
     if status >= 0:
         index, fault = divmod(int(status), 8)
         ins = valid.code[index]

@@ -32,7 +32,15 @@ from mrvl.isa import (
 from mrvl.sim.errors import Fault, SimulatorError
 from mrvl.sim.stats import RunStats
 from mrvl.sim.memory import Memory
-from mrvl.sim.numerics import activate, fp32_mac, fp32_max, round_to_f16, two_tap
+from mrvl.sim.numerics import (
+    F16Counts,
+    activate,
+    f16_counts,
+    fp32_mac,
+    fp32_max,
+    round_to_f16,
+    two_tap,
+)
 from mrvl.sim.validate import ValidProgram, describe
 
 F16 = "float16"
@@ -41,7 +49,9 @@ F32 = "float32"
 PROGRESS_AFTER_SECONDS = 2.0
 """A run still going after this long shows a progress bar, when stderr is a terminal."""
 
-Kernel = Callable[[Memory, Instruction], None]
+Kernel = Callable[[Memory, Instruction], F16Counts | None]
+"""A kernel returns what its conversion to f16 counted (saturated values, NaNs), or None if it
+converts nothing to f16."""
 KERNELS: dict[str, Kernel] = {}
 
 
@@ -76,23 +86,23 @@ def _dma(memory: Memory, ins: Instruction) -> None:
     destination[...] = source.copy()
 
 
-def _convert(values: np.ndarray, src: DType, dst: DType) -> np.ndarray:
-    if src == dst:
-        return values
-    if (src, dst) == (DType.F32, DType.F16):
-        return round_to_f16(values)
-    return values.astype(np.float32)  # F16 -> F32, exact
-
-
 @implements("cvt")
-def _cvt(memory: Memory, ins: Instruction) -> None:
+def _cvt(memory: Memory, ins: Instruction) -> F16Counts | None:
     f = ins.fields
     src_dtype, dst_dtype = DType(f["src_dtype"]), DType(f["dst_dtype"])
     source = memory.read(
         MemSpace.DDR, ins.tile, f["src_addr"], DTYPE_NUMPY[src_dtype], tuple(f["src_shape"])
     )
-    result = _convert(np.transpose(source, tuple(f["perm"])), src_dtype, dst_dtype)
+    values = np.transpose(source, tuple(f["perm"]))
+    counts = None
+    if src_dtype == dst_dtype:
+        result = values
+    elif (src_dtype, dst_dtype) == (DType.F32, DType.F16):
+        result, counts = round_to_f16(values), f16_counts(values)
+    else:
+        result = values.astype(np.float32)  # F16 -> F32, exact
     memory.write(MemSpace.DDR, ins.tile, f["dst_addr"], result)
+    return counts
 
 
 @implements("lut")
@@ -141,11 +151,13 @@ def _bias(memory: Memory, tile: int, b_addr: int, count: int) -> np.ndarray:
     return memory.read(MemSpace.OCM, tile, b_addr, F32, (count,))
 
 
-def _activate(memory: Memory, ins: Instruction, acc: np.ndarray, channels: int = 0) -> np.ndarray:
+def _activate(
+    memory: Memory, ins: Instruction, acc: np.ndarray, channels: int = 0
+) -> tuple[np.ndarray, F16Counts]:
     """The f16 result of a compute instruction from its fp32 accumulator (the last step of
-    every conv, fc, add, scale and mul): the fused activation then the f16 rounding, or a
-    lookup in the tile's activation table. The accumulator's last axis is the channel, with
-    `channels` PRELU slopes at act_addr."""
+    every conv, fc, add, scale and mul), and what it counted: the fused activation then the f16
+    rounding, or a lookup in the tile's activation table. The accumulator's last axis is the
+    channel, with `channels` PRELU slopes at act_addr."""
     f = ins.fields
     act = Activation(f["act"])
     slopes = table = None
@@ -157,7 +169,7 @@ def _activate(memory: Memory, ins: Instruction, acc: np.ndarray, channels: int =
 
 
 @implements("conv")
-def _conv(memory: Memory, ins: Instruction) -> None:
+def _conv(memory: Memory, ins: Instruction) -> F16Counts | None:
     f = ins.fields
     geometry = _Window(f, tuple(f["dilation"]))
     n, _, _, channels = geometry.in_shape
@@ -192,12 +204,14 @@ def _conv(memory: Memory, ins: Instruction) -> None:
                     acc = fp32_mac(acc, x, weights[:, kh, kw, ci])
     if f["acc_out"]:  # the fp32 accumulator itself, for the next block to continue
         memory.write(MemSpace.OCM, ins.tile, f["out_addr"], acc)
-        return
-    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(memory, ins, acc, out_channels))
+        return None
+    result, counts = _activate(memory, ins, acc, out_channels)
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result)
+    return counts
 
 
 @implements("pool")
-def _pool(memory: Memory, ins: Instruction) -> None:
+def _pool(memory: Memory, ins: Instruction) -> F16Counts:
     f = ins.fields
     geometry = _Window(f)
     mode = PoolMode(f["mode"])
@@ -234,6 +248,7 @@ def _pool(memory: Memory, ins: Instruction) -> None:
             counts = valid_taps
         acc = acc / counts.astype(np.float32)[None, :, :, None]
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(acc))
+    return f16_counts(acc)
 
 
 def interpolation_table(table: np.ndarray, size: int, lo: int, what: str) -> tuple:
@@ -251,7 +266,7 @@ def interpolation_table(table: np.ndarray, size: int, lo: int, what: str) -> tup
 
 
 @implements("resize")
-def _resize(memory: Memory, ins: Instruction) -> None:
+def _resize(memory: Memory, ins: Instruction) -> F16Counts:
     f = ins.fields
     n, h, w, c = f["in_shape"]
     _, oh, ow, _ = f["out_shape"]
@@ -265,10 +280,11 @@ def _resize(memory: Memory, ins: Instruction) -> None:
     bottom = two_tap(x[:, y1][:, :, x0], x[:, y1][:, :, x1], wx0, wx1)
     acc = two_tap(top, bottom, wy0[None, :, None, None], wy1[None, :, None, None])
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(acc))
+    return f16_counts(acc)
 
 
 @implements("fc")
-def _fc(memory: Memory, ins: Instruction) -> None:
+def _fc(memory: Memory, ins: Instruction) -> F16Counts:
     f = ins.fields
     rows, inner, outs = f["n"], f["k"], f["o"]
     x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (rows, inner))
@@ -276,33 +292,38 @@ def _fc(memory: Memory, ins: Instruction) -> None:
     acc = np.broadcast_to(_bias(memory, ins.tile, f["b_addr"], outs), (rows, outs)).copy()
     for kk in range(inner):
         acc = fp32_mac(acc, x[:, kk, None], weights[None, :, kk])
-    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(memory, ins, acc, outs))
+    result, counts = _activate(memory, ins, acc, outs)
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result)
+    return counts
 
 
 @implements("add")
-def _add(memory: Memory, ins: Instruction) -> None:
+def _add(memory: Memory, ins: Instruction) -> F16Counts:
     f = ins.fields
     count = f["count"]
     a = memory.read(MemSpace.OCM, ins.tile, f["a_addr"], F16, (count,))
     b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F16, (count,))
     acc = a.astype(np.float32) + b.astype(np.float32)
-    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(memory, ins, acc))
+    result, counts = _activate(memory, ins, acc)
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result)
+    return counts
 
 
 @implements("scale")
-def _scale(memory: Memory, ins: Instruction) -> None:
+def _scale(memory: Memory, ins: Instruction) -> F16Counts:
     f = ins.fields
     count, channels = f["count"], f["channels"]
     x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (count // channels, channels))
     s = memory.read(MemSpace.OCM, ins.tile, f["s_addr"], F32, (channels,))
     b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F32, (channels,))
     acc = x.astype(np.float32) * s + b  # two fp32 roundings: the product, then the sum
-    result = _activate(memory, ins, acc, channels).reshape(count)
-    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result)
+    result, counts = _activate(memory, ins, acc, channels)
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result.reshape(count))
+    return counts
 
 
 @implements("mul")
-def _mul(memory: Memory, ins: Instruction) -> None:
+def _mul(memory: Memory, ins: Instruction) -> F16Counts:
     f = ins.fields
     count, channels = f["count"], f["channels"]
     a = memory.read(MemSpace.OCM, ins.tile, f["a_addr"], F16, (count,))
@@ -310,7 +331,9 @@ def _mul(memory: Memory, ins: Instruction) -> None:
     if channels:
         b = np.tile(b, count // channels)
     acc = a.astype(np.float32) * b.astype(np.float32)  # exact: a product of two f16 values
-    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], _activate(memory, ins, acc))
+    result, counts = _activate(memory, ins, acc)
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result)
+    return counts
 
 
 @implements("end")
@@ -341,13 +364,16 @@ def _progress(total: int):
 
 
 def execute(valid: ValidProgram, memory: Memory, stats: RunStats | None = None) -> None:
-    """Run the instructions of a validated program in order."""
+    """Run the instructions of a validated program in order; `stats` (reset by the caller)
+    gets each instruction's counts."""
     with _progress(len(valid.code)) as bar:
         for index, ins in enumerate(valid.code):
             # Overflow to inf and NaN results are defined IEEE behaviour here, not faults.
             try:
                 with np.errstate(all="ignore"):
-                    KERNELS[ins.opcode](memory, ins)
+                    counts = KERNELS[ins.opcode](memory, ins)
             except Fault as e:  # only resize's tables, which are data, can fault here
                 raise SimulatorError(f"{describe(valid.program, index, ins)}: {e}") from None
+            if counts is not None and stats is not None:
+                stats.saturated[index], stats.nans[index] = counts
             bar.update()

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sim_builders import (
     Staging,
+    assert_same_bytes,
     conv,
     copy_bytes,
     dma,
@@ -21,7 +22,6 @@ from sim_builders import (
     instruction,
     layer_program,
     pool,
-    run_both,
 )
 
 import mrvl.sim.engines.numba as numba_engine
@@ -38,14 +38,33 @@ from mrvl.isa import (
 )
 from mrvl.sim import (
     ENGINE_ENV,
+    RunStats,
     SimulatorError,
     SimulatorInputError,
+    prepare,
     run,
     simulator_wall_time,
     use_engine,
     validate,
 )
 from mrvl.sim.numerics import round_to_f16
+
+# The generated programs saturate and make NaNs on purpose; the warning is tested on its own.
+pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
+
+
+def run_both(program, inputs, **kwargs) -> list[np.ndarray]:
+    """As sim_builders.run_both (the same output bytes on both engines, no tolerance), and the
+    same counts of saturated values and NaNs per instruction. Returns the interpreter's."""
+    valid = prepare(program, kwargs.pop("target", None))
+    expected, counted = RunStats(), RunStats()
+    reference = run(valid, inputs, engine="interp", stats=expected, **kwargs)
+    compiled = run(valid, inputs, engine="numba", stats=counted, **kwargs)
+    assert_same_bytes(reference, compiled)
+    np.testing.assert_array_equal(counted.saturated, expected.saturated)
+    np.testing.assert_array_equal(counted.nans, expected.nans)
+    return reference
+
 
 SETTINGS = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
@@ -92,7 +111,9 @@ ACT_B = st.sampled_from([0.0, 0.5, 6.0, 1e30])
 
 def _numba_round(values: np.ndarray) -> np.ndarray:
     buffer = np.zeros(values.size * 2, np.uint8)
-    numba_engine.store_f16(buffer, 0, np.ascontiguousarray(values, np.float32))
+    numba_engine.store_f16(
+        buffer, 0, np.ascontiguousarray(values, np.float32), np.zeros(2, np.int64)
+    )
     return buffer.view(np.uint16)
 
 
@@ -126,11 +147,17 @@ def test_f16_to_f32_table_is_numpy_exact():
 
 
 @st.composite
-def conv_layers(draw):
-    groups = draw(st.sampled_from([1, 1, 2, 3]))
-    group_channels = draw(st.sampled_from([1, 2, 5, CONV_CI_BLOCK - 1, CONV_CI_BLOCK + 3]))
+def conv_layers(draw, group_outputs=st.integers(1, 6), depthwise=False):
+    """A conv layer; `group_outputs` draws the output channels per group (narrow runs by
+    default; from numba_engine.NARROW on, the engine's blocked kernel); `depthwise`: many
+    groups of one input channel."""
+    if depthwise:
+        groups, group_channels = draw(st.sampled_from([8, 17, 32])), 1
+    else:
+        groups = draw(st.sampled_from([1, 1, 2, 3]))
+        group_channels = draw(st.sampled_from([1, 2, 5, CONV_CI_BLOCK - 1, CONV_CI_BLOCK + 3]))
     channels = groups * group_channels
-    oc_total = groups * draw(st.integers(1, 6))
+    oc_total = groups * draw(group_outputs)
     n = draw(st.integers(1, 2))
     height, width = draw(st.integers(1, 6)), draw(st.integers(1, 6))
     kernel = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
@@ -169,7 +196,11 @@ def conv_layers(draw):
 
 
 @SETTINGS
-@given(conv_layers())
+@given(
+    conv_layers()
+    | conv_layers(st.integers(numba_engine.NARROW, 40))
+    | conv_layers(st.integers(1, 2), depthwise=True)
+)
 def test_conv_engines_agree(layer):
     height, width, channels = layer["in_hwc"]
     in_shape = (layer["n"], height, width, channels)
@@ -598,3 +629,76 @@ def test_resize_engines_agree(n, in_hw, out_hw, channels, method, mode, seed, sp
         xtab_addr=t_addr,
     )
     run_both(layer_program(staging, [ins], out_addr, out_shape), [])
+
+
+def test_cached_packed_weights_follow_the_bytes_in_ocm():
+    """Two convs of the same shape read weights at the same OCM address (one slot of the Numba
+    engine's weight cache), the second after a DMA has put other weights there: each run, the
+    cache notices the bytes changed and repacks; running the program again gives the same."""
+    channels, outs = 5, 32  # one output position of 32 channels: 64 bytes, one reservation
+    staging = Staging()
+    x_addr = staging.add(f16_data(1, (1, 3, 3, channels), True))
+    first = staging.add(f16_data(2, (outs, 3, 3, channels), False))
+    second = staging.add(f16_data(3, (outs, 3, 3, channels), False))
+    w_addr = staging.reserve(outs * 9 * channels * 2)
+    out_addr = staging.reserve(outs * 2)
+    staging.reserve(outs * 2)  # the second conv's output, right after the first's
+    nbytes = outs * 9 * channels * 2
+    code = []
+    for index, source in enumerate((first, second)):
+        code.append(copy_bytes(MemSpace.OCM, source, MemSpace.OCM, w_addr, nbytes))
+        code.append(
+            conv(
+                x_addr,
+                (1, 3, 3, channels),
+                out_addr + index * outs * 2,
+                (1, 1, 1, outs),
+                w_addr,
+                kernel=(3, 3),
+            )
+        )
+    valid = prepare(layer_program(staging, code, out_addr, (2, outs)))
+    assert numba_engine.weight_cache(valid).arrays[0].tolist().count(0) == 2  # one shared slot
+    first_run = run_both(valid, [])
+    second_run = run_both(valid, [])
+    assert_same_bytes(first_run, second_run)
+    assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
+
+
+@pytest.mark.parametrize("engine", ["numba", "interp"])
+def test_a_reused_memory_reloads_a_constant_pool_the_program_wrote(engine):
+    """y = the pool's first 8 bytes, read before a DMA overwrites them with the input x: each
+    run must see the pool of the binary, not what the previous run left there."""
+    from mrvl.sim import new_memory
+    from mrvl.sim.simulator import writes_constant_pool
+
+    pool = bytes(range(100, 116))
+    ddr = (0, 0, 0, 1)
+    program = Program(
+        target="cn10ka",
+        num_tiles=1,
+        ddr_size=64,
+        io=[IOEntry("x", True, (8,), DType.I8, 0), IOEntry("y", False, (8,), DType.I8, 16)],
+        code=[
+            dma(MemSpace.DDR, 32, ddr, MemSpace.DDR, 16, ddr, (1, 1, 1, 8), 1),
+            dma(MemSpace.DDR, 0, ddr, MemSpace.DDR, 32, ddr, (1, 1, 1, 8), 1),
+            end(),
+        ],
+        const_base=32,
+        consts=pool,
+        srcmap=[],
+    )
+    valid = prepare(program)
+    assert writes_constant_pool(valid)
+    memory = new_memory(valid)
+    for seed in range(3):
+        x = np.random.default_rng(seed).integers(-100, 100, 8).astype(np.int8)
+        (y,) = run(valid, [x], engine=engine, memory=memory)
+        assert y.tobytes() == pool[:8]
+    program.code.pop(1)  # no more writes to the pool: a reused Memory keeps it
+    kept = prepare(program)
+    assert not writes_constant_pool(kept)
+    memory = new_memory(kept)
+    for _ in range(2):
+        (y,) = run(kept, [x], engine=engine, memory=memory)
+        assert y.tobytes() == pool[:8]
