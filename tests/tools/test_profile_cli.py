@@ -144,29 +144,6 @@ def test_mrvl_profile_from_python(mnist_model):
     assert profile.total_cycles > 0 and profile.to_json()["layers"]
 
 
-def test_run_names_the_layers_that_saturated(mnist_path, tmp_path, capsys, monkeypatch):
-    """The engines count saturated values and NaNs into the run's RunStats; --run reports
-    them per layer (counts forced here, on the first conv, by wrapping the simulator)."""
-    import mrvl.runtime
-
-    real = mrvl.runtime.sim.run
-
-    def counting_run(valid, inputs, **kwargs):
-        outputs = real(valid, inputs, **kwargs)
-        stats = kwargs.get("stats")
-        if stats is not None:
-            conv = next(i for i, ins in enumerate(valid.code) if ins.opcode == "conv")
-            stats.saturated[conv], stats.nans[conv] = 3, 1
-        return outputs
-
-    monkeypatch.setattr(mrvl.runtime.sim, "run", counting_run)
-    assert mrvlc.main([str(mnist_path), "-o", str(tmp_path), "--run"]) == 0
-    err = capsys.readouterr().err
-    assert err.strip() == (
-        "mrvlc: warning: layer '/conv1/Conv' saturated 3 values at +-65504 and produced 1 NaNs"
-    )
-
-
 def test_a_hybrid_model_profiles_each_region_and_sums_them(mnist_path, tmp_path, capsys):
     path = tmp_path / "p.json"
     argv = [str(mnist_path), "--deny-nodes", "/pool1/MaxPool", "--num-tiles", "1"]
