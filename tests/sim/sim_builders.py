@@ -395,14 +395,18 @@ def conv_region_program(w: np.ndarray, b: np.ndarray, in_shape=(1, 3, 6, 6)) -> 
 
 def run_both(program, inputs, **kwargs) -> list[np.ndarray]:
     """`mrvl.sim.run` on the reference interpreter and on the Numba engine: the outputs must be
-    the same bytes (no tolerance). Returns the interpreter's. A program that fails validation
-    raises before either engine runs, so both raise the same error."""
-    from mrvl.sim import prepare, run
+    the same bytes (no tolerance), and the counts of saturated values and NaNs the same per
+    instruction. Returns the interpreter's. A program that fails validation raises before
+    either engine runs, so both raise the same error."""
+    from mrvl.sim import RunStats, prepare, run
 
     valid = prepare(program, kwargs.pop("target", None))
-    reference = run(valid, inputs, engine="interp", **kwargs)
-    compiled = run(valid, inputs, engine="numba", **kwargs)
+    expected, counted = RunStats(), RunStats()
+    reference = run(valid, inputs, engine="interp", stats=expected, **kwargs)
+    compiled = run(valid, inputs, engine="numba", stats=counted, **kwargs)
     assert_same_bytes(reference, compiled)
+    np.testing.assert_array_equal(counted.saturated, expected.saturated)
+    np.testing.assert_array_equal(counted.nans, expected.nans)
     return reference
 
 

@@ -22,6 +22,7 @@ from sim_builders import (
     instruction,
     layer_program,
     pool,
+    run_both,
 )
 
 import mrvl.sim.engines.numba as numba_engine
@@ -38,7 +39,6 @@ from mrvl.isa import (
 )
 from mrvl.sim import (
     ENGINE_ENV,
-    RunStats,
     SimulatorError,
     SimulatorInputError,
     prepare,
@@ -51,19 +51,6 @@ from mrvl.sim.numerics import round_to_f16
 
 # The generated programs saturate and make NaNs on purpose; the warning is tested on its own.
 pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
-
-
-def run_both(program, inputs, **kwargs) -> list[np.ndarray]:
-    """As sim_builders.run_both (the same output bytes on both engines, no tolerance), and the
-    same counts of saturated values and NaNs per instruction. Returns the interpreter's."""
-    valid = prepare(program, kwargs.pop("target", None))
-    expected, counted = RunStats(), RunStats()
-    reference = run(valid, inputs, engine="interp", stats=expected, **kwargs)
-    compiled = run(valid, inputs, engine="numba", stats=counted, **kwargs)
-    assert_same_bytes(reference, compiled)
-    np.testing.assert_array_equal(counted.saturated, expected.saturated)
-    np.testing.assert_array_equal(counted.nans, expected.nans)
-    return reference
 
 
 SETTINGS = settings(
