@@ -1,7 +1,7 @@
 """sched-allocate: give every buffer its byte offset in DDR or in its tile's OCM.
 
 DDR holds, in order: the region's I/O tensors, the constant pool (contiguous, so the binary
-can load it in one piece at `mrvl.const_base`), then the intermediates. OCM buffers are
+can load it in one piece at the program's `const_base`), then the intermediates. OCM buffers are
 allocated per tile over their live ranges in program order (first fit), so a tile's memory
 is reused from one piece of work to the next; a piece that does not fit is a compile error
 naming its layer.
@@ -18,7 +18,7 @@ from xdsl.ir import Operation
 from mrvl.dialects import sched
 from mrvl.errors import CompileError
 from mrvl.locations import location_name
-from mrvl.passes.common import MrvlModulePass, module_target
+from mrvl.passes.common import MrvlModulePass
 
 
 def _align(value: int, alignment: int) -> int:
@@ -28,31 +28,31 @@ def _align(value: int, alignment: int) -> int:
 @dataclass(frozen=True)
 class AllocatePass(MrvlModulePass):
     name = "sched-allocate"
-    mcpu: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = module_target(op, self.mcpu)
-        ops = list(op.body.block.ops)
+        program = sched.program_of(op)
+        target = program.target
+        ops = list(program.ops)
         defs = [o for o in ops if isinstance(o, sched.BufferDefBase)]
         ddr_align = target.ddr_alignment
         cursor = 0
         for group in (sched.IOOp, sched.ConstOp, sched.AllocOp):
             if group is sched.ConstOp:
                 cursor = _align(cursor, ddr_align)
-                op.attributes["mrvl.const_base"] = IntegerAttr(cursor, i64)
+                program.const_base = IntegerAttr(cursor, i64)
             for d in defs:
                 if type(d) is group and d.buffer_type.space.data == "ddr":
                     cursor = _align(cursor, ddr_align)
                     d.offset = IntegerAttr(cursor, i64)
                     cursor += d.buffer_type.size_bytes
             if group is sched.ConstOp:
-                op.attributes["mrvl.const_end"] = IntegerAttr(cursor, i64)
+                program.const_end = IntegerAttr(cursor, i64)
         ddr_size = _align(cursor, ddr_align)
         if ddr_size > target.ddr_bytes:
             raise CompileError(
                 f"the region needs {ddr_size} bytes of DDR, {target.name} has {target.ddr_bytes}"
             )
-        op.attributes["mrvl.ddr_size"] = IntegerAttr(ddr_size, i64)
+        program.ddr_size = IntegerAttr(ddr_size, i64)
         self._allocate_ocm(ops, target.ocm_bytes_per_tile, target.ocm_alignment)
 
     @staticmethod

@@ -82,6 +82,14 @@ def test_num_tiles_bounds_the_tiles_used(mnist_region, num_tiles):
     assert region.program.num_tiles == num_tiles
 
 
+def test_target_and_options_are_the_sched_programs_properties(mnist_region, compiled):
+    assert 'sched.program mcpu("cn10ka") tiles(8) symbol(' in compiled.stages["sched"]
+    assert "wb_pin_ocm" not in compiled.stages["sched"]
+    pinned = compile_region(mnist_region, num_tiles=2, wb_pin_ocm=True, keep_stages=True)
+    assert 'mcpu("cn10ka") tiles(2)' in pinned.stages["sched"]
+    assert ") wb_pin_ocm ddr_size(" in pinned.stages["sched"]
+
+
 def test_dump_dir_has_one_file_per_pass(mnist_region, tmp_path):
     compile_region(mnist_region, dump_dir=tmp_path)
     names = sorted(p.name.split(".", 1)[1] for p in tmp_path.iterdir())
