@@ -2,7 +2,7 @@
 
 The public API: `from_onnx` (ONNX → Relax, keeping node names), `partition_for_mrvl`
 (MLIP regions), `build` (regions compiled for the MLIP, the rest by TVM), `compile_region`
-(one region → model binary).
+(one region → model binary), `profile` (modelled cycles per ONNX node).
 
 Importing mrvl registers TVM's codegen hook `relax.ext.mrvl` and the runtime function
 `mrvl.runtime.run_region` that exported models call. Those two modules need only `tvm_ffi`;
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .compiler import compile_region
     from .frontend import from_onnx, node_name_of
     from .partition import partition_for_mrvl
+    from .profiling import profile
     from .report import partition_report
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "node_name_of",
     "partition_for_mrvl",
     "partition_report",
+    "profile",
 ]
 
 _LAZY = {
@@ -45,6 +47,7 @@ _LAZY = {
     "node_name_of": "frontend",
     "partition_for_mrvl": "partition",
     "partition_report": "report",
+    "profile": "profiling",
 }
 
 

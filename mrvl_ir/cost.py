@@ -12,6 +12,7 @@ time on the tile's engine and the DDR bytes on the shared port.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 from math import ceil
@@ -105,3 +106,68 @@ def roofline_cycles(target: Target, num_tiles: int, macs: int, ddr_bytes_: int) 
     the compulsory bytes, whichever takes longer."""
     compute = ceil(macs / (target.fp16_macs_per_cycle_per_tile * num_tiles))
     return max(compute, ddr_port_cycles(target, ddr_bytes_))
+
+
+# ------------------------------------------------------------ geometry -> work (for both sides)
+
+
+def contiguous_runs(
+    box: tuple[int, ...], strides: tuple[int, ...], elem_bytes: int
+) -> tuple[int, int]:
+    """(distinct bytes, contiguous runs) of one side of a strided `dma` box.
+
+    A dimension of extent 1 does not count; one of stride 0 re-reads the same bytes (a
+    broadcast), which the engine fetches once; a negative stride walks the same bytes
+    backwards. The innermost dimensions whose elements follow each other merge into one run.
+    """
+    if math.prod(box) == 0:
+        return 0, 0
+    dims = sorted(((abs(s), n) for n, s in zip(box, strides) if n > 1 and s != 0), reverse=True)
+    run = elem_bytes
+    while dims and dims[-1][0] == run:
+        run *= dims.pop()[1]
+    runs = math.prod(n for _, n in dims)
+    return runs * run, runs
+
+
+def dma_box(
+    target: Target,
+    box: tuple[int, ...],
+    elem_bytes: int,
+    src_strides: tuple[int, ...],
+    dst_strides: tuple[int, ...],
+    *,
+    src_ddr: bool,
+    dst_ddr: bool,
+) -> Cost:
+    """A `dma` of a strided box: the DMA engine moves every element of the box (its OCM
+    side); the DDR port moves the distinct bytes of the DDR side(s) in whole bursts per
+    contiguous run (`contiguous_runs`)."""
+    nbytes = math.prod(box) * elem_bytes
+    engine = dma(target, nbytes)
+    read = write = 0
+    if src_ddr:
+        distinct, runs = contiguous_runs(box, src_strides, elem_bytes)
+        read = ddr_bytes(target, distinct, runs)
+    if dst_ddr:
+        distinct, runs = contiguous_runs(box, dst_strides, elem_bytes)
+        write = ddr_bytes(target, distinct, runs)
+    return Cost(Unit.DMA, engine.cycles, ddr_read=read, ddr_write=write)
+
+
+def conv_macs(out_shape: tuple[int, ...], kernel: tuple[int, ...], group_channels: int) -> int:
+    """MACs of a convolution tile: every output element takes KH x KW x (C / groups) taps."""
+    return math.prod(out_shape) * kernel[0] * kernel[1] * group_channels
+
+
+def pool_element_ops(out_shape: tuple[int, ...], kernel: tuple[int, ...]) -> int:
+    """Vector element operations of a pool tile: one per window tap of every output element."""
+    return math.prod(out_shape) * kernel[0] * kernel[1]
+
+
+RESIZE_TAPS = 4
+"""A two-tap-by-two-tap interpolation combines four input elements per output element."""
+
+
+def resize_element_ops(out_shape: tuple[int, ...]) -> int:
+    return math.prod(out_shape) * RESIZE_TAPS

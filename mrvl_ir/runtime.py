@@ -12,9 +12,11 @@ Errors keep their type across TVM's FFI (the VM raises `SimulatorError`, `Binary
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,8 +26,9 @@ from mrvl import binary, sim
 from mrvl.binary import BinaryFormatError
 from mrvl.sim import SimulatorError, SimulatorInputError, ValidProgram
 from mrvl.sim.memory import Memory
+from mrvl.sim.stats import RunStats
 
-__all__ = ["run_region", "RegionRuntimeError"]
+__all__ = ["RegionRuntimeError", "recording", "run_region"]
 
 _CACHE_SIZE = 8
 _MEMORY_BUDGET = 1 << 30
@@ -84,6 +87,32 @@ def _region(blob_ptr: int, blob_len: int) -> _Region:
     return region
 
 
+class RunRecorder:
+    """What each region run counted while `recording()` is active: (binary header, ValidProgram,
+    RunStats) per call, in call order. The header (whose CRC covers the rest of the binary)
+    tells which compiled region ran."""
+
+    def __init__(self):
+        self.runs: list[tuple[bytes, ValidProgram, RunStats]] = []
+
+
+_recorders: list[RunRecorder] = []
+_recorders_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[RunRecorder]:
+    """Count saturated values and NaNs (`RunStats`) of every region run inside the block."""
+    recorder = RunRecorder()
+    with _recorders_lock:
+        _recorders.append(recorder)
+    try:
+        yield recorder
+    finally:
+        with _recorders_lock:
+            _recorders.remove(recorder)
+
+
 @tvm_ffi.register_global_func("mrvl.runtime.run_region")
 def run_region(blob_ptr, blob_len: int, *tensors) -> None:
     """Run one region on the simulator: `tensors` are its inputs then its outputs (DPS)."""
@@ -99,16 +128,23 @@ def run_region(blob_ptr, blob_len: int, *tensors) -> None:
         )
     arrays = [np.from_dlpack(t) for t in tensors]
     inputs, outputs = arrays[:n_in], arrays[n_in:]
+    with _recorders_lock:
+        recorders = list(_recorders)
+    stats = RunStats() if recorders else None
     # The region's memory is reused unless another thread is running the same region.
     if region.busy.acquire(blocking=False):
         try:
             if region.memory is None:
                 region.memory = sim.new_memory(region.valid)
-            results = sim.run(region.valid, inputs, memory=region.memory)
+            results = sim.run(region.valid, inputs, memory=region.memory, stats=stats)
         finally:
             region.busy.release()
     else:
-        results = sim.run(region.valid, inputs)
+        results = sim.run(region.valid, inputs, stats=stats)
+    if stats is not None:
+        header = ctypes.string_at(blob_ptr, min(blob_len, binary.HEADER_SIZE))
+        for recorder in recorders:
+            recorder.runs.append((header, region.valid, stats))
     for entry, out, result in zip(program.outputs, outputs, results):
         if out.shape != result.shape:
             raise RegionRuntimeError(

@@ -1,0 +1,613 @@
+"""The cycle model: when each instruction of a validated program runs on a parallel MLIP, and
+whether the program's tokens order every pair of instructions that touch the same bytes.
+
+Time does not depend on data, so the model needs no engine run; it replays the program once,
+in program order (docs/isa.md, "Cycle model", says the same in prose):
+
+- **Queues.** Each tile has three in-order queues, one per engine (`dma`: dma/cvt/lut, `mac`:
+  conv/fc, `vector`: pool/add/scale/mul/resize). An instruction starts when the previous one on
+  its queue has finished, and when **every earlier signaller** (in program order) of each token
+  it waits on has finished. `end` takes no time: the program ends when its last instruction does.
+- **Cost.** What an instruction costs is `mrvl.cost` applied to its fields (`instruction_cost`),
+  the same functions the scheduler prices its pieces with.
+- **The DDR port.** One port, shared by all tiles, moves `ddr_bytes_per_cycle`. A DMA that moves
+  DDR bytes (counted in whole bursts per contiguous run) holds the port for
+  `ddr_port_cycles(bytes)` right after its set-up; DMAs are given the port in program order,
+  each the earliest free window of its length once it is ready (a later DMA may use an idle gap
+  before an earlier one's window). The DMA ends at `start + set-up + max(its engine's transfer
+  time, its port time)`.
+- **Dependencies.** Happens-before is queue order plus token chains, kept as vector clocks over
+  the queues. A read of bytes whose last write does not happen before it, or a write over bytes
+  that an earlier instruction reads or writes and that does not happen before it, raises
+  `HazardError` naming both instructions and their ONNX nodes. The check is exact, per byte
+  (tracked in units of the largest granularity every access of the program is aligned to): OCM
+  in shadow arrays per tile, the activation-table memory of each tile as one more location, DDR
+  in shadow arrays over the bytes that some instruction writes (bytes only ever read, the
+  constants and inputs, cannot take part in a hazard).
+- **OCM in use.** The value an instruction writes to OCM holds its bytes from that
+  instruction's start until the end of the last instruction that reads any of it (or its own
+  end, if nothing reads it).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from functools import reduce
+
+import numpy as np
+
+from mrvl import cost
+from mrvl.cost import Cost, Unit
+from mrvl.isa import (
+    ACT_TABLE_ENTRIES,
+    DTYPE_BYTES,
+    TABLE_ACTIVATIONS,
+    Activation,
+    DType,
+    Instruction,
+    MemSpace,
+    Program,
+)
+from mrvl.sim.errors import SimulatorError
+from mrvl.sim.validate import ValidProgram, describe
+from mrvl.target import Target
+
+UNITS = (Unit.DMA, Unit.MAC, Unit.VECTOR)
+"""The engines of a tile, in queue order: queue `tile * 3 + UNITS.index(unit)`."""
+
+UNIT_OF = {"dma": 0, "cvt": 0, "lut": 0, "conv": 1, "fc": 1}
+"""Queue slot of each opcode; the others but `end` run on the vector unit."""
+
+CONTROL = -1
+"""The queue of `end`, which takes no time and touches no memory."""
+
+DDR, OCM, TABLE = 0, 1, 2
+"""The memories an access can name; TABLE is a tile's activation-table memory."""
+
+SPACE_NAMES = {DDR: "DDR", OCM: "OCM", TABLE: "activation-table memory"}
+
+
+class HazardError(SimulatorError):
+    """Two instructions touch the same bytes, at least one writing, and no queue order or token
+    chain orders them: on a parallel machine the result would depend on timing."""
+
+
+# ----------------------------------------------------------------------------- the accesses
+
+
+@dataclass(frozen=True)
+class Access:
+    """The bytes one operand touches: runs of `run` contiguous bytes at
+    `base + Σ i_d · stride_d` for each index of the outer `dims` ((count, stride) pairs, all
+    strides positive). TABLE accesses have base 0 and run 1."""
+
+    space: int
+    base: int
+    dims: tuple[tuple[int, int], ...]
+    run: int
+
+    @property
+    def runs(self) -> int:
+        return math.prod(n for n, _ in self.dims)
+
+    @property
+    def nbytes(self) -> int:
+        return self.runs * self.run
+
+    @property
+    def hull(self) -> tuple[int, int]:
+        """[lowest, highest) byte touched."""
+        return self.base, self.base + sum((n - 1) * s for n, s in self.dims) + self.run
+
+    def run_starts(self) -> np.ndarray:
+        starts = np.full(1, self.base, np.int64)
+        for n, s in self.dims:
+            starts = (starts[:, None] + np.arange(n, dtype=np.int64) * s).reshape(-1)
+        return starts
+
+
+def strided(space: int, addr: int, box, strides, elem_bytes: int) -> Access | None:
+    """The bytes of a `dma` side; None for an empty box. Broadcast (stride 0) and extent-1
+    dimensions drop out, negative strides are walked forwards, contiguous dimensions merge."""
+    if math.prod(box) == 0:
+        return None
+    base, dims = addr, []
+    for n, s in zip(box, strides):
+        if n > 1 and s != 0:
+            if s < 0:
+                base += (n - 1) * s
+            dims.append((n, abs(s)))
+    dims.sort(key=lambda d: -d[1])
+    run = elem_bytes
+    while dims and dims[-1][1] == run:
+        run *= dims.pop()[0]
+    return Access(space, base, tuple(dims), run)
+
+
+def dense(space: int, addr: int, dtype: DType, shape) -> Access:
+    return Access(space, addr, (), math.prod(shape) * DTYPE_BYTES[dtype])
+
+
+TABLE_ACCESS = Access(TABLE, 0, (), 1)
+
+Operands = tuple[list[Access], list[Access]]
+
+
+def _activation_reads(f: dict, channels: int | None) -> list[Access]:
+    act = f["act"]
+    if act == Activation.PRELU and channels is not None:
+        return [dense(OCM, f["act_addr"], DType.F32, (channels,))]
+    if act in TABLE_ACTIVATIONS:
+        return [TABLE_ACCESS]
+    return []
+
+
+def _bias(f: dict, count: int) -> list[Access]:
+    return [dense(OCM, f["b_addr"], DType.F32, (count,))] if f["b_addr"] != -1 else []
+
+
+def operands(ins: Instruction) -> Operands:
+    """(reads, writes) of one instruction, as docs/isa.md §3 defines its operands."""
+    f, op = ins.fields, ins.opcode
+    if op == "dma":
+        src = strided(f["src_space"], f["src_addr"], f["box"], f["src_strides"], f["elem_bytes"])
+        dst = strided(f["dst_space"], f["dst_addr"], f["box"], f["dst_strides"], f["elem_bytes"])
+        return ([src] if src else [], [dst] if dst else [])
+    if op == "cvt":
+        shape = f["src_shape"]
+        if math.prod(shape) == 0:
+            return [], []
+        return (
+            [dense(DDR, f["src_addr"], f["src_dtype"], shape)],
+            [dense(DDR, f["dst_addr"], f["dst_dtype"], shape)],
+        )
+    if op == "lut":
+        return [dense(DDR, f["src_addr"], DType.F16, (ACT_TABLE_ENTRIES,))], [TABLE_ACCESS]
+    if op == "conv":
+        out_channels = f["out_shape"][3]
+        kh, kw = f["kernel"]
+        weights = (out_channels, kh, kw, f["in_shape"][3] // f["groups"])
+        reads = [
+            dense(OCM, f["in_addr"], DType.F16, f["in_shape"]),
+            dense(OCM, f["w_addr"], DType.F16, weights),
+            *_bias(f, out_channels),
+            *_activation_reads(f, out_channels),
+        ]
+        if f["acc_addr"] != -1:
+            reads.append(dense(OCM, f["acc_addr"], DType.F32, f["out_shape"]))
+        out_dtype = DType.F32 if f["acc_out"] else DType.F16
+        return reads, [dense(OCM, f["out_addr"], out_dtype, f["out_shape"])]
+    if op == "pool":
+        return (
+            [dense(OCM, f["in_addr"], DType.F16, f["in_shape"])],
+            [dense(OCM, f["out_addr"], DType.F16, f["out_shape"])],
+        )
+    if op == "resize":
+        _, rows, cols, _ = f["out_shape"]
+        return (
+            [
+                dense(OCM, f["in_addr"], DType.F16, f["in_shape"]),
+                dense(OCM, f["ytab_addr"], DType.F32, (rows, 4)),
+                dense(OCM, f["xtab_addr"], DType.F32, (cols, 4)),
+            ],
+            [dense(OCM, f["out_addr"], DType.F16, f["out_shape"])],
+        )
+    if op == "fc":
+        n, k, o = f["n"], f["k"], f["o"]
+        reads = [
+            dense(OCM, f["in_addr"], DType.F16, (n, k)),
+            dense(OCM, f["w_addr"], DType.F16, (o, k)),
+            *_bias(f, o),
+            *_activation_reads(f, o),
+        ]
+        return reads, [dense(OCM, f["out_addr"], DType.F16, (n, o))]
+    if op == "add":
+        count = f["count"]
+        reads = [dense(OCM, f[a], DType.F16, (count,)) for a in ("a_addr", "b_addr")]
+        return reads + _activation_reads(f, None), [dense(OCM, f["out_addr"], DType.F16, (count,))]
+    if op == "scale":
+        count, channels = f["count"], f["channels"]
+        reads = [
+            dense(OCM, f["in_addr"], DType.F16, (count,)),
+            dense(OCM, f["s_addr"], DType.F32, (channels,)),
+            dense(OCM, f["b_addr"], DType.F32, (channels,)),
+            *_activation_reads(f, channels),
+        ]
+        return reads, [dense(OCM, f["out_addr"], DType.F16, (count,))]
+    if op == "mul":
+        count = f["count"]
+        reads = [
+            dense(OCM, f["a_addr"], DType.F16, (count,)),
+            dense(OCM, f["b_addr"], DType.F16, (f["channels"] or count,)),
+            *_activation_reads(f, None),
+        ]
+        return reads, [dense(OCM, f["out_addr"], DType.F16, (count,))]
+    if op == "end":
+        return [], []
+    raise KeyError(f"no operands defined for opcode {op!r}")
+
+
+# --------------------------------------------------------------------------------- the costs
+
+
+def instruction_cost(ins: Instruction, target: Target) -> tuple[Cost, int]:
+    """(Cost, MACs) of one instruction, by the functions of `mrvl.cost`."""
+    f, op = ins.fields, ins.opcode
+    if op == "dma":
+        return cost.dma_box(
+            target,
+            tuple(f["box"]),
+            f["elem_bytes"],
+            tuple(f["src_strides"]),
+            tuple(f["dst_strides"]),
+            src_ddr=f["src_space"] == MemSpace.DDR,
+            dst_ddr=f["dst_space"] == MemSpace.DDR,
+        ), 0
+    if op == "cvt":
+        count = math.prod(f["src_shape"])
+        read, write = count * DTYPE_BYTES[f["src_dtype"]], count * DTYPE_BYTES[f["dst_dtype"]]
+        return cost.convert(target, read, write), 0
+    if op == "lut":
+        return cost.lut(target, ACT_TABLE_ENTRIES * DTYPE_BYTES[DType.F16]), 0
+    if op == "conv":
+        macs = cost.conv_macs(f["out_shape"], f["kernel"], f["in_shape"][3] // f["groups"])
+        return cost.mac(target, macs), macs
+    if op == "fc":
+        macs = f["n"] * f["k"] * f["o"]
+        return cost.mac(target, macs), macs
+    if op == "pool":
+        return cost.vector(target, cost.pool_element_ops(f["out_shape"], f["kernel"])), 0
+    if op == "resize":
+        return cost.vector(target, cost.resize_element_ops(f["out_shape"])), 0
+    if op in ("add", "scale", "mul"):
+        return cost.vector(target, f["count"]), 0
+    if op == "end":
+        return Cost(Unit.DMA, 0), 0
+    raise KeyError(f"no cost defined for opcode {op!r}")
+
+
+# ------------------------------------------------------------------------------- the result
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The modelled run of one program: per instruction (arrays in program order, up to and
+    including `end`) its queue, start and end cycle, MACs and DDR bytes."""
+
+    valid: ValidProgram
+    queue: np.ndarray
+    """tile * 3 + engine slot (0 dma, 1 mac, 2 vector); CONTROL for `end`."""
+    start: np.ndarray
+    end: np.ndarray
+    macs: np.ndarray
+    ddr_read: np.ndarray
+    """DDR bytes read, whole bursts (what the port moved)."""
+    ddr_write: np.ndarray
+    ocm_bytes: np.ndarray
+    """OCM bytes the instruction writes (its value's size; 0 if it writes no OCM)."""
+    ocm_free: np.ndarray
+    """When the value it wrote to OCM stops being needed: the end of its last reader."""
+    ddr_reads: tuple[tuple[Access, ...], ...]
+    """The DDR accesses of each instruction, for footprints (reads)."""
+    ddr_writes: tuple[tuple[Access, ...], ...]
+
+    @property
+    def program(self) -> Program:
+        return self.valid.program
+
+    @property
+    def total_cycles(self) -> int:
+        return int(self.end.max()) if len(self.end) else 0
+
+    def tile(self, index: int) -> int:
+        return int(self.valid.code[index].tile)
+
+    def ocm_in_use(self, tile: int) -> tuple[np.ndarray, np.ndarray]:
+        """The step function of OCM bytes in use on `tile`: (times, bytes from that time on)."""
+        tiles = np.array([ins.tile for ins in self.valid.code])
+        mine = (tiles == tile) & (self.ocm_bytes > 0)
+        times = np.concatenate([self.start[mine], self.ocm_free[mine]])
+        deltas = np.concatenate([self.ocm_bytes[mine], -self.ocm_bytes[mine]])
+        order = np.argsort(times, kind="stable")
+        times, deltas = times[order], deltas[order]
+        level = np.cumsum(deltas)
+        last = np.r_[times[1:] != times[:-1], True]  # one point per distinct time
+        return times[last], level[last]
+
+
+# ------------------------------------------------------------------------ the DDR port
+
+
+class Port:
+    """Busy windows of the shared DDR port, sorted and disjoint."""
+
+    def __init__(self):
+        self.starts: list[int] = []
+        self.stops: list[int] = []
+
+    def claim(self, ready: int, length: int) -> int:
+        """Reserve the earliest window of `length` cycles at or after `ready`; its start."""
+        if length <= 0:
+            return ready
+        k = bisect.bisect_right(self.stops, ready)
+        t = ready
+        while k < len(self.starts) and self.starts[k] < t + length:
+            t = max(t, self.stops[k])
+            k += 1
+        self.starts.insert(k, t)
+        self.stops.insert(k, t + length)
+        return t
+
+
+# ------------------------------------------------------------------------ the shadow memory
+
+
+class Shadow:
+    """Per unit of one memory: the instruction whose value it holds (`writer`, -1 none), and per
+    queue that may access it the latest reader since that write (`readers[l]`, its position in
+    its queue, -1 none). Queues `queues[l]` (global ids) are the only ones that reach it."""
+
+    def __init__(self, units: int, queues: list[int], longest_queue: int):
+        self.writer = np.full(units, -1, np.int32)
+        kind = np.int16 if longest_queue < np.iinfo(np.int16).max else np.int32
+        self.readers = np.full((len(queues), units), -1, kind)
+        self.queues = np.array(queues, np.int64)
+
+
+class _Hazards:
+    """The dependency check; see the module docstring."""
+
+    def __init__(self, valid: ValidProgram, accesses: list[Operands], queue, seq, members):
+        program = valid.program
+        self.program, self.code = program, valid.code
+        self.queue, self.seq, self.members = queue, seq, members
+        tiles = program.num_tiles
+        longest = max((len(m) for m in members), default=0)
+        ocm_runs = [a for reads, writes in accesses for a in reads + writes if a.space == OCM]
+        ddr_runs = [a for reads, writes in accesses for a in reads + writes if a.space == DDR]
+        self.ocm_unit = _granularity(ocm_runs)
+        self.ddr_unit = _granularity(ddr_runs)
+        ocm_units = -(-valid.target.ocm_bytes_per_tile // self.ocm_unit)
+        self.table_unit = ocm_units  # one more location after the OCM: the table memory
+        self.ocm = [
+            Shadow(ocm_units + 1, [t * 3 + 0, t * 3 + 1, t * 3 + 2], longest) for t in range(tiles)
+        ]
+        # DDR: only the bytes some instruction writes, in merged windows (units), compacted.
+        hulls = sorted(
+            _unit_hull(a, self.ddr_unit) for _, writes in accesses for a in writes if a.space == DDR
+        )
+        starts, stops = [], []
+        for lo, hi in hulls:
+            if starts and lo <= stops[-1]:
+                stops[-1] = max(stops[-1], hi)
+            else:
+                starts.append(lo)
+                stops.append(hi)
+        self.win_start = np.array(starts, np.int64)
+        self.win_stop = np.array(stops, np.int64)
+        self.win_offset = np.concatenate([[0], np.cumsum(self.win_stop - self.win_start)])
+        self.ddr = Shadow(int(self.win_offset[-1]), [t * 3 for t in range(tiles)], longest)
+
+    # -- unit indices of an access in its shadow: a slice, or an index array
+
+    def _units(self, access: Access, unit: int):
+        lo = access.base // unit
+        if not access.dims:
+            return slice(lo, lo + access.run // unit)
+        run = np.arange(access.run // unit, dtype=np.int64)
+        return ((access.run_starts() // unit)[:, None] + run).reshape(-1)
+
+    def _ddr_units(self, access: Access):
+        """Compacted DDR units of an access (only those in written windows), or None."""
+        unit = self.ddr_unit
+        lo, hi = _unit_hull(access, unit)
+        k = int(np.searchsorted(self.win_stop, lo, side="right"))
+        if k >= len(self.win_start) or self.win_start[k] >= hi:
+            return None  # touches no byte that any instruction writes
+        if lo >= self.win_start[k] and hi <= self.win_stop[k]:
+            shift = self.win_offset[k] - self.win_start[k]
+            units = self._units(access, unit)
+            if isinstance(units, slice):
+                return slice(units.start + shift, units.stop + shift)
+            return units + shift
+        units = self._units(access, unit)
+        if isinstance(units, slice):
+            units = np.arange(units.start, units.stop, dtype=np.int64)
+        window = np.searchsorted(self.win_start, units, side="right") - 1
+        inside = (window >= 0) & (units < self.win_stop[np.maximum(window, 0)])
+        units, window = units[inside], window[inside]
+        return units - self.win_start[window] + self.win_offset[window]
+
+    def locate(self, index: int, access: Access):
+        """(shadow, units) of an access by instruction `index`, or None if untracked."""
+        if access.space == TABLE:
+            tile = self.code[index].tile
+            return self.ocm[tile], slice(self.table_unit, self.table_unit + 1)
+        if access.space == OCM:
+            return self.ocm[self.code[index].tile], self._units(access, self.ocm_unit)
+        units = self._ddr_units(access)
+        return None if units is None else (self.ddr, units)
+
+    # -- the checks
+
+    def writers_of(self, shadow: Shadow, units) -> np.ndarray:
+        """The distinct instructions whose values the units hold (none: empty)."""
+        held = shadow.writer[units]
+        if held.size == 0:
+            return held
+        first = held[0]
+        if held[-1] == first and (held == first).all():  # the common case: one value
+            return held[:1] if first >= 0 else held[:0]
+        firsts = np.unique(held[np.concatenate(([True], held[1:] != held[:-1]))])
+        return firsts[firsts >= 0]
+
+    def check_writers(self, index, access, shadow, units, vc, what: str) -> np.ndarray:
+        writers = self.writers_of(shadow, units)
+        if writers.size:
+            late = self.seq[writers] >= vc[self.queue[writers]]
+            if late.any():
+                other = int(writers[np.argmax(late)])
+                self.fail(index, other, access, shadow, units, what)
+        return writers
+
+    def check_readers(self, index, access, shadow, units, vc) -> None:
+        latest = shadow.readers[:, units]
+        latest = latest.max(axis=1) if latest.shape[1] else np.full(len(shadow.queues), -1)
+        late = latest >= vc[shadow.queues]
+        if late.any():
+            lane = int(np.argmax(late))
+            # The earliest reader of these bytes on that queue that is not ordered before us.
+            readers = shadow.readers[lane, units]
+            seq = int(readers[readers >= vc[shadow.queues[lane]]].min())
+            other = self.members[int(shadow.queues[lane])][seq]
+            self.fail(index, other, access, shadow, units, "reads")
+
+    def fail(self, index, other, access, shadow, units, what: str) -> None:
+        mine = describe(self.program, index, self.code[index])
+        theirs = describe(self.program, other, self.code[other])
+        space = SPACE_NAMES[access.space]
+        if access.space == OCM:
+            space = f"tile {self.code[index].tile}'s OCM"
+        if access.space == TABLE:
+            space = f"tile {self.code[index].tile}'s activation-table memory"
+        lo, hi = access.hull
+        doing = "reads" if what == "writes-before-read" else "writes"
+        relation = {
+            "writes-before-read": "wrote them",
+            "writes": "wrote them",
+            "reads": "reads them",
+        }[what]
+        raise HazardError(
+            f"{mine} {doing} {space} bytes in [{lo:#x}, {hi:#x}) that {theirs} {relation}, "
+            "and no queue order or token chain orders the two: on a parallel machine the "
+            "result depends on timing (a missing wait)"
+        )
+
+
+def _unit_hull(access: Access, unit: int) -> tuple[int, int]:
+    lo, hi = access.hull
+    return lo // unit, -(-hi // unit)
+
+
+def _granularity(accesses: list[Access]) -> int:
+    """The largest power of two dividing every run start and length: tracking memory in
+    units of it is exact."""
+    values = [a.base for a in accesses] + [a.run for a in accesses]
+    values += [s for a in accesses for _, s in a.dims]
+    g = reduce(math.gcd, values, 0)
+    if g == 0:
+        return 1
+    return g & -g  # a power of two keeps unit indices cheap to reason about
+
+
+# ------------------------------------------------------------------------------ the model
+
+
+def model_cycles(valid: ValidProgram) -> Timeline:
+    """Replay `valid` on the cycle model; raise HazardError at the first pair of unordered
+    instructions that touch the same bytes (see the module docstring)."""
+    code, target = valid.code, valid.target
+    count = len(code)
+    tiles = valid.program.num_tiles
+    nq = tiles * 3
+
+    queue = np.full(count, CONTROL, np.int64)
+    seq = np.zeros(count, np.int64)
+    members: list[list[int]] = [[] for _ in range(nq)]
+    for i, ins in enumerate(code):
+        if ins.opcode != "end":
+            q = ins.tile * 3 + UNIT_OF.get(ins.opcode, 2)
+            queue[i], seq[i] = q, len(members[q])
+            members[q].append(i)
+
+    accesses = [operands(ins) for ins in code]
+    hazards = _Hazards(valid, accesses, queue, seq, members)
+
+    start = np.zeros(count, np.int64)
+    end = np.zeros(count, np.int64)
+    macs = np.zeros(count, np.int64)
+    ddr_read = np.zeros(count, np.int64)
+    ddr_write = np.zeros(count, np.int64)
+    ocm_bytes = np.zeros(count, np.int64)
+    ocm_free = np.zeros(count, np.int64)
+
+    free = [0] * nq
+    token_ready: dict[int, int] = {}
+    port = Port()
+    setup = target.dma_setup_cycles
+    # vector clocks: what of each queue has finished (count of its instructions)
+    queue_clock = [np.zeros(nq, np.int64) for _ in range(nq)]
+    token_clock: dict[int, np.ndarray] = {}
+
+    for i, ins in enumerate(code):
+        q = int(queue[i])
+        if q == CONTROL:  # `end`: the program is over when everything before it is
+            start[i] = end[i] = end[:i].max() if i else 0
+            continue
+        c, macs[i] = instruction_cost(ins, target)
+        ready = free[q]
+        for token in ins.waits:
+            ready = max(ready, token_ready[token])
+        moved = c.ddr_read + c.ddr_write
+        if moved:
+            port_cycles = cost.ddr_port_cycles(target, moved)
+            begin = port.claim(ready + setup, port_cycles) - setup
+            finish = begin + max(c.cycles, setup + port_cycles)
+        else:
+            begin, finish = ready, ready + c.cycles
+        start[i], end[i] = begin, finish
+        ddr_read[i], ddr_write[i] = c.ddr_read, c.ddr_write
+        free[q] = finish
+        if ins.signal:
+            token_ready[ins.signal] = max(token_ready.get(ins.signal, 0), finish)
+
+        reads, writes = accesses[i]
+        for a in writes:
+            if a.space == OCM:
+                ocm_bytes[i] = a.nbytes
+                ocm_free[i] = finish
+        vc = queue_clock[q]
+        for token in ins.waits:
+            vc = np.maximum(vc, token_clock[token])
+        for a in reads:
+            located = hazards.locate(i, a)
+            if located is None:
+                continue
+            shadow, units = located
+            writers = hazards.check_writers(i, a, shadow, units, vc, "writes-before-read")
+            if a.space == OCM and writers.size:
+                np.maximum.at(ocm_free, writers, finish)
+            lane = int(np.flatnonzero(shadow.queues == q)[0])
+            shadow.readers[lane, units] = seq[i]
+        # it writes after its own reads: `post` orders it after itself too
+        post = vc.copy()
+        post[q] = seq[i] + 1
+        for a in writes:
+            located = hazards.locate(i, a)
+            if located is None:
+                continue
+            shadow, units = located
+            hazards.check_writers(i, a, shadow, units, post, "writes")
+            hazards.check_readers(i, a, shadow, units, post)
+            shadow.writer[units] = i
+            shadow.readers[:, units] = -1
+        queue_clock[q] = post
+        if ins.signal:
+            known = token_clock.get(ins.signal)
+            token_clock[ins.signal] = post if known is None else np.maximum(known, post)
+
+    return Timeline(
+        valid,
+        queue,
+        start,
+        end,
+        macs,
+        ddr_read,
+        ddr_write,
+        ocm_bytes,
+        ocm_free,
+        tuple(tuple(a for a in reads if a.space == DDR) for reads, _ in accesses),
+        tuple(tuple(a for a in writes if a.space == DDR) for _, writes in accesses),
+    )
