@@ -46,6 +46,18 @@ def _allocate():
     return AllocatePass
 
 
+def _verify_allocation():
+    from mrvl.passes.sched.verify_allocation import VerifyAllocationPass
+
+    return VerifyAllocationPass
+
+
+def _insert_sync():
+    from mrvl.passes.sched.insert_sync import InsertSyncPass
+
+    return InsertSyncPass
+
+
 def _to_mlip():
     from mrvl.passes.isa.convert_sched_to_mlip import ConvertSchedToMlipPass
 
@@ -59,11 +71,19 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-mrvl-to-sched": _to_sched,
     "sched-fuse-converts": _fuse_converts,
     "sched-allocate": _allocate,
+    "sched-verify-allocation": _verify_allocation,
+    "sched-insert-sync": _insert_sync,
     "convert-sched-to-mlip": _to_mlip,
 }
 
 GRAPH_PIPELINE = ("mrvl-cast-fp16", "mrvl-canonicalize", "mrvl-fold-flatten-into-fc")
-SCHED_PIPELINE = ("convert-mrvl-to-sched", "sched-fuse-converts", "sched-allocate")
+SCHED_PIPELINE = (
+    "convert-mrvl-to-sched",
+    "sched-fuse-converts",
+    "sched-allocate",
+    "sched-verify-allocation",
+    "sched-insert-sync",
+)
 ISA_PIPELINE = ("convert-sched-to-mlip",)
 DEFAULT_PIPELINE = GRAPH_PIPELINE + SCHED_PIPELINE + ISA_PIPELINE
 """The passes `compile_region` runs, in order; each stage ends where its name says."""

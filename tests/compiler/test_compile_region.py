@@ -101,7 +101,9 @@ def test_dump_dir_has_one_file_per_pass(mnist_region, tmp_path):
         "04-convert-mrvl-to-sched.mlir",
         "05-sched-fuse-converts.mlir",
         "06-sched-allocate.mlir",
-        "07-convert-sched-to-mlip.mlir",
+        "07-sched-verify-allocation.mlir",
+        "08-sched-insert-sync.mlir",
+        "09-convert-sched-to-mlip.mlir",
     ]
 
 
