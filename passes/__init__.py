@@ -40,6 +40,12 @@ def _fuse_converts():
     return FuseConvertsPass
 
 
+def _pipeline():
+    from mrvl.passes.sched.pipeline import PipelinePass
+
+    return PipelinePass
+
+
 def _allocate():
     from mrvl.passes.sched.allocate import AllocatePass
 
@@ -70,6 +76,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "mrvl-fold-flatten-into-fc": _fold_flatten,
     "convert-mrvl-to-sched": _to_sched,
     "sched-fuse-converts": _fuse_converts,
+    "sched-pipeline": _pipeline,
     "sched-allocate": _allocate,
     "sched-verify-allocation": _verify_allocation,
     "sched-insert-sync": _insert_sync,
@@ -80,6 +87,7 @@ GRAPH_PIPELINE = ("mrvl-cast-fp16", "mrvl-canonicalize", "mrvl-fold-flatten-into
 SCHED_PIPELINE = (
     "convert-mrvl-to-sched",
     "sched-fuse-converts",
+    "sched-pipeline",
     "sched-allocate",
     "sched-verify-allocation",
     "sched-insert-sync",
