@@ -134,13 +134,12 @@ class PipelinePass(MrvlModulePass):
                 moves.setdefault(at, []).extend((alloc, o))
             moved.update((alloc, o))
         while moves:
-            order = self.reordered(ops, moves, moved)
-            failing = self.overflow(order, target)
-            if failing is None:
+            failing = self.overflowing_layers(self.reordered(ops, moves, moved), target)
+            if not failing:
                 break
-            # give up double buffering in the layer whose buffer did not fit, and try again
-            layer = failing.location
-            for at in [at for at in moves if ops[at].location == layer] or list(moves):
+            # give up double buffering in the layers whose buffers did not fit, and try again
+            dropped = [at for at in moves if ops[at].location in failing] or list(moves)
+            for at in dropped:
                 for m in moves.pop(at):
                     moved.discard(m)
         if not moves:
@@ -161,20 +160,18 @@ class PipelinePass(MrvlModulePass):
         return order
 
     @staticmethod
-    def overflow(order: list[Operation], target) -> Operation | None:
-        """The first OCM buffer that the allocator's first fit would not place, or None."""
+    def overflowing_layers(order: list[Operation], target) -> set:
+        """The locations (layers) of the OCM buffers the allocator's first fit would place
+        beyond a tile's capacity."""
         by_tile: dict[int, list] = {}
         for r in live_ranges(order):
             if r.tile is not None:
                 by_tile.setdefault(r.tile, []).append(r)
-        worst = None
+        failing = set()
         for ranges in by_tile.values():
             first_fit(ranges, 0, target.ocm_alignment)
             for r in ranges:
                 if r.op.offset.value.data + r.size > target.ocm_bytes_per_tile:
-                    if worst is None or r.start < worst.start:
-                        worst = r
-                    break
-            for r in ranges:  # sched-allocate decides; this was a trial
-                r.op.offset = None
-        return worst.op if worst is not None else None
+                    failing.add(r.op.location)
+                r.op.offset = None  # sched-allocate decides; this was a trial
+        return failing
