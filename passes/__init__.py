@@ -40,6 +40,12 @@ def _fuse_converts():
     return FuseConvertsPass
 
 
+def _pin_weights():
+    from mrvl.passes.sched.pin_weights import PinWeightsPass
+
+    return PinWeightsPass
+
+
 def _pipeline():
     from mrvl.passes.sched.pipeline import PipelinePass
 
@@ -76,6 +82,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "mrvl-fold-flatten-into-fc": _fold_flatten,
     "convert-mrvl-to-sched": _to_sched,
     "sched-fuse-converts": _fuse_converts,
+    "sched-pin-weights": _pin_weights,
     "sched-pipeline": _pipeline,
     "sched-allocate": _allocate,
     "sched-verify-allocation": _verify_allocation,
@@ -87,6 +94,7 @@ GRAPH_PIPELINE = ("mrvl-cast-fp16", "mrvl-canonicalize", "mrvl-fold-flatten-into
 SCHED_PIPELINE = (
     "convert-mrvl-to-sched",
     "sched-fuse-converts",
+    "sched-pin-weights",
     "sched-pipeline",
     "sched-allocate",
     "sched-verify-allocation",

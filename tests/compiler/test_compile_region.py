@@ -100,11 +100,12 @@ def test_dump_dir_has_one_file_per_pass(mnist_region, tmp_path):
         "03-mrvl-fold-flatten-into-fc.mlir",
         "04-convert-mrvl-to-sched.mlir",
         "05-sched-fuse-converts.mlir",
-        "06-sched-pipeline.mlir",
-        "07-sched-allocate.mlir",
-        "08-sched-verify-allocation.mlir",
-        "09-sched-insert-sync.mlir",
-        "10-convert-sched-to-mlip.mlir",
+        "06-sched-pin-weights.mlir",
+        "07-sched-pipeline.mlir",
+        "08-sched-allocate.mlir",
+        "09-sched-verify-allocation.mlir",
+        "10-sched-insert-sync.mlir",
+        "11-convert-sched-to-mlip.mlir",
     ]
 
 
