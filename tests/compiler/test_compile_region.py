@@ -141,3 +141,15 @@ def test_op_outside_an_mlip_layer_names_its_onnx_node(mnist_model):
     with pytest.raises(UnsupportedOpError, match="/softmax/Softmax") as info:
         compile_region(region)
     assert info.value.node == "/softmax/Softmax"
+
+
+def test_mrvlc_wb_pin_ocm_reaches_the_sched_program(mnist_model, tmp_path, capsys):
+    import onnx
+
+    from mrvl.tools import mrvlc
+
+    path = tmp_path / "mnist.onnx"
+    onnx.save(mnist_model, path)
+    assert mrvlc.main([str(path), "--emit", "sched", "--num-tiles", "2", "--wb-pin-ocm"]) == 0
+    out = capsys.readouterr().out
+    assert 'sched.program mcpu("cn10ka") tiles(2) symbol("mrvl_region_0") wb_pin_ocm' in out
