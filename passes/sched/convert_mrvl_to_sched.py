@@ -50,6 +50,7 @@ from mrvl.passes.sched.tiling import (
     plan_per_channel,
     plan_resize_layer,
     plan_window_layer,
+    plan_window_layer_priced,
 )
 from mrvl.isa import TABLE_ACTIVATIONS
 from mrvl.target import Target, get_target
@@ -263,13 +264,8 @@ class _Lowering:
             geometry.dw,
         )
         pads = list(op.pads.get_values())
-        pieces = plan_window_layer(
-            geometry,
-            self.target.ocm_bytes_per_tile,
-            self.num_tiles,
-            self.target.ocm_alignment,
-            self.what(op),
-            split_columns=is_conv,
+        pieces = plan_window_layer_priced(
+            geometry, self.target, self.num_tiles, self.what(op), split_columns=is_conv
         )
         groups = op.group_count if is_conv else 1
         cg = c // groups
