@@ -123,3 +123,60 @@ def profile(
         proto = model if isinstance(model, onnx.ModelProto) else onnx.load(model)
         inputs = list(random_feeds(proto, shapes, seed).values())
     return profile_library(lib, inputs, engine=engine)
+
+
+PLOT_FORMATS = (".svg", ".png")
+
+
+class PlotUnavailableError(MrvlError):
+    """matplotlib, the optional extra `mrvl[plot]`, is not installed."""
+
+
+def check_plot_path(path: str | Path) -> None:
+    """Fail early (before compiling) on a plot `path` or a missing matplotlib."""
+    import importlib.util
+
+    if Path(path).suffix.lower() not in PLOT_FORMATS:
+        raise ValueError(f"--plot {path}: the file must end in .svg or .png")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise PlotUnavailableError(
+            "--plot needs matplotlib, which is not installed: pip install 'mrvl[plot]'"
+        )
+
+
+def plot_profile(profile: Profile, path: str | Path) -> None:
+    """Cycles per layer (in program order) against each layer's roofline bound, as SVG or PNG
+    (by the file name), log scale."""
+    check_plot_path(path)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    layers = profile.layers
+    x = np.arange(len(layers))
+    width = max(6.0, min(40.0, 0.12 * len(layers) + 2))
+    figure, axes = plt.subplots(figsize=(width, 4.5))
+    try:
+        axes.bar(x, [max(1, layer.cycles) for layer in layers], label="modelled cycles")
+        axes.hlines(
+            [max(1, layer.roofline_cycles) for layer in layers],
+            x - 0.4,
+            x + 0.4,
+            color="black",
+            linewidth=2,
+            label="roofline bound",
+        )
+        axes.set_yscale("log")
+        axes.set_ylabel("cycles")
+        axes.set_xlabel("layer (ONNX node, program order)")
+        if len(layers) <= 60:
+            axes.set_xticks(x, [layer.onnx_node for layer in layers], rotation=90, fontsize=6)
+        axes.set_title(
+            f"{profile.mcpu}: {profile.total_cycles} cycles, roofline {profile.roofline_cycles}"
+        )
+        axes.legend()
+        figure.tight_layout()
+        figure.savefig(path)
+    finally:
+        plt.close(figure)

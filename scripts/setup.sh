@@ -16,6 +16,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt
   # setuptools' editable finder (mrvl maps onto mrvl_ir/) always says "Editable installation"
   # in a 10-line box, as a warning; it is information only, and the one warning muted here.
   PYTHONWARNINGS="ignore:Editable installation.:UserWarning" \
-    .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[test]'
+    .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[test,plot]'
   touch "$stamp"
 fi

@@ -301,19 +301,17 @@ class Timeline:
     def total_cycles(self) -> int:
         return int(self.end.max()) if len(self.end) else 0
 
-    def tile(self, index: int) -> int:
-        return int(self.valid.code[index].tile)
-
-    def ocm_in_use(self, tile: int) -> tuple[np.ndarray, np.ndarray]:
-        """The step function of OCM bytes in use on `tile`: (times, bytes from that time on)."""
-        tiles = np.array([ins.tile for ins in self.valid.code])
-        mine = (tiles == tile) & (self.ocm_bytes > 0)
+    def ocm_in_use(self, tile: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The step function of OCM bytes in use on `tile` (None: all tiles together):
+        (distinct times, bytes in use from each time on); empty if nothing is ever in use."""
+        mine = self.ocm_bytes > 0
+        if tile is not None:
+            mine &= np.array([ins.tile == tile for ins in self.valid.code], bool)
         times = np.concatenate([self.start[mine], self.ocm_free[mine]])
         deltas = np.concatenate([self.ocm_bytes[mine], -self.ocm_bytes[mine]])
         order = np.argsort(times, kind="stable")
-        times, deltas = times[order], deltas[order]
-        level = np.cumsum(deltas)
-        last = np.r_[times[1:] != times[:-1], True]  # one point per distinct time
+        times, level = times[order], np.cumsum(deltas[order])
+        last = np.concatenate((times[1:] != times[:-1], [True])) if len(times) else mine[:0]
         return times[last], level[last]
 
 
@@ -354,6 +352,7 @@ class Shadow:
         kind = np.int16 if longest_queue < np.iinfo(np.int16).max else np.int32
         self.readers = np.full((len(queues), units), -1, kind)
         self.queues = np.array(queues, np.int64)
+        self.lane = {q: lane for lane, q in enumerate(queues)}
 
 
 class _Hazards:
@@ -443,16 +442,21 @@ class _Hazards:
         firsts = np.unique(held[np.concatenate(([True], held[1:] != held[:-1]))])
         return firsts[firsts >= 0]
 
-    def check_writers(self, index, access, shadow, units, vc, what: str) -> np.ndarray:
+    def check_writers(self, index, access, shadow, units, vc, doing: str) -> np.ndarray:
+        """Every instruction whose value the units hold happens before `index` (which
+        `doing`: "reads" or "writes" them); returns those instructions."""
         writers = self.writers_of(shadow, units)
         if writers.size:
             late = self.seq[writers] >= vc[self.queue[writers]]
             if late.any():
                 other = int(writers[np.argmax(late)])
-                self.fail(index, other, access, shadow, units, what)
+                self.fail(index, doing, other, "wrote", access)
         return writers
 
     def check_readers(self, index, access, shadow, units, vc) -> None:
+        """Every instruction that read the units since their last write happens before
+        `index`, which writes them. Per queue only the latest such reader needs checking:
+        the earlier ones of its queue happen before it."""
         latest = shadow.readers[:, units]
         latest = latest.max(axis=1) if latest.shape[1] else np.full(len(shadow.queues), -1)
         late = latest >= vc[shadow.queues]
@@ -462,9 +466,9 @@ class _Hazards:
             readers = shadow.readers[lane, units]
             seq = int(readers[readers >= vc[shadow.queues[lane]]].min())
             other = self.members[int(shadow.queues[lane])][seq]
-            self.fail(index, other, access, shadow, units, "reads")
+            self.fail(index, "writes", other, "reads", access)
 
-    def fail(self, index, other, access, shadow, units, what: str) -> None:
+    def fail(self, index: int, doing: str, other: int, did: str, access: Access) -> None:
         mine = describe(self.program, index, self.code[index])
         theirs = describe(self.program, other, self.code[other])
         space = SPACE_NAMES[access.space]
@@ -473,14 +477,9 @@ class _Hazards:
         if access.space == TABLE:
             space = f"tile {self.code[index].tile}'s activation-table memory"
         lo, hi = access.hull
-        doing = "reads" if what == "writes-before-read" else "writes"
-        relation = {
-            "writes-before-read": "wrote them",
-            "writes": "wrote them",
-            "reads": "reads them",
-        }[what]
+        where = space if access.space == TABLE else f"{space} bytes in [{lo:#x}, {hi:#x})"
         raise HazardError(
-            f"{mine} {doing} {space} bytes in [{lo:#x}, {hi:#x}) that {theirs} {relation}, "
+            f"{mine} {doing} {where} that {theirs} {did} them, "
             "and no queue order or token chain orders the two: on a parallel machine the "
             "result depends on timing (a missing wait)"
         )
@@ -576,11 +575,10 @@ def model_cycles(valid: ValidProgram) -> Timeline:
             if located is None:
                 continue
             shadow, units = located
-            writers = hazards.check_writers(i, a, shadow, units, vc, "writes-before-read")
+            writers = hazards.check_writers(i, a, shadow, units, vc, "reads")
             if a.space == OCM and writers.size:
                 np.maximum.at(ocm_free, writers, finish)
-            lane = int(np.flatnonzero(shadow.queues == q)[0])
-            shadow.readers[lane, units] = seq[i]
+            shadow.readers[shadow.lane[q], units] = seq[i]
         # it writes after its own reads: `post` orders it after itself too
         post = vc.copy()
         post[q] = seq[i] + 1

@@ -55,6 +55,8 @@ class Layer:
     ddr_read_bytes: int
     ddr_write_bytes: int
     roofline_cycles: int
+    compulsory_ddr_bytes: int
+    """The DDR bytes its roofline counts: distinct bytes read plus distinct bytes written."""
     saturated: dict[str, int]
     instructions: int
     tiles: int
@@ -98,6 +100,10 @@ class Profile:
     @property
     def ddr_write_bytes(self) -> int:
         return sum(r.ddr_write_bytes for r in self.regions)
+
+    @property
+    def compulsory_ddr_bytes(self) -> int:
+        return sum(layer.compulsory_ddr_bytes for layer in self.layers)
 
     @property
     def microseconds(self) -> float:
@@ -191,17 +197,6 @@ def distinct_bytes(accesses: Sequence[Access]) -> int:
     return union_length(starts, starts + lengths)
 
 
-def _ocm_levels(timeline: Timeline) -> tuple[np.ndarray, np.ndarray]:
-    """OCM bytes in use over all tiles: (times, level from each time on)."""
-    mine = timeline.ocm_bytes > 0
-    times = np.concatenate([timeline.start[mine], timeline.ocm_free[mine]])
-    deltas = np.concatenate([timeline.ocm_bytes[mine], -timeline.ocm_bytes[mine]])
-    order = np.argsort(times, kind="stable")
-    times, level = times[order], np.cumsum(deltas[order])
-    last = np.r_[times[1:] != times[:-1], True] if len(times) else np.zeros(0, bool)
-    return times[last], level[last]
-
-
 def _peak(times: np.ndarray, level: np.ndarray, begin: int, finish: int) -> int:
     """The highest level of the step function in [begin, finish)."""
     if len(times) == 0:
@@ -222,7 +217,7 @@ def profile_timeline(
     code = valid.code
     saturated = stats.by_node(program) if stats is not None and len(stats.saturated) else {}
     rate = target.fp16_macs_per_cycle_per_tile
-    times, level = _ocm_levels(timeline)
+    times, level = timeline.ocm_in_use()
 
     groups: dict[str, list[int]] = {}
     for index, ins in enumerate(code):
@@ -252,6 +247,7 @@ def profile_timeline(
                 ddr_read_bytes=int(timeline.ddr_read[idx].sum()),
                 ddr_write_bytes=int(timeline.ddr_write[idx].sum()),
                 roofline_cycles=cost.roofline_cycles(target, program.num_tiles, macs, compulsory),
+                compulsory_ddr_bytes=compulsory,
                 saturated={"values": int(values), "nans": int(nans)},
                 instructions=len(members),
                 tiles=tiles,

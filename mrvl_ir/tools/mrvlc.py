@@ -5,6 +5,7 @@ mrvlc model.onnx -o out/ --run           # ... and run it hybrid against onnxrun
 mrvlc model.onnx --emit sched            # print one stage of every region and stop
 mrvlc model.onnx -o out/ --dump-dir ir/  # the IR after every pass, one file per pass
 mrvlc model.onnx --report                # where each ONNX node runs, and why, then stop
+mrvlc model.onnx --profile p.json --trace t.json   # run once: modelled cycles per ONNX node
 
 Every failure a user can cause ends with one `mrvlc: error:` line and a non-zero exit status
 (2 for a bad command line, 1 for a model or compile error), never a traceback.
@@ -90,6 +91,23 @@ def _parser() -> argparse.ArgumentParser:
         "--engine",
         choices=("numba", "interp"),
         help="simulator engine of --run (default: $MRVL_SIM_ENGINE, else numba)",
+    )
+    p.add_argument(
+        "--profile",
+        metavar="FILE.json",
+        help="run the model once and write the cycle model's profile (cycles, MACs, roofline, "
+        "OCM, DDR and saturation per ONNX node) as JSON; prints a summary",
+    )
+    p.add_argument(
+        "--trace",
+        metavar="FILE.json",
+        help="run the model once and write the modelled timeline as a Chrome trace "
+        "(Perfetto, chrome://tracing)",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="FILE.svg|png",
+        help="draw cycles per layer against the roofline (needs the extra mrvl[plot])",
     )
     p.add_argument(
         "--report",
@@ -274,24 +292,12 @@ def _write_outputs(lib, outdir: Path) -> list[Path]:
 
 
 def _random_feeds(model, shapes, seed: int) -> dict:
-    import numpy as np
+    from mrvl.profiling import ProfileInputError, random_feeds
 
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for value in _graph_inputs(model):
-        if value.name in (shapes or {}):
-            dims = shapes[value.name]
-        else:
-            dynamic = _dynamic_dims(value)
-            if dynamic:
-                raise UsageError(
-                    f"--run needs a size for the dynamic dimension(s) "
-                    f"{', '.join(f'{a} ({n!r})' for a, n in dynamic)} of input '{value.name}': "
-                    "give it with --input-shape"
-                )
-            dims = [d.dim_value for d in _dims(value)]
-        feeds[value.name] = rng.standard_normal(dims).astype(np.float32)
-    return feeds
+    try:
+        return random_feeds(model, shapes, seed)
+    except ProfileInputError as err:
+        raise UsageError(f"running the model: {err} with --input-shape") from None
 
 
 def _first_line(err: BaseException) -> str:
@@ -350,8 +356,9 @@ def _compile(args) -> int:
         model = None
     hints = _check_input_shapes(model, shapes) if model and model.HasField("graph") else []
     model = None  # its weights need not be in memory while compiling; --run loads it again
-    if hints and args.run:
-        raise UsageError(f"--run needs a fixed shape for every input: {hints[0]}")
+    if hints and (args.run or _profiling(args)):
+        option = "--run" if args.run else "--profile/--trace/--plot"
+        raise UsageError(f"{option} needs a fixed shape for every input: {hints[0]}")
     mod = mrvl.from_onnx(args.model, shape_dict=shapes)
     for hint in hints:
         print(f"mrvlc: warning: {hint}", file=sys.stderr)
@@ -376,40 +383,115 @@ def _compile(args) -> int:
     if args.emit:
         _emit(mod, args.emit, args, elide)
         return 0
-    outdir = Path(args.output)
-    outdir.mkdir(parents=True, exist_ok=True)
-    options = {"json_dir": outdir}
+    options = {}
+    if args.output:
+        outdir = Path(args.output)
+        outdir.mkdir(parents=True, exist_ok=True)
+        options["json_dir"] = outdir
     if args.wb_pin_ocm:
         options["wb_pin_ocm"] = True
     if args.dump_dir:
         options["dump_dir"] = args.dump_dir
         if elide is not None:
             options["elide_constants_larger_than"] = elide
-    lib = mrvl.build(mod, export_dir=outdir, mcpu=args.mcpu, num_tiles=args.num_tiles, **options)
-    _write_outputs(lib, outdir)
-    if not args.report:  # the report above says it all
-        _print_placement(mod)
+    lib = mrvl.build(
+        mod, export_dir=args.output, mcpu=args.mcpu, num_tiles=args.num_tiles, **options
+    )
+    if args.output:
+        _write_outputs(lib, Path(args.output))
+        if not args.report:  # the report above says it all
+            _print_placement(mod)
+    status = 0
+    if args.run or _profiling(args):
+        status = _run_once(lib, args, shapes)
+    return status
+
+
+def _warn_saturation(runs) -> None:
+    """One warning line per layer whose results saturated at +-65504 or became NaN."""
+    for _, valid, stats in runs:
+        for node, (values, nans) in stats.by_node(valid.program).items():
+            print(
+                f"mrvlc: warning: layer {node!r} saturated {values} values at +-65504 and "
+                f"produced {nans} NaNs",
+                file=sys.stderr,
+            )
+
+
+def _profiling(args) -> bool:
+    return bool(args.profile or args.trace or args.plot)
+
+
+def _run_once(lib, args, shapes) -> int:
+    """Run the built model once: against onnxruntime with --run, and recording what each region
+    counted for the profile; then write the profile, trace and plot asked for."""
+    import onnx
+
+    from mrvl.profiling import plot_profile, profile_library, profile_runs
+    from mrvl.runtime import recording
+
+    model = onnx.load(args.model)  # readable: from_onnx has checked it
+    status = 0
     if args.run:
-        model = onnx.load(args.model)  # readable: from_onnx has checked it
-        agreements = run_against_onnxruntime(lib, model, shapes, args.seed, args.engine)
+        with recording() as recorder:
+            agreements = run_against_onnxruntime(lib, model, shapes, args.seed, args.engine)
         for i, agreement in enumerate(agreements):
             print(f"output {i} vs onnxruntime: {agreement}")
         if not all(a.passed for a in agreements):
-            return 1
-    return 0
+            status = 1
+        if not _profiling(args):  # the profile's summary names them otherwise
+            _warn_saturation(recorder.runs)
+            return status
+        profile = profile_runs(lib.mrvl_regions, recorder.runs)
+    else:
+        feeds = list(_random_feeds(model, shapes, args.seed).values())
+        profile = profile_library(lib, feeds, engine=args.engine)
+    if args.profile:
+        profile.write(args.profile)
+    if args.trace:
+        from mrvl.sim.trace import write_trace
+
+        write_trace(profile, args.trace)
+    if args.plot:
+        plot_profile(profile, args.plot)
+    print(profile.summary())
+    for what, path in (("profile", args.profile), ("trace", args.trace), ("plot", args.plot)):
+        if path:
+            print(f"wrote the {what} to {path}")
+    return status
+
+
+def _check_profile_options(args) -> None:
+    """Option clashes and a missing matplotlib, before anything is compiled."""
+    if not _profiling(args):
+        return
+    if args.emit:
+        raise UsageError("--emit prints a stage and stops: it runs nothing to profile")
+    if args.plot:
+        from mrvl.profiling import check_plot_path
+
+        try:
+            check_plot_path(args.plot)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+    for option, path in (("--profile", args.profile), ("--trace", args.trace)):
+        if path and not Path(path).resolve().parent.is_dir():
+            raise UsageError(f"{option} {path}: no directory {Path(path).parent}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.emit is None and args.output is None and not args.report:
+    if args.emit is None and args.output is None and not args.report and not _profiling(args):
         print(
-            "mrvlc: error: give -o OUTDIR, --emit STAGE to print a stage, or --report",
+            "mrvlc: error: give -o OUTDIR, --emit STAGE to print a stage, --report, "
+            "or --profile/--trace/--plot",
             file=sys.stderr,
         )
         return 2
     from mrvl.errors import MrvlError
 
     try:
+        _check_profile_options(args)
         return _compile(args)
     except UsageError as err:
         print(f"mrvlc: error: {err}", file=sys.stderr)

@@ -57,6 +57,7 @@ def test_roofline_counts_each_compulsory_ddr_byte_once():
     # belongs to /in/Cast here
     consts = len(valid.program.consts)
     compulsory = consts + 2 * 4 * 6 * 6
+    assert conv.compulsory_ddr_bytes == compulsory
     assert conv.roofline_cycles == cost.roofline_cycles(valid.target, 1, conv.macs, compulsory)
     assert conv.cycles >= conv.roofline_cycles
 
@@ -141,3 +142,12 @@ def test_a_second_region_follows_the_first_in_the_trace():
     assert names == {"a tile 0", "b tile 0"}
     second = [e for e in events if e["ph"] == "X" and e["pid"] == 1]
     assert min(e["args"]["start_cycle"] for e in second) >= profile.regions[0].total_cycles
+
+
+def test_a_tile_that_holds_nothing_has_an_empty_counter_track():
+    valid = region()
+    program = dataclasses.replace(valid.program, num_tiles=2)
+    profile = profile_regions([("r", prepare(program), None)])
+    events = chrome_trace(profile)["traceEvents"]
+    assert {e["pid"] for e in events if e["ph"] == "C"} == {0}
+    assert {e["pid"] for e in events if e.get("name") == "process_name"} == {0, 1}

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""The scheduler against the roofline, by the cycle model (issue 9's goals), in one run:
+
+    .venv/bin/python bench/cycles.py
+    .venv/bin/python bench/cycles.py --models resnet50 zoo:mobilenet_v2 --tiles 1 2 4 8
+
+For each model (light models with seeded random weights, `mrvl.models.light`; `zoo:NAME` from
+`mrvl.models.zoo`), fp16 on cn10ka, at each tile count: every MLIP region is compiled
+(`mrvl.compile_region`) and replayed on the cycle model (`mrvl.sim.profile`; cycles do not
+depend on data, so nothing is run). Printed per (model, tiles):
+
+- modelled cycles, the sum of the per-layer roofline bounds, and their ratio (goal: <= 1.25);
+- DDR bytes read and written (what the port moved, in bursts), and the compulsory bytes the
+  rooflines count;
+- the cycle model's own wall time;
+
+and per model the speed-up from the fewest to the most tiles next to the roofline's own
+speed-up, and their ratio (goal: >= 0.75).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from tabulate import tabulate
+
+MODELS = ("resnet50", "zoo:mobilenet_v2")
+TILES = (1, 8)
+MCPU = "cn10ka"
+
+
+def load(name: str):
+    if name.startswith("zoo:"):
+        from mrvl.models.zoo import load_zoo_model
+
+        return load_zoo_model(name[4:], calibrate=False)
+    from mrvl.models.light import load_light_model
+
+    return load_light_model(name, calibrate=False)
+
+
+def regions(model, num_tiles: int):
+    """(symbol, ValidProgram) of every MLIP region, compiled for `num_tiles`."""
+    from tvm import relax
+
+    import mrvl
+    from mrvl.compiler import compile_region
+    from mrvl.sim import prepare
+
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), mcpu=MCPU, num_tiles=num_tiles)
+    for gv, func in mod.functions.items():
+        attrs = func.attrs if isinstance(func, relax.Function) and func.attrs else {}
+        if "Codegen" in attrs and str(attrs["Codegen"]) == "mrvl":
+            func = func.with_attr("global_symbol", gv.name_hint)
+            region = compile_region(func, mcpu=MCPU, num_tiles=num_tiles)
+            yield region.symbol, prepare(region.binary)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--tiles", nargs="+", type=int, default=list(TILES))
+    args = parser.parse_args()
+
+    from mrvl.sim.profile import profile_regions
+
+    rows, speedups = [], []
+    for name in args.models:
+        model = load(name)
+        results = {}
+        for tiles in args.tiles:
+            programs = [(symbol, valid, None) for symbol, valid in regions(model, tiles)]
+            start = time.perf_counter()
+            profile = profile_regions(programs)
+            seconds = time.perf_counter() - start
+            results[tiles] = profile
+            instructions = sum(len(valid.code) for _, valid, _ in programs)
+            rows.append(
+                (
+                    name,
+                    tiles,
+                    instructions,
+                    profile.total_cycles,
+                    profile.roofline_cycles,
+                    f"{profile.total_cycles / profile.roofline_cycles:.2f}",
+                    f"{profile.ddr_read_bytes / 1e6:.1f}",
+                    f"{profile.ddr_write_bytes / 1e6:.1f}",
+                    f"{profile.compulsory_ddr_bytes / 1e6:.1f}",
+                    f"{seconds:.1f}",
+                )
+            )
+        low, high = min(args.tiles), max(args.tiles)
+        if low != high:
+            modelled = results[low].total_cycles / results[high].total_cycles
+            bound = results[low].roofline_cycles / results[high].roofline_cycles
+            speedups.append(
+                (
+                    name,
+                    f"{low}->{high}",
+                    f"{modelled:.2f}",
+                    f"{bound:.2f}",
+                    f"{modelled / bound:.2f}",
+                )
+            )
+    print(f"fp16, {MCPU}: modelled cycles against the sum of per-layer roofline bounds")
+    print(
+        tabulate(
+            rows,
+            headers=[
+                "model",
+                "tiles",
+                "instructions",
+                "cycles",
+                "roofline",
+                "x roofline",
+                "DDR read MB",
+                "DDR write MB",
+                "compulsory MB",
+                "model s",
+            ],
+        )
+    )
+    if speedups:
+        print()
+        print(
+            tabulate(
+                speedups,
+                headers=["model", "tiles", "speed-up", "roofline speed-up", "ratio"],
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()
