@@ -22,9 +22,10 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Block, Dialect, Region, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
+    region_def,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -33,15 +34,18 @@ from xdsl.irdl import (
     param_def,
     prop_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.irdl.operations import AttrSizedOperandSegments
+from xdsl.traits import NoTerminator
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from mrvl.dialects.mrvl import ACTIVATION_FORMAT, FusedActivation, numpy_dtype
 from mrvl.isa import ACT_TABLE_ENTRIES, TABLE_ACTIVATIONS
+from mrvl.target import UnknownTargetError, get_target
 
 MEMORY_SPACES = ("ddr", "ocm")
 
@@ -615,9 +619,107 @@ class LutTaskOp(FusedActivation, TaskBase):
         self.verify_activation()
 
 
+TILE_COUNTS = (1, 2, 4, 8)
+
+
+@irdl_op_definition
+class ProgramOp(IRDLOperation):
+    """A scheduled region: its target, tile count and options, and its buffers and tasks.
+
+    Every `sched` pass reads the program's properties here (never a module attribute with a
+    default). `sched-allocate` adds the DDR layout: `ddr_size` and the constant pool's
+    `[const_base, const_end)`.
+    """
+
+    name = "sched.program"
+    sym_name = opt_prop_def(StringAttr)
+    mcpu = prop_def(StringAttr)
+    num_tiles = prop_def(IntegerAttr[I64])
+    wb_pin_ocm = opt_prop_def(UnitAttr)
+    ddr_size = opt_prop_def(IntegerAttr[I64])
+    const_base = opt_prop_def(IntegerAttr[I64])
+    const_end = opt_prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+    assembly_format = (
+        "`mcpu` `(` $mcpu `)` `tiles` `(` $num_tiles `)` (`symbol` `(` $sym_name^ `)`)?"
+        " (`wb_pin_ocm` $wb_pin_ocm^)?"
+        " (`ddr_size` `(` $ddr_size^ `)`)? (`const_base` `(` $const_base^ `)`)?"
+        " (`const_end` `(` $const_end^ `)`)? attr-dict-with-keyword $body"
+    )
+
+    def __init__(
+        self, mcpu: str, num_tiles: int, *, wb_pin_ocm: bool = False, sym_name: str | None = None
+    ):
+        properties: dict[str, Attribute] = {
+            "mcpu": StringAttr(mcpu),
+            "num_tiles": IntegerAttr(num_tiles, i64),
+        }
+        if wb_pin_ocm:
+            properties["wb_pin_ocm"] = UnitAttr()
+        if sym_name:
+            properties["sym_name"] = StringAttr(sym_name)
+        super().__init__(properties=properties, regions=[Region(Block())])
+
+    @property
+    def ops(self):
+        return self.body.block.ops
+
+    @property
+    def target(self):
+        return get_target(self.mcpu.data)
+
+    @property
+    def tiles(self) -> int:
+        return self.num_tiles.value.data
+
+    @property
+    def pin_weights(self) -> bool:
+        return self.wb_pin_ocm is not None
+
+    def layout(self) -> tuple[int, int, int]:
+        """(ddr_size, const_base, const_end); a CompileError before `sched-allocate`."""
+        from mrvl.errors import CompileError
+
+        missing = [
+            n for n in ("ddr_size", "const_base", "const_end") if getattr(self, n) is None
+        ]
+        if missing:
+            raise CompileError(
+                f"sched.program has no {', '.join(missing)}: run sched-allocate first"
+            )
+        return (self.ddr_size.value.data, self.const_base.value.data, self.const_end.value.data)
+
+    def verify_(self) -> None:
+        try:
+            max_tiles = get_target(self.mcpu.data).max_tiles
+        except UnknownTargetError as err:
+            raise VerifyException(f"sched.program: {err}") from None
+        n = self.num_tiles.value.data
+        if n not in TILE_COUNTS or n > max_tiles:
+            raise VerifyException(
+                f"sched.program: tiles({n}) is not valid for {self.mcpu.data} "
+                f"(1, 2, 4 or 8, at most {max_tiles})"
+            )
+
+
+def program_of(module) -> ProgramOp:
+    """The module's one `sched.program`; a CompileError naming what is missing otherwise."""
+    from mrvl.errors import CompileError
+
+    programs = [o for o in module.body.block.ops if isinstance(o, ProgramOp)]
+    if len(programs) != 1:
+        raise CompileError(
+            f"expected one sched.program in the module (run convert-mrvl-to-sched), "
+            f"found {len(programs)}"
+        )
+    return programs[0]
+
+
 Sched = Dialect(
     "sched",
     [
+        ProgramOp,
         IOOp,
         ConstOp,
         AllocOp,

@@ -6,11 +6,12 @@ Each pass is verified after it runs, and can be dumped (`dump_dir`) for debuggin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from mrvl import binary, json_emitter, printing
@@ -57,8 +58,12 @@ def run_pipeline(
     after_pass: Callable[[int, str, ModuleOp], None] | None = None,
     stop_after: str | None = None,
     verify_each_pass: bool = False,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ModuleOp:
     """Run named passes in order; `after_pass` sees every result.
+
+    `options` gives a pass its options by pipeline name (Python names, as the pass's fields:
+    `{"convert-mrvl-to-sched": {"mcpu": "cn10ka", "num_tiles": 8}}`).
 
     The module is verified once at the end; `verify_each_pass` verifies after every pass
     instead (what the tests and `--dump-dir` do: it finds the pass that broke the IR, at
@@ -68,7 +73,7 @@ def run_pipeline(
     name = "the pipeline"
     try:
         for index, name in enumerate(passes):
-            ALL_PASSES[name]()().apply(ctx, module)
+            ALL_PASSES[name]()(**(options or {}).get(name, {})).apply(ctx, module)
             if verify_each_pass:
                 module.verify()
             if after_pass is not None:
@@ -111,6 +116,7 @@ def compile_region(
     elide_constants_larger_than: int | None = None,
     constants_json: bool = False,
     json_dir: str | Path | None = None,
+    wb_pin_ocm: bool = False,
 ) -> CompiledRegion:
     """Compile one Relax region function (`Codegen="mrvl"`) to an MLIP binary.
 
@@ -120,13 +126,12 @@ def compile_region(
     of the dumps and `stages` (for reading; elided text does not parse back). With `json_dir`,
     the Nodes-JSON and Constants-JSON files are written there (the weights streamed, never
     held as base64 text); with `constants_json`, the Constants-JSON is also returned in memory.
+    `wb_pin_ocm` (upstream Marvell's option) keeps weights and biases in OCM when they fit.
     """
     mcpu, num_tiles = _region_options(func, mcpu, num_tiles)
     with layer_boundary("importing a region"):
         module = import_region(func, constant_names)
     symbol = next(iter(module.body.block.ops)).sym_name.data
-    module.attributes["mrvl.target"] = StringAttr(mcpu)
-    module.attributes["mrvl.num_tiles"] = IntegerAttr(num_tiles, i64)
     nodes_json, consts, arrays = json_emitter.emit_json_parts(module, symbol)
     if json_dir is not None:
         json_emitter.write_region_json(json_dir, symbol, nodes_json, consts, arrays)
@@ -156,6 +161,13 @@ def compile_region(
         DEFAULT_PIPELINE,
         after_pass=after_pass,
         verify_each_pass=verify_each_pass or dump is not None,
+        options={
+            "convert-mrvl-to-sched": {
+                "mcpu": mcpu,
+                "num_tiles": num_tiles,
+                "wb_pin_ocm": bool(wb_pin_ocm),
+            }
+        },
     )
     with layer_boundary(f"assembling region {symbol}"):
         program = assemble(module)

@@ -40,10 +40,34 @@ def _fuse_converts():
     return FuseConvertsPass
 
 
+def _pin_weights():
+    from mrvl.passes.sched.pin_weights import PinWeightsPass
+
+    return PinWeightsPass
+
+
+def _pipeline():
+    from mrvl.passes.sched.pipeline import PipelinePass
+
+    return PipelinePass
+
+
 def _allocate():
     from mrvl.passes.sched.allocate import AllocatePass
 
     return AllocatePass
+
+
+def _verify_allocation():
+    from mrvl.passes.sched.verify_allocation import VerifyAllocationPass
+
+    return VerifyAllocationPass
+
+
+def _insert_sync():
+    from mrvl.passes.sched.insert_sync import InsertSyncPass
+
+    return InsertSyncPass
 
 
 def _to_mlip():
@@ -58,12 +82,24 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "mrvl-fold-flatten-into-fc": _fold_flatten,
     "convert-mrvl-to-sched": _to_sched,
     "sched-fuse-converts": _fuse_converts,
+    "sched-pin-weights": _pin_weights,
+    "sched-pipeline": _pipeline,
     "sched-allocate": _allocate,
+    "sched-verify-allocation": _verify_allocation,
+    "sched-insert-sync": _insert_sync,
     "convert-sched-to-mlip": _to_mlip,
 }
 
 GRAPH_PIPELINE = ("mrvl-cast-fp16", "mrvl-canonicalize", "mrvl-fold-flatten-into-fc")
-SCHED_PIPELINE = ("convert-mrvl-to-sched", "sched-fuse-converts", "sched-allocate")
+SCHED_PIPELINE = (
+    "convert-mrvl-to-sched",
+    "sched-fuse-converts",
+    "sched-pin-weights",
+    "sched-pipeline",
+    "sched-allocate",
+    "sched-verify-allocation",
+    "sched-insert-sync",
+)
 ISA_PIPELINE = ("convert-sched-to-mlip",)
 DEFAULT_PIPELINE = GRAPH_PIPELINE + SCHED_PIPELINE + ISA_PIPELINE
 """The passes `compile_region` runs, in order; each stage ends where its name says."""

@@ -10,13 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import UnknownLoc
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
-
-from mrvl.errors import CompileError
-from mrvl.target import Target, get_target
 
 
 @dataclass(frozen=True)
@@ -42,25 +39,3 @@ class InheritLocation(RewritePattern):
         for new in inserted:
             if isinstance(new.location, UnknownLoc):
                 new.location = op.location
-
-
-def module_target(module: ModuleOp, override: str | None = None) -> Target:
-    """The target a module was compiled for (`mrvl.target` attribute), or the override."""
-    name = override
-    if name is None:
-        attr = module.attributes.get("mrvl.target")
-        name = attr.data if isinstance(attr, StringAttr) else "cn10ka"
-    return get_target(name)
-
-
-def module_num_tiles(module: ModuleOp, override: int | None, target: Target) -> int:
-    n = override
-    if n is None:
-        attr = module.attributes.get("mrvl.num_tiles")
-        n = attr.value.data if isinstance(attr, IntegerAttr) else target.max_tiles
-    if n not in (1, 2, 4, 8) or n > target.max_tiles:
-        raise CompileError(
-            f"num_tiles={n} is not valid for {target.name} (1, 2, 4 or 8, at most "
-            f"{target.max_tiles})"
-        )
-    return n

@@ -42,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
         help="MLIP tiles to use: 1, 2, 4 or 8, at most what the part has (default: all of them)",
     )
     p.add_argument(
+        "--wb-pin-ocm",
+        action="store_true",
+        help="keep each layer's weights and biases in OCM when they fit (upstream's option)",
+    )
+    p.add_argument(
         "--input-shape",
         action="append",
         default=[],
@@ -234,6 +239,7 @@ def _emit(mod, stage: str, args, elide: int | None) -> None:
             func,
             mcpu=args.mcpu,
             num_tiles=args.num_tiles,
+            wb_pin_ocm=args.wb_pin_ocm,
             keep_stages=True,
             dump_dir=args.dump_dir,
             elide_constants_larger_than=elide,
@@ -382,6 +388,8 @@ def _compile(args) -> int:
         outdir = Path(args.output)
         outdir.mkdir(parents=True, exist_ok=True)
         options["json_dir"] = outdir
+    if args.wb_pin_ocm:
+        options["wb_pin_ocm"] = True
     if args.dump_dir:
         options["dump_dir"] = args.dump_dir
         if elide is not None:

@@ -12,7 +12,7 @@ from functools import cache
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -242,24 +242,17 @@ class _Selector:
         return {"act": act, "act_a": a, "act_b": b}
 
 
-def _int_attr(module: ModuleOp, key: str) -> int:
-    attr = module.attributes.get(key)
-    if not isinstance(attr, IntegerAttr):
-        raise CompileError(f"module attribute {key} is missing: run sched-allocate first")
-    return attr.value.data
-
-
 @dataclass(frozen=True)
 class ConvertSchedToMlipPass(MrvlModulePass):
     name = "convert-sched-to-mlip"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        const_base = _int_attr(op, "mrvl.const_base")
-        const_end = _int_attr(op, "mrvl.const_end")
+        prog = sched.program_of(op)
+        ddr_size, const_base, const_end = prog.layout()
         pool = bytearray(const_end - const_base)
         selector = _Selector()
         program: list[Operation] = []
-        for o in op.body.block.ops:
+        for o in prog.ops:
             if isinstance(o, sched.IOOp):
                 bt = o.buffer_type
                 io = mlip.IOOp(
@@ -272,24 +265,23 @@ class ConvertSchedToMlipPass(MrvlModulePass):
                 data = o.value.data.data
                 pool[start : start + len(data)] = data
         program.append(mlip.ConstsOp(bytes(pool)))
-        for o in op.body.block.ops:
+        for o in prog.ops:
             with layer_boundary(f"{self.name} of {o.name}", location_name(o.location)):
                 ins = selector.select(o)
             if ins is not None:
                 ins.location = o.location
                 program.append(ins)
         program.append(mlip.EndOp.build(tile=0, fields={}))
-        for o in reversed(list(op.body.block.ops)):
-            Rewriter.erase_op(o, safe_erase=False)
         for ins in program:
-            Rewriter.insert_op(ins, InsertPoint.at_end(op.body.block))
+            Rewriter.insert_op(ins, InsertPoint.before(prog))
+        Rewriter.erase_op(prog, safe_erase=False)
         attrs = {
-            "mlip.target": op.attributes["mrvl.target"],
-            "mlip.num_tiles": op.attributes["mrvl.num_tiles"],
-            "mlip.ddr_size": IntegerAttr(_int_attr(op, "mrvl.ddr_size"), i64),
+            "mlip.target": StringAttr(prog.mcpu.data),
+            "mlip.num_tiles": IntegerAttr(prog.tiles, i64),
+            "mlip.ddr_size": IntegerAttr(ddr_size, i64),
             "mlip.const_base": IntegerAttr(const_base, i64),
         }
-        if "mrvl.symbol" in op.attributes:
-            attrs["mlip.symbol"] = op.attributes["mrvl.symbol"]
+        if prog.sym_name is not None:
+            attrs["mlip.symbol"] = prog.sym_name
         op.attributes.clear()
         op.attributes.update(attrs)

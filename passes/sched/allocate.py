@@ -1,10 +1,12 @@
 """sched-allocate: give every buffer its byte offset in DDR or in its tile's OCM.
 
 DDR holds, in order: the region's I/O tensors, the constant pool (contiguous, so the binary
-can load it in one piece at `mrvl.const_base`), then the intermediates. OCM buffers are
-allocated per tile over their live ranges in program order (first fit), so a tile's memory
-is reused from one piece of work to the next; a piece that does not fit is a compile error
-naming its layer.
+can load it in one piece at the program's `const_base`), then the intermediates, which reuse
+each other's bytes by live range (`liveness.py`; first fit in program order), as a tile's
+OCM buffers do. A buffer that does not fit is a compile error naming its layer.
+
+Reuse is safe on a parallel machine only with the tokens `sched-insert-sync` adds after this
+pass (a buffer's new owner must wait for the old one's last readers).
 """
 
 from __future__ import annotations
@@ -13,72 +15,79 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.ir import Operation
 
 from mrvl.dialects import sched
 from mrvl.errors import CompileError
 from mrvl.locations import location_name
-from mrvl.passes.common import MrvlModulePass, module_target
+from mrvl.passes.common import MrvlModulePass
+from mrvl.passes.sched.liveness import LiveRange, live_ranges
 
 
 def _align(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
 
+def first_fit(ranges: list[LiveRange], base: int, alignment: int) -> int:
+    """Give each range (in program order) the lowest aligned offset from `base` not used by
+    a range live at the same time; return the end of the highest one."""
+    live: list[tuple[int, int, int]] = []  # (end, offset, size)
+    top = base
+    for r in sorted(ranges, key=lambda r: r.start):
+        size = _align(r.size, alignment)
+        live = [entry for entry in live if entry[0] >= r.start]
+        offset = base
+        for _, off, sz in sorted(live, key=lambda e: e[1]):
+            if offset + size <= off:
+                break
+            offset = max(offset, off + sz)
+        r.op.offset = IntegerAttr(offset, i64)
+        live.append((r.end, offset, size))
+        top = max(top, offset + size)
+    return top
+
+
 @dataclass(frozen=True)
 class AllocatePass(MrvlModulePass):
     name = "sched-allocate"
-    mcpu: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = module_target(op, self.mcpu)
-        ops = list(op.body.block.ops)
-        defs = [o for o in ops if isinstance(o, sched.BufferDefBase)]
+        program = sched.program_of(op)
+        target = program.target
+        ranges = live_ranges(list(program.ops))
         ddr_align = target.ddr_alignment
         cursor = 0
-        for group in (sched.IOOp, sched.ConstOp, sched.AllocOp):
+        for group in (sched.IOOp, sched.ConstOp):
             if group is sched.ConstOp:
                 cursor = _align(cursor, ddr_align)
-                op.attributes["mrvl.const_base"] = IntegerAttr(cursor, i64)
-            for d in defs:
-                if type(d) is group and d.buffer_type.space.data == "ddr":
+                program.const_base = IntegerAttr(cursor, i64)
+            for r in ranges:
+                if type(r.op) is group:
                     cursor = _align(cursor, ddr_align)
-                    d.offset = IntegerAttr(cursor, i64)
-                    cursor += d.buffer_type.size_bytes
+                    r.op.offset = IntegerAttr(cursor, i64)
+                    cursor += r.size
             if group is sched.ConstOp:
-                op.attributes["mrvl.const_end"] = IntegerAttr(cursor, i64)
+                program.const_end = IntegerAttr(cursor, i64)
+        scratch = [r for r in ranges if isinstance(r.op, sched.AllocOp) and r.space == "ddr"]
+        cursor = first_fit(scratch, _align(cursor, ddr_align), ddr_align)
         ddr_size = _align(cursor, ddr_align)
         if ddr_size > target.ddr_bytes:
             raise CompileError(
                 f"the region needs {ddr_size} bytes of DDR, {target.name} has {target.ddr_bytes}"
             )
-        op.attributes["mrvl.ddr_size"] = IntegerAttr(ddr_size, i64)
-        self._allocate_ocm(ops, target.ocm_bytes_per_tile, target.ocm_alignment)
-
-    @staticmethod
-    def _allocate_ocm(ops: list[Operation], capacity: int, alignment: int) -> None:
-        position = {o: i for i, o in enumerate(ops)}
-        intervals = []
-        for o in ops:
-            if isinstance(o, sched.AllocOp) and o.buffer_type.space.data == "ocm":
-                last = max((position[u.operation] for u in o.buffer.uses), default=position[o])
-                intervals.append((position[o], last, o))
-        live: dict[int, list[tuple[int, int, int]]] = {}  # tile -> [(end, offset, size)]
-        for start, end, alloc in intervals:
-            tile = alloc.tile.value.data
-            size = _align(alloc.buffer_type.size_bytes, alignment)
-            still_live = [entry for entry in live.get(tile, []) if entry[0] >= start]
-            live[tile] = still_live
-            busy = sorted((off, sz) for _, off, sz in still_live)
-            offset = 0
-            for off, sz in busy:
-                if offset + size <= off:
-                    break
-                offset = max(offset, off + sz)
-            if offset + size > capacity:
-                raise CompileError(
-                    f"layer {location_name(alloc.location) or '?'}: OCM of tile {tile} "
-                    f"overflows ({offset + size} > {capacity} bytes)"
+        program.ddr_size = IntegerAttr(ddr_size, i64)
+        by_tile: dict[int, list[LiveRange]] = {}
+        for r in ranges:
+            if r.space == "ocm":
+                by_tile.setdefault(r.tile, []).append(r)
+        capacity = target.ocm_bytes_per_tile
+        for tile, tile_ranges in by_tile.items():
+            top = first_fit(tile_ranges, 0, target.ocm_alignment)
+            if top > capacity:
+                worst = max(
+                    tile_ranges, key=lambda r: r.op.offset.value.data + r.size
                 )
-            alloc.offset = IntegerAttr(offset, i64)
-            live.setdefault(tile, []).append((end, offset, size))
+                raise CompileError(
+                    f"layer {location_name(worst.op.location) or '?'}: OCM of tile {tile} "
+                    f"overflows ({worst.op.offset.value.data + _align(worst.size, target.ocm_alignment)}"
+                    f" > {capacity} bytes)"
+                )

@@ -39,7 +39,7 @@ from mrvl.act_tables import activation_table, table_key, table_name
 from mrvl.dialects import mrvl, sched
 from mrvl.errors import CompileError, layer_boundary
 from mrvl.locations import location_name
-from mrvl.passes.common import MrvlModulePass, module_num_tiles, module_target
+from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.tiling import (
     F32,
     Chunk,
@@ -50,9 +50,10 @@ from mrvl.passes.sched.tiling import (
     plan_per_channel,
     plan_resize_layer,
     plan_window_layer,
+    plan_window_layer_priced,
 )
 from mrvl.isa import TABLE_ACTIVATIONS
-from mrvl.target import Target
+from mrvl.target import Target, get_target
 
 F16_BYTES = 2
 
@@ -263,13 +264,8 @@ class _Lowering:
             geometry.dw,
         )
         pads = list(op.pads.get_values())
-        pieces = plan_window_layer(
-            geometry,
-            self.target.ocm_bytes_per_tile,
-            self.num_tiles,
-            self.target.ocm_alignment,
-            self.what(op),
-            split_columns=is_conv,
+        pieces = plan_window_layer_priced(
+            geometry, self.target, self.num_tiles, self.what(op), split_columns=is_conv
         )
         groups = op.group_count if is_conv else 1
         cg = c // groups
@@ -800,15 +796,33 @@ def _table_parameters(op: Operation) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class ConvertMrvlToSchedPass(MrvlModulePass):
-    """Options: `mcpu` and `num-tiles` override the module's `mrvl.target`/`mrvl.num_tiles`."""
+    """Options: `mcpu` and `num-tiles` (both required: nothing defaults to a target), and
+    `wb-pin-ocm` (upstream's option: keep a layer's weights and biases in OCM when they fit).
+
+    The result is one `sched.program` carrying them, holding the scheduled region.
+    """
 
     name = "convert-mrvl-to-sched"
     mcpu: str | None = None
     num_tiles: int | None = None
+    wb_pin_ocm: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = module_target(op, self.mcpu)
-        num_tiles = module_num_tiles(op, self.num_tiles, target)
+        if self.mcpu is not None:
+            get_target(self.mcpu)  # an unknown target is named first
+        missing = [n for n, v in (("mcpu", self.mcpu), ("num-tiles", self.num_tiles)) if v is None]
+        if missing:
+            raise CompileError(
+                f"convert-mrvl-to-sched needs the option{'s' if len(missing) > 1 else ''} "
+                f"{' and '.join(missing)} (the target the region is scheduled for)"
+            )
+        target = get_target(self.mcpu)
+        num_tiles = self.num_tiles
+        if num_tiles not in sched.TILE_COUNTS or num_tiles > target.max_tiles:
+            raise CompileError(
+                f"num_tiles={num_tiles} is not valid for {target.name} (1, 2, 4 or 8, at most "
+                f"{target.max_tiles})"
+            )
         funcs = [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]
         if len(funcs) != 1:
             raise CompileError(f"expected one region function in the module, found {len(funcs)}")
@@ -867,10 +881,11 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
                     raise CompileError(f"convert-mrvl-to-sched: cannot lower {layer.name}")
         for value, io in outputs.items():
             low.buffers.setdefault(value, io)
-        Rewriter.erase_op(fn, safe_erase=False)
-        for new in low.ops:
-            Rewriter.insert_op(new, InsertPoint.at_end(op.body.block))
-        op.attributes["mrvl.target"] = StringAttr(target.name)
-        op.attributes["mrvl.num_tiles"] = _int(num_tiles)
-        if fn.sym_name.data:
-            op.attributes["mrvl.symbol"] = StringAttr(fn.sym_name.data)
+        program = sched.ProgramOp(
+            target.name,
+            num_tiles,
+            wb_pin_ocm=self.wb_pin_ocm,
+            sym_name=fn.sym_name.data or None,
+        )
+        program.body.block.add_ops(low.ops)
+        Rewriter.replace_op(fn, program)

@@ -415,3 +415,63 @@ def plan_resize_layer(
             in_row0, in_rows = span(orow0, r)
             pieces.append(ResizePiece(orow0, r, c0, min(cs, c - c0), in_row0, in_rows))
     return pieces
+
+
+def window_plan_cycles(layer: WindowLayer, pieces: list[WindowPiece], num_tiles: int, target) -> int:
+    """Modelled cycles of a conv/pool layer cut into `pieces`, dealt round-robin to
+    `num_tiles` tiles, priced with `mrvl.cost` (the cycle model's functions): each tile runs
+    its pieces' loads, compute and stores one after another; the shared DDR port moves every
+    piece's bytes. The larger of the busiest tile and the port is the layer's time."""
+    from mrvl import cost
+
+    busy = [0] * num_tiles
+    port_bytes = 0
+    for index, p in enumerate(pieces):
+        rows, cols = p.rows, p.cols or layer.ow
+        in_cols = p.in_cols or layer.w
+        ics = p.ics or layer.input_channels(p.oc0, p.ocs)[1]
+        ins = layer.n * p.in_rows * in_cols * ics * F16
+        in_runs = layer.n * p.in_rows * (1 if in_cols == layer.w and ics == layer.c else in_cols)
+        loads = [cost.dma(target, ins, runs=in_runs, reads_ddr=True)]
+        if layer.weight_bytes_per_oc:
+            loads.append(cost.dma(target, p.ocs * layer.weight_bytes_per_oc, reads_ddr=True))
+        outs = layer.n * rows * cols * p.ocs * F16
+        out_runs = layer.n * rows * (cols if p.ocs != layer.oc or cols != layer.ow else 1)
+        store = cost.dma(target, outs, runs=out_runs, writes_ddr=True)
+        out_shape = (layer.n, rows, cols, p.ocs)
+        if layer.depthwise_channels:
+            work = cost.vector(target, cost.pool_element_ops(out_shape, (layer.kh, layer.kw)))
+        else:
+            work = cost.mac(
+                target, cost.conv_macs(out_shape, (layer.kh, layer.kw), layer.ic_per_group)
+            )
+        dma = sum(c.cycles for c in loads) + store.cycles
+        busy[index % num_tiles] += dma + work.cycles
+        port_bytes += sum(c.ddr_bytes for c in loads) + store.ddr_bytes
+    return max(max(busy), cost.ddr_port_cycles(target, port_bytes))
+
+
+def plan_window_layer_priced(
+    layer: WindowLayer, target, num_tiles: int, what: str, *, split_columns: bool = False
+) -> list[WindowPiece]:
+    """The cheapest of `plan_window_layer`'s plans made for 1, 2, 4 ... `num_tiles` tiles
+    (pieces small enough that that many tiles get work), as `window_plan_cycles` prices them
+    over the program's `num_tiles`: a small layer spread over every tile can cost more in
+    halo rows and per-transfer set-up than it saves in compute. Input-channel blocks are
+    left to the plan for all tiles, so the partial-sum chains stay as they are."""
+    best, best_cycles = None, None
+    for spread in sorted({t for t in (1, 2, 4, 8) if t < num_tiles} | {num_tiles}, reverse=True):
+        pieces = plan_window_layer(
+            layer,
+            target.ocm_bytes_per_tile,
+            spread,
+            target.ocm_alignment,
+            what,
+            split_columns=split_columns,
+        )
+        if any(p.ci_blocks for p in pieces):
+            return pieces if best is None else best
+        cycles = window_plan_cycles(layer, pieces, num_tiles, target)
+        if best_cycles is None or cycles < best_cycles:
+            best, best_cycles = pieces, cycles
+    return best

@@ -82,6 +82,14 @@ def test_num_tiles_bounds_the_tiles_used(mnist_region, num_tiles):
     assert region.program.num_tiles == num_tiles
 
 
+def test_target_and_options_are_the_sched_programs_properties(mnist_region, compiled):
+    assert 'sched.program mcpu("cn10ka") tiles(8) symbol(' in compiled.stages["sched"]
+    assert "wb_pin_ocm" not in compiled.stages["sched"]
+    pinned = compile_region(mnist_region, num_tiles=2, wb_pin_ocm=True, keep_stages=True)
+    assert 'mcpu("cn10ka") tiles(2)' in pinned.stages["sched"]
+    assert ") wb_pin_ocm ddr_size(" in pinned.stages["sched"]
+
+
 def test_dump_dir_has_one_file_per_pass(mnist_region, tmp_path):
     compile_region(mnist_region, dump_dir=tmp_path)
     names = sorted(p.name.split(".", 1)[1] for p in tmp_path.iterdir())
@@ -92,8 +100,12 @@ def test_dump_dir_has_one_file_per_pass(mnist_region, tmp_path):
         "03-mrvl-fold-flatten-into-fc.mlir",
         "04-convert-mrvl-to-sched.mlir",
         "05-sched-fuse-converts.mlir",
-        "06-sched-allocate.mlir",
-        "07-convert-sched-to-mlip.mlir",
+        "06-sched-pin-weights.mlir",
+        "07-sched-pipeline.mlir",
+        "08-sched-allocate.mlir",
+        "09-sched-verify-allocation.mlir",
+        "10-sched-insert-sync.mlir",
+        "11-convert-sched-to-mlip.mlir",
     ]
 
 
@@ -129,3 +141,15 @@ def test_op_outside_an_mlip_layer_names_its_onnx_node(mnist_model):
     with pytest.raises(UnsupportedOpError, match="/softmax/Softmax") as info:
         compile_region(region)
     assert info.value.node == "/softmax/Softmax"
+
+
+def test_mrvlc_wb_pin_ocm_reaches_the_sched_program(mnist_model, tmp_path, capsys):
+    import onnx
+
+    from mrvl.tools import mrvlc
+
+    path = tmp_path / "mnist.onnx"
+    onnx.save(mnist_model, path)
+    assert mrvlc.main([str(path), "--emit", "sched", "--num-tiles", "2", "--wb-pin-ocm"]) == 0
+    out = capsys.readouterr().out
+    assert 'sched.program mcpu("cn10ka") tiles(2) symbol("mrvl_region_0") wb_pin_ocm' in out

@@ -41,3 +41,36 @@ def test_fc_pieces_count_the_prelu_slopes(rows, k, o):
     for p in pieces:
         in_ocm = (p.ns * k + p.os * k + p.ns * p.os) * F16 + p.os * 2 * F32 + 5 * ALIGN
         assert in_ocm <= OCM, p
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    h=st.integers(1, 64),
+    c=st.integers(1, 256),
+    oc=st.integers(1, 256),
+    k=st.sampled_from((1, 3)),
+    tiles=st.sampled_from((1, 2, 4, 8)),
+    pool=st.booleans(),
+)
+def test_the_priced_plan_is_never_dearer_than_spreading_over_every_tile(h, c, oc, k, tiles, pool):
+    from mrvl.passes.sched.tiling import (
+        WindowLayer,
+        plan_window_layer,
+        plan_window_layer_priced,
+        window_plan_cycles,
+    )
+    from mrvl.target import get_target
+
+    target = get_target("cn10ka")
+    oc = c if pool else oc
+    wbytes = 0 if pool else k * k * c * F16 + F32
+    layer = WindowLayer(1, h, h, c, h, h, oc, k, k, 1, k // 2, 1, wbytes, pool, pad_left=k // 2)
+    spread = plan_window_layer(layer, target.ocm_bytes_per_tile, tiles, ALIGN, "l")
+    chosen = plan_window_layer_priced(layer, target, tiles, "l")
+    assert window_plan_cycles(layer, chosen, tiles, target) <= window_plan_cycles(
+        layer, spread, tiles, target
+    )
+    # every output row and channel is computed once
+    cells = sorted((r, o) for p in chosen for r in range(p.orow0, p.orow0 + p.rows)
+                   for o in range(p.oc0, p.oc0 + p.ocs))
+    assert cells == [(r, o) for r in range(h) for o in range(oc)]

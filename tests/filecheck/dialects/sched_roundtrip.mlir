@@ -1,9 +1,11 @@
 // RUN: mrvl-opt %s --print-debuginfo | filecheck %s
 // RUN: mrvl-opt %s --print-debuginfo | mrvl-opt --print-debuginfo | filecheck %s
 
-// Buffers, DMA, tasks and tokens in their custom forms, locations kept.
+// The program (target, tiles, options, DDR layout), buffers, DMA, tasks and tokens in their
+// custom forms, locations kept.
 
-builtin.module attributes {mrvl.target = "cn10ka", mrvl.num_tiles = 1 : i64} {
+builtin.module {
+sched.program mcpu("cn10ka") tiles(1) symbol("region") wb_pin_ocm ddr_size(1024) const_base(512) const_end(576) {
   %x = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x1x8x8xf32>
   %y = sched.io "output0" "output" offset(256) : !sched.buffer<ddr, 1x4xf32>
   %w = sched.const "w" = dense<1.0> : tensor<2x3x3x1xf16> offset(512) : !sched.buffer<ddr, 2x3x3x1xf16> loc("/conv/Conv")
@@ -29,8 +31,10 @@ builtin.module attributes {mrvl.target = "cn10ka", mrvl.num_tiles = 1 : i64} {
   %g = sched.alloc tile(0) : !sched.buffer<ocm, 2xf16>
   %t9 = sched.mul tile 0 %e, %g -> %f channels 2 act silu after(%t8) : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 2xf16> -> !sched.buffer<ocm, 16xf16> loc("/se/Mul")
 }
+}
 
-// CHECK:      %x = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x1x8x8xf32>
+// CHECK:      sched.program mcpu("cn10ka") tiles(1) symbol("region") wb_pin_ocm ddr_size(1024) const_base(512) const_end(576) {
+// CHECK-NEXT: %x = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x1x8x8xf32>
 // CHECK-NEXT: %y = sched.io "output0" "output" offset(256) : !sched.buffer<ddr, 1x4xf32>
 // CHECK-NEXT: %w = sched.const "w" = dense<1.000000e+00> : tensor<2x3x3x1xf16> offset(512) : !sched.buffer<ddr, 2x3x3x1xf16> loc("/conv/Conv")
 // CHECK-NEXT: %a = sched.alloc : !sched.buffer<ddr, 1x8x8x1xf16>

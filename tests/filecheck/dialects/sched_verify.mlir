@@ -75,3 +75,22 @@ builtin.module {
   %t = sched.mul tile 0 %a, %g -> %a channels 2 : !sched.buffer<ocm, 15xf16>, !sched.buffer<ocm, 2xf16> -> !sched.buffer<ocm, 15xf16>
 }
 // CHECK: sched.mul: 15 elements are not whole pixels of 2
+
+// -----
+
+builtin.module {
+  // CHECK: sched.program: tiles(16) is not valid for cn10ka (1, 2, 4 or 8, at most 8)
+  sched.program mcpu("cn10ka") tiles(16) {
+    %x = sched.io "x" "input" : !sched.buffer<ddr, 4xf32>
+  }
+}
+
+// -----
+
+builtin.module {
+  // CHECK: sched.program: unknown mcpu 'cn99': known targets are cn10ka, cnf10kb
+  sched.program mcpu("cn99") tiles(1) {
+    %x = sched.io "x" "input" : !sched.buffer<ddr, 4xf32>
+  }
+}
+

@@ -1,11 +1,11 @@
-// RUN: mrvl-opt %s --split-input-file -p 'convert-mrvl-to-sched{num-tiles=2}' --print-debuginfo | filecheck %s
-// RUN: mrvl-opt %s --split-input-file -p 'convert-mrvl-to-sched{num-tiles=1}' | filecheck %s --check-prefix=ONE
+// RUN: mrvl-opt %s --split-input-file -p 'convert-mrvl-to-sched{mcpu=cn10ka num-tiles=2}' --print-debuginfo | filecheck %s
+// RUN: mrvl-opt %s --split-input-file -p 'convert-mrvl-to-sched{mcpu=cn10ka num-tiles=1}' | filecheck %s --check-prefix=ONE
 
 // A conv is cut into bands of output rows, one per tile; each band loads its input window
 // (with the rows the 3x3 kernel needs), its weights and bias, computes, and stores its rows.
 // Loads wait for the conversion that wrote the input; the layer keeps its ONNX location.
 
-builtin.module attributes {mrvl.target = "cn10ka"} {
+builtin.module {
   func.func @region(%x: tensor<1x1x6x6xf32, #mrvl.layout<NCHW>>) -> tensor<1x3x6x6xf32, #mrvl.layout<NCHW>> {
     %0 = mrvl.cast %x : tensor<1x1x6x6xf32, #mrvl.layout<NCHW>> -> tensor<1x1x6x6xf16, #mrvl.layout<NCHW>> loc("/conv/Conv")
     %1 = mrvl.layout_convert %0 : tensor<1x1x6x6xf16, #mrvl.layout<NCHW>> -> tensor<1x6x6x1xf16, #mrvl.layout<NHWC>> loc("/conv/Conv")
@@ -18,7 +18,8 @@ builtin.module attributes {mrvl.target = "cn10ka"} {
   }
 }
 
-// CHECK:      builtin.module attributes {mrvl.target = "cn10ka", mrvl.num_tiles = 2 : i64, mrvl.symbol = "region"} {
+// CHECK:      builtin.module {
+// CHECK-NEXT:   sched.program mcpu("cn10ka") tiles(2) symbol("region") {
 // CHECK-NEXT:   %[[IN:.*]] = sched.io "x" "input" : !sched.buffer<ddr, 1x1x6x6xf32>
 // CHECK-NEXT:   %[[OUT:.*]] = sched.io "output0" "output" : !sched.buffer<ddr, 1x3x6x6xf32>
 // CHECK-NEXT:   %[[H:.*]] = sched.alloc : !sched.buffer<ddr, 1x1x6x6xf16> loc("/conv/Conv")
@@ -53,7 +54,7 @@ builtin.module attributes {mrvl.target = "cn10ka"} {
 
 // An FC layer's output features are split across the tiles.
 
-builtin.module attributes {mrvl.target = "cn10ka"} {
+builtin.module {
   func.func @fc(%x: tensor<1x16xf32, #mrvl.layout<NC>>) -> tensor<1x10xf32, #mrvl.layout<NC>> {
     %0 = mrvl.cast %x : tensor<1x16xf32, #mrvl.layout<NC>> -> tensor<1x16xf16, #mrvl.layout<NC>> loc("/fc/Gemm")
     %w = mrvl.constant "fc_mrvl_const_0" = dense<0.25> : tensor<10x16xf16> -> tensor<10x16xf16, #mrvl.layout<OI>> loc("/fc/Gemm")

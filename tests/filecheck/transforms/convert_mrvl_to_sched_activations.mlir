@@ -1,5 +1,5 @@
-// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{num-tiles=2}' --print-debuginfo | filecheck %s
-// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{num-tiles=2},sched-allocate,convert-sched-to-mlip' --print-debuginfo | filecheck %s --check-prefix=ISA
+// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{mcpu=cn10ka num-tiles=2}' --print-debuginfo | filecheck %s
+// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{mcpu=cn10ka num-tiles=2},sched-allocate,convert-sched-to-mlip' --print-debuginfo | filecheck %s --check-prefix=ISA
 
 // A table activation loads its table (a compiler-made DDR constant) into a tile's table memory
 // with `lut` before the first task that needs it there, and again only when the tile's table
@@ -7,7 +7,7 @@
 // slopes are a constant loaded like a bias. A squeeze-excitation gate is `mul` per image with
 // the image's C gate values (`channels 8`).
 
-builtin.module attributes {mrvl.target = "cn10ka"} {
+builtin.module {
   func.func @region(%x: tensor<1x4x4x8xf32, #mrvl.layout<NHWC>>) -> tensor<1x4x4x8xf32, #mrvl.layout<NHWC>> {
     %0 = mrvl.cast %x : tensor<1x4x4x8xf32, #mrvl.layout<NHWC>> -> tensor<1x4x4x8xf16, #mrvl.layout<NHWC>> loc("/in")
     %w = mrvl.constant "w" = dense<0.5> : tensor<8x1x1x8xf16> -> tensor<8x1x1x8xf16, #mrvl.layout<OHWI>>

@@ -1,9 +1,9 @@
-// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{num-tiles=2}' --print-debuginfo | filecheck %s
+// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{mcpu=cn10ka num-tiles=2}' --print-debuginfo | filecheck %s
 
 // The residual add runs on flat chunks, one per tile; concat is two DDR-to-DDR copies into the
 // channel slices of the result; a global pool is a pool whose window is the whole plane.
 
-builtin.module attributes {mrvl.target = "cn10ka"} {
+builtin.module {
   func.func @region(%x: tensor<1x4x4x8xf32, #mrvl.layout<NHWC>>) -> tensor<1x1x1x16xf32, #mrvl.layout<NHWC>> {
     %0 = mrvl.cast %x : tensor<1x4x4x8xf32, #mrvl.layout<NHWC>> -> tensor<1x4x4x8xf16, #mrvl.layout<NHWC>> loc("/in")
     %1 = mrvl.add %0, %0 act relu : tensor<1x4x4x8xf16, #mrvl.layout<NHWC>> loc("/add/Add")

@@ -1,11 +1,11 @@
-// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{num-tiles=2}' --print-debuginfo | filecheck %s
+// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{mcpu=cn10ka num-tiles=2}' --print-debuginfo | filecheck %s
 
 // A strided copy is DDR-to-DDR DMA over flat views with explicit element strides: an NHWC
 // nearest upsample has 5 dimensions, so the smallest (the repeated rows) is walked one DMA
 // per index and the outermost of the other 4 is cut across the tiles. Zero insertion fills
 // the result from one zero element (source stride 0), then scatters the input into it.
 
-builtin.module attributes {mrvl.target = "cn10ka"} {
+builtin.module {
   func.func @region(%x: tensor<1x3x4x2xf16, #mrvl.layout<NHWC>>) -> (tensor<1x6x8x2xf16, #mrvl.layout<NHWC>>, tensor<1x5x7x2xf16, #mrvl.layout<NHWC>>) {
     %0 = mrvl.strided_copy %x offset 0 strides [8, 0, 2, 0, 1] box [3, 2, 4, 2, 2] : tensor<1x3x4x2xf16, #mrvl.layout<NHWC>> -> tensor<1x6x8x2xf16, #mrvl.layout<NHWC>> loc("/up/Resize")
     %1 = mrvl.layout_convert %0 : tensor<1x6x8x2xf16, #mrvl.layout<NHWC>> -> tensor<1x6x8x2xf16, #mrvl.layout<NHWC>> loc("/out")

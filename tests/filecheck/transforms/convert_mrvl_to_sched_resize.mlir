@@ -1,12 +1,12 @@
-// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{num-tiles=2}' --print-debuginfo | filecheck %s
-// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{num-tiles=2},sched-allocate,convert-sched-to-mlip' | mrvl-opt | filecheck %s --check-prefix=ISA
+// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{mcpu=cn10ka num-tiles=2}' --print-debuginfo | filecheck %s
+// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{mcpu=cn10ka num-tiles=2},sched-allocate,convert-sched-to-mlip' | mrvl-opt | filecheck %s --check-prefix=ISA
 
 // A bilinear resize is cut into bands of output rows, one per tile. Each band loads the input
 // rows its slice of the row table reads (here rows 0-1 for both bands), its slice of the row
 // table (a strided DMA from the flat f32 constant) and the whole column table, then one
 // sched.resize. It selects to one mlip.resize per band, which prints and parses back.
 
-builtin.module attributes {mrvl.target = "cn10ka"} {
+builtin.module {
   func.func @region(%x: tensor<1x2x3x2xf16, #mrvl.layout<NHWC>>) -> tensor<1x4x6x2xf16, #mrvl.layout<NHWC>> {
     %yt = mrvl.constant "rows" = dense<[0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.75, 0.25, 0.0, 1.0, 0.25, 0.75, 1.0, 1.0, 1.0, 0.0]> : tensor<16xf32> -> tensor<16xf32, #mrvl.layout<O>>
     %xt = mrvl.constant "cols" = dense<[0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.75, 0.25, 0.0, 1.0, 0.25, 0.75, 1.0, 2.0, 0.75, 0.25, 1.0, 2.0, 0.25, 0.75, 2.0, 2.0, 1.0, 0.0]> : tensor<24xf32> -> tensor<24xf32, #mrvl.layout<O>>

@@ -1,9 +1,9 @@
-// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{num-tiles=2},sched-allocate,convert-sched-to-mlip' --print-debuginfo | filecheck %s
+// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{mcpu=cn10ka num-tiles=2},sched-allocate,convert-sched-to-mlip' --print-debuginfo | filecheck %s
 
 // A standalone per-channel scale/shift runs in chunks of whole pixels (a multiple of the 4
 // channels), one per tile, each loading the scales and shifts; it selects `scale`.
 
-builtin.module attributes {mrvl.target = "cn10ka"} {
+builtin.module {
   func.func @bn(%x: tensor<1x3x3x4xf32, #mrvl.layout<NHWC>>) -> tensor<1x3x3x4xf32, #mrvl.layout<NHWC>> {
     %0 = mrvl.cast %x : tensor<1x3x3x4xf32, #mrvl.layout<NHWC>> -> tensor<1x3x3x4xf16, #mrvl.layout<NHWC>>
     %s = mrvl.constant "s" = dense<2.0> : tensor<4xf32> -> tensor<4xf32, #mrvl.layout<O>>

@@ -1,11 +1,11 @@
-// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{num-tiles=2},sched-allocate,convert-sched-to-mlip' --print-debuginfo | filecheck %s
+// RUN: mrvl-opt %s -p 'convert-mrvl-to-sched{mcpu=cn10ka num-tiles=2},sched-allocate,convert-sched-to-mlip' --print-debuginfo | filecheck %s
 
 // A scale/shift whose one pixel does not fit a tile with every channel's f32 scale and shift
 // (23040 channels: 92 KB of f16 data in and out, 184 KB of parameters, a 256 KB tile) is cut
 // into channel groups of one pixel each, each loading its slice of the scales and shifts:
 // (262144 - 5 * 64) // (2 + 2 + 4 + 4) = 21818 channels, then the other 1222.
 
-builtin.module attributes {mrvl.target = "cn10ka"} {
+builtin.module {
   func.func @bn(%x: tensor<2x1x1x23040xf32, #mrvl.layout<NHWC>>) -> tensor<2x1x1x23040xf32, #mrvl.layout<NHWC>> {
     %0 = mrvl.cast %x : tensor<2x1x1x23040xf32, #mrvl.layout<NHWC>> -> tensor<2x1x1x23040xf16, #mrvl.layout<NHWC>>
     %s = mrvl.constant "s" = dense<2.0> : tensor<23040xf32> -> tensor<23040xf32, #mrvl.layout<O>>

@@ -2,9 +2,10 @@
 
 // One instruction per DMA / conversion / task: buffers become byte addresses with row-major
 // byte strides padded to 4-D, tokens become numbers (signalled only when waited for), the
-// constant pool collects the constants' bytes from mrvl.const_base, and 'end' closes the program.
+// constant pool collects the constants' bytes from the program's const_base, and 'end' closes the program.
 
-builtin.module attributes {mrvl.target = "cn10ka", mrvl.num_tiles = 2 : i64, mrvl.const_base = 128 : i64, mrvl.const_end = 328 : i64, mrvl.ddr_size = 448 : i64} {
+builtin.module {
+sched.program mcpu("cn10ka") tiles(2) ddr_size(448) const_base(128) const_end(328) {
   %in = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x10xf32>
   %out = sched.io "output0" "output" offset(64) : !sched.buffer<ddr, 1x10xf32>
   %tmp = sched.alloc offset(384) : !sched.buffer<ddr, 1x10xf16>
@@ -22,6 +23,7 @@ builtin.module attributes {mrvl.target = "cn10ka", mrvl.num_tiles = 2 : i64, mrv
   %e = sched.alloc tile(1) offset(0) : !sched.buffer<ocm, 1x10xf16>
   %t6 = sched.dma tile 1 %tmp [0, 0] -> %e [0, 0] box [1, 10] after(%t4) : !sched.buffer<ddr, 1x10xf16>, !sched.buffer<ocm, 1x10xf16>
   %t7 = sched.convert tile 0 %tmp -> %out perm [0, 1] after(%t5, %t6) : !sched.buffer<ddr, 1x10xf16>, !sched.buffer<ddr, 1x10xf32>
+}
 }
 
 

@@ -1,10 +1,11 @@
 // RUN: mrvl-opt %s -p sched-allocate | filecheck %s
 
-// DDR: I/O first, then the constant pool (contiguous, at mrvl.const_base), then intermediates,
+// DDR: I/O first, then the constant pool (contiguous, at the program's const_base), then intermediates,
 // each 64-byte aligned. OCM: per tile, by live range; a buffer whose last use has passed gives
 // its space to the next one.
 
-builtin.module attributes {mrvl.target = "cn10ka", mrvl.num_tiles = 2 : i64} {
+builtin.module {
+sched.program mcpu("cn10ka") tiles(2) {
   %in = sched.io "x" "input" : !sched.buffer<ddr, 1x10xf32>
   %out = sched.io "output0" "output" : !sched.buffer<ddr, 1x10xf32>
   %tmp = sched.alloc : !sched.buffer<ddr, 1x10xf16>
@@ -23,8 +24,9 @@ builtin.module attributes {mrvl.target = "cn10ka", mrvl.num_tiles = 2 : i64} {
   %t6 = sched.dma tile 1 %tmp [0, 0] -> %e [0, 0] box [1, 10] after(%t4) : !sched.buffer<ddr, 1x10xf16>, !sched.buffer<ocm, 1x10xf16>
   %t7 = sched.convert tile 0 %tmp -> %out perm [0, 1] after(%t5, %t6) : !sched.buffer<ddr, 1x10xf16>, !sched.buffer<ddr, 1x10xf32>
 }
+}
 
-// CHECK:      builtin.module attributes {{{.*}}mrvl.const_base = 128 : i64, mrvl.const_end = 328 : i64, mrvl.ddr_size = 448 : i64} {
+// CHECK:      sched.program mcpu("cn10ka") tiles(2) ddr_size(448) const_base(128) const_end(328) {
 // CHECK-NEXT:   sched.io "x" "input" offset(0)
 // CHECK-NEXT:   sched.io "output0" "output" offset(64)
 // CHECK-NEXT:   sched.alloc offset(384) : !sched.buffer<ddr, 1x10xf16>
