@@ -46,6 +46,24 @@ def first_fit(ranges: list[LiveRange], base: int, alignment: int) -> int:
     return top
 
 
+def overflowing_layers(ranges, target) -> set:
+    """A trial of the OCM allocation: the locations (layers) of the buffers among `ranges`
+    that first fit would place beyond a tile's capacity. The offsets are cleared again, so
+    passes that reorder or merge work can ask before they commit."""
+    by_tile: dict[int, list[LiveRange]] = {}
+    for r in ranges:
+        if r.tile is not None:
+            by_tile.setdefault(r.tile, []).append(r)
+    failing = set()
+    for tile_ranges in by_tile.values():
+        first_fit(tile_ranges, 0, target.ocm_alignment)
+        for r in tile_ranges:
+            if r.op.offset.value.data + r.size > target.ocm_bytes_per_tile:
+                failing.add(r.op.location)
+            r.op.offset = None  # sched-allocate decides; this was a trial
+    return failing
+
+
 @dataclass(frozen=True)
 class AllocatePass(MrvlModulePass):
     name = "sched-allocate"

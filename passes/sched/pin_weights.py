@@ -22,7 +22,7 @@ from xdsl.rewriter import Rewriter
 
 from mrvl.dialects import sched
 from mrvl.passes.common import MrvlModulePass
-from mrvl.passes.sched.allocate import first_fit
+from mrvl.passes.sched.allocate import overflowing_layers
 from mrvl.passes.sched.liveness import live_ranges
 
 
@@ -100,15 +100,4 @@ class PinWeightsPass(MrvlModulePass):
             gone = ranges.pop(repeat.alloc)
             keep = ranges[first.alloc]
             keep.end = max(keep.end, gone.end)
-        by_tile: dict[int, list] = {}
-        for r in ranges.values():
-            if r.tile is not None:
-                by_tile.setdefault(r.tile, []).append(r)
-        failing = set()
-        for tile_ranges in by_tile.values():
-            first_fit(tile_ranges, 0, target.ocm_alignment)
-            for r in tile_ranges:
-                if r.op.offset.value.data + r.size > target.ocm_bytes_per_tile:
-                    failing.add(r.op.location)
-                r.op.offset = None  # sched-allocate decides; this was a trial
-        return failing
+        return overflowing_layers(ranges.values(), target)

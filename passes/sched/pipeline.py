@@ -29,7 +29,7 @@ from xdsl.ir import Operation
 
 from mrvl.dialects import sched
 from mrvl.passes.common import MrvlModulePass
-from mrvl.passes.sched.allocate import first_fit
+from mrvl.passes.sched.allocate import overflowing_layers
 from mrvl.passes.sched.liveness import live_ranges, root
 
 OCM_SLACK = 0.0
@@ -134,7 +134,7 @@ class PipelinePass(MrvlModulePass):
                 moves.setdefault(at, []).extend((alloc, o))
             moved.update((alloc, o))
         while moves:
-            failing = self.overflowing_layers(self.reordered(ops, moves, moved), target)
+            failing = overflowing_layers(live_ranges(self.reordered(ops, moves, moved)), target)
             if not failing:
                 break
             # give up double buffering in the layers whose buffers did not fit, and try again
@@ -158,20 +158,3 @@ class PipelinePass(MrvlModulePass):
             if o not in moved:
                 order.append(o)
         return order
-
-    @staticmethod
-    def overflowing_layers(order: list[Operation], target) -> set:
-        """The locations (layers) of the OCM buffers the allocator's first fit would place
-        beyond a tile's capacity."""
-        by_tile: dict[int, list] = {}
-        for r in live_ranges(order):
-            if r.tile is not None:
-                by_tile.setdefault(r.tile, []).append(r)
-        failing = set()
-        for ranges in by_tile.values():
-            first_fit(ranges, 0, target.ocm_alignment)
-            for r in ranges:
-                if r.op.offset.value.data + r.size > target.ocm_bytes_per_tile:
-                    failing.add(r.op.location)
-                r.op.offset = None  # sched-allocate decides; this was a trial
-        return failing
