@@ -28,7 +28,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 import tvm
-from helpers import assert_same_bytes, lib_features
+from helpers import assert_same_bytes, corpus_features, lib_features
 from tvm import relax
 
 import mrvl
@@ -51,9 +51,10 @@ MAC_GOAL_MODELS = frozenset({"resnet50", "vgg19", "bvlc_alexnet", "zfnet512", "s
 FAST_MODELS = frozenset({"squeezenet", "shufflenet"})  # < 20 s each, whole flow
 ENGINE_IDENTITY_MODELS = frozenset({"squeezenet", "shufflenet", "resnet50"})
 """Models whose build also runs on the interpreter (engine identity, no tolerance): the two
-fast ones and one large one. The interpreter takes minutes on the other large models
-(VGG-19, AlexNet, ZFNet, DenseNet, Inception), whose layers are the same opcodes at other
-sizes; `test_engine_identity_covers_every_light_model` checks that claim."""
+fast ones and one large one. The other large models (VGG-19, AlexNet, ZFNet, DenseNet,
+Inception) run the same engine code paths at other sizes, which
+`test_engine_identity_covers_the_model` checks: their interpreter runs would add time, not
+coverage."""
 
 
 def _params(names=LIGHT_MODELS):
@@ -204,9 +205,11 @@ def test_engines_agree(light):
     "light", _params(set(LIGHT_MODELS) - ENGINE_IDENTITY_MODELS), indirect=True
 )
 def test_engine_identity_covers_the_model(light):
-    """The models left off the interpreter use no engine code path that the engine-identity
-    models do not (`helpers.instruction_features`): only other sizes of the same paths."""
-    covered = set()
+    """The models left off the interpreter use no engine code path (`helpers.
+    instruction_features`) that the engine-identity corpus does not: the small models of
+    tests/sim/test_engines_models.py and the models of ENGINE_IDENTITY_MODELS. They run only
+    other sizes of the same paths."""
+    covered = corpus_features()
     for name in sorted(ENGINE_IDENTITY_MODELS):
         if name not in _FEATURES:  # built earlier in the session unless run out of order
             LightModel.load(name).lib  # noqa: B018 - builds and records its features
@@ -214,7 +217,8 @@ def test_engine_identity_covers_the_model(light):
     missing = lib_features(light.lib) - covered
     assert not missing, (
         f"{light.name} runs engine paths no engine-identity model runs: {sorted(missing)}; "
-        "add it (or a model that has them) to ENGINE_IDENTITY_MODELS"
+        "add a small model that has them to helpers.ENGINE_CORPUS (or this model to "
+        "ENGINE_IDENTITY_MODELS)"
     )
 
 
