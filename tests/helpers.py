@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import sys
+from pathlib import Path
+
 import numpy as np
 import onnx
 import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def region_functions(mod):
@@ -29,3 +37,141 @@ def truncated_at(model: onnx.ModelProto, tensor_name: str) -> onnx.ModelProto:
     del copy.graph.output[:]
     copy.graph.output.append(onnx.helper.make_empty_tensor_value_info(tensor_name))
     return copy
+
+
+def assert_same_bytes(expected: list[np.ndarray], actual: list[np.ndarray]) -> None:
+    """The two lists of outputs are identical, byte for byte (no tolerance)."""
+    assert len(expected) == len(actual), f"{len(expected)} outputs against {len(actual)}"
+    for index, (a, b) in enumerate(zip(expected, actual)):
+        assert a.dtype == b.dtype and a.shape == b.shape, f"output {index}"
+        if a.tobytes() != b.tobytes():
+            diff = np.flatnonzero(a.reshape(-1).view(np.uint8) != b.reshape(-1).view(np.uint8))
+            raise AssertionError(
+                f"output {index}: engines differ in {diff.size} bytes, first at byte {diff[0]}"
+            )
+
+
+def instruction_features(program) -> set[tuple]:
+    """What selects a code path in the simulator's engines, per instruction of a
+    `mrvl.isa.Program`: the opcode with its activation, pool mode, dtypes, memory spaces,
+    element size, and whether a conv is grouped, dilated, strided, padded, narrow (fewer than
+    32 output channels), continues or leaves an fp32 accumulator. Two programs with the same
+    features run the same engine code, at other sizes."""
+    features = set()
+    for ins in program.code:
+        f, op = ins.fields, ins.opcode
+        if op == "dma":
+            key = (op, f["src_space"], f["dst_space"], f["elem_bytes"])
+        elif op == "cvt":
+            key = (op, f["src_dtype"], f["dst_dtype"], tuple(f["perm"]) != tuple(sorted(f["perm"])))
+        elif op == "conv":
+            key = (
+                op, f["act"], f["groups"] > 1, f["out_shape"][3] < 32, f["acc_addr"] != -1,
+                f["acc_out"], f["b_addr"] != -1, max(f["dilation"]) > 1, max(f["stride"]) > 1,
+                max(f["pad"]) > 0,
+            )  # fmt: skip
+        elif op == "pool":
+            key = (op, f["mode"], f["count_include_pad"], max(f["pad"]) + max(f["pad_end"]) > 0)
+        elif "act" in f:
+            key = (op, f["act"])
+        else:
+            key = (op,)
+        features.add(key)
+    return features
+
+
+def lib_features(lib) -> set[tuple]:
+    """`instruction_features` of every region of a `mrvl.build` result."""
+    return set().union(*(instruction_features(r.program) for r in lib.mrvl_regions))
+
+
+def load_module(name: str, path: Path):
+    """The Python file `path` imported as module `name` (once per session)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+# ------------------------------------------------------------------- the engine-identity corpus
+
+
+def paths_net() -> onnx.ModelProto:
+    """Engine paths the e2e nets and MNIST leave out and the large light models use (see
+    tests/models/test_light_models.py): a BatchNormalization alone (scale, no activation) and
+    wide convs with no activation, with and without bias, stride and padding."""
+    rng = np.random.default_rng(0)
+    c = 64
+
+    def init(name, shape, positive=False):
+        a = rng.standard_normal(shape).astype(np.float32) * 0.1
+        return numpy_helper.from_array(np.abs(a) + 0.5 if positive else a, name)
+
+    inits = [
+        init("s", (c,), True), init("b", (c,)), init("m", (c,)), init("v", (c,), True),
+        init("w1", (c, c, 3, 3)), init("b1", (c,)), init("w2", (c, c, 3, 3)), init("b2", (c,)),
+        init("w3", (c, c, 1, 1)), init("w4", (c, c, 3, 3)),
+    ]  # fmt: skip
+    node = helper.make_node
+    nodes = [
+        node("BatchNormalization", ["x", "s", "b", "m", "v"], ["bn"], name="bn"),
+        node("Conv", ["bn", "w1", "b1"], ["c1"], name="conv_bias", pads=[1, 1, 1, 1]),
+        node("Conv", ["c1", "w2", "b2"], ["c2"], name="conv_stride", pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Conv", ["c2", "w3"], ["c3"], name="conv_1x1"),
+        node("Conv", ["c3", "w4"], ["y"], name="conv_pad", pads=[1, 1, 1, 1]),
+    ]  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "paths",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 4, 4])],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+
+
+def _e2e_nets() -> dict:
+    return load_module("mrvl_e2e_nets", ROOT / "tests" / "e2e" / "test_layers_end_to_end.py").NETS
+
+
+ENGINE_CORPUS_MODELS = (
+    "residual", "activations", "batch8", "shapes", "preactivation", "paths", "mnist",
+)  # fmt: skip
+"""The small models every run compares on both engines, each built for 1 and for 8 tiles
+(tests/sim/test_engines_models.py): the e2e nets, `paths_net` and MNIST."""
+ENGINE_CORPUS = tuple((name, tiles) for name in ENGINE_CORPUS_MODELS for tiles in (1, 8))
+
+
+@functools.cache
+def corpus_model(name: str) -> onnx.ModelProto:
+    if name == "paths":
+        return paths_net()
+    if name == "mnist":
+        from mrvl.models.mnist import make_mnist_model
+
+        return make_mnist_model(seed=0)
+    return _e2e_nets()[name]()
+
+
+@functools.cache
+def corpus_build(name: str, num_tiles: int):
+    """`mrvl.build` of a corpus model, once per session."""
+    import mrvl
+
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(corpus_model(name)), num_tiles=num_tiles)
+    return mrvl.build(mod)
+
+
+def corpus_inputs(name: str) -> list[np.ndarray]:
+    rng = np.random.default_rng(1)
+    return [
+        rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+        for i in corpus_model(name).graph.input
+    ]
+
+
+def corpus_features() -> set[tuple]:
+    """`lib_features` of the whole engine-identity corpus."""
+    return set().union(*(lib_features(corpus_build(n, t)) for n, t in ENGINE_CORPUS))
