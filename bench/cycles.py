@@ -15,7 +15,9 @@ depend on data, so nothing is run). Printed per (model, tiles):
 - the cycle model's own wall time;
 
 and per model the speed-up from the fewest to the most tiles next to the roofline's own
-speed-up, and their ratio (goal: >= 0.75).
+speed-up, and their ratio (goal: >= 0.75). Each (model, tiles) is compiled without and with
+`wb_pin_ocm`, so the DDR bytes that weight pinning saves are side by side
+(`--pin off` or `--pin on` for one of them).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def load(name: str):
     return load_light_model(name, calibrate=False)
 
 
-def regions(model, num_tiles: int):
+def regions(model, num_tiles: int, wb_pin_ocm: bool):
     """(symbol, ValidProgram) of every MLIP region, compiled for `num_tiles`."""
     from tvm import relax
 
@@ -53,7 +55,7 @@ def regions(model, num_tiles: int):
         attrs = func.attrs if isinstance(func, relax.Function) and func.attrs else {}
         if "Codegen" in attrs and str(attrs["Codegen"]) == "mrvl":
             func = func.with_attr("global_symbol", gv.name_hint)
-            region = compile_region(func, mcpu=MCPU, num_tiles=num_tiles)
+            region = compile_region(func, mcpu=MCPU, num_tiles=num_tiles, wb_pin_ocm=wb_pin_ocm)
             yield region.symbol, prepare(region.binary)
 
 
@@ -61,6 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--tiles", nargs="+", type=int, default=list(TILES))
+    parser.add_argument("--pin", choices=("off", "on", "both"), default="both")
     args = parser.parse_args()
 
     from mrvl.sim.profile import profile_regions
@@ -69,17 +72,19 @@ def main() -> None:
     for name in args.models:
         model = load(name)
         results = {}
-        for tiles in args.tiles:
-            programs = [(symbol, valid, None) for symbol, valid in regions(model, tiles)]
+        pins = {"off": (False,), "on": (True,), "both": (False, True)}[args.pin]
+        for tiles, pin in ((t, p) for t in args.tiles for p in pins):
+            programs = [(symbol, valid, None) for symbol, valid in regions(model, tiles, pin)]
             start = time.perf_counter()
             profile = profile_regions(programs)
             seconds = time.perf_counter() - start
-            results[tiles] = profile
+            results[tiles, pin] = profile
             instructions = sum(len(valid.code) for _, valid, _ in programs)
             rows.append(
                 (
                     name,
                     tiles,
+                    "on" if pin else "off",
                     instructions,
                     profile.total_cycles,
                     profile.roofline_cycles,
@@ -91,12 +96,13 @@ def main() -> None:
                 )
             )
         low, high = min(args.tiles), max(args.tiles)
-        if low != high:
-            modelled = results[low].total_cycles / results[high].total_cycles
-            bound = results[low].roofline_cycles / results[high].roofline_cycles
+        for pin in pins if low != high else ():
+            modelled = results[low, pin].total_cycles / results[high, pin].total_cycles
+            bound = results[low, pin].roofline_cycles / results[high, pin].roofline_cycles
             speedups.append(
                 (
                     name,
+                    "on" if pin else "off",
                     f"{low}->{high}",
                     f"{modelled:.2f}",
                     f"{bound:.2f}",
@@ -110,6 +116,7 @@ def main() -> None:
             headers=[
                 "model",
                 "tiles",
+                "wb_pin_ocm",
                 "instructions",
                 "cycles",
                 "roofline",
@@ -126,7 +133,9 @@ def main() -> None:
         print(
             tabulate(
                 speedups,
-                headers=["model", "tiles", "speed-up", "roofline speed-up", "ratio"],
+                headers=[
+                    "model", "wb_pin_ocm", "tiles", "speed-up", "roofline speed-up", "ratio"
+                ],
             )
         )
 

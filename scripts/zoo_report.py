@@ -51,6 +51,8 @@ class ZooRun:
     verdict: object | None = None  # mrvl.fp16_emulation.Verdict
     # per output: the emulation's error over re-drawn fp16 roundings (emulation_error_range)
     emulation_range: list[tuple[float, float]] | None = None
+    # the same run on the reference interpreter gave the same output bytes as on Numba
+    engines_identical: bool | None = None
     failure: str | None = None  # "<stage>: <exception type>: <message>"
 
     @property
@@ -88,6 +90,7 @@ def run_model(name: str, seed: int = SEED) -> ZooRun:
     from mrvl.fp16_emulation import emulation_error_range, fp16_emulation_outputs, judge
     from mrvl.models.light import random_inputs
     from mrvl.models.zoo import load_zoo_model, zoo_model_info
+    from mrvl.sim import use_engine
     from tvm import relax
 
     info = zoo_model_info(name)
@@ -117,6 +120,15 @@ def run_model(name: str, seed: int = SEED) -> ZooRun:
         run.seconds["run"] = time.perf_counter() - start
         results = [result] if isinstance(result, tvm.runtime.Tensor) else list(result)
         results = [np.asarray(r.numpy()) for r in results]
+        stage = "interpreter"  # engine identity (issue 8): the same bytes, no tolerance
+        start = time.perf_counter()
+        with use_engine("interp"):
+            again = vm["main"](*[tvm.runtime.tensor(x) for x in feeds.values()])
+        run.seconds["interp"] = time.perf_counter() - start
+        again = [again] if isinstance(again, tvm.runtime.Tensor) else list(again)
+        run.engines_identical = all(
+            a.tobytes() == np.asarray(b.numpy()).tobytes() for a, b in zip(results, again)
+        )
         stage = "reference"
         options = ort.SessionOptions()
         options.log_severity_level = 3

@@ -120,6 +120,7 @@ def check(spec: Spec) -> Outcome:
     from mrvl.accuracy import FP16_MAX_RELATIVE_ERROR, fp16_agreement
     from mrvl.errors import ModelImportError, MrvlError
     from mrvl.placement import is_region, node_targets
+    from mrvl.sim import use_engine
     from tvm import relax
 
     model = build_model(spec)
@@ -152,12 +153,23 @@ def check(spec: Spec) -> Outcome:
     except Exception as exc:  # noqa: BLE001
         return _failure(stage, exc, "not an MrvlError")
 
+    def run_on(engine: str) -> list[np.ndarray]:
+        with use_engine(engine):
+            value = vm["main"](tvm.runtime.tensor(x))
+        return [value.numpy()] if hasattr(value, "numpy") else [v.numpy() for v in value]
+
     try:
         vm = relax.VirtualMachine(executable, tvm.cpu())
-        value = vm["main"](tvm.runtime.tensor(x))
-        results = [value.numpy()] if hasattr(value, "numpy") else [v.numpy() for v in value]
+        results = run_on("numba")
+        # Engine identity (issue 8): the reference interpreter gives the same bytes.
+        interpreted = run_on("interp") if regions else results
     except Exception as exc:  # noqa: BLE001 - a model that built must run
         return _failure("run", exc, "a built model failed to run")
+    if any(a.tobytes() != b.tobytes() for a, b in zip(results, interpreted, strict=True)):
+        return Outcome(
+            FAILED, "the interpreter and Numba give different bytes", "engines:differ",
+            offloaded, regions,
+        )
 
     shapes = [r.shape for r in results]
     if shapes != [e.shape for e in expected]:

@@ -103,6 +103,15 @@ def test_zoo_model_runs_hybrid_within_fp16(name, record_property):
     assert run.verdict.passed, f"{name}:\n{run.verdict}"
 
 
+@pytest.mark.parametrize("name", _params(ZOO_MODELS, {}))
+def test_zoo_model_gives_the_same_bytes_on_both_engines(name):
+    """The hybrid run once more with the regions on the reference interpreter: the same
+    output bytes as on the Numba engine (issue 8's engine identity, over the zoo)."""
+    run = zoo_run(name)
+    assert run.engines_identical is not None, run.failure
+    assert run.engines_identical, f"{name}: the interpreter and Numba differ"
+
+
 @pytest.mark.parametrize("name", _params(ZOO_MODELS, MAC_GOAL_FAILURES))
 def test_zoo_model_mac_fraction_on_mlip(name):
     run = zoo_run(name)
