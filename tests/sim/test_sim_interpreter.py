@@ -30,6 +30,9 @@ from mrvl.isa import Activation, DType, IOEntry, MemSpace, PoolMode, Program
 from mrvl.sim import SimulatorError, SimulatorInputError
 from mrvl.target import get_target
 
+# Programs here saturate and make NaNs on purpose; the warning is tested in test_saturation.py.
+pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
+
 
 def run_conv(x, w, b=None, *, stride=(1, 1), pad=(0, 0), dilation=(1, 1), groups=1, **kwargs):
     """One conv instruction over the whole input; output size from the bottom/right padding
