@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from helpers import assert_same_bytes  # noqa: F401 - re-exported for the sim tests
 
 from mrvl.isa import NO_LOC, Activation, DType, Instruction, IOEntry, MemSpace, Program
 
@@ -408,14 +409,3 @@ def run_both(program, inputs, **kwargs) -> list[np.ndarray]:
     np.testing.assert_array_equal(counted.saturated, expected.saturated)
     np.testing.assert_array_equal(counted.nans, expected.nans)
     return reference
-
-
-def assert_same_bytes(reference: list[np.ndarray], compiled: list[np.ndarray]) -> None:
-    assert len(reference) == len(compiled)
-    for index, (a, b) in enumerate(zip(reference, compiled)):
-        assert a.dtype == b.dtype and a.shape == b.shape, f"output {index}"
-        if a.tobytes() != b.tobytes():
-            diff = np.flatnonzero(a.reshape(-1).view(np.uint8) != b.reshape(-1).view(np.uint8))
-            raise AssertionError(
-                f"output {index}: engines differ in {diff.size} bytes, first at byte {diff[0]}"
-            )
