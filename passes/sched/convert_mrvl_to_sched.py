@@ -478,17 +478,23 @@ class _Lowering:
             tile = index % self.num_tiles
             a, t_a = self.load(lhs, [chunk.start], [chunk.length], tile)
             b, t_b = self.load(rhs, [chunk.start], [chunk.length], tile)
-            y = self.ocm([chunk.length], et, tile)
-            task = sched.AddTaskOp.make(
-                {"tile": _int(tile), **_activation_props(op)},
-                deps=[t_a, t_b, *self.activation_deps(op, tile)],
-                lhs=a,
-                rhs=b,
-                output=y,
-            )
-            t_c = self.emit(task).results[0]
-            self.computed(op, tile, t_c)
-            self.store(y, out, [chunk.start], tile, t_c)
+            self.chunk_task(op, sched.AddTaskOp, tile, chunk, out, [t_a, t_b], lhs=a, rhs=b)
+
+    def chunk_task(
+        self, op, task_class, tile: int, chunk, out: SSAValue, deps, props=None, **operands
+    ):
+        """A flat chunk's compute task on `tile` into a fresh OCM buffer (waiting for `deps` and
+        for its activation table), then the store of that buffer to `out` at the chunk."""
+        y = self.ocm([chunk.length], mrvl.element_type_of(op.output), tile)
+        task = task_class.make(
+            {"tile": _int(tile), **(props or {}), **_activation_props(op)},
+            deps=[*deps, *self.activation_deps(op, tile)],
+            output=y,
+            **operands,
+        )
+        t_c = self.emit(task).results[0]
+        self.computed(op, tile, t_c)
+        self.store(y, out, [chunk.start], tile, t_c)
 
     def scale_shift(self, op: mrvl.ScaleShiftOp) -> None:
         """Chunks of whole pixels (all channels), so a chunk's channel is its index mod C; a
@@ -522,19 +528,10 @@ class _Lowering:
                 sbuf, t_p = self.load(slopes, [chunk.c0], [chunk.cs], tile)
                 deps.append(t_p)
                 prelu = [sbuf]
-            y = self.ocm([chunk.length], et, tile)
-            task = sched.ScaleTaskOp.make(
-                {"tile": _int(tile), **_activation_props(op)},
-                deps=deps + self.activation_deps(op, tile),
-                input=x,
-                scale=s,
-                shift=b,
-                prelu_slopes=prelu,
-                output=y,
-            )
-            t_c = self.emit(task).results[0]
-            self.computed(op, tile, t_c)
-            self.store(y, out, [chunk.start], tile, t_c)
+            self.chunk_task(
+                op, sched.ScaleTaskOp, tile, chunk, out, deps,
+                input=x, scale=s, shift=b, prelu_slopes=prelu,
+            )  # fmt: skip
 
     def mul(self, op: mrvl.MulOp) -> None:
         """Chunks of the flat product; a broadcast `rhs` ([N, 1, 1, C]) is cut per image, so a
@@ -574,17 +571,10 @@ class _Lowering:
                 b, t_b = self.load(rhs, [n * channels], [channels], tile)
             else:
                 b, t_b = self.load(rhs, [chunk.start], [chunk.length], tile)
-            y = self.ocm([chunk.length], et, tile)
-            task = sched.MulTaskOp.make(
-                {"tile": _int(tile), "channels": _int(channels), **_activation_props(op)},
-                deps=[t_a, t_b, *self.activation_deps(op, tile)],
-                lhs=a,
-                rhs=b,
-                output=y,
-            )
-            t_c = self.emit(task).results[0]
-            self.computed(op, tile, t_c)
-            self.store(y, out, [chunk.start], tile, t_c)
+            self.chunk_task(
+                op, sched.MulTaskOp, tile, chunk, out, [t_a, t_b],
+                props={"channels": _int(channels)}, lhs=a, rhs=b,
+            )  # fmt: skip
 
     def flat_view(self, buffer: SSAValue, flat: sched.BufferType) -> SSAValue:
         """`buffer` seen as one dimension; its writers stay its writers."""
