@@ -14,19 +14,24 @@ The max relative error is an extreme-value statistic: on an output whose values 
 through zero (segmentation logits, box offsets) it is set by the few elements just above the
 ignore threshold max|ref|/100, where an absolute error of a few tenths of a percent of max|ref|
 is tens of percent. Two fp16 computations that differ only in where fp32 sums round (the MLIP
-and onnxruntime accumulate in different orders) draw different values of it.
-`emulation_error_range` shows how much: the emulation's error when the inputs move by at most
-2^-22 relative (two fp32 ulps, invisible in the reference), which only re-draws the fp16
-rounding. It informs; the verdict stays `judge`'s.
+and onnxruntime accumulate in different orders) draw different values of it, so one draw of
+each loses against the other about half the time even when both are as good as fp16 allows.
+The rule therefore takes a second look at an output that misses the first comparison
+(`judge_model`): the input and `REDRAWS` copies of it moved by at most 2^-22 relative (two
+fp32 ulps, invisible in the reference; `redrawn_feeds`) re-draw every fp16 rounding of both the
+compiled model and the emulation. The output passes when its median error over them is within
+max(3 %, the emulation's largest error over the same inputs): a typical draw of the compiler
+against what fp16 storage can cost on this input. A compiler bug moves every draw; a draw
+does not move the median.
 
-    emulated = fp16_emulation_outputs(model, feeds)        # list, in graph output order
-    verdict = judge(results, references, emulated)         # per output, and overall
+    verdict = judge_model(run, model, feeds, references)   # both looks; run(feeds) -> outputs
+    verdict = judge(results, references, emulated)         # the first comparison alone
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import onnx
@@ -36,11 +41,14 @@ from .accuracy import FP16_MAX_RELATIVE_ERROR, Agreement, fp16_agreement
 
 __all__ = [
     "OutputVerdict",
+    "Redrawn",
     "Verdict",
-    "emulation_error_range",
     "fp16_emulation_outputs",
     "fp16_storage_model",
     "judge",
+    "judge_model",
+    "redrawn_errors",
+    "redrawn_feeds",
 ]
 
 _UNROUNDED = "__mrvl_fp32"
@@ -95,56 +103,98 @@ def fp16_storage_model(model: onnx.ModelProto) -> onnx.ModelProto:
     return out
 
 
+def _emulation_session(model: onnx.ModelProto):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(
+        fp16_storage_model(model).SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+
+
 def fp16_emulation_outputs(
     model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]
 ) -> list[np.ndarray]:
     """The outputs of `fp16_storage_model(model)` on `feeds`, in graph output order."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(
-        fp16_storage_model(model).SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
-    return session.run(None, dict(feeds))
+    return _emulation_session(model).run(None, dict(feeds))
 
 
 PERTURBATION = 2.0**-22
-"""The relative move of each input element in `emulation_error_range`: two fp32 ulps."""
+"""The relative move of each input element in `redrawn_feeds`: two fp32 ulps."""
+
+REDRAWS = 8
+"""How many re-drawn copies of the input the second look of the rule adds to it."""
 
 
-def emulation_error_range(
+def redrawn_feeds(
+    feeds: Mapping[str, np.ndarray], draws: int, seed: int = 0
+) -> list[dict[str, np.ndarray]]:
+    """`feeds`, then `draws` seeded copies of it with every float32 element multiplied by
+    1 + u, u uniform in ±`PERTURBATION`: the same inputs to fp32, re-drawn fp16 roundings."""
+    rng = np.random.default_rng(seed)
+    copies = [dict(feeds)]
+    for _ in range(draws):
+        moved = dict(feeds)
+        for name, x in feeds.items():
+            if x.dtype == np.float32:
+                u = rng.uniform(-PERTURBATION, PERTURBATION, x.shape)
+                moved[name] = (x * (1.0 + u)).astype(np.float32)
+        copies.append(moved)
+    return copies
+
+
+@dataclass(frozen=True)
+class Redrawn:
+    """One output's max relative errors over the input and its re-drawn copies
+    (`redrawn_feeds`; entry 0 is the input itself): the result's and the emulation's."""
+
+    errors: tuple[float, ...]
+    emulation_errors: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.errors))
+
+    @property
+    def limit(self) -> float:
+        return max(FP16_MAX_RELATIVE_ERROR, max(self.emulation_errors))
+
+    @property
+    def passed(self) -> bool:
+        return bool(np.all(np.isfinite(self.errors)) and self.median <= self.limit)
+
+    def __str__(self) -> str:
+        return (
+            f"re-drawn over {len(self.errors)} inputs: median {self.median:.3e} "
+            f"(range {min(self.errors):.3e}-{max(self.errors):.3e}), limit {self.limit:.3e} = "
+            f"max(3 %, the emulation's largest; its range {min(self.emulation_errors):.3e}-"
+            f"{max(self.emulation_errors):.3e})"
+        )
+
+
+def redrawn_errors(
+    run: Callable[[dict[str, np.ndarray]], Sequence[np.ndarray]],
     model: onnx.ModelProto,
     feeds: Mapping[str, np.ndarray],
     references: Sequence[np.ndarray],
-    draws: int = 4,
+    draws: int = REDRAWS,
     seed: int = 0,
-) -> list[tuple[float, float]]:
-    """Per output, (min, max) of the emulation's max relative error against `references`
-    over the inputs `feeds` and `draws` seeded copies of them with every element multiplied
-    by 1 + u, u uniform in ±`PERTURBATION`. The reference moves by about that relative amount
-    (nothing the 3 % rule can see); the fp16 roundings of the emulation are re-drawn."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(
-        fp16_storage_model(model).SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
-    rng = np.random.default_rng(seed)
+) -> list[Redrawn]:
+    """Per output, the errors of `run` (the compiled model) and of the emulation against
+    `references` over `redrawn_feeds(feeds, draws, seed)`. The reference stays at `feeds`: it
+    moves by about 2^-22 relative, nothing the 3 % rule can see."""
+    session = _emulation_session(model)
     errors: list[list[float]] = [[] for _ in references]
-    for draw in range(draws + 1):
-        moved = dict(feeds)
-        if draw:
-            for name, x in feeds.items():
-                if x.dtype == np.float32:
-                    u = rng.uniform(-PERTURBATION, PERTURBATION, x.shape)
-                    moved[name] = (x * (1.0 + u)).astype(np.float32)
-        for index, (e, ref) in enumerate(zip(session.run(None, moved), references, strict=True)):
-            errors[index].append(fp16_agreement(e, ref).max_relative_error)
-    return [(min(e), max(e)) for e in errors]
+    emulation_errors: list[list[float]] = [[] for _ in references]
+    for moved in redrawn_feeds(feeds, draws, seed):
+        results = run(moved)
+        emulated = session.run(None, moved)
+        for index, (r, e, ref) in enumerate(zip(results, emulated, references, strict=True)):
+            errors[index].append(fp16_agreement(r, ref).max_relative_error)
+            emulation_errors[index].append(fp16_agreement(e, ref).max_relative_error)
+    return [Redrawn(tuple(a), tuple(b)) for a, b in zip(errors, emulation_errors)]
 
 
 @dataclass(frozen=True)
@@ -152,16 +202,22 @@ class OutputVerdict:
     name: str
     error: Agreement  # the result against the fp32 reference
     emulation: Agreement  # the fp16-storage emulation against the same reference
+    redrawn: Redrawn | None = None  # the second look, taken when the first comparison misses
 
     @property
     def limit(self) -> float:
         return max(FP16_MAX_RELATIVE_ERROR, self.emulation.max_relative_error)
 
     @property
-    def passed(self) -> bool:
+    def within_limit(self) -> bool:
+        """The first comparison: the error at the input within max(3 %, the emulation's)."""
         error = self.error
         finite = np.isfinite(error.max_relative_error)
         return bool(finite and error.checked > 0 and error.max_relative_error <= self.limit)
+
+    @property
+    def passed(self) -> bool:
+        return self.within_limit or (self.redrawn is not None and self.redrawn.passed)
 
 
 @dataclass(frozen=True)
@@ -171,6 +227,11 @@ class Verdict:
     @property
     def passed(self) -> bool:
         return all(o.passed for o in self.outputs)
+
+    @property
+    def on_redraws(self) -> bool:
+        """Whether some output passed only on the second look."""
+        return any(o.passed and not o.within_limit for o in self.outputs)
 
     @property
     def error(self) -> float:
@@ -185,11 +246,14 @@ class Verdict:
         lines = []
         for o in self.outputs:
             verdict = "PASS" if o.passed else "FAIL"
-            lines.append(
+            if o.passed and not o.within_limit:
+                verdict = "PASS on re-drawn roundings"
+            line = (
                 f"{o.name}: {verdict}: max relative error {o.error.max_relative_error:.3e} "
                 f"(limit {o.limit:.3e} = max(3 %, fp16-storage emulation's "
                 f"{o.emulation.max_relative_error:.3e})) over {o.error.checked} elements"
             )
+            lines.append(line if o.redrawn is None else f"{line}; {o.redrawn}")
         return "\n".join(lines)
 
 
@@ -199,8 +263,9 @@ def judge(
     emulated: Sequence[np.ndarray],
     names: Sequence[str] | None = None,
 ) -> Verdict:
-    """Each result against its fp32 reference, within max(3 %, the emulation's own error)
-    under the fp16 acceptance rule (elements below max|ref|/100 ignored)."""
+    """The first comparison: each result against its fp32 reference, within max(3 %, the
+    emulation's own error) under the fp16 acceptance rule (elements below max|ref|/100
+    ignored). `judge_model` adds the second look."""
     if not len(results) == len(references) == len(emulated):
         raise ValueError(
             f"{len(results)} results, {len(references)} references, {len(emulated)} emulated"
@@ -210,6 +275,34 @@ def judge(
         [
             OutputVerdict(name, fp16_agreement(r, ref), fp16_agreement(e, ref))
             for name, r, ref, e in zip(names, results, references, emulated)
+        ]
+    )
+
+
+def judge_model(
+    run: Callable[[dict[str, np.ndarray]], Sequence[np.ndarray]],
+    model: onnx.ModelProto,
+    feeds: Mapping[str, np.ndarray],
+    references: Sequence[np.ndarray],
+    *,
+    redraw: str = "on-miss",
+    draws: int = REDRAWS,
+    seed: int = 0,
+) -> Verdict:
+    """The whole rule for a compiled model: `judge` at `feeds`, and for each output that
+    misses it the second look over re-drawn roundings (`redrawn_errors`): it passes when its
+    median error is within max(3 %, the largest error of the emulation over the same inputs).
+    `redraw="always"` takes the second look for every output (for reports), "never" skips it."""
+    results = [np.asarray(r) for r in run(dict(feeds))]
+    names = [o.name for o in model.graph.output]
+    verdict = judge(results, references, fp16_emulation_outputs(model, feeds), names)
+    if redraw == "never" or (redraw == "on-miss" and verdict.passed):
+        return verdict
+    looks = redrawn_errors(run, model, feeds, references, draws, seed)
+    return Verdict(
+        [
+            o if redraw == "on-miss" and o.within_limit else replace(o, redrawn=look)
+            for o, look in zip(verdict.outputs, looks, strict=True)
         ]
     )
 

@@ -23,16 +23,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import mrvl
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
 import tvm
 from helpers import assert_same_bytes, corpus_features, lib_features
-from tvm import relax
-
-import mrvl
-from mrvl.fp16_emulation import fp16_emulation_outputs, judge
+from mrvl.fp16_emulation import judge_model
 from mrvl.models.light import (
     LIGHT_MODELS,
     light_model_path,
@@ -43,6 +41,7 @@ from mrvl.models.light import (
 )
 from mrvl.placement import CPU, node_targets
 from mrvl.sim import simulator_wall_time, use_engine
+from tvm import relax
 
 NUM_TILES = 8
 SEED = 0
@@ -176,8 +175,14 @@ def test_hybrid_run_matches_onnxruntime(light, record_property):
     reference = session.run(None, feeds)[0]
     seconds = dict(light.seconds, onnxruntime=time.perf_counter() - start)
 
-    emulated = fp16_emulation_outputs(light.model, feeds)[0]
-    verdict = judge([actual], [reference], [emulated])
+    def run_numba(inputs):  # the seeded input's outputs are the run above's
+        if all(inputs[k] is feeds[k] for k in feeds):
+            return [actual]
+        vm = relax.VirtualMachine(light.lib, tvm.cpu())
+        with use_engine("numba"):
+            return _flatten(vm["main"](*[tvm.runtime.tensor(x) for x in inputs.values()]))
+
+    verdict = judge_model(run_numba, light.model, feeds, [reference])
     regions = len(light.lib.mrvl_regions)
     for key, value in seconds.items():
         record_property(f"seconds_{key}", round(value, 3))
