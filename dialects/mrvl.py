@@ -644,7 +644,8 @@ class CastOp(IRDLOperation):
 
 @irdl_op_definition
 class AddOp(FusedActivation, IRDLOperation):
-    """Elementwise sum of two tensors of one type (a residual connection), fused activation."""
+    """Elementwise sum of two tensors of one type (a residual connection), fused activation
+    (PRELU with one slope per channel, the innermost dimension of the layout)."""
 
     name = "mrvl.add"
     T: ClassVar = VarConstraint("T", base(TensorType))
@@ -666,7 +667,7 @@ class AddOp(FusedActivation, IRDLOperation):
                 f"{self.rhs.type} -> {self.output.type}"
             )
         layout_of(self.output)
-        self.verify_activation()
+        self.verify_activation(shape_of(self.output)[-1])
 
 
 @irdl_op_definition

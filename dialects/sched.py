@@ -22,7 +22,15 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Region, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Region,
+    ParametrizedAttribute,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     IRDLOperation,
     region_def,
@@ -506,16 +514,21 @@ class FullyConnectedTaskOp(FusedActivation, TaskBase):
 
 @irdl_op_definition
 class AddTaskOp(FusedActivation, TaskBase):
-    """Elementwise sum of two OCM vectors into a third, fused activation."""
+    """Elementwise sum of two OCM vectors into a third, fused activation. PRELU's slopes
+    buffer holds C values; the vectors are then whole NHWC pixels of C channels."""
 
     name = "sched.add"
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     lhs = operand_def(BufferType)
     rhs = operand_def(BufferType)
+    prelu_slopes = opt_operand_def(BufferType)
     output = operand_def(BufferType)
     assembly_format = (
         "`tile` $tile $lhs `,` $rhs `->` $output "
         + ACTIVATION_FORMAT
-        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)"
+        + SLOPES_FORMAT
+        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) "
+        "(`,` `slopes` type($prelu_slopes)^)? `->` type($output)"
     )
 
     def verify_(self) -> None:
@@ -523,7 +536,14 @@ class AddTaskOp(FusedActivation, TaskBase):
         shapes = {buffer_type(v).dims for v in (self.lhs, self.rhs, self.output)}
         if len(shapes) != 1 or len(next(iter(shapes))) != 1:
             raise VerifyException("sched.add: operands and result must be 1-D of one length")
-        self.verify_activation()
+        if self.prelu_slopes is None:
+            self.verify_activation(slopes_operand=False)
+            return
+        ((count,),) = shapes
+        (channels,) = buffer_type(self.prelu_slopes).dims
+        if count % channels:
+            raise VerifyException(f"sched.add: {count} elements are not whole pixels of {channels}")
+        _verify_slopes(self, channels)
 
 
 @irdl_op_definition
@@ -681,9 +701,7 @@ class ProgramOp(IRDLOperation):
         """(ddr_size, const_base, const_end); a CompileError before `sched-allocate`."""
         from mrvl.errors import CompileError
 
-        missing = [
-            n for n in ("ddr_size", "const_base", "const_end") if getattr(self, n) is None
-        ]
+        missing = [n for n in ("ddr_size", "const_base", "const_end") if getattr(self, n) is None]
         if missing:
             raise CompileError(
                 f"sched.program has no {', '.join(missing)}: run sched-allocate first"

@@ -32,7 +32,7 @@ from mrvl.isa import (
 )
 
 MAGIC = b"MLIPBIN\0"
-VERSION = (2, 0)
+VERSION = (2, 1)
 TARGET_NAME_BYTES = 16
 
 # magic, version major, minor, target, num_tiles, ddr_size, const_base, total_size,

@@ -298,7 +298,13 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("b_addr", "i32", "OCM byte address of the second operand, f16"),
             _f("out_addr", "i32", "OCM byte address of the result, f16"),
             _f("count", "i32", "number of elements"),
+            _f(
+                "channels",
+                "i32",
+                "channels C of NHWC data for PRELU (element i belongs to channel i mod C), or 0",
+            ),
             *_ACT_FIELDS,
+            _PRELU_FIELD,
         ),
     ),
     OpcodeSpec(

@@ -450,7 +450,7 @@ def check_add(ctx: PatternCheckContext) -> None:
     rhs = _activation(add.args[1], (2, 3, 4), add)
     if lhs != rhs:
         raise _Reject(f"broadcast add {lhs} + {rhs}", add)
-    _check_tail(ctx, [add], _elementwise_channels(lhs), len(lhs), prelu=False)
+    _check_tail(ctx, [add], _elementwise_channels(lhs), len(lhs), prelu=True)
 
 
 def _elementwise_channels(shape: tuple[int, ...]) -> int:

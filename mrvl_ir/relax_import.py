@@ -485,7 +485,9 @@ class _RegionImporter:
         call = chain.take_one("relax.add")
         node = node_name_of(call)
         lhs, rhs = (self._elementwise_in(self._operand(inner, a, node), node) for a in call.args)
-        op = mrvl.AddOp(lhs, rhs, activation=self._activation(chain))
+        shape = _shape(call)
+        channels = 1 if len(shape) == 3 else shape[1]  # rank 3: a 1-channel view (_elementwise_in)
+        op = mrvl.AddOp(lhs, rhs, activation=self._activation(chain, channels))
         return self._elementwise_out(self._located(op, node), len(_shape(call)), node)
 
     def scale_shift(self, chain: _Chain, inner: dict) -> SSAValue:

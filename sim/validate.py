@@ -426,10 +426,16 @@ def _check_fc(ins: Instruction, bounds: Bounds) -> None:
 def _check_add(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
     (count,) = positive((f["count"],), "count")
+    channels = f["channels"]
+    require(channels >= 0, f"channels={channels} must be 0 or positive")
+    require(
+        channels == 0 or count % channels == 0,
+        f"count {count} is not a multiple of channels {channels}",
+    )
     bounds.dense(MemSpace.OCM, ins.tile, f["out_addr"], DType.F16, (count,), "output")
     bounds.dense(MemSpace.OCM, ins.tile, f["a_addr"], DType.F16, (count,), "operand a")
     bounds.dense(MemSpace.OCM, ins.tile, f["b_addr"], DType.F16, (count,), "operand b")
-    check_activation(ins, bounds, None)
+    check_activation(ins, bounds, channels or None)
 
 
 @checks("scale")

@@ -179,7 +179,9 @@ class _Selector:
                 "b_addr": self.address(op.rhs),
                 "out_addr": self.address(op.output),
                 "count": sched.buffer_type(op.output).dims[0],
+                "channels": self.slopes_channels(op),
                 **self.activation_fields(op),
+                "act_addr": self.slopes_address(op),
             }
             return mlip.INSTRUCTION_OPS["add"].build(**self.header(op), fields=fields)
         if isinstance(op, sched.ScaleTaskOp):
@@ -211,6 +213,10 @@ class _Selector:
 
     def slopes_address(self, op: Operation) -> int:
         return self.address(op.prelu_slopes) if op.prelu_slopes is not None else -1
+
+    @staticmethod
+    def slopes_channels(op: Operation) -> int:
+        return sched.buffer_type(op.prelu_slopes).dims[0] if op.prelu_slopes is not None else 0
 
     def window_fields(self, op: sched.WindowTaskBase) -> dict:
         pads = op.pads.get_values()

@@ -42,6 +42,7 @@ from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.tiling import (
     F32,
+    ChannelChunk,
     Chunk,
     WindowLayer,
     WindowPiece,
@@ -464,6 +465,8 @@ class _Lowering:
             self.store(out, dst, [p.n0, p.o0], tile, t_c)
 
     def add(self, op: mrvl.AddOp) -> None:
+        """Chunks of the flat sum; with PRELU, chunks of whole pixels (or channel groups of one
+        pixel) with their slice of the slopes, cut as scale_shift cuts them."""
         self.require_f16(op)
         count = prod(mrvl.shape_of(op.output))
         et = mrvl.element_type_of(op.output)
@@ -471,14 +474,31 @@ class _Lowering:
         lhs, rhs = (self.flat_view(self.ddr_buffer(v), flat) for v in (op.lhs, op.rhs))
         dst = self.new_ddr(op.output)
         out = self.flat_view(dst, flat)
-        chunks = plan_elementwise(
-            count, 3, self.target.ocm_bytes_per_tile, self.num_tiles, self.target.ocm_alignment
-        )
+        slopes = self.slopes(op)
+        ocm, alignment = self.target.ocm_bytes_per_tile, self.target.ocm_alignment
+        if slopes is None:
+            chunks = [
+                ChannelChunk(c.start, c.length, 0, 0)
+                for c in plan_elementwise(count, 3, ocm, self.num_tiles, alignment)
+            ]
+        else:
+            channels = mrvl.shape_of(op.output)[-1]
+            chunks = plan_per_channel(
+                count, channels, ocm, self.num_tiles, alignment, self.what(op),
+                param_bytes=F32, operands=3,
+            )  # fmt: skip
         for index, chunk in enumerate(chunks):
             tile = index % self.num_tiles
             a, t_a = self.load(lhs, [chunk.start], [chunk.length], tile)
             b, t_b = self.load(rhs, [chunk.start], [chunk.length], tile)
-            self.chunk_task(op, sched.AddTaskOp, tile, chunk, out, [t_a, t_b], lhs=a, rhs=b)
+            deps, prelu = [t_a, t_b], []
+            if slopes is not None:
+                sbuf, t_p = self.load(slopes, [chunk.c0], [chunk.cs], tile)
+                deps.append(t_p)
+                prelu = [sbuf]
+            self.chunk_task(
+                op, sched.AddTaskOp, tile, chunk, out, deps, lhs=a, rhs=b, prelu_slopes=prelu
+            )
 
     def chunk_task(
         self, op, task_class, tile: int, chunk, out: SSAValue, deps, props=None, **operands

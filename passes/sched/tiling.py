@@ -330,24 +330,26 @@ def plan_per_channel(
     what: str,
     *,
     param_bytes: int,
+    operands: int = 2,
 ) -> list[ChannelChunk]:
-    """Cut a per-channel map of `count` f16 elements (input and output in OCM) whose
-    parameters take `param_bytes` per channel (at most 3 buffers): whole pixels with
-    every channel's parameters while one pixel fits, else groups of channels of one pixel
-    (a scale_shift over 23040 channels of a 1x1 plane: 184 KB of f32 scale and shift)."""
+    """Cut a per-channel map of `count` f16 elements (`operands` f16 buffers in OCM: input
+    and output, or two inputs and the output) whose parameters take `param_bytes` per channel
+    (at most 3 buffers): whole pixels with every channel's parameters while one pixel fits,
+    else groups of channels of one pixel (a scale_shift over 23040 channels of a 1x1 plane:
+    184 KB of f32 scale and shift)."""
     reserved = channels * param_bytes
-    slack = 5 * alignment  # input, output and 3 parameter buffers, each aligned
-    if (ocm_bytes - reserved - slack) // (2 * F16) >= channels:
+    slack = (operands + 3) * alignment  # the f16 buffers and 3 parameter buffers, each aligned
+    if (ocm_bytes - reserved - slack) // (operands * F16) >= channels:
         return [
             ChannelChunk(c.start, c.length, 0, channels)
             for c in plan_elementwise(
-                count, 2, ocm_bytes, num_tiles, alignment, granule=channels,
+                count, operands, ocm_bytes, num_tiles, alignment, granule=channels,
                 reserved_bytes=reserved,
             )
         ]  # fmt: skip
-    group = (ocm_bytes - slack) // (2 * F16 + param_bytes)
+    group = (ocm_bytes - slack) // (operands * F16 + param_bytes)
     if group < 1:
-        raise DoesNotFit(what, "channel", 2 * F16 + param_bytes + slack, ocm_bytes)
+        raise DoesNotFit(what, "channel", operands * F16 + param_bytes + slack, ocm_bytes)
     return [
         ChannelChunk(pixel + c0, min(group, channels - c0), c0, min(group, channels - c0))
         for pixel in range(0, count, channels)
@@ -417,7 +419,9 @@ def plan_resize_layer(
     return pieces
 
 
-def window_plan_cycles(layer: WindowLayer, pieces: list[WindowPiece], num_tiles: int, target) -> int:
+def window_plan_cycles(
+    layer: WindowLayer, pieces: list[WindowPiece], num_tiles: int, target
+) -> int:
     """Modelled cycles of a conv/pool layer cut into `pieces`, dealt round-robin to
     `num_tiles` tiles, priced with `mrvl.cost` (the cycle model's functions): each tile runs
     its pieces' loads, compute and stores one after another; the shared DDR port moves every

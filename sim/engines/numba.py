@@ -145,6 +145,7 @@ FC_ACT, FC_ACT_A, FC_ACT_B, FC_ACT_ADDR = _fc["act"], _fc["act_a"], _fc["act_b"]
 _add = field_words(OPCODE_BY_NAME["add"])
 ADD_A_ADDR, ADD_B_ADDR, ADD_OUT_ADDR = _add["a_addr"], _add["b_addr"], _add["out_addr"]
 ADD_COUNT, ADD_ACT, ADD_ACT_A, ADD_ACT_B = _add["count"], _add["act"], _add["act_a"], _add["act_b"]
+ADD_CHANNELS, ADD_ACT_ADDR = _add["channels"], _add["act_addr"]
 
 _scale = field_words(OPCODE_BY_NAME["scale"])
 SCALE_IN_ADDR, SCALE_OUT_ADDR = _scale["in_addr"], _scale["out_addr"]
@@ -1059,8 +1060,10 @@ def add(row, frow, ocm, lut, table, tally):
     b = load_f16(ocm, row[ADD_B_ADDR], count, lut)
     for i in range(count):
         a[i] = a[i] + b[i]
+    act = row[ADD_ACT]
+    slopes = load_slopes(ocm, act, row[ADD_ACT_ADDR], row[ADD_CHANNELS])
     act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
-    finish(a, row[ADD_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[ADD_OUT_ADDR], tally)
+    finish(a, act, act_a, act_b, slopes, table, ocm, row[ADD_OUT_ADDR], tally)
 
 
 @jit

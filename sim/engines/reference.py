@@ -304,8 +304,11 @@ def _add(memory: Memory, ins: Instruction) -> F16Counts:
     a = memory.read(MemSpace.OCM, ins.tile, f["a_addr"], F16, (count,))
     b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F16, (count,))
     acc = a.astype(np.float32) + b.astype(np.float32)
-    result, counts = _activate(memory, ins, acc)
-    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result)
+    channels = f["channels"]
+    if channels:  # NHWC pixels, for PRELU's per-channel slopes
+        acc = acc.reshape(count // channels, channels)
+    result, counts = _activate(memory, ins, acc, channels)
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result.reshape(count))
     return counts
 
 

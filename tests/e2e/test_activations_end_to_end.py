@@ -204,6 +204,24 @@ def fc_prelu():
     return model(nodes, inits, [("x", [3, 6])], [("y", [3, 3, 5])])
 
 
+def residual_prelu():
+    """PRelu fused into add layers: a residual sum with one slope per channel (an IResNet
+    block's tail), and a sum over a sequence [N, C, L] with one slope for all."""
+    nodes = [
+        conv("x", "w", "c", "conv"),
+        node("Add", ["c", "x"], ["s"], name="residual"),
+        node("PRelu", ["s", "slope"], ["p"], name="residual_prelu"),
+        node("Reshape", ["p", "seq_shape"], ["q"], name="to_sequence"),
+        node("Add", ["q", "q"], ["d"], name="double"),
+        node("PRelu", ["d", "slope1"], ["y"], name="double_prelu"),
+    ]
+    inits = [
+        const("w", (4, 4, 3, 3)), const("slope", (4, 1, 1), 0.5), scalar("slope1", 0.25),
+        numpy_helper.from_array(np.array([2, 4, 36], np.int64), "seq_shape"),
+    ]  # fmt: skip
+    return model(nodes, inits, [("x", [2, 4, 6, 6])], [("y", [2, 4, 36])])
+
+
 NETS = {
     "mobilenet_v3": mobilenet_v3_block,
     "efficientnet": efficientnet_block,
@@ -212,6 +230,7 @@ NETS = {
     "lone": lone_activations,
     "head": classifier_head,
     "fc_prelu": fc_prelu,
+    "residual_prelu": residual_prelu,
 }
 
 
@@ -276,6 +295,7 @@ EXPECTED_ACTIVATIONS = {
     "lone": {"tanh", "mish", "prelu", "hard_swish"},
     "head": {"hard_swish", "sigmoid"},
     "fc_prelu": {"prelu"},
+    "residual_prelu": {"prelu"},
 }
 
 
@@ -314,3 +334,18 @@ def test_prelu_is_fused_into_the_fc_layers():
     fcs = [attrs for attrs in layers if attrs["layer_name"] == ["FC"]]
     assert [fc["activation_type"] for fc in fcs] == [["prelu"], ["prelu"]]
     assert [len(fc["activation_slopes"]) for fc in fcs] == [12, 5]
+
+
+def test_prelu_is_fused_into_the_add_layers():
+    """Each residual sum carries its PRelu's slopes (one per channel; at rank 3, one)."""
+    from mrvl.compiler import compile_region
+
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(build("residual_prelu")), num_tiles=4)
+    (region,) = [
+        f for _, f in mod.functions_items() if f.attrs is not None and f.attrs.get("Codegen")
+    ]
+    layers = [node.get("attrs", {}) for node in compile_region(region).nodes_json["nodes"]]
+    sums = [attrs for attrs in layers if attrs["layer_name"] == ["Sum2D"]]
+    assert [attrs["activation_type"] for attrs in sums] == [["prelu"], ["prelu"]]
+    assert [len(attrs["activation_slopes"]) for attrs in sums] == [4, 1]
+    assert not any(attrs["layer_name"] == ["ScaleShift"] for attrs in layers)

@@ -69,7 +69,7 @@ def test_header_layout():
     _, major, minor, target, tiles, ddr, const_base, total, n_sections, crc = struct.unpack_from(
         "<8sHH16sIIIIII", data
     )
-    assert (major, minor) == (2, 0)
+    assert (major, minor) == (2, 1)
     assert target == b"cn10ka".ljust(16, b"\0")
     assert (tiles, ddr, const_base, total, n_sections) == (2, 4096, 1024, len(data), 4)
     assert crc == zlib.crc32(data[HEADER_SIZE:]) and HEADER_SIZE == 52
@@ -256,7 +256,7 @@ def test_unsupported_version():
     data = bytearray(encode(sample_program()))
     data[8] = 3
     with pytest.raises(
-        BinaryFormatError, match=r"unsupported format version 3\.0 \(this decoder reads 2\.0\)"
+        BinaryFormatError, match=r"unsupported format version 3\.1 \(this decoder reads 2\.1\)"
     ):
         decode(bytes(data))
 
@@ -313,7 +313,7 @@ def test_trailing_bytes():
             lambda d, code: patched(d, HEADER_SIZE + 12, "<I", 3),
             r"section 1 has type 3, expected 2 \(CODE\)",
         ),
-        (lambda d, code: patched(d, 44, "<I", 5), "5 sections, format 2.0 has 4"),
+        (lambda d, code: patched(d, 44, "<I", 5), "5 sections, format 2.1 has 4"),
     ],
 )
 def test_structural_defects_are_named(corrupt, message):

@@ -299,10 +299,10 @@ def test_fc_engines_agree(rows, inner, outs, bias, act, seed, special):
 )
 def test_add_scale_and_mul_engines_agree(channels, repeats, acts, broadcast, seed, special):
     """add, then scale, then mul (maybe broadcast per channel), each with its activation (PRELU
-    only where the instruction has channels)."""
+    on add and scale, whose elements have channels)."""
     chosen, tables = [], 0
     for i, act in enumerate(acts):
-        if act == Activation.PRELU and i != 1:
+        if act == Activation.PRELU and i == 2:
             act = Activation.RELU
         if act in TABLE_ACTIVATIONS:
             tables += 1
@@ -320,10 +320,20 @@ def test_add_scale_and_mul_engines_agree(channels, repeats, acts, broadcast, see
     sum_addr, scaled_addr = staging.reserve(count * 2), staging.reserve(count * 2)
     out_addr = staging.reserve(count * 2)
     code = []
-    prefix, fields = activation(staging, add_act, -2.0, 3.0, 0, seed)
+    prefix, fields = activation(staging, add_act, -2.0, 3.0, channels, seed)
+    fields.setdefault("act_addr", -1)
     code += prefix
+    add_channels = channels if add_act == Activation.PRELU else 0
     code.append(
-        instruction("add", a_addr=a_addr, b_addr=b_addr, out_addr=sum_addr, count=count, **fields)
+        instruction(
+            "add",
+            a_addr=a_addr,
+            b_addr=b_addr,
+            out_addr=sum_addr,
+            count=count,
+            channels=add_channels,
+            **fields,
+        )  # fmt: skip
     )
     prefix, fields = activation(staging, scale_act, 0.2, 0.5, channels, seed)
     fields.setdefault("act_addr", -1)

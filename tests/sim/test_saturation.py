@@ -42,7 +42,15 @@ def add_program(a, b, act=Activation.NONE, act_a=0.0, act_b=0.0) -> Program:
         )
     code.append(
         instruction(
-            "add", a_addr=a_addr, b_addr=b_addr, out_addr=out_addr, count=count, loc=0, **fields
+            "add",
+            a_addr=a_addr,
+            b_addr=b_addr,
+            out_addr=out_addr,
+            count=count,
+            channels=0,
+            act_addr=-1,
+            loc=0,
+            **fields,  # fmt: skip
         )
     )
     return layer_program(staging, code, out_addr, (count,), srcmap=["/net/Add"])

@@ -700,9 +700,11 @@ def run_add(a, b, **kwargs):
         b_addr=b_addr,
         out_addr=out_addr,
         count=a.size,
+        channels=0,
         act=int(kwargs.get("act", Activation.NONE)),
         act_a=kwargs.get("act_a", 0.0),
         act_b=kwargs.get("act_b", 0.0),
+        act_addr=-1,
     )
     (y,) = run_both(layer_program(staging, [ins], out_addr, a.shape), [])
     return y
@@ -888,21 +890,28 @@ def test_prelu_uses_per_channel_slopes_on_conv_fc_and_scale(rng):
     assert y.shape == (6, 4)
 
 
-def test_prelu_on_add_faults():
+def test_prelu_on_add_uses_the_slope_of_each_element_s_channel(rng):
+    """`add` with `channels` C: element i is channel i mod C of NHWC pixels (a residual sum
+    followed by PRelu); the slope acts on the fp32 sum, then one f16 rounding."""
+    slopes = np.array([0.25, -1.0, 0.0, 3.0], np.float32)
+    a, b = random_f16(rng, (6, 4)), random_f16(rng, (6, 4))
     staging = Staging()
-    a = staging.add(np.ones(4, np.float16))
-    ins = instruction(
-        "add",
-        a_addr=a,
-        b_addr=a,
-        out_addr=a,
-        count=4,
-        act=int(Activation.PRELU),
-        act_a=0.0,
-        act_b=0.0,
+    a_addr, b_addr, s_addr = staging.add(a), staging.add(b), staging.add(slopes)
+    out = staging.reserve(a.size * 2)
+    fields = dict(a_addr=a_addr, b_addr=b_addr, out_addr=out, count=24, act_a=0.0, act_b=0.0)
+    ins = instruction("add", **fields, channels=4, act=int(Activation.PRELU), act_addr=s_addr)
+    (y,) = run_both(layer_program(staging, [ins], out, (6, 4)), [])
+    acc = a.astype(np.float32) + b.astype(np.float32)
+    expected = np.where(acc < 0, slopes * acc, acc).astype(np.float16)
+    np.testing.assert_array_equal(_f16_bits(y), _f16_bits(expected))
+    no_channels = instruction(
+        "add", **fields, channels=0, act=int(Activation.PRELU), act_addr=s_addr
     )
     with pytest.raises(SimulatorError, match="add has no channels for PRELU slopes"):
-        run_both(layer_program(staging, [ins], a, (4,)), [])
+        run_both(layer_program(staging, [no_channels], out, (6, 4)), [])
+    ragged = instruction("add", **fields, channels=5, act=int(Activation.PRELU), act_addr=s_addr)
+    with pytest.raises(SimulatorError, match="count 24 is not a multiple of channels 5"):
+        run_both(layer_program(staging, [ragged], out, (6, 4)), [])
 
 
 def run_mul(a, b, channels, **act):

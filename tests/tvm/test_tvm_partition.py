@@ -1000,6 +1000,13 @@ def test_silu_on_its_own_is_a_scale_shift_and_prelu_fuses_into_fc(onnx_model):
     ]
 
 
+def test_prelu_fuses_into_add(onnx_model):
+    """A residual sum followed by PRelu with one slope per channel is one add layer."""
+    nodes = [node("Add", ["x", "x"], "a", "/add"), node("PRelu", ["a", "slope"], "y", "/prelu")]
+    mod, _ = partitioned(onnx_model, nodes, X4, {"y": [2, 4, 6, 6]}, [rand("slope", (4, 1, 1))])
+    assert layer_ops(mod) == [("mrvl.add", ["relax.add", "relax.nn.prelu"])]
+
+
 def test_a_product_that_is_an_activation_is_not_a_mul_layer(onnx_model):
     """x * sigmoid(x) after an add is the add's SiLU, not a product of two tensors."""
     nodes = [

@@ -13,7 +13,7 @@ builtin.module attributes {mlip.target = "cn10ka", mlip.num_tiles = 1 : i64, mli
   mlip.conv tile 0 signal 3 wait [2, 5] : in_addr 0, in_shape [1, 4, 4, 1], row0 0, out_addr 64, out_shape [1, 4, 4, 1], orow0 0, kernel [3, 3], stride [1, 1], pad [1, 1], dilation [1, 1], groups 1, oc0 0, oc_total 1, w_addr 128, b_addr -1, act leaky_relu, act_a 0.1, act_b 0.0, act_addr -1, acc_addr -1, acc_out 0 loc("/conv/Conv")
   mlip.pool tile 0 signal 4 wait [3] : in_addr 64, in_shape [1, 4, 4, 1], row0 0, out_addr 96, out_shape [1, 2, 2, 1], orow0 0, kernel [2, 2], stride [2, 2], pad [0, 0], mode avg, in_hw [4, 4], pad_end [0, 0], count_include_pad 0 loc("/pool/AveragePool")
   mlip.fc tile 0 wait [4] : in_addr 96, n 1, k 4, o 1, w_addr 128, b_addr -1, out_addr 112, act prelu, act_a 0.0, act_b 0.0, act_addr 160 loc("/fc/Gemm")
-  mlip.add tile 0 : a_addr 0, b_addr 32, out_addr 64, count 16, act relu, act_a 0.0, act_b 0.0 loc("/add/Add")
+  mlip.add tile 0 : a_addr 0, b_addr 32, out_addr 64, count 16, channels 0, act relu, act_a 0.0, act_b 0.0, act_addr -1 loc("/add/Add")
   mlip.scale tile 0 : in_addr 0, out_addr 64, count 16, channels 4, s_addr 128, b_addr 144, act none, act_a 0.0, act_b 0.0, act_addr -1 loc("/bn/BatchNormalization")
   mlip.mul tile 0 : a_addr 0, b_addr 32, out_addr 64, count 16, channels 4, act hard_sigmoid, act_a 0.2, act_b 0.5 loc("/se/Mul")
   mlip.end tile 0
@@ -27,7 +27,7 @@ builtin.module attributes {mlip.target = "cn10ka", mlip.num_tiles = 1 : i64, mli
 // CHECK-NEXT: mlip.conv tile 0 signal 3 wait [2, 5] : in_addr 0, in_shape [1, 4, 4, 1], row0 0, out_addr 64, out_shape [1, 4, 4, 1], orow0 0, kernel [3, 3], stride [1, 1], pad [1, 1], dilation [1, 1], groups 1, oc0 0, oc_total 1, w_addr 128, b_addr -1, act leaky_relu, act_a 0.10000000149011612, act_b 0.0, act_addr -1, acc_addr -1, acc_out 0 loc("/conv/Conv")
 // CHECK-NEXT: mlip.pool tile 0 signal 4 wait [3] : {{.*}} mode avg, in_hw [4, 4], pad_end [0, 0], count_include_pad 0 loc("/pool/AveragePool")
 // CHECK-NEXT: mlip.fc tile 0 wait [4] : in_addr 96, n 1, k 4, o 1, w_addr 128, b_addr -1, out_addr 112, act prelu, act_a 0.0, act_b 0.0, act_addr 160 loc("/fc/Gemm")
-// CHECK-NEXT: mlip.add tile 0 : a_addr 0, b_addr 32, out_addr 64, count 16, act relu, act_a 0.0, act_b 0.0 loc("/add/Add")
+// CHECK-NEXT: mlip.add tile 0 : a_addr 0, b_addr 32, out_addr 64, count 16, channels 0, act relu, act_a 0.0, act_b 0.0, act_addr -1 loc("/add/Add")
 // CHECK-NEXT: mlip.scale tile 0 : in_addr 0, out_addr 64, count 16, channels 4, s_addr 128, b_addr 144, act none, act_a 0.0, act_b 0.0, act_addr -1 loc("/bn/BatchNormalization")
 // CHECK-NEXT: mlip.mul tile 0 : a_addr 0, b_addr 32, out_addr 64, count 16, channels 4, act hard_sigmoid, act_a 0.20000000298023224, act_b 0.5 loc("/se/Mul")
 // CHECK-NEXT: mlip.end tile 0

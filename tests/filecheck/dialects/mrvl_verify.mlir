@@ -59,10 +59,10 @@ func.func @f(%x: tensor<1x16xf16, #mrvl.layout<NC>>, %w: tensor<3x16xf16, #mrvl.
 // -----
 
 func.func @f(%x: tensor<1x4x4x3xf16, #mrvl.layout<NHWC>>) {
-  %y = mrvl.add %x, %x act prelu slopes [0.25, 0.5, 1.0] : tensor<1x4x4x3xf16, #mrvl.layout<NHWC>>
+  %y = mrvl.add %x, %x act prelu slopes [0.25, 0.5] : tensor<1x4x4x3xf16, #mrvl.layout<NHWC>>
   func.return
 }
-// CHECK: mrvl.add: prelu needs per-channel slopes here
+// CHECK: mrvl.add: prelu has 2 slopes for 3 channels
 
 // -----
 

@@ -30,6 +30,7 @@ sched.program mcpu("cn10ka") tiles(1) symbol("region") wb_pin_ocm ddr_size(1024)
   %t8 = sched.lut tile 0 %lut act silu after(%t7) : !sched.buffer<ddr, 65536xf16> loc("/c/Conv")
   %g = sched.alloc tile(0) : !sched.buffer<ocm, 2xf16>
   %t9 = sched.mul tile 0 %e, %g -> %f channels 2 act silu after(%t8) : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 2xf16> -> !sched.buffer<ocm, 16xf16> loc("/se/Mul")
+  %t10 = sched.add tile 0 %e, %f -> %e act prelu slopes_in %sc after(%t9) : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 16xf16>, slopes !sched.buffer<ocm, 2xf32> -> !sched.buffer<ocm, 16xf16> loc("/res/PRelu")
 }
 }
 
@@ -49,3 +50,4 @@ sched.program mcpu("cn10ka") tiles(1) symbol("region") wb_pin_ocm ddr_size(1024)
 // CHECK-NEXT: %t7 = sched.scale tile 0 %e, %sc, %sc -> %f act prelu slopes_in %sc after(%t6) : {{.*}}, slopes !sched.buffer<ocm, 2xf32> -> !sched.buffer<ocm, 16xf16> loc("/prelu/PRelu")
 // CHECK:      %t8 = sched.lut tile 0 %lut act silu after(%t7) : !sched.buffer<ddr, 65536xf16> loc("/c/Conv")
 // CHECK:      %t9 = sched.mul tile 0 %e, %g -> %f channels 2 act silu after(%t8) : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 2xf16> -> !sched.buffer<ocm, 16xf16> loc("/se/Mul")
+// CHECK:      %t10 = sched.add tile 0 %e, %f -> %e act prelu slopes_in %sc after(%t9) : {{.*}}, slopes !sched.buffer<ocm, 2xf32> -> !sched.buffer<ocm, 16xf16> loc("/res/PRelu")

@@ -94,3 +94,20 @@ builtin.module {
   }
 }
 
+
+// -----
+
+builtin.module {
+  %a = sched.alloc tile(0) : !sched.buffer<ocm, 16xf16>
+  %s = sched.alloc tile(0) : !sched.buffer<ocm, 3xf32>
+  %t = sched.add tile 0 %a, %a -> %a act prelu slopes_in %s : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 16xf16>, slopes !sched.buffer<ocm, 3xf32> -> !sched.buffer<ocm, 16xf16>
+}
+// CHECK: sched.add: 16 elements are not whole pixels of 3
+
+// -----
+
+builtin.module {
+  %a = sched.alloc tile(0) : !sched.buffer<ocm, 16xf16>
+  %t = sched.add tile 0 %a, %a -> %a act prelu : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 16xf16> -> !sched.buffer<ocm, 16xf16>
+}
+// CHECK: sched.add: a slopes buffer goes with act prelu only

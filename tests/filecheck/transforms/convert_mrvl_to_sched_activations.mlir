@@ -17,8 +17,9 @@ builtin.module {
     %4 = mrvl.conv2d %3, %w act hard_sigmoid alpha 0.2 beta 0.5 : (tensor<1x1x1x8xf16, #mrvl.layout<NHWC>>, tensor<8x1x1x8xf16, #mrvl.layout<OHWI>>) -> tensor<1x1x1x8xf16, #mrvl.layout<NHWC>> loc("/se/Conv")
     %5 = mrvl.mul %2, %4 : (tensor<1x4x4x8xf16, #mrvl.layout<NHWC>>, tensor<1x1x1x8xf16, #mrvl.layout<NHWC>>) -> tensor<1x4x4x8xf16, #mrvl.layout<NHWC>> loc("/se/Mul")
     %6 = mrvl.conv2d %5, %w act prelu slopes [0.25, 0.5, 0.25, 0.5, 0.25, 0.5, 0.25, 0.5] : (tensor<1x4x4x8xf16, #mrvl.layout<NHWC>>, tensor<8x1x1x8xf16, #mrvl.layout<OHWI>>) -> tensor<1x4x4x8xf16, #mrvl.layout<NHWC>> loc("/c3/Conv")
-    %7 = mrvl.cast %6 : tensor<1x4x4x8xf16, #mrvl.layout<NHWC>> -> tensor<1x4x4x8xf32, #mrvl.layout<NHWC>>
-    func.return %7 : tensor<1x4x4x8xf32, #mrvl.layout<NHWC>>
+    %7 = mrvl.add %6, %5 act prelu slopes [0.5, 0.25, 0.5, 0.25, 0.5, 0.25, 0.5, 0.25] : tensor<1x4x4x8xf16, #mrvl.layout<NHWC>> loc("/res/Add")
+    %8 = mrvl.cast %7 : tensor<1x4x4x8xf16, #mrvl.layout<NHWC>> -> tensor<1x4x4x8xf32, #mrvl.layout<NHWC>>
+    func.return %8 : tensor<1x4x4x8xf32, #mrvl.layout<NHWC>>
   }
 }
 
@@ -38,9 +39,15 @@ builtin.module {
 // CHECK:      %[[S:.*]] = sched.const "mrvl_prelu_slopes_{{[0-9]+}}" = dense<[2.500000e-01, 5.000000e-01, {{.*}}]> : tensor<8xf32> : !sched.buffer<ddr, 8xf32> loc("/c3/Conv")
 // CHECK:      sched.dma tile 0 %[[S]] [0] -> %[[SO:.*]] [0] box [8]
 // CHECK:      sched.conv2d tile 0 %{{.*}}, %{{.*}} -> %{{.*}} {{.*}} act prelu slopes_in %[[SO]] after({{.*}}) : {{.*}}, slopes !sched.buffer<ocm, 8xf32> -> !sched.buffer<ocm, 1x2x4x8xf16>
+// A residual sum with PRelu: chunks of whole pixels, each tile with the 8 slopes.
+// CHECK:      %[[RS:.*]] = sched.const "mrvl_prelu_slopes_{{[0-9]+}}" = dense<[5.000000e-01, 2.500000e-01, {{.*}}]> : tensor<8xf32> : !sched.buffer<ddr, 8xf32> loc("/res/Add")
+// CHECK:      sched.dma tile 0 %[[RS]] [0] -> %[[RSO:.*]] [0] box [8]
+// CHECK:      sched.add tile 0 %{{.*}}, %{{.*}} -> %{{.*}} act prelu slopes_in %[[RSO]] after({{.*}}) : !sched.buffer<ocm, 64xf16>, !sched.buffer<ocm, 64xf16>, slopes !sched.buffer<ocm, 8xf32> -> !sched.buffer<ocm, 64xf16> loc("/res/Add")
+// CHECK:      sched.add tile 1 {{.*}} act prelu slopes_in
 
 // ISA:      mlip.lut tile 0 signal [[L:[0-9]+]] : src_addr {{[0-9]+}}, act silu, act_a 0.0, act_b 0.0 loc("/c1/Conv")
 // ISA:      mlip.conv tile 0 {{.*}}wait [{{.*}}[[L]]] : {{.*}} act silu, act_a 0.0, act_b 0.0, act_addr -1, acc_addr -1, acc_out 0 loc("/c1/Conv")
 // ISA:      mlip.lut tile 0 {{.*}}: src_addr {{[0-9]+}}, act hard_sigmoid, act_a 0.20000000298023224, act_b 0.5 loc("/se/Conv")
 // ISA:      mlip.mul tile 0 {{.*}}: a_addr {{[0-9]+}}, b_addr {{[0-9]+}}, out_addr {{[0-9]+}}, count 64, channels 8, act none
 // ISA:      mlip.conv tile 0 {{.*}} act prelu, act_a 0.0, act_b 0.0, act_addr {{[0-9]+}}, acc_addr -1, acc_out 0 loc("/c3/Conv")
+// ISA:      mlip.add tile 0 {{.*}}: a_addr {{[0-9]+}}, b_addr {{[0-9]+}}, out_addr {{[0-9]+}}, count 64, channels 8, act prelu, act_a 0.0, act_b 0.0, act_addr {{[0-9]+}} loc("/res/Add")
