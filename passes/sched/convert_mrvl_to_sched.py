@@ -787,7 +787,9 @@ def _table_parameters(op: Operation) -> tuple[float, float]:
 @dataclass(frozen=True)
 class ConvertMrvlToSchedPass(MrvlModulePass):
     """Options: `mcpu` and `num-tiles` (both required: nothing defaults to a target), and
-    `wb-pin-ocm` (upstream's option: keep a layer's weights and biases in OCM when they fit).
+    `wb-pin-ocm` (upstream's option: keep a layer's weights and biases in OCM when they fit),
+    and `cascade` (keep an intermediate tensor in OCM between layers when it fits:
+    `sched-cascade`).
 
     The result is one `sched.program` carrying them, holding the scheduled region.
     """
@@ -796,6 +798,7 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
     mcpu: str | None = None
     num_tiles: int | None = None
     wb_pin_ocm: bool = False
+    cascade: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.mcpu is not None:
@@ -875,6 +878,7 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
             target.name,
             num_tiles,
             wb_pin_ocm=self.wb_pin_ocm,
+            cascade=self.cascade,
             sym_name=fn.sym_name.data or None,
         )
         program.body.block.add_ops(low.ops)

@@ -1,0 +1,292 @@
+"""sched-cascade: keep an intermediate tensor in OCM from the layer that writes it to the
+layers that read it (Vela's cascading), instead of a round trip through DDR.
+
+The lowering gives every intermediate tensor a DDR buffer: its producer's pieces store their
+output tiles into it and its consumers' pieces load their windows from it. When the
+program's `cascade` option is set, this pass moves such a buffer into one tile's OCM when
+every access of it is a `sched.dma` on that tile:
+- its stores and loads become OCM-to-OCM copies, which do not use the DDR port (a DMA whose
+  other side is DDR, a concat's or a strided copy's, now moves between that OCM and DDR);
+- a store of a piece that is the whole tensor goes away: the piece's output buffer is the
+  tensor (the producer computed it in one piece);
+- a load of the whole tensor goes away: the consumer computes from the buffer itself.
+A removed DMA's waiters wait for what it waited for instead.
+
+A tile reads only its own OCM (isa.md), so a tensor written or read on two tiles stays in
+DDR: at 1 tile every intermediate tensor is a candidate; at more tiles, those whose producer
+and consumers run on one tile (single-piece layers, which start at tile 0).
+
+The bytes every reader sees are those it saw in DDR: a buffer is kept only when all its
+writes come before all its reads in program order. Cascading lengthens what lives in OCM,
+so it is kept only where it fits: a candidate whose tensor does not fit next to what is
+already live on its tile is not tried, and the allocator's first fit is tried on the result
+(as `sched-pin-weights` does), dropping the largest candidate live across each layer whose
+buffers overflow until everything fits. It runs before `sched-pipeline`, which then double
+buffers in the OCM left over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from mrvl.dialects import sched
+from mrvl.passes.common import MrvlModulePass
+from mrvl.passes.sched.allocate import overflowing_layers
+from mrvl.passes.sched.liveness import WRITTEN_OPERANDS, LiveRange, live_ranges, root
+
+
+def _align(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment
+
+
+@dataclass(eq=False)
+class _Candidate:
+    """A DDR intermediate whose every access is a DMA on `tile`."""
+
+    alloc: sched.AllocOp
+    tile: int
+    views: list[sched.ViewOp]
+    writes: list[sched.DmaOp]
+    reads: list[sched.DmaOp]
+    store: sched.DmaOp | None = None
+    """The one store of a whole piece that is the whole tensor (the piece becomes the buffer)."""
+    loads: list[sched.DmaOp] = field(default_factory=list)
+    """The loads of the whole tensor (their destinations become the buffer)."""
+
+    @property
+    def size(self) -> int:
+        return self.alloc.buffer_type.size_bytes
+
+
+def _whole(dma: sched.DmaOp, source: SSAValue, dest: SSAValue) -> bool:
+    """Whether `dma` copies all of `source` to all of `dest`, both dense and of one shape."""
+    dims = sched.buffer_type(source).dims
+    return (
+        dma.src_strides is None
+        and dma.dst_strides is None
+        and dims == sched.buffer_type(dest).dims
+        and tuple(dma.box.get_values()) == dims
+        and not any(dma.src_offsets.get_values())
+        and not any(dma.dst_offsets.get_values())
+    )
+
+
+def _written_by(op: Operation, value: SSAValue) -> bool:
+    if isinstance(op, sched.DmaOp | sched.ConvertOp):
+        return op.dest is value
+    names = [name for name, _ in type(op).get_irdl_definition().operands]
+    return any(getattr(op, n) is value for n in names if n in WRITTEN_OPERANDS)
+
+
+def _only_written_by(buffer: SSAValue, writer: Operation) -> bool:
+    """Whether `writer` is the only op writing `buffer` (which has no views)."""
+    for use in buffer.uses:
+        user = use.operation
+        if isinstance(user, sched.ViewOp):
+            return False
+        if user is not writer and _written_by(user, buffer):
+            return False
+    return True
+
+
+def _candidate(alloc: sched.AllocOp, position: dict[Operation, int]) -> _Candidate | None:
+    if alloc.tile is not None:
+        return None
+    values, views, dmas = [alloc.buffer], [], []
+    for value in values:  # grows with the views
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, sched.ViewOp):
+                views.append(user)
+                values.append(user.buffer)
+            elif isinstance(user, sched.DmaOp):
+                dmas.append(user)
+            else:
+                return None
+    mine = set(values)
+    tiles = {d.tile.value.data for d in dmas}
+    if len(tiles) != 1:
+        return None
+    (tile,) = tiles
+    writes, reads = [], []
+    for d in dmas:
+        if (d.source in mine) == (d.dest in mine):
+            return None
+        other = d.dest if d.source in mine else d.source
+        if sched.buffer_type(other).space.data == "ocm" and root(other).tile.value.data != tile:
+            return None
+        (reads if d.source in mine else writes).append(d)
+    if not writes or not reads:
+        return None
+    if max(position[d] for d in writes) > min(position[d] for d in reads):
+        return None
+    c = _Candidate(alloc, tile, views, writes, reads)
+    if len(writes) == 1:
+        w = writes[0]
+        piece = w.source.owner
+        if (
+            w.dest is alloc.buffer
+            and isinstance(piece, sched.AllocOp)
+            and _whole(w, w.source, w.dest)
+            and all(position[v] > position[piece] for v in views)
+            and not any(
+                position[u.operation] > position[w] and _written_by(u.operation, w.source)
+                for u in w.source.uses
+            )
+        ):
+            c.store = w
+    for r in reads:
+        if (
+            isinstance(r.dest.owner, sched.AllocOp)
+            and _whole(r, r.source, r.dest)
+            and _only_written_by(r.dest, r)
+        ):
+            c.loads.append(r)
+    return c
+
+
+def _ocm_levels(ranges, n: int, alignment: int) -> dict[int, np.ndarray]:
+    """Tile -> the OCM bytes live (aligned) at each op of the program."""
+    deltas: dict[int, np.ndarray] = {}
+    for r in ranges:
+        if r.tile is not None:
+            d = deltas.setdefault(r.tile, np.zeros(n + 1, np.int64))
+            size = _align(r.size, alignment)
+            d[r.start] += size
+            d[r.end + 1] -= size
+    return {tile: np.cumsum(d[:n]) for tile, d in deltas.items()}
+
+
+def _set_deps(op: sched.TaskBase, deps: list[SSAValue]) -> None:
+    """Replace `op`'s `after(...)` tokens (its last operand segment)."""
+    count = len(op.deps)
+    fixed = list(op.operands)[: len(op.operands) - count]
+    op.operands = [*fixed, *deps]
+    sizes = op.properties.get("operandSegmentSizes")
+    if sizes is not None:
+        values = list(sizes.get_values())
+        values[-1] = len(deps)
+        op.properties["operandSegmentSizes"] = DenseArrayBase.from_list(i32, values)
+
+
+def _bypass(task: sched.TaskBase) -> None:
+    """Erase `task`; what waited for it waits for what it waited for."""
+    deps = list(task.deps)
+    for use in list(task.token.uses):
+        user = use.operation
+        kept = [d for d in user.deps if d is not task.token]
+        kept += [d for d in deps if not any(d is k for k in kept)]
+        _set_deps(user, kept)
+    Rewriter.erase_op(task)
+
+
+@dataclass(frozen=True)
+class CascadePass(MrvlModulePass):
+    name = "sched-cascade"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        program = sched.program_of(op)
+        if not program.cascades:
+            return
+        target = program.target
+        ops = list(program.ops)
+        position = {o: i for i, o in enumerate(ops)}
+        ranges = {r.op: r for r in live_ranges(ops)}
+        levels = _ocm_levels(ranges.values(), len(ops), target.ocm_alignment)
+        candidates = [
+            c
+            for o in ops
+            if isinstance(o, sched.AllocOp)
+            and (c := _candidate(o, position)) is not None
+            and self._fits_alone(c, ranges, levels, target)
+        ]
+        while candidates:
+            trial, spans = self._trial(candidates, ranges, target)
+            failing = overflowing_layers(trial, target)
+            if not failing:
+                break
+            dropped = set()
+            layers = {c: {o.location for o in ops[s : e + 1]} for c, (s, e) in spans.items()}
+            for location in failing:
+                across = [c for c in candidates if location in layers[c]]
+                if across:
+                    dropped.add(max(across, key=lambda c: c.size))
+            candidates = [c for c in candidates if c not in dropped] if dropped else []
+        for c in candidates:
+            self._rewrite(c)
+
+    @staticmethod
+    def _fits_alone(c: _Candidate, ranges, levels, target) -> bool:
+        """Whether the tensor fits in its tile's OCM next to the bytes live there over its
+        lifetime (aligned, before fragmentation), without the pieces it replaces."""
+        span = ranges[c.alloc]
+        level = levels.get(c.tile)
+        if level is None:
+            return True
+        window = level[span.start : span.end + 1].copy()
+        replaced = [r.dest.owner for r in c.loads]
+        if c.store is not None:
+            replaced.append(c.store.source.owner)
+        for piece in replaced:
+            r = ranges[piece]
+            lo, hi = max(r.start, span.start), min(r.end, span.end)
+            if lo <= hi:
+                window[lo - span.start : hi - span.start + 1] -= _align(
+                    r.size, target.ocm_alignment
+                )
+        return int(window.max()) + _align(c.size, target.ocm_alignment) <= target.ocm_bytes_per_tile
+
+    @staticmethod
+    def _trial(candidates, ranges, target):
+        """The live ranges were the candidates applied, and each candidate's [start, end]."""
+        trial = {o: LiveRange(r.op, r.start, r.end) for o, r in ranges.items()}
+        spans = {}
+        for c in candidates:
+            gone = trial.pop(c.alloc)
+            if c.store is not None:
+                kept = trial[c.store.source.owner]
+            else:
+                ocm = sched.AllocOp(
+                    sched.BufferType(
+                        "ocm", c.alloc.buffer_type.dims, c.alloc.buffer_type.element_type
+                    ),
+                    c.tile,
+                )
+                ocm.location = c.alloc.location
+                kept = trial[ocm] = LiveRange(ocm, gone.start, gone.end)
+            kept.end = max(kept.end, gone.end)
+            for r in c.loads:
+                kept.end = max(kept.end, trial.pop(r.dest.owner).end)
+            spans[c] = (kept.start, kept.end)
+        return list(trial.values()), spans
+
+    @staticmethod
+    def _rewrite(c: _Candidate) -> None:
+        bt = c.alloc.buffer_type
+        if c.store is not None:
+            buffer = c.store.source
+            _bypass(c.store)
+        else:
+            new = sched.AllocOp(sched.BufferType("ocm", bt.dims, bt.element_type), c.tile)
+            new.location = c.alloc.location
+            Rewriter.insert_op(new, InsertPoint.before(c.alloc))
+            buffer = new.buffer
+        c.alloc.buffer.replace_all_uses_with(buffer)
+        Rewriter.erase_op(c.alloc)
+        for view in c.views:
+            vt = sched.buffer_type(view.buffer)
+            new_view = sched.ViewOp(view.source, sched.BufferType("ocm", vt.dims, vt.element_type))
+            new_view.location = view.location
+            Rewriter.replace_op(view, new_view)
+        for r in c.loads:
+            piece = r.dest.owner
+            source = r.source
+            _bypass(r)
+            piece.buffer.replace_all_uses_with(source)
+            Rewriter.erase_op(piece)
