@@ -27,18 +27,124 @@ buffers in the OCM left over.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from math import prod
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from mrvl.dialects import sched
+from mrvl.dialects import mrvl, sched
 from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.allocate import overflowing_layers
+from mrvl.errors import CompileError
+from mrvl.passes.sched.tiling import F16, plan_window_layer_priced
 from mrvl.passes.sched.liveness import WRITTEN_OPERANDS, LiveRange, live_ranges, root
+from mrvl.target import Target
+
+
+RESIDENT_SHARE = 0.5
+"""The most of a tile's OCM that tensors planned to stay there may take at any layer; the
+rest is the layers' working set."""
+
+LAYERS = (
+    mrvl.Conv2DOp,
+    mrvl.Pool2DBase,
+    mrvl.FullyConnectedOp,
+    mrvl.AddOp,
+    mrvl.ScaleShiftOp,
+    mrvl.MulOp,
+)
+"""The layers whose lowering loads their inputs and stores their output with DMAs."""
+
+
+def plan_resident(block: Block, target: Target, num_tiles: int) -> dict[Operation, int]:
+    """The OCM bytes per tile that each layer's tiling plan may use when cascading, for the
+    layers that run next to tensors planned to stay in OCM (the rest use the whole OCM).
+
+    At 1 tile, a tensor that one layer writes and only layers read (each lowered to DMAs) is
+    planned to stay, taking the tensors in program order, when:
+    - it and the other planned tensors live at each layer of its lifetime (writer to last
+      reader) take at most `RESIDENT_SHARE` of the OCM;
+    - the DDR bytes its round trip costs (one store, one load per reader) are more than the
+      conv and pool layers of its lifetime, cut into pieces that leave room for it, move in
+      addition (their weights reloaded for more pieces, more halo rows).
+    `sched-cascade` then finds that it fits. At more tiles pieces spread over the tiles and
+    a tensor stays only when its layers happen to run on one tile, so nothing is planned."""
+    if num_tiles != 1:
+        return {}
+    layers = list(block.ops)
+    index = {o: i for i, o in enumerate(layers)}
+    ocm = target.ocm_bytes_per_tile
+    limit = int(ocm * RESIDENT_SHARE)
+    resident = [0] * len(layers)
+    moved: dict[tuple[Operation, int], int | None] = {}
+
+    def ddr_bytes(layer: Operation, budget: int) -> int | None:
+        if (layer, budget) not in moved:
+            moved[layer, budget] = _window_ddr_bytes(layer, budget, target)
+        return moved[layer, budget]
+
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, LAYERS) or len(layer.results) != 1:
+            continue
+        result = layer.results[0]
+        readers = [use.operation for use in result.uses]
+        if not readers or not all(isinstance(r, LAYERS) for r in readers):
+            continue
+        size = _align(
+            prod(mrvl.shape_of(result)) * mrvl.element_type_of(result).bitwidth // 8,
+            target.ocm_alignment,
+        )
+        last = max(index[r] for r in readers)
+        if max(resident[i : last + 1]) + size > limit:
+            continue
+        extra = 0
+        for j in range(i, last + 1):
+            if isinstance(layers[j], mrvl.Conv2DOp | mrvl.Pool2DBase):
+                before = ddr_bytes(layers[j], ocm - resident[j])
+                after = ddr_bytes(layers[j], ocm - resident[j] - size)
+                if before is None or after is None:
+                    extra = None
+                    break
+                extra += after - before
+        if extra is None or extra >= size * (1 + len(readers)):
+            continue
+        for j in range(i, last + 1):
+            resident[j] += size
+    return {layer: ocm - resident[i] for i, layer in enumerate(layers) if resident[i]}
+
+
+def _window_ddr_bytes(layer: Operation, budget: int, target: Target) -> int | None:
+    """The DDR bytes a conv or pool moves when its pieces may use `budget` bytes of OCM
+    (every piece's window, weights and output); None when it needs input-channel blocks
+    or does not fit."""
+    from mrvl.passes.sched.convert_mrvl_to_sched import window_geometry
+
+    geometry = window_geometry(layer)
+    try:
+        pieces = plan_window_layer_priced(
+            geometry,
+            dataclasses.replace(target, ocm_bytes_per_tile=budget),
+            1,
+            "",
+            split_columns=isinstance(layer, mrvl.Conv2DOp),
+        )
+    except CompileError:
+        return None
+    if any(p.ci_blocks for p in pieces):
+        return None
+    moved = 0
+    for p in pieces:
+        in_cols = p.in_cols or geometry.w
+        ics = p.ics or geometry.input_channels(p.oc0, p.ocs)[1]
+        moved += geometry.n * p.in_rows * in_cols * ics * F16
+        moved += p.ocs * geometry.weight_bytes_per_oc
+        moved += geometry.n * p.rows * (p.cols or geometry.ow) * p.ocs * F16
+    return moved
 
 
 def _align(value: int, alignment: int) -> int:

@@ -9,6 +9,7 @@ reads, a compute for its loads, a store for its compute.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from functools import cache
@@ -40,6 +41,7 @@ from mrvl.dialects import mrvl, sched
 from mrvl.errors import CompileError, layer_boundary
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass
+from mrvl.passes.sched.cascade import plan_resident
 from mrvl.passes.sched.tiling import (
     F32,
     Chunk,
@@ -101,6 +103,12 @@ class _Lowering:
     (each waits for the previous one), so the next lut waits for one token only."""
     made_constants: int = 0
     zeros: dict[Attribute, SSAValue] = field(default_factory=dict)
+    ocm_budget: dict[Operation, int] = field(default_factory=dict)
+    """Layer -> the OCM bytes its pieces may use, where tensors stay in OCM next to them
+    (`cascade.plan_resident`); a tile's whole OCM otherwise."""
+
+    def ocm_bytes(self, op: Operation) -> int:
+        return self.ocm_budget.get(op, self.target.ocm_bytes_per_tile)
 
     # -- emission helpers -----------------------------------------------------------------------
 
@@ -264,8 +272,11 @@ class _Lowering:
             geometry.dw,
         )
         pads = list(op.pads.get_values())
+        target = self.target
+        if op in self.ocm_budget:
+            target = dataclasses.replace(target, ocm_bytes_per_tile=self.ocm_budget[op])
         pieces = plan_window_layer_priced(
-            geometry, self.target, self.num_tiles, self.what(op), split_columns=is_conv
+            geometry, target, self.num_tiles, self.what(op), split_columns=is_conv
         )
         groups = op.group_count if is_conv else 1
         cg = c // groups
@@ -427,7 +438,7 @@ class _Lowering:
             n,
             k,
             o,
-            self.target.ocm_bytes_per_tile,
+            self.ocm_bytes(op),
             self.num_tiles,
             self.target.ocm_alignment,
             self.what(op),
@@ -472,7 +483,7 @@ class _Lowering:
         dst = self.new_ddr(op.output)
         out = self.flat_view(dst, flat)
         chunks = plan_elementwise(
-            count, 3, self.target.ocm_bytes_per_tile, self.num_tiles, self.target.ocm_alignment
+            count, 3, self.ocm_bytes(op), self.num_tiles, self.target.ocm_alignment
         )
         for index, chunk in enumerate(chunks):
             tile = index % self.num_tiles
@@ -510,7 +521,7 @@ class _Lowering:
         chunks = plan_per_channel(
             count,
             channels,
-            self.target.ocm_bytes_per_tile,
+            self.ocm_bytes(op),
             self.num_tiles,
             self.target.ocm_alignment,
             self.what(op),
@@ -557,7 +568,7 @@ class _Lowering:
             for c in plan_elementwise(
                 per_image,
                 2 if channels else 3,
-                self.target.ocm_bytes_per_tile,
+                self.ocm_bytes(op),
                 self.num_tiles,
                 self.target.ocm_alignment,
                 granule=max(channels, 1),
@@ -821,6 +832,8 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
             raise CompileError(f"expected one region function in the module, found {len(funcs)}")
         fn = funcs[0]
         low = _Lowering(target, num_tiles)
+        if self.cascade:
+            low.ocm_budget = plan_resident(fn.body.block, target, num_tiles)
         block = fn.body.block
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
