@@ -1,5 +1,7 @@
-"""sched-cascade: keep an intermediate tensor in OCM from the layer that writes it to the
-layers that read it (Vela's cascading), instead of a round trip through DDR.
+"""sched-cascade: with `cascade`, an intermediate tensor stays in OCM between its layers.
+
+Vela's cascading: a tensor is kept in OCM from the layer that writes it to the layers that
+read it, instead of a round trip through DDR.
 
 The lowering gives every intermediate tensor a DDR buffer: its producer's pieces store their
 output tiles into it and its consumers' pieces load their windows from it. When the
