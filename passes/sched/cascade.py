@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from math import prod
+from math import ceil, prod
 
 import numpy as np
 from xdsl.context import Context
@@ -43,7 +43,7 @@ from mrvl.dialects import mrvl, sched
 from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.allocate import overflowing_layers
 from mrvl.errors import CompileError
-from mrvl.passes.sched.tiling import F16, plan_window_layer_priced
+from mrvl.passes.sched.tiling import F16, WindowPiece, plan_window_layer_priced
 from mrvl.passes.sched.liveness import WRITTEN_OPERANDS, LiveRange, live_ranges, root
 from mrvl.target import Target
 
@@ -63,32 +63,52 @@ LAYERS = (
 """The layers whose lowering loads their inputs and stores their output with DMAs."""
 
 
-def plan_resident(block: Block, target: Target, num_tiles: int) -> dict[Operation, int]:
-    """The OCM bytes per tile that each layer's tiling plan may use when cascading, for the
-    layers that run next to tensors planned to stay in OCM (the rest use the whole OCM).
+@dataclass
+class ResidentPlan:
+    """What the lowering needs to leave room for the tensors planned to stay in OCM."""
+
+    ocm_budget: dict[Operation, int] = field(default_factory=dict)
+    """Layer -> the OCM bytes its pieces may use (a tile's whole OCM for the others)."""
+    pieces: dict[Operation, list[WindowPiece]] = field(default_factory=dict)
+    """Conv or pool -> its pieces, when its input stays in OCM: every row, by output
+    channels, so each weight is loaded once and the input is read where it stays."""
+
+
+def plan_resident(block: Block, target: Target, num_tiles: int) -> ResidentPlan:
+    """Which tensors the lowering plans to stay in OCM, and how it cuts the layers next to
+    them.
 
     At 1 tile, a tensor that one layer writes and only layers read (each lowered to DMAs) is
     planned to stay, taking the tensors in program order, when:
     - it and the other planned tensors live at each layer of its lifetime (writer to last
       reader) take at most `RESIDENT_SHARE` of the OCM;
     - the DDR bytes its round trip costs (one store, one load per reader) are more than the
-      conv and pool layers of its lifetime, cut into pieces that leave room for it, move in
-      addition (their weights reloaded for more pieces, more halo rows).
+      conv and pool layers of its lifetime move in addition once they are cut into pieces
+      that leave room for it (weights reloaded for more pieces, more halo rows). A conv or
+      pool reading it is cut by output channels only (`_resident_input_pieces`) where that
+      moves fewer bytes than the usual plan.
     `sched-cascade` then finds that it fits. At more tiles pieces spread over the tiles and
     a tensor stays only when its layers happen to run on one tile, so nothing is planned."""
+    plan = ResidentPlan()
     if num_tiles != 1:
-        return {}
+        return plan
     layers = list(block.ops)
     index = {o: i for i, o in enumerate(layers)}
     ocm = target.ocm_bytes_per_tile
     limit = int(ocm * RESIDENT_SHARE)
     resident = [0] * len(layers)
-    moved: dict[tuple[Operation, int], int | None] = {}
+    input_stays: set[Operation] = set()
+    known: dict[tuple, tuple[int, list[WindowPiece] | None] | None] = {}
 
-    def ddr_bytes(layer: Operation, budget: int) -> int | None:
-        if (layer, budget) not in moved:
-            moved[layer, budget] = _window_ddr_bytes(layer, budget, target)
-        return moved[layer, budget]
+    def cheapest(layer: Operation, budget: int, stays: bool):
+        """(DDR bytes, pieces or None for the usual plan) of a conv or pool, or None."""
+        if (layer, budget, stays) not in known:
+            options = [(_window_ddr_bytes(layer, budget, target), None)]
+            if stays:
+                options.append(_resident_input_pieces(layer, budget, target))
+            options = [o for o in options if o is not None and o[0] is not None]
+            known[layer, budget, stays] = min(options, key=lambda o: o[0]) if options else None
+        return known[layer, budget, stays]
 
     for i, layer in enumerate(layers):
         if not isinstance(layer, LAYERS) or len(layer.results) != 1:
@@ -106,18 +126,32 @@ def plan_resident(block: Block, target: Target, num_tiles: int) -> dict[Operatio
             continue
         extra = 0
         for j in range(i, last + 1):
-            if isinstance(layers[j], mrvl.Conv2DOp | mrvl.Pool2DBase):
-                before = ddr_bytes(layers[j], ocm - resident[j])
-                after = ddr_bytes(layers[j], ocm - resident[j] - size)
+            other = layers[j]
+            if isinstance(other, mrvl.Conv2DOp | mrvl.Pool2DBase):
+                stays = other in input_stays
+                before = cheapest(other, ocm - resident[j], stays)
+                after = cheapest(other, ocm - resident[j] - size, stays or other.input is result)
                 if before is None or after is None:
                     extra = None
                     break
-                extra += after - before
+                extra += after[0] - before[0]
         if extra is None or extra >= size * (1 + len(readers)):
             continue
         for j in range(i, last + 1):
             resident[j] += size
-    return {layer: ocm - resident[i] for i, layer in enumerate(layers) if resident[i]}
+        input_stays.update(
+            r
+            for r in readers
+            if isinstance(r, mrvl.Conv2DOp | mrvl.Pool2DBase) and r.input is result
+        )
+    for i, layer in enumerate(layers):
+        if resident[i]:
+            plan.ocm_budget[layer] = ocm - resident[i]
+        if layer in input_stays:
+            best = cheapest(layer, ocm - resident[i], True)
+            if best is not None and best[1] is not None:
+                plan.pieces[layer] = best[1]
+    return plan
 
 
 def _window_ddr_bytes(layer: Operation, budget: int, target: Target) -> int | None:
@@ -147,6 +181,45 @@ def _window_ddr_bytes(layer: Operation, budget: int, target: Target) -> int | No
         moved += p.ocs * geometry.weight_bytes_per_oc
         moved += geometry.n * p.rows * (p.cols or geometry.ow) * p.ocs * F16
     return moved
+
+
+def _resident_input_pieces(
+    layer: Operation, budget: int, target: Target
+) -> tuple[int, list[WindowPiece]] | None:
+    """(DDR bytes, pieces) of a conv or pool whose input stays in OCM, cut by output
+    channels only: each piece computes every output row of its channels from the input
+    where it stays (or an OCM copy of its channels, for a grouped conv or a pool), so every
+    weight is loaded once. None when one output channel's weights and output do not fit
+    `budget`."""
+    from mrvl.passes.sched.convert_mrvl_to_sched import window_geometry
+
+    g = window_geometry(layer)
+    alignment = target.ocm_alignment
+    in_row0, in_rows = g.input_rows(0, g.oh)
+
+    def need(ocs: int) -> int:
+        ics = g.input_channels(0, ocs)[1]
+        window = 0 if ics == g.c and in_rows == g.h else g.n * in_rows * g.w * ics * F16
+        weights = ocs * g.weight_bytes_per_oc
+        out = g.n * g.oh * g.ow * ocs * F16
+        return sum(_align(b, alignment) for b in (window, weights, out)) + 2 * alignment
+
+    ocs = g.oc
+    while ocs > 1 and need(ocs) > budget:
+        ocs = g.channel_step(ceil(ocs / 2))
+    if need(ocs) > budget:
+        return None
+    pieces = []
+    for oc0, width in g.channel_pieces(ocs):
+        ic0, ics = g.input_channels(oc0, width)
+        pieces.append(
+            WindowPiece(
+                0, g.oh, oc0, width, in_row0, in_rows,
+                ocol0=0, cols=g.ow, in_col0=0, in_cols=g.w, ic0=ic0, ics=ics,
+            )
+        )  # fmt: skip
+    moved = g.n * g.h * g.w * g.c * F16 + g.oc * g.weight_bytes_per_oc
+    return moved + g.n * g.oh * g.ow * g.oc * F16, pieces
 
 
 def _align(value: int, alignment: int) -> int:

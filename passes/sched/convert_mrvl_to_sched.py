@@ -41,7 +41,7 @@ from mrvl.dialects import mrvl, sched
 from mrvl.errors import CompileError, layer_boundary
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass
-from mrvl.passes.sched.cascade import plan_resident
+from mrvl.passes.sched.cascade import ResidentPlan, plan_resident
 from mrvl.passes.sched.tiling import (
     F32,
     Chunk,
@@ -103,12 +103,12 @@ class _Lowering:
     (each waits for the previous one), so the next lut waits for one token only."""
     made_constants: int = 0
     zeros: dict[Attribute, SSAValue] = field(default_factory=dict)
-    ocm_budget: dict[Operation, int] = field(default_factory=dict)
-    """Layer -> the OCM bytes its pieces may use, where tensors stay in OCM next to them
-    (`cascade.plan_resident`); a tile's whole OCM otherwise."""
+    resident: ResidentPlan = field(default_factory=ResidentPlan)
+    """Where tensors are planned to stay in OCM: the OCM left to the layers next to them,
+    and the pieces of the layers reading them (`cascade.plan_resident`)."""
 
     def ocm_bytes(self, op: Operation) -> int:
-        return self.ocm_budget.get(op, self.target.ocm_bytes_per_tile)
+        return self.resident.ocm_budget.get(op, self.target.ocm_bytes_per_tile)
 
     # -- emission helpers -----------------------------------------------------------------------
 
@@ -272,10 +272,8 @@ class _Lowering:
             geometry.dw,
         )
         pads = list(op.pads.get_values())
-        target = self.target
-        if op in self.ocm_budget:
-            target = dataclasses.replace(target, ocm_bytes_per_tile=self.ocm_budget[op])
-        pieces = plan_window_layer_priced(
+        target = dataclasses.replace(self.target, ocm_bytes_per_tile=self.ocm_bytes(op))
+        pieces = self.resident.pieces.get(op) or plan_window_layer_priced(
             geometry, target, self.num_tiles, self.what(op), split_columns=is_conv
         )
         groups = op.group_count if is_conv else 1
@@ -833,7 +831,7 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
         fn = funcs[0]
         low = _Lowering(target, num_tiles)
         if self.cascade:
-            low.ocm_budget = plan_resident(fn.body.block, target, num_tiles)
+            low.resident = plan_resident(fn.body.block, target, num_tiles)
         block = fn.body.block
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
