@@ -378,15 +378,16 @@ class CascadePass(MrvlModulePass):
         target = program.target
         ops = list(program.ops)
         position = {o: i for i, o in enumerate(ops)}
-        ranges = {r.op: r for r in live_ranges(ops)}
-        levels = _ocm_levels(ranges.values(), len(ops), target.ocm_alignment)
         candidates = [
             c
             for o in ops
-            if isinstance(o, sched.AllocOp)
-            and (c := _candidate(o, position)) is not None
-            and self._fits_alone(c, ranges, levels, target)
+            if isinstance(o, sched.AllocOp) and (c := _candidate(o, position)) is not None
         ]
+        if not candidates:
+            return
+        ranges = {r.op: r for r in live_ranges(ops)}
+        levels = _ocm_levels(ranges.values(), len(ops), target.ocm_alignment)
+        candidates = [c for c in candidates if self._fits_alone(c, ranges, levels, target)]
         while candidates:
             trial, spans = self._trial(candidates, ranges, target)
             failing = overflowing_layers(trial, target)
