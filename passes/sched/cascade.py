@@ -25,6 +25,11 @@ already live on its tile is not tried, and the allocator's first fit is tried on
 (as `sched-pin-weights` does), dropping the largest candidate live across each layer whose
 buffers overflow until everything fits. It runs before `sched-pipeline`, which then double
 buffers in the OCM left over.
+
+Layers are cut into pieces that fill a tile's OCM, so little would fit next to them. With
+`cascade`, the lowering therefore first asks `plan_resident` (here, next to the pass that
+relies on it) which tensors to plan for, and cuts the layers of their lifetimes in the OCM
+they leave.
 """
 
 from __future__ import annotations
@@ -40,13 +45,12 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from mrvl.dialects import mrvl, sched
+from mrvl.errors import CompileError
 from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.allocate import overflowing_layers
-from mrvl.errors import CompileError
-from mrvl.passes.sched.tiling import F16, WindowPiece, plan_window_layer_priced
 from mrvl.passes.sched.liveness import WRITTEN_OPERANDS, LiveRange, live_ranges, root
+from mrvl.passes.sched.tiling import F16, WindowPiece, plan_window_layer_priced
 from mrvl.target import Target
-
 
 RESIDENT_SHARE = 0.5
 """The most of a tile's OCM that tensors planned to stay there may take at any layer; the
