@@ -52,7 +52,7 @@ from mrvl.passes.sched.liveness import WRITTEN_OPERANDS, LiveRange, live_ranges,
 from mrvl.passes.sched.tiling import F16, WindowPiece, plan_window_layer_priced
 from mrvl.target import Target
 
-RESIDENT_SHARE = 0.5
+RESIDENT_SHARE = 0.75
 """The most of a tile's OCM that tensors planned to stay there may take at any layer; the
 rest is the layers' working set."""
 
