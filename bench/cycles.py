@@ -16,8 +16,9 @@ depend on data, so nothing is run). Printed per (model, tiles):
 
 and per model the speed-up from the fewest to the most tiles next to the roofline's own
 speed-up, and their ratio (goal: >= 0.75). Each (model, tiles) is compiled without and with
-`wb_pin_ocm`, so the DDR bytes that weight pinning saves are side by side
-(`--pin off` or `--pin on` for one of them).
+`wb_pin_ocm` and without and with cascading (`sched-cascade`), so the DDR bytes that weight
+pinning and cascading each save are side by side (`--pin off|on|both`,
+`--cascade off|on|both`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def load(name: str):
     return load_light_model(name, calibrate=False)
 
 
-def regions(model, num_tiles: int, wb_pin_ocm: bool):
+def regions(model, num_tiles: int, wb_pin_ocm: bool, cascade: bool):
     """(symbol, ValidProgram) of every MLIP region, compiled for `num_tiles`."""
     from tvm import relax
 
@@ -55,7 +56,9 @@ def regions(model, num_tiles: int, wb_pin_ocm: bool):
         attrs = func.attrs if isinstance(func, relax.Function) and func.attrs else {}
         if "Codegen" in attrs and str(attrs["Codegen"]) == "mrvl":
             func = func.with_attr("global_symbol", gv.name_hint)
-            region = compile_region(func, mcpu=MCPU, num_tiles=num_tiles, wb_pin_ocm=wb_pin_ocm)
+            region = compile_region(
+                func, mcpu=MCPU, num_tiles=num_tiles, wb_pin_ocm=wb_pin_ocm, cascade=cascade
+            )
             yield region.symbol, prepare(region.binary)
 
 
@@ -64,6 +67,7 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--tiles", nargs="+", type=int, default=list(TILES))
     parser.add_argument("--pin", choices=("off", "on", "both"), default="both")
+    parser.add_argument("--cascade", choices=("off", "on", "both"), default="both")
     args = parser.parse_args()
 
     from mrvl.sim.profile import profile_regions
@@ -72,19 +76,24 @@ def main() -> None:
     for name in args.models:
         model = load(name)
         results = {}
-        pins = {"off": (False,), "on": (True,), "both": (False, True)}[args.pin]
-        for tiles, pin in ((t, p) for t in args.tiles for p in pins):
-            programs = [(symbol, valid, None) for symbol, valid in regions(model, tiles, pin)]
+        choice = {"off": (False,), "on": (True,), "both": (False, True)}
+        pins, cascades = choice[args.pin], choice[args.cascade]
+        options = [(p, c) for p in pins for c in cascades]
+        for tiles, (pin, cascade) in ((t, o) for t in args.tiles for o in options):
+            programs = [
+                (symbol, valid, None) for symbol, valid in regions(model, tiles, pin, cascade)
+            ]
             start = time.perf_counter()
             profile = profile_regions(programs)
             seconds = time.perf_counter() - start
-            results[tiles, pin] = profile
+            results[tiles, pin, cascade] = profile
             instructions = sum(len(valid.code) for _, valid, _ in programs)
             rows.append(
                 (
                     name,
                     tiles,
                     "on" if pin else "off",
+                    "on" if cascade else "off",
                     instructions,
                     profile.total_cycles,
                     profile.roofline_cycles,
@@ -96,13 +105,15 @@ def main() -> None:
                 )
             )
         low, high = min(args.tiles), max(args.tiles)
-        for pin in pins if low != high else ():
-            modelled = results[low, pin].total_cycles / results[high, pin].total_cycles
-            bound = results[low, pin].roofline_cycles / results[high, pin].roofline_cycles
+        for pin, cascade in options if low != high else ():
+            few, many = results[low, pin, cascade], results[high, pin, cascade]
+            modelled = few.total_cycles / many.total_cycles
+            bound = few.roofline_cycles / many.roofline_cycles
             speedups.append(
                 (
                     name,
                     "on" if pin else "off",
+                    "on" if cascade else "off",
                     f"{low}->{high}",
                     f"{modelled:.2f}",
                     f"{bound:.2f}",
@@ -117,6 +128,7 @@ def main() -> None:
                 "model",
                 "tiles",
                 "wb_pin_ocm",
+                "cascade",
                 "instructions",
                 "cycles",
                 "roofline",
@@ -134,7 +146,13 @@ def main() -> None:
             tabulate(
                 speedups,
                 headers=[
-                    "model", "wb_pin_ocm", "tiles", "speed-up", "roofline speed-up", "ratio"
+                    "model",
+                    "wb_pin_ocm",
+                    "cascade",
+                    "tiles",
+                    "speed-up",
+                    "roofline speed-up",
+                    "ratio",
                 ],
             )
         )

@@ -656,6 +656,7 @@ class ProgramOp(IRDLOperation):
     mcpu = prop_def(StringAttr)
     num_tiles = prop_def(IntegerAttr[I64])
     wb_pin_ocm = opt_prop_def(UnitAttr)
+    cascade = opt_prop_def(UnitAttr)
     ddr_size = opt_prop_def(IntegerAttr[I64])
     const_base = opt_prop_def(IntegerAttr[I64])
     const_end = opt_prop_def(IntegerAttr[I64])
@@ -663,13 +664,19 @@ class ProgramOp(IRDLOperation):
     traits = traits_def(NoTerminator())
     assembly_format = (
         "`mcpu` `(` $mcpu `)` `tiles` `(` $num_tiles `)` (`symbol` `(` $sym_name^ `)`)?"
-        " (`wb_pin_ocm` $wb_pin_ocm^)?"
+        " (`wb_pin_ocm` $wb_pin_ocm^)? (`cascade` $cascade^)?"
         " (`ddr_size` `(` $ddr_size^ `)`)? (`const_base` `(` $const_base^ `)`)?"
         " (`const_end` `(` $const_end^ `)`)? attr-dict-with-keyword $body"
     )
 
     def __init__(
-        self, mcpu: str, num_tiles: int, *, wb_pin_ocm: bool = False, sym_name: str | None = None
+        self,
+        mcpu: str,
+        num_tiles: int,
+        *,
+        wb_pin_ocm: bool = False,
+        cascade: bool = False,
+        sym_name: str | None = None,
     ):
         properties: dict[str, Attribute] = {
             "mcpu": StringAttr(mcpu),
@@ -677,6 +684,8 @@ class ProgramOp(IRDLOperation):
         }
         if wb_pin_ocm:
             properties["wb_pin_ocm"] = UnitAttr()
+        if cascade:
+            properties["cascade"] = UnitAttr()
         if sym_name:
             properties["sym_name"] = StringAttr(sym_name)
         super().__init__(properties=properties, regions=[Region(Block())])
@@ -696,6 +705,11 @@ class ProgramOp(IRDLOperation):
     @property
     def pin_weights(self) -> bool:
         return self.wb_pin_ocm is not None
+
+    @property
+    def cascades(self) -> bool:
+        """Whether `sched-cascade` may keep intermediate tensors in OCM between layers."""
+        return self.cascade is not None
 
     def layout(self) -> tuple[int, int, int]:
         """(ddr_size, const_base, const_end); a CompileError before `sched-allocate`."""

@@ -117,6 +117,7 @@ def compile_region(
     constants_json: bool = False,
     json_dir: str | Path | None = None,
     wb_pin_ocm: bool = False,
+    cascade: bool = True,
 ) -> CompiledRegion:
     """Compile one Relax region function (`Codegen="mrvl"`) to an MLIP binary.
 
@@ -127,6 +128,8 @@ def compile_region(
     the Nodes-JSON and Constants-JSON files are written there (the weights streamed, never
     held as base64 text); with `constants_json`, the Constants-JSON is also returned in memory.
     `wb_pin_ocm` (upstream Marvell's option) keeps weights and biases in OCM when they fit.
+    `cascade` keeps an intermediate tensor in OCM between the layers of a tile when it fits
+    (`sched-cascade`); `cascade=False` sends every one through DDR.
     """
     mcpu, num_tiles = _region_options(func, mcpu, num_tiles)
     with layer_boundary("importing a region"):
@@ -166,6 +169,7 @@ def compile_region(
                 "mcpu": mcpu,
                 "num_tiles": num_tiles,
                 "wb_pin_ocm": bool(wb_pin_ocm),
+                "cascade": bool(cascade),
             }
         },
     )

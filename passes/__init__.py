@@ -46,6 +46,12 @@ def _pin_weights():
     return PinWeightsPass
 
 
+def _cascade():
+    from mrvl.passes.sched.cascade import CascadePass
+
+    return CascadePass
+
+
 def _pipeline():
     from mrvl.passes.sched.pipeline import PipelinePass
 
@@ -83,6 +89,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-mrvl-to-sched": _to_sched,
     "sched-fuse-converts": _fuse_converts,
     "sched-pin-weights": _pin_weights,
+    "sched-cascade": _cascade,
     "sched-pipeline": _pipeline,
     "sched-allocate": _allocate,
     "sched-verify-allocation": _verify_allocation,
@@ -95,6 +102,7 @@ SCHED_PIPELINE = (
     "convert-mrvl-to-sched",
     "sched-fuse-converts",
     "sched-pin-weights",
+    "sched-cascade",
     "sched-pipeline",
     "sched-allocate",
     "sched-verify-allocation",

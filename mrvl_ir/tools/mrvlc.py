@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
         help="keep each layer's weights and biases in OCM when they fit (upstream's option)",
     )
     p.add_argument(
+        "--cascade",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep intermediate tensors in OCM between layers when they fit (default: on)",
+    )
+    p.add_argument(
         "--input-shape",
         action="append",
         default=[],
@@ -240,6 +246,7 @@ def _emit(mod, stage: str, args, elide: int | None) -> None:
             mcpu=args.mcpu,
             num_tiles=args.num_tiles,
             wb_pin_ocm=args.wb_pin_ocm,
+            cascade=args.cascade,
             keep_stages=True,
             dump_dir=args.dump_dir,
             elide_constants_larger_than=elide,
@@ -390,6 +397,8 @@ def _compile(args) -> int:
         options["json_dir"] = outdir
     if args.wb_pin_ocm:
         options["wb_pin_ocm"] = True
+    if not args.cascade:
+        options["cascade"] = False
     if args.dump_dir:
         options["dump_dir"] = args.dump_dir
         if elide is not None:

@@ -9,6 +9,7 @@ reads, a compute for its loads, a store for its compute.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from functools import cache
@@ -40,6 +41,7 @@ from mrvl.dialects import mrvl, sched
 from mrvl.errors import CompileError, layer_boundary
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass
+from mrvl.passes.sched.cascade import ResidentPlan, plan_resident
 from mrvl.passes.sched.tiling import (
     F32,
     ChannelChunk,
@@ -102,6 +104,12 @@ class _Lowering:
     (each waits for the previous one), so the next lut waits for one token only."""
     made_constants: int = 0
     zeros: dict[Attribute, SSAValue] = field(default_factory=dict)
+    resident: ResidentPlan = field(default_factory=ResidentPlan)
+    """Where tensors are planned to stay in OCM: the OCM left to the layers next to them,
+    and the pieces of the layers reading them (`cascade.plan_resident`)."""
+
+    def ocm_bytes(self, op: Operation) -> int:
+        return self.resident.ocm_budget.get(op, self.target.ocm_bytes_per_tile)
 
     # -- emission helpers -----------------------------------------------------------------------
 
@@ -265,8 +273,9 @@ class _Lowering:
             geometry.dw,
         )
         pads = list(op.pads.get_values())
-        pieces = plan_window_layer_priced(
-            geometry, self.target, self.num_tiles, self.what(op), split_columns=is_conv
+        target = dataclasses.replace(self.target, ocm_bytes_per_tile=self.ocm_bytes(op))
+        pieces = self.resident.pieces.get(op) or plan_window_layer_priced(
+            geometry, target, self.num_tiles, self.what(op), split_columns=is_conv
         )
         groups = op.group_count if is_conv else 1
         cg = c // groups
@@ -428,7 +437,7 @@ class _Lowering:
             n,
             k,
             o,
-            self.target.ocm_bytes_per_tile,
+            self.ocm_bytes(op),
             self.num_tiles,
             self.target.ocm_alignment,
             self.what(op),
@@ -475,7 +484,7 @@ class _Lowering:
         dst = self.new_ddr(op.output)
         out = self.flat_view(dst, flat)
         slopes = self.slopes(op)
-        ocm, alignment = self.target.ocm_bytes_per_tile, self.target.ocm_alignment
+        ocm, alignment = self.ocm_bytes(op), self.target.ocm_alignment
         if slopes is None:
             chunks = [
                 ChannelChunk(c.start, c.length, 0, 0)
@@ -530,7 +539,7 @@ class _Lowering:
         chunks = plan_per_channel(
             count,
             channels,
-            self.target.ocm_bytes_per_tile,
+            self.ocm_bytes(op),
             self.num_tiles,
             self.target.ocm_alignment,
             self.what(op),
@@ -577,7 +586,7 @@ class _Lowering:
             for c in plan_elementwise(
                 per_image,
                 2 if channels else 3,
-                self.target.ocm_bytes_per_tile,
+                self.ocm_bytes(op),
                 self.num_tiles,
                 self.target.ocm_alignment,
                 granule=max(channels, 1),
@@ -807,7 +816,9 @@ def _table_parameters(op: Operation) -> tuple[float, float]:
 @dataclass(frozen=True)
 class ConvertMrvlToSchedPass(MrvlModulePass):
     """Options: `mcpu` and `num-tiles` (both required: nothing defaults to a target), and
-    `wb-pin-ocm` (upstream's option: keep a layer's weights and biases in OCM when they fit).
+    `wb-pin-ocm` (upstream's option: keep a layer's weights and biases in OCM when they fit),
+    and `cascade` (keep an intermediate tensor in OCM between layers when it fits:
+    `sched-cascade`).
 
     The result is one `sched.program` carrying them, holding the scheduled region.
     """
@@ -816,6 +827,7 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
     mcpu: str | None = None
     num_tiles: int | None = None
     wb_pin_ocm: bool = False
+    cascade: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.mcpu is not None:
@@ -838,6 +850,8 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
             raise CompileError(f"expected one region function in the module, found {len(funcs)}")
         fn = funcs[0]
         low = _Lowering(target, num_tiles)
+        if self.cascade:
+            low.resident = plan_resident(fn.body.block, target, num_tiles)
         block = fn.body.block
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
@@ -895,6 +909,7 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
             target.name,
             num_tiles,
             wb_pin_ocm=self.wb_pin_ocm,
+            cascade=self.cascade,
             sym_name=fn.sym_name.data or None,
         )
         program.body.block.add_ops(low.ops)

@@ -87,7 +87,9 @@ def test_target_and_options_are_the_sched_programs_properties(mnist_region, comp
     assert "wb_pin_ocm" not in compiled.stages["sched"]
     pinned = compile_region(mnist_region, num_tiles=2, wb_pin_ocm=True, keep_stages=True)
     assert 'mcpu("cn10ka") tiles(2)' in pinned.stages["sched"]
-    assert ") wb_pin_ocm ddr_size(" in pinned.stages["sched"]
+    assert ") wb_pin_ocm cascade ddr_size(" in pinned.stages["sched"]
+    plain = compile_region(mnist_region, num_tiles=2, cascade=False, keep_stages=True)
+    assert ") ddr_size(" in plain.stages["sched"]
 
 
 def test_dump_dir_has_one_file_per_pass(mnist_region, tmp_path):
@@ -101,11 +103,12 @@ def test_dump_dir_has_one_file_per_pass(mnist_region, tmp_path):
         "04-convert-mrvl-to-sched.mlir",
         "05-sched-fuse-converts.mlir",
         "06-sched-pin-weights.mlir",
-        "07-sched-pipeline.mlir",
-        "08-sched-allocate.mlir",
-        "09-sched-verify-allocation.mlir",
-        "10-sched-insert-sync.mlir",
-        "11-convert-sched-to-mlip.mlir",
+        "07-sched-cascade.mlir",
+        "08-sched-pipeline.mlir",
+        "09-sched-allocate.mlir",
+        "10-sched-verify-allocation.mlir",
+        "11-sched-insert-sync.mlir",
+        "12-convert-sched-to-mlip.mlir",
     ]
 
 

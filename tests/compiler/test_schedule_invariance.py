@@ -16,11 +16,11 @@ from mrvl.passes import DEFAULT_PIPELINE
 from mrvl.sim import prepare, run
 from mrvl.sim.cycles import model_cycles
 
-CHOICES = [
-    ("cn10ka", 1, False),
-    ("cn10ka", 2, True),
-    ("cn10ka", 8, False),
-    ("cnf10kb", 4, True),
+CHOICES = [  # mcpu, num_tiles, wb_pin_ocm, cascade
+    ("cn10ka", 1, False, True),
+    ("cn10ka", 2, True, True),
+    ("cn10ka", 8, False, False),
+    ("cnf10kb", 4, True, True),
 ]
 
 
@@ -79,9 +79,9 @@ def _layer_module(kind: str, h: int, w: int, c: int, oc: int, k: int, s: int, rn
     ), x_shape
 
 
-def _compile(text: str, mcpu: str, tiles: int, pin: bool):
+def _compile(text: str, mcpu: str, tiles: int, pin: bool, cascade: bool):
     module = Parser(mrvl_context(), text).parse_module()
-    options = {"mcpu": mcpu, "num_tiles": tiles, "wb_pin_ocm": pin}
+    options = {"mcpu": mcpu, "num_tiles": tiles, "wb_pin_ocm": pin, "cascade": cascade}
     run_pipeline(module, DEFAULT_PIPELINE, options={"convert-mrvl-to-sched": options})
     return assemble(module)
 
@@ -102,8 +102,8 @@ def test_every_schedule_gives_the_same_bits(kind, h, w, c, oc, k, s, seed):
     text, x_shape = _layer_module(kind, h, w, c, oc, k, s, rng)
     x = rng.standard_normal(x_shape).astype(np.float32)
     results = []
-    for mcpu, tiles, pin in CHOICES:
-        valid = prepare(_compile(text, mcpu, tiles, pin))
+    for mcpu, tiles, pin, cascade in CHOICES:
+        valid = prepare(_compile(text, mcpu, tiles, pin, cascade))
         model_cycles(valid)  # raises HazardError on a missing token
         results.append(run(valid, [x])[0])
     for other in results[1:]:

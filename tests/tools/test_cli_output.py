@@ -62,7 +62,7 @@ def test_mrvl_opt_lists_mrvl_passes_in_order(capsys):
     out = capsys.readouterr().out
     names = re.findall(r"^    ([a-z0-9-]+)", out, re.MULTILINE)
     assert names == list(DEFAULT_PIPELINE)
-    assert "convert-mrvl-to-sched{mcpu=...,num-tiles=...,wb-pin-ocm=...}" in out
+    assert "convert-mrvl-to-sched{mcpu=...,num-tiles=...,wb-pin-ocm=...,cascade=...}" in out
     assert "schedule each layer" in out  # each pass has its one-line summary
 
 
