@@ -1160,9 +1160,11 @@ class WeightCache:
     packed and their packing; a run compares the weights in OCM with the bits (one vectorized
     pass over 2-byte values instead of a conversion and a scattered write per weight) and
     repacks only if they differ, so the cache is right whatever the weights are. Convs of one
-    ONNX node, tile and first output channel that read the same OCM range with the same shape
-    share a slot (the row pieces of one slice of a layer's output channels); other slices and
-    layers get their own, or they would repack each other's."""
+    ONNX node and first output channel that read the same OCM range with the same shape share
+    a slot, whatever their tile (the row pieces of one slice of a layer's output channels,
+    which the tiles compute one after another with the same weights: one packing, read while
+    it is still in the CPU's caches); other slices and layers get their own, or they would
+    repack each other's."""
 
     def __init__(self, valid: ValidProgram):
         self.lock = threading.Lock()
@@ -1178,7 +1180,6 @@ class WeightCache:
                 continue
             key = (
                 ins.loc,
-                ins.tile,
                 f["w_addr"],
                 f["oc0"],
                 out_channels,

@@ -652,6 +652,52 @@ def test_cached_packed_weights_follow_the_bytes_in_ocm():
     assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
 
 
+def test_tiles_share_a_weight_cache_slot_and_each_gets_its_own_weights():
+    """The same conv (one ONNX node, OCM address, shape) on two tiles whose OCMs hold different
+    weights at that address: the tiles share one slot of the weight cache, which repacks when
+    the other tile's bytes differ, so each tile's output follows its own weights."""
+    channels, outs = 5, 32
+    staging = Staging()
+    x_addr = staging.add(f16_data(4, (1, 3, 3, channels), True))
+    first = staging.add(f16_data(5, (outs, 3, 3, channels), False))
+    second = staging.add(f16_data(6, (outs, 3, 3, channels), False))
+    w_addr = staging.reserve(outs * 9 * channels * 2)
+    out_addr = staging.reserve(outs * 2)
+    staging.reserve(outs * 2)  # tile 1's output, copied next to tile 0's
+    size = len(staging.blob)
+    nbytes = outs * 9 * channels * 2
+    scratch = size  # DDR bytes past the constants, before the output entry
+    code = [copy_bytes(MemSpace.DDR, 0, MemSpace.OCM, 0, size, tile=1)]
+    for tile, source in enumerate((first, second)):
+        code.append(copy_bytes(MemSpace.OCM, source, MemSpace.OCM, w_addr, nbytes, tile=tile))
+    for tile in (0, 1):
+        code.append(
+            conv(
+                x_addr,
+                (1, 3, 3, channels),
+                out_addr,
+                (1, 1, 1, outs),
+                w_addr,
+                kernel=(3, 3),
+                tile=tile,
+            )
+        )
+    code.append(copy_bytes(MemSpace.OCM, out_addr, MemSpace.DDR, scratch, outs * 2, tile=1))
+    code.append(copy_bytes(MemSpace.DDR, scratch, MemSpace.OCM, out_addr + outs * 2, outs * 2))
+    program = layer_program(staging, code, out_addr, (2, outs), num_tiles=2)
+    program.ddr_size += outs * 2
+    program.io[0] = IOEntry("y", False, (2, outs), DType.F16, program.ddr_size - outs * 4)
+    program.code[-2] = copy_bytes(
+        MemSpace.OCM, out_addr, MemSpace.DDR, program.ddr_size - outs * 4, outs * 4
+    )
+    valid = prepare(program)
+    slots = numba_engine.weight_cache(valid).arrays[0].tolist()
+    assert slots.count(0) == 2 and slots.count(1) == 0  # the two tiles' convs share one slot
+    first_run = run_both(valid, [])
+    assert_same_bytes(first_run, run_both(valid, []))
+    assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
+
+
 @pytest.mark.parametrize("engine", ["numba", "interp"])
 def test_a_reused_memory_reloads_a_constant_pool_the_program_wrote(engine):
     """y = the pool's first 8 bytes, read before a DMA overwrites them with the input x: each
