@@ -69,6 +69,7 @@ _numba_config.CACHE_DIR = str(cache_dir())
 
 import numba  # noqa: E402
 from numba import types  # noqa: E402
+from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
 assert sys.byteorder == "little", "the engine reads little-endian memory through native views"
@@ -397,10 +398,61 @@ def as_units(buf, unit):
     return buf[: buf.size - buf.size % unit]
 
 
+@intrinsic
+def copy_bytes(typingctx, dst, dst_at, src, src_at, nbytes):
+    """dst[dst_at : dst_at + nbytes] = src[src_at : src_at + nbytes] for two distinct uint8
+    arrays, by LLVM's memcpy (the C library's, for long runs)."""
+    sig = types.void(dst, dst_at, src, src_at, nbytes)
+
+    def codegen(context, builder, signature, args):
+        dst_value, dst_at_value, src_value, src_at_value, nbytes_value = args
+        dst_ptr = context.make_array(signature.args[0])(context, builder, dst_value).data
+        src_ptr = context.make_array(signature.args[2])(context, builder, src_value).data
+        cgutils.raw_memcpy(
+            builder,
+            builder.gep(dst_ptr, [dst_at_value]),
+            builder.gep(src_ptr, [src_at_value]),
+            nbytes_value,
+            1,
+        )
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+MEMCPY_RUN = 16
+"""Runs of at least this many bytes are copied by memcpy (dma_runs)."""
+
+
+@jit
+def dma_runs(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
+    """The copy of dma_move when the innermost dimension is dense in both boxes: one memcpy
+    per run, a run spanning the two innermost dimensions when both boxes are dense there."""
+    run = box[3] * elem_bytes
+    rows = box[2]
+    if src_strides[2] == run and dst_strides[2] == run:
+        run *= rows
+        rows = 1
+    for i0 in range(box[0]):
+        for i1 in range(box[1]):
+            p = src_addr + i0 * src_strides[0] + i1 * src_strides[1]
+            q = dst_addr + i0 * dst_strides[0] + i1 * dst_strides[1]
+            for i2 in range(rows):
+                copy_bytes(dst, q + i2 * dst_strides[2], src, p + i2 * src_strides[2], run)
+
+
 @jit
 def dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
-    """dma_move in the widest unit (8, 4, 2 or 1 bytes) that divides every address, stride
-    and element size."""
+    """dma_runs when the innermost dimension is dense in both boxes with runs of at least
+    MEMCPY_RUN bytes, else dma_move in the widest unit (8, 4, 2 or 1 bytes) that divides every
+    address, stride and element size."""
+    if (
+        src_strides[3] == elem_bytes
+        and dst_strides[3] == elem_bytes
+        and box[3] * elem_bytes >= MEMCPY_RUN
+    ):
+        dma_runs(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes)
+        return
     bits = src_addr | dst_addr | elem_bytes
     for d in range(4):
         bits |= src_strides[d] | dst_strides[d]
