@@ -1105,8 +1105,51 @@ def fc(row, frow, ocm, lut, table, tally):
 
 
 @jit
+def apart_or_same(p, q, nbytes):
+    """Whether the byte ranges [p, p + nbytes) and [q, q + nbytes) are the same or disjoint
+    (an elementwise loop may then read and write them in one pass)."""
+    return p == q or p + nbytes <= q or q + nbytes <= p
+
+
+@jit
+def add_in_one_pass(ocm, a_addr, b_addr, out_addr, count, act, act_a, act_b, lut, tally):
+    """`add` with an activation other than PRELU or a table's, its tensors aligned and the
+    output on an input or apart from it: per element, both loads, the sum, the activation
+    and the rounding to f16 (as finish does), without temporaries."""
+    a = ocm[a_addr : a_addr + 2 * count].view(np.uint16)
+    b = ocm[b_addr : b_addr + 2 * count].view(np.uint16)
+    out = ocm[out_addr : out_addr + 2 * count].view(np.uint16)
+    saturated = 0
+    nans = 0
+    for i in range(count):
+        v = activate(lut[a[i]] + lut[b[i]], act, act_a, act_b)
+        u = f32_bits(v)
+        saturated += beyond_f16(u)
+        nans += is_nan_f32(u)
+        out[i] = f16_bits_from_f32(v)
+    tally[0] += saturated
+    tally[1] += nans
+
+
+@jit
 def add(row, frow, ocm, lut, table, tally):
     count = row[ADD_COUNT]
+    a_addr, b_addr, out_addr, act = (
+        row[ADD_A_ADDR],
+        row[ADD_B_ADDR],
+        row[ADD_OUT_ADDR],
+        row[ADD_ACT],
+    )
+    if (
+        not IS_TABLE_ACT[act]
+        and act != ACT_PRELU
+        and (a_addr | b_addr | out_addr) % 2 == 0
+        and apart_or_same(out_addr, a_addr, 2 * count)
+        and apart_or_same(out_addr, b_addr, 2 * count)
+    ):
+        act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
+        add_in_one_pass(ocm, a_addr, b_addr, out_addr, count, act, act_a, act_b, lut, tally)
+        return
     a = load_f16(ocm, row[ADD_A_ADDR], count, lut)
     b = load_f16(ocm, row[ADD_B_ADDR], count, lut)
     for i in range(count):

@@ -296,10 +296,13 @@ def test_fc_engines_agree(rows, inner, outs, bias, act, seed, special):
     broadcast=st.booleans(),
     seed=st.integers(0, 2**16),
     special=st.booleans(),
+    place=st.sampled_from(["apart", "on_a", "on_b", "overlap"]),
 )
-def test_add_scale_and_mul_engines_agree(channels, repeats, acts, broadcast, seed, special):
+def test_add_scale_and_mul_engines_agree(channels, repeats, acts, broadcast, seed, special, place):
     """add, then scale, then mul (maybe broadcast per channel), each with its activation (PRELU
-    only where the instruction has channels)."""
+    only where the instruction has channels). The sum goes apart from the addends, onto one,
+    or one element past the first (overlapping it: the Numba engine's one-pass add must not
+    be used there)."""
     chosen, tables = [], 0
     for i, act in enumerate(acts):
         if act == Activation.PRELU and i != 1:
@@ -318,6 +321,7 @@ def test_add_scale_and_mul_engines_agree(channels, repeats, acts, broadcast, see
     t_addr = staging.add(f16_data(seed + 3, channels, False).astype(np.float32))
     m_addr = staging.add(f16_data(seed + 4, channels if broadcast else count, special))
     sum_addr, scaled_addr = staging.reserve(count * 2), staging.reserve(count * 2)
+    sum_addr = {"apart": sum_addr, "on_a": a_addr, "on_b": b_addr, "overlap": a_addr + 2}[place]
     out_addr = staging.reserve(count * 2)
     code = []
     prefix, fields = activation(staging, add_act, -2.0, 3.0, 0, seed)
