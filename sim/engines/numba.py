@@ -298,16 +298,103 @@ def beyond_f16(u):
     return np.int64((u & np.uint32(0x7FFFFFFF)) > np.uint32(F32_F16_MAX_BITS)) - is_nan_f32(u)
 
 
+F16_LANES = 8
+"""Values round_f16_vectors rounds at once (one AVX register of uint32; LLVM splits it on
+machines with 128-bit vectors, with the same results)."""
+
+
+@intrinsic
+def round_f16_vectors(typingctx, values, halves, count, tally):
+    """halves[i] = f16_bits_from_f32(values[i]) for i < count (a multiple of F16_LANES),
+    F16_LANES at a time in 32-bit vector lanes (Numba widens scalar uint32 arithmetic to 64 bits
+    and leaves that loop scalar); tally[0] += the values beyond +-65504 (NaN not), tally[1] +=
+    the NaNs. The same steps as f16_bits_from_f32, lane by lane; values and halves are C arrays
+    (float32, uint16), tally int64."""
+    for array in (values, halves):
+        if not isinstance(array, types.Array) or array.layout != "C":
+            raise numba.errors.TypingError("round_f16_vectors takes C-contiguous arrays")
+    sig = types.void(values, halves, count, tally)
+
+    def codegen(context, builder, signature, args):
+        values_value, halves_value, count_value, tally_value = args
+        i32, i64, i16, f32 = ir.IntType(32), ir.IntType(64), ir.IntType(16), ir.FloatType()
+        v32 = ir.VectorType(i32, F16_LANES)
+        vf = ir.VectorType(f32, F16_LANES)
+        v16 = ir.VectorType(i16, F16_LANES)
+
+        def data(index, value):
+            return context.make_array(signature.args[index])(context, builder, value).data
+
+        src, dst, tal = data(0, values_value), data(1, halves_value), data(3, tally_value)
+
+        def splat(value):
+            return ir.Constant(v32, [value] * F16_LANES)
+
+        entry = builder.block
+        head = builder.append_basic_block("f16.head")
+        body = builder.append_basic_block("f16.body")
+        done = builder.append_basic_block("f16.done")
+        builder.branch(head)
+        builder.position_at_end(head)
+        i = builder.phi(i64)
+        i.add_incoming(ir.Constant(i64, 0), entry)
+        sat = builder.phi(v32)
+        sat.add_incoming(splat(0), entry)
+        nan = builder.phi(v32)
+        nan.add_incoming(splat(0), entry)
+        builder.cbranch(builder.icmp_signed("<", i, count_value), body, done)
+        builder.position_at_end(body)
+        pointer = builder.bitcast(builder.gep(src, [i]), vf.as_pointer())
+        u = builder.bitcast(builder.load(pointer, align=4), v32)
+        magnitude = builder.and_(u, splat(0x7FFFFFFF))
+        sign = builder.and_(builder.lshr(u, splat(16)), splat(0x8000))
+        beyond = builder.icmp_unsigned(">", magnitude, splat(F32_F16_MAX_BITS))
+        clamped = builder.select(beyond, splat(F32_F16_MAX_BITS), magnitude)
+        odd = builder.and_(builder.lshr(clamped, splat(13)), splat(1))
+        normal = builder.lshr(
+            builder.add(builder.add(builder.sub(clamped, splat(0x38000000)), splat(0xFFF)), odd),
+            splat(13),
+        )
+        half = ir.Constant(vf, [0.5] * F16_LANES)
+        shifted = builder.fadd(builder.bitcast(clamped, vf), half)
+        subnormal = builder.sub(builder.bitcast(shifted, v32), splat(0x3F000000))
+        is_normal = builder.icmp_unsigned(">=", clamped, splat(0x38800000))
+        h = builder.or_(builder.select(is_normal, normal, subnormal), sign)
+        is_nan = builder.icmp_unsigned(">", magnitude, splat(F32_INF_BITS))
+        h = builder.select(is_nan, splat(0x7E00), h)
+        out = builder.bitcast(builder.gep(dst, [i]), v16.as_pointer())
+        builder.store(builder.trunc(h, v16), out, align=2)
+        new_sat = builder.add(sat, builder.zext(builder.and_(beyond, builder.not_(is_nan)), v32))
+        new_nan = builder.add(nan, builder.zext(is_nan, v32))
+        sat.add_incoming(new_sat, body)
+        nan.add_incoming(new_nan, body)
+        i.add_incoming(builder.add(i, ir.Constant(i64, F16_LANES)), body)
+        builder.branch(head)
+        builder.position_at_end(done)
+        for slot, vector in ((0, sat), (1, nan)):
+            total = builder.extract_element(vector, ir.Constant(i32, 0))
+            for lane in range(1, F16_LANES):
+                total = builder.add(total, builder.extract_element(vector, ir.Constant(i32, lane)))
+            pointer = builder.gep(tal, [ir.Constant(i64, slot)])
+            builder.store(builder.add(builder.load(pointer), builder.zext(total, i64)), pointer)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @jit
 def store_f16(buf, addr, values, tally):
     """Round fp32 `values` to f16 and store them at buf[addr:]; add to `tally` the values that
-    saturated and the NaNs (in the same pass)."""
+    saturated and the NaNs (in the same pass). At an even address, round_f16_vectors does all
+    but the last few."""
     bits = values.view(np.uint32)
     saturated = 0
     nans = 0
     if addr % 2 == 0:
         halves = buf[addr : addr + 2 * values.size].view(np.uint16)
-        for i in range(values.size):
+        vectors = values.size - values.size % F16_LANES
+        round_f16_vectors(values, halves, vectors, tally)
+        for i in range(vectors, values.size):
             saturated += beyond_f16(bits[i])
             nans += is_nan_f32(bits[i])
             halves[i] = f16_bits_from_f32(values[i])
@@ -1105,33 +1192,6 @@ def fc(row, frow, ocm, lut, table, tally):
 
 
 @jit
-def apart_or_same(p, q, nbytes):
-    """Whether the byte ranges [p, p + nbytes) and [q, q + nbytes) are the same or disjoint
-    (an elementwise loop may then read and write them in one pass)."""
-    return p == q or p + nbytes <= q or q + nbytes <= p
-
-
-@jit
-def add_in_one_pass(ocm, a_addr, b_addr, out_addr, count, act, act_a, act_b, lut, tally):
-    """`add` with an activation other than PRELU or a table's, its tensors aligned and the
-    output on an input or apart from it: per element, both loads, the sum, the activation
-    and the rounding to f16 (as finish does), without temporaries."""
-    a = ocm[a_addr : a_addr + 2 * count].view(np.uint16)
-    b = ocm[b_addr : b_addr + 2 * count].view(np.uint16)
-    out = ocm[out_addr : out_addr + 2 * count].view(np.uint16)
-    saturated = 0
-    nans = 0
-    for i in range(count):
-        v = activate(lut[a[i]] + lut[b[i]], act, act_a, act_b)
-        u = f32_bits(v)
-        saturated += beyond_f16(u)
-        nans += is_nan_f32(u)
-        out[i] = f16_bits_from_f32(v)
-    tally[0] += saturated
-    tally[1] += nans
-
-
-@jit
 def add(row, frow, ocm, lut, table, tally):
     count = row[ADD_COUNT]
     a_addr, b_addr, out_addr, act = (
@@ -1140,22 +1200,22 @@ def add(row, frow, ocm, lut, table, tally):
         row[ADD_OUT_ADDR],
         row[ADD_ACT],
     )
-    if (
-        not IS_TABLE_ACT[act]
-        and act != ACT_PRELU
-        and (a_addr | b_addr | out_addr) % 2 == 0
-        and apart_or_same(out_addr, a_addr, 2 * count)
-        and apart_or_same(out_addr, b_addr, 2 * count)
-    ):
-        act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
-        add_in_one_pass(ocm, a_addr, b_addr, out_addr, count, act, act_a, act_b, lut, tally)
+    act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
+    if not IS_TABLE_ACT[act] and act != ACT_PRELU and (a_addr | b_addr) % 2 == 0:
+        # aligned addends, an activation on the fp32 sum: one pass to the sums, then the store
+        # (every input is read before any output is written, as finish does)
+        a = ocm[a_addr : a_addr + 2 * count].view(np.uint16)
+        b = ocm[b_addr : b_addr + 2 * count].view(np.uint16)
+        sums = np.empty(count, np.float32)
+        for i in range(count):
+            sums[i] = activate(lut[a[i]] + lut[b[i]], act, act_a, act_b)
+        store_f16(ocm, out_addr, sums, tally)
         return
-    a = load_f16(ocm, row[ADD_A_ADDR], count, lut)
-    b = load_f16(ocm, row[ADD_B_ADDR], count, lut)
+    a = load_f16(ocm, a_addr, count, lut)
+    b = load_f16(ocm, b_addr, count, lut)
     for i in range(count):
         a[i] = a[i] + b[i]
-    act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
-    finish(a, row[ADD_ACT], act_a, act_b, NO_SLOPES, table, ocm, row[ADD_OUT_ADDR], tally)
+    finish(a, act, act_a, act_b, NO_SLOPES, table, ocm, out_addr, tally)
 
 
 @jit

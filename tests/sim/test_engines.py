@@ -97,11 +97,18 @@ ACT_B = st.sampled_from([0.0, 0.5, 6.0, 1e30])
 
 
 def _numba_round(values: np.ndarray) -> np.ndarray:
-    buffer = np.zeros(values.size * 2, np.uint8)
-    numba_engine.store_f16(
-        buffer, 0, np.ascontiguousarray(values, np.float32), np.zeros(2, np.int64)
-    )
-    return buffer.view(np.uint16)
+    """The engine's f16 store of `values`: at an even address (vector lanes, then a scalar tail)
+    and at an odd one (scalar bytes), which must agree on the bits and on the counts."""
+    values = np.ascontiguousarray(values, np.float32)
+    buffer, tally = np.zeros(values.size * 2 + 1, np.uint8), np.zeros(2, np.int64)
+    numba_engine.store_f16(buffer, 0, values, tally)
+    odd_buffer, odd_tally = np.zeros_like(buffer), np.zeros(2, np.int64)
+    numba_engine.store_f16(odd_buffer, 1, values, odd_tally)
+    assert odd_buffer[1:].tobytes() == buffer[:-1].tobytes()
+    magnitude = np.abs(values.astype(np.float64))
+    nans = int(np.isnan(values).sum())
+    assert tally.tolist() == odd_tally.tolist() == [int((magnitude > 65504).sum()), nans]
+    return buffer[:-1].view(np.uint16)
 
 
 def test_f32_to_f16_matches_numpy_on_every_half_and_random_floats():
@@ -121,6 +128,8 @@ def test_f32_to_f16_matches_numpy_on_every_half_and_random_floats():
     )
     expected = round_to_f16(values).view(np.uint16)
     np.testing.assert_array_equal(_numba_round(values), expected)
+    for size in range(1, 20):  # every length of the scalar tail after the vector lanes
+        np.testing.assert_array_equal(_numba_round(values[-size:]), expected[-size:])
 
 
 def test_f16_to_f32_table_is_numpy_exact():
@@ -301,8 +310,8 @@ def test_fc_engines_agree(rows, inner, outs, bias, act, seed, special):
 def test_add_scale_and_mul_engines_agree(channels, repeats, acts, broadcast, seed, special, place):
     """add, then scale, then mul (maybe broadcast per channel), each with its activation (PRELU
     only where the instruction has channels). The sum goes apart from the addends, onto one,
-    or one element past the first (overlapping it: the Numba engine's one-pass add must not
-    be used there)."""
+    or one element past the first (overlapping it: every input is read before any output is
+    written)."""
     chosen, tables = [], 0
     for i, act in enumerate(acts):
         if act == Activation.PRELU and i != 1:
