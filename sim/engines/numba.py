@@ -645,19 +645,23 @@ on machines with 128-bit vectors, with the same results)."""
 
 
 @intrinsic
-def mac_tile(typingctx, x, rows, w, w_off, steps, acc):
-    """acc[p*16 + j] = acc[p*16 + j] + x[rows[p] + t] * w[w_off + t*16 + j], for t from 0 to
-    steps - 1 in order, for the MAC_PIXELS x MAC_CHANNELS outputs (p, j) at once.
+def mac_tile(typingctx, x, rows, w, w_off, steps, init, init_at, out, out_at):
+    """out[out_at[p] + j] = init[init_at[p] + j] + sum of x[rows[p] + t] * w[w_off + t*16 + j],
+    added one t at a time from 0 to steps - 1, for the MAC_PIXELS x MAC_CHANNELS outputs
+    (p, j) at once.
 
     The accumulators stay in vector registers for the whole reduction: each step is one vector
     load of 16 weights, one broadcast input per position, then per output an fp32 multiply and
     an fp32 add, each rounding (IEEE, no fast-math flags, no fused multiply-add), so every
     output's sum is the documented sequential one. Numba cannot express vectors, hence LLVM IR.
-    x, w, acc: float32 C arrays; rows: int64[MAC_PIXELS], offsets into x."""
-    sig = types.void(x, rows, w, w_off, steps, acc)
+    x, w, init, out: float32 C arrays; rows, init_at, out_at: int64[MAC_PIXELS], offsets into
+    x, init and out (the accumulators start from init and end in out, which may be one array:
+    all are loaded before any is stored)."""
+    sig = types.void(x, rows, w, w_off, steps, init, init_at, out, out_at)
 
     def codegen(context, builder, signature, args):
-        x_value, rows_value, w_value, w_off_value, steps_value, acc_value = args
+        x_value, rows_value, w_value, w_off_value, steps_value = args[:5]
+        init_value, init_at_value, out_value, out_at_value = args[5:]
         f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
         vector = ir.VectorType(f32, LANES)
         vector_ptr = vector.as_pointer()
@@ -666,12 +670,9 @@ def mac_tile(typingctx, x, rows, w, w_off, steps, acc):
         def data(index, value):
             return context.make_array(signature.args[index])(context, builder, value).data
 
-        x_ptr, rows_ptr, w_ptr, acc_ptr = (
-            data(0, x_value),
-            data(1, rows_value),
-            data(2, w_value),
-            data(5, acc_value),
-        )
+        x_ptr, rows_ptr, w_ptr = data(0, x_value), data(1, rows_value), data(2, w_value)
+        init_ptr, init_at_ptr = data(5, init_value), data(6, init_at_value)
+        out_ptr, out_at_ptr = data(7, out_value), data(8, out_at_value)
 
         def const(value):
             return ir.Constant(i64, value)
@@ -684,10 +685,14 @@ def mac_tile(typingctx, x, rows, w, w_off, steps, acc):
             for p in range(MAC_PIXELS)
         ]
         w_base = builder.gep(w_ptr, [w_off_value])
+
+        def pixel_base(pointer, at_ptr, p):
+            return builder.gep(pointer, [builder.load(builder.gep(at_ptr, [const(p)]))])
+
+        init_bases = [pixel_base(init_ptr, init_at_ptr, p) for p in range(MAC_PIXELS)]
         slots = [(p, h) for p in range(MAC_PIXELS) for h in range(halves)]
         initial = [
-            builder.load(vector_at(acc_ptr, const(p * MAC_CHANNELS + h * LANES)), align=4)
-            for p, h in slots
+            builder.load(vector_at(init_bases[p], const(h * LANES)), align=4) for p, h in slots
         ]
         entry = builder.block
         head = builder.append_basic_block("mac.head")
@@ -724,8 +729,9 @@ def mac_tile(typingctx, x, rows, w, w_off, steps, acc):
             phi.add_incoming(value, body)
         builder.branch(head)
         builder.position_at_end(done)
+        out_bases = [pixel_base(out_ptr, out_at_ptr, p) for p in range(MAC_PIXELS)]
         for (p, h), value in zip(slots, sums):
-            builder.store(value, vector_at(acc_ptr, const(p * MAC_CHANNELS + h * LANES)), align=4)
+            builder.store(value, vector_at(out_bases[p], const(h * LANES)), align=4)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -843,6 +849,9 @@ def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_ba
     patches = np.zeros(MAC_PIXELS * steps, np.float32)
     rows = np.empty(MAC_PIXELS, np.int64)
     acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
+    acc_at = np.arange(MAC_PIXELS) * MAC_CHANNELS
+    init_at = np.empty(MAC_PIXELS, np.int64)
+    out_at = np.empty(MAC_PIXELS, np.int64)
     for first in range(0, positions, MAC_PIXELS):
         count = min(MAC_PIXELS, positions - first)
         in_place = direct
@@ -859,7 +868,15 @@ def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_ba
         for block in range(blocks):
             lo = o_lo + block * MAC_CHANNELS
             width = min(MAC_CHANNELS, o_hi - lo)
-            for q in range(MAC_PIXELS):
+            w_off = block * steps * MAC_CHANNELS
+            if width == MAC_CHANNELS and count == MAC_PIXELS:  # from bias or partial to out
+                for q in range(MAC_PIXELS):
+                    out_at[q] = (first + q) * out_channels + lo
+                    init_at[q] = out_at[q] if partial.size > 0 else lo
+                init = partial if partial.size > 0 else bias
+                mac_tile(source, rows, packed, w_off, steps, init, init_at, out, out_at)
+                continue
+            for q in range(MAC_PIXELS):  # a partial tile: through acc, zeros past the edges
                 tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
                 if partial.size > 0 and q < count:
                     start = (first + q) * out_channels + lo
@@ -867,7 +884,7 @@ def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_ba
                 else:
                     tile[:width] = bias[lo : lo + width]
                 tile[width:] = 0.0
-            mac_tile(source, rows, packed, block * steps * MAC_CHANNELS, steps, acc)
+            mac_tile(source, rows, packed, w_off, steps, acc, acc_at, acc, acc_at)
             for q in range(count):
                 start = (first + q) * out_channels + lo
                 out[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
