@@ -10,7 +10,9 @@ with seeded random weights, or `mnist`, the bundled network) is compiled by mrvl
 in the Relax VM. Per model the table gives:
 - `numba 1st`: the first VM run in the process on the numba engine (loading the compiled
   kernels from Numba's on-disk cache, or compiling them if the cache is cold), and `numba`:
-  the best of `--repeat` warm runs;
+  the best of `--repeat` warm runs; `(cpu)`: the least CPU time of the calling thread in a
+  warm run (the engine runs on that thread; on a machine shared with other work, CPU time
+  varies far less than wall time, which counts the time the process waited for a core);
 - `interp`: one run on the reference interpreter;
 - `ORT`: onnxruntime's time for the same model and input (fp32, CPU provider, default threads,
   best of `--repeat` after one warm-up);
@@ -81,22 +83,23 @@ def bench_model(name: str, seed: int, repeat: int, interp: bool) -> dict:
     vm = relax.VirtualMachine(lib, tvm.cpu())
     args = [tvm.runtime.tensor(x) for x in feeds.values()]
 
-    def vm_run() -> tuple[float, float, np.ndarray]:
+    def vm_run() -> tuple[float, float, np.ndarray, float]:
         with simulator_wall_time() as spent:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             result = vm["main"](*args)
-            seconds = time.perf_counter() - start
+            seconds, cpu = time.perf_counter() - start, time.thread_time() - cpu
         out = result.numpy() if isinstance(result, tvm.runtime.Tensor) else result[0].numpy()
-        return seconds, spent.seconds, out
+        return seconds, spent.seconds, out, cpu
 
     with use_engine("numba"):
-        row["numba_first"], _, numba_out = vm_run()
+        row["numba_first"], _, numba_out, _ = vm_run()
         warm = [vm_run() for _ in range(repeat)]
     row["numba"] = min(w[0] for w in warm)
     row["numba_sim"] = min(w[1] for w in warm)
+    row["numba_cpu"] = min(w[3] for w in warm)
     if interp:
         with use_engine("interp"):
-            row["interp"], _, interp_out = vm_run()
+            row["interp"], _, interp_out, _ = vm_run()
         row["same_bits"] = bool(
             numba_out.dtype == interp_out.dtype and numba_out.tobytes() == interp_out.tobytes()
         )
@@ -118,6 +121,7 @@ def _format(row: dict) -> str:
         f"{row['numba_first']:10.3f}",
         f"{row['numba']:8.3f}",
         f"{row['numba_sim']:8.3f}",
+        f"{row['numba_cpu']:8.3f}",
         f"{interp:8.2f}" if interp is not None else f"{'-':>8s}",
         f"{row['ort']:7.3f}",
         f"{row['numba'] / row['ort']:9.1f}",
@@ -140,7 +144,7 @@ def main(argv=None) -> int:
         return _child(args)
 
     header = (
-        f"{'model':18s} {'instrs':>7s} {'numba 1st':>10s} {'numba':>8s} {'(sim)':>8s} "
+        f"{'model':18s} {'instrs':>7s} {'numba 1st':>10s} {'numba':>8s} {'(sim)':>8s} {'(cpu)':>8s} "
         f"{'interp':>8s} {'ORT':>7s} {'numba/ORT':>9s} {'interp/numba':>12s} {'same':>5s} "
         f"{'peak MB':>8s}"
     )

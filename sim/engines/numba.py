@@ -69,6 +69,7 @@ _numba_config.CACHE_DIR = str(cache_dir())
 
 import numba  # noqa: E402
 from numba import types  # noqa: E402
+from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
 assert sys.byteorder == "little", "the engine reads little-endian memory through native views"
@@ -298,16 +299,103 @@ def beyond_f16(u):
     return np.int64((u & np.uint32(0x7FFFFFFF)) > np.uint32(F32_F16_MAX_BITS)) - is_nan_f32(u)
 
 
+F16_LANES = 8
+"""Values round_f16_vectors rounds at once (one AVX register of uint32; LLVM splits it on
+machines with 128-bit vectors, with the same results)."""
+
+
+@intrinsic
+def round_f16_vectors(typingctx, values, halves, count, tally):
+    """halves[i] = f16_bits_from_f32(values[i]) for i < count (a multiple of F16_LANES),
+    F16_LANES at a time in 32-bit vector lanes (Numba widens scalar uint32 arithmetic to 64 bits
+    and leaves that loop scalar); tally[0] += the values beyond +-65504 (NaN not), tally[1] +=
+    the NaNs. The same steps as f16_bits_from_f32, lane by lane; values and halves are C arrays
+    (float32, uint16), tally int64."""
+    for array in (values, halves):
+        if not isinstance(array, types.Array) or array.layout != "C":
+            raise numba.errors.TypingError("round_f16_vectors takes C-contiguous arrays")
+    sig = types.void(values, halves, count, tally)
+
+    def codegen(context, builder, signature, args):
+        values_value, halves_value, count_value, tally_value = args
+        i32, i64, i16, f32 = ir.IntType(32), ir.IntType(64), ir.IntType(16), ir.FloatType()
+        v32 = ir.VectorType(i32, F16_LANES)
+        vf = ir.VectorType(f32, F16_LANES)
+        v16 = ir.VectorType(i16, F16_LANES)
+
+        def data(index, value):
+            return context.make_array(signature.args[index])(context, builder, value).data
+
+        src, dst, tal = data(0, values_value), data(1, halves_value), data(3, tally_value)
+
+        def splat(value):
+            return ir.Constant(v32, [value] * F16_LANES)
+
+        entry = builder.block
+        head = builder.append_basic_block("f16.head")
+        body = builder.append_basic_block("f16.body")
+        done = builder.append_basic_block("f16.done")
+        builder.branch(head)
+        builder.position_at_end(head)
+        i = builder.phi(i64)
+        i.add_incoming(ir.Constant(i64, 0), entry)
+        sat = builder.phi(v32)
+        sat.add_incoming(splat(0), entry)
+        nan = builder.phi(v32)
+        nan.add_incoming(splat(0), entry)
+        builder.cbranch(builder.icmp_signed("<", i, count_value), body, done)
+        builder.position_at_end(body)
+        pointer = builder.bitcast(builder.gep(src, [i]), vf.as_pointer())
+        u = builder.bitcast(builder.load(pointer, align=4), v32)
+        magnitude = builder.and_(u, splat(0x7FFFFFFF))
+        sign = builder.and_(builder.lshr(u, splat(16)), splat(0x8000))
+        beyond = builder.icmp_unsigned(">", magnitude, splat(F32_F16_MAX_BITS))
+        clamped = builder.select(beyond, splat(F32_F16_MAX_BITS), magnitude)
+        odd = builder.and_(builder.lshr(clamped, splat(13)), splat(1))
+        normal = builder.lshr(
+            builder.add(builder.add(builder.sub(clamped, splat(0x38000000)), splat(0xFFF)), odd),
+            splat(13),
+        )
+        half = ir.Constant(vf, [0.5] * F16_LANES)
+        shifted = builder.fadd(builder.bitcast(clamped, vf), half)
+        subnormal = builder.sub(builder.bitcast(shifted, v32), splat(0x3F000000))
+        is_normal = builder.icmp_unsigned(">=", clamped, splat(0x38800000))
+        h = builder.or_(builder.select(is_normal, normal, subnormal), sign)
+        is_nan = builder.icmp_unsigned(">", magnitude, splat(F32_INF_BITS))
+        h = builder.select(is_nan, splat(0x7E00), h)
+        out = builder.bitcast(builder.gep(dst, [i]), v16.as_pointer())
+        builder.store(builder.trunc(h, v16), out, align=2)
+        new_sat = builder.add(sat, builder.zext(builder.and_(beyond, builder.not_(is_nan)), v32))
+        new_nan = builder.add(nan, builder.zext(is_nan, v32))
+        sat.add_incoming(new_sat, body)
+        nan.add_incoming(new_nan, body)
+        i.add_incoming(builder.add(i, ir.Constant(i64, F16_LANES)), body)
+        builder.branch(head)
+        builder.position_at_end(done)
+        for slot, vector in ((0, sat), (1, nan)):
+            total = builder.extract_element(vector, ir.Constant(i32, 0))
+            for lane in range(1, F16_LANES):
+                total = builder.add(total, builder.extract_element(vector, ir.Constant(i32, lane)))
+            pointer = builder.gep(tal, [ir.Constant(i64, slot)])
+            builder.store(builder.add(builder.load(pointer), builder.zext(total, i64)), pointer)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @jit
 def store_f16(buf, addr, values, tally):
     """Round fp32 `values` to f16 and store them at buf[addr:]; add to `tally` the values that
-    saturated and the NaNs (in the same pass)."""
+    saturated and the NaNs (in the same pass). At an even address, round_f16_vectors does all
+    but the last few."""
     bits = values.view(np.uint32)
     saturated = 0
     nans = 0
     if addr % 2 == 0:
         halves = buf[addr : addr + 2 * values.size].view(np.uint16)
-        for i in range(values.size):
+        vectors = values.size - values.size % F16_LANES
+        round_f16_vectors(values, halves, vectors, tally)
+        for i in range(vectors, values.size):
             saturated += beyond_f16(bits[i])
             nans += is_nan_f32(bits[i])
             halves[i] = f16_bits_from_f32(values[i])
@@ -398,10 +486,61 @@ def as_units(buf, unit):
     return buf[: buf.size - buf.size % unit]
 
 
+@intrinsic
+def copy_bytes(typingctx, dst, dst_at, src, src_at, nbytes):
+    """dst[dst_at : dst_at + nbytes] = src[src_at : src_at + nbytes] for two distinct uint8
+    arrays, by LLVM's memcpy (the C library's, for long runs)."""
+    sig = types.void(dst, dst_at, src, src_at, nbytes)
+
+    def codegen(context, builder, signature, args):
+        dst_value, dst_at_value, src_value, src_at_value, nbytes_value = args
+        dst_ptr = context.make_array(signature.args[0])(context, builder, dst_value).data
+        src_ptr = context.make_array(signature.args[2])(context, builder, src_value).data
+        cgutils.raw_memcpy(
+            builder,
+            builder.gep(dst_ptr, [dst_at_value]),
+            builder.gep(src_ptr, [src_at_value]),
+            nbytes_value,
+            1,
+        )
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+MEMCPY_RUN = 16
+"""Runs of at least this many bytes are copied by memcpy (dma_runs)."""
+
+
+@jit
+def dma_runs(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
+    """The copy of dma_move when the innermost dimension is dense in both boxes: one memcpy
+    per run, a run spanning the two innermost dimensions when both boxes are dense there."""
+    run = box[3] * elem_bytes
+    rows = box[2]
+    if src_strides[2] == run and dst_strides[2] == run:
+        run *= rows
+        rows = 1
+    for i0 in range(box[0]):
+        for i1 in range(box[1]):
+            p = src_addr + i0 * src_strides[0] + i1 * src_strides[1]
+            q = dst_addr + i0 * dst_strides[0] + i1 * dst_strides[1]
+            for i2 in range(rows):
+                copy_bytes(dst, q + i2 * dst_strides[2], src, p + i2 * src_strides[2], run)
+
+
 @jit
 def dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
-    """dma_move in the widest unit (8, 4, 2 or 1 bytes) that divides every address, stride
-    and element size."""
+    """dma_runs when the innermost dimension is dense in both boxes with runs of at least
+    MEMCPY_RUN bytes, else dma_move in the widest unit (8, 4, 2 or 1 bytes) that divides every
+    address, stride and element size."""
+    if (
+        src_strides[3] == elem_bytes
+        and dst_strides[3] == elem_bytes
+        and box[3] * elem_bytes >= MEMCPY_RUN
+    ):
+        dma_runs(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes)
+        return
     bits = src_addr | dst_addr | elem_bytes
     for d in range(4):
         bits |= src_strides[d] | dst_strides[d]
@@ -507,19 +646,23 @@ on machines with 128-bit vectors, with the same results)."""
 
 
 @intrinsic
-def mac_tile(typingctx, x, rows, w, w_off, steps, acc):
-    """acc[p*16 + j] = acc[p*16 + j] + x[rows[p] + t] * w[w_off + t*16 + j], for t from 0 to
-    steps - 1 in order, for the MAC_PIXELS x MAC_CHANNELS outputs (p, j) at once.
+def mac_tile(typingctx, x, rows, w, w_off, steps, init, init_at, out, out_at):
+    """out[out_at[p] + j] = init[init_at[p] + j] + sum of x[rows[p] + t] * w[w_off + t*16 + j],
+    added one t at a time from 0 to steps - 1, for the MAC_PIXELS x MAC_CHANNELS outputs
+    (p, j) at once.
 
     The accumulators stay in vector registers for the whole reduction: each step is one vector
     load of 16 weights, one broadcast input per position, then per output an fp32 multiply and
     an fp32 add, each rounding (IEEE, no fast-math flags, no fused multiply-add), so every
     output's sum is the documented sequential one. Numba cannot express vectors, hence LLVM IR.
-    x, w, acc: float32 C arrays; rows: int64[MAC_PIXELS], offsets into x."""
-    sig = types.void(x, rows, w, w_off, steps, acc)
+    x, w, init, out: float32 C arrays; rows, init_at, out_at: int64[MAC_PIXELS], offsets into
+    x, init and out (the accumulators start from init and end in out, which may be one array:
+    all are loaded before any is stored)."""
+    sig = types.void(x, rows, w, w_off, steps, init, init_at, out, out_at)
 
     def codegen(context, builder, signature, args):
-        x_value, rows_value, w_value, w_off_value, steps_value, acc_value = args
+        x_value, rows_value, w_value, w_off_value, steps_value = args[:5]
+        init_value, init_at_value, out_value, out_at_value = args[5:]
         f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
         vector = ir.VectorType(f32, LANES)
         vector_ptr = vector.as_pointer()
@@ -528,12 +671,9 @@ def mac_tile(typingctx, x, rows, w, w_off, steps, acc):
         def data(index, value):
             return context.make_array(signature.args[index])(context, builder, value).data
 
-        x_ptr, rows_ptr, w_ptr, acc_ptr = (
-            data(0, x_value),
-            data(1, rows_value),
-            data(2, w_value),
-            data(5, acc_value),
-        )
+        x_ptr, rows_ptr, w_ptr = data(0, x_value), data(1, rows_value), data(2, w_value)
+        init_ptr, init_at_ptr = data(5, init_value), data(6, init_at_value)
+        out_ptr, out_at_ptr = data(7, out_value), data(8, out_at_value)
 
         def const(value):
             return ir.Constant(i64, value)
@@ -546,10 +686,14 @@ def mac_tile(typingctx, x, rows, w, w_off, steps, acc):
             for p in range(MAC_PIXELS)
         ]
         w_base = builder.gep(w_ptr, [w_off_value])
+
+        def pixel_base(pointer, at_ptr, p):
+            return builder.gep(pointer, [builder.load(builder.gep(at_ptr, [const(p)]))])
+
+        init_bases = [pixel_base(init_ptr, init_at_ptr, p) for p in range(MAC_PIXELS)]
         slots = [(p, h) for p in range(MAC_PIXELS) for h in range(halves)]
         initial = [
-            builder.load(vector_at(acc_ptr, const(p * MAC_CHANNELS + h * LANES)), align=4)
-            for p, h in slots
+            builder.load(vector_at(init_bases[p], const(h * LANES)), align=4) for p, h in slots
         ]
         entry = builder.block
         head = builder.append_basic_block("mac.head")
@@ -586,8 +730,9 @@ def mac_tile(typingctx, x, rows, w, w_off, steps, acc):
             phi.add_incoming(value, body)
         builder.branch(head)
         builder.position_at_end(done)
+        out_bases = [pixel_base(out_ptr, out_at_ptr, p) for p in range(MAC_PIXELS)]
         for (p, h), value in zip(slots, sums):
-            builder.store(value, vector_at(acc_ptr, const(p * MAC_CHANNELS + h * LANES)), align=4)
+            builder.store(value, vector_at(out_bases[p], const(h * LANES)), align=4)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -705,6 +850,9 @@ def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_ba
     patches = np.zeros(MAC_PIXELS * steps, np.float32)
     rows = np.empty(MAC_PIXELS, np.int64)
     acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
+    acc_at = np.arange(MAC_PIXELS) * MAC_CHANNELS
+    init_at = np.empty(MAC_PIXELS, np.int64)
+    out_at = np.empty(MAC_PIXELS, np.int64)
     for first in range(0, positions, MAC_PIXELS):
         count = min(MAC_PIXELS, positions - first)
         in_place = direct
@@ -721,7 +869,15 @@ def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_ba
         for block in range(blocks):
             lo = o_lo + block * MAC_CHANNELS
             width = min(MAC_CHANNELS, o_hi - lo)
-            for q in range(MAC_PIXELS):
+            w_off = block * steps * MAC_CHANNELS
+            if width == MAC_CHANNELS and count == MAC_PIXELS:  # from bias or partial to out
+                for q in range(MAC_PIXELS):
+                    out_at[q] = (first + q) * out_channels + lo
+                    init_at[q] = out_at[q] if partial.size > 0 else lo
+                init = partial if partial.size > 0 else bias
+                mac_tile(source, rows, packed, w_off, steps, init, init_at, out, out_at)
+                continue
+            for q in range(MAC_PIXELS):  # a partial tile: through acc, zeros past the edges
                 tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
                 if partial.size > 0 and q < count:
                     start = (first + q) * out_channels + lo
@@ -729,7 +885,7 @@ def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_ba
                 else:
                     tile[:width] = bias[lo : lo + width]
                 tile[width:] = 0.0
-            mac_tile(source, rows, packed, block * steps * MAC_CHANNELS, steps, acc)
+            mac_tile(source, rows, packed, w_off, steps, acc, acc_at, acc, acc_at)
             for q in range(count):
                 start = (first + q) * out_channels + lo
                 out[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
@@ -1056,14 +1212,29 @@ def fc(row, frow, ocm, lut, table, tally):
 @jit
 def add(row, frow, ocm, lut, table, tally):
     count = row[ADD_COUNT]
-    a = load_f16(ocm, row[ADD_A_ADDR], count, lut)
-    b = load_f16(ocm, row[ADD_B_ADDR], count, lut)
+    a_addr, b_addr, out_addr, act = (
+        row[ADD_A_ADDR],
+        row[ADD_B_ADDR],
+        row[ADD_OUT_ADDR],
+        row[ADD_ACT],
+    )
+    act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
+    if not IS_TABLE_ACT[act] and act != ACT_PRELU and (a_addr | b_addr) % 2 == 0:
+        # aligned addends, an activation on the fp32 sum: one pass to the sums, then the store
+        # (every input is read before any output is written, as finish does)
+        a = ocm[a_addr : a_addr + 2 * count].view(np.uint16)
+        b = ocm[b_addr : b_addr + 2 * count].view(np.uint16)
+        sums = np.empty(count, np.float32)
+        for i in range(count):
+            sums[i] = activate(lut[a[i]] + lut[b[i]], act, act_a, act_b)
+        store_f16(ocm, out_addr, sums, tally)
+        return
+    a = load_f16(ocm, a_addr, count, lut)
+    b = load_f16(ocm, b_addr, count, lut)
     for i in range(count):
         a[i] = a[i] + b[i]
-    act = row[ADD_ACT]
     slopes = load_slopes(ocm, act, row[ADD_ACT_ADDR], row[ADD_CHANNELS])
-    act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
-    finish(a, act, act_a, act_b, slopes, table, ocm, row[ADD_OUT_ADDR], tally)
+    finish(a, act, act_a, act_b, slopes, table, ocm, out_addr, tally)
 
 
 @jit
@@ -1163,9 +1334,11 @@ class WeightCache:
     packed and their packing; a run compares the weights in OCM with the bits (one vectorized
     pass over 2-byte values instead of a conversion and a scattered write per weight) and
     repacks only if they differ, so the cache is right whatever the weights are. Convs of one
-    ONNX node, tile and first output channel that read the same OCM range with the same shape
-    share a slot (the row pieces of one slice of a layer's output channels); other slices and
-    layers get their own, or they would repack each other's."""
+    ONNX node and first output channel that read the same OCM range with the same shape share
+    a slot, whatever their tile (the row pieces of one slice of a layer's output channels,
+    which the tiles compute one after another with the same weights: one packing, read while
+    it is still in the CPU's caches); other slices and layers get their own, or they would
+    repack each other's."""
 
     def __init__(self, valid: ValidProgram):
         self.lock = threading.Lock()
@@ -1181,7 +1354,6 @@ class WeightCache:
                 continue
             key = (
                 ins.loc,
-                ins.tile,
                 f["w_addr"],
                 f["oc0"],
                 out_channels,

@@ -97,11 +97,18 @@ ACT_B = st.sampled_from([0.0, 0.5, 6.0, 1e30])
 
 
 def _numba_round(values: np.ndarray) -> np.ndarray:
-    buffer = np.zeros(values.size * 2, np.uint8)
-    numba_engine.store_f16(
-        buffer, 0, np.ascontiguousarray(values, np.float32), np.zeros(2, np.int64)
-    )
-    return buffer.view(np.uint16)
+    """The engine's f16 store of `values`: at an even address (vector lanes, then a scalar tail)
+    and at an odd one (scalar bytes), which must agree on the bits and on the counts."""
+    values = np.ascontiguousarray(values, np.float32)
+    buffer, tally = np.zeros(values.size * 2 + 1, np.uint8), np.zeros(2, np.int64)
+    numba_engine.store_f16(buffer, 0, values, tally)
+    odd_buffer, odd_tally = np.zeros_like(buffer), np.zeros(2, np.int64)
+    numba_engine.store_f16(odd_buffer, 1, values, odd_tally)
+    assert odd_buffer[1:].tobytes() == buffer[:-1].tobytes()
+    nans = int(np.isnan(values).sum())
+    saturated = int((np.abs(values[~np.isnan(values)]) > 65504).sum())  # infinities too
+    assert tally.tolist() == odd_tally.tolist() == [saturated, nans]
+    return buffer[:-1].view(np.uint16)
 
 
 def test_f32_to_f16_matches_numpy_on_every_half_and_random_floats():
@@ -121,6 +128,8 @@ def test_f32_to_f16_matches_numpy_on_every_half_and_random_floats():
     )
     expected = round_to_f16(values).view(np.uint16)
     np.testing.assert_array_equal(_numba_round(values), expected)
+    for size in range(1, 20):  # every length of the scalar tail after the vector lanes
+        np.testing.assert_array_equal(_numba_round(values[-size:]), expected[-size:])
 
 
 def test_f16_to_f32_table_is_numpy_exact():
@@ -296,10 +305,13 @@ def test_fc_engines_agree(rows, inner, outs, bias, act, seed, special):
     broadcast=st.booleans(),
     seed=st.integers(0, 2**16),
     special=st.booleans(),
+    place=st.sampled_from(["apart", "on_a", "on_b", "overlap"]),
 )
-def test_add_scale_and_mul_engines_agree(channels, repeats, acts, broadcast, seed, special):
+def test_add_scale_and_mul_engines_agree(channels, repeats, acts, broadcast, seed, special, place):
     """add, then scale, then mul (maybe broadcast per channel), each with its activation (PRELU
-    on add and scale, whose elements have channels)."""
+    on add and scale, whose elements have channels). The sum goes apart from the addends, onto
+    one, or one element past the first (overlapping it: every input is read before any output
+    is written)."""
     chosen, tables = [], 0
     for i, act in enumerate(acts):
         if act == Activation.PRELU and i == 2:
@@ -318,6 +330,7 @@ def test_add_scale_and_mul_engines_agree(channels, repeats, acts, broadcast, see
     t_addr = staging.add(f16_data(seed + 3, channels, False).astype(np.float32))
     m_addr = staging.add(f16_data(seed + 4, channels if broadcast else count, special))
     sum_addr, scaled_addr = staging.reserve(count * 2), staging.reserve(count * 2)
+    sum_addr = {"apart": sum_addr, "on_a": a_addr, "on_b": b_addr, "overlap": a_addr + 2}[place]
     out_addr = staging.reserve(count * 2)
     code = []
     prefix, fields = activation(staging, add_act, -2.0, 3.0, channels, seed)
@@ -426,13 +439,14 @@ def test_cvt_engines_agree(shape, perm, dtypes, seed):
 
 @SETTINGS
 @given(
-    box=st.tuples(*[st.integers(0, 3)] * 3, st.integers(1, 5)),
+    box=st.tuples(*[st.integers(0, 3)] * 3, st.integers(1, 12)),
     elem_bytes=st.sampled_from([1, 2, 4]),
     order=st.permutations(range(4)),
-    reverse=st.booleans(),
+    reverse=st.sampled_from(["none", "all", "outer"]),
 )
 def test_dma_engines_agree(box, elem_bytes, order, reverse):
-    """A dense source box stored to a destination with permuted (and maybe negative) strides."""
+    """A dense source box stored to a destination with permuted strides, all or the outer three
+    maybe negative (runs of 16 bytes and more are copied by memcpy in the Numba engine)."""
     dense = [0, 0, 0, elem_bytes]
     for d in (2, 1, 0):
         dense[d] = dense[d + 1] * box[d + 1]
@@ -442,8 +456,9 @@ def test_dma_engines_agree(box, elem_bytes, order, reverse):
         permuted[d] = step
         step *= box[d]
     size = max(step, 1)
-    dst_addr = 256 + (size - elem_bytes if reverse else 0)
-    dst_strides = tuple(-s for s in permuted) if reverse else tuple(permuted)
+    negated = {"none": (), "all": (0, 1, 2, 3), "outer": (0, 1, 2)}[reverse]
+    dst_addr = 256 + sum((box[d] - 1) * permuted[d] for d in negated if box[d])
+    dst_strides = tuple(-s if d in negated else s for d, s in enumerate(permuted))
     consts = np.arange(256, dtype=np.uint8).tobytes()
     program = Program(
         target="cn10ka",
@@ -659,6 +674,52 @@ def test_cached_packed_weights_follow_the_bytes_in_ocm():
     first_run = run_both(valid, [])
     second_run = run_both(valid, [])
     assert_same_bytes(first_run, second_run)
+    assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
+
+
+def test_tiles_share_a_weight_cache_slot_and_each_gets_its_own_weights():
+    """The same conv (one ONNX node, OCM address, shape) on two tiles whose OCMs hold different
+    weights at that address: the tiles share one slot of the weight cache, which repacks when
+    the other tile's bytes differ, so each tile's output follows its own weights."""
+    channels, outs = 5, 32
+    staging = Staging()
+    x_addr = staging.add(f16_data(4, (1, 3, 3, channels), True))
+    first = staging.add(f16_data(5, (outs, 3, 3, channels), False))
+    second = staging.add(f16_data(6, (outs, 3, 3, channels), False))
+    w_addr = staging.reserve(outs * 9 * channels * 2)
+    out_addr = staging.reserve(outs * 2)
+    staging.reserve(outs * 2)  # tile 1's output, copied next to tile 0's
+    size = len(staging.blob)
+    nbytes = outs * 9 * channels * 2
+    scratch = size  # DDR bytes past the constants, before the output entry
+    code = [copy_bytes(MemSpace.DDR, 0, MemSpace.OCM, 0, size, tile=1)]
+    for tile, source in enumerate((first, second)):
+        code.append(copy_bytes(MemSpace.OCM, source, MemSpace.OCM, w_addr, nbytes, tile=tile))
+    for tile in (0, 1):
+        code.append(
+            conv(
+                x_addr,
+                (1, 3, 3, channels),
+                out_addr,
+                (1, 1, 1, outs),
+                w_addr,
+                kernel=(3, 3),
+                tile=tile,
+            )
+        )
+    code.append(copy_bytes(MemSpace.OCM, out_addr, MemSpace.DDR, scratch, outs * 2, tile=1))
+    code.append(copy_bytes(MemSpace.DDR, scratch, MemSpace.OCM, out_addr + outs * 2, outs * 2))
+    program = layer_program(staging, code, out_addr, (2, outs), num_tiles=2)
+    program.ddr_size += outs * 2
+    program.io[0] = IOEntry("y", False, (2, outs), DType.F16, program.ddr_size - outs * 4)
+    program.code[-2] = copy_bytes(
+        MemSpace.OCM, out_addr, MemSpace.DDR, program.ddr_size - outs * 4, outs * 4
+    )
+    valid = prepare(program)
+    slots = numba_engine.weight_cache(valid).arrays[0].tolist()
+    assert slots.count(0) == 2 and slots.count(1) == 0  # the two tiles' convs share one slot
+    first_run = run_both(valid, [])
+    assert_same_bytes(first_run, run_both(valid, []))
     assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
 
 
