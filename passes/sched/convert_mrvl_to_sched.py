@@ -46,10 +46,9 @@ from mrvl.passes.sched.tiling import (
     WindowLayer,
     WindowPiece,
     plan_elementwise,
-    plan_fc_layer,
+    plan_fc_layer_priced,
     plan_per_channel,
     plan_resize_layer,
-    plan_window_layer,
     plan_window_layer_priced,
 )
 from mrvl.isa import TABLE_ACTIVATIONS
@@ -83,6 +82,7 @@ def _buffer(space: str, dims: tuple[int, ...], element_type: Attribute) -> sched
 class _Lowering:
     target: Target
     num_tiles: int
+    wb_pin_ocm: bool = False
     ops: list[Operation] = field(default_factory=list)
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
     writers: dict[SSAValue, dict[int, SSAValue]] = field(default_factory=dict)
@@ -265,14 +265,15 @@ class _Lowering:
         )
         pads = list(op.pads.get_values())
         pieces = plan_window_layer_priced(
-            geometry, self.target, self.num_tiles, self.what(op), split_columns=is_conv
-        )
+            geometry, self.target, self.num_tiles, self.what(op), split_columns=is_conv,
+            pinned=self.wb_pin_ocm,
+        )  # fmt: skip
         groups = op.group_count if is_conv else 1
         cg = c // groups
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         slopes = self.slopes(op) if is_conv else None
-        for index, p in enumerate(pieces):
-            tile = index % self.num_tiles
+        for p in pieces:
+            tile = p.tile
             if p.ci_blocks:
                 self.conv_in_blocks(op, p, tile, src, dst, slopes)
                 continue
@@ -423,20 +424,14 @@ class _Lowering:
         self.require_f16(op)
         n, k = mrvl.shape_of(op.input)
         o, _ = mrvl.shape_of(op.weight)
-        pieces = plan_fc_layer(
-            n,
-            k,
-            o,
-            self.target.ocm_bytes_per_tile,
-            self.num_tiles,
-            self.target.ocm_alignment,
-            self.what(op),
-            slopes=op.slopes is not None,
-        )
+        pieces = plan_fc_layer_priced(
+            n, k, o, self.target, self.num_tiles, self.what(op),
+            slopes=op.slopes is not None, bias=op.bias is not None, pinned=self.wb_pin_ocm,
+        )  # fmt: skip
         slopes = self.slopes(op)
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
-        for index, p in enumerate(pieces):
-            tile = index % self.num_tiles
+        for p in pieces:
+            tile = p.tile
             x, t_x = self.load(src, [p.n0, 0], [p.ns, k], tile)
             wbuf, t_w = self.load(self.ddr_buffer(op.weight), [p.o0, 0], [p.os, k], tile)
             deps, bias = [t_x, t_w], []
@@ -817,7 +812,7 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
         if len(funcs) != 1:
             raise CompileError(f"expected one region function in the module, found {len(funcs)}")
         fn = funcs[0]
-        low = _Lowering(target, num_tiles)
+        low = _Lowering(target, num_tiles, self.wb_pin_ocm)
         block = fn.body.block
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
