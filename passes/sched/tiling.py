@@ -666,14 +666,14 @@ def _window_steps(layer: WindowLayer, plan: WindowPlan, rows: int, in_rows: int,
         steps = []
         for k, cs in enumerate(blocks):
             last = k == len(blocks) - 1
-            extra = (k == 0) + (vectors - 1) * last if vectors else 0
+            extra = (k == 0) + (vectors - 1) * last if vectors and not pinned else 0
             loads = (
                 layer.n * in_rows * in_cols * cs * F16,
                 plan.ocs * layer.kh * layer.kw * cs * F16,
                 *([plan.ocs * F32] * extra),
             )
             steps.append((loads, out * (F16 if last else F32), not last))
-        return steps, 0
+        return steps, vectors * plan.ocs * F32 if pinned else 0  # pinned: bias and slopes
     if layer.depthwise_channels:
         ics, weights = plan.ocs, ()
     else:
@@ -811,17 +811,10 @@ def window_plan_cycles(
     the layer's time."""
     from mrvl import cost
 
-    if overlapped is None:
-        first = pieces[0]
-        blocks = first.ci_blocks
-        plan = WindowPlan(
-            first.ocs, first.rows, first.cols or layer.ow,
-            blocks[0][1] if len(blocks) > 1 else None,
-        )  # fmt: skip
-        overlapped = _double_buffers(layer, plan, target, pinned and plan.cbs is None)
     steps: dict[int, list[_Step]] = {}
     held: dict[int, tuple[int, int]] = {}
     port = 0
+    pins = False  # whether `sched-pin-weights` keeps some tile's weights
     sharing = len({p.tile for p in pieces})
     for p in pieces:
         in_cols = p.in_cols or layer.w
@@ -833,13 +826,23 @@ def window_plan_cycles(
             layer, target, p.rows, p.in_rows, p.cols or layer.ow, in_cols, p.ocs, ics, cbs,
             sharing,
         )  # fmt: skip
-        kept = pinned and len(piece.steps) == 1 and held.get(p.tile) == (p.oc0, p.ocs)
+        repeat = pinned and held.get(p.tile) == (p.oc0, p.ocs)  # its bias at least is kept
+        kept = repeat and len(piece.steps) == 1
         held[p.tile] = (p.oc0, p.ocs)
         for s in piece.steps:
             steps.setdefault(p.tile, []).append(
                 replace(s, load=s.load - s.weights, weights=0) if kept else s
             )
         port += piece.ddr - (piece.weight_ddr if kept else 0)
+        pins = pins or repeat
+    if overlapped is None:
+        first = pieces[0]
+        blocks = first.ci_blocks
+        plan = WindowPlan(
+            first.ocs, first.rows, first.cols or layer.ow,
+            blocks[0][1] if len(blocks) > 1 else None,
+        )  # fmt: skip
+        overlapped = _double_buffers(layer, plan, target, pins)
     busiest = max((_tile_cycles(s, overlapped) for s in steps.values()), default=0)
     return max(busiest, cost.ddr_port_cycles(target, port))
 
@@ -993,12 +996,9 @@ def _cheapest_window_plan(
     priced = sorted(candidates, key=lambda p: _estimate(layer, p, num_tiles, target, pinned))
     best, best_cycles = None, None
     for plan in _overlapping(layer, priced[:SHORTLIST], target, pinned):
-        overlapped = _double_buffers(layer, plan, target, pinned and not plan.cbs)
-        for split in SPLITS if num_tiles > 1 else SPLITS[:1]:
+        for split in SPLITS if num_tiles > 1 or pinned else SPLITS[:1]:
             pieces = window_pieces(layer, replace(plan, split=split), num_tiles)
-            cycles = window_plan_cycles(
-                layer, pieces, num_tiles, target, pinned=pinned, overlapped=overlapped
-            )
+            cycles = window_plan_cycles(layer, pieces, num_tiles, target, pinned=pinned)
             if best_cycles is None or cycles < best_cycles:
                 best, best_cycles = tuple(pieces), cycles
     return best, best_cycles
@@ -1107,7 +1107,7 @@ def fc_plan_cycles(
     target,
     *,
     pinned: bool = False,
-    overlapped: bool = False,
+    overlapped: bool | None = None,
 ) -> int:
     """Modelled cycles of an FC layer cut into `pieces`, as `window_plan_cycles` prices a
     window layer's."""
@@ -1116,6 +1116,7 @@ def fc_plan_cycles(
     steps: dict[int, list[_Step]] = {}
     held: dict[int, tuple[int, int]] = {}
     port = 0
+    pins = False
     sharing = len({p.tile for p in pieces})
     for p in pieces:
         piece = _fc_piece_cost(layer, target, p.ns, p.os, sharing)
@@ -1126,6 +1127,9 @@ def fc_plan_cycles(
             replace(s, load=s.load - s.weights, weights=0) if kept else s
         )
         port += piece.ddr - (piece.weight_ddr if kept else 0)
+        pins = pins or kept
+    if overlapped is None:
+        overlapped = _fc_double_buffers(layer, pieces[0].ns, pieces[0].os, target, pins)
     busiest = max((_tile_cycles(s, overlapped) for s in steps.values()), default=0)
     return max(busiest, cost.ddr_port_cycles(target, port))
 
@@ -1182,10 +1186,7 @@ def plan_fc_layer_priced(
     )
     layer = FcLayer(n, k, o, int(bias) + int(slopes))
     ns, os = fixed[0].ns, fixed[0].os
-    fixed_cycles = fc_plan_cycles(
-        layer, fixed, num_tiles, target, pinned=pinned,
-        overlapped=_fc_double_buffers(layer, ns, os, target, pinned),
-    )  # fmt: skip
+    fixed_cycles = fc_plan_cycles(layer, fixed, num_tiles, target, pinned=pinned)
     best = _cheapest_fc_plan(layer, target, num_tiles, slopes, pinned)
     if best is None or best[1] >= fixed_cycles * (1 - SAVING):
         return fixed
@@ -1221,12 +1222,9 @@ def _cheapest_fc_plan(
     candidates.sort(key=lambda c: _fc_estimate(layer, *c, num_tiles, target, pinned))
     best, best_cycles = None, None
     for ns, os in candidates[:SHORTLIST]:
-        overlapped = _fc_double_buffers(layer, ns, os, target, pinned)
         for split in FC_SPLITS if num_tiles > 1 else FC_SPLITS[:1]:
             pieces = _fc_grid(layer.n, layer.o, ns, os, num_tiles, split)
-            cycles = fc_plan_cycles(
-                layer, pieces, num_tiles, target, pinned=pinned, overlapped=overlapped
-            )
+            cycles = fc_plan_cycles(layer, pieces, num_tiles, target, pinned=pinned)
             if best_cycles is None or cycles < best_cycles:
                 best, best_cycles = tuple(pieces), cycles
     return best, best_cycles
