@@ -3,7 +3,8 @@
 Every tensor becomes a DDR buffer (region I/O, constants, intermediates). Each layer is cut
 by `tiling` into pieces that fit one tile's OCM; a piece loads its input window, weights and
 bias into OCM, computes, and writes its output tile back to DDR. Pieces go round-robin over
-`num_tiles` tiles, each layer starting at tile 0; conversions run on tile 0. Tokens order the work: a load waits for every write of the DDR buffer it
+`num_tiles` tiles, each layer starting at tile 0 (a conv, pool or FC piece on the tile its
+plan names); conversions run on tile 0. Tokens order the work: a load waits for every write of the DDR buffer it
 reads, a compute for its loads, a store for its compute.
 """
 

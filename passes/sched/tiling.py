@@ -1,9 +1,11 @@
 """Tiling plans: how a layer's output is cut so each piece's working set fits a tile's OCM.
 
-A window layer (conv, pool) is cut into bands of output rows and, when its weights are too
-large, into groups of output channels; an FC layer into groups of output features. Pieces are
-also kept small enough that every tile gets work (`num_tiles`). The plan is pure arithmetic, so
-the lowering that emits the DMA and compute ops stays readable.
+A window layer (conv, pool) is cut into bands of output rows, groups of output channels,
+columns and (a conv) blocks of input channels; an FC layer into groups of output features and
+bands of rows. Which cut, and which tile computes each piece, is a search over candidate plans
+priced with `mrvl.cost` (the cycle model's functions): see "priced plans" below. The fixed rules
+(`plan_window_layer`, `plan_fc_layer`) say whether a layer fits at all. The plan is pure
+arithmetic, so the lowering that emits the DMA and compute ops stays readable.
 """
 
 from __future__ import annotations
