@@ -10,10 +10,10 @@ arithmetic, so the lowering that emits the DMA and compute ops stays readable.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cache
-import math
 from math import ceil
 
 from mrvl.errors import CompileError
@@ -538,8 +538,10 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
                 load((ocs, layer.kh, layer.kw, cs if cbs else cg), w_strides),
             )
         window, weights = block_loads[cs]
-        extra = vectors if len(blocks) == 1 else (index == 0) + (vectors - 1) * (
-            index == len(blocks) - 1
+        extra = (
+            vectors
+            if len(blocks) == 1
+            else (index == 0) + (vectors - 1) * (index == len(blocks) - 1)
         )  # a chain loads the bias first and the slopes last
         const_cycles = _contended(weights, target, sharing) + extra * _contended(
             vector, target, sharing
@@ -665,8 +667,10 @@ def _pipelined_top(
 def _window_steps(layer: WindowLayer, plan: WindowPlan, rows: int, in_rows: int, pinned: bool):
     """The buffers of one piece of `rows` output rows reading `in_rows` input rows, step by
     step (`_pipelined_top`)."""
-    in_cols = layer.w if plan.cols >= layer.ow else min(
-        (plan.cols - 1) * layer.sw + (layer.kw - 1) * layer.dw + 1, layer.w
+    in_cols = (
+        layer.w
+        if plan.cols >= layer.ow
+        else min((plan.cols - 1) * layer.sw + (layer.kw - 1) * layer.dw + 1, layer.w)
     )
     out = layer.n * rows * plan.cols * plan.ocs
     vectors = 0
@@ -794,9 +798,20 @@ def window_pieces(layer: WindowLayer, plan: WindowPlan, num_tiles: int) -> list[
             for c, (ocol0, cols, in_col0, in_cols) in enumerate(_columns(layer, plan.cols)):
                 grid.append(
                     WindowPiece(
-                        orow0, rows, oc0, ocs, in_row0, in_rows, ocol0, cols, in_col0,
-                        in_cols, ic0, ics, ci_blocks,
-                    )  # fmt: skip
+                        orow0,
+                        rows,
+                        oc0,
+                        ocs,
+                        in_row0,
+                        in_rows,
+                        ocol0,
+                        cols,
+                        in_col0,
+                        in_cols,
+                        ic0,
+                        ics,
+                        ci_blocks,
+                    )
                 )
                 keys.append((g, b, c))
     split = {"dealt": None, "channels": 0, "rows": 1, "columns": 2}[plan.split]
@@ -861,9 +876,7 @@ def window_plan_cycles(
     return max(busiest, cost.ddr_port_cycles(target, port))
 
 
-def _estimate(
-    layer: WindowLayer, plan: WindowPlan, num_tiles: int, target, pinned: bool
-) -> int:
+def _estimate(layer: WindowLayer, plan: WindowPlan, num_tiles: int, target, pinned: bool) -> int:
     """`window_plan_cycles` without laying the pieces out: the plan's few distinct piece
     shapes, counted, with the busiest tile taking its share of the pieces."""
     from mrvl import cost
@@ -951,14 +964,17 @@ def window_candidates(
                 if layer.piece_bytes(1, ocs, cols, cbs) > budget:
                     continue
                 tallest = _largest(
-                    lambda r: layer.piece_bytes(r, ocs, cols, cbs) <= budget, layer.oh
+                    lambda r, o=ocs, c=cols, b=cbs: layer.piece_bytes(r, o, c, b) <= budget,
+                    layer.oh,
                 )
                 heights = {tallest}
                 plan = WindowPlan(ocs, 1, cols, cbs)
                 if _fits_twice(layer, plan, target, pinned):
                     heights.add(
                         _largest(
-                            lambda r: _fits_twice(layer, replace(plan, rows=r), target, pinned),
+                            lambda r, p=plan: _fits_twice(
+                                layer, replace(p, rows=r), target, pinned
+                            ),
                             tallest,
                         )
                     )
@@ -1039,6 +1055,8 @@ def _overlapping(layer: WindowLayer, plans: list[WindowPlan], target, pinned: bo
             if rows >= 1 and rows < plan.rows and _double_buffers(layer, shorter, target, keep):
                 yield shorter
                 break
+
+
 """How many of the analytically cheapest plans are laid out and priced piece by piece."""
 
 
@@ -1199,7 +1217,6 @@ def plan_fc_layer_priced(
         n, k, o, target.ocm_bytes_per_tile, num_tiles, target.ocm_alignment, what, slopes=slopes
     )
     layer = FcLayer(n, k, o, int(bias) + int(slopes))
-    ns, os = fixed[0].ns, fixed[0].os
     fixed_cycles = fc_plan_cycles(layer, fixed, num_tiles, target, pinned=pinned)
     best = _cheapest_fc_plan(layer, target, num_tiles, slopes, pinned)
     if best is None or best[1] >= fixed_cycles * (1 - SAVING):
@@ -1224,11 +1241,11 @@ def _cheapest_fc_plan(
     for os in sorted(widths, reverse=True):
         if layer.piece_bytes(1, os) > budget:
             continue
-        tallest = _largest(lambda r: layer.piece_bytes(r, os) <= budget, layer.n)
+        tallest = _largest(lambda r, f=os: layer.piece_bytes(r, f) <= budget, layer.n)
         heights = {tallest}
         if _fc_double_buffers(layer, 1, os, target, pinned):
             heights.add(
-                _largest(lambda r: _fc_double_buffers(layer, r, os, target, pinned), tallest)
+                _largest(lambda r, f=os: _fc_double_buffers(layer, r, f, target, pinned), tallest)
             )
         candidates += [(r, os) for r in heights]
     if not candidates:

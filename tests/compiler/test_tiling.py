@@ -7,7 +7,6 @@ from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from mrvl.passes.sched.tiling import F16, F32, plan_fc_layer, plan_per_channel
 
 OCM, ALIGN = 262144, 64
@@ -74,8 +73,12 @@ def test_the_priced_plan_is_never_dearer_than_spreading_over_every_tile(h, c, oc
         layer, spread, tiles, target
     )
     # every output row and channel is computed once
-    cells = sorted((r, o) for p in chosen for r in range(p.orow0, p.orow0 + p.rows)
-                   for o in range(p.oc0, p.oc0 + p.ocs))
+    cells = sorted(
+        (r, o)
+        for p in chosen
+        for r in range(p.orow0, p.orow0 + p.rows)
+        for o in range(p.oc0, p.oc0 + p.ocs)
+    )
     assert cells == [(r, o) for r in range(h) for o in range(oc)]
 
 
