@@ -3,7 +3,8 @@
 Every tensor becomes a DDR buffer (region I/O, constants, intermediates). Each layer is cut
 by `tiling` into pieces that fit one tile's OCM; a piece loads its input window, weights and
 bias into OCM, computes, and writes its output tile back to DDR. Pieces go round-robin over
-`num_tiles` tiles, each layer starting at tile 0; conversions run on tile 0. Tokens order the work: a load waits for every write of the DDR buffer it
+`num_tiles` tiles, each layer starting at tile 0 (a conv, pool or FC piece on the tile its
+plan names); conversions run on tile 0. Tokens order the work: a load waits for every write of the DDR buffer it
 reads, a compute for its loads, a store for its compute.
 """
 
@@ -49,10 +50,9 @@ from mrvl.passes.sched.tiling import (
     WindowLayer,
     WindowPiece,
     plan_elementwise,
-    plan_fc_layer,
+    plan_fc_layer_priced,
     plan_per_channel,
     plan_resize_layer,
-    plan_window_layer,
     plan_window_layer_priced,
 )
 from mrvl.isa import TABLE_ACTIVATIONS
@@ -86,6 +86,7 @@ def _buffer(space: str, dims: tuple[int, ...], element_type: Attribute) -> sched
 class _Lowering:
     target: Target
     num_tiles: int
+    wb_pin_ocm: bool = False
     ops: list[Operation] = field(default_factory=list)
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
     writers: dict[SSAValue, dict[int, SSAValue]] = field(default_factory=dict)
@@ -275,14 +276,15 @@ class _Lowering:
         pads = list(op.pads.get_values())
         target = dataclasses.replace(self.target, ocm_bytes_per_tile=self.ocm_bytes(op))
         pieces = self.resident.pieces.get(op) or plan_window_layer_priced(
-            geometry, target, self.num_tiles, self.what(op), split_columns=is_conv
-        )
+            geometry, target, self.num_tiles, self.what(op), split_columns=is_conv,
+            pinned=self.wb_pin_ocm,
+        )  # fmt: skip
         groups = op.group_count if is_conv else 1
         cg = c // groups
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         slopes = self.slopes(op) if is_conv else None
-        for index, p in enumerate(pieces):
-            tile = index % self.num_tiles
+        for p in pieces:
+            tile = p.tile
             if p.ci_blocks:
                 self.conv_in_blocks(op, p, tile, src, dst, slopes)
                 continue
@@ -433,20 +435,15 @@ class _Lowering:
         self.require_f16(op)
         n, k = mrvl.shape_of(op.input)
         o, _ = mrvl.shape_of(op.weight)
-        pieces = plan_fc_layer(
-            n,
-            k,
-            o,
-            self.ocm_bytes(op),
-            self.num_tiles,
-            self.target.ocm_alignment,
-            self.what(op),
-            slopes=op.slopes is not None,
-        )
+        target = dataclasses.replace(self.target, ocm_bytes_per_tile=self.ocm_bytes(op))
+        pieces = plan_fc_layer_priced(
+            n, k, o, target, self.num_tiles, self.what(op),
+            slopes=op.slopes is not None, bias=op.bias is not None, pinned=self.wb_pin_ocm,
+        )  # fmt: skip
         slopes = self.slopes(op)
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
-        for index, p in enumerate(pieces):
-            tile = index % self.num_tiles
+        for p in pieces:
+            tile = p.tile
             x, t_x = self.load(src, [p.n0, 0], [p.ns, k], tile)
             wbuf, t_w = self.load(self.ddr_buffer(op.weight), [p.o0, 0], [p.os, k], tile)
             deps, bias = [t_x, t_w], []
@@ -849,7 +846,7 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
         if len(funcs) != 1:
             raise CompileError(f"expected one region function in the module, found {len(funcs)}")
         fn = funcs[0]
-        low = _Lowering(target, num_tiles)
+        low = _Lowering(target, num_tiles, self.wb_pin_ocm)
         if self.cascade:
             low.resident = plan_resident(fn.body.block, target, num_tiles)
         block = fn.body.block

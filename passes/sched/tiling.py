@@ -1,14 +1,19 @@
 """Tiling plans: how a layer's output is cut so each piece's working set fits a tile's OCM.
 
-A window layer (conv, pool) is cut into bands of output rows and, when its weights are too
-large, into groups of output channels; an FC layer into groups of output features. Pieces are
-also kept small enough that every tile gets work (`num_tiles`). The plan is pure arithmetic, so
-the lowering that emits the DMA and compute ops stays readable.
+A window layer (conv, pool) is cut into bands of output rows, groups of output channels,
+columns and (a conv) blocks of input channels; an FC layer into groups of output features and
+bands of rows. Which cut, and which tile computes each piece, is a search over candidate plans
+priced with `mrvl.cost` (the cycle model's functions): see "priced plans" below. The fixed rules
+(`plan_window_layer`, `plan_fc_layer`) say whether a layer fits at all. The plan is pure
+arithmetic, so the lowering that emits the DMA and compute ops stays readable.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from dataclasses import dataclass, replace
+from functools import cache
 from math import ceil
 
 from mrvl.errors import CompileError
@@ -51,6 +56,8 @@ class WindowPiece:
     ci_blocks: tuple[tuple[int, int], ...] = ()
     """(first channel, channels) of each input-channel block, when the conv is cut into them
     (fp32 partial sums carried from block to block); empty when it is not."""
+    tile: int = 0
+    """The tile that computes the piece."""
 
 
 @dataclass(frozen=True)
@@ -234,6 +241,7 @@ def plan_window_layer(
                         ic0=ic0,
                         ics=ics,
                         ci_blocks=ci_blocks,
+                        tile=len(pieces) % num_tiles,
                     )
                 )
     return pieces
@@ -241,12 +249,13 @@ def plan_window_layer(
 
 @dataclass(frozen=True)
 class FcPiece:
-    """Output rows [n0, n0 + ns) x features [o0, o0 + os)."""
+    """Output rows [n0, n0 + ns) x features [o0, o0 + os), computed on `tile`."""
 
     o0: int
     os: int
     n0: int = 0
     ns: int = 0
+    tile: int = 0
 
 
 def plan_fc_layer(
@@ -278,11 +287,7 @@ def plan_fc_layer(
             os = ceil(os / 2)
         else:
             ns = ceil(ns / 2)
-    return [
-        FcPiece(o0, min(os, o - o0), n0, min(ns, n - n0))
-        for n0 in range(0, n, ns)
-        for o0 in range(0, o, os)
-    ]
+    return _fc_grid(n, o, ns, os, num_tiles, FC_SPLITS[0])
 
 
 @dataclass(frozen=True)
@@ -419,63 +424,840 @@ def plan_resize_layer(
     return pieces
 
 
-def window_plan_cycles(
-    layer: WindowLayer, pieces: list[WindowPiece], num_tiles: int, target
-) -> int:
-    """Modelled cycles of a conv/pool layer cut into `pieces`, dealt round-robin to
-    `num_tiles` tiles, priced with `mrvl.cost` (the cycle model's functions): each tile runs
-    its pieces' loads, compute and stores one after another; the shared DDR port moves every
-    piece's bytes. The larger of the busiest tile and the port is the layer's time."""
+# ------------------------------------------------------------ priced plans (issue 9)
+#
+# A plan is a choice of block sizes (output rows, columns and channels per piece, input
+# channels per block of a conv cut into blocks) and of the way its pieces go to the tiles.
+# The lowering asks for the cheapest plan that fits, as the functions of `mrvl.cost` (the
+# cycle model's) price it: candidates are priced analytically from the few distinct piece
+# shapes a plan has, and the best few are then laid out piece by piece and priced per tile.
+# Nothing is compiled to choose: a plan costs microseconds to price.
+
+SPLITS = ("dealt", "channels", "rows", "columns")
+"""How a window layer's pieces go to the tiles: `dealt` round-robin in channel-major order;
+`channels`, `rows`, `columns`: each tile takes a contiguous range of the pieces ordered by
+that dimension first (so with `channels`, one tile computes all the rows of its output
+channels, and with `wb_pin_ocm` loads their weights once)."""
+
+FC_SPLITS = ("dealt", "features", "rows")
+"""The same for an FC layer: `features` gives each tile a contiguous range of output
+features (all rows of them), `rows` a contiguous range of row bands."""
+
+DOUBLE_BUFFER_SLACK = 8
+"""Alignments of OCM a plan leaves free when it counts on two pieces' loads fitting at once
+(`sched-pipeline` then loads the next piece while this one computes)."""
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """Block sizes of a window layer's pieces and how they go to the tiles."""
+
+    ocs: int
+    rows: int
+    cols: int
+    cbs: int | None = None
+    """Input channels per block when the conv is cut into input-channel blocks."""
+    split: str = "dealt"
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One compute of a tile and the DMAs around it, in engine cycles: the loads before it
+    (`weights`: the part that loads constants, which `wb_pin_ocm` may keep), the compute,
+    and the store after it (0 inside a chain of input-channel blocks)."""
+
+    load: int
+    weights: int
+    work: int
+    store: int
+
+
+@dataclass(frozen=True)
+class _PieceCost:
+    steps: tuple[_Step, ...]
+    ddr: int
+    """DDR bytes the port moves for the piece, its constant loads included."""
+    weight_ddr: int
+    """The part of `ddr` that its constant loads move."""
+
+
+def _window_piece_cost(
+    layer: WindowLayer,
+    target,
+    rows: int,
+    in_rows: int,
+    cols: int,
+    in_cols: int,
+    ocs: int,
+    ics: int,
+    cbs: int | None,
+    sharing: int,
+) -> _PieceCost:
+    """What one piece of these extents costs, DMA by DMA as the lowering emits it (window,
+    weights, bias / slopes, compute, store), with the DDR side's strides (`cost.dma_box`),
+    while `sharing` tiles move data through the DDR port at once (`_contended`)."""
+    return _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cbs, sharing)
+
+
+def _contended(dma, target, sharing: int) -> int:
+    """Cycles of a DMA (a `mrvl.cost.Cost`) while `sharing` tiles use the DDR port: its
+    set-up, then its engine's transfer or its share of the port, whichever is slower."""
+    port = ceil(dma.ddr_bytes * sharing / target.ddr_bytes_per_cycle)
+    return max(dma.cycles, target.dma_setup_cycles + port)
+
+
+@cache
+def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cbs, sharing):
     from mrvl import cost
 
-    busy = [0] * num_tiles
-    port_bytes = 0
-    for index, p in enumerate(pieces):
-        rows, cols = p.rows, p.cols or layer.ow
+    n = layer.n
+
+    def load(box, dims):
+        return _dense_box_dma(target, box, dims, reads=True)
+
+    in_strides = (layer.h, layer.w, layer.c)
+    store = _dense_box_dma(target, (n, rows, cols, ocs), (layer.oh, layer.ow, layer.oc))
+    out_shape = (n, rows, cols, ocs)
+    if layer.depthwise_channels:
+        window = load((n, in_rows, in_cols, ics), in_strides)
+        work = cost.vector(target, cost.pool_element_ops(out_shape, (layer.kh, layer.kw)))
+        step = _Step(
+            _contended(window, target, sharing), 0, work.cycles,
+            _contended(store, target, sharing),
+        )  # fmt: skip
+        return _PieceCost((step,), window.ddr_bytes + store.ddr_bytes, 0)
+    cg = layer.ic_per_group
+    w_strides = (layer.kh, layer.kw, cg)
+    vectors = (layer.weight_bytes_per_oc - layer.kh * layer.kw * cg * F16) // F32  # bias, slope
+    vector = cost.dma(target, ocs * F32, reads_ddr=True)
+    blocks = [(c0, min(cbs, layer.c - c0)) for c0 in range(0, layer.c, cbs)] if cbs else [(0, ics)]
+    steps, ddr, weight_ddr = [], store.ddr_bytes, 0
+    block_loads = {}  # channels -> (window, weights) DMAs of a block that wide
+    for index, (_, cs) in enumerate(blocks):
+        if cs not in block_loads:
+            block_loads[cs] = (
+                load((n, in_rows, in_cols, cs), in_strides),
+                load((ocs, layer.kh, layer.kw, cs if cbs else cg), w_strides),
+            )
+        window, weights = block_loads[cs]
+        extra = (
+            vectors
+            if len(blocks) == 1
+            else (index == 0) + (vectors - 1) * (index == len(blocks) - 1)
+        )  # a chain loads the bias first and the slopes last
+        const_cycles = _contended(weights, target, sharing) + extra * _contended(
+            vector, target, sharing
+        )
+        const_ddr = weights.ddr_bytes + extra * vector.ddr_bytes
+        macs = cost.conv_macs(out_shape, (layer.kh, layer.kw), cs if cbs else cg)
+        last = index == len(blocks) - 1
+        steps.append(
+            _Step(
+                _contended(window, target, sharing) + const_cycles,
+                const_cycles,
+                cost.mac(target, macs).cycles,
+                _contended(store, target, sharing) if last else 0,
+            )
+        )
+        ddr += window.ddr_bytes + const_ddr
+        weight_ddr += const_ddr
+    return _PieceCost(tuple(steps), ddr, weight_ddr)
+
+
+def _dense_box_dma(target, box: tuple[int, ...], dims: tuple[int, ...], *, reads=False):
+    """`mrvl.cost.dma_box` of an f16 box of a dense DDR array of shape (any, *dims), the
+    other side in OCM, with its contiguous runs counted directly: the innermost dimensions
+    the box covers whole merge with the first one it does not."""
+    from mrvl import cost
+
+    run, runs = F16, 1
+    merging = True
+    for extent, size in zip(reversed(box), reversed((0, *dims))):
+        if merging:
+            run *= extent
+            merging = extent == size
+        else:
+            runs *= extent
+    nbytes = math.prod(box) * F16
+    return cost.dma(target, nbytes, runs=runs, reads_ddr=reads, writes_ddr=not reads)
+
+
+def _tile_cycles(steps: list[_Step], overlapped: bool) -> int:
+    """Cycles of one tile running `steps` in order. Without overlap each step's loads,
+    compute and store follow each other; with it (`sched-pipeline`'s double buffering) the
+    DMA queue runs the loads of step i+1 before the store of step i, so they overlap the
+    compute of step i."""
+    if not steps:
+        return 0
+    if not overlapped:
+        return sum(s.load + s.work + s.store for s in steps)
+    dma = steps[0].load
+    loaded = [dma]
+    mac = 0
+    for i, s in enumerate(steps):
+        if i + 1 < len(steps):
+            dma += steps[i + 1].load
+            loaded.append(dma)
+        mac = max(mac, loaded[i]) + s.work
+        if s.store:
+            dma = max(dma, mac) + s.store
+    return max(dma, mac)
+
+
+PIPELINED_MARGIN = 0.03
+"""The share of a tile's OCM a double-buffered plan leaves free in `_pipelined_top`'s layout:
+it lays out a few bands, the real program all of them, and a plan that misses by a few bytes
+loses its overlap entirely (`sched-pipeline` then keeps the layer's order)."""
+
+
+def _pipelined_room(target) -> int:
+    return int(target.ocm_bytes_per_tile * (1 - PIPELINED_MARGIN))
+
+
+def _pipelined_top(
+    steps: list[tuple[tuple[int, ...], int, bool]], alignment: int, resident: int = 0
+) -> int:
+    """The OCM a tile needs when `sched-pipeline` double-buffers `steps` and `sched-allocate`
+    places the buffers first fit, as those passes do it: the loads of step i+1 are allocated
+    before compute i (after its output), each step's loads live until its compute, its
+    output until its store (right after the compute) or, in a chain of input-channel blocks
+    (`read_by_next`), until the next compute. `resident` bytes (pinned weights or bias),
+    loaded after the first step's other loads, stay live throughout. Each step is (load sizes, output size, read_by_next)."""
+    ranges: list[tuple[int, int, int]] = []  # (start, end, size), in allocation order
+    at = 0
+
+    def alloc(size: int) -> int:
+        nonlocal at
+        at += 1
+        ranges.append([at, None, -(-size // alignment) * alignment])
+        return len(ranges) - 1
+
+    pending = [alloc(size) for size in steps[0][0]] if steps else []
+    if resident:  # loaded after the first step's other loads, and kept
+        alloc(resident)
+        ranges[-1][1] = 1 << 60
+    carried = None
+    for i, (_, out_size, read_by_next) in enumerate(steps):
+        out = alloc(out_size)
+        following = [alloc(size) for size in steps[i + 1][0]] if i + 1 < len(steps) else []
+        at += 1  # the compute
+        for index in pending:
+            ranges[index][1] = at
+        if carried is not None:
+            ranges[carried][1] = at
+            carried = None
+        if read_by_next:
+            carried = out
+        else:
+            at += 1  # the store
+            ranges[out][1] = at
+        pending = following
+    live: list[tuple[int, int, int]] = []  # (end, offset, size)
+    top = 0
+    for start, stop, size in ranges:
+        live = [entry for entry in live if entry[0] >= start]
+        offset = 0
+        for _, off, sz in sorted(live, key=lambda e: e[1]):
+            if offset + size <= off:
+                break
+            offset = max(offset, off + sz)
+        live.append((stop if stop is not None else start, offset, size))
+        top = max(top, offset + size)
+    return top
+
+
+def _window_steps(layer: WindowLayer, plan: WindowPlan, rows: int, in_rows: int, pinned: bool):
+    """The buffers of one piece of `rows` output rows reading `in_rows` input rows, step by
+    step (`_pipelined_top`)."""
+    in_cols = (
+        layer.w
+        if plan.cols >= layer.ow
+        else min((plan.cols - 1) * layer.sw + (layer.kw - 1) * layer.dw + 1, layer.w)
+    )
+    out = layer.n * rows * plan.cols * plan.ocs
+    vectors = 0
+    if not layer.depthwise_channels:
+        cg = layer.ic_per_group
+        vectors = (layer.weight_bytes_per_oc - layer.kh * layer.kw * cg * F16) // F32
+    if plan.cbs and plan.cbs < layer.c:
+        blocks = [min(plan.cbs, layer.c - c0) for c0 in range(0, layer.c, plan.cbs)]
+        steps = []
+        for k, cs in enumerate(blocks):
+            last = k == len(blocks) - 1
+            extra = (k == 0) + (vectors - 1) * last if vectors and not pinned else 0
+            loads = (
+                layer.n * in_rows * in_cols * cs * F16,
+                plan.ocs * layer.kh * layer.kw * cs * F16,
+                *([plan.ocs * F32] * extra),
+            )
+            steps.append((loads, out * (F16 if last else F32), not last))
+        return steps, vectors * plan.ocs * F32 if pinned else 0  # pinned: bias and slopes
+    if layer.depthwise_channels:
+        ics, weights = plan.ocs, ()
+    else:
+        ics = layer.input_channels(0, plan.ocs)[1]
+        weights = (plan.ocs * layer.kh * layer.kw * layer.ic_per_group * F16,) + (
+            plan.ocs * F32,
+        ) * vectors
+    window = layer.n * in_rows * in_cols * ics * F16
+    if pinned:
+        return [((window,), out * F16, False)], sum(weights)
+    return [((window, *weights), out * F16, False)], 0
+
+
+def _double_buffers(layer: WindowLayer, plan: WindowPlan, target, pinned: bool) -> bool:
+    """Whether `sched-pipeline` can overlap the loads of each step with the compute of the
+    one before, as `_pipelined_top` lays a tile's buffers out for a sequence of bands like
+    the plan's."""
+    return _double_buffers_cached(layer, replace(plan, split="dealt"), target, pinned)
+
+
+@cache
+def _double_buffers_cached(layer, plan, target, pinned) -> bool:
+    bands = _bands(layer, plan.rows)
+    if len(bands) > 5:  # the first bands, the last two, and the next channel group's first
+        bands = bands[:3] + bands[-2:]
+    sequence = bands + bands[:2]
+    steps, resident = [], 0
+    for _, rows, _, in_rows in sequence:
+        piece, resident = _window_steps(layer, plan, rows, in_rows, pinned)
+        steps += piece
+    return _pipelined_top(steps, target.ocm_alignment, resident) <= _pipelined_room(target)
+
+
+def _fits_twice(layer: WindowLayer, plan: WindowPlan, target, pinned: bool) -> bool:
+    """A quick necessary condition for `_double_buffers`: a piece and one more step's loads
+    fit a tile, fragmentation aside."""
+    rows = plan.rows
+    in_rows = min((rows - 1) * layer.sh + (layer.kh - 1) * layer.dh + 1, layer.h)
+    steps, resident = _window_steps(layer, plan, rows, in_rows, pinned)
+    held = layer.piece_bytes(rows, plan.ocs, plan.cols, plan.cbs) + resident
+    room = target.ocm_bytes_per_tile - DOUBLE_BUFFER_SLACK * target.ocm_alignment
+    return held + max(sum(loads) for loads, _, _ in steps) <= room
+
+
+@cache
+def _bands(layer: WindowLayer, rows: int) -> list[tuple[int, int, int, int]]:
+    """(orow0, rows, in_row0, in_rows) of every band of `rows` output rows."""
+    return [
+        (r0, min(rows, layer.oh - r0), *layer.input_rows(r0, min(rows, layer.oh - r0)))
+        for r0 in range(0, layer.oh, rows)
+    ]
+
+
+@cache
+def _columns(layer: WindowLayer, cols: int) -> list[tuple[int, int, int, int]]:
+    """(ocol0, cols, in_col0, in_cols) of every column piece; a whole row loads every column,
+    as the padding arithmetic expects."""
+    if cols >= layer.ow:
+        return [(0, layer.ow, 0, layer.w)]
+    return [
+        (c0, min(cols, layer.ow - c0), *layer.input_cols(c0, min(cols, layer.ow - c0)))
+        for c0 in range(0, layer.ow, cols)
+    ]
+
+
+@cache
+def _channels(layer: WindowLayer, ocs: int) -> list[tuple[int, int, int, int]]:
+    """(oc0, ocs, ic0, ics) of every channel piece of width at most `ocs`."""
+    return [(o0, w, *layer.input_channels(o0, w)) for o0, w in layer.channel_pieces(ocs)]
+
+
+def _deal(count_by_key: list[tuple], split_index: int | None, num_tiles: int) -> list[int]:
+    """Tiles of pieces keyed by grid position: round-robin in the given order when
+    `split_index` is None, else contiguous ranges of the order sorted by that key first."""
+    if split_index is None:
+        return [i % num_tiles for i in range(len(count_by_key))]
+    order = sorted(range(len(count_by_key)), key=lambda i: (count_by_key[i][split_index], i))
+    tiles = [0] * len(count_by_key)
+    for rank, i in enumerate(order):
+        tiles[i] = rank * num_tiles // len(order)
+    return tiles
+
+
+def _interleaved(pieces: list, tiles: list[int]) -> list:
+    """Pieces in emission order: the first piece of every tile, then the second..., so every
+    tile starts at once; each tile keeps its pieces' order."""
+    seen: dict[int, int] = {}
+    rank = []
+    for t in tiles:
+        rank.append(seen.get(t, 0))
+        seen[t] = rank[-1] + 1
+    order = sorted(range(len(pieces)), key=lambda i: (rank[i], tiles[i]))
+    return [pieces[i] for i in order]
+
+
+def window_pieces(layer: WindowLayer, plan: WindowPlan, num_tiles: int) -> list[WindowPiece]:
+    """The pieces of `plan`, each with its tile, in emission order."""
+    ci_blocks = (
+        tuple((c0, min(plan.cbs, layer.c - c0)) for c0 in range(0, layer.c, plan.cbs))
+        if plan.cbs
+        else ()
+    )
+    grid, keys = [], []
+    for g, (oc0, ocs, ic0, ics) in enumerate(_channels(layer, plan.ocs)):
+        for b, (orow0, rows, in_row0, in_rows) in enumerate(_bands(layer, plan.rows)):
+            for c, (ocol0, cols, in_col0, in_cols) in enumerate(_columns(layer, plan.cols)):
+                grid.append(
+                    WindowPiece(
+                        orow0,
+                        rows,
+                        oc0,
+                        ocs,
+                        in_row0,
+                        in_rows,
+                        ocol0,
+                        cols,
+                        in_col0,
+                        in_cols,
+                        ic0,
+                        ics,
+                        ci_blocks,
+                    )
+                )
+                keys.append((g, b, c))
+    split = {"dealt": None, "channels": 0, "rows": 1, "columns": 2}[plan.split]
+    tiles = _deal(keys, split, num_tiles)
+    pieces = [replace(p, tile=t) for p, t in zip(grid, tiles)]
+    return _interleaved(pieces, tiles)
+
+
+def window_plan_cycles(
+    layer: WindowLayer,
+    pieces: list[WindowPiece],
+    num_tiles: int,
+    target,
+    *,
+    pinned: bool = False,
+    overlapped: bool | None = None,
+) -> int:
+    """Modelled cycles of a conv/pool layer cut into `pieces` (each on its `tile`), priced
+    with `mrvl.cost`: each tile runs its pieces' loads, compute and stores (`_tile_cycles`,
+    overlapped when `sched-pipeline` can double-buffer them, `_double_buffers`, unless
+    `overlapped` says); the shared DDR port moves every
+    piece's bytes. With `pinned` (`wb_pin_ocm`), a tile that loads the same weight slice as
+    its previous piece does not load it again. The larger of the busiest tile and the port is
+    the layer's time."""
+    from mrvl import cost
+
+    steps: dict[int, list[_Step]] = {}
+    held: dict[int, tuple[int, int]] = {}
+    port = 0
+    pins = False  # whether `sched-pin-weights` keeps some tile's weights
+    sharing = len({p.tile for p in pieces})
+    for p in pieces:
         in_cols = p.in_cols or layer.w
         ics = p.ics or layer.input_channels(p.oc0, p.ocs)[1]
-        ins = layer.n * p.in_rows * in_cols * ics * F16
-        in_runs = layer.n * p.in_rows * (1 if in_cols == layer.w and ics == layer.c else in_cols)
-        loads = [cost.dma(target, ins, runs=in_runs, reads_ddr=True)]
-        if layer.weight_bytes_per_oc:
-            loads.append(cost.dma(target, p.ocs * layer.weight_bytes_per_oc, reads_ddr=True))
-        outs = layer.n * rows * cols * p.ocs * F16
-        out_runs = layer.n * rows * (cols if p.ocs != layer.oc or cols != layer.ow else 1)
-        store = cost.dma(target, outs, runs=out_runs, writes_ddr=True)
-        out_shape = (layer.n, rows, cols, p.ocs)
-        if layer.depthwise_channels:
-            work = cost.vector(target, cost.pool_element_ops(out_shape, (layer.kh, layer.kw)))
-        else:
-            work = cost.mac(
-                target, cost.conv_macs(out_shape, (layer.kh, layer.kw), layer.ic_per_group)
+        cbs = p.ci_blocks[0][1] if p.ci_blocks else None
+        if cbs is not None and len(p.ci_blocks) == 1:
+            cbs = None
+        piece = _window_piece_cost(
+            layer, target, p.rows, p.in_rows, p.cols or layer.ow, in_cols, p.ocs, ics, cbs,
+            sharing,
+        )  # fmt: skip
+        repeat = pinned and held.get(p.tile) == (p.oc0, p.ocs)  # its bias at least is kept
+        kept = repeat and len(piece.steps) == 1
+        held[p.tile] = (p.oc0, p.ocs)
+        for s in piece.steps:
+            steps.setdefault(p.tile, []).append(
+                replace(s, load=s.load - s.weights, weights=0) if kept else s
             )
-        dma = sum(c.cycles for c in loads) + store.cycles
-        busy[index % num_tiles] += dma + work.cycles
-        port_bytes += sum(c.ddr_bytes for c in loads) + store.ddr_bytes
-    return max(max(busy), cost.ddr_port_cycles(target, port_bytes))
+        port += piece.ddr - (piece.weight_ddr if kept else 0)
+        pins = pins or repeat
+    if overlapped is None:
+        first = pieces[0]
+        blocks = first.ci_blocks
+        plan = WindowPlan(
+            first.ocs, first.rows, first.cols or layer.ow,
+            blocks[0][1] if len(blocks) > 1 else None,
+        )  # fmt: skip
+        # a chain whose bias `sched-pin-weights` keeps leaves a hole that, as measured, costs
+        # the layer its double buffering: such a plan counts on none
+        overlapped = not (pins and plan.cbs) and _double_buffers(layer, plan, target, pins)
+    busiest = max((_tile_cycles(s, overlapped) for s in steps.values()), default=0)
+    return max(busiest, cost.ddr_port_cycles(target, port))
+
+
+def _estimate(layer: WindowLayer, plan: WindowPlan, num_tiles: int, target, pinned: bool) -> int:
+    """`window_plan_cycles` without laying the pieces out: the plan's few distinct piece
+    shapes, counted, with the busiest tile taking its share of the pieces."""
+    from mrvl import cost
+
+    bands = Counter((rows, in_rows) for _, rows, _, in_rows in _bands(layer, plan.rows))
+    cols = Counter((c, in_c) for _, c, _, in_c in _columns(layer, plan.cols))
+    chans = Counter((ocs, ics) for _, ocs, _, ics in _channels(layer, plan.ocs))
+    cbs = plan.cbs if plan.cbs and plan.cbs < layer.c else None
+    load = weights = work = store = ddr = weight_ddr = steps = 0
+    pieces = sum(bands.values()) * sum(cols.values()) * sum(chans.values())
+    sharing = min(num_tiles, pieces)
+    for (rows, in_rows), nb in bands.items():
+        for (cs, in_cs), nc in cols.items():
+            for (ocs, ics), ng in chans.items():
+                count = nb * nc * ng
+                piece = _window_piece_cost(
+                    layer, target, rows, in_rows, cs, in_cs, ocs, ics, cbs, sharing
+                )
+                for s in piece.steps:
+                    load += count * s.load
+                    weights += count * s.weights
+                    work += count * s.work
+                    store += count * s.store
+                steps += count * len(piece.steps)
+                ddr += count * piece.ddr
+                weight_ddr += count * piece.weight_ddr
+    if pinned and cbs is None:
+        groups = sum(chans.values())
+        loads = min(pieces, groups + min(pieces, num_tiles) - 1)  # one per (tile, group)
+        saved = 1 - loads / pieces
+        load -= int(weights * saved)
+        ddr -= int(weight_ddr * saved)
+    share = -(-pieces // num_tiles) / pieces  # the busiest tile's share
+    dma, compute = (load + store) * share, work * share
+    if _fits_twice(layer, plan, target, pinned and cbs is None):
+        tile = max(dma, compute) + min(dma, compute) / max(1, steps * share)
+    else:
+        tile = dma + compute
+    return max(int(tile), cost.ddr_port_cycles(target, ddr))
+
+
+def _largest(fits, high: int) -> int:
+    """The largest value in [1, high] for which `fits` holds (it holds for 1 and is
+    monotone), by bisection."""
+    low = 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(mid):
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def window_candidates(
+    layer: WindowLayer, target, num_tiles: int, *, split_columns: bool, pinned: bool = False
+) -> list[WindowPlan]:
+    """Block sizes worth pricing, each fitting a tile's OCM (in the `dealt` split): output
+    channel widths halving from all of them; for a conv without groups over more than
+    `CONV_CI_BLOCK` input channels, input-channel blocks of 64, 128, 256 ... channels (the
+    fp32 partial-sum chain follows the conv's accumulation order, so any of them gives the
+    same bits); for a conv over several tiles, half the output columns; and for each, the
+    tallest band that fits, the tallest that can be double-buffered, and bands that give
+    every tile its share."""
+    budget = target.ocm_bytes_per_tile - 4 * target.ocm_alignment
+    widths, ocs = [], layer.oc
+    while True:
+        widths.append(ocs)
+        if ocs <= 1:
+            break
+        ocs = layer.channel_step(ceil(ocs / 2))
+    blocks: list[int | None] = [None]
+    if split_columns and not layer.depthwise_channels and layer.groups == 1:
+        cbs = CONV_CI_BLOCK
+        while cbs < layer.c:
+            blocks.append(cbs)
+            cbs *= 2
+    columns = [layer.ow]
+    if split_columns and num_tiles > 1 and layer.ow > 1:
+        columns.append(ceil(layer.ow / 2))
+    plans = []
+    for cbs in blocks:
+        for cols in columns:
+            for ocs in widths:
+                if layer.piece_bytes(1, ocs, cols, cbs) > budget:
+                    continue
+                tallest = _largest(
+                    lambda r, o=ocs, c=cols, b=cbs: layer.piece_bytes(r, o, c, b) <= budget,
+                    layer.oh,
+                )
+                heights = {tallest}
+                plan = WindowPlan(ocs, 1, cols, cbs)
+                if _fits_twice(layer, plan, target, pinned):
+                    heights.add(
+                        _largest(
+                            lambda r, p=plan: _fits_twice(
+                                layer, replace(p, rows=r), target, pinned
+                            ),
+                            tallest,
+                        )
+                    )
+                others = len(layer.channel_pieces(ocs)) * ceil(layer.ow / cols)
+                for share in (1, 2, 4):
+                    bands = ceil(share * num_tiles / others)
+                    heights.add(min(tallest, max(1, ceil(layer.oh / bands))))
+                plans += [replace(plan, rows=r) for r in sorted(heights)]
+                if tallest == layer.oh and len(layer.channel_pieces(ocs)) >= 2 * num_tiles:
+                    break  # narrower channel pieces would only add loads
+    return plans
 
 
 def plan_window_layer_priced(
-    layer: WindowLayer, target, num_tiles: int, what: str, *, split_columns: bool = False
+    layer: WindowLayer,
+    target,
+    num_tiles: int,
+    what: str,
+    *,
+    split_columns: bool = False,
+    pinned: bool = False,
 ) -> list[WindowPiece]:
-    """The cheapest of `plan_window_layer`'s plans made for 1, 2, 4 ... `num_tiles` tiles
-    (pieces small enough that that many tiles get work), as `window_plan_cycles` prices them
-    over the program's `num_tiles`: a small layer spread over every tile can cost more in
-    halo rows and per-transfer set-up than it saves in compute. Input-channel blocks are
-    left to the plan for all tiles, so the partial-sum chains stay as they are."""
+    """The cheapest plan of a conv/pool layer that fits, with its pieces' tiles.
+
+    `window_candidates` are priced by `_estimate`; the few cheapest are laid out in every
+    split (`SPLITS`) and priced piece by piece (`window_plan_cycles`, with `pinned` for
+    `wb_pin_ocm`). `plan_window_layer`'s fixed rule is one more contender, and raises
+    `DoesNotFit` when nothing fits."""
+    fixed = plan_window_layer(
+        layer, target.ocm_bytes_per_tile, num_tiles, target.ocm_alignment, what,
+        split_columns=split_columns,
+    )  # fmt: skip
+    best = _cheapest_window_plan(layer, target, num_tiles, split_columns, pinned)
+    fixed_cycles = window_plan_cycles(layer, fixed, num_tiles, target, pinned=pinned)
+    if best is None or best[1] >= fixed_cycles * (1 - SAVING):
+        return fixed
+    return list(best[0])
+
+
+@cache
+def _cheapest_window_plan(
+    layer: WindowLayer, target, num_tiles: int, split_columns: bool, pinned: bool
+) -> tuple[tuple[WindowPiece, ...], int] | None:
+    candidates = window_candidates(
+        layer, target, num_tiles, split_columns=split_columns, pinned=pinned
+    )
+    if not candidates:
+        return None
+    priced = sorted(candidates, key=lambda p: _estimate(layer, p, num_tiles, target, pinned))
     best, best_cycles = None, None
-    for spread in sorted({t for t in (1, 2, 4, 8) if t < num_tiles} | {num_tiles}, reverse=True):
-        pieces = plan_window_layer(
-            layer,
-            target.ocm_bytes_per_tile,
-            spread,
-            target.ocm_alignment,
-            what,
-            split_columns=split_columns,
+    for plan in _overlapping(layer, priced[:SHORTLIST], target, pinned):
+        for split in SPLITS if num_tiles > 1 or pinned else SPLITS[:1]:
+            pieces = window_pieces(layer, replace(plan, split=split), num_tiles)
+            cycles = window_plan_cycles(layer, pieces, num_tiles, target, pinned=pinned)
+            if best_cycles is None or cycles < best_cycles:
+                best, best_cycles = tuple(pieces), cycles
+    return best, best_cycles
+
+
+SHORTLIST = 4
+
+SAVING = 0.02
+"""The share of the fixed rule's modelled cycles a searched plan must save to replace it:
+smaller differences are within the model's error, and the fixed plan is the simpler one."""
+
+
+def _overlapping(layer: WindowLayer, plans: list[WindowPlan], target, pinned: bool):
+    """`plans`, each followed, when its pieces would fit twice but the allocator's first fit
+    would not place them (`_double_buffers`), by the same plan with the tallest band below
+    it (of up to four tried) that does double-buffer."""
+    for plan in plans:
+        yield plan
+        keep = pinned and not plan.cbs
+        if not _fits_twice(layer, plan, target, keep) or _double_buffers(layer, plan, target, keep):
+            continue
+        for rows in sorted({plan.rows - 1, plan.rows * 3 // 4, plan.rows // 2, plan.rows // 3}):
+            shorter = replace(plan, rows=rows)
+            if rows >= 1 and rows < plan.rows and _double_buffers(layer, shorter, target, keep):
+                yield shorter
+                break
+
+
+"""How many of the analytically cheapest plans are laid out and priced piece by piece."""
+
+
+# ------------------------------------------------------------ FC plans
+
+
+@dataclass(frozen=True)
+class FcPlan:
+    """Output features and rows per piece of an FC layer, and how the pieces go to the
+    tiles (`FC_SPLITS`)."""
+
+    os: int
+    ns: int
+    split: str = "dealt"
+
+
+@dataclass(frozen=True)
+class FcLayer:
+    """An FC layer's geometry: `n` rows of `k` inputs to `o` features; `vectors` f32 values
+    per feature besides the weights (bias, PRELU slope)."""
+
+    n: int
+    k: int
+    o: int
+    vectors: int
+
+    def piece_bytes(self, ns: int, os: int) -> int:
+        return ns * self.k * F16 + os * self.k * F16 + os * self.vectors * F32 + ns * os * F16
+
+
+def _fc_grid(n: int, o: int, ns: int, os: int, num_tiles: int, split: str) -> list[FcPiece]:
+    """The pieces of an FC plan, each with its tile, in emission order."""
+    grid = [
+        FcPiece(o0, min(os, o - o0), n0, min(ns, n - n0))
+        for n0 in range(0, n, ns)
+        for o0 in range(0, o, os)
+    ]
+    keys = [(p.o0, p.n0) for p in grid]
+    tiles = _deal(keys, {"dealt": None, "features": 0, "rows": 1}[split], num_tiles)
+    return _interleaved([replace(p, tile=t) for p, t in zip(grid, tiles)], tiles)
+
+
+@cache
+def _fc_piece_cost(layer: FcLayer, target, ns: int, os: int, sharing: int) -> _PieceCost:
+    """One FC piece, DMA by DMA as the lowering emits it: its rows of the input, its
+    features' weights, bias and slopes, the compute, the store of its outputs."""
+    from mrvl import cost
+
+    x = _dense_box_dma(target, (ns, layer.k), (layer.k,), reads=True)
+    w = _dense_box_dma(target, (os, layer.k), (layer.k,), reads=True)
+    vector = cost.dma(target, os * F32, reads_ddr=True)
+    store = _dense_box_dma(target, (ns, os), (layer.o,))
+    const_cycles = _contended(w, target, sharing) + layer.vectors * _contended(
+        vector, target, sharing
+    )
+    const_ddr = w.ddr_bytes + layer.vectors * vector.ddr_bytes
+    work = cost.mac(target, ns * layer.k * os).cycles
+    step = _Step(
+        _contended(x, target, sharing) + const_cycles, const_cycles, work,
+        _contended(store, target, sharing),
+    )  # fmt: skip
+    return _PieceCost((step,), x.ddr_bytes + const_ddr + store.ddr_bytes, const_ddr)
+
+
+def _fc_double_buffers(layer: FcLayer, ns: int, os: int, target, pinned: bool) -> bool:
+    """As `_double_buffers`, for FC pieces of `ns` rows and `os` features."""
+    weights = (os * layer.k * F16,) + (os * F32,) * layer.vectors
+    x, out = ns * layer.k * F16, ns * os * F16
+    if pinned:
+        steps, resident = [((x,), out, False)] * 3, sum(weights)
+    else:
+        steps, resident = [((x, *weights), out, False)] * 3, 0
+    return _pipelined_top(steps, target.ocm_alignment, resident) <= _pipelined_room(target)
+
+
+def fc_plan_cycles(
+    layer: FcLayer,
+    pieces: list[FcPiece],
+    num_tiles: int,
+    target,
+    *,
+    pinned: bool = False,
+    overlapped: bool | None = None,
+) -> int:
+    """Modelled cycles of an FC layer cut into `pieces`, as `window_plan_cycles` prices a
+    window layer's."""
+    from mrvl import cost
+
+    steps: dict[int, list[_Step]] = {}
+    held: dict[int, tuple[int, int]] = {}
+    port = 0
+    pins = False
+    sharing = len({p.tile for p in pieces})
+    for p in pieces:
+        piece = _fc_piece_cost(layer, target, p.ns, p.os, sharing)
+        kept = pinned and held.get(p.tile) == (p.o0, p.os)
+        held[p.tile] = (p.o0, p.os)
+        s = piece.steps[0]
+        steps.setdefault(p.tile, []).append(
+            replace(s, load=s.load - s.weights, weights=0) if kept else s
         )
-        if any(p.ci_blocks for p in pieces):
-            return pieces if best is None else best
-        cycles = window_plan_cycles(layer, pieces, num_tiles, target)
-        if best_cycles is None or cycles < best_cycles:
-            best, best_cycles = pieces, cycles
-    return best
+        port += piece.ddr - (piece.weight_ddr if kept else 0)
+        pins = pins or kept
+    if overlapped is None:
+        overlapped = _fc_double_buffers(layer, pieces[0].ns, pieces[0].os, target, pins)
+    busiest = max((_tile_cycles(s, overlapped) for s in steps.values()), default=0)
+    return max(busiest, cost.ddr_port_cycles(target, port))
+
+
+def _fc_estimate(layer: FcLayer, ns: int, os: int, num_tiles: int, target, pinned: bool) -> int:
+    from mrvl import cost
+
+    rows = Counter(min(ns, layer.n - n0) for n0 in range(0, layer.n, ns))
+    feats = Counter(min(os, layer.o - o0) for o0 in range(0, layer.o, os))
+    dma = work = ddr = weights = weight_ddr = 0
+    sharing = min(num_tiles, sum(rows.values()) * sum(feats.values()))
+    for r, nr in rows.items():
+        for f, nf in feats.items():
+            piece = _fc_piece_cost(layer, target, r, f, sharing)
+            s = piece.steps[0]
+            dma += nr * nf * (s.load + s.store)
+            work += nr * nf * s.work
+            ddr += nr * nf * piece.ddr
+            weights += nr * nf * s.weights
+            weight_ddr += nr * nf * piece.weight_ddr
+    pieces = sum(rows.values()) * sum(feats.values())
+    if pinned:
+        loads = min(pieces, sum(feats.values()) + min(pieces, num_tiles) - 1)
+        saved = 1 - loads / pieces
+        dma -= int(weights * saved)
+        ddr -= int(weight_ddr * saved)
+    share = -(-pieces // num_tiles) / pieces
+    dma, work = dma * share, work * share
+    if _fc_double_buffers(layer, ns, os, target, pinned):
+        tile = max(dma, work) + min(dma, work) / max(1, pieces * share)
+    else:
+        tile = dma + work
+    return max(int(tile), cost.ddr_port_cycles(target, ddr))
+
+
+def plan_fc_layer_priced(
+    n: int,
+    k: int,
+    o: int,
+    target,
+    num_tiles: int,
+    what: str,
+    *,
+    slopes: bool = False,
+    bias: bool = True,
+    pinned: bool = False,
+) -> list[FcPiece]:
+    """The cheapest plan of an FC layer that fits: feature widths halving from all of them
+    and from one tile's share, each with the most rows that fit and the most that can be
+    double-buffered, priced like a window layer's plans (`plan_window_layer_priced`).
+    `plan_fc_layer`'s fixed rule is one more contender and raises `DoesNotFit`."""
+    fixed = plan_fc_layer(
+        n, k, o, target.ocm_bytes_per_tile, num_tiles, target.ocm_alignment, what, slopes=slopes
+    )
+    layer = FcLayer(n, k, o, int(bias) + int(slopes))
+    fixed_cycles = fc_plan_cycles(layer, fixed, num_tiles, target, pinned=pinned)
+    best = _cheapest_fc_plan(layer, target, num_tiles, slopes, pinned)
+    if best is None or best[1] >= fixed_cycles * (1 - SAVING):
+        return fixed
+    return list(best[0])
+
+
+@cache
+def _cheapest_fc_plan(
+    layer: FcLayer, target, num_tiles: int, slopes: bool, pinned: bool
+) -> tuple[tuple[FcPiece, ...], int] | None:
+    budget = target.ocm_bytes_per_tile - (5 if slopes else 4) * target.ocm_alignment
+    widths = set()
+    for start in (layer.o, ceil(layer.o / num_tiles)):
+        w = start
+        while True:
+            widths.add(w)
+            if w <= 1:
+                break
+            w = ceil(w / 2)
+    candidates = []
+    for os in sorted(widths, reverse=True):
+        if layer.piece_bytes(1, os) > budget:
+            continue
+        tallest = _largest(lambda r, f=os: layer.piece_bytes(r, f) <= budget, layer.n)
+        heights = {tallest}
+        if _fc_double_buffers(layer, 1, os, target, pinned):
+            heights.add(
+                _largest(lambda r, f=os: _fc_double_buffers(layer, r, f, target, pinned), tallest)
+            )
+        candidates += [(r, os) for r in heights]
+    if not candidates:
+        return None
+    candidates.sort(key=lambda c: _fc_estimate(layer, *c, num_tiles, target, pinned))
+    best, best_cycles = None, None
+    for ns, os in candidates[:SHORTLIST]:
+        for split in FC_SPLITS if num_tiles > 1 else FC_SPLITS[:1]:
+            pieces = _fc_grid(layer.n, layer.o, ns, os, num_tiles, split)
+            cycles = fc_plan_cycles(layer, pieces, num_tiles, target, pinned=pinned)
+            if best_cycles is None or cycles < best_cycles:
+                best, best_cycles = tuple(pieces), cycles
+    return best, best_cycles

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from mrvl.passes.sched.tiling import F16, F32, plan_fc_layer, plan_per_channel
 
 OCM, ALIGN = 262144, 64
@@ -71,6 +73,81 @@ def test_the_priced_plan_is_never_dearer_than_spreading_over_every_tile(h, c, oc
         layer, spread, tiles, target
     )
     # every output row and channel is computed once
-    cells = sorted((r, o) for p in chosen for r in range(p.orow0, p.orow0 + p.rows)
-                   for o in range(p.oc0, p.oc0 + p.ocs))
+    cells = sorted(
+        (r, o)
+        for p in chosen
+        for r in range(p.orow0, p.orow0 + p.rows)
+        for o in range(p.oc0, p.oc0 + p.ocs)
+    )
     assert cells == [(r, o) for r in range(h) for o in range(oc)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    h=st.integers(1, 30),
+    w=st.integers(1, 30),
+    c=st.integers(1, 300),
+    oc=st.integers(1, 300),
+    k=st.sampled_from((1, 3, 5)),
+    s=st.sampled_from((1, 2)),
+    tiles=st.sampled_from((1, 2, 4, 8)),
+    pool=st.booleans(),
+    pick=st.integers(0, 10**6),
+)
+def test_every_candidate_plan_covers_the_output_once_and_fits(h, w, c, oc, k, s, tiles, pool, pick):
+    """Whatever block sizes and split the search may choose, every output element is computed
+    by exactly one piece on a tile that exists, and every piece fits a tile's OCM."""
+    from mrvl.passes.sched.tiling import SPLITS, WindowLayer, window_candidates, window_pieces
+    from mrvl.target import get_target
+
+    target = get_target("cn10ka")
+    oc = c if pool else oc
+    oh, ow = (h + 2 * (k // 2) - k) // s + 1, (w + 2 * (k // 2) - k) // s + 1
+    wbytes = 0 if pool else k * k * c * F16 + F32
+    layer = WindowLayer(
+        1, h, w, c, oh, ow, oc, k, k, s, k // 2, 1, wbytes, pool, sw=s, pad_left=k // 2
+    )
+    plans = window_candidates(layer, target, tiles, split_columns=not pool)
+    plan = plans[pick % len(plans)]
+    budget = target.ocm_bytes_per_tile - 4 * target.ocm_alignment
+    for split in SPLITS:
+        pieces = window_pieces(layer, replace(plan, split=split), tiles)
+        cells = Counter(
+            (r, col, o)
+            for p in pieces
+            for r in range(p.orow0, p.orow0 + p.rows)
+            for col in range(p.ocol0, p.ocol0 + p.cols)
+            for o in range(p.oc0, p.oc0 + p.ocs)
+        )
+        assert len(cells) == oh * ow * oc and set(cells.values()) == {1}
+        assert all(0 <= p.tile < tiles for p in pieces)
+        cbs = plan.cbs if plan.cbs and plan.cbs < c else None
+        assert all(layer.piece_bytes(p.rows, p.ocs, p.cols, cbs) <= budget for p in pieces)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(1, 300),
+    k=st.integers(1, 4096),
+    o=st.integers(1, 2048),
+    tiles=st.sampled_from((1, 2, 4, 8)),
+    pinned=st.booleans(),
+)
+def test_the_priced_fc_plan_covers_the_output_and_is_never_dearer_than_the_fixed_one(
+    rows, k, o, tiles, pinned
+):
+    from mrvl.passes.sched.tiling import FcLayer, fc_plan_cycles, plan_fc_layer_priced
+    from mrvl.target import get_target
+
+    target = get_target("cn10ka")
+    fixed = plan_fc_layer(rows, k, o, OCM, tiles, ALIGN, "fc")
+    chosen = plan_fc_layer_priced(rows, k, o, target, tiles, "fc", pinned=pinned)
+    layer = FcLayer(rows, k, o, 1)
+    assert fc_plan_cycles(layer, chosen, tiles, target, pinned=pinned) <= fc_plan_cycles(
+        layer, fixed, tiles, target, pinned=pinned
+    )
+    cells = Counter((n, f) for p in chosen for n in range(p.n0, p.n0 + p.ns)
+                    for f in range(p.o0, p.o0 + p.os))  # fmt: skip
+    assert len(cells) == rows * o and set(cells.values()) == {1}
+    for p in chosen:
+        assert (p.ns * k + p.os * k + p.ns * p.os) * F16 + p.os * F32 + 4 * ALIGN <= OCM

@@ -193,8 +193,9 @@ def test_mrvlc_writes_the_json_files_it_streams(tmp_path):
 def test_input_channel_blocks_continue_the_accumulation_bit_exactly():
     """A 3x3 conv over 4096 channels: one output channel's weights (73 KB) and input (73 KB)
     do not fit a cnf10kb tile (128 KB) together, so the conv is cut into blocks of input
-    channels carrying fp32 partial sums; on cn10ka (256 KB) it is not. Both binaries give the
-    same bits, and the model matches onnxruntime."""
+    channels carrying fp32 partial sums; on cn10ka (256 KB) the priced plan chooses its own
+    cut (blocks of other sizes, or none). Both binaries give the same bits, and the model
+    matches onnxruntime."""
     from mrvl import sim
     from mrvl.compiler import compile_region
 
@@ -209,7 +210,8 @@ def test_input_channel_blocks_continue_the_accumulation_bit_exactly():
         mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), mcpu=mcpu, num_tiles=2)
         ((_, func),) = region_functions(mod)
         region = compile_region(func, keep_stages=True)
-        assert ("acc_out" in region.stages["sched"]) == (mcpu == "cnf10kb")
+        if mcpu == "cnf10kb":
+            assert "acc_out" in region.stages["sched"]
         (outputs[mcpu],) = sim.run(region.binary, [x])
     assert outputs["cn10ka"].tobytes() == outputs["cnf10kb"].tobytes()
     _run_and_compare(onnx_model, mod, [1, 4096, 3, 3])
