@@ -80,7 +80,7 @@ def _layer_module(kind: str, h: int, w: int, c: int, oc: int, k: int, s: int, rn
     ), x_shape
 
 
-def _compile(text: str, mcpu: str, tiles: int, pin: bool, cascade: bool):
+def _compile(text: str, mcpu: str, tiles: int, pin: bool, cascade: bool = False):
     module = Parser(mrvl_context(), text).parse_module()
     options = {"mcpu": mcpu, "num_tiles": tiles, "wb_pin_ocm": pin, "cascade": cascade}
     run_pipeline(module, DEFAULT_PIPELINE, options={"convert-mrvl-to-sched": options})
