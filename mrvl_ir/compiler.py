@@ -117,7 +117,7 @@ def compile_region(
     constants_json: bool = False,
     json_dir: str | Path | None = None,
     wb_pin_ocm: bool = False,
-    cascade: bool = True,
+    cascade: bool = False,
 ) -> CompiledRegion:
     """Compile one Relax region function (`Codegen="mrvl"`) to an MLIP binary.
 
@@ -129,7 +129,8 @@ def compile_region(
     held as base64 text); with `constants_json`, the Constants-JSON is also returned in memory.
     `wb_pin_ocm` (upstream Marvell's option) keeps weights and biases in OCM when they fit.
     `cascade` keeps an intermediate tensor in OCM between the layers of a tile when it fits
-    (`sched-cascade`); `cascade=False` sends every one through DDR.
+    (`sched-cascade`). It is off by default: it saves DDR bytes, but the OCM it reserves
+    costs the priced tiling more cycles than the bytes save (docs/architecture.md).
     """
     mcpu, num_tiles = _region_options(func, mcpu, num_tiles)
     with layer_boundary("importing a region"):

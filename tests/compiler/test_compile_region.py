@@ -85,10 +85,12 @@ def test_num_tiles_bounds_the_tiles_used(mnist_region, num_tiles):
 def test_target_and_options_are_the_sched_programs_properties(mnist_region, compiled):
     assert 'sched.program mcpu("cn10ka") tiles(8) symbol(' in compiled.stages["sched"]
     assert "wb_pin_ocm" not in compiled.stages["sched"]
-    pinned = compile_region(mnist_region, num_tiles=2, wb_pin_ocm=True, keep_stages=True)
+    pinned = compile_region(
+        mnist_region, num_tiles=2, wb_pin_ocm=True, cascade=True, keep_stages=True
+    )
     assert 'mcpu("cn10ka") tiles(2)' in pinned.stages["sched"]
     assert ") wb_pin_ocm cascade ddr_size(" in pinned.stages["sched"]
-    plain = compile_region(mnist_region, num_tiles=2, cascade=False, keep_stages=True)
+    plain = compile_region(mnist_region, num_tiles=2, keep_stages=True)  # cascade off by default
     assert ") ddr_size(" in plain.stages["sched"]
 
 
