@@ -100,8 +100,11 @@ def load_module(name: str, path: Path):
 
 def paths_net() -> onnx.ModelProto:
     """Engine paths the e2e nets and MNIST leave out and the large light models use (see
-    tests/models/test_light_models.py): a BatchNormalization alone (scale, no activation) and
-    wide convs with no activation, with and without bias, stride and padding."""
+    tests/models/test_light_models.py): a BatchNormalization alone (scale, no activation),
+    wide convs with no activation, with and without bias, stride and padding, and on a second
+    input a strided, unpadded conv with relu over 8192 channels, too wide for one tile's OCM
+    with even one output channel, so it is cut into input-channel blocks (fp32 partial sums)
+    as ZFNet-512's layers are."""
     rng = np.random.default_rng(0)
     c = 64
 
@@ -113,6 +116,7 @@ def paths_net() -> onnx.ModelProto:
         init("s", (c,), True), init("b", (c,)), init("m", (c,)), init("v", (c,), True),
         init("w1", (c, c, 3, 3)), init("b1", (c,)), init("w2", (c, c, 3, 3)), init("b2", (c,)),
         init("w3", (c, c, 1, 1)), init("w4", (c, c, 3, 3)),
+        init("w5", (32, 8192, 3, 3)), init("b5", (32,)),
     ]  # fmt: skip
     node = helper.make_node
     nodes = [
@@ -121,12 +125,20 @@ def paths_net() -> onnx.ModelProto:
         node("Conv", ["c1", "w2", "b2"], ["c2"], name="conv_stride", pads=[1, 1, 1, 1], strides=[2, 2]),
         node("Conv", ["c2", "w3"], ["c3"], name="conv_1x1"),
         node("Conv", ["c3", "w4"], ["y"], name="conv_pad", pads=[1, 1, 1, 1]),
+        node("Conv", ["z", "w5", "b5"], ["c5"], name="conv_blocks", strides=[2, 2]),
+        node("Relu", ["c5"], ["y2"], name="conv_blocks_relu"),
     ]  # fmt: skip
     graph = helper.make_graph(
         nodes,
         "paths",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 4, 4])],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 8, 8]),
+            helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 8192, 3, 3]),
+        ],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 4, 4]),
+            helper.make_tensor_value_info("y2", TensorProto.FLOAT, [1, 32, 1, 1]),
+        ],
         inits,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
