@@ -1,11 +1,90 @@
-"""Fixtures shared by the pytest suites: the bundled MNIST model and its partitioned form."""
+"""Fixtures shared by the pytest suites (the bundled MNIST model and its partitioned form), and
+how the suite spreads over pytest-xdist workers (`scripts/test.sh`: `--dist loadgroup`).
+
+Scheduling: every test file is one unit of work (`xdist_group`), so that what a file builds
+once (module fixtures, module-level caches) is built once, except where the work of one file is
+a few minutes: the model-scale files are cut by model, each model one unit with all of its
+tests (they share one build and run), and the hazard tests of test_cycles.py are one unit each
+(each compiles its own model). Units run largest first (`UNIT_SECONDS`, measured), so that the
+two workers end together.
+
+The engine-identity coverage test of the light models reads the builds of every model in
+`ENGINE_IDENTITY_MODELS`, so those models (and that test, for every model) stay in one unit,
+`light`; VGG-19 and ZFNet-512 run their hybrid runs in units of their own.
+"""
 
 from __future__ import annotations
+
+import gc
 
 import onnx
 import pytest
 
 from mrvl.models.mnist import make_mnist_model
+
+# The compiler and the tests allocate millions of short-lived objects (xDSL IR), and the
+# collector's default gen-0 threshold (700) makes it scan them several thousand times per
+# model compile: a fifth of the compile's CPU time. A higher threshold collects the same
+# garbage in fewer, larger passes. What is computed does not change.
+gc.set_threshold(20_000, 20, 20)
+
+LIGHT_OWN_UNITS = frozenset({"vgg19", "zfnet512"})
+"""Light models whose hybrid run is a unit of its own (the rest are in unit `light`)."""
+
+UNIT_SECONDS = {
+    "light:vgg19": 230,
+    "light": 220,
+    "light:zfnet512": 25,
+    "zoo:deeplabv3_mobilenet_v3_large": 40,
+    "zoo:resnet50": 35,
+    "zoo:densenet121": 35,
+    "zoo:mobilenet_v2": 30,
+    "tests/conformance/test_node_conformance.py": 70,
+    "tests/sim/test_engines_models.py": 25,
+    "cycles:densenet121-8": 25,
+    "cycles:resnet50-8": 18,
+}
+"""Seconds of the longest units on one of two loaded cores (2026-11-23, `--durations`); the
+units are sent to the workers in this order, then the rest in collection order."""
+
+
+def _unit(item: pytest.Item) -> str:
+    path = item.path.relative_to(item.config.rootpath).as_posix()
+    params = getattr(item, "callspec", None)
+    params = params.params if params is not None else {}
+    if path == "tests/models/test_light_models.py" and "light" in params:
+        name = params["light"]
+        if name in LIGHT_OWN_UNITS and item.originalname != "test_engine_identity_covers_the_model":
+            return f"light:{name}"
+        return "light"
+    if path == "tests/zoo/test_zoo.py" and "name" in params:
+        return f"zoo:{params['name']}"
+    if (
+        path == "tests/sim/test_cycles.py"
+        and item.originalname == "test_compiled_models_have_no_hazard"
+    ):
+        return f"cycles:{params['name']}-{params['num_tiles']}"
+    return path
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config, items):
+    """Give every test its unit of work before the other hooks run (pytest-xdist reads the
+    marks in its own); after them, on an xdist worker, put the longest units first
+    (`--no-loadscope-reorder` keeps this order), each unit's tests in the order pytest gave
+    them (module fixtures set up once)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(_unit(item)))
+    result = yield
+    if hasattr(config, "workerinput"):
+        unit = {item: str(item.get_closest_marker("xdist_group").args[0]) for item in items}
+        order = {name: rank for rank, name in enumerate(UNIT_SECONDS)}
+        first: dict[str, int] = {}
+        for index, item in enumerate(items):
+            first.setdefault(unit[item], index)
+        items.sort(key=lambda item: (order.get(unit[item], len(order)), first[unit[item]]))
+    return result
 
 
 @pytest.fixture(scope="session")
