@@ -2,15 +2,14 @@
 how the suite spreads over pytest-xdist workers (`scripts/test.sh`: `--dist loadgroup`).
 
 Scheduling: every test file is one unit of work (`xdist_group`), so that what a file builds
-once (module fixtures, module-level caches) is built once, except where the work of one file is
-a few minutes: the model-scale files are cut by model, each model one unit with all of its
-tests (they share one build and run), and the hazard tests of test_cycles.py are one unit each
-(each compiles its own model). Units run largest first (`UNIT_SECONDS`, measured), so that the
+once (module fixtures, module-level caches) is built once, except for two files of model-scale
+tests: the zoo is cut by model, each model one unit with all of its tests (they share one
+build and run), and the hazard tests of test_cycles.py are one unit each (each compiles its
+own model). Units run largest first (`UNIT_SECONDS`, measured), so that the
 two workers end together.
 
-The engine-identity coverage test of the light models reads the builds of every model in
-`ENGINE_IDENTITY_MODELS`, so those models (and that test, for every model) stay in one unit,
-`light`; VGG-19 and ZFNet-512 run their hybrid runs in units of their own.
+The light models stay one unit: their engine-identity coverage test reads the builds of every
+model in `ENGINE_IDENTITY_MODELS`, and the unit is under a third of the suite.
 """
 
 from __future__ import annotations
@@ -28,18 +27,13 @@ from mrvl.models.mnist import make_mnist_model
 # garbage in fewer, larger passes. What is computed does not change.
 gc.set_threshold(20_000, 20, 20)
 
-LIGHT_OWN_UNITS = frozenset({"vgg19", "zfnet512"})
-"""Light models whose hybrid run is a unit of its own (the rest are in unit `light`)."""
-
 UNIT_SECONDS = {
-    "light:vgg19": 230,
-    "light": 220,
-    "light:zfnet512": 25,
+    "tests/models/test_light_models.py": 430,
+    "tests/conformance/test_node_conformance.py": 70,
     "zoo:deeplabv3_mobilenet_v3_large": 40,
     "zoo:resnet50": 35,
     "zoo:densenet121": 35,
     "zoo:mobilenet_v2": 30,
-    "tests/conformance/test_node_conformance.py": 70,
     "tests/sim/test_engines_models.py": 25,
     "cycles:densenet121-8": 25,
     "cycles:resnet50-8": 18,
@@ -52,11 +46,6 @@ def _unit(item: pytest.Item) -> str:
     path = item.path.relative_to(item.config.rootpath).as_posix()
     params = getattr(item, "callspec", None)
     params = params.params if params is not None else {}
-    if path == "tests/models/test_light_models.py" and "light" in params:
-        name = params["light"]
-        if name in LIGHT_OWN_UNITS and item.originalname != "test_engine_identity_covers_the_model":
-            return f"light:{name}"
-        return "light"
     if path == "tests/zoo/test_zoo.py" and "name" in params:
         return f"zoo:{params['name']}"
     if (
