@@ -15,5 +15,5 @@ warm=$!
 wait "$warm" || echo "test.sh: the simulator warm-up failed; the pytest workers compile it" >&2
 # Two workers (CI has 2 cores). Each unit of work (a test file, or one model of the
 # model-scale files: tests/conftest.py) runs on one worker, so that its shared builds are made
-# once; the longest units go first, in the order tests/conftest.py gives.
-exec .venv/bin/pytest -n 2 --dist loadgroup --no-loadscope-reorder -m "$marker" tests
+# once.
+exec .venv/bin/pytest -n 2 --dist loadgroup -m "$marker" tests

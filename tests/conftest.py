@@ -5,8 +5,7 @@ Scheduling: every test file is one unit of work (`xdist_group`), so that what a 
 once (module fixtures, module-level caches) is built once, except for two files of model-scale
 tests: the zoo is cut by model, each model one unit with all of its tests (they share one
 build and run), and the hazard tests of test_cycles.py are one unit each (each compiles its
-own model). Units run largest first (`UNIT_SECONDS`, measured), so that the
-two workers end together.
+own model). `UNIT_SECONDS` records the longest units as measured.
 
 The light models stay one unit: their engine-identity coverage test reads the builds of every
 model in `ENGINE_IDENTITY_MODELS`, and the unit is under a third of the suite.
@@ -38,8 +37,8 @@ UNIT_SECONDS = {
     "cycles:densenet121-8": 25,
     "cycles:resnet50-8": 18,
 }
-"""Seconds of the longest units on one of two loaded cores (2026-11-23, `--durations`); the
-units are sent to the workers in this order, then the rest in collection order."""
+"""Seconds of the longest units on one of two loaded cores (2026-11-23, `--durations`): the
+figures to beat when the suite is rebalanced."""
 
 
 def _unit(item: pytest.Item) -> str:
@@ -59,21 +58,13 @@ def _unit(item: pytest.Item) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     """Give every test its unit of work before the other hooks run (pytest-xdist reads the
-    marks in its own); after them, on an xdist worker, put the longest units first
-    (`--no-loadscope-reorder` keeps this order), each unit's tests in the order pytest gave
-    them (module fixtures set up once)."""
+    marks in its own). The order of the tests is pytest's (sorting the units here made a
+    unit's tests run out of their module-fixture order, and the light models' coverage test
+    and the zoo's ResNet-50 build twice)."""
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(_unit(item)))
-    result = yield
-    if hasattr(config, "workerinput"):
-        unit = {item: str(item.get_closest_marker("xdist_group").args[0]) for item in items}
-        order = {name: rank for rank, name in enumerate(UNIT_SECONDS)}
-        first: dict[str, int] = {}
-        for index, item in enumerate(items):
-            first.setdefault(unit[item], index)
-        items.sort(key=lambda item: (order.get(unit[item], len(order)), first[unit[item]]))
-    return result
+    return (yield)
 
 
 @pytest.fixture(scope="session")
