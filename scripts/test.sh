@@ -7,7 +7,13 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 marker=""
 if [ "${1:-}" = "--fast" ]; then marker="not slow"; fi
+# The simulator's Numba kernels compile once, next to lit, into Numba's on-disk cache; the
+# pytest workers then load them instead of each compiling them (a minute of CPU each).
+.venv/bin/python -c 'import sys; sys.path.insert(0, "tests"); import helpers; helpers.warm_simulator()' &
+warm=$!
 .venv/bin/lit --order=lexical tests/filecheck
-# Two workers (CI has 2 cores), each test file on one worker so that a file's shared builds
-# (tests/models, tests/zoo) are made once.
-exec .venv/bin/pytest -n 2 --dist loadfile -m "$marker" tests
+wait "$warm" || echo "test.sh: the simulator warm-up failed; the pytest workers compile it" >&2
+# Two workers (CI has 2 cores). Each unit of work (a test file, or one model of the
+# model-scale files: tests/conftest.py) runs on one worker, so that its shared builds are made
+# once.
+exec .venv/bin/pytest -n 2 --dist loadgroup -m "$marker" tests

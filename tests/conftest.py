@@ -1,11 +1,70 @@
-"""Fixtures shared by the pytest suites: the bundled MNIST model and its partitioned form."""
+"""Fixtures shared by the pytest suites (the bundled MNIST model and its partitioned form), and
+how the suite spreads over pytest-xdist workers (`scripts/test.sh`: `--dist loadgroup`).
+
+Scheduling: every test file is one unit of work (`xdist_group`), so that what a file builds
+once (module fixtures, module-level caches) is built once, except for two files of model-scale
+tests: the zoo is cut by model, each model one unit with all of its tests (they share one
+build and run), and the hazard tests of test_cycles.py are one unit each (each compiles its
+own model). `UNIT_SECONDS` records the longest units as measured.
+
+The light models stay one unit: their engine-identity coverage test reads the builds of every
+model in `ENGINE_IDENTITY_MODELS`, and the unit is under a third of the suite.
+"""
 
 from __future__ import annotations
+
+import gc
 
 import onnx
 import pytest
 
 from mrvl.models.mnist import make_mnist_model
+
+# The compiler and the tests allocate millions of short-lived objects (xDSL IR), and the
+# collector's default gen-0 threshold (700) makes it scan them several thousand times per
+# model compile: a fifth of the compile's CPU time. A higher threshold collects the same
+# garbage in fewer, larger passes. What is computed does not change.
+gc.set_threshold(20_000, 20, 20)
+
+UNIT_SECONDS = {
+    "tests/models/test_light_models.py": 430,
+    "tests/conformance/test_node_conformance.py": 70,
+    "zoo:deeplabv3_mobilenet_v3_large": 40,
+    "zoo:resnet50": 35,
+    "zoo:densenet121": 35,
+    "zoo:mobilenet_v2": 30,
+    "tests/sim/test_engines_models.py": 25,
+    "cycles:densenet121-8": 25,
+    "cycles:resnet50-8": 18,
+}
+"""Seconds of the longest units on one of two loaded cores (2026-11-23, `--durations`): the
+figures to beat when the suite is rebalanced."""
+
+
+def _unit(item: pytest.Item) -> str:
+    path = item.path.relative_to(item.config.rootpath).as_posix()
+    params = getattr(item, "callspec", None)
+    params = params.params if params is not None else {}
+    if path == "tests/zoo/test_zoo.py" and "name" in params:
+        return f"zoo:{params['name']}"
+    if (
+        path == "tests/sim/test_cycles.py"
+        and item.originalname == "test_compiled_models_have_no_hazard"
+    ):
+        return f"cycles:{params['name']}-{params['num_tiles']}"
+    return path
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config, items):
+    """Give every test its unit of work before the other hooks run (pytest-xdist reads the
+    marks in its own). The order of the tests is pytest's (sorting the units here made a
+    unit's tests run out of their module-fixture order, and the light models' coverage test
+    and the zoo's ResNet-50 build twice)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(_unit(item)))
+    return (yield)
 
 
 @pytest.fixture(scope="session")

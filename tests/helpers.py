@@ -187,3 +187,16 @@ def corpus_inputs(name: str) -> list[np.ndarray]:
 def corpus_features() -> set[tuple]:
     """`lib_features` of the whole engine-identity corpus."""
     return set().union(*(lib_features(corpus_build(n, t)) for n, t in ENGINE_CORPUS))
+
+
+def warm_simulator() -> None:
+    """Run MNIST once on the Numba engine, which compiles its kernels into Numba's on-disk
+    cache (about a minute of CPU on a cold cache): `scripts/test.sh` does it once, next to lit,
+    so that the pytest workers load the kernels instead of each compiling them."""
+    import tvm
+    from mrvl.sim import use_engine
+    from tvm import relax
+
+    vm = relax.VirtualMachine(corpus_build("mnist", 8), tvm.cpu())
+    with use_engine("numba"):
+        vm["main"](*[tvm.runtime.tensor(x) for x in corpus_inputs("mnist")])

@@ -11,6 +11,7 @@ pass (a buffer's new owner must wait for the old one's last readers).
 
 from __future__ import annotations
 
+from bisect import insort
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -27,40 +28,52 @@ def _align(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
 
-def first_fit(ranges: list[LiveRange], base: int, alignment: int) -> int:
-    """Give each range (in program order) the lowest aligned offset from `base` not used by
-    a range live at the same time; return the end of the highest one."""
-    live: list[tuple[int, int, int]] = []  # (end, offset, size)
-    top = base
+def first_fit_offsets(
+    ranges: list[LiveRange], base: int, alignment: int
+) -> list[tuple[LiveRange, int]]:
+    """Each range (in program order) with the lowest aligned offset from `base` not used by a
+    range live at the same time."""
+    live: list[tuple[int, int, int]] = []  # (offset, end, size), by offset (ties: oldest first)
+    placed = []
     for r in sorted(ranges, key=lambda r: r.start):
         size = _align(r.size, alignment)
-        live = [entry for entry in live if entry[0] >= r.start]
+        start = r.start
+        live = [entry for entry in live if entry[1] >= start]
         offset = base
-        for _, off, sz in sorted(live, key=lambda e: e[1]):
+        for off, _, sz in live:
             if offset + size <= off:
                 break
             offset = max(offset, off + sz)
+        insort(live, (offset, r.end, size), key=lambda e: e[0])
+        placed.append((r, offset))
+    return placed
+
+
+def first_fit(ranges: list[LiveRange], base: int, alignment: int) -> int:
+    """Give each range (in program order) the lowest aligned offset from `base` not used by
+    a range live at the same time; return the end of the highest one."""
+    top = base
+    for r, offset in first_fit_offsets(ranges, base, alignment):
         r.op.offset = IntegerAttr(offset, i64)
-        live.append((r.end, offset, size))
-        top = max(top, offset + size)
+        top = max(top, offset + _align(r.size, alignment))
     return top
 
 
 def overflowing_layers(ranges, target) -> set:
     """A trial of the OCM allocation: the locations (layers) of the buffers among `ranges`
-    that first fit would place beyond a tile's capacity. The offsets are cleared again, so
-    passes that reorder or merge work can ask before they commit."""
+    that first fit would place beyond a tile's capacity. No offset is set, so passes that
+    reorder or merge work can ask before they commit."""
     by_tile: dict[int, list[LiveRange]] = {}
     for r in ranges:
         if r.tile is not None:
             by_tile.setdefault(r.tile, []).append(r)
     failing = set()
     for tile_ranges in by_tile.values():
-        first_fit(tile_ranges, 0, target.ocm_alignment)
-        for r in tile_ranges:
-            if r.op.offset.value.data + r.size > target.ocm_bytes_per_tile:
+        for r, offset in first_fit_offsets(tile_ranges, 0, target.ocm_alignment):
+            if offset + r.size > target.ocm_bytes_per_tile:
                 failing.add(r.op.location)
-            r.op.offset = None  # sched-allocate decides; this was a trial
+            if r.op.offset is not None:
+                r.op.offset = None  # sched-allocate decides
     return failing
 
 
@@ -101,9 +114,7 @@ class AllocatePass(MrvlModulePass):
         for tile, tile_ranges in by_tile.items():
             top = first_fit(tile_ranges, 0, target.ocm_alignment)
             if top > capacity:
-                worst = max(
-                    tile_ranges, key=lambda r: r.op.offset.value.data + r.size
-                )
+                worst = max(tile_ranges, key=lambda r: r.op.offset.value.data + r.size)
                 raise CompileError(
                     f"layer {location_name(worst.op.location) or '?'}: OCM of tile {tile} "
                     f"overflows ({worst.op.offset.value.data + _align(worst.size, target.ocm_alignment)}"

@@ -15,7 +15,7 @@ share bytes are taken to conflict.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
@@ -35,22 +35,17 @@ def queue_of(op: sched.TaskBase) -> int:
     return op.tile.value.data * 3 + ENGINE_OF.get(type(op), 2)
 
 
-@dataclass
-class _Entry:
-    access: Access | None
-    """None: the tile's activation-table memory (one location)."""
-    write: bool
-    token: SSAValue
-    queue: int
-    seq: int
-
-
-@dataclass
 class _Memory:
-    """The tracked accesses of one memory, by buffer (or table) key."""
+    """The tracked accesses of one memory, by buffer (or table) key: its byte span, and its
+    entries `(access, write, token, queue, seq)` (`access` None: the activation-table memory),
+    and the write entries alone (all that a read must look at), in the same order."""
 
-    spans: dict[object, tuple[int, int]] = field(default_factory=dict)
-    entries: dict[object, list[_Entry]] = field(default_factory=dict)
+    __slots__ = ("entries", "spans", "writes")
+
+    def __init__(self) -> None:
+        self.spans: dict[object, tuple[int, int]] = {}
+        self.entries: dict[object, list[tuple]] = {}
+        self.writes: dict[object, list[tuple]] = {}
 
 
 def add_deps(op: sched.TaskBase, extra: list[SSAValue]) -> None:
@@ -65,9 +60,7 @@ def add_deps(op: sched.TaskBase, extra: list[SSAValue]) -> None:
 
 def _reads_table(op: Operation) -> bool:
     act = getattr(op, "activation", None)
-    return (
-        act is not None and act.isa in TABLE_ACTIVATIONS and not isinstance(op, sched.LutTaskOp)
-    )
+    return act is not None and act.isa in TABLE_ACTIVATIONS and not isinstance(op, sched.LutTaskOp)
 
 
 @dataclass(frozen=True)
@@ -81,6 +74,9 @@ class InsertSyncPass(MrvlModulePass):
         token_clock: dict[SSAValue, tuple[int, ...]] = {}
         seq = [0] * nq
         memories: dict[object, _Memory] = {}
+        # per buffer: None (nothing writes its bytes) or (memory, key, byte range); offsets
+        # do not change in this pass
+        placed: dict[sched.BufferDefBase, tuple | None] = {}
         for task in program.ops:
             if not isinstance(task, sched.TaskBase):
                 continue
@@ -88,65 +84,76 @@ class InsertSyncPass(MrvlModulePass):
             vc = queue_clock[q]
             for d in task.deps:
                 vc = tuple(map(max, vc, token_clock[d]))
-            touched: list[tuple[object, object, tuple[int, int], Access | None, bool]] = []
+            touched: list[tuple[_Memory, object, int, int, Access | None, bool]] = []
             for a in accesses(task):
-                if isinstance(a.buffer, sched.ConstOp) or (
-                    isinstance(a.buffer, sched.IOOp) and a.buffer.is_input
-                ):
-                    continue  # bytes nothing writes cannot take part in a hazard
-                tile = getattr(a.buffer, "tile", None)
-                memory = ("ocm", tile.value.data) if tile is not None else ("ddr",)
-                touched.append((memory, a.buffer, byte_range(a.buffer), a, a.write))
+                buffer = a.buffer
+                where = placed.get(buffer, False)
+                if where is False:
+                    where = placed[buffer] = _placement(buffer, memories)
+                if where is not None:
+                    touched.append((*where, a, a.write))
             tile = task.tile.value.data
             if isinstance(task, sched.LutTaskOp):
-                touched.append((("table", tile), "table", (0, 1), None, True))
+                memory = memories.setdefault(("table", tile), _Memory())
+                touched.append((memory, "table", 0, 1, None, True))
             elif _reads_table(task):
-                touched.append((("table", tile), "table", (0, 1), None, False))
+                memory = memories.setdefault(("table", tile), _Memory())
+                touched.append((memory, "table", 0, 1, None, False))
             extra: list[SSAValue] = []
-            for memory_key, key, (start, stop), a, write in touched:
-                memory = memories.setdefault(memory_key, _Memory())
+            for memory, key, start, stop, a, write in touched:
+                # a read conflicts with the writes only
+                entries = memory.entries if write else memory.writes
                 for other, (s2, e2) in memory.spans.items():
                     if s2 >= stop or start >= e2:
                         continue
-                    same = other is key
-                    for e in reversed(memory.entries[other]):
-                        if not (write or e.write):
+                    same = other is key and a is not None
+                    for access, _, token, e_queue, e_seq in reversed(entries[other]):
+                        if same and not a.overlaps(access):
                             continue
-                        if same and a is not None and not a.overlaps(e.access):
-                            continue
-                        if vc[e.queue] > e.seq:
+                        if vc[e_queue] > e_seq:
                             continue  # already ordered
-                        extra.append(e.token)
-                        vc = tuple(map(max, vc, token_clock[e.token]))
+                        extra.append(token)
+                        vc = tuple(map(max, vc, token_clock[token]))
             if extra:
                 add_deps(task, extra)
             post = list(vc)
             post[q] = seq[q] + 1
             post = tuple(post)
-            for memory_key, key, (start, stop), a, write in touched:
-                memory = memories[memory_key]
+            for memory, key, start, stop, a, write in touched:
+                spans, entries, writes = memory.spans, memory.entries, memory.writes
                 if write:
                     # every earlier access of the bytes it writes now happens before it
                     whole = a is None or a.lo is None
-                    for other in list(memory.spans):
-                        s2, e2 = memory.spans[other]
+                    for other, (s2, e2) in list(spans.items()):
                         if other is key:
-                            memory.entries[other] = [
-                                e
-                                for e in memory.entries[other]
-                                if not (a is None or a.covers(e.access))
-                            ]
+                            if a is None:
+                                entries[other], writes[other] = [], []
+                            else:
+                                entries[other] = [e for e in entries[other] if not a.covers(e[0])]
+                                writes[other] = [e for e in writes[other] if not a.covers(e[0])]
                         elif whole and start <= s2 and e2 <= stop:
-                            del memory.spans[other], memory.entries[other]
-                entries = memory.entries.setdefault(key, [])
-                memory.spans[key] = (start, stop)
+                            del spans[other], entries[other], writes[other]
+                mine = entries.setdefault(key, [])
+                mine_writes = writes.setdefault(key, [])
+                spans[key] = (start, stop)
                 if not write:  # a later read on this queue supersedes an earlier one it covers
-                    entries[:] = [
-                        e
-                        for e in entries
-                        if e.write or e.queue != q or not (a is None or a.covers(e.access))
+                    mine[:] = [
+                        e for e in mine if e[1] or e[3] != q or not (a is None or a.covers(e[0]))
                     ]
-                entries.append(_Entry(a, write, task.token, q, seq[q]))
+                entry = (a, write, task.token, q, seq[q])
+                mine.append(entry)
+                if write:
+                    mine_writes.append(entry)
             seq[q] += 1
             queue_clock[q] = post
             token_clock[task.token] = post
+
+
+def _placement(buffer: sched.BufferDefBase, memories: dict) -> tuple | None:
+    """(memory, key, start, stop) of a buffer's bytes; None for bytes nothing writes."""
+    if isinstance(buffer, sched.ConstOp) or (isinstance(buffer, sched.IOOp) and buffer.is_input):
+        return None  # bytes nothing writes cannot take part in a hazard
+    tile = getattr(buffer, "tile", None)
+    memory_key = ("ocm", tile.value.data) if tile is not None else ("ddr",)
+    memory = memories.setdefault(memory_key, _Memory())
+    return (memory, buffer, *byte_range(buffer))

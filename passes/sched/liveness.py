@@ -9,7 +9,8 @@ constants are live for the whole program.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
@@ -43,31 +44,53 @@ class LiveRange:
         return self.op.buffer_type.size_bytes
 
 
+@functools.cache
+def _is_view(cls: type) -> bool:
+    return issubclass(cls, sched.ViewOp)
+
+
+@functools.cache
+def _is_def(cls: type) -> bool:
+    return issubclass(cls, sched.BufferDefBase)
+
+
+@functools.cache
+def _is_whole(cls: type) -> bool:
+    """Region inputs, outputs and constants: live for the whole program."""
+    return issubclass(cls, sched.IOOp | sched.ConstOp)
+
+
+@functools.cache
+def _is_buffer(cls: type) -> bool:
+    return issubclass(cls, sched.BufferType)
+
+
 def root(value: SSAValue) -> sched.BufferDefBase:
     """The definition whose bytes `value` names (through views)."""
     op = value.owner
-    while isinstance(op, sched.ViewOp):
+    while _is_view(type(op)):
         op = op.source.owner
-    assert isinstance(op, sched.BufferDefBase), op
+    assert _is_def(type(op)), op
     return op
 
 
 def live_ranges(ops: Sequence[Operation]) -> list[LiveRange]:
     """The live range of every buffer definition in `ops` (a program's body, in order)."""
-    position = {o: i for i, o in enumerate(ops)}
     last = len(ops) - 1
-    ranges: dict[sched.BufferDefBase, LiveRange] = {}
+    ranges: dict[int, LiveRange] = {}  # by id() of the definition (Operation hashes slowly)
     for i, o in enumerate(ops):
-        if isinstance(o, sched.BufferDefBase):
-            whole = isinstance(o, sched.IOOp | sched.ConstOp)
-            ranges[o] = LiveRange(o, 0 if whole else i, last if whole else i)
-    for o in ops:
-        if isinstance(o, sched.ViewOp):
+        cls = type(o)
+        if _is_def(cls):
+            whole = _is_whole(cls)
+            ranges[id(o)] = LiveRange(o, 0 if whole else i, last if whole else i)
+    for i, o in enumerate(ops):
+        if _is_view(type(o)):
             continue
         for operand in o.operands:
-            if isinstance(operand.type, sched.BufferType):
-                r = ranges[root(operand)]
-                r.end = max(r.end, position[o])
+            if _is_buffer(type(operand.type)):
+                r = ranges[id(root(operand))]
+                if i > r.end:
+                    r.end = i
     return list(ranges.values())
 
 
@@ -88,9 +111,7 @@ class Access:
         """Whether the two accesses of the same buffer share a byte (exact for boxes)."""
         if self.lo is None or other.lo is None:
             return True
-        return all(
-            a < d and c < b for a, b, c, d in zip(self.lo, self.hi, other.lo, other.hi)
-        )
+        return all(a < d and c < b for a, b, c, d in zip(self.lo, self.hi, other.lo, other.hi))
 
     def covers(self, other: Access) -> bool:
         if self.lo is None:
@@ -120,19 +141,23 @@ def accesses(op: Operation) -> list[Access]:
             _box(op.source, op.src_offsets.get_values(), box, op.src_strides is not None, False),
             _box(op.dest, op.dst_offsets.get_values(), box, op.dst_strides is not None, True),
         ]
-    names = [name for name, _ in type(op).get_irdl_definition().operands]
     reads: list[Access] = []
     writes: list[Access] = []
-    for name in names:
-        if name == "deps":
-            continue
+    for name in _operand_names(type(op)):
         values = getattr(op, name)
-        for value in values if isinstance(values, Iterable) and not isinstance(values, SSAValue) else [values]:
-            if value is None or not isinstance(value.type, sched.BufferType):
+        if values is None:
+            continue
+        for value in (values,) if isinstance(values, SSAValue) else values:
+            if value is None or not _is_buffer(type(value.type)):
                 continue
             access = Access(root(value), None, None, name in WRITTEN_OPERANDS)
             (writes if access.write else reads).append(access)
     return reads + writes
+
+
+@functools.cache
+def _operand_names(cls: type) -> tuple[str, ...]:
+    return tuple(name for name, _ in cls.get_irdl_definition().operands if name != "deps")
 
 
 def byte_range(buffer: sched.BufferDefBase) -> tuple[int, int]:
@@ -140,4 +165,3 @@ def byte_range(buffer: sched.BufferDefBase) -> tuple[int, int]:
     assert buffer.offset is not None
     start = buffer.offset.value.data
     return start, start + buffer.buffer_type.size_bytes
-
