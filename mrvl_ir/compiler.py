@@ -6,7 +6,9 @@ Each pass is verified after it runs, and can be dumped (`dump_dir`) for debuggin
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,23 @@ def _region_options(func, mcpu: str | None, num_tiles: int | None) -> tuple[str,
     return target.name, num_tiles if num_tiles is not None else target.max_tiles
 
 
+GC_GEN0_THRESHOLD = 50_000
+"""The cyclic collector's first threshold while a region compiles. The pipeline allocates
+millions of small, short-lived objects (xDSL ops and attributes, freed by reference
+counting), and at Python's default of 700 the collector took 18 % of ResNet-50's compile
+scanning them; collections still run, 70 times less often."""
+
+
+@contextmanager
+def _fewer_collections():
+    thresholds = gc.get_threshold()
+    gc.set_threshold(max(GC_GEN0_THRESHOLD, thresholds[0]), *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+
+
 def compile_region(
     func,
     *,
@@ -160,20 +179,21 @@ def compile_region(
         if keep_stages and name in stage_ends:
             stages[stage_ends[name]] = print_ir(m)
 
-    run_pipeline(
-        module,
-        DEFAULT_PIPELINE,
-        after_pass=after_pass,
-        verify_each_pass=verify_each_pass or dump is not None,
-        options={
-            "convert-mrvl-to-sched": {
-                "mcpu": mcpu,
-                "num_tiles": num_tiles,
-                "wb_pin_ocm": bool(wb_pin_ocm),
-                "cascade": bool(cascade),
-            }
-        },
-    )
+    with _fewer_collections():
+        run_pipeline(
+            module,
+            DEFAULT_PIPELINE,
+            after_pass=after_pass,
+            verify_each_pass=verify_each_pass or dump is not None,
+            options={
+                "convert-mrvl-to-sched": {
+                    "mcpu": mcpu,
+                    "num_tiles": num_tiles,
+                    "wb_pin_ocm": bool(wb_pin_ocm),
+                    "cascade": bool(cascade),
+                }
+            },
+        )
     with layer_boundary(f"assembling region {symbol}"):
         program = assemble(module)
         encoded = binary.encode(program)
