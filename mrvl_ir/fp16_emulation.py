@@ -24,7 +24,7 @@ max(3 %, the emulation's largest error over the same inputs): a typical draw of 
 against what fp16 storage can cost on this input. A compiler bug moves every draw; a draw
 does not move the median.
 
-    verdict = judge_model(run, model, feeds, references)   # both looks; run(feeds) -> outputs
+    verdict = judge_model(results, run, model, feeds, references)  # both looks; run(x) -> outputs
     verdict = judge(results, references, emulated)         # the first comparison alone
 """
 
@@ -181,16 +181,22 @@ def redrawn_errors(
     references: Sequence[np.ndarray],
     draws: int = REDRAWS,
     seed: int = 0,
+    *,
+    at_feeds: tuple[Sequence[np.ndarray], Sequence[np.ndarray]] | None = None,
+    session=None,
 ) -> list[Redrawn]:
     """Per output, the errors of `run` (the compiled model) and of the emulation against
     `references` over `redrawn_feeds(feeds, draws, seed)`. The reference stays at `feeds`: it
-    moves by about 2^-22 relative, nothing the 3 % rule can see."""
-    session = _emulation_session(model)
+    moves by about 2^-22 relative, nothing the 3 % rule can see. `at_feeds`: the results and
+    the emulation's outputs at `feeds` when the caller has them (not run again)."""
+    session = session or _emulation_session(model)
     errors: list[list[float]] = [[] for _ in references]
     emulation_errors: list[list[float]] = [[] for _ in references]
-    for moved in redrawn_feeds(feeds, draws, seed):
-        results = run(moved)
-        emulated = session.run(None, moved)
+    for draw, moved in enumerate(redrawn_feeds(feeds, draws, seed)):
+        if draw == 0 and at_feeds is not None:
+            results, emulated = at_feeds
+        else:
+            results, emulated = run(moved), session.run(None, moved)
         for index, (r, e, ref) in enumerate(zip(results, emulated, references, strict=True)):
             errors[index].append(fp16_agreement(r, ref).max_relative_error)
             emulation_errors[index].append(fp16_agreement(e, ref).max_relative_error)
@@ -280,6 +286,7 @@ def judge(
 
 
 def judge_model(
+    results: Sequence[np.ndarray],
     run: Callable[[dict[str, np.ndarray]], Sequence[np.ndarray]],
     model: onnx.ModelProto,
     feeds: Mapping[str, np.ndarray],
@@ -289,16 +296,21 @@ def judge_model(
     draws: int = REDRAWS,
     seed: int = 0,
 ) -> Verdict:
-    """The whole rule for a compiled model: `judge` at `feeds`, and for each output that
-    misses it the second look over re-drawn roundings (`redrawn_errors`): it passes when its
-    median error is within max(3 %, the largest error of the emulation over the same inputs).
+    """The whole rule for a compiled model whose outputs at `feeds` are `results`: `judge`
+    there, and for each output that misses it the second look over re-drawn roundings
+    (`redrawn_errors`, running `run` on the re-drawn inputs): it passes when its median error
+    is within max(3 %, the largest error of the emulation over the same inputs).
     `redraw="always"` takes the second look for every output (for reports), "never" skips it."""
-    results = [np.asarray(r) for r in run(dict(feeds))]
+    results = [np.asarray(r) for r in results]
     names = [o.name for o in model.graph.output]
-    verdict = judge(results, references, fp16_emulation_outputs(model, feeds), names)
+    session = _emulation_session(model)
+    emulated = session.run(None, dict(feeds))
+    verdict = judge(results, references, emulated, names)
     if redraw == "never" or (redraw == "on-miss" and verdict.passed):
         return verdict
-    looks = redrawn_errors(run, model, feeds, references, draws, seed)
+    looks = redrawn_errors(
+        run, model, feeds, references, draws, seed, at_feeds=(results, emulated), session=session
+    )
     return Verdict(
         [
             o if redraw == "on-miss" and o.within_limit else replace(o, redrawn=look)

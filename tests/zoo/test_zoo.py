@@ -250,22 +250,20 @@ def test_second_look_passes_an_unlucky_draw_and_fails_a_bug():
     def emulation(feeds):
         return fp16_emulation_outputs(model, feeds)
 
-    def unlucky(feeds):  # 10 % off at the input only, like a bad draw of the max statistic
-        outputs = emulation(feeds)
-        return [o * np.float32(1.1) for o in outputs] if feeds["x"] is x else outputs
-
     def bug(feeds):  # 10 % off on every draw
         return [o * np.float32(1.1) for o in emulation(feeds)]
 
-    assert judge_model(emulation, model, {"x": x}, references).outputs[0].redrawn is None
-    verdict = judge_model(unlucky, model, {"x": x}, references)
+    at_x = emulation({"x": x})
+    assert judge_model(at_x, emulation, model, {"x": x}, references).outputs[0].redrawn is None
+    # 10 % off at the input only, like a bad draw of the max statistic
+    verdict = judge_model(bug({"x": x}), emulation, model, {"x": x}, references)
     first = verdict.outputs[0]
     assert verdict.passed and verdict.on_redraws and not first.within_limit
     assert len(first.redrawn.errors) == REDRAWS + 1
     assert first.redrawn.errors[0] == pytest.approx(0.1, rel=1e-3)
     assert "z: PASS on re-drawn roundings" in str(verdict)
-    failed = judge_model(bug, model, {"x": x}, references)
+    failed = judge_model(bug({"x": x}), bug, model, {"x": x}, references)
     assert not failed.passed and failed.outputs[0].redrawn.median == pytest.approx(0.1, rel=1e-3)
     assert "z: FAIL" in str(failed)
-    always = judge_model(emulation, model, {"x": x}, references, redraw="always", draws=2)
+    always = judge_model(at_x, emulation, model, {"x": x}, references, redraw="always", draws=2)
     assert always.passed and len(always.outputs[0].redrawn.emulation_errors) == 3
