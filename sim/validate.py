@@ -422,16 +422,21 @@ def _check_fc(ins: Instruction, bounds: Bounds) -> None:
     check_activation(ins, bounds, outs)
 
 
-@checks("add")
-def _check_add(ins: Instruction, bounds: Bounds) -> None:
-    f = ins.fields
-    (count,) = positive((f["count"],), "count")
-    channels = f["channels"]
+def optional_channels(count: int, channels: int) -> int:
+    """`channels` of an elementwise op whose per-channel operand is optional (0: none)."""
     require(channels >= 0, f"channels={channels} must be 0 or positive")
     require(
         channels == 0 or count % channels == 0,
         f"count {count} is not a multiple of channels {channels}",
     )
+    return channels
+
+
+@checks("add")
+def _check_add(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    (count,) = positive((f["count"],), "count")
+    channels = optional_channels(count, f["channels"])
     bounds.dense(MemSpace.OCM, ins.tile, f["out_addr"], DType.F16, (count,), "output")
     bounds.dense(MemSpace.OCM, ins.tile, f["a_addr"], DType.F16, (count,), "operand a")
     bounds.dense(MemSpace.OCM, ins.tile, f["b_addr"], DType.F16, (count,), "operand b")
@@ -455,12 +460,7 @@ def _check_scale(ins: Instruction, bounds: Bounds) -> None:
 def _check_mul(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
     (count,) = positive((f["count"],), "count")
-    channels = f["channels"]
-    require(channels >= 0, f"channels={channels} must be 0 or positive")
-    require(
-        channels == 0 or count % channels == 0,
-        f"count {count} is not a multiple of channels {channels}",
-    )
+    channels = optional_channels(count, f["channels"])
     tile = ins.tile
     bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, (count,), "output")
     bounds.dense(MemSpace.OCM, tile, f["a_addr"], DType.F16, (count,), "operand a")
