@@ -27,6 +27,7 @@ import os
 import sys
 import threading
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +46,7 @@ from mrvl.isa import (
 )
 from mrvl.sim.stats import RunStats
 from mrvl.sim.memory import Memory
-from mrvl.sim.errors import SimulatorError
+from mrvl.sim.errors import SimulatorError, SimulatorInputError
 from mrvl.sim.validate import ValidProgram, describe, field_words
 
 
@@ -200,6 +201,35 @@ def f32_from_bits(typingctx, bits):
         return builder.bitcast(args[0], ir.FloatType())
 
     return types.float32(types.uint32), codegen
+
+
+@intrinsic
+def publish(typingctx, sync, index, value):
+    """sync[index] = value as a release store: every write before it is visible to a thread
+    that reads the value with `observe`."""
+    sig = types.void(sync, index, value)
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        builder.store_atomic(
+            args[2], builder.gep(array.data, [args[1]]), ordering="release", align=8
+        )
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def observe(typingctx, sync, index):
+    """sync[index] as an acquire load (read anew at each call; see `publish`)."""
+    sig = types.int64(sync, index)
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        pointer = builder.gep(array.data, [args[1]])
+        return builder.load_atomic(pointer, ordering="acquire", align=8)
+
+    return sig, codegen
 
 
 @jit
@@ -838,57 +868,76 @@ def same_halves(a, b):
     return different == 0
 
 
+CHUNK_BYTES = 1 << 18
+"""About the bytes of inputs (gathered patches, or a 1x1 conv's rows) conv_run_span keeps
+for one chunk of output positions, which every block of output channels then reads from the
+CPU's caches while its weights stay there too."""
+
+
 @jit
-def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base):
-    """Output channels [o_lo, o_hi) of one group, MAC_PIXELS positions x MAC_CHANNELS channels
-    per mac_tile call, with their `packed` weights. A 1x1 conv reads its inputs in place;
-    others gather them (gather_patch)."""
+def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop):
+    """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
+    positions x MAC_CHANNELS channels per mac_tile call, with their `packed` weights. A 1x1
+    conv reads its inputs in place; others gather them (gather_patch). The positions go in
+    chunks: each block of output channels runs over a whole chunk before the next block, so
+    a block's weights are read once per chunk rather than once per mac_tile call."""
     out_channels = row[CONV_OUT_SHAPE + 3]
-    positions = row[CONV_OUT_SHAPE] * row[CONV_OUT_SHAPE + 1] * row[CONV_OUT_SHAPE + 2]
     blocks = packed.size // (steps * MAC_CHANNELS)
     direct = row[CONV_KERNEL] == 1 and row[CONV_KERNEL + 1] == 1
-    patches = np.zeros(MAC_PIXELS * steps, np.float32)
-    rows = np.empty(MAC_PIXELS, np.int64)
+    calls = max(1, CHUNK_BYTES // (4 * steps * MAC_PIXELS))  # mac_tile calls per chunk
+    chunk = calls * MAC_PIXELS
+    patches = np.zeros(chunk * steps, np.float32)
+    rows = np.empty(chunk, np.int64)
+    in_place = np.empty(calls, np.bool_)
     acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
     acc_at = np.arange(MAC_PIXELS) * MAC_CHANNELS
     init_at = np.empty(MAC_PIXELS, np.int64)
     out_at = np.empty(MAC_PIXELS, np.int64)
-    for first in range(0, positions, MAC_PIXELS):
-        count = min(MAC_PIXELS, positions - first)
-        in_place = direct
-        if direct:
-            for q in range(MAC_PIXELS):  # positions past the end repeat the last one
-                rows[q] = direct_row(row, first + min(q, count - 1), c_base)
-                in_place = in_place and rows[q] >= 0
-        if not in_place:
-            for q in range(MAC_PIXELS):
-                rows[q] = q * steps
-                if q < count:
-                    gather_patch(row, x, first + q, c_base, patches[q * steps : (q + 1) * steps])
-        source = x if in_place else patches
+    for chunk_first in range(start, stop, chunk):
+        chunk_stop = min(stop, chunk_first + chunk)
+        for g in range((chunk_stop - chunk_first + MAC_PIXELS - 1) // MAC_PIXELS):
+            first = chunk_first + g * MAC_PIXELS
+            count = min(MAC_PIXELS, chunk_stop - first)
+            call_rows = rows[g * MAC_PIXELS : (g + 1) * MAC_PIXELS]
+            in_place[g] = direct
+            if direct:
+                for q in range(MAC_PIXELS):  # positions past the end repeat the last one
+                    call_rows[q] = direct_row(row, first + min(q, count - 1), c_base)
+                    in_place[g] = in_place[g] and call_rows[q] >= 0
+            if not in_place[g]:
+                for q in range(MAC_PIXELS):
+                    at = (g * MAC_PIXELS + q) * steps
+                    call_rows[q] = at
+                    if q < count:
+                        gather_patch(row, x, first + q, c_base, patches[at : at + steps])
         for block in range(blocks):
             lo = o_lo + block * MAC_CHANNELS
             width = min(MAC_CHANNELS, o_hi - lo)
             w_off = block * steps * MAC_CHANNELS
-            if width == MAC_CHANNELS and count == MAC_PIXELS:  # from bias or partial to out
-                for q in range(MAC_PIXELS):
-                    out_at[q] = (first + q) * out_channels + lo
-                    init_at[q] = out_at[q] if partial.size > 0 else lo
-                init = partial if partial.size > 0 else bias
-                mac_tile(source, rows, packed, w_off, steps, init, init_at, out, out_at)
-                continue
-            for q in range(MAC_PIXELS):  # a partial tile: through acc, zeros past the edges
-                tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
-                if partial.size > 0 and q < count:
-                    start = (first + q) * out_channels + lo
-                    tile[:width] = partial[start : start + width]
-                else:
-                    tile[:width] = bias[lo : lo + width]
-                tile[width:] = 0.0
-            mac_tile(source, rows, packed, w_off, steps, acc, acc_at, acc, acc_at)
-            for q in range(count):
-                start = (first + q) * out_channels + lo
-                out[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
+            for g in range((chunk_stop - chunk_first + MAC_PIXELS - 1) // MAC_PIXELS):
+                first = chunk_first + g * MAC_PIXELS
+                count = min(MAC_PIXELS, chunk_stop - first)
+                call_rows = rows[g * MAC_PIXELS : (g + 1) * MAC_PIXELS]
+                source = x if in_place[g] else patches
+                if width == MAC_CHANNELS and count == MAC_PIXELS:  # from bias/partial to out
+                    for q in range(MAC_PIXELS):
+                        out_at[q] = (first + q) * out_channels + lo
+                        init_at[q] = out_at[q] if partial.size > 0 else lo
+                    init = partial if partial.size > 0 else bias
+                    mac_tile(source, call_rows, packed, w_off, steps, init, init_at, out, out_at)
+                    continue
+                for q in range(MAC_PIXELS):  # a partial tile: through acc, zeros past edges
+                    tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
+                    if partial.size > 0 and q < count:
+                        at = (first + q) * out_channels + lo
+                        tile[:width] = partial[at : at + width]
+                    else:
+                        tile[:width] = bias[lo : lo + width]
+                    tile[width:] = 0.0
+                mac_tile(source, call_rows, packed, w_off, steps, acc, acc_at, acc, acc_at)
+                for q in range(count):
+                    at = (first + q) * out_channels + lo
+                    out[at : at + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
 
 
 NARROW = 8
@@ -995,11 +1044,53 @@ def conv_depthwise(row, x, w, bias, partial, out):
                             acc[o] = acc[o] + taps[o] * weights[o]
 
 
+SHARED_MACS = 1 << 19
+"""The fewest multiply-adds of a conv whose output positions the engine's threads share
+(`conv`); a smaller one costs less on one thread than the threads' meeting points."""
+
+
 @jit
-def conv(row, frow, ocm, lut, table, tally, cache):
+def arrive(sync, worker, workers, step):
+    """A meeting point of the `workers` threads running one program (`run_program`): this one
+    publishes that it reached its `step`-th, then waits for every other to reach it. Returns
+    the new step, or -1 if the run was abandoned (sync[workers] != 0) while waiting."""
+    step += 1
+    publish(sync, worker, step)
+    for other in range(workers):
+        while observe(sync, other) < step:
+            if observe(sync, workers) != 0:
+                return -1
+    return step
+
+
+@jit
+def conv_macs(row):
+    """The multiply-adds of a conv instruction."""
+    positions = row[CONV_OUT_SHAPE] * row[CONV_OUT_SHAPE + 1] * row[CONV_OUT_SHAPE + 2]
+    group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
+    steps = row[CONV_KERNEL] * row[CONV_KERNEL + 1] * group_channels
+    return positions * steps * row[CONV_OUT_SHAPE + 3]
+
+
+@jit
+def shared_conv(row, slot, workers):
+    """Whether the threads share this conv's output positions: a cached single run of output
+    channels (a weight-cache slot) with at least SHARED_MACS multiply-adds."""
+    return workers > 1 and slot >= 0 and conv_macs(row) >= SHARED_MACS
+
+
+@jit
+def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     """`cache` is this instruction's slot of the weight cache (WeightCache): empty arrays if it
     has none, else (raw, packed, filled), the f16 bits last packed, their packing, and whether
-    they were."""
+    they were.
+
+    A conv with a slot computed by several threads (`workers` > 1, every one calling this)
+    is shared by output positions: thread 0 packs the weights, then each computes and stores
+    a contiguous span of whole mac_tile calls, each output in the documented order, so the
+    bits do not depend on the number of threads. The threads meet (`arrive`) before
+    computing, before storing (so no store reaches OCM while another still loads), and after
+    storing. Returns the thread's step count, or -1 if the run was abandoned."""
     n_count, height, width, in_channels = (
         row[CONV_IN_SHAPE],
         row[CONV_IN_SHAPE + 1],
@@ -1015,25 +1106,34 @@ def conv(row, frow, ocm, lut, table, tally, cache):
     groups = row[CONV_GROUPS]
     group_channels = in_channels // groups
     oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // groups
-    x = load_f16(ocm, row[CONV_IN_ADDR], n_count * height * width * in_channels, lut)
     steps = kh_count * kw_count * group_channels
     tap = conv_order(kh_count, kw_count, group_channels)
-    bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
     positions = n_count * out_rows * out_cols
-    out = np.empty(positions * out_channels, np.float32)
-    acc_addr = row[CONV_ACC_ADDR]
-    # fp32 partial sums of the earlier input-channel blocks (the bias is in them), or none
-    partial = load_f32(ocm, acc_addr, positions * out_channels) if acc_addr != -1 else out[:0]
     raw, cached, filled = cache
     w_addr = row[CONV_W_ADDR]
-    if raw.size > 0:  # one run of output channels (groups=1), its weights perhaps cached
+    if raw.size > 0 and worker == 0:  # one run of output channels (groups=1), perhaps cached
         halves = ocm[w_addr : w_addr + 2 * raw.size].view(np.uint16)
         if filled[0] == 0 or not same_halves(halves, raw):
             w = load_f16(ocm, w_addr, out_channels * steps, lut)
             pack_weights(w, tap, 0, out_channels, cached)
             raw[:] = halves
             filled[0] = 1
-        conv_run_blocked(row, x, cached, steps, bias, partial, out, 0, out_channels, 0)
+    start, stop = 0, positions
+    if workers > 1:
+        step = arrive(sync, worker, workers, step)
+        if step < 0:
+            return step
+        calls = (positions + MAC_PIXELS - 1) // MAC_PIXELS
+        start = calls * worker // workers * MAC_PIXELS
+        stop = min(positions, calls * (worker + 1) // workers * MAC_PIXELS)
+    x = load_f16(ocm, row[CONV_IN_ADDR], n_count * height * width * in_channels, lut)
+    bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
+    out = np.empty(positions * out_channels, np.float32)
+    acc_addr = row[CONV_ACC_ADDR]
+    # fp32 partial sums of the earlier input-channel blocks (the bias is in them), or none
+    partial = load_f32(ocm, acc_addr, positions * out_channels) if acc_addr != -1 else out[:0]
+    if raw.size > 0:
+        conv_run_blocked(row, x, cached, steps, bias, partial, out, 0, out_channels, 0, start, stop)
     elif group_channels == 1:
         w = load_f16(ocm, w_addr, out_channels * steps, lut)
         conv_depthwise(row, x, w, bias, partial, out)
@@ -1049,16 +1149,25 @@ def conv(row, frow, ocm, lut, table, tally, cache):
             else:
                 packed = np.empty(packed_size(o_hi - o_lo, steps), np.float32)
                 pack_weights(w, tap, o_lo, o_hi, packed)
-                conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base)
+                conv_run_blocked(
+                    row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, 0, positions
+                )
             o_lo = o_hi
+    if workers > 1:
+        step = arrive(sync, worker, workers, step)
+        if step < 0:
+            return step
+    span = out[start * out_channels : stop * out_channels]
     if row[CONV_ACC_OUT] == 1:  # the fp32 accumulator itself, for the next block to continue
-        store_f32(ocm, row[CONV_OUT_ADDR], out)
-        return
-    act = row[CONV_ACT]
-    slopes = load_slopes(ocm, act, row[CONV_ACT_ADDR], out_channels)
-    finish(
-        out, act, frow[CONV_ACT_A], frow[CONV_ACT_B], slopes, table, ocm, row[CONV_OUT_ADDR], tally
-    )
+        store_f32(ocm, row[CONV_OUT_ADDR] + 4 * start * out_channels, span)
+    else:
+        act = row[CONV_ACT]
+        slopes = load_slopes(ocm, act, row[CONV_ACT_ADDR], out_channels)
+        addr = row[CONV_OUT_ADDR] + 2 * start * out_channels
+        finish(span, act, frow[CONV_ACT_A], frow[CONV_ACT_B], slopes, table, ocm, addr, tally)
+    if workers > 1:
+        step = arrive(sync, worker, workers, step)
+    return step
 
 
 @jit
@@ -1273,17 +1382,28 @@ def load_table(row, ddr, table):
 
 
 @jit
-def run_program(words, floats, ddr, ocm, tables, lut, lut_bits, counts, weights):
+def run_program(words, floats, ddr, ocm, tables, lut, lut_bits, counts, weights, sync, worker):
     """Every instruction in order; the rows end with the program's first `end`. Returns -1, or
     index * 8 + fault of the instruction that faulted (only resize can: its tables are data).
     counts[i] gets instruction i's (saturated, nans), zeros on entry. `weights` is the weight
-    cache's arrays (WeightCache.arrays)."""
+    cache's arrays (WeightCache.arrays).
+
+    Several threads may run one program together, each calling this with its `worker` index
+    and its own `counts`, and one `sync` array of workers + 1 zeros (`arrive`): thread 0 runs
+    every instruction, and the others join it in the convs it shares (`shared_conv`) and skip
+    the rest. Setting sync[workers] abandons the run (thread 0 does on a fault)."""
     slots, raw_at, packed_at, raw, packed, filled = weights
     no_raw, no_packed, no_filled = raw[:0], packed[:0], filled[:0]
+    workers = sync.size - 1
+    step = 0
     for i in range(words.shape[0]):
         row, frow = words[i], floats[i]
         op, tile = row[0], row[1]
         tally = counts[i]
+        if worker > 0 and not (op == OP_CONV and shared_conv(row, slots[i], workers)):
+            if op == OP_END:
+                return -1
+            continue
         if op == OP_DMA:
             dma(row, ddr, ocm[tile])
         elif op == OP_CVT:
@@ -1300,12 +1420,18 @@ def run_program(words, floats, ddr, ocm, tables, lut, lut_bits, counts, weights)
                 )
             else:
                 cache = (no_raw, no_packed, no_filled)
-            conv(row, frow, ocm[tile], lut, tables[tile], tally, cache)
+            together = workers if shared_conv(row, slot, workers) else 1
+            step = conv(
+                row, frow, ocm[tile], lut, tables[tile], tally, cache, sync, worker, together, step
+            )
+            if step < 0:
+                return -1
         elif op == OP_POOL:
             pool(row, ocm[tile], lut, tally)
         elif op == OP_RESIZE:
             fault = resize(row, ocm[tile], lut, tally)
             if fault:
+                publish(sync, workers, 1)
                 return i * 8 + fault
         elif op == OP_FC:
             fc(row, frow, ocm[tile], lut, tables[tile], tally)
@@ -1374,15 +1500,18 @@ class WeightCache:
             np.zeros(len(keys), np.uint8),
         )
 
-    NONE = (
-        np.full(0, -1, np.int64),
-        np.zeros(1, np.int64),
-        np.zeros(1, np.int64),
-        np.zeros(0, np.uint16),
-        np.zeros(0, np.float32),
-        np.zeros(0, np.uint8),
-    )
-    """The arrays of an empty cache (every slot -1): for a run while another holds the lock."""
+    @staticmethod
+    def none(valid: ValidProgram) -> tuple:
+        """The arrays of an empty cache (every slot -1): for a run while another holds the
+        lock."""
+        return (
+            np.full(len(valid.words), -1, np.int64),
+            np.zeros(1, np.int64),
+            np.zeros(1, np.int64),
+            np.zeros(0, np.uint16),
+            np.zeros(0, np.float32),
+            np.zeros(0, np.uint8),
+        )
 
 
 _weight_caches: dict[int, tuple[weakref.ref, WeightCache]] = {}
@@ -1401,24 +1530,69 @@ def weight_cache(valid: ValidProgram) -> WeightCache:
         return cache
 
 
-def execute(valid: ValidProgram, memory: Memory, stats: RunStats | None = None) -> None:
+THREADS_ENV = "MRVL_SIM_THREADS"
+"""Environment variable: how many threads a run uses (default: the CPUs this process may use);
+read at each run. Any number gives the same bits."""
+
+
+def threads() -> int:
+    """The threads of a run: $MRVL_SIM_THREADS, else the CPUs this process may run on."""
+    value = os.environ.get(THREADS_ENV)
+    if value is None:
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise SimulatorInputError(f"${THREADS_ENV}={value!r} is not a positive number of threads")
+    return count
+
+
+_helpers: ThreadPoolExecutor | None = None
+_helpers_lock = threading.Lock()
+
+
+def _helper_pool(count: int) -> ThreadPoolExecutor:
+    """The threads that join thread 0 of a run, kept from run to run."""
+    global _helpers
+    with _helpers_lock:
+        if _helpers is None or _helpers._max_workers < count:
+            _helpers = ThreadPoolExecutor(count, thread_name_prefix="mrvl-sim")
+        return _helpers
+
+
+def execute(
+    valid: ValidProgram,
+    memory: Memory,
+    stats: RunStats | None = None,
+    *,
+    workers: int | None = None,
+) -> None:
     """Run a validated program on `memory`; `stats` (reset by the caller) gets each
-    instruction's counts."""
+    instruction's counts. `workers`: the threads to run it on (default: `threads()`)."""
+    workers = threads() if workers is None else workers
     counts = np.zeros((len(valid.words), 2), np.int64)
     cache = weight_cache(valid)
     owned = cache.lock.acquire(blocking=False)  # another thread's run may be filling it
+    arrays = cache.arrays if owned else WeightCache.none(valid)
+    sync = np.zeros(workers + 1, np.int64)
+    args = (valid.words, valid.floats, memory.ddr, memory.ocm, memory.tables)
+    args += (F16_TO_F32, F16_TO_F32_BITS)
     try:
-        status = run_program(
-            valid.words,
-            valid.floats,
-            memory.ddr,
-            memory.ocm,
-            memory.tables,
-            F16_TO_F32,
-            F16_TO_F32_BITS,
-            counts,
-            cache.arrays if owned else WeightCache.NONE,
-        )
+        joined = []
+        if workers > 1:
+            pool = _helper_pool(workers - 1)
+            for worker in range(1, workers):
+                mine = np.zeros_like(counts)
+                joined.append((pool.submit(run_program, *args, mine, arrays, sync, worker), mine))
+        try:
+            status = run_program(*args, counts, arrays, sync, 0)
+        finally:
+            sync[workers] = 1  # the helpers that wait for thread 0 stop waiting
+            for future, mine in joined:
+                future.result()
+                counts += mine
     finally:
         if owned:
             cache.lock.release()

@@ -230,6 +230,83 @@ def test_conv_engines_agree(layer):
     run_both(layer_program(staging, [*code, ins], out_addr, out_shape), [])
 
 
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(
+    hw=st.tuples(st.integers(9, 12), st.integers(9, 12)),
+    shape=st.sampled_from([((3, 3), CONV_CI_BLOCK + 3, 24), ((1, 1), 3 * CONV_CI_BLOCK + 5, 40)]),
+    extra_channels=st.integers(0, 16),
+    chain=st.sampled_from(["whole", "first", "next"]),
+    act=ACTIVATIONS,
+    seed=st.integers(0, 2**16),
+)
+def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
+    hw, shape, extra_channels, chain, act, seed
+):
+    """Convs with at least SHARED_MACS multiply-adds are split by output positions over the
+    engine's threads; a span may end inside a mac_tile call's group, and a chain of
+    input-channel blocks reads and writes fp32 partial sums. The interpreter, and the engine
+    on 1, 2 and 3 threads, give the same bytes and counts."""
+    from mrvl.sim import RunStats
+
+    kernel, channels, out_channels = shape
+    out_channels += extra_channels
+    in_shape = (1, *hw, channels)
+    pad = (kernel[0] // 2, kernel[1] // 2)
+    out_shape = (1, *hw, out_channels)
+    staging = Staging()
+    # Special inputs (infinities, NaNs) only where the result is f16: the engines agree on an
+    # fp32 accumulator's value, but not on the payload of a NaN in it.
+    x = f16_data(seed, in_shape, chain == "whole")
+    w = f16_data(seed + 1, (out_channels, *kernel, channels), False)
+    in_addr, w_addr = staging.add(x), staging.add(w)
+    b_addr = staging.add(f16_data(seed + 2, out_channels, False).astype(np.float32))
+    positions = hw[0] * hw[1]
+    acc_addr = -1
+    if chain == "next":  # continue from fp32 partial sums
+        partial = f16_data(seed + 3, positions * out_channels, False).astype(np.float32)
+        acc_addr = staging.add(partial)
+    acc_out = chain in ("first", "next")
+    out_bytes = positions * out_channels * (4 if acc_out else 2)
+    out_addr = staging.reserve(out_bytes)
+    code, act_fields = activation(staging, act, 0.25, 1.5, out_channels, seed)
+    if acc_out:
+        code, act_fields = [], {}
+    ins = conv(
+        in_addr,
+        in_shape,
+        out_addr,
+        out_shape,
+        w_addr,
+        kernel=kernel,
+        b_addr=b_addr,
+        pad=pad,
+        acc_addr=acc_addr,
+        acc_out=int(acc_out),
+        **act_fields,
+    )
+    macs = positions * kernel[0] * kernel[1] * channels * out_channels
+    assert macs >= numba_engine.SHARED_MACS
+    flat = (out_bytes // 2,)
+    program = layer_program(staging, [*code, ins], out_addr, flat)
+    valid = prepare(program)
+    expected = RunStats()
+    reference = run(valid, [], engine="interp", stats=expected)
+    for workers in (1, 2, 3):
+        counted = RunStats()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(numba_engine.THREADS_ENV, str(workers))
+            compiled = run(valid, [], engine="numba", stats=counted)
+        assert_same_bytes(reference, compiled)
+        np.testing.assert_array_equal(counted.saturated, expected.saturated)
+        np.testing.assert_array_equal(counted.nans, expected.nans)
+
+
+def test_a_bad_thread_count_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv(numba_engine.THREADS_ENV, "zero")
+    with pytest.raises(SimulatorInputError, match="MRVL_SIM_THREADS"):
+        run(_valid_conv_program(), [], engine="numba")
+
+
 @SETTINGS
 @given(
     n=st.integers(1, 2),
