@@ -868,76 +868,56 @@ def same_halves(a, b):
     return different == 0
 
 
-CHUNK_BYTES = 1 << 18
-"""About the bytes of inputs (gathered patches, or a 1x1 conv's rows) conv_run_span keeps
-for one chunk of output positions, which every block of output channels then reads from the
-CPU's caches while its weights stay there too."""
-
-
 @jit
 def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop):
     """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
     positions x MAC_CHANNELS channels per mac_tile call, with their `packed` weights. A 1x1
-    conv reads its inputs in place; others gather them (gather_patch). The positions go in
-    chunks: each block of output channels runs over a whole chunk before the next block, so
-    a block's weights are read once per chunk rather than once per mac_tile call."""
+    conv reads its inputs in place; others gather them (gather_patch)."""
     out_channels = row[CONV_OUT_SHAPE + 3]
     blocks = packed.size // (steps * MAC_CHANNELS)
     direct = row[CONV_KERNEL] == 1 and row[CONV_KERNEL + 1] == 1
-    calls = max(1, CHUNK_BYTES // (4 * steps * MAC_PIXELS))  # mac_tile calls per chunk
-    chunk = calls * MAC_PIXELS
-    patches = np.zeros(chunk * steps, np.float32)
-    rows = np.empty(chunk, np.int64)
-    in_place = np.empty(calls, np.bool_)
+    patches = np.zeros(MAC_PIXELS * steps, np.float32)
+    rows = np.empty(MAC_PIXELS, np.int64)
     acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
     acc_at = np.arange(MAC_PIXELS) * MAC_CHANNELS
     init_at = np.empty(MAC_PIXELS, np.int64)
     out_at = np.empty(MAC_PIXELS, np.int64)
-    for chunk_first in range(start, stop, chunk):
-        chunk_stop = min(stop, chunk_first + chunk)
-        for g in range((chunk_stop - chunk_first + MAC_PIXELS - 1) // MAC_PIXELS):
-            first = chunk_first + g * MAC_PIXELS
-            count = min(MAC_PIXELS, chunk_stop - first)
-            call_rows = rows[g * MAC_PIXELS : (g + 1) * MAC_PIXELS]
-            in_place[g] = direct
-            if direct:
-                for q in range(MAC_PIXELS):  # positions past the end repeat the last one
-                    call_rows[q] = direct_row(row, first + min(q, count - 1), c_base)
-                    in_place[g] = in_place[g] and call_rows[q] >= 0
-            if not in_place[g]:
-                for q in range(MAC_PIXELS):
-                    at = (g * MAC_PIXELS + q) * steps
-                    call_rows[q] = at
-                    if q < count:
-                        gather_patch(row, x, first + q, c_base, patches[at : at + steps])
+    for first in range(start, stop, MAC_PIXELS):
+        count = min(MAC_PIXELS, stop - first)
+        in_place = direct
+        if direct:
+            for q in range(MAC_PIXELS):  # positions past the end repeat the last one
+                rows[q] = direct_row(row, first + min(q, count - 1), c_base)
+                in_place = in_place and rows[q] >= 0
+        if not in_place:
+            for q in range(MAC_PIXELS):
+                rows[q] = q * steps
+                if q < count:
+                    gather_patch(row, x, first + q, c_base, patches[q * steps : (q + 1) * steps])
+        source = x if in_place else patches
         for block in range(blocks):
             lo = o_lo + block * MAC_CHANNELS
             width = min(MAC_CHANNELS, o_hi - lo)
             w_off = block * steps * MAC_CHANNELS
-            for g in range((chunk_stop - chunk_first + MAC_PIXELS - 1) // MAC_PIXELS):
-                first = chunk_first + g * MAC_PIXELS
-                count = min(MAC_PIXELS, chunk_stop - first)
-                call_rows = rows[g * MAC_PIXELS : (g + 1) * MAC_PIXELS]
-                source = x if in_place[g] else patches
-                if width == MAC_CHANNELS and count == MAC_PIXELS:  # from bias/partial to out
-                    for q in range(MAC_PIXELS):
-                        out_at[q] = (first + q) * out_channels + lo
-                        init_at[q] = out_at[q] if partial.size > 0 else lo
-                    init = partial if partial.size > 0 else bias
-                    mac_tile(source, call_rows, packed, w_off, steps, init, init_at, out, out_at)
-                    continue
-                for q in range(MAC_PIXELS):  # a partial tile: through acc, zeros past edges
-                    tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
-                    if partial.size > 0 and q < count:
-                        at = (first + q) * out_channels + lo
-                        tile[:width] = partial[at : at + width]
-                    else:
-                        tile[:width] = bias[lo : lo + width]
-                    tile[width:] = 0.0
-                mac_tile(source, call_rows, packed, w_off, steps, acc, acc_at, acc, acc_at)
-                for q in range(count):
-                    at = (first + q) * out_channels + lo
-                    out[at : at + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
+            if width == MAC_CHANNELS and count == MAC_PIXELS:  # from bias or partial to out
+                for q in range(MAC_PIXELS):
+                    out_at[q] = (first + q) * out_channels + lo
+                    init_at[q] = out_at[q] if partial.size > 0 else lo
+                init = partial if partial.size > 0 else bias
+                mac_tile(source, rows, packed, w_off, steps, init, init_at, out, out_at)
+                continue
+            for q in range(MAC_PIXELS):  # a partial tile: through acc, zeros past the edges
+                tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
+                if partial.size > 0 and q < count:
+                    start = (first + q) * out_channels + lo
+                    tile[:width] = partial[start : start + width]
+                else:
+                    tile[:width] = bias[lo : lo + width]
+                tile[width:] = 0.0
+            mac_tile(source, rows, packed, w_off, steps, acc, acc_at, acc, acc_at)
+            for q in range(count):
+                start = (first + q) * out_channels + lo
+                out[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
 
 
 NARROW = 8
