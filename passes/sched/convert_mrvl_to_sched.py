@@ -53,7 +53,7 @@ from mrvl.passes.sched.tiling import (
     plan_fc_layer_priced,
     plan_per_channel,
     plan_resize_layer,
-    plan_window_layer_priced,
+    plan_window_reads,
 )
 from mrvl.isa import TABLE_ACTIVATIONS
 from mrvl.target import Target, get_target
@@ -105,6 +105,8 @@ class _Lowering:
     (each waits for the previous one), so the next lut waits for one token only."""
     made_constants: int = 0
     zeros: dict[Attribute, SSAValue] = field(default_factory=dict)
+    flat_views: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    """DDR buffer -> its flat view, which strided window loads read."""
     resident: ResidentPlan = field(default_factory=ResidentPlan)
     """Where tensors are planned to stay in OCM: the OCM left to the layers next to them,
     and the pieces of the layers reading them (`cascade.plan_resident`)."""
@@ -265,6 +267,13 @@ class _Lowering:
         n, h, w, c = mrvl.shape_of(op.input)
         oc = mrvl.shape_of(op.output)[3]
         geometry = window_geometry(op)
+        pieces = self.resident.pieces.get(op)
+        if pieces is None:
+            target = dataclasses.replace(self.target, ocm_bytes_per_tile=self.ocm_bytes(op))
+            geometry, pieces = plan_window_reads(
+                geometry, target, self.num_tiles, self.what(op), split_columns=is_conv,
+                pinned=self.wb_pin_ocm,
+            )  # fmt: skip
         kh, kw, sh, sw, dh, dw = (
             geometry.kh,
             geometry.kw,
@@ -273,12 +282,7 @@ class _Lowering:
             geometry.dh,
             geometry.dw,
         )
-        pads = list(op.pads.get_values())
-        target = dataclasses.replace(self.target, ocm_bytes_per_tile=self.ocm_bytes(op))
-        pieces = self.resident.pieces.get(op) or plan_window_layer_priced(
-            geometry, target, self.num_tiles, self.what(op), split_columns=is_conv,
-            pinned=self.wb_pin_ocm,
-        )  # fmt: skip
+        pads = [geometry.pad_top, geometry.pad_left, *list(op.pads.get_values())[2:]]
         groups = op.group_count if is_conv else 1
         cg = c // groups
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
@@ -286,13 +290,14 @@ class _Lowering:
         for p in pieces:
             tile = p.tile
             if p.ci_blocks:
-                self.conv_in_blocks(op, p, tile, src, dst, slopes)
+                self.conv_in_blocks(op, geometry, p, tile, src, dst, slopes)
                 continue
             # Only the input columns and channels the piece reads (a pool's own channels, a
             # conv's groups); a piece of a few columns sees the others as padding.
-            window, t_in = self.load(
+            window, t_in = self.load_window(
                 src,
-                [0, p.in_row0, p.in_col0, p.ic0],
+                geometry,
+                [p.in_row0, p.in_col0, p.ic0],
                 [n, p.in_rows, p.in_cols, p.ics],
                 tile,
             )
@@ -358,9 +363,33 @@ class _Lowering:
                 self.computed(op, tile, t_c)
             self.store(out, dst, [0, p.orow0, p.ocol0, p.oc0], tile, t_c)
 
+    def load_window(
+        self, src: SSAValue, geometry: WindowLayer, first, box, tile: int
+    ) -> tuple[SSAValue, SSAValue]:
+        """OCM copy of the input window `box` ([N, rows, columns, channels]) starting at
+        input row, column and channel `first`; with `geometry.sampling`, only the rows and
+        columns the layer reads, by DMA strides over a flat view of the DDR input."""
+        sampling = geometry.sampling
+        if sampling is None:
+            return self.load(src, [0, *first], box, tile)
+        c, et = geometry.c, sched.buffer_type(src).element_type
+        if src not in self.flat_views:
+            size = geometry.n * sampling.h * sampling.w * c
+            self.flat_views[src] = self.flat_view(src, _buffer("ddr", (size,), et))
+        flat = self.flat_views[src]
+        dst = self.ocm(box, et, tile)
+        tok = self.emit(
+            sched.DmaOp(
+                flat, [sampling.element_offset(c, *first)], dst, [0] * len(box), box, tile,
+                self.writes_to(flat), src_strides=list(sampling.element_strides(c)),
+            )
+        ).token  # fmt: skip
+        return dst, tok
+
     def conv_in_blocks(
         self,
         op: mrvl.Conv2DOp,
+        geometry: WindowLayer,
         p: WindowPiece,
         tile: int,
         src: SSAValue,
@@ -373,15 +402,14 @@ class _Lowering:
         activation and writes f16."""
         n = mrvl.shape_of(op.input)[0]
         _, kh, kw, _ = mrvl.shape_of(op.weight)
-        pads = list(op.pads.get_values())
-        sw = op.strides.get_values()[1]
-        pads[1] = pads[1] + p.in_col0 - p.ocol0 * sw
+        pads = [geometry.pad_top, geometry.pad_left, *list(op.pads.get_values())[2:]]
+        pads[1] = pads[1] + p.in_col0 - p.ocol0 * geometry.sw
         props = {
             "tile": _int(tile),
             "row0": _int(p.in_row0),
             "orow0": _int(p.orow0),
             "kernel": _arr([kh, kw]),
-            "strides": op.strides,
+            "strides": _arr([geometry.sh, geometry.sw]),
             "pads": _arr(pads),
             "dilations": op.dilations,
             "groups": _int(1),
@@ -392,8 +420,8 @@ class _Lowering:
         t_acc: SSAValue | None = None
         for index, (c0, cs) in enumerate(p.ci_blocks):
             last = index == len(p.ci_blocks) - 1
-            window, t_in = self.load(
-                src, [0, p.in_row0, p.in_col0, c0], [n, p.in_rows, p.in_cols, cs], tile
+            window, t_in = self.load_window(
+                src, geometry, [p.in_row0, p.in_col0, c0], [n, p.in_rows, p.in_cols, cs], tile
             )
             wbuf, t_w = self.load(
                 self.ddr_buffer(op.weight), [p.oc0, 0, 0, c0], [p.ocs, kh, kw, cs], tile

@@ -61,11 +61,38 @@ class WindowPiece:
 
 
 @dataclass(frozen=True)
+class InputSampling:
+    """Where a layer's input rows and columns lie in the DDR tensor it loads them from, when
+    it reads only some of them (`WindowLayer.subsampled`): input row i is DDR row
+    `row0 + i * row_step`, input column j is DDR column `col0 + j * col_step`, of a DDR
+    tensor of `h` x `w` pixels."""
+
+    h: int
+    w: int
+    row0: int
+    row_step: int
+    col0: int
+    col_step: int
+
+    def element_offset(self, c: int, row: int, col: int, channel: int) -> int:
+        """DDR element index of (image 0, input row, input column, channel)."""
+        return (
+            (self.row0 + row * self.row_step) * self.w + self.col0 + col * self.col_step
+        ) * c + channel
+
+    def element_strides(self, c: int) -> tuple[int, int, int, int]:
+        """DDR element strides of an NHWC box of the input."""
+        return (self.h * self.w * c, self.row_step * self.w * c, self.col_step * c, 1)
+
+
+@dataclass(frozen=True)
 class WindowLayer:
     """The geometry of a conv or pool layer, NHWC.
 
     A conv with `groups` > 1 reads, for output channel o, only the input channels of its group
-    (`c / groups` of them); a pool (`depthwise_channels`) reads input channel o only.
+    (`c / groups` of them); a pool (`depthwise_channels`) reads input channel o only. With
+    `sampling`, the input (`h` x `w`) is every `row_step`-th row and `col_step`-th column of
+    the DDR tensor (`subsampled`).
     """
 
     n: int
@@ -86,6 +113,27 @@ class WindowLayer:
     pad_left: int = 0
     dw: int = 1
     groups: int = 1
+    sampling: InputSampling | None = None
+
+    def subsampled(self) -> WindowLayer:
+        """The same conv over only the input rows and columns it reads: a 1x1 kernel with a
+        stride s > 1 reads one row (column) in s, so its pieces load just those (DMA
+        strides) and it becomes a stride-1 conv over them, with the same taps in the same
+        order (the same bits), 1/s of the rows (columns) loaded. Itself when nothing is
+        skipped."""
+        if self.sampling is not None or self.depthwise_channels:
+            return self
+        rows = _sampled(self.h, self.kh, self.sh, self.pad_top)
+        cols = _sampled(self.w, self.kw, self.sw, self.pad_left)
+        if rows is None and cols is None:
+            return self
+        h, row0, row_step, pad_top = rows or (self.h, 0, 1, self.pad_top)
+        w, col0, col_step, pad_left = cols or (self.w, 0, 1, self.pad_left)
+        return replace(
+            self, h=h, w=w, sh=1 if rows else self.sh, sw=1 if cols else self.sw,
+            pad_top=pad_top, pad_left=pad_left,
+            sampling=InputSampling(self.h, self.w, row0, row_step, col0, col_step),
+        )  # fmt: skip
 
     @property
     def oc_per_group(self) -> int:
@@ -155,6 +203,18 @@ class WindowLayer:
             + self.n * rows * cols * ocs * F16
             + ocs * self.weight_bytes_per_oc
         )
+
+
+def _sampled(size: int, k: int, stride: int, pad: int) -> tuple[int, int, int, int] | None:
+    """(rows kept, first kept row, step, leading padding in kept rows) of one dimension of a
+    1x1 kernel with `stride` > 1: output i reads row i*stride - pad, so the kept rows are
+    those congruent to -pad; None when the kernel is wider or nothing would be skipped."""
+    if k != 1 or stride == 1:
+        return None
+    first = -pad % stride
+    if first >= size:
+        return None
+    return -(-(size - first) // stride), first, stride, (pad + first) // stride
 
 
 def _input_span(o0: int, count: int, stride: int, pad: int, k: int, d: int, size: int):
@@ -515,11 +575,13 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
     def load(box, dims):
         return _dense_box_dma(target, box, dims, reads=True)
 
-    in_strides = (layer.h, layer.w, layer.c)
+    def load_window(box):
+        return _window_dma(layer, target, box)
+
     store = _dense_box_dma(target, (n, rows, cols, ocs), (layer.oh, layer.ow, layer.oc))
     out_shape = (n, rows, cols, ocs)
     if layer.depthwise_channels:
-        window = load((n, in_rows, in_cols, ics), in_strides)
+        window = load_window((n, in_rows, in_cols, ics))
         work = cost.vector(target, cost.pool_element_ops(out_shape, (layer.kh, layer.kw)))
         step = _Step(
             _contended(window, target, sharing), 0, work.cycles,
@@ -536,7 +598,7 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
     for index, (_, cs) in enumerate(blocks):
         if cs not in block_loads:
             block_loads[cs] = (
-                load((n, in_rows, in_cols, cs), in_strides),
+                load_window((n, in_rows, in_cols, cs)),
                 load((ocs, layer.kh, layer.kw, cs if cbs else cg), w_strides),
             )
         window, weights = block_loads[cs]
@@ -562,6 +624,18 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
         ddr += window.ddr_bytes + const_ddr
         weight_ddr += const_ddr
     return _PieceCost(tuple(steps), ddr, weight_ddr)
+
+
+def _window_dma(layer: WindowLayer, target, box: tuple[int, int, int, int]):
+    """The load of an input window `box` (NHWC): a dense box of the DDR tensor, or with
+    `layer.sampling` a strided one (`mrvl.cost.dma_box`, as the cycle model prices it)."""
+    from mrvl import cost
+
+    if layer.sampling is None:
+        return _dense_box_dma(target, box, (layer.h, layer.w, layer.c), reads=True)
+    strides = tuple(F16 * s for s in layer.sampling.element_strides(layer.c))
+    dense = (box[1] * box[2] * box[3] * F16, box[2] * box[3] * F16, box[3] * F16, F16)
+    return cost.dma_box(target, box, F16, strides, dense, src_ddr=True, dst_ddr=False)
 
 
 def _dense_box_dma(target, box: tuple[int, ...], dims: tuple[int, ...], *, reads=False):
@@ -1014,6 +1088,30 @@ def plan_window_layer_priced(
     if best is None or best[1] >= fixed_cycles * (1 - SAVING):
         return fixed
     return list(best[0])
+
+
+def plan_window_reads(
+    layer: WindowLayer,
+    target,
+    num_tiles: int,
+    what: str,
+    *,
+    split_columns: bool = False,
+    pinned: bool = False,
+) -> tuple[WindowLayer, list[WindowPiece]]:
+    """`plan_window_layer_priced` of the layer as it is and, for a 1x1 conv with strides, of
+    the layer that loads only the rows and columns it reads (`WindowLayer.subsampled`):
+    the cheaper of the two (narrow pixels read with strides cost a DDR burst each), with
+    the geometry its pieces are in."""
+    options = []
+    for geometry in dict.fromkeys((layer.subsampled(), layer)):
+        pieces = plan_window_layer_priced(
+            geometry, target, num_tiles, what, split_columns=split_columns, pinned=pinned
+        )
+        cycles = window_plan_cycles(geometry, pieces, num_tiles, target, pinned=pinned)
+        options.append((cycles, len(options), geometry, pieces))
+    _, _, geometry, pieces = min(options)
+    return geometry, pieces
 
 
 @cache
