@@ -287,10 +287,16 @@ class _Lowering:
         cg = c // groups
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         slopes = self.slopes(op) if is_conv else None
-        for p in pieces:
+        chains = []  # the chains of input-channel blocks of one round (a piece per tile)
+        for p in [*pieces, None]:
+            if chains and (p is None or not p.ci_blocks or p.tile in {t for t, _ in chains}):
+                _in_lockstep([chain for _, chain in chains])
+                chains = []
+            if p is None:
+                break
             tile = p.tile
             if p.ci_blocks:
-                self.conv_in_blocks(op, geometry, p, tile, src, dst, slopes)
+                chains.append((tile, self.conv_in_blocks(op, geometry, p, tile, src, dst, slopes)))
                 continue
             # Only the input columns and channels the piece reads (a pool's own channels, a
             # conv's groups); a piece of a few columns sees the others as padding.
@@ -399,7 +405,10 @@ class _Lowering:
         """One output piece of a conv cut into input-channel blocks, all on one tile: each
         block loads its channels of the window and weights and continues the fp32 partial
         sums of the previous block (the first starts from the bias); the last applies the
-        activation and writes f16."""
+        activation and writes f16. A generator that stops after each block, so that the
+        chains of a round go block by block over the tiles (`_in_lockstep`): each tile's next
+        loads are then in program order next to the others' and share the DDR port with
+        them, rather than waiting for every load of the tiles before it."""
         n = mrvl.shape_of(op.input)[0]
         _, kh, kw, _ = mrvl.shape_of(op.weight)
         pads = [geometry.pad_top, geometry.pad_left, *list(op.pads.get_values())[2:]]
@@ -457,6 +466,8 @@ class _Lowering:
             if last:
                 self.computed(op, tile, t_acc)
             acc = [out]
+            if not last:
+                yield
         self.store(acc[0], dst, [0, p.orow0, p.ocol0, p.oc0], tile, t_acc)
 
     def fc(self, op: mrvl.FullyConnectedOp) -> None:
@@ -787,6 +798,14 @@ class _Lowering:
             self.zeros[element_type] = buf.buffer
             self.writers[buf.buffer] = {}
         return self.zeros[element_type]
+
+
+def _in_lockstep(chains: list) -> None:
+    """Run generators one step each in turn until all are done."""
+    while chains:
+        for chain in list(chains):
+            if next(chain, StopIteration) is StopIteration:
+                chains.remove(chain)
 
 
 def _dense_strides(dims) -> list[int]:

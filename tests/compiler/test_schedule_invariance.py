@@ -206,3 +206,42 @@ def test_a_strided_1x1_conv_loads_only_what_it_reads(h, w, c, oc, s, pad, tiles,
     if h > s + pad and w > s + pad and c >= 32:  # rows and columns skipped, in whole bursts
         reads = [profile_regions([("r", v, None)]).ddr_read_bytes for v in (strided, whole)]
         assert reads[0] < reads[1]
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    h=st.integers(2, 10),
+    c=st.integers(65, 200),
+    oc=st.integers(1, 24),
+    k=st.sampled_from((1, 3)),
+    tiles=st.sampled_from((2, 8)),
+    pin=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_chains_of_input_channel_blocks_run_in_lockstep_over_the_tiles(
+    h, c, oc, k, tiles, pin, seed
+):
+    """A round of chains (a piece per tile, each cut into input-channel blocks) is emitted
+    block by block over the tiles, so each tile's loads share the DDR port with the others'
+    instead of waiting for whole chains before them; the bits are those of one tile."""
+    from unittest import mock
+
+    from mrvl.passes.sched import tiling
+
+    rng = np.random.default_rng(seed)
+    text, x_shape = _layer_module("conv", h, 5, c, oc, k, 1, rng)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    expected = run(prepare(_compile(text, "cn10ka", 1, False)), [x])[0]
+
+    def chains(layer, target, num_tiles, what, *, split_columns=False, pinned=False):
+        plan = tiling.WindowPlan(layer.oc, 1, layer.ow, tiling.CONV_CI_BLOCK)
+        return tiling.window_pieces(layer, plan, num_tiles)
+
+    with mock.patch.object(tiling, "plan_window_layer_priced", chains):
+        valid = prepare(_compile(text, "cn10ka", tiles, pin))
+    model_cycles(valid)  # raises HazardError on a missing token
+    assert run(valid, [x])[0].tobytes() == expected.tobytes()
+    convs = [ins.tile for ins in valid.code if ins.opcode == "conv"]
+    if min(h, tiles) > 1:  # the first round: every tile's first block before any second one
+        first_round = convs[: min(h, tiles)]
+        assert sorted(first_round) == list(range(min(h, tiles)))
