@@ -54,6 +54,7 @@ from mrvl.passes.sched.tiling import (
     plan_per_channel,
     plan_resize_layer,
     plan_window_reads,
+    shares_window,
 )
 from mrvl.isa import TABLE_ACTIVATIONS
 from mrvl.target import Target, get_target
@@ -288,6 +289,7 @@ class _Lowering:
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         slopes = self.slopes(op) if is_conv else None
         chains = []  # the chains of input-channel blocks of one round (a piece per tile)
+        windows = {}  # tile -> (its last piece, the window it loaded, the load's token)
         for p in [*pieces, None]:
             if chains and (p is None or not p.ci_blocks or p.tile in {t for t, _ in chains}):
                 _in_lockstep([chain for _, chain in chains])
@@ -301,14 +303,18 @@ class _Lowering:
             first = is_conv and self.constants_first
             constants = self.conv_constants(op, p, tile, slopes) if first else None
             # Only the input columns and channels the piece reads (a pool's own channels, a
-            # conv's groups); a piece of a few columns sees the others as padding.
-            window, t_in = self.load_window(
-                src,
-                geometry,
-                [p.in_row0, p.in_col0, p.ic0],
-                [n, p.in_rows, p.in_cols, p.ics],
-                tile,
-            )
+            # conv's groups); a piece of a few columns sees the others as padding. A window
+            # the tile's previous piece loaded is read again from OCM.
+            previous, window, t_in = windows.get(tile, (None, None, None))
+            if not shares_window(previous, p):
+                window, t_in = self.load_window(
+                    src,
+                    geometry,
+                    [p.in_row0, p.in_col0, p.ic0],
+                    [n, p.in_rows, p.in_cols, p.ics],
+                    tile,
+                )
+            windows[tile] = (p, window, t_in)
             deps = [t_in]
             out = self.ocm([n, p.rows, p.cols, p.ocs], mrvl.element_type_of(op.output), tile)
             piece_pads = list(pads)

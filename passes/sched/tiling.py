@@ -539,6 +539,9 @@ class _PieceCost:
     """DDR bytes the port moves for the piece, its constant loads included."""
     weight_ddr: int
     """The part of `ddr` that its constant loads move."""
+    window_ddr: int = 0
+    """The part of `ddr` that its input window moves (a piece of one step), which a tile
+    whose previous piece loaded the same window does not load again."""
 
 
 def _window_piece_cost(
@@ -587,7 +590,7 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
             _contended(window, target, sharing), 0, work.cycles,
             _contended(store, target, sharing),
         )  # fmt: skip
-        return _PieceCost((step,), window.ddr_bytes + store.ddr_bytes, 0)
+        return _PieceCost((step,), window.ddr_bytes + store.ddr_bytes, 0, window.ddr_bytes)
     cg = layer.ic_per_group
     w_strides = (layer.kh, layer.kw, cg)
     vectors = (layer.weight_bytes_per_oc - layer.kh * layer.kw * cg * F16) // F32  # bias, slope
@@ -623,7 +626,8 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
         )
         ddr += window.ddr_bytes + const_ddr
         weight_ddr += const_ddr
-    return _PieceCost(tuple(steps), ddr, weight_ddr)
+    window_ddr = block_loads[blocks[0][1]][0].ddr_bytes if len(blocks) == 1 else 0
+    return _PieceCost(tuple(steps), ddr, weight_ddr, window_ddr)
 
 
 def _window_dma(layer: WindowLayer, target, box: tuple[int, int, int, int]):
@@ -849,6 +853,34 @@ def _deal(count_by_key: list[tuple], split_index: int | None, num_tiles: int) ->
     return tiles
 
 
+def shares_window(previous: WindowPiece | None, piece: WindowPiece) -> bool:
+    """Whether `piece` reads the very input window its tile's previous piece loaded (the
+    same rows, columns and channels, neither cut into input-channel blocks): the lowering
+    then loads it once for both."""
+    return (
+        previous is not None
+        and not previous.ci_blocks
+        and not piece.ci_blocks
+        and (previous.in_row0, previous.in_rows, previous.in_col0, previous.in_cols)
+        == (piece.in_row0, piece.in_rows, piece.in_col0, piece.in_cols)
+        and (previous.ic0, previous.ics) == (piece.ic0, piece.ics)
+    )
+
+
+def grid_splits(num_tiles: int) -> tuple[str, ...]:
+    """The 2-D splits of `num_tiles` tiles: `GxR` puts the tiles in a grid of G groups of
+    output channels by R groups of row bands (and columns); each tile takes the pieces of
+    its channel group and its bands, band by band (`window_pieces`), so it loads each of
+    its windows once for all its channel pieces (`shares_window`) and reads 1/R of the
+    input and 1/G of the weights (per band)."""
+    return tuple(f"{g}x{num_tiles // g}" for g in (2, 4) if g < num_tiles and num_tiles % g == 0)
+
+
+def splits(num_tiles: int) -> tuple[str, ...]:
+    """Every split of a window layer over `num_tiles` tiles: `SPLITS` and `grid_splits`."""
+    return SPLITS + grid_splits(num_tiles) if num_tiles > 1 else SPLITS
+
+
 def _interleaved(pieces: list, tiles: list[int]) -> list:
     """Pieces in emission order: the first piece of every tile, then the second..., so every
     tile starts at once; each tile keeps its pieces' order."""
@@ -890,8 +922,20 @@ def window_pieces(layer: WindowLayer, plan: WindowPlan, num_tiles: int) -> list[
                     )
                 )
                 keys.append((g, b, c))
-    split = {"dealt": None, "channels": 0, "rows": 1, "columns": 2}[plan.split]
-    tiles = _deal(keys, split, num_tiles)
+    if "x" in plan.split:  # a grid of channel groups by band (and column) groups
+        groups = int(plan.split.split("x")[0])
+        bands = num_tiles // groups
+        channels, columns = len(_channels(layer, plan.ocs)), len(_columns(layer, plan.cols))
+        spatial = len(grid) // channels  # band and column pieces of one channel piece
+        tiles = [
+            g * groups // channels * bands + (b * columns + c) * bands // spatial
+            for g, b, c in keys
+        ]
+        order = sorted(range(len(grid)), key=lambda i: (tiles[i], keys[i][1], keys[i][2], i))
+        grid, tiles = [grid[i] for i in order], [tiles[i] for i in order]
+    else:
+        split = {"dealt": None, "channels": 0, "rows": 1, "columns": 2}[plan.split]
+        tiles = _deal(keys, split, num_tiles)
     pieces = [replace(p, tile=t) for p, t in zip(grid, tiles)]
     return _interleaved(pieces, tiles)
 
@@ -916,6 +960,7 @@ def window_plan_cycles(
 
     steps: dict[int, list[_Step]] = {}
     held: dict[int, tuple[int, int]] = {}
+    windows: dict[int, tuple] = {}  # tile -> the window its last piece loaded
     port = 0
     pins = False  # whether `sched-pin-weights` keeps some tile's weights
     sharing = len({p.tile for p in pieces})
@@ -932,11 +977,15 @@ def window_plan_cycles(
         repeat = pinned and held.get(p.tile) == (p.oc0, p.ocs)  # its bias at least is kept
         kept = repeat and len(piece.steps) == 1
         held[p.tile] = (p.oc0, p.ocs)
+        shared = shares_window(windows.get(p.tile), p)
+        windows[p.tile] = p
         for s in piece.steps:
+            load = (0 if kept else s.weights) + (0 if shared else s.load - s.weights)
             steps.setdefault(p.tile, []).append(
-                replace(s, load=s.load - s.weights, weights=0) if kept else s
+                replace(s, load=load, weights=0 if kept else s.weights)
             )
         port += piece.ddr - (piece.weight_ddr if kept else 0)
+        port -= piece.window_ddr if shared else 0
         pins = pins or repeat
     if overlapped is None:
         first = pieces[0]
@@ -1126,7 +1175,7 @@ def _cheapest_window_plan(
     priced = sorted(candidates, key=lambda p: _estimate(layer, p, num_tiles, target, pinned))
     best, best_cycles = None, None
     for plan in _overlapping(layer, priced[:SHORTLIST], target, pinned):
-        for split in SPLITS if num_tiles > 1 or pinned else SPLITS[:1]:
+        for split in splits(num_tiles) if num_tiles > 1 or pinned else SPLITS[:1]:
             pieces = window_pieces(layer, replace(plan, split=split), num_tiles)
             cycles = window_plan_cycles(layer, pieces, num_tiles, target, pinned=pinned)
             if best_cycles is None or cycles < best_cycles:
