@@ -1001,16 +1001,25 @@ def window_plan_cycles(
     return max(busiest, cost.ddr_port_cycles(target, port))
 
 
-def _estimate(layer: WindowLayer, plan: WindowPlan, num_tiles: int, target, pinned: bool) -> int:
+def _estimate(
+    layer: WindowLayer,
+    plan: WindowPlan,
+    num_tiles: int,
+    target,
+    pinned: bool,
+    shared_windows: bool = False,
+) -> int:
     """`window_plan_cycles` without laying the pieces out: the plan's few distinct piece
-    shapes, counted, with the busiest tile taking its share of the pieces."""
+    shapes, counted, with the busiest tile taking its share of the pieces; with
+    `shared_windows`, as a grid split would lay them out (each tile loading a window once
+    for its channel pieces of that band)."""
     from mrvl import cost
 
     bands = Counter((rows, in_rows) for _, rows, _, in_rows in _bands(layer, plan.rows))
     cols = Counter((c, in_c) for _, c, _, in_c in _columns(layer, plan.cols))
     chans = Counter((ocs, ics) for _, ocs, _, ics in _channels(layer, plan.ocs))
     cbs = plan.cbs if plan.cbs and plan.cbs < layer.c else None
-    load = weights = work = store = ddr = weight_ddr = steps = 0
+    load = weights = work = store = ddr = weight_ddr = steps = window = window_ddr = 0
     pieces = sum(bands.values()) * sum(cols.values()) * sum(chans.values())
     sharing = min(num_tiles, pieces)
     for (rows, in_rows), nb in bands.items():
@@ -1028,6 +1037,23 @@ def _estimate(layer: WindowLayer, plan: WindowPlan, num_tiles: int, target, pinn
                 steps += count * len(piece.steps)
                 ddr += count * piece.ddr
                 weight_ddr += count * piece.weight_ddr
+                if len(piece.steps) == 1:
+                    window += count * (piece.steps[0].load - piece.steps[0].weights)
+                    window_ddr += count * piece.window_ddr
+    # With a grid split whose tiles each take k channel pieces of a band, the tile loads each
+    # window once for the k of them (`shares_window`): price the plan so too, when better.
+    spatial = sum(bands.values()) * sum(cols.values())
+    k = max(
+        (
+            sum(chans.values()) // g
+            for g in (int(split.split("x")[0]) for split in grid_splits(num_tiles))
+            if spatial >= num_tiles // g
+        ),
+        default=1,
+    )
+    if shared_windows and k > 1 and not pinned:
+        load -= int(window * (1 - 1 / k))
+        ddr -= int(window_ddr * (1 - 1 / k))
     if pinned and cbs is None:
         groups = sum(chans.values())
         loads = min(pieces, groups + min(pieces, num_tiles) - 1)  # one per (tile, group)
@@ -1173,8 +1199,14 @@ def _cheapest_window_plan(
     if not candidates:
         return None
     priced = sorted(candidates, key=lambda p: _estimate(layer, p, num_tiles, target, pinned))
+    shortlist = priced[:SHORTLIST]
+    if grid_splits(num_tiles) and not pinned:  # and the cheapest if laid out in a grid
+        in_grid = sorted(
+            candidates, key=lambda p: _estimate(layer, p, num_tiles, target, pinned, True)
+        )
+        shortlist += [p for p in in_grid[:SHORTLIST] if p not in shortlist]
     best, best_cycles = None, None
-    for plan in _overlapping(layer, priced[:SHORTLIST], target, pinned):
+    for plan in _overlapping(layer, shortlist, target, pinned):
         for split in splits(num_tiles) if num_tiles > 1 or pinned else SPLITS[:1]:
             pieces = window_pieces(layer, replace(plan, split=split), num_tiles)
             cycles = window_plan_cycles(layer, pieces, num_tiles, target, pinned=pinned)
