@@ -800,7 +800,18 @@ def _double_buffers_cached(layer, plan, target, pinned) -> bool:
     for _, rows, _, in_rows in sequence:
         piece, resident = _window_steps(layer, plan, rows, in_rows, pinned)
         steps += piece
-    return _pipelined_top(steps, target.ocm_alignment, resident) <= _pipelined_room(target)
+    room = _pipelined_room(target)
+    if resident and len(layer.channel_pieces(plan.ocs)) > 1:
+        # Pinned: where a tile's channel group changes, the next group's weights load during
+        # the last compute of this one, next to this group's weights and the two pieces'
+        # windows and outputs. `sched-pipeline` gives up the whole layer's double buffering
+        # when that moment does not fit.
+        align = target.ocm_alignment
+        ((loads, out, _),) = steps[-1:]
+        loaded = sum(_padded(size, align) for size in loads)
+        if 2 * (_padded(resident, align) + loaded) + _padded(out, align) > room:
+            return False
+    return _pipelined_top(steps, target.ocm_alignment, resident) <= room
 
 
 def _fits_twice(layer: WindowLayer, plan: WindowPlan, target, pinned: bool) -> bool:
