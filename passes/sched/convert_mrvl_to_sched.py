@@ -53,6 +53,7 @@ from mrvl.passes.sched.tiling import (
     plan_fc_layer_priced,
     plan_per_channel,
     plan_resize_layer,
+    early_outputs,
     plan_window_reads,
     shares_window,
 )
@@ -269,8 +270,9 @@ class _Lowering:
         oc = mrvl.shape_of(op.output)[3]
         geometry = window_geometry(op)
         pieces = self.resident.pieces.get(op)
-        if pieces is None:
-            target = dataclasses.replace(self.target, ocm_bytes_per_tile=self.ocm_bytes(op))
+        planned = pieces is None  # else `plan_resident`'s pieces, which read the input in OCM
+        target = dataclasses.replace(self.target, ocm_bytes_per_tile=self.ocm_bytes(op))
+        if planned:
             geometry, pieces = plan_window_reads(
                 geometry, target, self.num_tiles, self.what(op), split_columns=is_conv,
                 pinned=self.wb_pin_ocm,
@@ -290,7 +292,11 @@ class _Lowering:
         slopes = self.slopes(op) if is_conv else None
         chains = []  # the chains of input-channel blocks of one round (a piece per tile)
         windows = {}  # tile -> (its last piece, the window it loaded, the load's token)
-        for p in [*pieces, None]:
+        # each output allocated before its tile's previous store, where that still fits
+        early = planned and early_outputs(geometry, pieces, target, self.wb_pin_ocm)
+        following = _next_on_tile(pieces) if early else [None] * len(pieces)
+        outputs = {}  # tile -> the output buffer allocated for its next piece
+        for index, p in enumerate([*pieces, None]):
             if chains and (p is None or not p.ci_blocks or p.tile in {t for t, _ in chains}):
                 _in_lockstep([chain for _, chain in chains])
                 chains = []
@@ -316,7 +322,7 @@ class _Lowering:
                 )
             windows[tile] = (p, window, t_in)
             deps = [t_in]
-            out = self.ocm([n, p.rows, p.cols, p.ocs], mrvl.element_type_of(op.output), tile)
+            out = outputs.pop(tile, None) or self.output_buffer(op, p)
             piece_pads = list(pads)
             piece_pads[1] = pads[1] + p.in_col0 - p.ocol0 * sw
             common = {
@@ -363,7 +369,15 @@ class _Lowering:
             t_c = self.emit(task).results[0]
             if is_conv:
                 self.computed(op, tile, t_c)
+            if (after := following[index]) is not None and not after.ci_blocks:
+                # apart from this output, so the next compute does not wait for this store
+                outputs[tile] = self.output_buffer(op, after)
             self.store(out, dst, [0, p.orow0, p.ocol0, p.oc0], tile, t_c)
+
+    def output_buffer(self, op: Operation, p: WindowPiece) -> SSAValue:
+        """The OCM buffer of a conv or pool piece's output, on its tile."""
+        n = mrvl.shape_of(op.input)[0]
+        return self.ocm([n, p.rows, p.cols, p.ocs], mrvl.element_type_of(op.output), p.tile)
 
     @property
     def constants_first(self) -> bool:
@@ -835,6 +849,17 @@ class _Lowering:
             self.zeros[element_type] = buf.buffer
             self.writers[buf.buffer] = {}
         return self.zeros[element_type]
+
+
+def _next_on_tile(pieces: list[WindowPiece]) -> list[WindowPiece | None]:
+    """For each piece, the next piece on its tile (None for its tile's last)."""
+    following: list[WindowPiece | None] = [None] * len(pieces)
+    last: dict[int, int] = {}
+    for index, p in enumerate(pieces):
+        if p.tile in last:
+            following[last[p.tile]] = p
+        last[p.tile] = index
+    return following
 
 
 def _in_lockstep(chains: list) -> None:

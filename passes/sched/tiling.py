@@ -660,25 +660,27 @@ def _dense_box_dma(target, box: tuple[int, ...], dims: tuple[int, ...], *, reads
     return cost.dma(target, nbytes, runs=runs, reads_ddr=reads, writes_ddr=not reads)
 
 
-def _tile_cycles(steps: list[_Step], overlapped: bool) -> int:
+def _tile_cycles(steps: list[_Step], overlapped: bool, reused_outputs: bool = False) -> int:
     """Cycles of one tile running `steps` in order. Without overlap each step's loads,
     compute and store follow each other; with it (`sched-pipeline`'s double buffering) the
     DMA queue runs the loads of step i+1 before the store of step i, so they overlap the
-    compute of step i."""
+    compute of step i. With `reused_outputs` (a double-buffered plan whose outputs are not
+    allocated early, `early_outputs`), a compute writes the bytes of the previous step's
+    output, so it waits for that store."""
     if not steps:
         return 0
     if not overlapped:
         return sum(s.load + s.work + s.store for s in steps)
     dma = steps[0].load
     loaded = [dma]
-    mac = 0
+    mac = stored = 0
     for i, s in enumerate(steps):
         if i + 1 < len(steps):
             dma += steps[i + 1].load
             loaded.append(dma)
-        mac = max(mac, loaded[i]) + s.work
+        mac = max(mac, loaded[i], stored if reused_outputs else 0) + s.work
         if s.store:
-            dma = max(dma, mac) + s.store
+            dma = stored = max(dma, mac) + s.store
     return max(dma, mac)
 
 
@@ -693,14 +695,19 @@ def _pipelined_room(target) -> int:
 
 
 def _pipelined_top(
-    steps: list[tuple[tuple[int, ...], int, bool]], alignment: int, resident: int = 0
+    steps: list[tuple[tuple[int, ...], int, bool]],
+    alignment: int,
+    resident: int = 0,
+    early_outputs: bool = False,
 ) -> int:
     """The OCM a tile needs when `sched-pipeline` double-buffers `steps` and `sched-allocate`
     places the buffers first fit, as those passes do it: the loads of step i+1 are allocated
     before compute i (after its output), each step's loads live until its compute, its
     output until its store (right after the compute) or, in a chain of input-channel blocks
     (`read_by_next`), until the next compute. `resident` bytes (pinned weights or bias),
-    loaded after the first step's other loads, stay live throughout. Each step is (load sizes, output size, read_by_next)."""
+    loaded after the first step's other loads, stay live throughout. With `early_outputs`,
+    the output of step i+1 is allocated before the store of step i (`early_outputs`). Each
+    step is (load sizes, output size, read_by_next)."""
     ranges: list[tuple[int, int, int]] = []  # (start, end, size), in allocation order
     at = 0
 
@@ -714,9 +721,10 @@ def _pipelined_top(
     if resident:  # loaded after the first step's other loads, and kept
         alloc(resident)
         ranges[-1][1] = 1 << 60
-    carried = None
+    carried = early = None
     for i, (_, out_size, read_by_next) in enumerate(steps):
-        out = alloc(out_size)
+        out = alloc(out_size) if early is None else early
+        early = None
         following = [alloc(size) for size in steps[i + 1][0]] if i + 1 < len(steps) else []
         at += 1  # the compute
         for index in pending:
@@ -727,6 +735,8 @@ def _pipelined_top(
         if read_by_next:
             carried = out
         else:
+            if early_outputs and i + 1 < len(steps):
+                early = alloc(steps[i + 1][1])
             at += 1  # the store
             ranges[out][1] = at
         pending = following
@@ -783,15 +793,30 @@ def _window_steps(layer: WindowLayer, plan: WindowPlan, rows: int, in_rows: int,
     return [((window, *weights), out * F16, False)], 0
 
 
-def _double_buffers(layer: WindowLayer, plan: WindowPlan, target, pinned: bool) -> bool:
+def _double_buffers(
+    layer: WindowLayer, plan: WindowPlan, target, pinned: bool, early: bool = False
+) -> bool:
     """Whether `sched-pipeline` can overlap the loads of each step with the compute of the
     one before, as `_pipelined_top` lays a tile's buffers out for a sequence of bands like
-    the plan's."""
-    return _double_buffers_cached(layer, replace(plan, split="dealt"), target, pinned)
+    the plan's (with `early`, each output allocated before the previous store)."""
+    return _double_buffers_cached(layer, replace(plan, split="dealt"), target, pinned, early)
+
+
+def early_outputs(layer: WindowLayer, pieces: list[WindowPiece], target, pinned: bool) -> bool:
+    """Whether the lowering allocates each piece's output before its tile's previous store:
+    for a plan that double-buffers (`_double_buffers`) even with that extra buffer, not cut
+    into input-channel blocks. Otherwise the first-fit allocator gives the output the bytes
+    of the previous one, and the compute waits for the store that reads them; with it, the
+    store overlaps the next compute, as `_tile_cycles` prices a double-buffered plan."""
+    first = pieces[0]
+    if first.ci_blocks:
+        return False
+    plan = WindowPlan(first.ocs, first.rows, first.cols or layer.ow)
+    return _double_buffers(layer, plan, target, pinned, early=True)
 
 
 @cache
-def _double_buffers_cached(layer, plan, target, pinned) -> bool:
+def _double_buffers_cached(layer, plan, target, pinned, early=False) -> bool:
     bands = _bands(layer, plan.rows)
     if len(bands) > 5:  # the first bands, the last two, and the next channel group's first
         bands = bands[:3] + bands[-2:]
@@ -809,9 +834,9 @@ def _double_buffers_cached(layer, plan, target, pinned) -> bool:
         align = target.ocm_alignment
         ((loads, out, _),) = steps[-1:]
         loaded = sum(_padded(size, align) for size in loads)
-        if 2 * (_padded(resident, align) + loaded) + _padded(out, align) > room:
+        if 2 * (_padded(resident, align) + loaded) + _padded(out, align) * (1 + early) > room:
             return False
-    return _pipelined_top(steps, target.ocm_alignment, resident) <= room
+    return _pipelined_top(steps, target.ocm_alignment, resident, early) <= room
 
 
 def _fits_twice(layer: WindowLayer, plan: WindowPlan, target, pinned: bool) -> bool:
@@ -1008,7 +1033,12 @@ def window_plan_cycles(
         # a chain whose bias `sched-pin-weights` keeps leaves a hole that, as measured, costs
         # the layer its double buffering: such a plan counts on none
         overlapped = not (pins and plan.cbs) and _double_buffers(layer, plan, target, pins)
-    busiest = max((_tile_cycles(s, overlapped) for s in steps.values()), default=0)
+    reused = (
+        overlapped
+        and len(pieces[0].ci_blocks) <= 1
+        and not early_outputs(layer, pieces, target, pinned)
+    )
+    busiest = max((_tile_cycles(s, overlapped, reused) for s in steps.values()), default=0)
     return max(busiest, cost.ddr_port_cycles(target, port))
 
 
