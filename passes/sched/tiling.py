@@ -1241,14 +1241,19 @@ def _cheapest_window_plan(
         return None
     priced = sorted(candidates, key=lambda p: _estimate(layer, p, num_tiles, target, pinned))
     shortlist = priced[:SHORTLIST]
+    tried = [(plan, splits(num_tiles) if num_tiles > 1 or pinned else SPLITS[:1])
+             for plan in _overlapping(layer, shortlist, target, pinned)]  # fmt: skip
     if grid_splits(num_tiles) and not pinned:  # and the cheapest if laid out in a grid
         in_grid = sorted(
             candidates, key=lambda p: _estimate(layer, p, num_tiles, target, pinned, True)
         )
-        shortlist += [p for p in in_grid[:SHORTLIST] if p not in shortlist]
+        extra = [p for p in in_grid[:SHORTLIST] if p not in shortlist]
+        tried += [
+            (plan, grid_splits(num_tiles)) for plan in _overlapping(layer, extra, target, pinned)
+        ]
     best, best_cycles = None, None
-    for plan in _overlapping(layer, shortlist, target, pinned):
-        for split in splits(num_tiles) if num_tiles > 1 or pinned else SPLITS[:1]:
+    for plan, ways in tried:
+        for split in ways:
             pieces = window_pieces(layer, replace(plan, split=split), num_tiles)
             cycles = window_plan_cycles(layer, pieces, num_tiles, target, pinned=pinned)
             if best_cycles is None or cycles < best_cycles:
