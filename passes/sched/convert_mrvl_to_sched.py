@@ -24,7 +24,6 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    TensorType,
     Float16Type,
     Float32Type,
     IntegerAttr,
@@ -35,7 +34,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 
 from mrvl.act_tables import activation_table, table_key, table_name
 from mrvl.dialects import mrvl, sched
