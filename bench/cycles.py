@@ -18,7 +18,9 @@ and per model the speed-up from the fewest to the most tiles next to the rooflin
 speed-up, and their ratio (goal: >= 0.75). Each (model, tiles) is compiled without and with
 `wb_pin_ocm` and without and with cascading (`sched-cascade`), so the DDR bytes that weight
 pinning and cascading each save are side by side (`--pin off|on|both`,
-`--cascade off|on|both`).
+`--cascade off|on|both`). `--layers N` also prints, per (model, tiles, options), the N
+layers furthest above their roofline: cycles, roofline, DDR bytes read and the compulsory
+bytes.
 """
 
 from __future__ import annotations
@@ -62,12 +64,37 @@ def regions(model, num_tiles: int, wb_pin_ocm: bool, cascade: bool):
             yield region.symbol, prepare(region.binary)
 
 
+def worst_layers(profile, count: int) -> str:
+    """The `count` layers with the most cycles above their roofline, as a table."""
+    layers = sorted(profile.layers, key=lambda layer: layer.roofline_cycles - layer.cycles)
+    return tabulate(
+        [
+            (
+                layer.onnx_node,
+                layer.cycles,
+                layer.roofline_cycles,
+                layer.cycles - layer.roofline_cycles,
+                f"{layer.cycles / max(1, layer.roofline_cycles):.2f}",
+                f"{layer.ddr_read_bytes / 1e6:.2f}",
+                f"{layer.compulsory_ddr_bytes / 1e6:.2f}",
+                layer.tiles,
+            )
+            for layer in layers[:count]
+        ],
+        headers=[
+            "layer", "cycles", "roofline", "excess", "x roofline", "DDR read MB",
+            "compulsory MB", "tiles",
+        ],
+    )  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--tiles", nargs="+", type=int, default=list(TILES))
     parser.add_argument("--pin", choices=("off", "on", "both"), default="both")
     parser.add_argument("--cascade", choices=("off", "on", "both"), default="both")
+    parser.add_argument("--layers", type=int, default=0, help="print the N worst layers")
     args = parser.parse_args()
 
     from mrvl.sim.profile import profile_regions
@@ -87,6 +114,9 @@ def main() -> None:
             profile = profile_regions(programs)
             seconds = time.perf_counter() - start
             results[tiles, pin, cascade] = profile
+            if args.layers:
+                print(f"{name}, {tiles} tiles, wb_pin_ocm {pin}, cascade {cascade}:")
+                print(worst_layers(profile, args.layers), end="\n\n")
             instructions = sum(len(valid.code) for _, valid, _ in programs)
             rows.append(
                 (

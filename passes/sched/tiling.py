@@ -61,11 +61,38 @@ class WindowPiece:
 
 
 @dataclass(frozen=True)
+class InputSampling:
+    """Where a layer's input rows and columns lie in the DDR tensor it loads them from, when
+    it reads only some of them (`WindowLayer.subsampled`): input row i is DDR row
+    `row0 + i * row_step`, input column j is DDR column `col0 + j * col_step`, of a DDR
+    tensor of `h` x `w` pixels."""
+
+    h: int
+    w: int
+    row0: int
+    row_step: int
+    col0: int
+    col_step: int
+
+    def element_offset(self, c: int, row: int, col: int, channel: int) -> int:
+        """DDR element index of (image 0, input row, input column, channel)."""
+        return (
+            (self.row0 + row * self.row_step) * self.w + self.col0 + col * self.col_step
+        ) * c + channel
+
+    def element_strides(self, c: int) -> tuple[int, int, int, int]:
+        """DDR element strides of an NHWC box of the input."""
+        return (self.h * self.w * c, self.row_step * self.w * c, self.col_step * c, 1)
+
+
+@dataclass(frozen=True)
 class WindowLayer:
     """The geometry of a conv or pool layer, NHWC.
 
     A conv with `groups` > 1 reads, for output channel o, only the input channels of its group
-    (`c / groups` of them); a pool (`depthwise_channels`) reads input channel o only.
+    (`c / groups` of them); a pool (`depthwise_channels`) reads input channel o only. With
+    `sampling`, the input (`h` x `w`) is every `row_step`-th row and `col_step`-th column of
+    the DDR tensor (`subsampled`).
     """
 
     n: int
@@ -86,6 +113,27 @@ class WindowLayer:
     pad_left: int = 0
     dw: int = 1
     groups: int = 1
+    sampling: InputSampling | None = None
+
+    def subsampled(self) -> WindowLayer:
+        """The same conv over only the input rows and columns it reads: a 1x1 kernel with a
+        stride s > 1 reads one row (column) in s, so its pieces load just those (DMA
+        strides) and it becomes a stride-1 conv over them, with the same taps in the same
+        order (the same bits), 1/s of the rows (columns) loaded. Itself when nothing is
+        skipped."""
+        if self.sampling is not None or self.depthwise_channels:
+            return self
+        rows = _sampled(self.h, self.kh, self.sh, self.pad_top)
+        cols = _sampled(self.w, self.kw, self.sw, self.pad_left)
+        if rows is None and cols is None:
+            return self
+        h, row0, row_step, pad_top = rows or (self.h, 0, 1, self.pad_top)
+        w, col0, col_step, pad_left = cols or (self.w, 0, 1, self.pad_left)
+        return replace(
+            self, h=h, w=w, sh=1 if rows else self.sh, sw=1 if cols else self.sw,
+            pad_top=pad_top, pad_left=pad_left,
+            sampling=InputSampling(self.h, self.w, row0, row_step, col0, col_step),
+        )  # fmt: skip
 
     @property
     def oc_per_group(self) -> int:
@@ -155,6 +203,18 @@ class WindowLayer:
             + self.n * rows * cols * ocs * F16
             + ocs * self.weight_bytes_per_oc
         )
+
+
+def _sampled(size: int, k: int, stride: int, pad: int) -> tuple[int, int, int, int] | None:
+    """(rows kept, first kept row, step, leading padding in kept rows) of one dimension of a
+    1x1 kernel with `stride` > 1: output i reads row i*stride - pad, so the kept rows are
+    those congruent to -pad; None when the kernel is wider or nothing would be skipped."""
+    if k != 1 or stride == 1:
+        return None
+    first = -pad % stride
+    if first >= size:
+        return None
+    return -(-(size - first) // stride), first, stride, (pad + first) // stride
 
 
 def _input_span(o0: int, count: int, stride: int, pad: int, k: int, d: int, size: int):
@@ -479,6 +539,9 @@ class _PieceCost:
     """DDR bytes the port moves for the piece, its constant loads included."""
     weight_ddr: int
     """The part of `ddr` that its constant loads move."""
+    window_ddr: int = 0
+    """The part of `ddr` that its input window moves (a piece of one step), which a tile
+    whose previous piece loaded the same window does not load again."""
 
 
 def _window_piece_cost(
@@ -515,17 +578,19 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
     def load(box, dims):
         return _dense_box_dma(target, box, dims, reads=True)
 
-    in_strides = (layer.h, layer.w, layer.c)
+    def load_window(box):
+        return _window_dma(layer, target, box)
+
     store = _dense_box_dma(target, (n, rows, cols, ocs), (layer.oh, layer.ow, layer.oc))
     out_shape = (n, rows, cols, ocs)
     if layer.depthwise_channels:
-        window = load((n, in_rows, in_cols, ics), in_strides)
+        window = load_window((n, in_rows, in_cols, ics))
         work = cost.vector(target, cost.pool_element_ops(out_shape, (layer.kh, layer.kw)))
         step = _Step(
             _contended(window, target, sharing), 0, work.cycles,
             _contended(store, target, sharing),
         )  # fmt: skip
-        return _PieceCost((step,), window.ddr_bytes + store.ddr_bytes, 0)
+        return _PieceCost((step,), window.ddr_bytes + store.ddr_bytes, 0, window.ddr_bytes)
     cg = layer.ic_per_group
     w_strides = (layer.kh, layer.kw, cg)
     vectors = (layer.weight_bytes_per_oc - layer.kh * layer.kw * cg * F16) // F32  # bias, slope
@@ -536,7 +601,7 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
     for index, (_, cs) in enumerate(blocks):
         if cs not in block_loads:
             block_loads[cs] = (
-                load((n, in_rows, in_cols, cs), in_strides),
+                load_window((n, in_rows, in_cols, cs)),
                 load((ocs, layer.kh, layer.kw, cs if cbs else cg), w_strides),
             )
         window, weights = block_loads[cs]
@@ -561,7 +626,20 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
         )
         ddr += window.ddr_bytes + const_ddr
         weight_ddr += const_ddr
-    return _PieceCost(tuple(steps), ddr, weight_ddr)
+    window_ddr = block_loads[blocks[0][1]][0].ddr_bytes if len(blocks) == 1 else 0
+    return _PieceCost(tuple(steps), ddr, weight_ddr, window_ddr)
+
+
+def _window_dma(layer: WindowLayer, target, box: tuple[int, int, int, int]):
+    """The load of an input window `box` (NHWC): a dense box of the DDR tensor, or with
+    `layer.sampling` a strided one (`mrvl.cost.dma_box`, as the cycle model prices it)."""
+    from mrvl import cost
+
+    if layer.sampling is None:
+        return _dense_box_dma(target, box, (layer.h, layer.w, layer.c), reads=True)
+    strides = tuple(F16 * s for s in layer.sampling.element_strides(layer.c))
+    dense = (box[1] * box[2] * box[3] * F16, box[2] * box[3] * F16, box[3] * F16, F16)
+    return cost.dma_box(target, box, F16, strides, dense, src_ddr=True, dst_ddr=False)
 
 
 def _dense_box_dma(target, box: tuple[int, ...], dims: tuple[int, ...], *, reads=False):
@@ -582,25 +660,27 @@ def _dense_box_dma(target, box: tuple[int, ...], dims: tuple[int, ...], *, reads
     return cost.dma(target, nbytes, runs=runs, reads_ddr=reads, writes_ddr=not reads)
 
 
-def _tile_cycles(steps: list[_Step], overlapped: bool) -> int:
+def _tile_cycles(steps: list[_Step], overlapped: bool, reused_outputs: bool = False) -> int:
     """Cycles of one tile running `steps` in order. Without overlap each step's loads,
     compute and store follow each other; with it (`sched-pipeline`'s double buffering) the
     DMA queue runs the loads of step i+1 before the store of step i, so they overlap the
-    compute of step i."""
+    compute of step i. With `reused_outputs` (a double-buffered plan whose outputs are not
+    allocated early, `early_outputs`), a compute writes the bytes of the previous step's
+    output, so it waits for that store."""
     if not steps:
         return 0
     if not overlapped:
         return sum(s.load + s.work + s.store for s in steps)
     dma = steps[0].load
     loaded = [dma]
-    mac = 0
+    mac = stored = 0
     for i, s in enumerate(steps):
         if i + 1 < len(steps):
             dma += steps[i + 1].load
             loaded.append(dma)
-        mac = max(mac, loaded[i]) + s.work
+        mac = max(mac, loaded[i], stored if reused_outputs else 0) + s.work
         if s.store:
-            dma = max(dma, mac) + s.store
+            dma = stored = max(dma, mac) + s.store
     return max(dma, mac)
 
 
@@ -615,14 +695,19 @@ def _pipelined_room(target) -> int:
 
 
 def _pipelined_top(
-    steps: list[tuple[tuple[int, ...], int, bool]], alignment: int, resident: int = 0
+    steps: list[tuple[tuple[int, ...], int, bool]],
+    alignment: int,
+    resident: int = 0,
+    early_outputs: bool = False,
 ) -> int:
     """The OCM a tile needs when `sched-pipeline` double-buffers `steps` and `sched-allocate`
     places the buffers first fit, as those passes do it: the loads of step i+1 are allocated
     before compute i (after its output), each step's loads live until its compute, its
     output until its store (right after the compute) or, in a chain of input-channel blocks
     (`read_by_next`), until the next compute. `resident` bytes (pinned weights or bias),
-    loaded after the first step's other loads, stay live throughout. Each step is (load sizes, output size, read_by_next)."""
+    loaded after the first step's other loads, stay live throughout. With `early_outputs`,
+    the output of step i+1 is allocated before the store of step i (`early_outputs`). Each
+    step is (load sizes, output size, read_by_next)."""
     ranges: list[tuple[int, int, int]] = []  # (start, end, size), in allocation order
     at = 0
 
@@ -636,9 +721,10 @@ def _pipelined_top(
     if resident:  # loaded after the first step's other loads, and kept
         alloc(resident)
         ranges[-1][1] = 1 << 60
-    carried = None
+    carried = early = None
     for i, (_, out_size, read_by_next) in enumerate(steps):
-        out = alloc(out_size)
+        out = alloc(out_size) if early is None else early
+        early = None
         following = [alloc(size) for size in steps[i + 1][0]] if i + 1 < len(steps) else []
         at += 1  # the compute
         for index in pending:
@@ -649,6 +735,8 @@ def _pipelined_top(
         if read_by_next:
             carried = out
         else:
+            if early_outputs and i + 1 < len(steps):
+                early = alloc(steps[i + 1][1])
             at += 1  # the store
             ranges[out][1] = at
         pending = following
@@ -705,15 +793,30 @@ def _window_steps(layer: WindowLayer, plan: WindowPlan, rows: int, in_rows: int,
     return [((window, *weights), out * F16, False)], 0
 
 
-def _double_buffers(layer: WindowLayer, plan: WindowPlan, target, pinned: bool) -> bool:
+def _double_buffers(
+    layer: WindowLayer, plan: WindowPlan, target, pinned: bool, early: bool = False
+) -> bool:
     """Whether `sched-pipeline` can overlap the loads of each step with the compute of the
     one before, as `_pipelined_top` lays a tile's buffers out for a sequence of bands like
-    the plan's."""
-    return _double_buffers_cached(layer, replace(plan, split="dealt"), target, pinned)
+    the plan's (with `early`, each output allocated before the previous store)."""
+    return _double_buffers_cached(layer, replace(plan, split="dealt"), target, pinned, early)
+
+
+def early_outputs(layer: WindowLayer, pieces: list[WindowPiece], target, pinned: bool) -> bool:
+    """Whether the lowering allocates each piece's output before its tile's previous store:
+    for a plan that double-buffers (`_double_buffers`) even with that extra buffer, not cut
+    into input-channel blocks. Otherwise the first-fit allocator gives the output the bytes
+    of the previous one, and the compute waits for the store that reads them; with it, the
+    store overlaps the next compute, as `_tile_cycles` prices a double-buffered plan."""
+    first = pieces[0]
+    if first.ci_blocks:
+        return False
+    plan = WindowPlan(first.ocs, first.rows, first.cols or layer.ow)
+    return _double_buffers(layer, plan, target, pinned, early=True)
 
 
 @cache
-def _double_buffers_cached(layer, plan, target, pinned) -> bool:
+def _double_buffers_cached(layer, plan, target, pinned, early=False) -> bool:
     bands = _bands(layer, plan.rows)
     if len(bands) > 5:  # the first bands, the last two, and the next channel group's first
         bands = bands[:3] + bands[-2:]
@@ -722,7 +825,18 @@ def _double_buffers_cached(layer, plan, target, pinned) -> bool:
     for _, rows, _, in_rows in sequence:
         piece, resident = _window_steps(layer, plan, rows, in_rows, pinned)
         steps += piece
-    return _pipelined_top(steps, target.ocm_alignment, resident) <= _pipelined_room(target)
+    room = _pipelined_room(target)
+    if resident and len(layer.channel_pieces(plan.ocs)) > 1:
+        # Pinned: where a tile's channel group changes, the next group's weights load during
+        # the last compute of this one, next to this group's weights and the two pieces'
+        # windows and outputs. `sched-pipeline` gives up the whole layer's double buffering
+        # when that moment does not fit.
+        align = target.ocm_alignment
+        ((loads, out, _),) = steps[-1:]
+        loaded = sum(_padded(size, align) for size in loads)
+        if 2 * (_padded(resident, align) + loaded) + _padded(out, align) * (1 + early) > room:
+            return False
+    return _pipelined_top(steps, target.ocm_alignment, resident, early) <= room
 
 
 def _fits_twice(layer: WindowLayer, plan: WindowPlan, target, pinned: bool) -> bool:
@@ -775,6 +889,34 @@ def _deal(count_by_key: list[tuple], split_index: int | None, num_tiles: int) ->
     return tiles
 
 
+def shares_window(previous: WindowPiece | None, piece: WindowPiece) -> bool:
+    """Whether `piece` reads the very input window its tile's previous piece loaded (the
+    same rows, columns and channels, neither cut into input-channel blocks): the lowering
+    then loads it once for both."""
+    return (
+        previous is not None
+        and not previous.ci_blocks
+        and not piece.ci_blocks
+        and (previous.in_row0, previous.in_rows, previous.in_col0, previous.in_cols)
+        == (piece.in_row0, piece.in_rows, piece.in_col0, piece.in_cols)
+        and (previous.ic0, previous.ics) == (piece.ic0, piece.ics)
+    )
+
+
+def grid_splits(num_tiles: int) -> tuple[str, ...]:
+    """The 2-D splits of `num_tiles` tiles: `GxR` puts the tiles in a grid of G groups of
+    output channels by R groups of row bands (and columns); each tile takes the pieces of
+    its channel group and its bands, band by band (`window_pieces`), so it loads each of
+    its windows once for all its channel pieces (`shares_window`) and reads 1/R of the
+    input and 1/G of the weights (per band)."""
+    return tuple(f"{g}x{num_tiles // g}" for g in (2, 4) if g < num_tiles and num_tiles % g == 0)
+
+
+def splits(num_tiles: int) -> tuple[str, ...]:
+    """Every split of a window layer over `num_tiles` tiles: `SPLITS` and `grid_splits`."""
+    return SPLITS + grid_splits(num_tiles) if num_tiles > 1 else SPLITS
+
+
 def _interleaved(pieces: list, tiles: list[int]) -> list:
     """Pieces in emission order: the first piece of every tile, then the second..., so every
     tile starts at once; each tile keeps its pieces' order."""
@@ -816,8 +958,20 @@ def window_pieces(layer: WindowLayer, plan: WindowPlan, num_tiles: int) -> list[
                     )
                 )
                 keys.append((g, b, c))
-    split = {"dealt": None, "channels": 0, "rows": 1, "columns": 2}[plan.split]
-    tiles = _deal(keys, split, num_tiles)
+    if "x" in plan.split:  # a grid of channel groups by band (and column) groups
+        groups = int(plan.split.split("x")[0])
+        bands = num_tiles // groups
+        channels, columns = len(_channels(layer, plan.ocs)), len(_columns(layer, plan.cols))
+        spatial = len(grid) // channels  # band and column pieces of one channel piece
+        tiles = [
+            g * groups // channels * bands + (b * columns + c) * bands // spatial
+            for g, b, c in keys
+        ]
+        order = sorted(range(len(grid)), key=lambda i: (tiles[i], keys[i][1], keys[i][2], i))
+        grid, tiles = [grid[i] for i in order], [tiles[i] for i in order]
+    else:
+        split = {"dealt": None, "channels": 0, "rows": 1, "columns": 2}[plan.split]
+        tiles = _deal(keys, split, num_tiles)
     pieces = [replace(p, tile=t) for p, t in zip(grid, tiles)]
     return _interleaved(pieces, tiles)
 
@@ -842,6 +996,7 @@ def window_plan_cycles(
 
     steps: dict[int, list[_Step]] = {}
     held: dict[int, tuple[int, int]] = {}
+    windows: dict[int, tuple] = {}  # tile -> the window its last piece loaded
     port = 0
     pins = False  # whether `sched-pin-weights` keeps some tile's weights
     sharing = len({p.tile for p in pieces})
@@ -858,11 +1013,15 @@ def window_plan_cycles(
         repeat = pinned and held.get(p.tile) == (p.oc0, p.ocs)  # its bias at least is kept
         kept = repeat and len(piece.steps) == 1
         held[p.tile] = (p.oc0, p.ocs)
+        shared = shares_window(windows.get(p.tile), p)
+        windows[p.tile] = p
         for s in piece.steps:
+            load = (0 if kept else s.weights) + (0 if shared else s.load - s.weights)
             steps.setdefault(p.tile, []).append(
-                replace(s, load=s.load - s.weights, weights=0) if kept else s
+                replace(s, load=load, weights=0 if kept else s.weights)
             )
         port += piece.ddr - (piece.weight_ddr if kept else 0)
+        port -= piece.window_ddr if shared else 0
         pins = pins or repeat
     if overlapped is None:
         first = pieces[0]
@@ -874,20 +1033,34 @@ def window_plan_cycles(
         # a chain whose bias `sched-pin-weights` keeps leaves a hole that, as measured, costs
         # the layer its double buffering: such a plan counts on none
         overlapped = not (pins and plan.cbs) and _double_buffers(layer, plan, target, pins)
-    busiest = max((_tile_cycles(s, overlapped) for s in steps.values()), default=0)
+    reused = (
+        overlapped
+        and len(pieces[0].ci_blocks) <= 1
+        and not early_outputs(layer, pieces, target, pinned)
+    )
+    busiest = max((_tile_cycles(s, overlapped, reused) for s in steps.values()), default=0)
     return max(busiest, cost.ddr_port_cycles(target, port))
 
 
-def _estimate(layer: WindowLayer, plan: WindowPlan, num_tiles: int, target, pinned: bool) -> int:
+def _estimate(
+    layer: WindowLayer,
+    plan: WindowPlan,
+    num_tiles: int,
+    target,
+    pinned: bool,
+    shared_windows: bool = False,
+) -> int:
     """`window_plan_cycles` without laying the pieces out: the plan's few distinct piece
-    shapes, counted, with the busiest tile taking its share of the pieces."""
+    shapes, counted, with the busiest tile taking its share of the pieces; with
+    `shared_windows`, as a grid split would lay them out (each tile loading a window once
+    for its channel pieces of that band)."""
     from mrvl import cost
 
     bands = Counter((rows, in_rows) for _, rows, _, in_rows in _bands(layer, plan.rows))
     cols = Counter((c, in_c) for _, c, _, in_c in _columns(layer, plan.cols))
     chans = Counter((ocs, ics) for _, ocs, _, ics in _channels(layer, plan.ocs))
     cbs = plan.cbs if plan.cbs and plan.cbs < layer.c else None
-    load = weights = work = store = ddr = weight_ddr = steps = 0
+    load = weights = work = store = ddr = weight_ddr = steps = window = window_ddr = 0
     pieces = sum(bands.values()) * sum(cols.values()) * sum(chans.values())
     sharing = min(num_tiles, pieces)
     for (rows, in_rows), nb in bands.items():
@@ -905,6 +1078,23 @@ def _estimate(layer: WindowLayer, plan: WindowPlan, num_tiles: int, target, pinn
                 steps += count * len(piece.steps)
                 ddr += count * piece.ddr
                 weight_ddr += count * piece.weight_ddr
+                if len(piece.steps) == 1:
+                    window += count * (piece.steps[0].load - piece.steps[0].weights)
+                    window_ddr += count * piece.window_ddr
+    # With a grid split whose tiles each take k channel pieces of a band, the tile loads each
+    # window once for the k of them (`shares_window`): price the plan so too, when better.
+    spatial = sum(bands.values()) * sum(cols.values())
+    k = max(
+        (
+            sum(chans.values()) // g
+            for g in (int(split.split("x")[0]) for split in grid_splits(num_tiles))
+            if spatial >= num_tiles // g
+        ),
+        default=1,
+    )
+    if shared_windows and k > 1 and not pinned:
+        load -= int(window * (1 - 1 / k))
+        ddr -= int(window_ddr * (1 - 1 / k))
     if pinned and cbs is None:
         groups = sum(chans.values())
         loads = min(pieces, groups + min(pieces, num_tiles) - 1)  # one per (tile, group)
@@ -1016,6 +1206,30 @@ def plan_window_layer_priced(
     return list(best[0])
 
 
+def plan_window_reads(
+    layer: WindowLayer,
+    target,
+    num_tiles: int,
+    what: str,
+    *,
+    split_columns: bool = False,
+    pinned: bool = False,
+) -> tuple[WindowLayer, list[WindowPiece]]:
+    """`plan_window_layer_priced` of the layer as it is and, for a 1x1 conv with strides, of
+    the layer that loads only the rows and columns it reads (`WindowLayer.subsampled`):
+    the cheaper of the two (narrow pixels read with strides cost a DDR burst each), with
+    the geometry its pieces are in."""
+    options = []
+    for geometry in dict.fromkeys((layer.subsampled(), layer)):
+        pieces = plan_window_layer_priced(
+            geometry, target, num_tiles, what, split_columns=split_columns, pinned=pinned
+        )
+        cycles = window_plan_cycles(geometry, pieces, num_tiles, target, pinned=pinned)
+        options.append((cycles, len(options), geometry, pieces))
+    _, _, geometry, pieces = min(options)
+    return geometry, pieces
+
+
 @cache
 def _cheapest_window_plan(
     layer: WindowLayer, target, num_tiles: int, split_columns: bool, pinned: bool
@@ -1026,9 +1240,20 @@ def _cheapest_window_plan(
     if not candidates:
         return None
     priced = sorted(candidates, key=lambda p: _estimate(layer, p, num_tiles, target, pinned))
+    shortlist = priced[:SHORTLIST]
+    tried = [(plan, splits(num_tiles) if num_tiles > 1 or pinned else SPLITS[:1])
+             for plan in _overlapping(layer, shortlist, target, pinned)]  # fmt: skip
+    if grid_splits(num_tiles) and not pinned:  # and the cheapest if laid out in a grid
+        in_grid = sorted(
+            candidates, key=lambda p: _estimate(layer, p, num_tiles, target, pinned, True)
+        )
+        extra = [p for p in in_grid[:SHORTLIST] if p not in shortlist]
+        tried += [
+            (plan, grid_splits(num_tiles)) for plan in _overlapping(layer, extra, target, pinned)
+        ]
     best, best_cycles = None, None
-    for plan in _overlapping(layer, priced[:SHORTLIST], target, pinned):
-        for split in SPLITS if num_tiles > 1 or pinned else SPLITS[:1]:
+    for plan, ways in tried:
+        for split in ways:
             pieces = window_pieces(layer, replace(plan, split=split), num_tiles)
             cycles = window_plan_cycles(layer, pieces, num_tiles, target, pinned=pinned)
             if best_cycles is None or cycles < best_cycles:

@@ -97,7 +97,7 @@ def test_the_priced_plan_is_never_dearer_than_spreading_over_every_tile(h, c, oc
 def test_every_candidate_plan_covers_the_output_once_and_fits(h, w, c, oc, k, s, tiles, pool, pick):
     """Whatever block sizes and split the search may choose, every output element is computed
     by exactly one piece on a tile that exists, and every piece fits a tile's OCM."""
-    from mrvl.passes.sched.tiling import SPLITS, WindowLayer, window_candidates, window_pieces
+    from mrvl.passes.sched.tiling import WindowLayer, splits, window_candidates, window_pieces
     from mrvl.target import get_target
 
     target = get_target("cn10ka")
@@ -110,7 +110,7 @@ def test_every_candidate_plan_covers_the_output_once_and_fits(h, w, c, oc, k, s,
     plans = window_candidates(layer, target, tiles, split_columns=not pool)
     plan = plans[pick % len(plans)]
     budget = target.ocm_bytes_per_tile - 4 * target.ocm_alignment
-    for split in SPLITS:
+    for split in splits(tiles):
         pieces = window_pieces(layer, replace(plan, split=split), tiles)
         cells = Counter(
             (r, col, o)
@@ -151,3 +151,35 @@ def test_the_priced_fc_plan_covers_the_output_and_is_never_dearer_than_the_fixed
     assert len(cells) == rows * o and set(cells.values()) == {1}
     for p in chosen:
         assert (p.ns * k + p.os * k + p.ns * p.os) * F16 + p.os * F32 + 4 * ALIGN <= OCM
+
+
+def test_a_grid_split_gives_each_tile_a_block_of_channels_and_bands_and_loads_each_window_once():
+    """2x4 over 8 tiles: 4 channel pieces by 4 bands; each tile takes 2 channel pieces (one
+    channel group) of one band, the second reading the window the first loaded, so the
+    layer reads its input once and its weights 4 times, where by channels it reads its
+    input 4 times; and is priced so."""
+    from mrvl.passes.sched.tiling import (
+        WindowLayer,
+        WindowPlan,
+        shares_window,
+        window_pieces,
+        window_plan_cycles,
+    )
+    from mrvl.target import get_target
+
+    target = get_target("cn10ka")
+    layer = WindowLayer(1, 28, 28, 256, 28, 28, 512, 1, 1, 1, 0, 1, 256 * F16 + F32, False)
+    grid = window_pieces(layer, WindowPlan(128, 7, 28, split="2x4"), 8)
+    by_tile = {}
+    for p in grid:
+        by_tile.setdefault(p.tile, []).append(p)
+    assert sorted(by_tile) == list(range(8))
+    for tile, pieces in by_tile.items():
+        assert len({p.orow0 for p in pieces}) == 1  # one band
+        assert {p.oc0 // 256 for p in pieces} == {tile // 4}  # its channel group
+        assert shares_window(pieces[0], pieces[1])
+    by_channels = window_pieces(layer, WindowPlan(128, 7, 28, split="channels"), 8)
+    assert not any(shares_window(a, b) for a, b in zip(by_channels, by_channels[8:]))
+    assert window_plan_cycles(layer, grid, 8, target) < window_plan_cycles(
+        layer, by_channels, 8, target
+    )

@@ -30,17 +30,18 @@ builtin.module {
 // CHECK-NEXT:   %[[B:.*]] = sched.const "region_mrvl_const_1" = {{.*}} : !sched.buffer<ddr, 3xf32>
 // CHECK-NEXT:   %[[Y:.*]] = sched.alloc : !sched.buffer<ddr, 1x6x6x3xf16>
 //   band 1: output rows 0-2 need input rows 0-3 (row -1 is padding)
-// CHECK-NEXT:   %[[WIN0:.*]] = sched.alloc tile(0) : !sched.buffer<ocm, 1x4x6x1xf16>
-// CHECK-NEXT:   %[[L0:.*]] = sched.dma tile 0 %[[NHWC]] [0, 0, 0, 0] -> %[[WIN0]] [0, 0, 0, 0] box [1, 4, 6, 1] after(%[[T1]])
-// CHECK-NEXT:   %[[O0:.*]] = sched.alloc tile(0) : !sched.buffer<ocm, 1x3x6x3xf16>
+//   the constants first (they wait for nothing), then the window
 // CHECK-NEXT:   %[[W0:.*]] = sched.alloc tile(0) : !sched.buffer<ocm, 3x3x3x1xf16>
 // CHECK-NEXT:   %[[LW0:.*]] = sched.dma tile 0 %[[W]] [0, 0, 0, 0] -> %[[W0]] [0, 0, 0, 0] box [3, 3, 3, 1] :
 // CHECK-NEXT:   %[[B0:.*]] = sched.alloc tile(0) : !sched.buffer<ocm, 3xf32>
 // CHECK-NEXT:   %[[LB0:.*]] = sched.dma tile 0 %[[B]] [0] -> %[[B0]] [0] box [3] :
+// CHECK-NEXT:   %[[WIN0:.*]] = sched.alloc tile(0) : !sched.buffer<ocm, 1x4x6x1xf16>
+// CHECK-NEXT:   %[[L0:.*]] = sched.dma tile 0 %[[NHWC]] [0, 0, 0, 0] -> %[[WIN0]] [0, 0, 0, 0] box [1, 4, 6, 1] after(%[[T1]])
+// CHECK-NEXT:   %[[O0:.*]] = sched.alloc tile(0) : !sched.buffer<ocm, 1x3x6x3xf16>
 // CHECK-NEXT:   %[[C0:.*]] = sched.conv2d tile 0 %[[WIN0]], %[[W0]] bias %[[B0]] -> %[[O0]] in_row 0 out_row 0 channels 0 of 3 kernel [3, 3] strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 act relu after(%[[L0]], %[[LW0]], %[[LB0]]) {{.*}} loc("/conv/Conv")
 // CHECK-NEXT:   %[[S0:.*]] = sched.dma tile 0 %[[O0]] [0, 0, 0, 0] -> %[[Y]] [0, 0, 0, 0] box [1, 3, 6, 3] after(%[[C0]])
 //   band 2: output rows 3-5 need input rows 2-5, on tile 1
-// CHECK-NEXT:   %[[WIN1:.*]] = sched.alloc tile(1) : !sched.buffer<ocm, 1x4x6x1xf16>
+// CHECK:        %[[WIN1:.*]] = sched.alloc tile(1) : !sched.buffer<ocm, 1x4x6x1xf16>
 // CHECK-NEXT:   %{{.*}} = sched.dma tile 1 %[[NHWC]] [0, 2, 0, 0] -> %[[WIN1]] [0, 0, 0, 0] box [1, 4, 6, 1] after(%[[T1]])
 // CHECK:        sched.conv2d tile 1 {{.*}} in_row 2 out_row 3 channels 0 of 3
 // CHECK-NEXT:   %[[S1:.*]] = sched.dma tile 1 %{{.*}} [0, 0, 0, 0] -> %[[Y]] [0, 3, 0, 0] box [1, 3, 6, 3]
