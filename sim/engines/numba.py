@@ -1,7 +1,8 @@
 """The Numba engine: the same machine as the reference interpreter, compiled, bit for bit.
 
 The whole instruction stream runs in one compiled call over the typed rows of a `ValidProgram`
-(`words`, `floats`) and the byte arrays of `Memory`. Validation has proved every access in
+(`words`, `floats`) and the byte arrays of `Memory`; with more threads (`threads`), each runs
+that call and they share the large convs (`run_program`, `conv`). Validation has proved every access in
 bounds, and Numba does no bounds checking, so nothing here checks anything.
 
 Numerics, as in docs/isa.md §4 and `mrvl.sim.numerics`:
