@@ -104,7 +104,8 @@ def paths_net() -> onnx.ModelProto:
     wide convs with no activation, with and without bias, stride and padding, and on a second
     input a strided, unpadded conv with relu over 8192 channels, too wide for one tile's OCM
     with even one output channel, so it is cut into input-channel blocks (fp32 partial sums)
-    as ZFNet-512's layers are."""
+    as ZFNet-512's layers are, and a narrow strided, unpadded conv with relu in one block (as
+    ZFNet-512's are when the tiling search keeps a layer's input channels whole)."""
     rng = np.random.default_rng(0)
     c = 64
 
@@ -117,6 +118,7 @@ def paths_net() -> onnx.ModelProto:
         init("w1", (c, c, 3, 3)), init("b1", (c,)), init("w2", (c, c, 3, 3)), init("b2", (c,)),
         init("w3", (c, c, 1, 1)), init("w4", (c, c, 3, 3)),
         init("w5", (32, 8192, 3, 3)), init("b5", (32,)),
+        init("w6", (16, c, 3, 3)), init("b6", (16,)),
     ]  # fmt: skip
     node = helper.make_node
     nodes = [
@@ -127,6 +129,8 @@ def paths_net() -> onnx.ModelProto:
         node("Conv", ["c3", "w4"], ["y"], name="conv_pad", pads=[1, 1, 1, 1]),
         node("Conv", ["z", "w5", "b5"], ["c5"], name="conv_blocks", strides=[2, 2]),
         node("Relu", ["c5"], ["y2"], name="conv_blocks_relu"),
+        node("Conv", ["x", "w6", "b6"], ["c6"], name="conv_narrow", strides=[2, 2]),
+        node("Relu", ["c6"], ["y3"], name="conv_narrow_relu"),
     ]  # fmt: skip
     graph = helper.make_graph(
         nodes,
@@ -138,6 +142,7 @@ def paths_net() -> onnx.ModelProto:
         [
             helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 4, 4]),
             helper.make_tensor_value_info("y2", TensorProto.FLOAT, [1, 32, 1, 1]),
+            helper.make_tensor_value_info("y3", TensorProto.FLOAT, [1, 16, 3, 3]),
         ],
         inits,
     )
