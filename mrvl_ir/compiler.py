@@ -186,12 +186,13 @@ def compile_region(
             after_pass=after_pass,
             verify_each_pass=verify_each_pass or dump is not None,
             options={
-                "convert-mrvl-to-sched": {
+                name: {
                     "mcpu": mcpu,
                     "num_tiles": num_tiles,
                     "wb_pin_ocm": bool(wb_pin_ocm),
                     "cascade": bool(cascade),
                 }
+                for name in ("sched-plan-tiling", "convert-mrvl-to-sched")
             },
         )
     with layer_boundary(f"assembling region {symbol}"):
