@@ -106,6 +106,87 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
     name = "sched.token"
 
 
+_PLAN_FIELDS = {
+    "sched.window_plan": ("ocs", "rows", "cols", "cbs", "split", "strided"),
+    "sched.fc_plan": ("os", "ns", "split"),
+}
+
+
+class _PlanAttr(ParametrizedAttribute):
+    """A layer's tiling plan, `<name = value, ...>` with every field present and in order; its
+    pieces (and their tiles) are regenerated from it (`tiling.window_pieces`, `fc_pieces`)."""
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values = []
+        with parser.in_angle_brackets():
+            for i, field in enumerate(_PLAN_FIELDS[cls.name]):
+                if i:
+                    parser.parse_punctuation(",")
+                parser.parse_keyword(field)
+                parser.parse_punctuation("=")
+                if field == "split":
+                    values.append(StringAttr(parser.parse_str_literal("a split")))
+                else:
+                    values.append(IntAttr(parser.parse_integer(allow_boolean=False)))
+        return values
+
+    def print_parameters(self, printer: Printer) -> None:
+        fields = []
+        for field, value in zip(_PLAN_FIELDS[self.name], self.parameters, strict=True):
+            text = f'"{value.data}"' if isinstance(value, StringAttr) else str(value.data)
+            fields.append(f"{field} = {text}")
+        printer.print_string(f"<{', '.join(fields)}>")
+
+    def verify(self) -> None:
+        for field, value in zip(_PLAN_FIELDS[self.name], self.parameters, strict=True):
+            if isinstance(value, IntAttr) and value.data < (
+                0 if field in ("cbs", "strided") else 1
+            ):
+                raise VerifyException(f"{self.name}: {field} = {value.data} is out of range")
+
+
+@irdl_attr_definition
+class WindowPlanAttr(_PlanAttr):
+    """The plan of a conv/pool layer (`tiling.WindowPlan`): output channels, rows and columns
+    per piece, input channels per block (0: not cut into blocks), how the pieces go to the
+    tiles (`tiling.SPLITS` or a grid `GxB`), and `strided = 1` when its pieces load only the
+    rows and columns a strided 1x1 conv reads (`WindowLayer.subsampled`)."""
+
+    name = "sched.window_plan"
+    ocs: IntAttr = param_def()
+    rows: IntAttr = param_def()
+    cols: IntAttr = param_def()
+    cbs: IntAttr = param_def()
+    split: StringAttr = param_def()
+    strided: IntAttr = param_def()
+
+    def __init__(self, ocs: int, rows: int, cols: int, cbs: int, split: str, strided: bool):
+        super().__init__(
+            IntAttr(ocs), IntAttr(rows), IntAttr(cols), IntAttr(cbs), StringAttr(split),
+            IntAttr(int(strided)),
+        )  # fmt: skip
+
+    def verify(self) -> None:
+        super().verify()
+        if self.strided.data > 1:
+            raise VerifyException("sched.window_plan: strided is 0 or 1")
+
+
+@irdl_attr_definition
+class FcPlanAttr(_PlanAttr):
+    """The plan of an FC layer (`tiling.FcPlan`): output features and rows per piece, and how
+    the pieces go to the tiles (`tiling.FC_SPLITS`)."""
+
+    name = "sched.fc_plan"
+    os: IntAttr = param_def()
+    ns: IntAttr = param_def()
+    split: StringAttr = param_def()
+
+    def __init__(self, os: int, ns: int, split: str):
+        super().__init__(IntAttr(os), IntAttr(ns), StringAttr(split))
+
+
 def buffer_type(value: SSAValue) -> BufferType:
     t = value.type
     if not isinstance(t, BufferType):
@@ -767,5 +848,5 @@ Sched = Dialect(
         MulTaskOp,
         LutTaskOp,
     ],
-    [BufferType, TokenType],
+    [BufferType, TokenType, WindowPlanAttr, FcPlanAttr],
 )

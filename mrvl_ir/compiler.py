@@ -65,17 +65,21 @@ def run_pipeline(
     """Run named passes in order; `after_pass` sees every result.
 
     `options` gives a pass its options by pipeline name (Python names, as the pass's fields:
-    `{"convert-mrvl-to-sched": {"mcpu": "cn10ka", "num_tiles": 8}}`).
+    `{"convert-mrvl-to-sched": {"mcpu": "cn10ka", "num_tiles": 8}}`). `sched-plan-tiling`
+    plans for the same target: it takes `convert-mrvl-to-sched`'s options unless given its own.
 
     The module is verified once at the end; `verify_each_pass` verifies after every pass
     instead (what the tests and `--dump-dir` do: it finds the pass that broke the IR, at
     about a third more compile time on a ResNet-50).
     """
     ctx = mrvl_context()
+    options = dict(options or {})
+    if "convert-mrvl-to-sched" in options:
+        options.setdefault("sched-plan-tiling", options["convert-mrvl-to-sched"])
     name = "the pipeline"
     try:
         for index, name in enumerate(passes):
-            ALL_PASSES[name]()(**(options or {}).get(name, {})).apply(ctx, module)
+            ALL_PASSES[name]()(**options.get(name, {})).apply(ctx, module)
             if verify_each_pass:
                 module.verify()
             if after_pass is not None:

@@ -28,6 +28,12 @@ def _fold_flatten():
     return FoldFlattenIntoFcPass
 
 
+def _plan_tiling():
+    from mrvl.passes.sched.plan_tiling import PlanTilingPass
+
+    return PlanTilingPass
+
+
 def _to_sched():
     from mrvl.passes.sched.convert_mrvl_to_sched import ConvertMrvlToSchedPass
 
@@ -86,6 +92,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "mrvl-cast-fp16": _cast_fp16,
     "mrvl-canonicalize": _canonicalize,
     "mrvl-fold-flatten-into-fc": _fold_flatten,
+    "sched-plan-tiling": _plan_tiling,
     "convert-mrvl-to-sched": _to_sched,
     "sched-fuse-converts": _fuse_converts,
     "sched-pin-weights": _pin_weights,
@@ -99,6 +106,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 
 GRAPH_PIPELINE = ("mrvl-cast-fp16", "mrvl-canonicalize", "mrvl-fold-flatten-into-fc")
 SCHED_PIPELINE = (
+    "sched-plan-tiling",
     "convert-mrvl-to-sched",
     "sched-fuse-converts",
     "sched-pin-weights",

@@ -42,6 +42,12 @@ from mrvl.errors import CompileError, layer_boundary
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.cascade import ResidentPlan, plan_resident
+from mrvl.passes.sched.plan_tiling import (
+    PLAN,
+    plan_fc,
+    recorded_fc_pieces,
+    recorded_window_pieces,
+)
 from mrvl.passes.sched.tiling import (
     F32,
     ChannelChunk,
@@ -49,7 +55,6 @@ from mrvl.passes.sched.tiling import (
     WindowLayer,
     WindowPiece,
     plan_elementwise,
-    plan_fc_layer_priced,
     plan_per_channel,
     plan_resize_layer,
     early_outputs,
@@ -271,7 +276,14 @@ class _Lowering:
         pieces = self.resident.pieces.get(op)
         planned = pieces is None  # else `plan_resident`'s pieces, which read the input in OCM
         target = dataclasses.replace(self.target, ocm_bytes_per_tile=self.ocm_bytes(op))
-        if planned:
+        recorded = op.attributes.get(PLAN)
+        if planned and recorded is not None:
+            if not isinstance(recorded, sched.WindowPlanAttr):
+                raise CompileError(f"{self.what(op)}: {PLAN} must be a #sched.window_plan")
+            geometry, pieces = recorded_window_pieces(
+                recorded, geometry, target, self.num_tiles, self.what(op)
+            )
+        elif planned:
             geometry, pieces = plan_window_reads(
                 geometry, target, self.num_tiles, self.what(op), split_columns=is_conv,
                 pinned=self.wb_pin_ocm,
@@ -523,10 +535,13 @@ class _Lowering:
         n, k = mrvl.shape_of(op.input)
         o, _ = mrvl.shape_of(op.weight)
         target = dataclasses.replace(self.target, ocm_bytes_per_tile=self.ocm_bytes(op))
-        pieces = plan_fc_layer_priced(
-            n, k, o, target, self.num_tiles, self.what(op),
-            slopes=op.slopes is not None, bias=op.bias is not None, pinned=self.wb_pin_ocm,
-        )  # fmt: skip
+        recorded = op.attributes.get(PLAN)
+        if recorded is None:
+            pieces = plan_fc(op, target, self.num_tiles, self.wb_pin_ocm)
+        elif isinstance(recorded, sched.FcPlanAttr):
+            pieces = recorded_fc_pieces(recorded, op, target, self.num_tiles, self.what(op))
+        else:
+            raise CompileError(f"{self.what(op)}: {PLAN} must be a #sched.fc_plan")
         slopes = self.slopes(op)
         src, dst = self.ddr_buffer(op.input), self.new_ddr(op.output)
         for p in pieces:

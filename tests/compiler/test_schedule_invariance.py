@@ -138,7 +138,7 @@ def test_every_tiling_plan_gives_the_same_bits(
     pieces of that band."""
     from unittest import mock
 
-    from mrvl.passes.sched import convert_mrvl_to_sched as lowering
+    from mrvl.passes.sched import plan_tiling as lowering
     from mrvl.passes.sched import tiling
 
     rng = np.random.default_rng(seed)
