@@ -139,6 +139,22 @@ def test_f16_to_f32_table_is_numpy_exact():
     )
 
 
+def test_f16_loads_widen_every_half_like_the_table_at_any_length_and_address():
+    halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    memory = np.concatenate([np.zeros(1, np.uint16), halves]).view(np.uint8)
+    table = numba_engine.F16_TO_F32
+    expected = table.view(np.uint32)
+    loaded = numba_engine.load_f16(memory, 2, halves.size, table)  # the vector lanes
+    np.testing.assert_array_equal(loaded.view(np.uint32), expected)
+    for size in range(1, 20):  # every length of the tail after the vector lanes
+        loaded = numba_engine.load_f16(memory, 2 * (1 << 16) + 2 - 2 * size, size, table)
+        np.testing.assert_array_equal(loaded.view(np.uint32), expected[-size:])
+    unaligned = numba_engine.load_f16(
+        np.concatenate([[7], memory[2:40]]).astype(np.uint8), 1, 19, table
+    )
+    np.testing.assert_array_equal(unaligned.view(np.uint32), expected[:19])
+
+
 # --------------------------------------------------------------- generated single layers
 
 
