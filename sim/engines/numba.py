@@ -743,7 +743,7 @@ def cvt(row, ddr, lut_bits, tally):
 
 # ------------------------------------------------------------------------------------ conv
 
-MAC_PIXELS = 4
+MAC_PIXELS = 6
 """Output positions of one `mac_tile` call."""
 MAC_CHANNELS = 16
 """Output channels of one `mac_tile` call: two vectors of LANES."""
