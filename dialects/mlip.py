@@ -24,12 +24,12 @@ from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
+    Signedness,
     StringAttr,
     TensorType,
     f32,
     i32,
-    IntegerType,
-    Signedness,
 )
 
 ui8 = IntegerType(8, Signedness.UNSIGNED)

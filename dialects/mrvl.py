@@ -32,9 +32,12 @@ from xdsl.dialects.builtin import (
     i8,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
+    VarConstraint,
+    base,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -43,13 +46,9 @@ from xdsl.irdl import (
     param_def,
     prop_def,
     result_def,
-    VarConstraint,
-    base,
     traits_def,
     var_operand_def,
 )
-from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import SpacedOpaqueSyntaxAttribute
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect, Pure

@@ -26,14 +26,13 @@ from xdsl.ir import (
     Attribute,
     Block,
     Dialect,
-    Region,
     ParametrizedAttribute,
+    Region,
     SSAValue,
     TypeAttribute,
 )
 from xdsl.irdl import (
     IRDLOperation,
-    region_def,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -41,14 +40,15 @@ from xdsl.irdl import (
     opt_prop_def,
     param_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
 )
 from xdsl.irdl.operations import AttrSizedOperandSegments
-from xdsl.traits import NoTerminator
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
+from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from mrvl.dialects.mrvl import ACTIVATION_FORMAT, FusedActivation, numpy_dtype

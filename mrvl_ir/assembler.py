@@ -10,8 +10,8 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 
 from mrvl.dialects.mlip import INSTRUCTION_OPS, ConstsOp, InstructionOp, IOOp
 from mrvl.errors import CompileError
-from mrvl.locations import location_name, name_location
 from mrvl.isa import NO_LOC, DType, Instruction, IOEntry, Program
+from mrvl.locations import location_name, name_location
 
 _DTYPE_BY_NAME = {d.name.lower(): d for d in DType}
 

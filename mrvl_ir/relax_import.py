@@ -20,12 +20,12 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, UnitAttr, f32
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from mrvl.activation_forms import ActivationFormError, FusedActivationForm, split_activation
 from mrvl import strided
-from mrvl.locations import name_location
+from mrvl.activation_forms import ActivationFormError, FusedActivationForm, split_activation
 from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError, layer_boundary
 from mrvl.frontend import constant_view, node_name_of
+from mrvl.locations import name_location
 
 RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC"}
 

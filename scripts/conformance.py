@@ -327,10 +327,11 @@ def summarize(results: Sequence[CaseResult]) -> dict[str, Counter]:
 
 
 def render_report(results: Sequence[CaseResult], elapsed: float) -> str:
+    from importlib.metadata import version
+
     import tvm
 
     import mrvl  # noqa: F401 - version source
-    from importlib.metadata import version
 
     table = summarize(results)
     totals = Counter(r.status for r in results)

@@ -82,15 +82,16 @@ def describe_partition(run: ZooRun, model, report) -> None:
 def run_model(name: str, seed: int = SEED, redraw: str = "on-miss") -> ZooRun:
     """Partition, build, run and judge one zoo model; exceptions become `failure`.
     `redraw`: when the rule's second look over re-drawn roundings is taken (`judge_model`)."""
-    import mrvl
     import numpy as np
     import onnxruntime as ort
     import tvm
+    from tvm import relax
+
+    import mrvl
     from mrvl.fp16_emulation import judge_model
     from mrvl.models.light import random_inputs
     from mrvl.models.zoo import load_zoo_model, zoo_model_info
     from mrvl.sim import use_engine
-    from tvm import relax
 
     info = zoo_model_info(name)
     run = ZooRun(name, info.kind, info.macs)

@@ -29,6 +29,7 @@ from mrvl.isa import (
     DTYPE_BYTES,
     OPCODE_BY_NAME,
     OPCODES,
+    TABLE_ACTIVATIONS,
     Activation,
     DType,
     Instruction,
@@ -36,7 +37,6 @@ from mrvl.isa import (
     OpcodeSpec,
     PoolMode,
     Program,
-    TABLE_ACTIVATIONS,
 )
 from mrvl.sim.errors import Fault, SimulatorError
 from mrvl.target import Target, UnknownTargetError, get_target

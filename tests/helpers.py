@@ -199,8 +199,9 @@ def warm_simulator() -> None:
     cache (about a minute of CPU on a cold cache): `scripts/test.sh` does it once, next to lit,
     so that the pytest workers load the kernels instead of each compiling them."""
     import tvm
-    from mrvl.sim import use_engine
     from tvm import relax
+
+    from mrvl.sim import use_engine
 
     vm = relax.VirtualMachine(corpus_build("mnist", 8), tvm.cpu())
     with use_engine("numba"):

@@ -42,6 +42,7 @@ from functools import cache
 from pathlib import Path
 
 import onnx
+
 from mrvl.models.light import reweight
 
 __all__ = [

@@ -19,8 +19,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from mrvl.dialects import mlip, sched
 from mrvl.dialects.mrvl import numpy_dtype
 from mrvl.errors import CompileError, layer_boundary
-from mrvl.locations import location_name
 from mrvl.isa import NO_SIGNAL, Activation, DType, MemSpace, PoolMode
+from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass
 
 _DTYPES = {"float32": DType.F32, "float16": DType.F16, "int8": DType.I8, "int32": DType.I32}

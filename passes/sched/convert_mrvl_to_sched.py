@@ -17,7 +17,6 @@ from functools import cache
 from math import prod
 
 import numpy as np
-
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -39,6 +38,7 @@ from xdsl.rewriter import Rewriter
 from mrvl.act_tables import activation_table, table_key, table_name
 from mrvl.dialects import mrvl, sched
 from mrvl.errors import CompileError, layer_boundary
+from mrvl.isa import TABLE_ACTIVATIONS
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.cascade import ResidentPlan, plan_resident
@@ -54,14 +54,13 @@ from mrvl.passes.sched.tiling import (
     Chunk,
     WindowLayer,
     WindowPiece,
+    early_outputs,
     plan_elementwise,
     plan_per_channel,
     plan_resize_layer,
-    early_outputs,
     plan_window_reads,
     shares_window,
 )
-from mrvl.isa import TABLE_ACTIVATIONS
 from mrvl.target import Target, get_target
 
 F16_BYTES = 2

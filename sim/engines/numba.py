@@ -45,9 +45,9 @@ from mrvl.isa import (
     DType,
     PoolMode,
 )
-from mrvl.sim.stats import RunStats
-from mrvl.sim.memory import Memory
 from mrvl.sim.errors import SimulatorError, SimulatorInputError
+from mrvl.sim.memory import Memory
+from mrvl.sim.stats import RunStats
 from mrvl.sim.validate import ValidProgram, describe, field_words
 
 

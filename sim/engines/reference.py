@@ -22,15 +22,14 @@ from mrvl.isa import (
     CONV_CI_BLOCK,
     DTYPE_NUMPY,
     OPCODE_BY_NAME,
+    TABLE_ACTIVATIONS,
     Activation,
     DType,
     Instruction,
     MemSpace,
     PoolMode,
-    TABLE_ACTIVATIONS,
 )
 from mrvl.sim.errors import Fault, SimulatorError
-from mrvl.sim.stats import RunStats
 from mrvl.sim.memory import Memory
 from mrvl.sim.numerics import (
     F16Counts,
@@ -41,6 +40,7 @@ from mrvl.sim.numerics import (
     round_to_f16,
     two_tap,
 )
+from mrvl.sim.stats import RunStats
 from mrvl.sim.validate import ValidProgram, describe
 
 F16 = "float16"

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import functools
 
-import mrvl
 import numpy as np
 import pytest
+from helpers import ENGINE_CORPUS_MODELS, assert_same_bytes, corpus_model, region_functions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.parser import Parser
 
+import mrvl
 from mrvl.assembler import assemble
 from mrvl.compiler import compile_region, run_pipeline
 from mrvl.dialects import mrvl_context
@@ -21,8 +22,6 @@ from mrvl.passes import DEFAULT_PIPELINE
 from mrvl.sim import prepare, run
 from mrvl.sim.cycles import model_cycles
 from mrvl.sim.profile import profile_regions
-
-from helpers import ENGINE_CORPUS_MODELS, assert_same_bytes, corpus_model, region_functions
 
 
 @functools.cache

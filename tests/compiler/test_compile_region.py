@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import onnxruntime_outputs, region_functions, truncated_at
 
 from mrvl import binary
 from mrvl.accuracy import fp16_agreement
@@ -11,8 +12,6 @@ from mrvl.assembler import assemble, disassemble
 from mrvl.compiler import compile_region
 from mrvl.errors import CompileError, UnsupportedOpError
 from mrvl.sim import run
-
-from helpers import onnxruntime_outputs, region_functions, truncated_at
 
 
 @pytest.fixture(scope="module")

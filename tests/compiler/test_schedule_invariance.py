@@ -9,13 +9,14 @@ from dataclasses import replace
 import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from xdsl.parser import Parser
+
 from mrvl.assembler import assemble
 from mrvl.compiler import run_pipeline
 from mrvl.dialects import mrvl_context
 from mrvl.passes import DEFAULT_PIPELINE
 from mrvl.sim import prepare, run
 from mrvl.sim.cycles import model_cycles
-from xdsl.parser import Parser
 
 CHOICES = [  # mcpu, num_tiles, wb_pin_ocm, cascade
     ("cn10ka", 1, False, True),

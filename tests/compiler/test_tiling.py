@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from mrvl.passes.sched.tiling import F16, F32, plan_fc_layer, plan_per_channel
 
 OCM, ALIGN = 262144, 64

@@ -7,14 +7,13 @@ import numpy as np
 import onnx
 import pytest
 import tvm
+from helpers import onnxruntime_outputs
 from onnx import TensorProto, helper, numpy_helper
 from tvm import relax
 
 import mrvl
 from mrvl.accuracy import fp16_agreement
 from mrvl.placement import node_targets
-
-from helpers import onnxruntime_outputs
 
 RNG = np.random.default_rng(7)
 

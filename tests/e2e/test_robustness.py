@@ -7,13 +7,12 @@ import numpy as np
 import onnx
 import pytest
 import tvm
+from helpers import onnxruntime_outputs
 from onnx import TensorProto, helper, numpy_helper
 from tvm import relax
 
 import mrvl
 from mrvl.accuracy import fp16_agreement
-
-from helpers import onnxruntime_outputs
 
 node = helper.make_node
 
@@ -196,10 +195,10 @@ def test_input_channel_blocks_continue_the_accumulation_bit_exactly():
     channels carrying fp32 partial sums; on cn10ka (256 KB) the priced plan chooses its own
     cut (blocks of other sizes, or none). Both binaries give the same bits, and the model
     matches onnxruntime."""
+    from helpers import region_functions
+
     from mrvl import sim
     from mrvl.compiler import compile_region
-
-    from helpers import region_functions
 
     onnx_model = _conv_net(
         [1, 4096, 3, 3], [4, 4096, 3, 3], [1, 4, 3, 3], kernel_shape=[3, 3], pads=[1, 1, 1, 1]

@@ -9,13 +9,12 @@ import numpy as np
 import onnx
 import pytest
 import tvm
+from helpers import onnxruntime_outputs
 from onnx import TensorProto, helper, numpy_helper
 from tvm import relax
 
 import mrvl
 from mrvl.accuracy import fp16_agreement
-
-from helpers import onnxruntime_outputs
 
 node = helper.make_node
 

@@ -88,13 +88,14 @@ def _rms(a: np.ndarray) -> float:
 
 
 def check(spec: Spec) -> Outcome:
-    import mrvl
     import tvm
+    from tvm import relax
+
+    import mrvl
     from mrvl.errors import ModelImportError, MrvlError
     from mrvl.fp16_emulation import fp16_emulation_outputs, judge_model
     from mrvl.placement import is_region, node_targets
     from mrvl.sim import use_engine
-    from tvm import relax
 
     model = build_model(spec)
     onnx.checker.check_model(model)  # a generator bug, not a finding: let it raise

@@ -23,13 +23,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import mrvl
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
 import tvm
 from helpers import assert_same_bytes, corpus_features, lib_features
+from tvm import relax
+
+import mrvl
 from mrvl.fp16_emulation import judge_model
 from mrvl.models.light import (
     LIGHT_MODELS,
@@ -41,7 +43,6 @@ from mrvl.models.light import (
 )
 from mrvl.placement import CPU, node_targets
 from mrvl.sim import simulator_wall_time, use_engine
-from tvm import relax
 
 NUM_TILES = 8
 SEED = 0

@@ -252,8 +252,9 @@ def test_a_compiled_model_has_no_hazard_and_every_instruction_is_timed(mnist_par
     ],
 )
 def test_compiled_models_have_no_hazard(name, num_tiles):
-    import mrvl
     from helpers import region_functions
+
+    import mrvl
     from mrvl.compiler import compile_region
     from mrvl.models.light import load_light_model
     from mrvl.models.zoo import load_zoo_model

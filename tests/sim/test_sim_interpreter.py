@@ -757,8 +757,9 @@ def _f16_bits(values: np.ndarray) -> np.ndarray:
 
 
 def test_table_activation_looks_up_the_f16_rounded_accumulator(rng):
-    from mrvl.act_tables import activation_table
     from sim_builders import lut
+
+    from mrvl.act_tables import activation_table
 
     x = random_f16(rng, (1, 3, 3, 4), scale=4.0)
     w = random_f16(rng, (5, 1, 1, 4))
@@ -798,8 +799,9 @@ def test_table_activation_looks_up_the_f16_rounded_accumulator(rng):
     ],
 )
 def test_table_activation_without_its_table_faults(rng, loads, message):
-    from mrvl.act_tables import activation_table
     from sim_builders import lut
+
+    from mrvl.act_tables import activation_table
 
     x = random_f16(rng, (1, 2, 2, 1))
     staging = Staging()
@@ -813,8 +815,9 @@ def test_table_activation_without_its_table_faults(rng, loads, message):
 
 
 def test_lut_of_a_non_table_activation_and_beyond_the_table_memory_fault():
-    from mrvl.target import Target
     from sim_builders import lut
+
+    from mrvl.target import Target
 
     staging = Staging()
     t_addr = staging.add(np.zeros(1 << 16, np.float16))

@@ -22,6 +22,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from onnx import TensorProto, helper, numpy_helper
+
 from mrvl.accuracy import fp16_agreement
 from mrvl.fp16_emulation import (
     PERTURBATION,
@@ -34,7 +36,6 @@ from mrvl.fp16_emulation import (
 )
 from mrvl.models.light import random_inputs
 from mrvl.models.zoo import ZOO_DIR, ZOO_MODELS, load_zoo_model, zoo_model_info, zoo_model_path
-from onnx import TensorProto, helper, numpy_helper
 
 ROOT = Path(__file__).resolve().parents[2]
 
