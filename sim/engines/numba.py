@@ -269,6 +269,37 @@ def activate(acc, act, a, b):
     return acc
 
 
+def counted_loop(builder, name, count, step, initial, body):
+    """Emit `for i in range(0, count, step)` in LLVM IR, carrying the values `initial` from
+    one iteration to the next: `body(i, values)` emits an iteration and returns the new
+    values. Leaves the builder after the loop and returns the values it ends with (the shared
+    skeleton of the vector kernels below: Numba has no vector types, so they are LLVM IR)."""
+    i64 = ir.IntType(64)
+    entry = builder.block
+    head = builder.append_basic_block(f"{name}.head")
+    iteration = builder.append_basic_block(f"{name}.body")
+    done = builder.append_basic_block(f"{name}.done")
+    builder.branch(head)
+    builder.position_at_end(head)
+    i = builder.phi(i64)
+    i.add_incoming(ir.Constant(i64, 0), entry)
+    values = []
+    for value in initial:
+        phi = builder.phi(value.type)
+        phi.add_incoming(value, entry)
+        values.append(phi)
+    builder.cbranch(builder.icmp_signed("<", i, count), iteration, done)
+    builder.position_at_end(iteration)
+    updated = body(i, values)
+    latch = builder.block
+    i.add_incoming(builder.add(i, ir.Constant(i64, step)), latch)
+    for phi, value in zip(values, updated, strict=True):
+        phi.add_incoming(value, latch)
+    builder.branch(head)
+    builder.position_at_end(done)
+    return values
+
+
 @intrinsic
 def widen_f16_vectors(typingctx, halves, values, count):
     """values[i] = the fp32 of the f16 bits halves[i] for i < count (a multiple of F16_LANES),
@@ -284,7 +315,7 @@ def widen_f16_vectors(typingctx, halves, values, count):
 
     def codegen(context, builder, signature, args):
         halves_value, values_value, count_value = args
-        i32, i64, i16, f32 = ir.IntType(32), ir.IntType(64), ir.IntType(16), ir.FloatType()
+        i32, i16, f32 = ir.IntType(32), ir.IntType(16), ir.FloatType()
         v32 = ir.VectorType(i32, F16_LANES)
         vf = ir.VectorType(f32, F16_LANES)
         v16 = ir.VectorType(i16, F16_LANES)
@@ -294,35 +325,28 @@ def widen_f16_vectors(typingctx, halves, values, count):
         def splat(value):
             return ir.Constant(v32, [value] * F16_LANES)
 
-        entry = builder.block
-        head = builder.append_basic_block("widen.head")
-        body = builder.append_basic_block("widen.body")
-        done = builder.append_basic_block("widen.done")
-        builder.branch(head)
-        builder.position_at_end(head)
-        i = builder.phi(i64)
-        i.add_incoming(ir.Constant(i64, 0), entry)
-        builder.cbranch(builder.icmp_signed("<", i, count_value), body, done)
-        builder.position_at_end(body)
-        pointer = builder.bitcast(builder.gep(src, [i]), v16.as_pointer())
-        h = builder.zext(builder.load(pointer, align=2), v32)
-        shifted = builder.shl(builder.and_(h, splat(0x7FFF)), splat(13))
-        exponent = builder.and_(shifted, splat(0x0F800000))
-        rebiased = builder.add(shifted, splat((127 - 15) << 23))
-        special = builder.icmp_unsigned("==", exponent, splat(0x0F800000))
-        rebiased = builder.select(special, builder.add(rebiased, splat((128 - 16) << 23)), rebiased)
-        small = builder.fsub(
-            builder.bitcast(builder.add(rebiased, splat(1 << 23)), vf),
-            ir.Constant(vf, [2.0**-14] * F16_LANES),
-        )
-        tiny = builder.icmp_unsigned("==", exponent, splat(0))
-        magnitude = builder.select(tiny, builder.bitcast(small, v32), rebiased)
-        sign = builder.shl(builder.and_(h, splat(0x8000)), splat(16))
-        out = builder.bitcast(builder.gep(dst, [i]), v32.as_pointer())
-        builder.store(builder.or_(magnitude, sign), out, align=4)
-        i.add_incoming(builder.add(i, ir.Constant(i64, F16_LANES)), body)
-        builder.branch(head)
-        builder.position_at_end(done)
+        def widen(i, carried):
+            pointer = builder.bitcast(builder.gep(src, [i]), v16.as_pointer())
+            h = builder.zext(builder.load(pointer, align=2), v32)
+            shifted = builder.shl(builder.and_(h, splat(0x7FFF)), splat(13))
+            exponent = builder.and_(shifted, splat(0x0F800000))
+            rebiased = builder.add(shifted, splat((127 - 15) << 23))
+            special = builder.icmp_unsigned("==", exponent, splat(0x0F800000))
+            rebiased = builder.select(
+                special, builder.add(rebiased, splat((128 - 16) << 23)), rebiased
+            )
+            small = builder.fsub(
+                builder.bitcast(builder.add(rebiased, splat(1 << 23)), vf),
+                ir.Constant(vf, [2.0**-14] * F16_LANES),
+            )
+            tiny = builder.icmp_unsigned("==", exponent, splat(0))
+            magnitude = builder.select(tiny, builder.bitcast(small, v32), rebiased)
+            sign = builder.shl(builder.and_(h, splat(0x8000)), splat(16))
+            out = builder.bitcast(builder.gep(dst, [i]), v32.as_pointer())
+            builder.store(builder.or_(magnitude, sign), out, align=4)
+            return carried
+
+        counted_loop(builder, "widen", count_value, F16_LANES, [], widen)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -422,47 +446,39 @@ def round_f16_vectors(typingctx, values, halves, count, tally):
         def splat(value):
             return ir.Constant(v32, [value] * F16_LANES)
 
-        entry = builder.block
-        head = builder.append_basic_block("f16.head")
-        body = builder.append_basic_block("f16.body")
-        done = builder.append_basic_block("f16.done")
-        builder.branch(head)
-        builder.position_at_end(head)
-        i = builder.phi(i64)
-        i.add_incoming(ir.Constant(i64, 0), entry)
-        sat = builder.phi(v32)
-        sat.add_incoming(splat(0), entry)
-        nan = builder.phi(v32)
-        nan.add_incoming(splat(0), entry)
-        builder.cbranch(builder.icmp_signed("<", i, count_value), body, done)
-        builder.position_at_end(body)
-        pointer = builder.bitcast(builder.gep(src, [i]), vf.as_pointer())
-        u = builder.bitcast(builder.load(pointer, align=4), v32)
-        magnitude = builder.and_(u, splat(0x7FFFFFFF))
-        sign = builder.and_(builder.lshr(u, splat(16)), splat(0x8000))
-        beyond = builder.icmp_unsigned(">", magnitude, splat(F32_F16_MAX_BITS))
-        clamped = builder.select(beyond, splat(F32_F16_MAX_BITS), magnitude)
-        odd = builder.and_(builder.lshr(clamped, splat(13)), splat(1))
-        normal = builder.lshr(
-            builder.add(builder.add(builder.sub(clamped, splat(0x38000000)), splat(0xFFF)), odd),
-            splat(13),
+        def round_lanes(i, counts):
+            sat, nan = counts
+            pointer = builder.bitcast(builder.gep(src, [i]), vf.as_pointer())
+            u = builder.bitcast(builder.load(pointer, align=4), v32)
+            magnitude = builder.and_(u, splat(0x7FFFFFFF))
+            sign = builder.and_(builder.lshr(u, splat(16)), splat(0x8000))
+            beyond = builder.icmp_unsigned(">", magnitude, splat(F32_F16_MAX_BITS))
+            clamped = builder.select(beyond, splat(F32_F16_MAX_BITS), magnitude)
+            odd = builder.and_(builder.lshr(clamped, splat(13)), splat(1))
+            normal = builder.lshr(
+                builder.add(
+                    builder.add(builder.sub(clamped, splat(0x38000000)), splat(0xFFF)), odd
+                ),
+                splat(13),
+            )
+            half = ir.Constant(vf, [0.5] * F16_LANES)
+            shifted = builder.fadd(builder.bitcast(clamped, vf), half)
+            subnormal = builder.sub(builder.bitcast(shifted, v32), splat(0x3F000000))
+            is_normal = builder.icmp_unsigned(">=", clamped, splat(0x38800000))
+            h = builder.or_(builder.select(is_normal, normal, subnormal), sign)
+            is_nan = builder.icmp_unsigned(">", magnitude, splat(F32_INF_BITS))
+            h = builder.select(is_nan, splat(0x7E00), h)
+            out = builder.bitcast(builder.gep(dst, [i]), v16.as_pointer())
+            builder.store(builder.trunc(h, v16), out, align=2)
+            saturated = builder.and_(beyond, builder.not_(is_nan))
+            return [
+                builder.add(sat, builder.zext(saturated, v32)),
+                builder.add(nan, builder.zext(is_nan, v32)),
+            ]
+
+        sat, nan = counted_loop(
+            builder, "f16", count_value, F16_LANES, [splat(0), splat(0)], round_lanes
         )
-        half = ir.Constant(vf, [0.5] * F16_LANES)
-        shifted = builder.fadd(builder.bitcast(clamped, vf), half)
-        subnormal = builder.sub(builder.bitcast(shifted, v32), splat(0x3F000000))
-        is_normal = builder.icmp_unsigned(">=", clamped, splat(0x38800000))
-        h = builder.or_(builder.select(is_normal, normal, subnormal), sign)
-        is_nan = builder.icmp_unsigned(">", magnitude, splat(F32_INF_BITS))
-        h = builder.select(is_nan, splat(0x7E00), h)
-        out = builder.bitcast(builder.gep(dst, [i]), v16.as_pointer())
-        builder.store(builder.trunc(h, v16), out, align=2)
-        new_sat = builder.add(sat, builder.zext(builder.and_(beyond, builder.not_(is_nan)), v32))
-        new_nan = builder.add(nan, builder.zext(is_nan, v32))
-        sat.add_incoming(new_sat, body)
-        nan.add_incoming(new_nan, body)
-        i.add_incoming(builder.add(i, ir.Constant(i64, F16_LANES)), body)
-        builder.branch(head)
-        builder.position_at_end(done)
         for slot, vector in ((0, sat), (1, nan)):
             total = builder.extract_element(vector, ir.Constant(i32, 0))
             for lane in range(1, F16_LANES):
@@ -802,41 +818,26 @@ def mac_tile(typingctx, x, rows, w, w_off, steps, init, init_at, out, out_at):
         initial = [
             builder.load(vector_at(init_bases[p], const(h * LANES)), align=4) for p, h in slots
         ]
-        entry = builder.block
-        head = builder.append_basic_block("mac.head")
-        body = builder.append_basic_block("mac.body")
-        done = builder.append_basic_block("mac.done")
-        builder.branch(head)
-        builder.position_at_end(head)
-        t = builder.phi(i64)
-        t.add_incoming(const(0), entry)
-        sums = []
-        for value in initial:
-            phi = builder.phi(vector)
-            phi.add_incoming(value, entry)
-            sums.append(phi)
-        builder.cbranch(builder.icmp_signed("<", t, steps_value), body, done)
-        builder.position_at_end(body)
-        w_step = builder.gep(w_base, [builder.mul(t, const(MAC_CHANNELS))])
-        weights = [
-            builder.load(vector_at(w_step, const(h * LANES)), align=4) for h in range(halves)
-        ]
         undef = ir.Constant(vector, ir.Undefined)
         splat = ir.Constant(ir.VectorType(i32, LANES), [0] * LANES)
-        updated = []
-        for p in range(MAC_PIXELS):
-            scalar = builder.load(builder.gep(x_rows[p], [t]), align=4)
-            broadcast = builder.shuffle_vector(
-                builder.insert_element(undef, scalar, ir.Constant(i32, 0)), undef, splat
-            )
-            for h in range(halves):
-                product = builder.fmul(broadcast, weights[h])
-                updated.append(builder.fadd(sums[p * halves + h], product))
-        t.add_incoming(builder.add(t, const(1)), body)
-        for phi, value in zip(sums, updated):
-            phi.add_incoming(value, body)
-        builder.branch(head)
-        builder.position_at_end(done)
+
+        def step(t, sums):
+            w_step = builder.gep(w_base, [builder.mul(t, const(MAC_CHANNELS))])
+            weights = [
+                builder.load(vector_at(w_step, const(h * LANES)), align=4) for h in range(halves)
+            ]
+            updated = []
+            for p in range(MAC_PIXELS):
+                scalar = builder.load(builder.gep(x_rows[p], [t]), align=4)
+                broadcast = builder.shuffle_vector(
+                    builder.insert_element(undef, scalar, ir.Constant(i32, 0)), undef, splat
+                )
+                for h in range(halves):
+                    product = builder.fmul(broadcast, weights[h])
+                    updated.append(builder.fadd(sums[p * halves + h], product))
+            return updated
+
+        sums = counted_loop(builder, "mac", steps_value, 1, initial, step)
         out_bases = [pixel_base(out_ptr, out_at_ptr, p) for p in range(MAC_PIXELS)]
         for (p, h), value in zip(slots, sums):
             builder.store(value, vector_at(out_bases[p], const(h * LANES)), align=4)
