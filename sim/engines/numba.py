@@ -1140,8 +1140,9 @@ def shared_conv(row, slot, workers):
 @jit
 def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     """`cache` is this instruction's slot of the weight cache (WeightCache): empty arrays if it
-    has none, else (raw, packed, filled), the f16 bits last packed, their packing, and whether
-    they were.
+    has none, else (raw, packed, filled), the f16 bits last packed, their packing, and the
+    slot's flag (PACKED, CONSTANT): a packing of constant weights is used as it is, any other
+    only if the weights in OCM still equal the bits it was made from.
 
     A conv with a slot computed by several threads (`workers` > 1, every one calling this)
     is shared by output positions: thread 0 packs the weights, then each computes and stores
@@ -1171,11 +1172,12 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     w_addr = row[CONV_W_ADDR]
     if raw.size > 0 and worker == 0:  # one run of output channels (groups=1), perhaps cached
         halves = ocm[w_addr : w_addr + 2 * raw.size].view(np.uint16)
-        if filled[0] == 0 or not same_halves(halves, raw):
+        constant = (filled[0] & CONSTANT) != 0
+        if (filled[0] & PACKED) == 0 or (not constant and not same_halves(halves, raw)):
             w = load_f16(ocm, w_addr, out_channels * steps, lut)
             pack_weights(w, tap, 0, out_channels, cached)
             raw[:] = halves
-            filled[0] = 1
+            filled[0] |= PACKED
     start, stop = 0, positions
     if workers > 1:
         step = arrive(sync, worker, workers, step)
@@ -1509,25 +1511,78 @@ _missing = set(OPCODE_BY_NAME) - _KNOWN
 assert not _missing, f"opcodes without a Numba kernel: {sorted(_missing)}"
 
 
+PACKED, CONSTANT = 1, 2
+"""Bits of a weight-cache slot's `filled` flag: its packing is there; its weights are a fixed
+slice of the constant pool (constant_weights), so a run need not compare them."""
+
+
+def constant_weights(valid: ValidProgram) -> list:
+    """Per instruction, for a conv whose weights are a fixed slice of the constant pool, what
+    they are a copy of; else None. They are when, in program order, the bytes of its weights
+    in its tile's OCM were last written by one `dma` from the constant pool into a dense OCM
+    range (no later write to that tile's OCM touched them) and no instruction writes the pool:
+    the pool is the program's own and is loaded before each run, so the weights are the same
+    at every run, and the same for every conv with the same copy and offset in it."""
+    from mrvl.sim.cycles import operands  # the operands of docs/isa.md §3, shared with the model
+
+    program = valid.program
+    pool = (program.const_base, program.const_base + len(program.consts))
+    accesses = [operands(ins) for ins in valid.code]
+    found: list = [None] * len(valid.code)
+    for _, writes in accesses:
+        for w in writes:
+            lo, hi = w.hull
+            if w.space == isa.MemSpace.DDR and lo < pool[1] and pool[0] < hi:
+                return found  # the program writes its constant pool
+    copies_by_tile: dict[int, list] = {}  # tile -> [(start, stop, the copy)] of OCM bytes
+    for index, (ins, (reads, writes)) in enumerate(zip(valid.code, accesses, strict=True)):
+        copies = copies_by_tile.setdefault(ins.tile, [])
+        if ins.opcode == "conv":
+            f = ins.fields
+            start = f["w_addr"]
+            per_output = f["kernel"][0] * f["kernel"][1] * f["in_shape"][3] // f["groups"]
+            stop = start + 2 * f["out_shape"][3] * per_output
+            for lo, hi, copy in copies:
+                if lo <= start and stop <= hi:
+                    found[index] = (copy, start - lo)
+        for w in writes:
+            if w.space == isa.MemSpace.OCM:
+                lo, hi = w.hull
+                copies[:] = [c for c in copies if c[1] <= lo or hi <= c[0]]
+        if ins.opcode == "dma" and reads and writes:
+            (r,), (w,) = reads, writes
+            lo, hi = r.hull
+            in_pool = r.space == isa.MemSpace.DDR and pool[0] <= lo and hi <= pool[1]
+            if in_pool and w.space == isa.MemSpace.OCM and not w.dims:
+                f = ins.fields
+                copy = (f["src_addr"], tuple(f["src_strides"]), tuple(f["box"]),
+                        tuple(f["dst_strides"]), f["elem_bytes"])  # fmt: skip
+                copies.append((*w.hull, copy))
+    return found
+
+
 class WeightCache:
     """The packed fp32 weights (pack_weights) of a program's convs, kept from run to run.
 
     Packing reads every weight of every conv and costs more than the multiply-adds of the
     layers with few output positions. Each conv with one run of output channels (groups=1,
     at least NARROW channels, weights at an even address) gets a slot holding the f16 bits it
-    packed and their packing; a run compares the weights in OCM with the bits (one vectorized
-    pass over 2-byte values instead of a conversion and a scattered write per weight) and
-    repacks only if they differ, so the cache is right whatever the weights are. Convs of one
-    ONNX node and first output channel that read the same OCM range with the same shape share
-    a slot, whatever their tile (the row pieces of one slice of a layer's output channels,
-    which the tiles compute one after another with the same weights: one packing, read while
-    it is still in the CPU's caches); other slices and layers get their own, or they would
-    repack each other's."""
+    packed and their packing. Weights that are a fixed slice of the constant pool
+    (`constant_weights`: the compiler's case) are packed once and used as they are; for any
+    other a run compares the weights in OCM with the bits (one vectorized pass over 2-byte
+    values instead of a conversion and a scattered write per weight) and repacks only if they
+    differ, so the cache is right whatever the weights are. Convs of one ONNX node and first
+    output channel that read the same OCM range with the same shape and the same copy of the
+    pool share a slot, whatever their tile (the row pieces of one slice of a layer's output
+    channels, which the tiles compute one after another with the same weights: one packing,
+    read while it is still in the CPU's caches); other slices, input-channel blocks and
+    layers get their own, or they would repack each other's."""
 
     def __init__(self, valid: ValidProgram):
         self.lock = threading.Lock()
         slots = np.full(len(valid.code), -1, np.int64)
-        raw_at, packed_at, keys = [0], [0], {}
+        raw_at, packed_at, keys, constant = [0], [0], {}, []
+        sources = constant_weights(valid)
         for index, ins in enumerate(valid.code):
             f = ins.fields
             if ins.opcode != "conv" or f["groups"] != 1 or f["w_addr"] % 2:
@@ -1543,9 +1598,11 @@ class WeightCache:
                 out_channels,
                 tuple(f["kernel"]),
                 steps,
+                sources[index],
             )
             if key not in keys:
                 keys[key] = len(keys)
+                constant.append(sources[index] is not None)
                 raw_at.append(raw_at[-1] + out_channels * steps)
                 packed_at.append(packed_at[-1] + int(packed_size(out_channels, steps)))
             slots[index] = keys[key]
@@ -1555,7 +1612,7 @@ class WeightCache:
             np.array(packed_at, np.int64),
             np.zeros(raw_at[-1], np.uint16),
             np.zeros(packed_at[-1], np.float32),
-            np.zeros(len(keys), np.uint8),
+            np.array(constant, np.uint8) * np.uint8(CONSTANT),
         )
 
     @staticmethod

@@ -770,6 +770,85 @@ def test_cached_packed_weights_follow_the_bytes_in_ocm():
     assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
 
 
+def _two_convs_over_one_weight_address(between):
+    """x, two sets of conv weights in the constant pool, and two 3x3 convs of the same shape
+    reading weights at one OCM address; `between(first, second, w_addr, nbytes)` gives the
+    instructions that put each conv's weights there (a list per conv). The program and the
+    cache's flags per conv."""
+    channels, outs = 5, 32
+    staging = Staging()
+    x_addr = staging.add(f16_data(7, (1, 3, 3, channels), True))
+    first = staging.add(f16_data(8, (outs, 3, 3, channels), False))
+    second = staging.add(f16_data(9, (outs, 3, 3, channels), False))
+    nbytes = outs * 9 * channels * 2
+    w_addr = staging.reserve(nbytes)
+    out_addr = staging.reserve(2 * outs * 2)
+    code = []
+    for index, setup in enumerate(between(first, second, w_addr, nbytes)):
+        code += setup
+        code.append(
+            conv(
+                x_addr,
+                (1, 3, 3, channels),
+                out_addr + index * outs * 2,
+                (1, 1, 1, outs),
+                w_addr,
+                kernel=(3, 3),
+            )
+        )
+    valid = prepare(layer_program(staging, code, out_addr, (2, outs)))
+    slots, *_, flags = numba_engine.weight_cache(valid).arrays
+    convs = [i for i, ins in enumerate(valid.code) if ins.opcode == "conv"]
+    return valid, [int(flags[slots[i]]) & numba_engine.CONSTANT for i in convs], slots[convs]
+
+
+def test_weights_copied_from_the_constant_pool_are_packed_once():
+    """Each conv's weights come by DMA from their own part of the constant pool to the same
+    OCM address: they are constant (a run uses their packing without comparing bytes), each
+    in its own slot, and both engines give the same bytes run after run."""
+    valid, constant, slots = _two_convs_over_one_weight_address(
+        lambda first, second, w_addr, nbytes: [
+            [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
+            [copy_bytes(MemSpace.DDR, second, MemSpace.OCM, w_addr, nbytes)],
+        ]
+    )
+    assert all(constant) and slots[0] != slots[1]
+    first_run = run_both(valid, [])
+    assert_same_bytes(first_run, run_both(valid, []))
+    assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
+
+
+def test_pool_weights_overwritten_in_ocm_are_compared_at_each_use():
+    """The first conv reads its weights where the program's first DMA put the pool; then an
+    OCM-to-OCM copy writes the other weights over half of them: the second conv's weights are
+    not a copy of the pool, so its slot compares them at each run."""
+    valid, constant, slots = _two_convs_over_one_weight_address(
+        lambda first, second, w_addr, nbytes: [
+            [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
+            [copy_bytes(MemSpace.OCM, second, MemSpace.OCM, w_addr, nbytes // 2)],
+        ]
+    )
+    assert constant == [numba_engine.CONSTANT, 0] and slots[0] != slots[1]
+    first_run = run_both(valid, [])
+    assert_same_bytes(first_run, run_both(valid, []))
+
+
+def test_no_weights_are_constant_in_a_program_that_writes_its_constant_pool():
+    valid, constant, _ = _two_convs_over_one_weight_address(
+        lambda first, second, w_addr, nbytes: [
+            [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
+            [
+                copy_bytes(MemSpace.OCM, second, MemSpace.DDR, first, nbytes),
+                copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes),
+            ],
+        ]
+    )
+    assert constant == [0, 0]
+    first_run = run_both(valid, [])
+    assert_same_bytes(first_run, run_both(valid, []))
+    assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
+
+
 def test_tiles_share_a_weight_cache_slot_and_each_gets_its_own_weights():
     """The same conv (one ONNX node, OCM address, shape) on two tiles whose OCMs hold different
     weights at that address: the tiles share one slot of the weight cache, which repacks when
