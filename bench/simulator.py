@@ -17,7 +17,8 @@ in the Relax VM. Per model the table gives:
 - `ORT`: onnxruntime's time for the same model and input (fp32, CPU provider, default threads,
   best of `--repeat` after one warm-up);
 - the time the simulator itself took inside the warm numba run (`mrvl.sim.simulator_wall_time`);
-- the ratios numba/ORT and interp/numba, whether numba and interp gave the same bits, and
+- the ratios numba/ORT and interp/numba, whether numba (its first run and every warm one) and
+  interp gave the same bits, and
   the child's peak resident memory (compile and runs included).
 """
 
@@ -100,8 +101,9 @@ def bench_model(name: str, seed: int, repeat: int, interp: bool) -> dict:
     if interp:
         with use_engine("interp"):
             row["interp"], _, interp_out, _ = vm_run()
-        row["same_bits"] = bool(
-            numba_out.dtype == interp_out.dtype and numba_out.tobytes() == interp_out.tobytes()
+        row["same_bits"] = all(  # the first numba run and every warm one
+            out.dtype == interp_out.dtype and out.tobytes() == interp_out.tobytes()
+            for out in [numba_out, *(w[2] for w in warm)]
         )
     row["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return row

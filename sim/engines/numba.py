@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import math
 import os
 import sys
 import threading
@@ -1442,11 +1443,13 @@ def load_table(row, ddr, table):
 
 
 @jit
-def run_program(words, floats, ddr, ocm, tables, lut, lut_bits, counts, weights, sync, worker):
+def run_program(
+    words, floats, ddr, ocm, tables, lut, lut_bits, counts, weights, skip, sync, worker
+):
     """Every instruction in order; the rows end with the program's first `end`. Returns -1, or
     index * 8 + fault of the instruction that faulted (only resize can: its tables are data).
     counts[i] gets instruction i's (saturated, nans), zeros on entry. `weights` is the weight
-    cache's arrays (WeightCache.arrays).
+    cache's arrays (WeightCache.arrays); `skip[i]` = 1 skips DMA i (WeightCache.skip).
 
     Several threads may run one program together, each calling this with its `worker` index
     and its own `counts`, and one `sync` array of workers + 1 zeros (`arrive`): thread 0 runs
@@ -1465,7 +1468,8 @@ def run_program(words, floats, ddr, ocm, tables, lut, lut_bits, counts, weights,
                 return -1
             continue
         if op == OP_DMA:
-            dma(row, ddr, ocm[tile])
+            if skip[i] == 0:
+                dma(row, ddr, ocm[tile])
         elif op == OP_CVT:
             cvt(row, ddr, lut_bits, tally)
         elif op == OP_LUT:
@@ -1561,6 +1565,53 @@ def constant_weights(valid: ValidProgram) -> list:
     return found
 
 
+def weight_only_dmas(valid: ValidProgram, slots: np.ndarray, constant: np.ndarray) -> np.ndarray:
+    """Per instruction, 1 for a DDR-to-OCM `dma` whose bytes no instruction reads except as
+    the weights of convs with a constant slot (`constant_weights`). Once every such slot is
+    packed, those convs read their packing and not the bytes, so a run may skip the DMA: no
+    instruction can tell, and OCM is not an output. A read of any other kind, even of part of
+    the bytes, keeps the DMA. Bytes stop being the DMA's when a dense write covers them (a
+    strided write removes none: that only keeps more DMAs); a read counts as its whole hull."""
+    from mrvl.sim.cycles import operands
+
+    weight_only = np.zeros(len(valid.code), np.uint8)
+    watched: dict[int, list] = {}  # tile -> [(start, stop, dma index)] of bytes DMAs wrote
+    read_otherwise: set[int] = set()
+    for index, ins in enumerate(valid.code):
+        reads, writes = operands(ins)
+        ranges = watched.setdefault(ins.tile, [])
+        weights = None
+        slot = slots[index]
+        if slot >= 0 and constant[slot]:
+            f = ins.fields
+            start = f["w_addr"]
+            weights = (
+                start,
+                start + 2 * f["out_shape"][3] * math.prod(f["kernel"]) * f["in_shape"][3],
+            )
+        for r in reads:
+            if r.space != isa.MemSpace.OCM or r.hull == weights:
+                continue
+            lo, hi = r.hull
+            read_otherwise.update(d for start, stop, d in ranges if start < hi and lo < stop)
+        for w in writes:
+            if w.space == isa.MemSpace.OCM and not w.dims:  # bytes it wrote are not the DMAs'
+                lo, hi = w.hull
+                ranges[:] = [
+                    piece
+                    for start, stop, d in ranges
+                    for piece in ((start, min(stop, lo), d), (max(start, hi), stop, d))
+                    if piece[0] < piece[1]
+                ]
+        loads = ins.opcode == "dma" and reads and reads[0].space == isa.MemSpace.DDR
+        if loads and writes and writes[0].space == isa.MemSpace.OCM:
+            ranges.append((*writes[0].hull, index))
+            weight_only[index] = 1
+    for index in read_otherwise:
+        weight_only[index] = 0
+    return weight_only
+
+
 class WeightCache:
     """The packed fp32 weights (pack_weights) of a program's convs, kept from run to run.
 
@@ -1614,6 +1665,15 @@ class WeightCache:
             np.zeros(packed_at[-1], np.float32),
             np.array(constant, np.uint8) * np.uint8(CONSTANT),
         )
+        self.weight_only = weight_only_dmas(valid, slots, np.array(constant, np.bool_))
+        self.warm = False
+        """Whether a whole run has used the cache, packing every slot (programs have no
+        branches: each run executes every instruction up to the first `end`)."""
+
+    def skip(self) -> np.ndarray:
+        """Per instruction, 1 for a DMA a run may skip: one whose bytes only constant-slot
+        convs read (`weight_only_dmas`), once a run has packed every slot."""
+        return self.weight_only if self.warm else np.zeros_like(self.weight_only)
 
     @staticmethod
     def none(valid: ValidProgram) -> tuple:
@@ -1691,6 +1751,7 @@ def execute(
     cache = weight_cache(valid)
     owned = cache.lock.acquire(blocking=False)  # another thread's run may be filling it
     arrays = cache.arrays if owned else WeightCache.none(valid)
+    skip = cache.skip() if owned else np.zeros(len(valid.words), np.uint8)
     sync = np.zeros(workers + 1, np.int64)
     args = (valid.words, valid.floats, memory.ddr, memory.ocm, memory.tables)
     args += (F16_TO_F32, F16_TO_F32_BITS)
@@ -1700,9 +1761,13 @@ def execute(
             pool = _helper_pool(workers - 1)
             for worker in range(1, workers):
                 mine = np.zeros_like(counts)
-                joined.append((pool.submit(run_program, *args, mine, arrays, sync, worker), mine))
+                joined.append(
+                    (pool.submit(run_program, *args, mine, arrays, skip, sync, worker), mine)
+                )
         try:
-            status = run_program(*args, counts, arrays, sync, 0)
+            status = run_program(*args, counts, arrays, skip, sync, 0)
+            if status < 0:
+                cache.warm = owned or cache.warm  # every conv ran: its slot is packed
         finally:
             sync[workers] = 1  # the helpers that wait for thread 0 stop waiting
             for future, mine in joined:

@@ -772,9 +772,9 @@ def test_cached_packed_weights_follow_the_bytes_in_ocm():
 
 def _two_convs_over_one_weight_address(between):
     """x, two sets of conv weights in the constant pool, and two 3x3 convs of the same shape
-    reading weights at one OCM address; `between(first, second, w_addr, nbytes)` gives the
-    instructions that put each conv's weights there (a list per conv). The program and the
-    cache's flags per conv."""
+    reading weights at one OCM address; `between(first, second, w_addr, nbytes, scratch)` gives
+    the instructions that put each conv's weights there (a list per conv; `scratch`: 64 bytes
+    of OCM nothing else uses). The program, the cache's flags per conv and the convs' slots."""
     channels, outs = 5, 32
     staging = Staging()
     x_addr = staging.add(f16_data(7, (1, 3, 3, channels), True))
@@ -783,8 +783,9 @@ def _two_convs_over_one_weight_address(between):
     nbytes = outs * 9 * channels * 2
     w_addr = staging.reserve(nbytes)
     out_addr = staging.reserve(2 * outs * 2)
+    scratch = staging.reserve(64)
     code = []
-    for index, setup in enumerate(between(first, second, w_addr, nbytes)):
+    for index, setup in enumerate(between(first, second, w_addr, nbytes, scratch)):
         code += setup
         code.append(
             conv(
@@ -807,7 +808,7 @@ def test_weights_copied_from_the_constant_pool_are_packed_once():
     OCM address: they are constant (a run uses their packing without comparing bytes), each
     in its own slot, and both engines give the same bytes run after run."""
     valid, constant, slots = _two_convs_over_one_weight_address(
-        lambda first, second, w_addr, nbytes: [
+        lambda first, second, w_addr, nbytes, scratch: [
             [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
             [copy_bytes(MemSpace.DDR, second, MemSpace.OCM, w_addr, nbytes)],
         ]
@@ -823,7 +824,7 @@ def test_pool_weights_overwritten_in_ocm_are_compared_at_each_use():
     OCM-to-OCM copy writes the other weights over half of them: the second conv's weights are
     not a copy of the pool, so its slot compares them at each run."""
     valid, constant, slots = _two_convs_over_one_weight_address(
-        lambda first, second, w_addr, nbytes: [
+        lambda first, second, w_addr, nbytes, scratch: [
             [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
             [copy_bytes(MemSpace.OCM, second, MemSpace.OCM, w_addr, nbytes // 2)],
         ]
@@ -833,9 +834,48 @@ def test_pool_weights_overwritten_in_ocm_are_compared_at_each_use():
     assert_same_bytes(first_run, run_both(valid, []))
 
 
+def test_warm_runs_skip_the_dmas_only_constant_weights_read():
+    """Once a run has packed every constant slot, the DMAs whose bytes only those convs read
+    as weights are skipped: here both weight copies, not the program's first DMA (it also
+    brings the input) nor its last. Every run gives the interpreter's bytes."""
+    valid, constant, _ = _two_convs_over_one_weight_address(
+        lambda first, second, w_addr, nbytes, scratch: [
+            [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
+            [copy_bytes(MemSpace.DDR, second, MemSpace.OCM, w_addr, nbytes)],
+        ]
+    )
+    cache = numba_engine.weight_cache(valid)
+    dmas = [i for i, ins in enumerate(valid.code) if ins.opcode == "dma"]
+    assert cache.weight_only[dmas].tolist() == [0, 1, 1, 0]
+    assert not cache.skip().any()
+    first_run = run_both(valid, [])
+    assert cache.skip()[dmas].tolist() == [0, 1, 1, 0]
+    for _ in range(2):
+        assert_same_bytes(first_run, run_both(valid, []))
+
+
+def test_a_dma_whose_bytes_are_also_read_otherwise_is_never_skipped():
+    """The second weights are also copied elsewhere in OCM: their DMA is kept, while the first
+    conv's weights, read only as weights, may be skipped."""
+    valid, _, _ = _two_convs_over_one_weight_address(
+        lambda first, second, w_addr, nbytes, scratch: [
+            [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
+            [
+                copy_bytes(MemSpace.DDR, second, MemSpace.OCM, w_addr, nbytes),
+                copy_bytes(MemSpace.OCM, w_addr, MemSpace.OCM, scratch, 64),
+            ],
+        ]
+    )
+    cache = numba_engine.weight_cache(valid)
+    dmas = [i for i, ins in enumerate(valid.code) if ins.opcode == "dma"]
+    assert cache.weight_only[dmas].tolist() == [0, 1, 0, 0, 0]
+    first_run = run_both(valid, [])
+    assert_same_bytes(first_run, run_both(valid, []))
+
+
 def test_no_weights_are_constant_in_a_program_that_writes_its_constant_pool():
     valid, constant, _ = _two_convs_over_one_weight_address(
-        lambda first, second, w_addr, nbytes: [
+        lambda first, second, w_addr, nbytes, scratch: [
             [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
             [
                 copy_bytes(MemSpace.OCM, second, MemSpace.DDR, first, nbytes),
