@@ -357,17 +357,24 @@ def widen_f16_vectors(typingctx, halves, values, count):
 def load_f16(buf, addr, count, lut):
     """float32[count] from the f16 values at buf[addr:]."""
     out = np.empty(count, np.float32)
+    load_f16_into(buf, addr, out, lut)
+    return out
+
+
+@jit
+def load_f16_into(buf, addr, out, lut):
+    """out[:] = the fp32 of the out.size f16 values at buf[addr:]."""
+    count = out.size
     if addr % 2 == 0:  # aligned (as the compiler places every tensor): read whole halves
         halves = buf[addr : addr + 2 * count].view(np.uint16)
         vectors = count - count % F16_LANES
         widen_f16_vectors(halves, out, vectors)
         for i in range(vectors, count):
             out[i] = lut[halves[i]]
-        return out
+        return
     for i in range(count):
         p = addr + 2 * i
         out[i] = lut[np.int64(buf[p]) | (np.int64(buf[p + 1]) << 8)]
-    return out
 
 
 @jit
@@ -1139,6 +1146,33 @@ def shared_conv(row, slot, workers):
 
 
 @jit
+def load_window(row, ocm, start, stop, lut):
+    """The conv's input window as fp32 (float32[N*H*W*C]), converted only in the window rows
+    that output positions [start, stop) read: a thread sharing the conv converts its own rows
+    (the rest of the array is never read). One image only; with several, all of it."""
+    n_count, height, width, in_channels = (
+        row[CONV_IN_SHAPE],
+        row[CONV_IN_SHAPE + 1],
+        row[CONV_IN_SHAPE + 2],
+        row[CONV_IN_SHAPE + 3],
+    )
+    out_cols = row[CONV_OUT_SHAPE + 2]
+    x = np.empty(n_count * height * width * in_channels, np.float32)
+    lo, hi = 0, n_count * height  # rows of all the images, [N*H, W, C]
+    if n_count == 1 and stop > start:
+        first = (row[CONV_OROW0] + start // out_cols) * row[CONV_STRIDE] - row[CONV_PAD]
+        last = (row[CONV_OROW0] + (stop - 1) // out_cols) * row[CONV_STRIDE] - row[CONV_PAD]
+        last += (row[CONV_KERNEL] - 1) * row[CONV_DILATION]
+        lo = min(max(first - row[CONV_ROW0], 0), height)
+        hi = max(min(last - row[CONV_ROW0] + 1, height), lo)
+    elif stop <= start:
+        hi = 0
+    per_row = width * in_channels
+    load_f16_into(ocm, row[CONV_IN_ADDR] + 2 * lo * per_row, x[lo * per_row : hi * per_row], lut)
+    return x
+
+
+@jit
 def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     """`cache` is this instruction's slot of the weight cache (WeightCache): empty arrays if it
     has none, else (raw, packed, filled), the f16 bits last packed, their packing, and the
@@ -1151,12 +1185,7 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     bits do not depend on the number of threads. The threads meet (`arrive`) before
     computing, before storing (so no store reaches OCM while another still loads), and after
     storing. Returns the thread's step count, or -1 if the run was abandoned."""
-    n_count, height, width, in_channels = (
-        row[CONV_IN_SHAPE],
-        row[CONV_IN_SHAPE + 1],
-        row[CONV_IN_SHAPE + 2],
-        row[CONV_IN_SHAPE + 3],
-    )
+    n_count, in_channels = row[CONV_IN_SHAPE], row[CONV_IN_SHAPE + 3]
     out_rows, out_cols, out_channels = (
         row[CONV_OUT_SHAPE + 1],
         row[CONV_OUT_SHAPE + 2],
@@ -1167,7 +1196,6 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     group_channels = in_channels // groups
     oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // groups
     steps = kh_count * kw_count * group_channels
-    tap = conv_order(kh_count, kw_count, group_channels)
     positions = n_count * out_rows * out_cols
     raw, cached, filled = cache
     w_addr = row[CONV_W_ADDR]
@@ -1176,6 +1204,7 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
         constant = (filled[0] & CONSTANT) != 0
         if (filled[0] & PACKED) == 0 or (not constant and not same_halves(halves, raw)):
             w = load_f16(ocm, w_addr, out_channels * steps, lut)
+            tap = conv_order(kh_count, kw_count, group_channels)
             pack_weights(w, tap, 0, out_channels, cached)
             raw[:] = halves
             filled[0] |= PACKED
@@ -1187,7 +1216,7 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
         calls = (positions + MAC_PIXELS - 1) // MAC_PIXELS
         start = calls * worker // workers * MAC_PIXELS
         stop = min(positions, calls * (worker + 1) // workers * MAC_PIXELS)
-    x = load_f16(ocm, row[CONV_IN_ADDR], n_count * height * width * in_channels, lut)
+    x = load_window(row, ocm, start, stop, lut)
     bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
     out = np.empty(positions * out_channels, np.float32)
     acc_addr = row[CONV_ACC_ADDR]
@@ -1200,6 +1229,7 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
         conv_depthwise(row, x, w, bias, partial, out)
     else:
         w = load_f16(ocm, w_addr, out_channels * steps, lut)
+        tap = conv_order(kh_count, kw_count, group_channels)
         o_lo = 0
         while o_lo < out_channels:  # runs of output channels that belong to one group
             group = (oc0 + o_lo) // group_outputs
