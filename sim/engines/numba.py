@@ -394,6 +394,14 @@ def load_f32(buf, addr, count):
 
 
 @jit
+def read_f32(buf, addr, count):
+    """The fp32 values at buf[addr:]: a view of buf where aligned, else a copy (load_f32)."""
+    if addr % 4 == 0:
+        return buf[addr : addr + 4 * count].view(np.float32)
+    return load_f32(buf, addr, count)
+
+
+@jit
 def load_bias(buf, b_addr, count):
     if b_addr == -1:
         return np.zeros(count, np.float32)
@@ -1221,7 +1229,8 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     out = np.empty(positions * out_channels, np.float32)
     acc_addr = row[CONV_ACC_ADDR]
     # fp32 partial sums of the earlier input-channel blocks (the bias is in them), or none
-    partial = load_f32(ocm, acc_addr, positions * out_channels) if acc_addr != -1 else out[:0]
+    # (read in place: OCM is written only after every thread has computed)
+    partial = read_f32(ocm, acc_addr, positions * out_channels) if acc_addr != -1 else out[:0]
     if raw.size > 0:
         conv_run_blocked(row, x, cached, steps, bias, partial, out, 0, out_channels, 0, start, stop)
     elif group_channels == 1:
