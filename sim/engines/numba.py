@@ -1428,16 +1428,6 @@ def add(row, frow, ocm, lut, table, tally):
         row[ADD_ACT],
     )
     act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
-    if not IS_TABLE_ACT[act] and act != ACT_PRELU and (a_addr | b_addr) % 2 == 0:
-        # aligned addends, an activation on the fp32 sum: one pass to the sums, then the store
-        # (every input is read before any output is written, as finish does)
-        a = ocm[a_addr : a_addr + 2 * count].view(np.uint16)
-        b = ocm[b_addr : b_addr + 2 * count].view(np.uint16)
-        sums = np.empty(count, np.float32)
-        for i in range(count):
-            sums[i] = activate(lut[a[i]] + lut[b[i]], act, act_a, act_b)
-        store_f16(ocm, out_addr, sums, tally)
-        return
     a = load_f16(ocm, a_addr, count, lut)
     b = load_f16(ocm, b_addr, count, lut)
     for i in range(count):
