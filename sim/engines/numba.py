@@ -2,13 +2,15 @@
 
 The whole instruction stream runs in one compiled call over the typed rows of a `ValidProgram`
 (`words`, `floats`) and the byte arrays of `Memory`; with more threads (`threads`), each runs
-that call and they share the large convs (`run_program`, `conv`). Validation has proved every access in
-bounds, and Numba does no bounds checking, so nothing here checks anything.
+that call and they share the large convs, adds and pools (`run_program`, `conv`). Validation
+has proved every access in bounds, and Numba does no bounds checking, so nothing here checks
+anything.
 
 Numerics, as in docs/isa.md §4 and `mrvl.sim.numerics`:
-- f16 is handled as uint16 bit patterns. f16 -> fp32 is a 65,536-entry table made by numpy
-  (exact); fp32 -> f16 is integer arithmetic on the fp32 bits (saturate to +-65504, round to
-  nearest even, NaN -> 0x7E00), with no F16C instruction, so it runs on every x86-64 and Arm CPU.
+- f16 is handled as uint16 bit patterns. f16 -> fp32 is integer arithmetic on 8 lanes at a
+  time (`widen_f16_vectors`, equal to a 65,536-entry table made by numpy, which does the
+  tails); fp32 -> f16 is integer arithmetic on the fp32 bits (saturate to +-65504, round to
+  nearest even, NaN -> 0x7E00). Neither uses F16C, so they run on every x86-64 and Arm CPU.
 - `fastmath` is off: every fp32 add and multiply rounds on its own (an fp16 x fp16 product is
   exact anyway), and the reductions run in the documented order. The innermost loops run over
   independent outputs (output channels; positions for conv runs of fewer than NARROW output
@@ -1153,6 +1155,32 @@ def shared_conv(row, slot, workers):
     return workers > 1 and slot >= 0 and conv_macs(row) >= SHARED_MACS
 
 
+SHARED_VALUES = 1 << 15
+"""The fewest output values of an `add` or `pool` whose outputs the engine's threads share."""
+
+
+@jit
+def shared_values(op, row, workers):
+    """Whether the threads share this `add` (without PRELU, whose slope follows the index)
+    or `pool` by output values or positions: at least SHARED_VALUES of them."""
+    if workers <= 1:
+        return False
+    if op == OP_ADD:
+        return row[ADD_COUNT] >= SHARED_VALUES and row[ADD_ACT] != ACT_PRELU
+    if op == OP_POOL:
+        outputs = row[POOL_OUT_SHAPE] * row[POOL_OUT_SHAPE + 1] * row[POOL_OUT_SHAPE + 2]
+        return outputs * row[POOL_OUT_SHAPE + 3] >= SHARED_VALUES
+    return False
+
+
+@jit
+def share(total, unit, worker, workers):
+    """[start, stop) of `worker`'s contiguous part of `total` items, in whole units."""
+    units = (total + unit - 1) // unit
+    start = min(total, units * worker // workers * unit)
+    return start, min(total, units * (worker + 1) // workers * unit)
+
+
 @jit
 def load_window(row, ocm, start, stop, lut):
     """The conv's input window as fp32 (float32[N*H*W*C]), converted only in the window rows
@@ -1271,7 +1299,10 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
 
 
 @jit
-def pool(row, ocm, lut, tally):
+def pool(row, ocm, lut, tally, sync, worker, workers, step):
+    """Shared by `workers` > 1 threads (every one calling this) by output positions, like
+    conv: each computes and stores its own, meeting before computing, before storing and
+    after. Returns the thread's step count, or -1 if the run was abandoned."""
     n_count, height, width, channels = (
         row[POOL_IN_SHAPE],
         row[POOL_IN_SHAPE + 1],
@@ -1285,44 +1316,59 @@ def pool(row, ocm, lut, tally):
     full_h, full_w = row[POOL_IN_HW], row[POOL_IN_HW + 1]
     bottom, right = row[POOL_PAD_END], row[POOL_PAD_END + 1]
     is_max = row[POOL_MODE] == POOL_MAX
+    positions = n_count * out_rows * out_cols
+    first, stop = 0, positions
+    if workers > 1:
+        step = arrive(sync, worker, workers, step)
+        if step < 0:
+            return step
+        first, stop = share(positions, 1, worker, workers)
     x = load_f16(ocm, row[POOL_IN_ADDR], n_count * height * width * channels, lut)
-    out = np.empty(n_count * out_rows * out_cols * channels, np.float32)
-    start = np.float32(-np.inf) if is_max else np.float32(0.0)
-    for n in range(n_count):
-        for r in range(out_rows):
-            ih0 = (row[POOL_OROW0] + r) * stride_h - top  # input-tensor row of tap 0
-            for c in range(out_cols):
-                iw0 = c * stride_w - left
-                base = ((n * out_rows + r) * out_cols + c) * channels
-                acc = out[base : base + channels]
-                acc[:] = start
-                valid = 0
-                padded = 0
-                for kh in range(kh_count):
-                    ih = ih0 + kh
-                    wr = ih - row[POOL_ROW0]
-                    for kw in range(kw_count):
-                        iw = iw0 + kw
-                        if -top <= ih < full_h + bottom and -left <= iw < full_w + right:
-                            padded += 1
-                        if not (0 <= wr < height and 0 <= iw < width):
-                            continue
-                        valid += 1
-                        x_base = ((n * height + wr) * width + iw) * channels
-                        if is_max:
-                            for ch in range(channels):
-                                v = x[x_base + ch]
-                                if v > acc[ch] or np.isnan(v):
-                                    acc[ch] = v
-                        else:
-                            for ch in range(channels):
-                                acc[ch] = acc[ch] + x[x_base + ch]
-                if not is_max:
-                    count = padded if row[POOL_COUNT_INCLUDE_PAD] != 0 else valid
-                    divisor = np.float32(count)
+    out = np.empty((stop - first) * channels, np.float32)
+    initial = np.float32(-np.inf) if is_max else np.float32(0.0)
+    for position in range(first, stop):
+        n = position // (out_rows * out_cols)
+        r = position // out_cols % out_rows
+        c = position % out_cols
+        ih0 = (row[POOL_OROW0] + r) * stride_h - top  # input-tensor row of tap 0
+        iw0 = c * stride_w - left
+        base = (position - first) * channels
+        acc = out[base : base + channels]
+        acc[:] = initial
+        valid = 0
+        padded = 0
+        for kh in range(kh_count):
+            ih = ih0 + kh
+            wr = ih - row[POOL_ROW0]
+            for kw in range(kw_count):
+                iw = iw0 + kw
+                if -top <= ih < full_h + bottom and -left <= iw < full_w + right:
+                    padded += 1
+                if not (0 <= wr < height and 0 <= iw < width):
+                    continue
+                valid += 1
+                x_base = ((n * height + wr) * width + iw) * channels
+                if is_max:
                     for ch in range(channels):
-                        acc[ch] = acc[ch] / divisor
-    store_f16(ocm, row[POOL_OUT_ADDR], out, tally)
+                        v = x[x_base + ch]
+                        if v > acc[ch] or np.isnan(v):
+                            acc[ch] = v
+                else:
+                    for ch in range(channels):
+                        acc[ch] = acc[ch] + x[x_base + ch]
+        if not is_max:
+            count = padded if row[POOL_COUNT_INCLUDE_PAD] != 0 else valid
+            divisor = np.float32(count)
+            for ch in range(channels):
+                acc[ch] = acc[ch] / divisor
+    if workers > 1:
+        step = arrive(sync, worker, workers, step)
+        if step < 0:
+            return step
+    store_f16(ocm, row[POOL_OUT_ADDR] + 2 * first * channels, out, tally)
+    if workers > 1:
+        step = arrive(sync, worker, workers, step)
+    return step
 
 
 TABLE_NOT_INTEGER, TABLE_OUTSIDE = 1, 2
@@ -1419,7 +1465,10 @@ def fc(row, frow, ocm, lut, table, tally):
 
 
 @jit
-def add(row, frow, ocm, lut, table, tally):
+def add(row, frow, ocm, lut, table, tally, sync, worker, workers, step):
+    """Shared by `workers` > 1 threads (every one calling this) by output values, like conv:
+    each computes and stores its own, meeting before computing, before storing and after.
+    Returns the thread's step count, or -1 if the run was abandoned."""
     count = row[ADD_COUNT]
     a_addr, b_addr, out_addr, act = (
         row[ADD_A_ADDR],
@@ -1428,12 +1477,25 @@ def add(row, frow, ocm, lut, table, tally):
         row[ADD_ACT],
     )
     act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
-    a = load_f16(ocm, a_addr, count, lut)
-    b = load_f16(ocm, b_addr, count, lut)
-    for i in range(count):
+    start, stop = 0, count
+    if workers > 1:  # never with PRELU (shared_values): its slope follows the index
+        step = arrive(sync, worker, workers, step)
+        if step < 0:
+            return step
+        start, stop = share(count, F16_LANES, worker, workers)
+    a = load_f16(ocm, a_addr + 2 * start, stop - start, lut)
+    b = load_f16(ocm, b_addr + 2 * start, stop - start, lut)
+    for i in range(stop - start):
         a[i] = a[i] + b[i]
     slopes = load_slopes(ocm, act, row[ADD_ACT_ADDR], row[ADD_CHANNELS])
-    finish(a, act, act_a, act_b, slopes, table, ocm, out_addr, tally)
+    if workers > 1:
+        step = arrive(sync, worker, workers, step)
+        if step < 0:
+            return step
+    finish(a, act, act_a, act_b, slopes, table, ocm, out_addr + 2 * start, tally)
+    if workers > 1:
+        step = arrive(sync, worker, workers, step)
+    return step
 
 
 @jit
@@ -1482,8 +1544,9 @@ def run_program(
 
     Several threads may run one program together, each calling this with its `worker` index
     and its own `counts`, and one `sync` array of workers + 1 zeros (`arrive`): thread 0 runs
-    every instruction, and the others join it in the convs it shares (`shared_conv`) and skip
-    the rest. Setting sync[workers] abandons the run (thread 0 does on a fault)."""
+    every instruction, and the others join it in the convs, adds and pools it shares
+    (`shared_conv`, `shared_values`) and skip the rest. Setting sync[workers] abandons the run
+    (thread 0 does on a fault)."""
     slots, raw_at, packed_at, raw, packed, filled = weights
     no_raw, no_packed, no_filled = raw[:0], packed[:0], filled[:0]
     workers = sync.size - 1
@@ -1492,7 +1555,8 @@ def run_program(
         row, frow = words[i], floats[i]
         op, tile = row[0], row[1]
         tally = counts[i]
-        if worker > 0 and not (op == OP_CONV and shared_conv(row, slots[i], workers)):
+        conv_shared = op == OP_CONV and shared_conv(row, slots[i], workers)
+        if worker > 0 and not (conv_shared or shared_values(op, row, workers)):
             if op == OP_END:
                 return -1
             continue
@@ -1513,14 +1577,17 @@ def run_program(
                 )
             else:
                 cache = (no_raw, no_packed, no_filled)
-            together = workers if shared_conv(row, slot, workers) else 1
+            together = workers if conv_shared else 1
             step = conv(
                 row, frow, ocm[tile], lut, tables[tile], tally, cache, sync, worker, together, step
             )
             if step < 0:
                 return -1
         elif op == OP_POOL:
-            pool(row, ocm[tile], lut, tally)
+            together = workers if shared_values(op, row, workers) else 1
+            step = pool(row, ocm[tile], lut, tally, sync, worker, together, step)
+            if step < 0:
+                return -1
         elif op == OP_RESIZE:
             fault = resize(row, ocm[tile], lut, tally)
             if fault:
@@ -1529,7 +1596,10 @@ def run_program(
         elif op == OP_FC:
             fc(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_ADD:
-            add(row, frow, ocm[tile], lut, tables[tile], tally)
+            together = workers if shared_values(op, row, workers) else 1
+            step = add(row, frow, ocm[tile], lut, tables[tile], tally, sync, worker, together, step)
+            if step < 0:
+                return -1
         elif op == OP_SCALE:
             scale(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_MUL:

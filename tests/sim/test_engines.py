@@ -317,6 +317,77 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
         np.testing.assert_array_equal(counted.nans, expected.nans)
 
 
+def _same_on_any_number_of_threads(program) -> None:
+    """The interpreter, and the engine on 1, 2 and 3 threads, give the same bytes and counts."""
+    from mrvl.sim import RunStats
+
+    valid = prepare(program)
+    expected = RunStats()
+    reference = run(valid, [], engine="interp", stats=expected)
+    for workers in (1, 2, 3):
+        counted = RunStats()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(numba_engine.THREADS_ENV, str(workers))
+            compiled = run(valid, [], engine="numba", stats=counted)
+        assert_same_bytes(reference, compiled)
+        np.testing.assert_array_equal(counted.saturated, expected.saturated)
+        np.testing.assert_array_equal(counted.nans, expected.nans)
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(
+    extra=st.integers(0, 40),
+    place=st.sampled_from(["apart", "on_a", "overlap"]),
+    act=ACTIVATIONS.filter(lambda a: a != Activation.PRELU and a not in TABLE_ACTIVATIONS),
+    seed=st.integers(0, 2**16),
+)
+def test_adds_the_threads_share_give_the_same_bits_on_any_number_of_threads(
+    extra, place, act, seed
+):
+    """An add of at least SHARED_VALUES values is split by values over the threads (a part
+    may end inside a vector of F16_LANES); the sum may overwrite an addend, or overlap one a
+    value further on, so a thread must not store while another still loads. (A table
+    activation's 128 KiB table would not fit the tile's OCM next to 3 such arrays; it is the
+    same per-value path of `finish`.)"""
+    count = numba_engine.SHARED_VALUES + extra
+    staging = Staging()
+    a_addr = staging.add(f16_data(seed, count, True))
+    b_addr = staging.add(f16_data(seed + 1, count, True))
+    out_addr = staging.reserve(count * 2)
+    out_addr = {"apart": out_addr, "on_a": a_addr, "overlap": a_addr + 2}[place]
+    code, fields = activation(staging, act, -2.0, 3.0, 0, seed)
+    fields.setdefault("act_addr", -1)
+    ins = instruction(
+        "add", a_addr=a_addr, b_addr=b_addr, out_addr=out_addr, count=count, channels=0, **fields
+    )
+    _same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, (count,)))
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(
+    hw=st.tuples(st.integers(32, 40), st.integers(32, 40)),
+    mode=st.sampled_from([PoolMode.MAX, PoolMode.AVG]),
+    overwrite=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_pools_the_threads_share_give_the_same_bits_on_any_number_of_threads(
+    hw, mode, overwrite, seed
+):
+    """A 3x3 pool with padding and at least SHARED_VALUES outputs is split by output positions
+    over the threads; its output may overwrite its input."""
+    channels = 32
+    in_shape, out_shape = (1, *hw, channels), (1, *hw, channels)
+    assert np.prod(out_shape) >= numba_engine.SHARED_VALUES
+    staging = Staging()
+    in_addr = staging.add(f16_data(seed, in_shape, True))
+    out_addr = in_addr if overwrite else staging.reserve(int(np.prod(out_shape)) * 2)
+    ins = pool(
+        in_addr, in_shape, out_addr, out_shape, kernel=(3, 3), mode=mode, in_hw=hw,
+        pad=(1, 1), pad_end=(1, 1),
+    )  # fmt: skip
+    _same_on_any_number_of_threads(layer_program(staging, [ins], out_addr, out_shape))
+
+
 def test_a_bad_thread_count_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(numba_engine.THREADS_ENV, "zero")
     with pytest.raises(SimulatorInputError, match="MRVL_SIM_THREADS"):
