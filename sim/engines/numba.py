@@ -1209,6 +1209,24 @@ def load_window(row, ocm, start, stop, lut):
 
 
 @jit
+def fp32_result_apart(row, nbytes):
+    """Whether a conv writes its fp32 accumulator (acc_out) to an aligned OCM range apart from
+    every byte it reads while computing: its input window, bias and partial sums (a conv with
+    a weight-cache slot reads its packed weights, not OCM). Then it may write its results in
+    place as it computes them, on any number of threads."""
+    out_addr = row[CONV_OUT_ADDR]
+    if row[CONV_ACC_OUT] != 1 or out_addr % 4 != 0:
+        return False
+    window = 2 * row[CONV_IN_SHAPE] * row[CONV_IN_SHAPE + 1] * row[CONV_IN_SHAPE + 2]
+    window *= row[CONV_IN_SHAPE + 3]
+    reads = ((row[CONV_IN_ADDR], window), (row[CONV_B_ADDR], 4 * row[CONV_OUT_SHAPE + 3]))
+    for addr, size in reads + ((row[CONV_ACC_ADDR], nbytes),):
+        if addr != -1 and addr < out_addr + nbytes and out_addr < addr + size:
+            return False
+    return True
+
+
+@jit
 def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     """`cache` is this instruction's slot of the weight cache (WeightCache): empty arrays if it
     has none, else (raw, packed, filled), the f16 bits last packed, their packing, and the
@@ -1254,7 +1272,12 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
         stop = min(positions, calls * (worker + 1) // workers * MAC_PIXELS)
     x = load_window(row, ocm, start, stop, lut)
     bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
-    out = np.empty(positions * out_channels, np.float32)
+    out_addr = row[CONV_OUT_ADDR]
+    direct = raw.size > 0 and fp32_result_apart(row, 4 * positions * out_channels)
+    if direct:  # the fp32 results go straight to OCM: nothing the conv reads is there
+        out = ocm[out_addr : out_addr + 4 * positions * out_channels].view(np.float32)
+    else:
+        out = np.empty(positions * out_channels, np.float32)
     acc_addr = row[CONV_ACC_ADDR]
     # fp32 partial sums of the earlier input-channel blocks (the bias is in them), or none
     # (read in place: OCM is written only after every thread has computed)
@@ -1287,11 +1310,12 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
             return step
     span = out[start * out_channels : stop * out_channels]
     if row[CONV_ACC_OUT] == 1:  # the fp32 accumulator itself, for the next block to continue
-        store_f32(ocm, row[CONV_OUT_ADDR] + 4 * start * out_channels, span)
+        if not direct:
+            store_f32(ocm, out_addr + 4 * start * out_channels, span)
     else:
         act = row[CONV_ACT]
         slopes = load_slopes(ocm, act, row[CONV_ACT_ADDR], out_channels)
-        addr = row[CONV_OUT_ADDR] + 2 * start * out_channels
+        addr = out_addr + 2 * start * out_channels
         finish(span, act, frow[CONV_ACT_A], frow[CONV_ACT_B], slopes, table, ocm, addr, tally)
     if workers > 1:
         step = arrive(sync, worker, workers, step)

@@ -251,7 +251,7 @@ def test_conv_engines_agree(layer):
     hw=st.tuples(st.integers(9, 12), st.integers(9, 12)),
     shape=st.sampled_from([((3, 3), CONV_CI_BLOCK + 3, 24), ((1, 1), 3 * CONV_CI_BLOCK + 5, 40)]),
     extra_channels=st.integers(0, 16),
-    chain=st.sampled_from(["whole", "first", "next"]),
+    chain=st.sampled_from(["whole", "first", "next", "next_in_place"]),
     act=ACTIVATIONS,
     seed=st.integers(0, 2**16),
 )
@@ -260,8 +260,9 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
 ):
     """Convs with at least SHARED_MACS multiply-adds are split by output positions over the
     engine's threads; a span may end inside a mac_tile call's group, and a chain of
-    input-channel blocks reads and writes fp32 partial sums. The interpreter, and the engine
-    on 1, 2 and 3 threads, give the same bytes and counts."""
+    input-channel blocks reads and writes fp32 partial sums, apart (written as computed) or
+    in place (stored after every thread has computed). The interpreter, and the engine on 1,
+    2 and 3 threads, give the same bytes and counts."""
     from mrvl.sim import RunStats
 
     kernel, channels, out_channels = shape
@@ -278,12 +279,12 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     b_addr = staging.add(f16_data(seed + 2, out_channels, False).astype(np.float32))
     positions = hw[0] * hw[1]
     acc_addr = -1
-    if chain == "next":  # continue from fp32 partial sums
+    if chain.startswith("next"):  # continue from fp32 partial sums (maybe overwriting them)
         partial = f16_data(seed + 3, positions * out_channels, False).astype(np.float32)
         acc_addr = staging.add(partial)
-    acc_out = chain in ("first", "next")
+    acc_out = chain != "whole"
     out_bytes = positions * out_channels * (4 if acc_out else 2)
-    out_addr = staging.reserve(out_bytes)
+    out_addr = acc_addr if chain == "next_in_place" else staging.reserve(out_bytes)
     code, act_fields = activation(staging, act, 0.25, 1.5, out_channels, seed)
     if acc_out:
         code, act_fields = [], {}
