@@ -246,6 +246,23 @@ def test_conv_engines_agree(layer):
     run_both(layer_program(staging, [*code, ins], out_addr, out_shape), [])
 
 
+def _same_on_any_number_of_threads(program) -> None:
+    """The interpreter, and the engine on 1, 2 and 3 threads, give the same bytes and counts."""
+    from mrvl.sim import RunStats
+
+    valid = prepare(program)
+    expected = RunStats()
+    reference = run(valid, [], engine="interp", stats=expected)
+    for workers in (1, 2, 3):
+        counted = RunStats()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(numba_engine.THREADS_ENV, str(workers))
+            compiled = run(valid, [], engine="numba", stats=counted)
+        assert_same_bytes(reference, compiled)
+        np.testing.assert_array_equal(counted.saturated, expected.saturated)
+        np.testing.assert_array_equal(counted.nans, expected.nans)
+
+
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(
     hw=st.tuples(st.integers(9, 12), st.integers(9, 12)),
@@ -263,8 +280,6 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     input-channel blocks reads and writes fp32 partial sums, apart (written as computed) or
     in place (stored after every thread has computed). The interpreter, and the engine on 1,
     2 and 3 threads, give the same bytes and counts."""
-    from mrvl.sim import RunStats
-
     kernel, channels, out_channels = shape
     out_channels += extra_channels
     in_shape = (1, *hw, channels)
@@ -304,35 +319,7 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     macs = positions * kernel[0] * kernel[1] * channels * out_channels
     assert macs >= numba_engine.SHARED_MACS
     flat = (out_bytes // 2,)
-    program = layer_program(staging, [*code, ins], out_addr, flat)
-    valid = prepare(program)
-    expected = RunStats()
-    reference = run(valid, [], engine="interp", stats=expected)
-    for workers in (1, 2, 3):
-        counted = RunStats()
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv(numba_engine.THREADS_ENV, str(workers))
-            compiled = run(valid, [], engine="numba", stats=counted)
-        assert_same_bytes(reference, compiled)
-        np.testing.assert_array_equal(counted.saturated, expected.saturated)
-        np.testing.assert_array_equal(counted.nans, expected.nans)
-
-
-def _same_on_any_number_of_threads(program) -> None:
-    """The interpreter, and the engine on 1, 2 and 3 threads, give the same bytes and counts."""
-    from mrvl.sim import RunStats
-
-    valid = prepare(program)
-    expected = RunStats()
-    reference = run(valid, [], engine="interp", stats=expected)
-    for workers in (1, 2, 3):
-        counted = RunStats()
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv(numba_engine.THREADS_ENV, str(workers))
-            compiled = run(valid, [], engine="numba", stats=counted)
-        assert_same_bytes(reference, compiled)
-        np.testing.assert_array_equal(counted.saturated, expected.saturated)
-        np.testing.assert_array_equal(counted.nans, expected.nans)
+    _same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, flat))
 
 
 @settings(max_examples=10, deadline=None, derandomize=True)
