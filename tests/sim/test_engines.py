@@ -795,40 +795,6 @@ def test_resize_engines_agree(n, in_hw, out_hw, channels, method, mode, seed, sp
     run_both(layer_program(staging, [ins], out_addr, out_shape), [])
 
 
-def test_cached_packed_weights_follow_the_bytes_in_ocm():
-    """Two convs of the same shape read weights at the same OCM address (one slot of the Numba
-    engine's weight cache), the second after a DMA has put other weights there: each run, the
-    cache notices the bytes changed and repacks; running the program again gives the same."""
-    channels, outs = 5, 32  # one output position of 32 channels: 64 bytes, one reservation
-    staging = Staging()
-    x_addr = staging.add(f16_data(1, (1, 3, 3, channels), True))
-    first = staging.add(f16_data(2, (outs, 3, 3, channels), False))
-    second = staging.add(f16_data(3, (outs, 3, 3, channels), False))
-    w_addr = staging.reserve(outs * 9 * channels * 2)
-    out_addr = staging.reserve(outs * 2)
-    staging.reserve(outs * 2)  # the second conv's output, right after the first's
-    nbytes = outs * 9 * channels * 2
-    code = []
-    for index, source in enumerate((first, second)):
-        code.append(copy_bytes(MemSpace.OCM, source, MemSpace.OCM, w_addr, nbytes))
-        code.append(
-            conv(
-                x_addr,
-                (1, 3, 3, channels),
-                out_addr + index * outs * 2,
-                (1, 1, 1, outs),
-                w_addr,
-                kernel=(3, 3),
-            )
-        )
-    valid = prepare(layer_program(staging, code, out_addr, (2, outs)))
-    assert numba_engine.weight_cache(valid).arrays[0].tolist().count(0) == 2  # one shared slot
-    first_run = run_both(valid, [])
-    second_run = run_both(valid, [])
-    assert_same_bytes(first_run, second_run)
-    assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
-
-
 def _two_convs_over_one_weight_address(between):
     """x, two sets of conv weights in the constant pool, and two 3x3 convs of the same shape
     reading weights at one OCM address; `between(first, second, w_addr, nbytes, scratch)` gives
@@ -860,6 +826,23 @@ def _two_convs_over_one_weight_address(between):
     slots, *_, flags = numba_engine.weight_cache(valid).arrays
     convs = [i for i, ins in enumerate(valid.code) if ins.opcode == "conv"]
     return valid, [int(flags[slots[i]]) & numba_engine.CONSTANT for i in convs], slots[convs]
+
+
+def test_cached_packed_weights_follow_the_bytes_in_ocm():
+    """Two convs of the same shape read weights at the same OCM address (one slot of the Numba
+    engine's weight cache), each after an OCM-to-OCM copy has put its weights there (not a
+    copy of the constant pool): each run, the cache notices the bytes changed and repacks;
+    running the program again gives the same."""
+    valid, constant, slots = _two_convs_over_one_weight_address(
+        lambda first, second, w_addr, nbytes, scratch: [
+            [copy_bytes(MemSpace.OCM, first, MemSpace.OCM, w_addr, nbytes)],
+            [copy_bytes(MemSpace.OCM, second, MemSpace.OCM, w_addr, nbytes)],
+        ]
+    )
+    assert constant == [0, 0] and slots[0] == slots[1]  # one shared slot, compared at each use
+    first_run = run_both(valid, [])
+    assert_same_bytes(first_run, run_both(valid, []))
+    assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
 
 
 def test_weights_copied_from_the_constant_pool_are_packed_once():
