@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import math
 import os
 import sys
 import threading
@@ -1267,9 +1266,7 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
         step = arrive(sync, worker, workers, step)
         if step < 0:
             return step
-        calls = (positions + MAC_PIXELS - 1) // MAC_PIXELS
-        start = calls * worker // workers * MAC_PIXELS
-        stop = min(positions, calls * (worker + 1) // workers * MAC_PIXELS)
+        start, stop = share(positions, MAC_PIXELS, worker, workers)  # whole mac_tile calls
     x = load_window(row, ocm, start, stop, lut)
     bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
     out_addr = row[CONV_OUT_ADDR]
@@ -1579,8 +1576,12 @@ def run_program(
         row, frow = words[i], floats[i]
         op, tile = row[0], row[1]
         tally = counts[i]
-        conv_shared = op == OP_CONV and shared_conv(row, slots[i], workers)
-        if worker > 0 and not (conv_shared or shared_values(op, row, workers)):
+        if op == OP_CONV:
+            shared = shared_conv(row, slots[i], workers)
+        else:
+            shared = shared_values(op, row, workers)
+        together = workers if shared else 1  # the threads computing this instruction
+        if worker > 0 and not shared:
             if op == OP_END:
                 return -1
             continue
@@ -1601,14 +1602,12 @@ def run_program(
                 )
             else:
                 cache = (no_raw, no_packed, no_filled)
-            together = workers if conv_shared else 1
             step = conv(
                 row, frow, ocm[tile], lut, tables[tile], tally, cache, sync, worker, together, step
             )
             if step < 0:
                 return -1
         elif op == OP_POOL:
-            together = workers if shared_values(op, row, workers) else 1
             step = pool(row, ocm[tile], lut, tally, sync, worker, together, step)
             if step < 0:
                 return -1
@@ -1620,7 +1619,6 @@ def run_program(
         elif op == OP_FC:
             fc(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_ADD:
-            together = workers if shared_values(op, row, workers) else 1
             step = add(row, frow, ocm[tile], lut, tables[tile], tally, sync, worker, together, step)
             if step < 0:
                 return -1
@@ -1643,32 +1641,32 @@ PACKED, CONSTANT = 1, 2
 slice of the constant pool (constant_weights), so a run need not compare them."""
 
 
-def constant_weights(valid: ValidProgram) -> list:
+def conv_weight_bytes(f: dict) -> tuple[int, int]:
+    """[start, stop) of a conv's f16 weights in its tile's OCM."""
+    per_output = f["kernel"][0] * f["kernel"][1] * f["in_shape"][3] // f["groups"]
+    return f["w_addr"], f["w_addr"] + 2 * f["out_shape"][3] * per_output
+
+
+def constant_weights(valid: ValidProgram, accesses: list) -> list:
     """Per instruction, for a conv whose weights are a fixed slice of the constant pool, what
     they are a copy of; else None. They are when, in program order, the bytes of its weights
     in its tile's OCM were last written by one `dma` from the constant pool into a dense OCM
     range (no later write to that tile's OCM touched them) and no instruction writes the pool:
     the pool is the program's own and is loaded before each run, so the weights are the same
-    at every run, and the same for every conv with the same copy and offset in it."""
-    from mrvl.sim.cycles import operands  # the operands of docs/isa.md §3, shared with the model
+    at every run, and the same for every conv with the same copy and offset in it.
+    `accesses`: each instruction's (reads, writes) (`mrvl.sim.cycles.operands`)."""
+    from mrvl.sim.simulator import memory_use
 
     program = valid.program
     pool = (program.const_base, program.const_base + len(program.consts))
-    accesses = [operands(ins) for ins in valid.code]
     found: list = [None] * len(valid.code)
-    for _, writes in accesses:
-        for w in writes:
-            lo, hi = w.hull
-            if w.space == isa.MemSpace.DDR and lo < pool[1] and pool[0] < hi:
-                return found  # the program writes its constant pool
+    if not memory_use(valid).pool_kept:
+        return found  # the program writes its constant pool
     copies_by_tile: dict[int, list] = {}  # tile -> [(start, stop, the copy)] of OCM bytes
     for index, (ins, (reads, writes)) in enumerate(zip(valid.code, accesses, strict=True)):
         copies = copies_by_tile.setdefault(ins.tile, [])
         if ins.opcode == "conv":
-            f = ins.fields
-            start = f["w_addr"]
-            per_output = f["kernel"][0] * f["kernel"][1] * f["in_shape"][3] // f["groups"]
-            stop = start + 2 * f["out_shape"][3] * per_output
+            start, stop = conv_weight_bytes(ins.fields)
             for lo, hi, copy in copies:
                 if lo <= start and stop <= hi:
                     found[index] = (copy, start - lo)
@@ -1688,30 +1686,22 @@ def constant_weights(valid: ValidProgram) -> list:
     return found
 
 
-def weight_only_dmas(valid: ValidProgram, slots: np.ndarray, constant: np.ndarray) -> np.ndarray:
+def weight_only_dmas(
+    valid: ValidProgram, accesses: list, slots: np.ndarray, constant: np.ndarray
+) -> np.ndarray:
     """Per instruction, 1 for a DDR-to-OCM `dma` whose bytes no instruction reads except as
     the weights of convs with a constant slot (`constant_weights`). Once every such slot is
     packed, those convs read their packing and not the bytes, so a run may skip the DMA: no
     instruction can tell, and OCM is not an output. A read of any other kind, even of part of
     the bytes, keeps the DMA. Bytes stop being the DMA's when a dense write covers them (a
     strided write removes none: that only keeps more DMAs); a read counts as its whole hull."""
-    from mrvl.sim.cycles import operands
-
     weight_only = np.zeros(len(valid.code), np.uint8)
     watched: dict[int, list] = {}  # tile -> [(start, stop, dma index)] of bytes DMAs wrote
     read_otherwise: set[int] = set()
-    for index, ins in enumerate(valid.code):
-        reads, writes = operands(ins)
+    for index, (ins, (reads, writes)) in enumerate(zip(valid.code, accesses, strict=True)):
         ranges = watched.setdefault(ins.tile, [])
-        weights = None
         slot = slots[index]
-        if slot >= 0 and constant[slot]:
-            f = ins.fields
-            start = f["w_addr"]
-            weights = (
-                start,
-                start + 2 * f["out_shape"][3] * math.prod(f["kernel"]) * f["in_shape"][3],
-            )
+        weights = conv_weight_bytes(ins.fields) if slot >= 0 and constant[slot] else None
         for r in reads:
             if r.space != isa.MemSpace.OCM or r.hull == weights:
                 continue
@@ -1755,8 +1745,11 @@ class WeightCache:
     def __init__(self, valid: ValidProgram):
         self.lock = threading.Lock()
         slots = np.full(len(valid.code), -1, np.int64)
+        from mrvl.sim.cycles import operands  # docs/isa.md §3's operands, shared with the model
+
         raw_at, packed_at, keys, constant = [0], [0], {}, []
-        sources = constant_weights(valid)
+        accesses = [operands(ins) for ins in valid.code]
+        sources = constant_weights(valid, accesses)
         for index, ins in enumerate(valid.code):
             f = ins.fields
             if ins.opcode != "conv" or f["groups"] != 1 or f["w_addr"] % 2:
@@ -1788,7 +1781,7 @@ class WeightCache:
             np.zeros(packed_at[-1], np.float32),
             np.array(constant, np.uint8) * np.uint8(CONSTANT),
         )
-        self.weight_only = weight_only_dmas(valid, slots, np.array(constant, np.bool_))
+        self.weight_only = weight_only_dmas(valid, accesses, slots, np.array(constant, np.bool_))
         self.warm = False
         """Whether a whole run has used the cache, packing every slot (programs have no
         branches: each run executes every instruction up to the first `end`)."""
