@@ -786,23 +786,28 @@ on machines with 128-bit vectors, with the same results)."""
 
 
 @intrinsic
-def mac_tile(typingctx, x, rows, w, w_off, steps, init, init_at, out, out_at):
-    """out[out_at[p] + j] = init[init_at[p] + j] + sum of x[rows[p] + t] * w[w_off + t*16 + j],
-    added one t at a time from 0 to steps - 1, for the MAC_PIXELS x MAC_CHANNELS outputs
-    (p, j) at once.
+def mac_tile(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out, out_at):
+    """out[out_at[p] + j] = init[init_at[p] + j] + sum of x[rows[s * MAC_PIXELS + p] + t] *
+    w[w_off + (T_s + t) * 16 + j], added one term at a time for each segment s in 0 ..
+    segments - 1 and each t in 0 .. lengths[s] - 1 (T_s: the lengths before s), for the
+    MAC_PIXELS x MAC_CHANNELS outputs (p, j) at once.
 
-    The accumulators stay in vector registers for the whole reduction: each step is one vector
-    load of 16 weights, one broadcast input per position, then per output an fp32 multiply and
-    an fp32 add, each rounding (IEEE, no fast-math flags, no fused multiply-add), so every
-    output's sum is the documented sequential one. Numba cannot express vectors, hence LLVM IR.
-    x, w, init, out: float32 C arrays; rows, init_at, out_at: int64[MAC_PIXELS], offsets into
-    x, init and out (the accumulators start from init and end in out, which may be one array:
-    all are loaded before any is stored)."""
-    sig = types.void(x, rows, w, w_off, steps, init, init_at, out, out_at)
+    A segment is a run of the reduction whose inputs are contiguous in x (one input-channel
+    block of one kernel tap of a conv, or a whole 1x1 reduction), so a conv reads its inputs
+    where they are, with no patch gathered. The accumulators stay in vector registers for the
+    whole reduction: each step is one vector load of 16 weights, one broadcast input per
+    position, then per output an fp32 multiply and an fp32 add, each rounding (IEEE, no
+    fast-math flags, no fused multiply-add), so every output's sum is the documented
+    sequential one. Numba cannot express vectors, hence LLVM IR.
+    x, w, init, out: float32 C arrays; rows: int64[segments * MAC_PIXELS], offsets into x;
+    lengths: int64[segments]; init_at, out_at: int64[MAC_PIXELS], offsets into init and out
+    (the accumulators start from init and end in out, which may be one array: all are loaded
+    before any is stored)."""
+    sig = types.void(x, rows, lengths, segments, w, w_off, init, init_at, out, out_at)
 
     def codegen(context, builder, signature, args):
-        x_value, rows_value, w_value, w_off_value, steps_value = args[:5]
-        init_value, init_at_value, out_value, out_at_value = args[5:]
+        x_value, rows_value, lengths_value, segments_value, w_value, w_off_value = args[:6]
+        init_value, init_at_value, out_value, out_at_value = args[6:]
         f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
         vector = ir.VectorType(f32, LANES)
         vector_ptr = vector.as_pointer()
@@ -811,9 +816,10 @@ def mac_tile(typingctx, x, rows, w, w_off, steps, init, init_at, out, out_at):
         def data(index, value):
             return context.make_array(signature.args[index])(context, builder, value).data
 
-        x_ptr, rows_ptr, w_ptr = data(0, x_value), data(1, rows_value), data(2, w_value)
-        init_ptr, init_at_ptr = data(5, init_value), data(6, init_at_value)
-        out_ptr, out_at_ptr = data(7, out_value), data(8, out_at_value)
+        x_ptr, rows_ptr, lengths_ptr = data(0, x_value), data(1, rows_value), data(2, lengths_value)
+        w_ptr = data(4, w_value)
+        init_ptr, init_at_ptr = data(6, init_value), data(7, init_at_value)
+        out_ptr, out_at_ptr = data(8, out_value), data(9, out_at_value)
 
         def const(value):
             return ir.Constant(i64, value)
@@ -821,10 +827,6 @@ def mac_tile(typingctx, x, rows, w, w_off, steps, init, init_at, out, out_at):
         def vector_at(pointer, offset):
             return builder.bitcast(builder.gep(pointer, [offset]), vector_ptr)
 
-        x_rows = [
-            builder.gep(x_ptr, [builder.load(builder.gep(rows_ptr, [const(p)]))])
-            for p in range(MAC_PIXELS)
-        ]
         w_base = builder.gep(w_ptr, [w_off_value])
 
         def pixel_base(pointer, at_ptr, p):
@@ -838,25 +840,41 @@ def mac_tile(typingctx, x, rows, w, w_off, steps, init, init_at, out, out_at):
         undef = ir.Constant(vector, ir.Undefined)
         splat = ir.Constant(ir.VectorType(i32, LANES), [0] * LANES)
 
-        def step(t, sums):
-            w_step = builder.gep(w_base, [builder.mul(t, const(MAC_CHANNELS))])
-            weights = [
-                builder.load(vector_at(w_step, const(h * LANES)), align=4) for h in range(halves)
-            ]
-            updated = []
-            for p in range(MAC_PIXELS):
-                scalar = builder.load(builder.gep(x_rows[p], [t]), align=4)
-                broadcast = builder.shuffle_vector(
-                    builder.insert_element(undef, scalar, ir.Constant(i32, 0)), undef, splat
+        def segment(s, carried):
+            done, sums = carried[0], carried[1:]
+            length = builder.load(builder.gep(lengths_ptr, [s]))
+            first_row = builder.mul(s, const(MAC_PIXELS))
+            x_rows = [
+                builder.gep(
+                    x_ptr, [builder.load(builder.gep(rows_ptr, [builder.add(first_row, const(p))]))]
                 )
-                for h in range(halves):
-                    product = builder.fmul(broadcast, weights[h])
-                    updated.append(builder.fadd(sums[p * halves + h], product))
-            return updated
+                for p in range(MAC_PIXELS)
+            ]
+            w_segment = builder.gep(w_base, [builder.mul(done, const(MAC_CHANNELS))])
 
-        sums = counted_loop(builder, "mac", steps_value, 1, initial, step)
+            def step(t, sums):
+                w_step = builder.gep(w_segment, [builder.mul(t, const(MAC_CHANNELS))])
+                weights = [
+                    builder.load(vector_at(w_step, const(h * LANES)), align=4)
+                    for h in range(halves)
+                ]
+                updated = []
+                for p in range(MAC_PIXELS):
+                    scalar = builder.load(builder.gep(x_rows[p], [t]), align=4)
+                    broadcast = builder.shuffle_vector(
+                        builder.insert_element(undef, scalar, ir.Constant(i32, 0)), undef, splat
+                    )
+                    for h in range(halves):
+                        product = builder.fmul(broadcast, weights[h])
+                        updated.append(builder.fadd(sums[p * halves + h], product))
+                return updated
+
+            sums = counted_loop(builder, "mac", length, 1, sums, step)
+            return [builder.add(done, length), *sums]
+
+        carried = counted_loop(builder, "segment", segments_value, 1, [const(0), *initial], segment)
         out_bases = [pixel_base(out_ptr, out_at_ptr, p) for p in range(MAC_PIXELS)]
-        for (p, h), value in zip(slots, sums):
+        for (p, h), value in zip(slots, carried[1:]):
             builder.store(value, vector_at(out_bases[p], const(h * LANES)), align=4)
         return context.get_dummy_value()
 
@@ -914,23 +932,53 @@ def gather_patch(row, x, position, c_base, patch):
 
 
 @jit
-def direct_row(row, position, c_base):
-    """For a 1x1 conv: the offset in the window of output `position`'s inputs (contiguous, in
-    step order), or -1 if its tap falls outside the window (padding)."""
+def conv_segments(kh_count, kw_count, group_channels):
+    """The lengths of the runs of the documented order whose inputs are contiguous in the
+    window (mac_tile's segments): per input-channel block, kh and kw, the block's channels;
+    a 1x1 conv's whole reduction is one run (its blocks follow each other in the window)."""
+    block_size = group_channels if kh_count * kw_count == 1 else CI_BLOCK
+    blocks = (group_channels + block_size - 1) // block_size
+    lengths = np.empty(blocks * kh_count * kw_count, np.int64)
+    s = 0
+    for block in range(0, group_channels, block_size):
+        for _ in range(kh_count * kw_count):
+            lengths[s] = min(block_size, group_channels - block)
+            s += 1
+    return lengths
+
+
+@jit
+def segment_rows(row, position, c_base, zeros, rows, q):
+    """rows[s * MAC_PIXELS + q] = the offset in the window of output `position`'s inputs of
+    segment s (conv_segments), or `zeros`, where the window holds zeros, for a tap that falls
+    outside the window (padding)."""
     height, width, in_channels = (
         row[CONV_IN_SHAPE + 1],
         row[CONV_IN_SHAPE + 2],
         row[CONV_IN_SHAPE + 3],
     )
     out_rows, out_cols = row[CONV_OUT_SHAPE + 1], row[CONV_OUT_SHAPE + 2]
+    kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
+    group_channels = in_channels // row[CONV_GROUPS]
+    block_size = group_channels if kh_count * kw_count == 1 else CI_BLOCK
     n = position // (out_rows * out_cols)
     r = (position // out_cols) % out_rows
     c = position % out_cols
-    wr = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
-    iw = c * row[CONV_STRIDE + 1] - row[CONV_PAD + 1]
-    if not (0 <= wr < height and 0 <= iw < width):
-        return -1
-    return ((n * height + wr) * width + iw) * in_channels + c_base
+    wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
+    iw0 = c * row[CONV_STRIDE + 1] - row[CONV_PAD + 1]
+    s = 0
+    for block in range(0, group_channels, block_size):
+        for kh in range(kh_count):
+            wr = wr0 + kh * row[CONV_DILATION]
+            for kw in range(kw_count):
+                iw = iw0 + kw * row[CONV_DILATION + 1]
+                if 0 <= wr < height and 0 <= iw < width:
+                    rows[s * MAC_PIXELS + q] = (
+                        ((n * height + wr) * width + iw) * in_channels + c_base + block
+                    )
+                else:
+                    rows[s * MAC_PIXELS + q] = zeros
+                s += 1
 
 
 @jit
@@ -966,30 +1014,24 @@ def same_halves(a, b):
 @jit
 def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop):
     """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
-    positions x MAC_CHANNELS channels per mac_tile call, with their `packed` weights. A 1x1
-    conv reads its inputs in place; others gather them (gather_patch)."""
+    positions x MAC_CHANNELS channels per mac_tile call, with their `packed` weights, reading
+    the inputs in the window `x` in place, segment by segment (conv_segments; the window ends
+    with a group's worth of zeros for the taps in the padding, load_window)."""
     out_channels = row[CONV_OUT_SHAPE + 3]
+    group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
     blocks = packed.size // (steps * MAC_CHANNELS)
-    direct = row[CONV_KERNEL] == 1 and row[CONV_KERNEL + 1] == 1
-    patches = np.zeros(MAC_PIXELS * steps, np.float32)
-    rows = np.empty(MAC_PIXELS, np.int64)
+    lengths = conv_segments(row[CONV_KERNEL], row[CONV_KERNEL + 1], group_channels)
+    segments = lengths.size
+    zeros = x.size - group_channels
+    rows = np.empty(segments * MAC_PIXELS, np.int64)
     acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
     acc_at = np.arange(MAC_PIXELS) * MAC_CHANNELS
     init_at = np.empty(MAC_PIXELS, np.int64)
     out_at = np.empty(MAC_PIXELS, np.int64)
     for first in range(start, stop, MAC_PIXELS):
         count = min(MAC_PIXELS, stop - first)
-        in_place = direct
-        if direct:
-            for q in range(MAC_PIXELS):  # positions past the end repeat the last one
-                rows[q] = direct_row(row, first + min(q, count - 1), c_base)
-                in_place = in_place and rows[q] >= 0
-        if not in_place:
-            for q in range(MAC_PIXELS):
-                rows[q] = q * steps
-                if q < count:
-                    gather_patch(row, x, first + q, c_base, patches[q * steps : (q + 1) * steps])
-        source = x if in_place else patches
+        for q in range(MAC_PIXELS):  # positions past the end repeat the last one
+            segment_rows(row, first + min(q, count - 1), c_base, zeros, rows, q)
         for block in range(blocks):
             lo = o_lo + block * MAC_CHANNELS
             width = min(MAC_CHANNELS, o_hi - lo)
@@ -999,7 +1041,7 @@ def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_ba
                     out_at[q] = (first + q) * out_channels + lo
                     init_at[q] = out_at[q] if partial.size > 0 else lo
                 init = partial if partial.size > 0 else bias
-                mac_tile(source, rows, packed, w_off, steps, init, init_at, out, out_at)
+                mac_tile(x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at)
                 continue
             for q in range(MAC_PIXELS):  # a partial tile: through acc, zeros past the edges
                 tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
@@ -1009,7 +1051,7 @@ def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_ba
                 else:
                     tile[:width] = bias[lo : lo + width]
                 tile[width:] = 0.0
-            mac_tile(source, rows, packed, w_off, steps, acc, acc_at, acc, acc_at)
+            mac_tile(x, rows, lengths, segments, packed, w_off, acc, acc_at, acc, acc_at)
             for q in range(count):
                 start = (first + q) * out_channels + lo
                 out[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
@@ -1182,9 +1224,10 @@ def share(total, unit, worker, workers):
 
 @jit
 def load_window(row, ocm, start, stop, lut):
-    """The conv's input window as fp32 (float32[N*H*W*C]), converted only in the window rows
-    that output positions [start, stop) read: a thread sharing the conv converts its own rows
-    (the rest of the array is never read). One image only; with several, all of it."""
+    """The conv's input window as fp32 (float32[N*H*W*C], then one group's channels of zeros
+    that padding taps read), converted only in the window rows that output positions
+    [start, stop) read: a thread sharing the conv converts its own rows (the rest of the array
+    is never read). One image only; with several, all of it."""
     n_count, height, width, in_channels = (
         row[CONV_IN_SHAPE],
         row[CONV_IN_SHAPE + 1],
@@ -1192,7 +1235,9 @@ def load_window(row, ocm, start, stop, lut):
         row[CONV_IN_SHAPE + 3],
     )
     out_cols = row[CONV_OUT_SHAPE + 2]
-    x = np.empty(n_count * height * width * in_channels, np.float32)
+    size = n_count * height * width * in_channels
+    x = np.empty(size + in_channels // row[CONV_GROUPS], np.float32)
+    x[size:] = 0.0
     lo, hi = 0, n_count * height  # rows of all the images, [N*H, W, C]
     if n_count == 1 and stop > start:
         first = (row[CONV_OROW0] + start // out_cols) * row[CONV_STRIDE] - row[CONV_PAD]
