@@ -11,11 +11,11 @@ in program order (docs/isa.md, "Cycle model", says the same in prose):
 - **Cost.** What an instruction costs is `mrvl.cost` applied to its fields (`instruction_cost`),
   the same functions the scheduler prices its pieces with.
 - **The DDR port.** One port, shared by all tiles, moves `ddr_bytes_per_cycle`. A DMA that moves
-  DDR bytes (counted in whole bursts per contiguous run) holds the port for
-  `ddr_port_cycles(bytes)` right after its set-up; DMAs are given the port in program order,
-  each the earliest free window of its length once it is ready (a later DMA may use an idle gap
-  before an earlier one's window). The DMA ends at `start + set-up + max(its engine's transfer
-  time, its port time)`.
+  DDR bytes (counted in whole bursts per contiguous run) needs `ddr_port_cycles(bytes)` of it,
+  from the end of its set-up on. The port interleaves bursts: DMAs are given its free cycles in
+  program order, each taking every free cycle from when it is ready until it has its count, in
+  as many pieces as the earlier DMAs' cycles leave. The DMA starts `set-up` before its first
+  port cycle and ends at the later of its last port cycle and `start + its engine time`.
 - **Dependencies.** Happens-before is queue order plus token chains, kept as vector clocks over
   the queues. A read of bytes whose last write does not happen before it, or a write over bytes
   that an earlier instruction reads or writes and that does not happen before it, raises
@@ -292,6 +292,11 @@ class Timeline:
     ddr_reads: tuple[tuple[Access, ...], ...]
     """The DDR accesses of each instruction, for footprints (reads)."""
     ddr_writes: tuple[tuple[Access, ...], ...]
+    port_first: np.ndarray
+    """The first cycle the DDR port moves bytes of the instruction (0 if it moves none)."""
+    port_last: np.ndarray
+    """One past the last such cycle: its bytes moved in [port_first, port_last), interleaved
+    with other transfers' bursts."""
 
     @property
     def program(self) -> Program:
@@ -319,24 +324,41 @@ class Timeline:
 
 
 class Port:
-    """Busy windows of the shared DDR port, sorted and disjoint."""
+    """Busy windows of the shared DDR port, sorted, disjoint and not touching (touching windows
+    are merged)."""
 
     def __init__(self):
         self.starts: list[int] = []
         self.stops: list[int] = []
 
-    def claim(self, ready: int, length: int) -> int:
-        """Reserve the earliest window of `length` cycles at or after `ready`; its start."""
+    def claim(self, ready: int, length: int) -> tuple[int, int]:
+        """Give a transfer ready at `ready` `length` cycles of the port: the free cycles from
+        `ready` on, in as many pieces as the busy windows leave (the port interleaves the
+        bursts of the tiles' transfers). Returns its first cycle and one past its last."""
         if length <= 0:
-            return ready
-        k = bisect.bisect_right(self.stops, ready)
-        t = ready
-        while k < len(self.starts) and self.starts[k] < t + length:
-            t = max(t, self.stops[k])
-            k += 1
-        self.starts.insert(k, t)
-        self.stops.insert(k, t + length)
-        return t
+            return ready, ready
+        lo = bisect.bisect_left(self.stops, ready)  # windows from here on may touch the claim
+        k, t, left = lo, ready, length
+        pieces = []
+        while left:
+            if k < len(self.starts) and self.starts[k] <= t:
+                t = max(t, self.stops[k])
+                k += 1
+                continue
+            take = min(left, self.starts[k] - t) if k < len(self.starts) else left
+            pieces.append((t, t + take))
+            left -= take
+            t += take
+        hi = k + 1 if k < len(self.starts) and self.starts[k] == t else k
+        merged: list[list[int]] = []
+        for start, stop in sorted([*zip(self.starts[lo:hi], self.stops[lo:hi]), *pieces]):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], stop)
+            else:
+                merged.append([start, stop])
+        self.starts[lo:hi] = [start for start, _ in merged]
+        self.stops[lo:hi] = [stop for _, stop in merged]
+        return pieces[0][0], t
 
 
 # ------------------------------------------------------------------------ the shadow memory
@@ -531,6 +553,8 @@ def model_cycles(valid: ValidProgram) -> Timeline:
     ddr_write = np.zeros(count, np.int64)
     ocm_bytes = np.zeros(count, np.int64)
     ocm_free = np.zeros(count, np.int64)
+    port_first = np.zeros(count, np.int64)
+    port_last = np.zeros(count, np.int64)
 
     free = [0] * nq
     token_ready: dict[int, int] = {}
@@ -552,8 +576,10 @@ def model_cycles(valid: ValidProgram) -> Timeline:
         moved = c.ddr_read + c.ddr_write
         if moved:
             port_cycles = cost.ddr_port_cycles(target, moved)
-            begin = port.claim(ready + setup, port_cycles) - setup
-            finish = begin + max(c.cycles, setup + port_cycles)
+            first, last = port.claim(ready + setup, port_cycles)
+            port_first[i], port_last[i] = first, last
+            begin = first - setup
+            finish = max(begin + c.cycles, last)
         else:
             begin, finish = ready, ready + c.cycles
         start[i], end[i] = begin, finish
@@ -608,4 +634,6 @@ def model_cycles(valid: ValidProgram) -> Timeline:
         ocm_free,
         tuple(tuple(a for a in reads if a.space == DDR) for reads, _ in accesses),
         tuple(tuple(a for a in writes if a.space == DDR) for _, writes in accesses),
+        port_first,
+        port_last,
     )

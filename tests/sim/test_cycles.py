@@ -121,6 +121,23 @@ def test_a_later_dma_uses_an_idle_port_gap():
     assert t.start[2] == 0 and t.start[1] == t.end[0]
 
 
+def test_a_transfer_too_long_for_an_idle_gap_fills_it_and_goes_on_after():
+    # the port interleaves bursts: tile 1's long load, later in program order than tile 0's
+    # late one, moves in the gap before it and in the cycles after it
+    code = [
+        small_conv(tile=0, signal=1),
+        copy_bytes(DDR, 0, OCM, 0x30000, N, tile=0, waits=(1,)),  # ready late
+        copy_bytes(DDR, N, OCM, 0x30000, 16 * N, tile=1),  # ready at once, longer than the gap
+    ]
+    t = timeline(code)
+    gap = t.port_first[1] - T.dma_setup_cycles  # the port cycles before tile 0's transfer
+    port = cost.ddr_port_cycles(T, N)
+    assert 0 < gap < 16 * port  # the long load does not fit in the gap
+    assert t.start[2] == 0 and t.port_first[2] == T.dma_setup_cycles
+    assert t.port_last[2] == T.dma_setup_cycles + 16 * port + port  # it waited out tile 0's
+    assert t.port_last[1] == t.port_first[1] + port  # the earlier transfer is not slowed
+
+
 def test_ocm_in_use_lasts_from_the_write_to_the_last_read():
     code = [
         copy_bytes(DDR, 0, OCM, 0, 2048, signal=1),  # the conv's input, 2 KiB
@@ -334,11 +351,15 @@ def test_timing_obeys_queues_tokens_and_the_port(code):
             assert t.start[i] == ready and busy == c.cycles
         else:
             assert t.start[i] >= ready
-    windows = sorted(
-        (t.start[i] + T.dma_setup_cycles, cost.ddr_port_cycles(T, t.ddr_read[i] + t.ddr_write[i]))
-        for i in range(n)
-        if t.ddr_read[i] + t.ddr_write[i]
-    )
-    for (a, length), (b, _) in itertools.pairwise(windows):
-        assert a + length <= b  # the port moves one transfer at a time
+    # the port: each transfer's bursts move after its set-up, within [port_first, port_last),
+    # and in any span of cycles the port moves no more cycles' worth than the span is long
+    moving = [i for i in range(n) if t.ddr_read[i] + t.ddr_write[i]]
+    needs = {i: cost.ddr_port_cycles(T, t.ddr_read[i] + t.ddr_write[i]) for i in moving}
+    for i in moving:
+        assert t.port_first[i] == t.start[i] + T.dma_setup_cycles
+        assert t.port_last[i] - t.port_first[i] >= needs[i] and t.port_last[i] <= t.end[i]
+    edges = sorted({int(t.port_first[i]) for i in moving} | {int(t.port_last[i]) for i in moving})
+    for a, b in itertools.combinations(edges, 2):
+        inside = [i for i in moving if a <= t.port_first[i] and t.port_last[i] <= b]
+        assert sum(needs[i] for i in inside) <= b - a
     assert t.total_cycles == t.end.max()
