@@ -1036,6 +1036,21 @@ def same_halves(a, b):
 
 
 @jit
+def refresh_packing(ocm, w_addr, tap, outs, cache, lut):
+    """Make a weight-cache slot's packing (WeightCache) that of the `outs` x tap.size f16
+    weights at ocm[w_addr:]: a packing of constant weights is used as it is, any other only
+    if the weights still equal the bits it was made from."""
+    raw, cached, filled = cache
+    halves = ocm[w_addr : w_addr + 2 * raw.size].view(np.uint16)
+    constant = (filled[0] & CONSTANT) != 0
+    if (filled[0] & PACKED) == 0 or (not constant and not same_halves(halves, raw)):
+        w = load_f16(ocm, w_addr, outs * tap.size, lut)
+        pack_weights(w, tap, 0, outs, cached)
+        raw[:] = halves
+        filled[0] |= PACKED
+
+
+@jit
 def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop):
     """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
     positions x MAC_CHANNELS channels per mac_tile call, with their `packed` weights, reading
@@ -1319,17 +1334,11 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // groups
     steps = kh_count * kw_count * group_channels
     positions = n_count * out_rows * out_cols
-    raw, cached, filled = cache
+    raw, cached, _ = cache
     w_addr = row[CONV_W_ADDR]
     if raw.size > 0 and worker == 0:  # one run of output channels (groups=1), perhaps cached
-        halves = ocm[w_addr : w_addr + 2 * raw.size].view(np.uint16)
-        constant = (filled[0] & CONSTANT) != 0
-        if (filled[0] & PACKED) == 0 or (not constant and not same_halves(halves, raw)):
-            w = load_f16(ocm, w_addr, out_channels * steps, lut)
-            tap = conv_order(kh_count, kw_count, group_channels)
-            pack_weights(w, tap, 0, out_channels, cached)
-            raw[:] = halves
-            filled[0] |= PACKED
+        tap = conv_order(kh_count, kw_count, group_channels)
+        refresh_packing(ocm, w_addr, tap, out_channels, cache, lut)
     start, stop = 0, positions
     if workers > 1:
         step = arrive(sync, worker, workers, step)
@@ -1532,26 +1541,59 @@ def resize(row, ocm, lut, tally):
 
 
 @jit
-def fc(row, frow, ocm, lut, table, tally):
+def fc(row, frow, ocm, lut, table, tally, cache):
+    """With a weight-cache slot (`cache` as for conv), the rows run on mac_tile, MAC_PIXELS
+    of them x MAC_CHANNELS outputs at a time, over the slot's packing; without one, on
+    weights transposed here."""
     rows, inner, outs = row[FC_N], row[FC_K], row[FC_O]
     x = load_f16(ocm, row[FC_IN_ADDR], rows * inner, lut)
-    w = load_f16(ocm, row[FC_W_ADDR], outs * inner, lut)
-    wt = np.empty(inner * outs, np.float32)  # [K, O]: output innermost
-    for j in range(outs):
-        for kk in range(inner):
-            wt[kk * outs + j] = w[j * inner + kk]
     bias = load_bias(ocm, row[FC_B_ADDR], outs)
     out = np.empty(rows * outs, np.float32)
-    for i in range(rows):
-        acc = out[i * outs : (i + 1) * outs]
-        acc[:] = bias
-        for kk in range(inner):
-            xv = x[i * inner + kk]
-            for j in range(outs):
-                acc[j] = acc[j] + xv * wt[kk * outs + j]
+    if cache[0].size > 0:
+        refresh_packing(ocm, row[FC_W_ADDR], np.arange(inner), outs, cache, lut)
+        fc_run_blocked(x, cache[1], rows, inner, outs, bias, out)
+    else:
+        w = load_f16(ocm, row[FC_W_ADDR], outs * inner, lut)
+        wt = np.empty(inner * outs, np.float32)  # [K, O]: output innermost
+        for j in range(outs):
+            for kk in range(inner):
+                wt[kk * outs + j] = w[j * inner + kk]
+        for i in range(rows):
+            acc = out[i * outs : (i + 1) * outs]
+            acc[:] = bias
+            for kk in range(inner):
+                xv = x[i * inner + kk]
+                for j in range(outs):
+                    acc[j] = acc[j] + xv * wt[kk * outs + j]
     act = row[FC_ACT]
     slopes = load_slopes(ocm, act, row[FC_ACT_ADDR], outs)
     finish(out, act, frow[FC_ACT_A], frow[FC_ACT_B], slopes, table, ocm, row[FC_OUT_ADDR], tally)
+
+
+@jit
+def fc_run_blocked(x, packed, rows, inner, outs, bias, out):
+    """out[i, j] = bias[j] + sum over k of x[i, k] * w[j, k] in order of k, by mac_tile over
+    the packed weights (pack_weights with steps in order): the rows are its positions, the
+    reduction one segment; every tile goes through a scratch tile (rows are few)."""
+    lengths = np.full(1, inner, np.int64)
+    at = np.empty(MAC_PIXELS, np.int64)
+    acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
+    acc_at = np.arange(MAC_PIXELS) * MAC_CHANNELS
+    for first in range(0, rows, MAC_PIXELS):
+        count = min(MAC_PIXELS, rows - first)
+        for q in range(MAC_PIXELS):  # rows past the end repeat the last one
+            at[q] = (first + min(q, count - 1)) * inner
+        for lo in range(0, outs, MAC_CHANNELS):
+            width = min(MAC_CHANNELS, outs - lo)
+            for q in range(MAC_PIXELS):
+                tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
+                tile[:width] = bias[lo : lo + width]
+                tile[width:] = 0.0
+            w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
+            mac_tile(x, at, lengths, 1, packed, w_off, acc, acc_at, acc, acc_at)
+            for q in range(count):
+                start = (first + q) * outs + lo
+                out[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
 
 
 @jit
@@ -1661,7 +1703,7 @@ def run_program(
             cvt(row, ddr, lut_bits, tally)
         elif op == OP_LUT:
             load_table(row, ddr, tables[tile])
-        elif op == OP_CONV:
+        elif op == OP_CONV or op == OP_FC:
             slot = slots[i]
             if slot >= 0:
                 cache = (
@@ -1671,6 +1713,9 @@ def run_program(
                 )
             else:
                 cache = (no_raw, no_packed, no_filled)
+            if op == OP_FC:
+                fc(row, frow, ocm[tile], lut, tables[tile], tally, cache)
+                continue
             step = conv(
                 row, frow, ocm[tile], lut, tables[tile], tally, cache, sync, worker, together, step
             )
@@ -1685,8 +1730,6 @@ def run_program(
             if fault:
                 publish(sync, workers, 1)
                 return i * 8 + fault
-        elif op == OP_FC:
-            fc(row, frow, ocm[tile], lut, tables[tile], tally)
         elif op == OP_ADD:
             step = add(row, frow, ocm[tile], lut, tables[tile], tally, sync, worker, together, step)
             if step < 0:
@@ -1710,10 +1753,20 @@ PACKED, CONSTANT = 1, 2
 slice of the constant pool (constant_weights), so a run need not compare them."""
 
 
-def conv_weight_bytes(f: dict) -> tuple[int, int]:
-    """[start, stop) of a conv's f16 weights in its tile's OCM."""
-    per_output = f["kernel"][0] * f["kernel"][1] * f["in_shape"][3] // f["groups"]
-    return f["w_addr"], f["w_addr"] + 2 * f["out_shape"][3] * per_output
+def weight_shape(ins) -> tuple[int, int] | None:
+    """(outputs, steps per output) of a conv's or fc's f16 weights; None for other opcodes."""
+    f = ins.fields
+    if ins.opcode == "conv":
+        return f["out_shape"][3], f["kernel"][0] * f["kernel"][1] * f["in_shape"][3] // f["groups"]
+    if ins.opcode == "fc":
+        return f["o"], f["k"]
+    return None
+
+
+def weight_bytes(ins) -> tuple[int, int]:
+    """[start, stop) of a conv's or fc's f16 weights in its tile's OCM."""
+    outs, steps = weight_shape(ins)
+    return ins.fields["w_addr"], ins.fields["w_addr"] + 2 * outs * steps
 
 
 def constant_weights(valid: ValidProgram, accesses: list) -> list:
@@ -1734,8 +1787,8 @@ def constant_weights(valid: ValidProgram, accesses: list) -> list:
     copies_by_tile: dict[int, list] = {}  # tile -> [(start, stop, the copy)] of OCM bytes
     for index, (ins, (reads, writes)) in enumerate(zip(valid.code, accesses, strict=True)):
         copies = copies_by_tile.setdefault(ins.tile, [])
-        if ins.opcode == "conv":
-            start, stop = conv_weight_bytes(ins.fields)
+        if ins.opcode in ("conv", "fc"):
+            start, stop = weight_bytes(ins)
             for lo, hi, copy in copies:
                 if lo <= start and stop <= hi:
                     found[index] = (copy, start - lo)
@@ -1770,7 +1823,7 @@ def weight_only_dmas(
     for index, (ins, (reads, writes)) in enumerate(zip(valid.code, accesses, strict=True)):
         ranges = watched.setdefault(ins.tile, [])
         slot = slots[index]
-        weights = conv_weight_bytes(ins.fields) if slot >= 0 and constant[slot] else None
+        weights = weight_bytes(ins) if slot >= 0 and constant[slot] else None
         for r in reads:
             if r.space != isa.MemSpace.OCM or r.hull == weights:
                 continue
@@ -1795,12 +1848,13 @@ def weight_only_dmas(
 
 
 class WeightCache:
-    """The packed fp32 weights (pack_weights) of a program's convs, kept from run to run.
+    """The packed fp32 weights (pack_weights) of a program's convs and fcs, kept from run to
+    run.
 
     Packing reads every weight of every conv and costs more than the multiply-adds of the
-    layers with few output positions. Each conv with one run of output channels (groups=1,
-    at least NARROW channels, weights at an even address) gets a slot holding the f16 bits it
-    packed and their packing. Weights that are a fixed slice of the constant pool
+    layers with few output positions (and of an fc at batch 1). Each conv with one run of
+    output channels (groups=1, at least NARROW channels) and each fc, its weights at an even
+    address, gets a slot holding the f16 bits it packed and their packing. Weights that are a fixed slice of the constant pool
     (`constant_weights`: the compiler's case) are packed once and used as they are; for any
     other a run compares the weights in OCM with the bits (one vectorized pass over 2-byte
     values instead of a conversion and a scattered write per weight) and repacks only if they
@@ -1821,21 +1875,19 @@ class WeightCache:
         sources = constant_weights(valid, accesses)
         for index, ins in enumerate(valid.code):
             f = ins.fields
-            if ins.opcode != "conv" or f["groups"] != 1 or f["w_addr"] % 2:
+            if ins.opcode == "fc":
+                out_channels, steps = weight_shape(ins)
+                key = (ins.loc, "fc", f["w_addr"], out_channels, steps, sources[index])
+            elif ins.opcode == "conv" and f["groups"] == 1:
+                out_channels, steps = weight_shape(ins)
+                if out_channels < NARROW:
+                    continue
+                kernel = tuple(f["kernel"])
+                key = (ins.loc, f["w_addr"], f["oc0"], out_channels, kernel, steps, sources[index])
+            else:
                 continue
-            out_channels = f["out_shape"][3]
-            steps = f["kernel"][0] * f["kernel"][1] * f["in_shape"][3]
-            if out_channels < NARROW:
+            if f["w_addr"] % 2:
                 continue
-            key = (
-                ins.loc,
-                f["w_addr"],
-                f["oc0"],
-                out_channels,
-                tuple(f["kernel"]),
-                steps,
-                sources[index],
-            )
             if key not in keys:
                 keys[key] = len(keys)
                 constant.append(sources[index] is not None)

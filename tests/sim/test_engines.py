@@ -795,49 +795,52 @@ def test_resize_engines_agree(n, in_hw, out_hw, channels, method, mode, seed, sp
     run_both(layer_program(staging, [ins], out_addr, out_shape), [])
 
 
-def _two_convs_over_one_weight_address(between):
+def _two_layers_over_one_weight_address(between, layer="conv"):
     """x, two sets of conv weights in the constant pool, and two 3x3 convs of the same shape
-    reading weights at one OCM address; `between(first, second, w_addr, nbytes, scratch)` gives
-    the instructions that put each conv's weights there (a list per conv; `scratch`: 64 bytes
-    of OCM nothing else uses). The program, the cache's flags per conv and the convs' slots."""
-    channels, outs = 5, 32
+    (two fcs of 7 rows over the same weights flattened, `layer="fc"`: one mac_tile call and
+    a tail) reading weights at one OCM address; `between(first, second, w_addr, nbytes,
+    scratch)` gives the instructions that put each layer's weights there (a list per layer;
+    `scratch`: 64 bytes of OCM nothing else uses). The program, the cache's flags per layer
+    and the layers' slots."""
+    channels, outs, rows = 5, 32, 7
     staging = Staging()
-    x_addr = staging.add(f16_data(7, (1, 3, 3, channels), True))
+    x_shape = (1, 3, 3, channels) if layer == "conv" else (rows, 9 * channels)
+    x_addr = staging.add(f16_data(7, x_shape, True))
     first = staging.add(f16_data(8, (outs, 3, 3, channels), False))
     second = staging.add(f16_data(9, (outs, 3, 3, channels), False))
     nbytes = outs * 9 * channels * 2
     w_addr = staging.reserve(nbytes)
-    out_addr = staging.reserve(2 * outs * 2)
+    out_values = outs if layer == "conv" else rows * outs
+    out_addr = staging.reserve(2 * out_values * 2)
     scratch = staging.reserve(64)
     code = []
     for index, setup in enumerate(between(first, second, w_addr, nbytes, scratch)):
         code += setup
+        out_at = out_addr + index * out_values * 2
+        if layer == "fc":
+            code.append(fc(x_addr, rows, 9 * channels, outs, w_addr, out_at))
+            continue
         code.append(
-            conv(
-                x_addr,
-                (1, 3, 3, channels),
-                out_addr + index * outs * 2,
-                (1, 1, 1, outs),
-                w_addr,
-                kernel=(3, 3),
-            )
+            conv(x_addr, (1, 3, 3, channels), out_at, (1, 1, 1, outs), w_addr, kernel=(3, 3))
         )
-    valid = prepare(layer_program(staging, code, out_addr, (2, outs)))
+    valid = prepare(layer_program(staging, code, out_addr, (2, out_values)))
     slots, *_, flags = numba_engine.weight_cache(valid).arrays
-    convs = [i for i, ins in enumerate(valid.code) if ins.opcode == "conv"]
-    return valid, [int(flags[slots[i]]) & numba_engine.CONSTANT for i in convs], slots[convs]
+    layers = [i for i, ins in enumerate(valid.code) if ins.opcode == layer]
+    return valid, [int(flags[slots[i]]) & numba_engine.CONSTANT for i in layers], slots[layers]
 
 
-def test_cached_packed_weights_follow_the_bytes_in_ocm():
-    """Two convs of the same shape read weights at the same OCM address (one slot of the Numba
-    engine's weight cache), each after an OCM-to-OCM copy has put its weights there (not a
-    copy of the constant pool): each run, the cache notices the bytes changed and repacks;
-    running the program again gives the same."""
-    valid, constant, slots = _two_convs_over_one_weight_address(
+@pytest.mark.parametrize("layer", ["conv", "fc"])
+def test_cached_packed_weights_follow_the_bytes_in_ocm(layer):
+    """Two convs (fcs) of the same shape read weights at the same OCM address (one slot of
+    the Numba engine's weight cache), each after an OCM-to-OCM copy has put its weights there
+    (not a copy of the constant pool): each run, the cache notices the bytes changed and
+    repacks; running the program again gives the same."""
+    valid, constant, slots = _two_layers_over_one_weight_address(
         lambda first, second, w_addr, nbytes, scratch: [
             [copy_bytes(MemSpace.OCM, first, MemSpace.OCM, w_addr, nbytes)],
             [copy_bytes(MemSpace.OCM, second, MemSpace.OCM, w_addr, nbytes)],
-        ]
+        ],
+        layer,
     )
     assert constant == [0, 0] and slots[0] == slots[1]  # one shared slot, compared at each use
     first_run = run_both(valid, [])
@@ -845,15 +848,17 @@ def test_cached_packed_weights_follow_the_bytes_in_ocm():
     assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
 
 
-def test_weights_copied_from_the_constant_pool_are_packed_once():
-    """Each conv's weights come by DMA from their own part of the constant pool to the same
-    OCM address: they are constant (a run uses their packing without comparing bytes), each
-    in its own slot, and both engines give the same bytes run after run."""
-    valid, constant, slots = _two_convs_over_one_weight_address(
+@pytest.mark.parametrize("layer", ["conv", "fc"])
+def test_weights_copied_from_the_constant_pool_are_packed_once(layer):
+    """Each conv's (fc's) weights come by DMA from their own part of the constant pool to the
+    same OCM address: they are constant (a run uses their packing without comparing bytes),
+    each in its own slot, and both engines give the same bytes run after run."""
+    valid, constant, slots = _two_layers_over_one_weight_address(
         lambda first, second, w_addr, nbytes, scratch: [
             [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
             [copy_bytes(MemSpace.DDR, second, MemSpace.OCM, w_addr, nbytes)],
-        ]
+        ],
+        layer,
     )
     assert all(constant) and slots[0] != slots[1]
     first_run = run_both(valid, [])
@@ -865,7 +870,7 @@ def test_pool_weights_overwritten_in_ocm_are_compared_at_each_use():
     """The first conv reads its weights where the program's first DMA put the pool; then an
     OCM-to-OCM copy writes the other weights over half of them: the second conv's weights are
     not a copy of the pool, so its slot compares them at each run."""
-    valid, constant, slots = _two_convs_over_one_weight_address(
+    valid, constant, slots = _two_layers_over_one_weight_address(
         lambda first, second, w_addr, nbytes, scratch: [
             [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
             [copy_bytes(MemSpace.OCM, second, MemSpace.OCM, w_addr, nbytes // 2)],
@@ -880,7 +885,7 @@ def test_warm_runs_skip_the_dmas_only_constant_weights_read():
     """Once a run has packed every constant slot, the DMAs whose bytes only those convs read
     as weights are skipped: here both weight copies, not the program's first DMA (it also
     brings the input) nor its last. Every run gives the interpreter's bytes."""
-    valid, constant, _ = _two_convs_over_one_weight_address(
+    valid, constant, _ = _two_layers_over_one_weight_address(
         lambda first, second, w_addr, nbytes, scratch: [
             [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
             [copy_bytes(MemSpace.DDR, second, MemSpace.OCM, w_addr, nbytes)],
@@ -899,7 +904,7 @@ def test_warm_runs_skip_the_dmas_only_constant_weights_read():
 def test_a_dma_whose_bytes_are_also_read_otherwise_is_never_skipped():
     """The second weights are also copied elsewhere in OCM: their DMA is kept, while the first
     conv's weights, read only as weights, may be skipped."""
-    valid, _, _ = _two_convs_over_one_weight_address(
+    valid, _, _ = _two_layers_over_one_weight_address(
         lambda first, second, w_addr, nbytes, scratch: [
             [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
             [
@@ -916,7 +921,7 @@ def test_a_dma_whose_bytes_are_also_read_otherwise_is_never_skipped():
 
 
 def test_no_weights_are_constant_in_a_program_that_writes_its_constant_pool():
-    valid, constant, _ = _two_convs_over_one_weight_address(
+    valid, constant, _ = _two_layers_over_one_weight_address(
         lambda first, second, w_addr, nbytes, scratch: [
             [copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w_addr, nbytes)],
             [
