@@ -1242,14 +1242,16 @@ SHARED_VALUES = 1 << 15
 @jit
 def shared_values(op, row, workers):
     """Whether the threads share this `add` (without PRELU, whose slope follows the index)
-    or `pool` by output values or positions: at least SHARED_VALUES of them."""
+    by output values, at least SHARED_VALUES of them, or this `pool` by output positions,
+    its outputs times its taps at least SHARED_VALUES."""
     if workers <= 1:
         return False
     if op == OP_ADD:
         return row[ADD_COUNT] >= SHARED_VALUES and row[ADD_ACT] != ACT_PRELU
     if op == OP_POOL:
         outputs = row[POOL_OUT_SHAPE] * row[POOL_OUT_SHAPE + 1] * row[POOL_OUT_SHAPE + 2]
-        return outputs * row[POOL_OUT_SHAPE + 3] >= SHARED_VALUES
+        taps = row[POOL_KERNEL] * row[POOL_KERNEL + 1]
+        return outputs * row[POOL_OUT_SHAPE + 3] * taps >= SHARED_VALUES
     return False
 
 
@@ -1292,21 +1294,38 @@ def load_window(row, ocm, start, stop, lut):
 
 
 @jit
-def fp32_result_apart(row, nbytes):
-    """Whether a conv writes its fp32 accumulator (acc_out) to an aligned OCM range apart from
-    every byte it reads while computing: its input window, bias and partial sums (a conv with
-    a weight-cache slot reads its packed weights, not OCM). Then it may write its results in
-    place as it computes them, on any number of threads."""
-    out_addr = row[CONV_OUT_ADDR]
-    if row[CONV_ACC_OUT] != 1 or out_addr % 4 != 0:
-        return False
+def apart(addr, size, other, other_size):
+    """Whether the OCM bytes [addr, addr + size) (none if addr is -1) and [other, other +
+    other_size) are disjoint."""
+    return addr == -1 or addr + size <= other or other + other_size <= addr
+
+
+@jit
+def output_apart(row, nbytes):
+    """Whether a conv's output (`nbytes` at out_addr) lies apart from every OCM byte it reads
+    while computing and storing: its input window, bias, partial sums and PRELU slopes (a conv
+    with a weight-cache slot reads its packed weights, not OCM). Then the threads sharing it
+    may each store their results as soon as they have them."""
+    out_addr, out_channels = row[CONV_OUT_ADDR], row[CONV_OUT_SHAPE + 3]
+    positions = row[CONV_OUT_SHAPE] * row[CONV_OUT_SHAPE + 1] * row[CONV_OUT_SHAPE + 2]
     window = 2 * row[CONV_IN_SHAPE] * row[CONV_IN_SHAPE + 1] * row[CONV_IN_SHAPE + 2]
     window *= row[CONV_IN_SHAPE + 3]
-    reads = ((row[CONV_IN_ADDR], window), (row[CONV_B_ADDR], 4 * row[CONV_OUT_SHAPE + 3]))
-    for addr, size in reads + ((row[CONV_ACC_ADDR], nbytes),):
-        if addr != -1 and addr < out_addr + nbytes and out_addr < addr + size:
-            return False
-    return True
+    return (
+        apart(row[CONV_IN_ADDR], window, out_addr, nbytes)
+        and apart(row[CONV_B_ADDR], 4 * out_channels, out_addr, nbytes)
+        and apart(row[CONV_ACT_ADDR], 4 * out_channels, out_addr, nbytes)
+        and apart(row[CONV_ACC_ADDR], 4 * positions * out_channels, out_addr, nbytes)
+    )
+
+
+@jit
+def fp32_result_apart(row, nbytes):
+    """Whether a conv writes its fp32 accumulator (acc_out) to an aligned OCM range apart from
+    every byte it reads (output_apart). Then it may write its results in place as it computes
+    them, on any number of threads."""
+    if row[CONV_ACC_OUT] != 1 or row[CONV_OUT_ADDR] % 4 != 0:
+        return False
+    return output_apart(row, nbytes)
 
 
 @jit
@@ -1320,8 +1339,8 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     is shared by output positions: thread 0 packs the weights, then each computes and stores
     a contiguous span of whole mac_tile calls, each output in the documented order, so the
     bits do not depend on the number of threads. The threads meet (`arrive`) before
-    computing, before storing (so no store reaches OCM while another still loads), and after
-    storing. Returns the thread's step count, or -1 if the run was abandoned."""
+    computing, before storing if the output overlaps bytes they read (so no store reaches
+    them while another still loads; output_apart), and after storing. Returns the thread's step count, or -1 if the run was abandoned."""
     n_count, in_channels = row[CONV_IN_SHAPE], row[CONV_IN_SHAPE + 3]
     out_rows, out_cols, out_channels = (
         row[CONV_OUT_SHAPE + 1],
@@ -1379,7 +1398,8 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
                     row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, 0, positions
                 )
             o_lo = o_hi
-    if workers > 1:
+    out_bytes = (4 if row[CONV_ACC_OUT] == 1 else 2) * positions * out_channels
+    if workers > 1 and not output_apart(row, out_bytes):  # no store while another thread reads
         step = arrive(sync, worker, workers, step)
         if step < 0:
             return step
@@ -1400,8 +1420,8 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
 @jit
 def pool(row, ocm, lut, tally, sync, worker, workers, step):
     """Shared by `workers` > 1 threads (every one calling this) by output positions, like
-    conv: each computes and stores its own, meeting before computing, before storing and
-    after. Returns the thread's step count, or -1 if the run was abandoned."""
+    conv: each computes and stores its own, meeting before computing, before storing if the
+    output overlaps the input, and after. Returns the thread's step count, or -1 if the run was abandoned."""
     n_count, height, width, channels = (
         row[POOL_IN_SHAPE],
         row[POOL_IN_SHAPE + 1],
@@ -1460,8 +1480,11 @@ def pool(row, ocm, lut, tally, sync, worker, workers, step):
             divisor = np.float32(count)
             for ch in range(channels):
                 acc[ch] = acc[ch] / divisor
-    if workers > 1:
-        step = arrive(sync, worker, workers, step)
+    in_bytes = 2 * n_count * height * width * channels
+    if workers > 1 and not apart(
+        row[POOL_IN_ADDR], in_bytes, row[POOL_OUT_ADDR], 2 * positions * channels
+    ):
+        step = arrive(sync, worker, workers, step)  # no store while another thread reads
         if step < 0:
             return step
     store_f16(ocm, row[POOL_OUT_ADDR] + 2 * first * channels, out, tally)
@@ -1599,8 +1622,8 @@ def fc_run_blocked(x, packed, rows, inner, outs, bias, out):
 @jit
 def add(row, frow, ocm, lut, table, tally, sync, worker, workers, step):
     """Shared by `workers` > 1 threads (every one calling this) by output values, like conv:
-    each computes and stores its own, meeting before computing, before storing and after.
-    Returns the thread's step count, or -1 if the run was abandoned."""
+    each computes and stores its own, meeting before computing, before storing if an operand
+    overlaps the output at another offset, and after. Returns the thread's step count, or -1 if the run was abandoned."""
     count = row[ADD_COUNT]
     a_addr, b_addr, out_addr, act = (
         row[ADD_A_ADDR],
@@ -1620,7 +1643,12 @@ def add(row, frow, ocm, lut, table, tally, sync, worker, workers, step):
     for i in range(stop - start):
         a[i] = a[i] + b[i]
     slopes = load_slopes(ocm, act, row[ADD_ACT_ADDR], row[ADD_CHANNELS])
-    if workers > 1:
+    # each thread reads and writes its own span: only an operand at another offset of the
+    # output's bytes needs every thread to have read before any stores
+    nbytes = 2 * count
+    a_safe = a_addr == out_addr or apart(a_addr, nbytes, out_addr, nbytes)
+    b_safe = b_addr == out_addr or apart(b_addr, nbytes, out_addr, nbytes)
+    if workers > 1 and not (a_safe and b_safe):
         step = arrive(sync, worker, workers, step)
         if step < 0:
             return step
