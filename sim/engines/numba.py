@@ -956,10 +956,13 @@ def gather_patch(row, x, position, c_base, patch):
 
 
 @jit
-def conv_segments(kh_count, kw_count, group_channels):
+def conv_segments(kh_count, kw_count, group_channels, merged):
     """The lengths of the runs of the documented order whose inputs are contiguous in the
     window (mac_tile's segments): per input-channel block, kh and kw, the block's channels;
-    a 1x1 conv's whole reduction is one run (its blocks follow each other in the window)."""
+    a 1x1 conv's whole reduction is one run (its blocks follow each other in the window);
+    `merged` (merges_kernel_rows), per kh the whole kernel row."""
+    if merged:
+        return np.full(kh_count, kw_count * group_channels, np.int64)
     block_size = group_channels if kh_count * kw_count == 1 else CI_BLOCK
     blocks = (group_channels + block_size - 1) // block_size
     lengths = np.empty(blocks * kh_count * kw_count, np.int64)
@@ -972,10 +975,34 @@ def conv_segments(kh_count, kw_count, group_channels):
 
 
 @jit
-def segment_rows(row, position, c_base, zeros, rows, q):
-    """rows[s * MAC_PIXELS + q] = the offset in the window of output `position`'s inputs of
-    segment s (conv_segments), or `zeros`, where the window holds zeros, for a tap that falls
-    outside the window (padding)."""
+def merges_kernel_rows(row):
+    """Whether a conv's taps of one kernel row are one run of the documented order and of the
+    window, once the window has zero columns for the padding (window_columns): one input-
+    channel block (groups=1), undilated columns, kw > 1; taken where the row's taps are no
+    more than a block (CI_BLOCK), as in a stem over 3 channels, whose segments would
+    otherwise be a few steps each (a 7x7 stem: 49 segments of 3 steps, 23 -> 36 GMAC/s)."""
+    return (
+        row[CONV_GROUPS] == 1
+        and row[CONV_IN_SHAPE + 3] * row[CONV_KERNEL + 1] <= CI_BLOCK
+        and row[CONV_DILATION + 1] == 1
+        and row[CONV_KERNEL + 1] > 1
+    )
+
+
+@jit
+def window_columns(row):
+    """(left, right): the zero columns a window whose kernel rows merge (merges_kernel_rows)
+    gets on each side, so that every tap column of every output position is in it."""
+    left = row[CONV_PAD + 1]
+    last = (row[CONV_OUT_SHAPE + 2] - 1) * row[CONV_STRIDE + 1] - left + row[CONV_KERNEL + 1] - 1
+    return left, max(0, last - (row[CONV_IN_SHAPE + 2] - 1))
+
+
+@jit
+def segment_rows(row, position, c_base, zeros, rows, q, left, padded_width, merged):
+    """rows[s * MAC_PIXELS + q] = the offset in the window (of `padded_width` columns, the
+    first at `left`) of output `position`'s inputs of segment s (conv_segments), or `zeros`,
+    where the window holds zeros, for a tap that falls outside the window (padding)."""
     height, width, in_channels = (
         row[CONV_IN_SHAPE + 1],
         row[CONV_IN_SHAPE + 2],
@@ -984,7 +1011,8 @@ def segment_rows(row, position, c_base, zeros, rows, q):
     out_rows, out_cols = row[CONV_OUT_SHAPE + 1], row[CONV_OUT_SHAPE + 2]
     kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
     group_channels = in_channels // row[CONV_GROUPS]
-    block_size = group_channels if kh_count * kw_count == 1 else CI_BLOCK
+    block_size = group_channels if kh_count * kw_count == 1 or merged else CI_BLOCK
+    taps_per_row = 1 if merged else kw_count  # a merged segment covers the kernel row
     n = position // (out_rows * out_cols)
     r = (position // out_cols) % out_rows
     c = position % out_cols
@@ -994,11 +1022,12 @@ def segment_rows(row, position, c_base, zeros, rows, q):
     for block in range(0, group_channels, block_size):
         for kh in range(kh_count):
             wr = wr0 + kh * row[CONV_DILATION]
-            for kw in range(kw_count):
+            for kw in range(taps_per_row):
                 iw = iw0 + kw * row[CONV_DILATION + 1]
-                if 0 <= wr < height and 0 <= iw < width:
+                if 0 <= wr < height and (merged or 0 <= iw < width):
+                    column = iw + left
                     rows[s * MAC_PIXELS + q] = (
-                        ((n * height + wr) * width + iw) * in_channels + c_base + block
+                        ((n * height + wr) * padded_width + column) * in_channels + c_base + block
                     )
                 else:
                     rows[s * MAC_PIXELS + q] = zeros
@@ -1051,17 +1080,22 @@ def refresh_packing(ocm, w_addr, tap, outs, cache, lut):
 
 
 @jit
-def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop):
+def conv_run_blocked(
+    row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop, merged
+):
     """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
     positions x MAC_CHANNELS channels per mac_tile call, with their `packed` weights, reading
-    the inputs in the window `x` in place, segment by segment (conv_segments; the window ends
-    with a group's worth of zeros for the taps in the padding, load_window)."""
+    the inputs in the window `x` in place, segment by segment (conv_segments; `merged`: a
+    segment per kernel row, the window having the zero columns of window_columns). The window
+    ends with zeros as long as the longest segment, for the taps in the padding (load_window)."""
     out_channels = row[CONV_OUT_SHAPE + 3]
     group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
     blocks = packed.size // (steps * MAC_CHANNELS)
-    lengths = conv_segments(row[CONV_KERNEL], row[CONV_KERNEL + 1], group_channels)
+    left, right = window_columns(row) if merged else (0, 0)
+    padded_width = row[CONV_IN_SHAPE + 2] + left + right
+    lengths = conv_segments(row[CONV_KERNEL], row[CONV_KERNEL + 1], group_channels, merged)
     segments = lengths.size
-    zeros = x.size - group_channels
+    zeros = x.size - lengths.max()
     rows = np.empty(segments * MAC_PIXELS, np.int64)
     acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
     acc_at = np.arange(MAC_PIXELS) * MAC_CHANNELS
@@ -1070,7 +1104,8 @@ def conv_run_blocked(row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_ba
     for first in range(start, stop, MAC_PIXELS):
         count = min(MAC_PIXELS, stop - first)
         for q in range(MAC_PIXELS):  # positions past the end repeat the last one
-            segment_rows(row, first + min(q, count - 1), c_base, zeros, rows, q)
+            position = first + min(q, count - 1)
+            segment_rows(row, position, c_base, zeros, rows, q, left, padded_width, merged)
         for block in range(blocks):
             lo = o_lo + block * MAC_CHANNELS
             width = min(MAC_CHANNELS, o_hi - lo)
@@ -1264,20 +1299,25 @@ def share(total, unit, worker, workers):
 
 
 @jit
-def load_window(row, ocm, start, stop, lut):
-    """The conv's input window as fp32 (float32[N*H*W*C], then one group's channels of zeros
-    that padding taps read), converted only in the window rows that output positions
-    [start, stop) read: a thread sharing the conv converts its own rows (the rest of the array
-    is never read). One image only; with several, all of it."""
+def load_window(row, ocm, start, stop, lut, merged):
+    """The conv's input window as fp32 (float32[N*H*W'*C], then zeros as long as the longest
+    segment for the taps in the padding), converted only in the window rows that output
+    positions [start, stop) read: a thread sharing the conv converts its own rows (the rest of
+    the array is never read). One image only; with several, all of it. W' = W, or with
+    `merged` (conv_run_blocked) W plus the zero columns of window_columns on each side."""
     n_count, height, width, in_channels = (
         row[CONV_IN_SHAPE],
         row[CONV_IN_SHAPE + 1],
         row[CONV_IN_SHAPE + 2],
         row[CONV_IN_SHAPE + 3],
     )
+    group_channels = in_channels // row[CONV_GROUPS]
+    left, right = window_columns(row) if merged else (0, 0)
+    tail = row[CONV_KERNEL + 1] * group_channels if merged else group_channels
     out_cols = row[CONV_OUT_SHAPE + 2]
-    size = n_count * height * width * in_channels
-    x = np.empty(size + in_channels // row[CONV_GROUPS], np.float32)
+    padded_row = (width + left + right) * in_channels
+    size = n_count * height * padded_row
+    x = np.empty(size + tail, np.float32)
     x[size:] = 0.0
     lo, hi = 0, n_count * height  # rows of all the images, [N*H, W, C]
     if n_count == 1 and stop > start:
@@ -1289,7 +1329,17 @@ def load_window(row, ocm, start, stop, lut):
     elif stop <= start:
         hi = 0
     per_row = width * in_channels
-    load_f16_into(ocm, row[CONV_IN_ADDR] + 2 * lo * per_row, x[lo * per_row : hi * per_row], lut)
+    if left + right == 0:
+        load_f16_into(
+            ocm, row[CONV_IN_ADDR] + 2 * lo * per_row, x[lo * per_row : hi * per_row], lut
+        )
+        return x
+    for r in range(lo, hi):
+        base = r * padded_row
+        inside = base + left * in_channels
+        x[base:inside] = 0.0
+        load_f16_into(ocm, row[CONV_IN_ADDR] + 2 * r * per_row, x[inside : inside + per_row], lut)
+        x[inside + per_row : base + padded_row] = 0.0
     return x
 
 
@@ -1364,7 +1414,8 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
         if step < 0:
             return step
         start, stop = share(positions, MAC_PIXELS, worker, workers)  # whole mac_tile calls
-    x = load_window(row, ocm, start, stop, lut)
+    merged = raw.size > 0 and merges_kernel_rows(row)  # a segment per kernel row
+    x = load_window(row, ocm, start, stop, lut, merged)
     bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
     out_addr = row[CONV_OUT_ADDR]
     direct = raw.size > 0 and fp32_result_apart(row, 4 * positions * out_channels)
@@ -1374,10 +1425,12 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
         out = np.empty(positions * out_channels, np.float32)
     acc_addr = row[CONV_ACC_ADDR]
     # fp32 partial sums of the earlier input-channel blocks (the bias is in them), or none
-    # (read in place: OCM is written only after every thread has computed)
+    # (read in place: no thread stores over them while another reads, output_apart)
     partial = read_f32(ocm, acc_addr, positions * out_channels) if acc_addr != -1 else out[:0]
     if raw.size > 0:
-        conv_run_blocked(row, x, cached, steps, bias, partial, out, 0, out_channels, 0, start, stop)
+        conv_run_blocked(
+            row, x, cached, steps, bias, partial, out, 0, out_channels, 0, start, stop, merged
+        )
     elif group_channels == 1:
         w = load_f16(ocm, w_addr, out_channels * steps, lut)
         conv_depthwise(row, x, w, bias, partial, out)
@@ -1395,7 +1448,19 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
                 packed = np.empty(packed_size(o_hi - o_lo, steps), np.float32)
                 pack_weights(w, tap, o_lo, o_hi, packed)
                 conv_run_blocked(
-                    row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, 0, positions
+                    row,
+                    x,
+                    packed,
+                    steps,
+                    bias,
+                    partial,
+                    out,
+                    o_lo,
+                    o_hi,
+                    c_base,
+                    0,
+                    positions,
+                    False,
                 )
             o_lo = o_hi
     out_bytes = (4 if row[CONV_ACC_OUT] == 1 else 2) * positions * out_channels
