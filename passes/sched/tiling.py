@@ -562,11 +562,42 @@ def _window_piece_cost(
     return _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cbs, sharing)
 
 
-def _contended(dma, target, sharing: int) -> int:
-    """Cycles of a DMA (a `mrvl.cost.Cost`) while `sharing` tiles use the DDR port: its
-    set-up, then its engine's transfer or its share of the port, whichever is slower."""
+def _contended(dma, target, sharing: float) -> int:
+    """Cycles of a DMA (a `mrvl.cost.Cost`) while the port also moves the other tiles' bytes
+    (`sharing`, `_sharing`): its set-up, then its engine's transfer or its share of the port,
+    whichever is slower."""
     port = ceil(dma.ddr_bytes * sharing / target.ddr_bytes_per_cycle)
     return max(dma.cycles, target.dma_setup_cycles + port)
+
+
+OTHER_TILES_ON_PORT = 0.25
+"""The share of the other tiles' DDR transfers a tile's own transfer waits behind. The port
+interleaves the tiles' bursts (`sim.cycles.Port`), so a transfer waits only for what the
+others move at the same time: all of it when the tiles load in lock step (1), none when they
+compute while it loads (0). 0.25 is what light ResNet-50 and MobileNetV2 at 8 tiles measured
+best (0: plans whose tiles do not double-buffer priced too cheap; 1: plans on fewer tiles
+priced too dear); the whole layer's bytes are priced on the port apart (`_layer_cycles`)."""
+
+
+def _sharing(tiles: int) -> float:
+    """How many tiles' bytes a tile's transfer is priced to move (`_contended`), when `tiles`
+    tiles take pieces of a layer."""
+    return 1 + (tiles - 1) * OTHER_TILES_ON_PORT
+
+
+def _layer_cycles(target, busiest: int, port_bytes: int, tail: int) -> int:
+    """A layer's cycles: its busiest tile, or the DDR port moving all its bytes (the tiles'
+    bursts interleave, `sim.cycles.Port`) then `tail`, the compute and store after the last
+    load, whichever is longer."""
+    from mrvl import cost
+
+    return max(busiest, cost.ddr_port_cycles(target, port_bytes) + tail)
+
+
+def _tail(target, steps: list[_Step]) -> int:
+    """What follows the port's last load: the first load's set-up before the port starts,
+    the last compute, and its store's set-up."""
+    return 2 * target.dma_setup_cycles + steps[-1].work if steps else 0
 
 
 @cache
@@ -992,14 +1023,13 @@ def window_plan_cycles(
     piece's bytes. With `pinned` (`wb_pin_ocm`), a tile that loads the same weight slice as
     its previous piece does not load it again. The larger of the busiest tile and the port is
     the layer's time."""
-    from mrvl import cost
 
     steps: dict[int, list[_Step]] = {}
     held: dict[int, tuple[int, int]] = {}
     windows: dict[int, tuple] = {}  # tile -> the window its last piece loaded
     port = 0
     pins = False  # whether `sched-pin-weights` keeps some tile's weights
-    sharing = len({p.tile for p in pieces})
+    sharing = _sharing(len({p.tile for p in pieces}))
     for p in pieces:
         in_cols = p.in_cols or layer.w
         ics = p.ics or layer.input_channels(p.oc0, p.ocs)[1]
@@ -1038,8 +1068,11 @@ def window_plan_cycles(
         and len(pieces[0].ci_blocks) <= 1
         and not early_outputs(layer, pieces, target, pinned)
     )
-    busiest = max((_tile_cycles(s, overlapped, reused) for s in steps.values()), default=0)
-    return max(busiest, cost.ddr_port_cycles(target, port))
+    times = {t: _tile_cycles(s, overlapped, reused) for t, s in steps.items()}
+    busiest = max(times, key=times.get, default=None)
+    if busiest is None:
+        return 0
+    return _layer_cycles(target, times[busiest], port, _tail(target, steps[busiest]))
 
 
 def _estimate(
@@ -1054,7 +1087,6 @@ def _estimate(
     shapes, counted, with the busiest tile taking its share of the pieces; with
     `shared_windows`, as a grid split would lay them out (each tile loading a window once
     for its channel pieces of that band)."""
-    from mrvl import cost
 
     bands = Counter((rows, in_rows) for _, rows, _, in_rows in _bands(layer, plan.rows))
     cols = Counter((c, in_c) for _, c, _, in_c in _columns(layer, plan.cols))
@@ -1062,7 +1094,7 @@ def _estimate(
     cbs = plan.cbs if plan.cbs and plan.cbs < layer.c else None
     load = weights = work = store = ddr = weight_ddr = steps = window = window_ddr = 0
     pieces = sum(bands.values()) * sum(cols.values()) * sum(chans.values())
-    sharing = min(num_tiles, pieces)
+    sharing = _sharing(min(num_tiles, pieces))
     for (rows, in_rows), nb in bands.items():
         for (cs, in_cs), nc in cols.items():
             for (ocs, ics), ng in chans.items():
@@ -1107,7 +1139,8 @@ def _estimate(
         tile = max(dma, compute) + min(dma, compute) / max(1, steps * share)
     else:
         tile = dma + compute
-    return max(int(tile), cost.ddr_port_cycles(target, ddr))
+    tail = 2 * target.dma_setup_cycles + int(work / max(1, steps))
+    return _layer_cycles(target, int(tile), ddr, tail)
 
 
 def _largest(fits, high: int) -> int:
@@ -1370,13 +1403,12 @@ def fc_plan_cycles(
 ) -> int:
     """Modelled cycles of an FC layer cut into `pieces`, as `window_plan_cycles` prices a
     window layer's."""
-    from mrvl import cost
 
     steps: dict[int, list[_Step]] = {}
     held: dict[int, tuple[int, int]] = {}
     port = 0
     pins = False
-    sharing = len({p.tile for p in pieces})
+    sharing = _sharing(len({p.tile for p in pieces}))
     for p in pieces:
         piece = _fc_piece_cost(layer, target, p.ns, p.os, sharing)
         kept = pinned and held.get(p.tile) == (p.o0, p.os)
@@ -1389,17 +1421,19 @@ def fc_plan_cycles(
         pins = pins or kept
     if overlapped is None:
         overlapped = _fc_double_buffers(layer, pieces[0].ns, pieces[0].os, target, pins)
-    busiest = max((_tile_cycles(s, overlapped) for s in steps.values()), default=0)
-    return max(busiest, cost.ddr_port_cycles(target, port))
+    times = {t: _tile_cycles(s, overlapped) for t, s in steps.items()}
+    busiest = max(times, key=times.get, default=None)
+    if busiest is None:
+        return 0
+    return _layer_cycles(target, times[busiest], port, _tail(target, steps[busiest]))
 
 
 def _fc_estimate(layer: FcLayer, ns: int, os: int, num_tiles: int, target, pinned: bool) -> int:
-    from mrvl import cost
 
     rows = Counter(min(ns, layer.n - n0) for n0 in range(0, layer.n, ns))
     feats = Counter(min(os, layer.o - o0) for o0 in range(0, layer.o, os))
     dma = work = ddr = weights = weight_ddr = 0
-    sharing = min(num_tiles, sum(rows.values()) * sum(feats.values()))
+    sharing = _sharing(min(num_tiles, sum(rows.values()) * sum(feats.values())))
     for r, nr in rows.items():
         for f, nf in feats.items():
             piece = _fc_piece_cost(layer, target, r, f, sharing)
@@ -1421,7 +1455,8 @@ def _fc_estimate(layer: FcLayer, ns: int, os: int, num_tiles: int, target, pinne
         tile = max(dma, work) + min(dma, work) / max(1, pieces * share)
     else:
         tile = dma + work
-    return max(int(tile), cost.ddr_port_cycles(target, ddr))
+    tail = 2 * target.dma_setup_cycles + int(work / max(1, pieces * share))
+    return _layer_cycles(target, int(tile), ddr, tail)
 
 
 def plan_fc_layer_priced(
