@@ -1113,34 +1113,37 @@ def _estimate(
                 if len(piece.steps) == 1:
                     window += count * (piece.steps[0].load - piece.steps[0].weights)
                     window_ddr += count * piece.window_ddr
-    # With a grid split whose tiles each take k channel pieces of a band, the tile loads each
-    # window once for the k of them (`shares_window`): price the plan so too, when better.
-    spatial = sum(bands.values()) * sum(cols.values())
-    k = max(
-        (
-            sum(chans.values()) // g
-            for g in (int(split.split("x")[0]) for split in grid_splits(num_tiles))
-            if spatial >= num_tiles // g
-        ),
-        default=1,
-    )
-    if shared_windows and k > 1 and not pinned:
-        load -= int(window * (1 - 1 / k))
-        ddr -= int(window_ddr * (1 - 1 / k))
     if pinned and cbs is None:
         groups = sum(chans.values())
         loads = min(pieces, groups + min(pieces, num_tiles) - 1)  # one per (tile, group)
         saved = 1 - loads / pieces
         load -= int(weights * saved)
         ddr -= int(weight_ddr * saved)
-    share = -(-pieces // num_tiles) / pieces  # the busiest tile's share
-    dma, compute = (load + store) * share, work * share
-    if _fits_twice(layer, plan, target, pinned and cbs is None):
-        tile = max(dma, compute) + min(dma, compute) / max(1, steps * share)
-    else:
-        tile = dma + compute
+    overlapped = _fits_twice(layer, plan, target, pinned and cbs is None)
     tail = 2 * target.dma_setup_cycles + int(work / max(1, steps))
-    return _layer_cycles(target, int(tile), ddr, tail)
+
+    def priced(load: int, ddr: int, tile_pieces: int) -> int:
+        share = tile_pieces / pieces  # the busiest tile's share
+        dma, compute = (load + store) * share, work * share
+        if overlapped:
+            tile = max(dma, compute) + min(dma, compute) / max(1, steps * share)
+        else:
+            tile = dma + compute
+        return _layer_cycles(target, int(tile), ddr, tail)
+
+    if not shared_windows or pinned:
+        return priced(load, ddr, -(-pieces // num_tiles))
+    # A grid split of G channel groups by R band groups gives each tile ceil(channel pieces /
+    # G) x ceil(spatial pieces / R) pieces, and the tile loads each window once for its
+    # channel pieces of that band (`shares_window`).
+    channels, spatial = sum(chans.values()), sum(bands.values()) * sum(cols.values())
+    grids = []
+    for g in (int(split.split("x")[0]) for split in grid_splits(num_tiles)):
+        k = -(-channels // g)
+        saved = 1 - 1 / k
+        tile_pieces = k * -(-spatial // (num_tiles // g))
+        grids.append(priced(load - int(window * saved), ddr - int(window_ddr * saved), tile_pieces))
+    return min(grids, default=priced(load, ddr, -(-pieces // num_tiles)))
 
 
 def _largest(fits, high: int) -> int:
