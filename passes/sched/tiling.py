@@ -1131,19 +1131,33 @@ def _estimate(
             tile = dma + compute
         return _layer_cycles(target, int(tile), ddr, tail)
 
+    channels, spatial = sum(chans.values()), sum(bands.values()) * sum(cols.values())
+    share = -(-pieces // num_tiles)
+
+    def sharing_windows(k: int, tile_pieces: int) -> int:
+        """Priced with each tile loading a window once for `k` channel pieces in a row, when
+        they read the same input channels (not a pool's or a grouped conv's)."""
+        saved = 1 - 1 / max(1, k) if not layer.depthwise_channels and layer.groups == 1 else 0
+        return priced(load - int(window * saved), ddr - int(window_ddr * saved), tile_pieces)
+
     if not shared_windows or pinned:
-        return priced(load, ddr, -(-pieces // num_tiles))
+        options = [priced(load, ddr, share)]
+        if not pinned and spatial <= num_tiles and num_tiles % spatial == 0:
+            # dealt: tile t takes spatial piece t % spatial of every (tiles / spatial)-th
+            # channel piece, one window for all of them (`shares_window`)
+            options.append(sharing_windows(-(-channels // (num_tiles // spatial)), share))
+        if not pinned and num_tiles > 1 and sum(cols.values()) == 1:
+            # rows: a tile takes its pieces band by band, the channel pieces of a band in a row
+            options.append(sharing_windows(min(channels, share), share))
+        return min(options)
     # A grid split of G channel groups by R band groups gives each tile ceil(channel pieces /
     # G) x ceil(spatial pieces / R) pieces, and the tile loads each window once for its
     # channel pieces of that band (`shares_window`).
-    channels, spatial = sum(chans.values()), sum(bands.values()) * sum(cols.values())
     grids = []
     for g in (int(split.split("x")[0]) for split in grid_splits(num_tiles)):
         k = -(-channels // g)
-        saved = 1 - 1 / k
-        tile_pieces = k * -(-spatial // (num_tiles // g))
-        grids.append(priced(load - int(window * saved), ddr - int(window_ddr * saved), tile_pieces))
-    return min(grids, default=priced(load, ddr, -(-pieces // num_tiles)))
+        grids.append(sharing_windows(k, k * -(-spatial // (num_tiles // g))))
+    return min(grids, default=priced(load, ddr, share))
 
 
 def _largest(fits, high: int) -> int:
