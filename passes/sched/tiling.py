@@ -570,13 +570,14 @@ def _contended(dma, target, sharing: float) -> int:
     return max(dma.cycles, target.dma_setup_cycles + port)
 
 
-OTHER_TILES_ON_PORT = 0.25
+OTHER_TILES_ON_PORT = 0.125
 """The share of the other tiles' DDR transfers a tile's own transfer waits behind. The port
 interleaves the tiles' bursts (`sim.cycles.Port`), so a transfer waits only for what the
 others move at the same time: all of it when the tiles load in lock step (1), none when they
-compute while it loads (0). 0.25 is what light ResNet-50 and MobileNetV2 at 8 tiles measured
-best (0: plans whose tiles do not double-buffer priced too cheap; 1: plans on fewer tiles
-priced too dear); the whole layer's bytes are priced on the port apart (`_layer_cycles`)."""
+compute while it loads (0). 0.125 is what light ResNet-50 and MobileNetV2 at 8 tiles measured
+best (0.0625 and less: plans whose tiles do not double-buffer priced too cheap; 0.375 and
+more: plans on fewer tiles priced too dear); the whole layer's bytes are priced on the port
+apart (`_layer_cycles`)."""
 
 
 def _sharing(tiles: int) -> float:
