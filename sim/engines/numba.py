@@ -809,25 +809,9 @@ LANES = 8
 on machines with 128-bit vectors, with the same results)."""
 
 
-@intrinsic
-def mac_tile(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out, out_at):
-    """out[out_at[p] + j] = init[init_at[p] + j] + sum of x[rows[s * MAC_PIXELS + p] + t] *
-    w[w_off + (T_s + t) * 16 + j], added one term at a time for each segment s in 0 ..
-    segments - 1 and each t in 0 .. lengths[s] - 1 (T_s: the lengths before s), for the
-    MAC_PIXELS x MAC_CHANNELS outputs (p, j) at once.
-
-    A segment is a run of the reduction whose inputs are contiguous in x (one input-channel
-    block of one kernel tap of a conv, or a whole 1x1 reduction), so a conv reads its inputs
-    where they are, with no patch gathered. The accumulators stay in vector registers for the
-    whole reduction: each step is one vector load of 16 weights, one broadcast input per
-    position, then per output an fp32 multiply and an fp32 add, each rounding (IEEE, no
-    fast-math flags, no fused multiply-add), so every output's sum is the documented
-    sequential one. Numba cannot express vectors, hence LLVM IR.
-    x, w, init, out: float32 C arrays; rows: int64[segments * MAC_PIXELS], offsets into x;
-    lengths: int64[segments]; init_at, out_at: int64[MAC_PIXELS], offsets into init and out
-    (the accumulators start from init and end in out, which may be one array: all are loaded
-    before any is stored)."""
-    sig = types.void(x, rows, lengths, segments, w, w_off, init, init_at, out, out_at)
+def mac_tile_codegen(pixels, halves):
+    """The LLVM IR of a mac_tile kernel over `pixels` positions x `halves` vectors of LANES
+    output channels (the weights' packing has MAC_CHANNELS a step whatever `halves`)."""
 
     def codegen(context, builder, signature, args):
         x_value, rows_value, lengths_value, segments_value, w_value, w_off_value = args[:6]
@@ -835,7 +819,6 @@ def mac_tile(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out
         f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
         vector = ir.VectorType(f32, LANES)
         vector_ptr = vector.as_pointer()
-        halves = MAC_CHANNELS // LANES
 
         def data(index, value):
             return context.make_array(signature.args[index])(context, builder, value).data
@@ -856,8 +839,8 @@ def mac_tile(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out
         def pixel_base(pointer, at_ptr, p):
             return builder.gep(pointer, [builder.load(builder.gep(at_ptr, [const(p)]))])
 
-        init_bases = [pixel_base(init_ptr, init_at_ptr, p) for p in range(MAC_PIXELS)]
-        slots = [(p, h) for p in range(MAC_PIXELS) for h in range(halves)]
+        init_bases = [pixel_base(init_ptr, init_at_ptr, p) for p in range(pixels)]
+        slots = [(p, h) for p in range(pixels) for h in range(halves)]
         initial = [
             builder.load(vector_at(init_bases[p], const(h * LANES)), align=4) for p, h in slots
         ]
@@ -867,12 +850,12 @@ def mac_tile(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out
         def segment(s, carried):
             done, sums = carried[0], carried[1:]
             length = builder.load(builder.gep(lengths_ptr, [s]))
-            first_row = builder.mul(s, const(MAC_PIXELS))
+            first_row = builder.mul(s, const(pixels))
             x_rows = [
                 builder.gep(
                     x_ptr, [builder.load(builder.gep(rows_ptr, [builder.add(first_row, const(p))]))]
                 )
-                for p in range(MAC_PIXELS)
+                for p in range(pixels)
             ]
             w_segment = builder.gep(w_base, [builder.mul(done, const(MAC_CHANNELS))])
 
@@ -883,7 +866,7 @@ def mac_tile(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out
                     for h in range(halves)
                 ]
                 updated = []
-                for p in range(MAC_PIXELS):
+                for p in range(pixels):
                     scalar = builder.load(builder.gep(x_rows[p], [t]), align=4)
                     broadcast = builder.shuffle_vector(
                         builder.insert_element(undef, scalar, ir.Constant(i32, 0)), undef, splat
@@ -897,12 +880,48 @@ def mac_tile(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out
             return [builder.add(done, length), *sums]
 
         carried = counted_loop(builder, "segment", segments_value, 1, [const(0), *initial], segment)
-        out_bases = [pixel_base(out_ptr, out_at_ptr, p) for p in range(MAC_PIXELS)]
+        out_bases = [pixel_base(out_ptr, out_at_ptr, p) for p in range(pixels)]
         for (p, h), value in zip(slots, carried[1:]):
             builder.store(value, vector_at(out_bases[p], const(h * LANES)), align=4)
         return context.get_dummy_value()
 
-    return sig, codegen
+    return codegen
+
+
+@intrinsic
+def mac_tile(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out, out_at):
+    """out[out_at[p] + j] = init[init_at[p] + j] + sum of x[rows[s * MAC_PIXELS + p] + t] *
+    w[w_off + (T_s + t) * 16 + j], added one term at a time for each segment s in 0 ..
+    segments - 1 and each t in 0 .. lengths[s] - 1 (T_s: the lengths before s), for the
+    MAC_PIXELS x MAC_CHANNELS outputs (p, j) at once.
+
+    A segment is a run of the reduction whose inputs are contiguous in x (one input-channel
+    block of one kernel tap of a conv, or a whole 1x1 reduction), so a conv reads its inputs
+    where they are, with no patch gathered. The accumulators stay in vector registers for the
+    whole reduction: each step is one vector load of 16 weights, one broadcast input per
+    position, then per output an fp32 multiply and an fp32 add, each rounding (IEEE, no
+    fast-math flags, no fused multiply-add), so every output's sum is the documented
+    sequential one. Numba cannot express vectors, hence LLVM IR.
+    x, w, init, out: float32 C arrays; rows: int64[segments * MAC_PIXELS], offsets into x;
+    lengths: int64[segments]; init_at, out_at: int64[MAC_PIXELS], offsets into init and out
+    (the accumulators start from init and end in out, which may be one array: all are loaded
+    before any is stored)."""
+    sig = types.void(x, rows, lengths, segments, w, w_off, init, init_at, out, out_at)
+    return sig, mac_tile_codegen(MAC_PIXELS, MAC_CHANNELS // LANES)
+
+
+NARROW_PIXELS = 12
+"""Output positions of one `mac_tile_narrow` call."""
+
+
+@intrinsic
+def mac_tile_narrow(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out, out_at):
+    """mac_tile for runs of at most LANES output channels (the first LANES of each step's
+    MAC_CHANNELS weights): NARROW_PIXELS positions x one vector, so as many multiply-adds a
+    step as mac_tile, where mac_tile would compute half its vectors for nothing. rows:
+    int64[segments * NARROW_PIXELS]; init_at, out_at: int64[NARROW_PIXELS]."""
+    sig = types.void(x, rows, lengths, segments, w, w_off, init, init_at, out, out_at)
+    return sig, mac_tile_codegen(NARROW_PIXELS, 1)
 
 
 @jit
@@ -999,8 +1018,8 @@ def window_columns(row):
 
 
 @jit
-def segment_rows(row, position, c_base, zeros, rows, q, left, padded_width, merged):
-    """rows[s * MAC_PIXELS + q] = the offset in the window (of `padded_width` columns, the
+def segment_rows(row, position, c_base, zeros, rows, q, pixels, left, padded_width, merged):
+    """rows[s * pixels + q] = the offset in the window (of `padded_width` columns, the
     first at `left`) of output `position`'s inputs of segment s (conv_segments), or `zeros`,
     where the window holds zeros, for a tap that falls outside the window (padding)."""
     height, width, in_channels = (
@@ -1026,11 +1045,11 @@ def segment_rows(row, position, c_base, zeros, rows, q, left, padded_width, merg
                 iw = iw0 + kw * row[CONV_DILATION + 1]
                 if 0 <= wr < height and (merged or 0 <= iw < width):
                     column = iw + left
-                    rows[s * MAC_PIXELS + q] = (
+                    rows[s * pixels + q] = (
                         ((n * height + wr) * padded_width + column) * in_channels + c_base + block
                     )
                 else:
-                    rows[s * MAC_PIXELS + q] = zeros
+                    rows[s * pixels + q] = zeros
                 s += 1
 
 
@@ -1084,7 +1103,8 @@ def conv_run_blocked(
     row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop, merged
 ):
     """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
-    positions x MAC_CHANNELS channels per mac_tile call, with their `packed` weights, reading
+    positions x MAC_CHANNELS channels per mac_tile call (NARROW_PIXELS x LANES per
+    mac_tile_narrow call for a run of at most LANES channels), with their `packed` weights, reading
     the inputs in the window `x` in place, segment by segment (conv_segments; `merged`: a
     segment per kernel row, the window having the zero columns of window_columns). The window
     ends with zeros as long as the longest segment, for the taps in the padding (load_window)."""
@@ -1096,39 +1116,50 @@ def conv_run_blocked(
     lengths = conv_segments(row[CONV_KERNEL], row[CONV_KERNEL + 1], group_channels, merged)
     segments = lengths.size
     zeros = x.size - lengths.max()
-    rows = np.empty(segments * MAC_PIXELS, np.int64)
-    acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
-    acc_at = np.arange(MAC_PIXELS) * MAC_CHANNELS
-    init_at = np.empty(MAC_PIXELS, np.int64)
-    out_at = np.empty(MAC_PIXELS, np.int64)
-    for first in range(start, stop, MAC_PIXELS):
-        count = min(MAC_PIXELS, stop - first)
-        for q in range(MAC_PIXELS):  # positions past the end repeat the last one
+    narrow = o_hi - o_lo <= LANES  # one vector of channels: mac_tile_narrow
+    pixels = NARROW_PIXELS if narrow else MAC_PIXELS
+    lanes = LANES if narrow else MAC_CHANNELS
+    rows = np.empty(segments * pixels, np.int64)
+    acc = np.empty(pixels * MAC_CHANNELS, np.float32)
+    acc_at = np.arange(pixels) * MAC_CHANNELS
+    init_at = np.empty(pixels, np.int64)
+    out_at = np.empty(pixels, np.int64)
+    for first in range(start, stop, pixels):
+        count = min(pixels, stop - first)
+        for q in range(pixels):  # positions past the end repeat the last one
             position = first + min(q, count - 1)
-            segment_rows(row, position, c_base, zeros, rows, q, left, padded_width, merged)
+            segment_rows(row, position, c_base, zeros, rows, q, pixels, left, padded_width, merged)
         for block in range(blocks):
             lo = o_lo + block * MAC_CHANNELS
-            width = min(MAC_CHANNELS, o_hi - lo)
+            width = min(lanes, o_hi - lo)
             w_off = block * steps * MAC_CHANNELS
-            if width == MAC_CHANNELS and count == MAC_PIXELS:  # from bias or partial to out
-                for q in range(MAC_PIXELS):
+            if width == lanes and count == pixels:  # from bias or partial straight to out
+                for q in range(pixels):
                     out_at[q] = (first + q) * out_channels + lo
                     init_at[q] = out_at[q] if partial.size > 0 else lo
                 init = partial if partial.size > 0 else bias
-                mac_tile(x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at)
+                if narrow:
+                    mac_tile_narrow(
+                        x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at
+                    )
+                else:
+                    mac_tile(x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at)
                 continue
-            for q in range(MAC_PIXELS):  # a partial tile: through acc, zeros past the edges
+            for q in range(pixels):  # a partial tile: through acc, zeros past the edges
                 tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
                 if partial.size > 0 and q < count:
-                    start = (first + q) * out_channels + lo
-                    tile[:width] = partial[start : start + width]
+                    at = (first + q) * out_channels + lo
+                    tile[:width] = partial[at : at + width]
                 else:
                     tile[:width] = bias[lo : lo + width]
                 tile[width:] = 0.0
-            mac_tile(x, rows, lengths, segments, packed, w_off, acc, acc_at, acc, acc_at)
+            if narrow:
+                mac_tile_narrow(x, rows, lengths, segments, packed, w_off, acc, acc_at, acc, acc_at)
+            else:
+                mac_tile(x, rows, lengths, segments, packed, w_off, acc, acc_at, acc, acc_at)
             for q in range(count):
-                start = (first + q) * out_channels + lo
-                out[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
+                at = (first + q) * out_channels + lo
+                out[at : at + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
 
 
 NARROW = 8
