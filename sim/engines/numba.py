@@ -725,13 +725,20 @@ def dma(row, ddr, ocm):
 
 
 @jit
-def gather_permuted(source, shape, perm, out):
-    """out[k] = the k-th element of the dense array `source` of `shape` in the order of its
-    dimensions permuted by `perm` (cvt's transposition)."""
-    strides = np.empty(4, np.int64)  # source element strides, dense
+def dense_strides(shape):
+    """The element strides of a dense array of 4-d `shape`."""
+    strides = np.empty(4, np.int64)
     strides[3] = 1
     for d in range(2, -1, -1):
         strides[d] = strides[d + 1] * shape[d + 1]
+    return strides
+
+
+@jit
+def gather_permuted(source, shape, perm, out):
+    """out[k] = the k-th element of the dense array `source` of `shape` in the order of its
+    dimensions permuted by `perm` (cvt's transposition)."""
+    strides = dense_strides(shape)
     s0, s1, s2, s3 = strides[perm[0]], strides[perm[1]], strides[perm[2]], strides[perm[3]]
     k = 0
     for j0 in range(shape[perm[0]]):
@@ -749,10 +756,6 @@ def cvt(row, ddr, lut_bits, tally):
     shape = row[CVT_SRC_SHAPE : CVT_SRC_SHAPE + 4].astype(np.int64)
     perm = row[CVT_PERM : CVT_PERM + 4]
     src_size, dst_size = DTYPE_SIZE[src_dtype], DTYPE_SIZE[dst_dtype]
-    strides = np.empty(4, np.int64)  # source element strides, dense
-    strides[3] = 1
-    for d in range(2, -1, -1):
-        strides[d] = strides[d + 1] * shape[d + 1]
     count = shape[0] * shape[1] * shape[2] * shape[3]
     src_addr = np.int64(row[CVT_SRC_ADDR])
     if src_dtype == F32 and dst_dtype == F16 and src_addr % 4 == 0:  # a model's input, aligned
@@ -760,6 +763,7 @@ def cvt(row, ddr, lut_bits, tally):
         gather_permuted(ddr[src_addr : src_addr + 4 * count].view(np.float32), shape, perm, values)
         store_f16(ddr, row[CVT_DST_ADDR], values, tally)
         return
+    strides = dense_strides(shape)
     staged = np.empty(count * dst_size, np.uint8)
     k = 0
     for j0 in range(shape[perm[0]]):
@@ -1084,18 +1088,27 @@ def same_halves(a, b):
 
 
 @jit
-def refresh_packing(ocm, w_addr, tap, outs, cache, lut):
-    """Make a weight-cache slot's packing (WeightCache) that of the `outs` x tap.size f16
-    weights at ocm[w_addr:]: a packing of constant weights is used as it is, any other only
-    if the weights still equal the bits it was made from."""
+def packing_stale(ocm, w_addr, cache):
+    """Whether a weight-cache slot (WeightCache) must be packed again from the f16 weights at
+    ocm[w_addr:]: a packing of constant weights is used as it is, any other only if the
+    weights still equal the bits it was made from."""
+    raw, _, filled = cache
+    if (filled[0] & PACKED) == 0:
+        return True
+    if (filled[0] & CONSTANT) != 0:
+        return False
+    return not same_halves(ocm[w_addr : w_addr + 2 * raw.size].view(np.uint16), raw)
+
+
+@jit
+def repack(ocm, w_addr, tap, outs, cache, lut):
+    """Pack the `outs` x tap.size f16 weights at ocm[w_addr:] into the slot, keeping their
+    bits for packing_stale."""
     raw, cached, filled = cache
-    halves = ocm[w_addr : w_addr + 2 * raw.size].view(np.uint16)
-    constant = (filled[0] & CONSTANT) != 0
-    if (filled[0] & PACKED) == 0 or (not constant and not same_halves(halves, raw)):
-        w = load_f16(ocm, w_addr, outs * tap.size, lut)
-        pack_weights(w, tap, 0, outs, cached)
-        raw[:] = halves
-        filled[0] |= PACKED
+    w = load_f16(ocm, w_addr, outs * tap.size, lut)
+    pack_weights(w, tap, 0, outs, cached)
+    raw[:] = ocm[w_addr : w_addr + 2 * raw.size].view(np.uint16)
+    filled[0] |= PACKED
 
 
 @jit
@@ -1104,10 +1117,11 @@ def conv_run_blocked(
 ):
     """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
     positions x MAC_CHANNELS channels per mac_tile call (NARROW_PIXELS x LANES per
-    mac_tile_narrow call for a run of at most LANES channels), with their `packed` weights, reading
-    the inputs in the window `x` in place, segment by segment (conv_segments; `merged`: a
-    segment per kernel row, the window having the zero columns of window_columns). The window
-    ends with zeros as long as the longest segment, for the taps in the padding (load_window)."""
+    mac_tile_narrow call for a run of at most LANES channels), with their `packed` weights,
+    reading the inputs in the window `x` in place, segment by segment (conv_segments;
+    `merged`: a segment per kernel row, the window having the zero columns of
+    window_columns). The window ends with zeros as long as the longest segment, for the taps
+    in the padding (load_window)."""
     out_channels = row[CONV_OUT_SHAPE + 3]
     group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
     blocks = packed.size // (steps * MAC_CHANNELS)
@@ -1421,7 +1435,8 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     a contiguous span of whole mac_tile calls, each output in the documented order, so the
     bits do not depend on the number of threads. The threads meet (`arrive`) before
     computing, before storing if the output overlaps bytes they read (so no store reaches
-    them while another still loads; output_apart), and after storing. Returns the thread's step count, or -1 if the run was abandoned."""
+    them while another still loads; output_apart), and after storing. Returns the thread's
+    step count, or -1 if the run was abandoned."""
     n_count, in_channels = row[CONV_IN_SHAPE], row[CONV_IN_SHAPE + 3]
     out_rows, out_cols, out_channels = (
         row[CONV_OUT_SHAPE + 1],
@@ -1436,9 +1451,10 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     positions = n_count * out_rows * out_cols
     raw, cached, _ = cache
     w_addr = row[CONV_W_ADDR]
-    if raw.size > 0 and worker == 0:  # one run of output channels (groups=1), perhaps cached
+    # one run of output channels (groups=1) with a weight-cache slot: packed when stale
+    if raw.size > 0 and worker == 0 and packing_stale(ocm, w_addr, cache):
         tap = conv_order(kh_count, kw_count, group_channels)
-        refresh_packing(ocm, w_addr, tap, out_channels, cache, lut)
+        repack(ocm, w_addr, tap, out_channels, cache, lut)
     start, stop = 0, positions
     if workers > 1:
         step = arrive(sync, worker, workers, step)
@@ -1517,7 +1533,8 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
 def pool(row, ocm, lut, tally, sync, worker, workers, step):
     """Shared by `workers` > 1 threads (every one calling this) by output positions, like
     conv: each computes and stores its own, meeting before computing, before storing if the
-    output overlaps the input, and after. Returns the thread's step count, or -1 if the run was abandoned."""
+    output overlaps the input, and after. Returns the thread's step count, or -1 if the run
+    was abandoned."""
     n_count, height, width, channels = (
         row[POOL_IN_SHAPE],
         row[POOL_IN_SHAPE + 1],
@@ -1669,7 +1686,8 @@ def fc(row, frow, ocm, lut, table, tally, cache):
     bias = load_bias(ocm, row[FC_B_ADDR], outs)
     out = np.empty(rows * outs, np.float32)
     if cache[0].size > 0:
-        refresh_packing(ocm, row[FC_W_ADDR], np.arange(inner), outs, cache, lut)
+        if packing_stale(ocm, row[FC_W_ADDR], cache):
+            repack(ocm, row[FC_W_ADDR], np.arange(inner), outs, cache, lut)
         fc_run_blocked(x, cache[1], rows, inner, outs, bias, out)
     else:
         w = load_f16(ocm, row[FC_W_ADDR], outs * inner, lut)
@@ -1719,7 +1737,8 @@ def fc_run_blocked(x, packed, rows, inner, outs, bias, out):
 def add(row, frow, ocm, lut, table, tally, sync, worker, workers, step):
     """Shared by `workers` > 1 threads (every one calling this) by output values, like conv:
     each computes and stores its own, meeting before computing, before storing if an operand
-    overlaps the output at another offset, and after. Returns the thread's step count, or -1 if the run was abandoned."""
+    overlaps the output at another offset, and after. Returns the thread's step count, or -1
+    if the run was abandoned."""
     count = row[ADD_COUNT]
     a_addr, b_addr, out_addr, act = (
         row[ADD_A_ADDR],
@@ -1978,11 +1997,12 @@ class WeightCache:
     Packing reads every weight of every conv and costs more than the multiply-adds of the
     layers with few output positions (and of an fc at batch 1). Each conv with one run of
     output channels (groups=1, at least NARROW channels) and each fc, its weights at an even
-    address, gets a slot holding the f16 bits it packed and their packing. Weights that are a fixed slice of the constant pool
-    (`constant_weights`: the compiler's case) are packed once and used as they are; for any
-    other a run compares the weights in OCM with the bits (one vectorized pass over 2-byte
-    values instead of a conversion and a scattered write per weight) and repacks only if they
-    differ, so the cache is right whatever the weights are. Convs of one ONNX node and first
+    address, gets a slot holding the f16 bits it packed and their packing. Weights that are a
+    fixed slice of the constant pool (`constant_weights`: the compiler's case) are packed once
+    and used as they are; for any other a run compares the weights in OCM with the bits (one
+    vectorized pass over 2-byte values instead of a conversion and a scattered write per
+    weight, `packing_stale`) and repacks only if they differ, so the cache is right whatever
+    the weights are. Convs of one ONNX node and first
     output channel that read the same OCM range with the same shape and the same copy of the
     pool share a slot, whatever their tile (the row pieces of one slice of a layer's output
     channels, which the tiles compute one after another with the same weights: one packing,
