@@ -595,10 +595,19 @@ def _layer_cycles(target, busiest: int, port_bytes: int, tail: int) -> int:
     return max(busiest, cost.ddr_port_cycles(target, port_bytes) + tail)
 
 
-def _tail(target, steps: list[_Step]) -> int:
+def _tail(target, last_work: float) -> int:
     """What follows the port's last load: the first load's set-up before the port starts,
-    the last compute, and its store's set-up."""
-    return 2 * target.dma_setup_cycles + steps[-1].work if steps else 0
+    the last compute (`last_work`), and its store's set-up."""
+    return 2 * target.dma_setup_cycles + int(last_work)
+
+
+def _laid_out_cycles(target, steps: dict[int, list[_Step]], times: dict[int, int], port) -> int:
+    """`_layer_cycles` of pieces laid out on tiles: `times` per tile of their `steps`, `port`
+    the bytes they all move."""
+    if not times:
+        return 0
+    busiest = max(times, key=times.get)
+    return _layer_cycles(target, times[busiest], port, _tail(target, steps[busiest][-1].work))
 
 
 @cache
@@ -1024,7 +1033,6 @@ def window_plan_cycles(
     piece's bytes. With `pinned` (`wb_pin_ocm`), a tile that loads the same weight slice as
     its previous piece does not load it again. The larger of the busiest tile and the port is
     the layer's time."""
-
     steps: dict[int, list[_Step]] = {}
     held: dict[int, tuple[int, int]] = {}
     windows: dict[int, tuple] = {}  # tile -> the window its last piece loaded
@@ -1070,10 +1078,7 @@ def window_plan_cycles(
         and not early_outputs(layer, pieces, target, pinned)
     )
     times = {t: _tile_cycles(s, overlapped, reused) for t, s in steps.items()}
-    busiest = max(times, key=times.get, default=None)
-    if busiest is None:
-        return 0
-    return _layer_cycles(target, times[busiest], port, _tail(target, steps[busiest]))
+    return _laid_out_cycles(target, steps, times, port)
 
 
 def _estimate(
@@ -1088,7 +1093,6 @@ def _estimate(
     shapes, counted, with the busiest tile taking its share of the pieces; with
     `shared_windows`, as a grid split would lay them out (each tile loading a window once
     for its channel pieces of that band)."""
-
     bands = Counter((rows, in_rows) for _, rows, _, in_rows in _bands(layer, plan.rows))
     cols = Counter((c, in_c) for _, c, _, in_c in _columns(layer, plan.cols))
     chans = Counter((ocs, ics) for _, ocs, _, ics in _channels(layer, plan.ocs))
@@ -1121,7 +1125,7 @@ def _estimate(
         load -= int(weights * saved)
         ddr -= int(weight_ddr * saved)
     overlapped = _fits_twice(layer, plan, target, pinned and cbs is None)
-    tail = 2 * target.dma_setup_cycles + int(work / max(1, steps))
+    tail = _tail(target, work / max(1, steps))
 
     def priced(load: int, ddr: int, tile_pieces: int) -> int:
         share = tile_pieces / pieces  # the busiest tile's share
@@ -1133,7 +1137,7 @@ def _estimate(
         return _layer_cycles(target, int(tile), ddr, tail)
 
     channels, spatial = sum(chans.values()), sum(bands.values()) * sum(cols.values())
-    share = -(-pieces // num_tiles)
+    per_tile = -(-pieces // num_tiles)  # the busiest tile's pieces, dealt evenly
 
     def sharing_windows(k: int, tile_pieces: int) -> int:
         """Priced with each tile loading a window once for `k` channel pieces in a row, when
@@ -1142,14 +1146,14 @@ def _estimate(
         return priced(load - int(window * saved), ddr - int(window_ddr * saved), tile_pieces)
 
     if not shared_windows or pinned:
-        options = [priced(load, ddr, share)]
+        options = [priced(load, ddr, per_tile)]
         if not pinned and spatial <= num_tiles and num_tiles % spatial == 0:
             # dealt: tile t takes spatial piece t % spatial of every (tiles / spatial)-th
             # channel piece, one window for all of them (`shares_window`)
-            options.append(sharing_windows(-(-channels // (num_tiles // spatial)), share))
+            options.append(sharing_windows(-(-channels // (num_tiles // spatial)), per_tile))
         if not pinned and num_tiles > 1 and sum(cols.values()) == 1:
             # rows: a tile takes its pieces band by band, the channel pieces of a band in a row
-            options.append(sharing_windows(min(channels, share), share))
+            options.append(sharing_windows(min(channels, per_tile), per_tile))
         return min(options)
     # A grid split of G channel groups by R band groups gives each tile ceil(channel pieces /
     # G) x ceil(spatial pieces / R) pieces, and the tile loads each window once for its
@@ -1158,7 +1162,7 @@ def _estimate(
     for g in (int(split.split("x")[0]) for split in grid_splits(num_tiles)):
         k = -(-channels // g)
         grids.append(sharing_windows(k, k * -(-spatial // (num_tiles // g))))
-    return min(grids, default=priced(load, ddr, share))
+    return min(grids, default=priced(load, ddr, per_tile))
 
 
 def _largest(fits, high: int) -> int:
@@ -1421,7 +1425,6 @@ def fc_plan_cycles(
 ) -> int:
     """Modelled cycles of an FC layer cut into `pieces`, as `window_plan_cycles` prices a
     window layer's."""
-
     steps: dict[int, list[_Step]] = {}
     held: dict[int, tuple[int, int]] = {}
     port = 0
@@ -1440,14 +1443,10 @@ def fc_plan_cycles(
     if overlapped is None:
         overlapped = _fc_double_buffers(layer, pieces[0].ns, pieces[0].os, target, pins)
     times = {t: _tile_cycles(s, overlapped) for t, s in steps.items()}
-    busiest = max(times, key=times.get, default=None)
-    if busiest is None:
-        return 0
-    return _layer_cycles(target, times[busiest], port, _tail(target, steps[busiest]))
+    return _laid_out_cycles(target, steps, times, port)
 
 
 def _fc_estimate(layer: FcLayer, ns: int, os: int, num_tiles: int, target, pinned: bool) -> int:
-
     rows = Counter(min(ns, layer.n - n0) for n0 in range(0, layer.n, ns))
     feats = Counter(min(os, layer.o - o0) for o0 in range(0, layer.o, os))
     dma = work = ddr = weights = weight_ddr = 0
@@ -1473,7 +1472,7 @@ def _fc_estimate(layer: FcLayer, ns: int, os: int, num_tiles: int, target, pinne
         tile = max(dma, work) + min(dma, work) / max(1, pieces * share)
     else:
         tile = dma + work
-    tail = 2 * target.dma_setup_cycles + int(work / max(1, pieces * share))
+    tail = _tail(target, work / max(1, pieces * share))
     return _layer_cycles(target, int(tile), ddr, tail)
 
 
