@@ -119,7 +119,10 @@ class InstructionOp(IRDLOperation):
         if waits:
             props["waits"] = _i32_array_attr(tuple(waits))
         for spec in cls.SPEC.fields:
-            props[spec.name] = field_attr(spec, fields[spec.name])
+            value = fields.get(spec.name, spec.default)
+            if value is None:
+                raise KeyError(f"{cls.SPEC.name}: field {spec.name} is required")
+            props[spec.name] = field_attr(spec, value)
         return cls.create(properties=props)
 
     @property
@@ -156,6 +159,8 @@ class InstructionOp(IRDLOperation):
             printer.print_string(f" wait {list(self.waits.get_values())}")
         parts = []
         for spec, value in zip(self.SPEC.fields, self.field_values().values()):
+            if spec.default is not None and value == spec.default:
+                continue  # an optional field at its default vanishes from the text
             if spec.kind == "f32":
                 parts.append(f"{spec.name} {value!r}")
             elif spec.enum is not None and value in spec.enum._value2member_map_:
@@ -178,29 +183,46 @@ class InstructionOp(IRDLOperation):
         if parser.parse_optional_keyword("wait"):
             waits = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
         fields: dict[str, object] = {}
-        if cls.SPEC.fields:
+        required = [s for s in cls.SPEC.fields if s.default is None]
+        optional = [s for s in cls.SPEC.fields if s.default is not None]
+        if required:
             parser.parse_punctuation(":")
-            for i, spec in enumerate(cls.SPEC.fields):
+            for i, spec in enumerate(required):
                 if i:
                     parser.parse_punctuation(",")
                 parser.parse_keyword(spec.name, f" (field {i} of {cls.SPEC.name})")
-                if spec.kind == "f32":
-                    fields[spec.name] = parser.parse_float()
-                elif spec.enum is not None and (word := parser.parse_optional_identifier()):
-                    member = spec.enum.__members__.get(word.upper())
-                    if member is None:
-                        choices = ", ".join(m.name.lower() for m in spec.enum)
-                        parser.raise_error(
-                            f"{spec.name}: '{word}' is not a {spec.enum.__name__} ({choices})"
-                        )
-                    fields[spec.name] = int(member)
-                elif spec.kind == "i32":
-                    fields[spec.name] = parser.parse_integer()
-                else:
-                    fields[spec.name] = parser.parse_comma_separated_list(
-                        parser.Delimiter.SQUARE, parser.parse_integer
-                    )
+                fields[spec.name] = cls._parse_field(parser, spec)
+        # Then the optional fields that differ from their default, in table order.
+        names = ", ".join(s.name for s in optional)
+        while optional and parser.parse_optional_punctuation(","):
+            word = parser.parse_identifier(f" (an optional field of {cls.SPEC.name}: {names})")
+            while optional and optional[0].name != word:
+                optional.pop(0)  # left out: it keeps its default
+            if not optional:
+                parser.raise_error(
+                    f"'{word}' is not an optional field of {cls.SPEC.name} here "
+                    f"(optional fields, in this order: {names})"
+                )
+            spec = optional.pop(0)
+            fields[spec.name] = cls._parse_field(parser, spec)
         return cls.build(tile=tile, signal=signal, waits=waits, fields=fields)
+
+    @staticmethod
+    def _parse_field(parser: Parser, spec: FieldSpec) -> object:
+        """The value of one field, after its name."""
+        if spec.kind == "f32":
+            return parser.parse_float()
+        if spec.enum is not None and (word := parser.parse_optional_identifier()):
+            member = spec.enum.__members__.get(word.upper())
+            if member is None:
+                choices = ", ".join(m.name.lower() for m in spec.enum)
+                parser.raise_error(
+                    f"{spec.name}: '{word}' is not a {spec.enum.__name__} ({choices})"
+                )
+            return int(member)
+        if spec.kind == "i32":
+            return parser.parse_integer()
+        return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
 
 
 def _instruction_op(spec: OpcodeSpec) -> type[InstructionOp]:

@@ -85,6 +85,12 @@ class FieldSpec:
     doc: str
     enum: type[IntEnum] | None = None
     """The enumeration an `i32` field holds (the `mlip` dialect prints its member names)."""
+    default: int | None = None
+    """The value of an optional field, or None for a required one. An optional field added to
+    an opcode keeps every existing program meaning what it meant: the `mlip` text leaves it out
+    when it holds its default (and parses it when present), `InstructionOp.build` and an
+    in-memory `Instruction` take the default when it is not given. The binary always carries
+    it. Optional fields come after the required ones of their opcode."""
 
     @property
     def length(self) -> int:
@@ -102,6 +108,11 @@ class OpcodeSpec:
     doc: str
     fields: tuple[FieldSpec, ...]
 
+    def __post_init__(self) -> None:
+        optional = [f.default is not None for f in self.fields]
+        if optional != sorted(optional):
+            raise ValueError(f"{self.name}: optional fields must come after the required ones")
+
     def field(self, name: str) -> FieldSpec:
         for f in self.fields:
             if f.name == name:
@@ -109,8 +120,15 @@ class OpcodeSpec:
         raise KeyError(name)
 
 
-def _f(name: str, kind: str, doc: str, enum: type[IntEnum] | None = None) -> FieldSpec:
-    return FieldSpec(name, kind, doc, enum)
+def _f(
+    name: str,
+    kind: str,
+    doc: str,
+    enum: type[IntEnum] | None = None,
+    *,
+    default: int | None = None,
+) -> FieldSpec:
+    return FieldSpec(name, kind, doc, enum, default)
 
 
 _WINDOW_FIELDS = (
@@ -381,9 +399,25 @@ class Instruction:
     loc: int = NO_LOC
     fields: dict[str, FieldValue] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # An optional field left out takes its default (FieldSpec.default); a field the
+        # opcode does not have, or a missing required one, is for validation to report.
+        defaults = _DEFAULTS.get(self.opcode)
+        if defaults and not defaults.keys() <= self.fields.keys():
+            self.fields = {
+                **self.fields,
+                **{k: v for k, v in defaults.items() if k not in self.fields},
+            }
+
     @property
     def spec(self) -> OpcodeSpec:
         return OPCODE_BY_NAME[self.opcode]
+
+
+_DEFAULTS = {
+    spec.name: {f.name: f.default for f in spec.fields if f.default is not None} for spec in OPCODES
+}
+"""Per opcode, its optional fields and their defaults (empty for most opcodes)."""
 
 
 @dataclass
