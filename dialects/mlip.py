@@ -8,6 +8,10 @@ pool, and the instructions in program order. It prints as assembly:
     mlip.conv tile 0 signal 3 wait [1, 2] : in_addr 0, in_shape [1, 15, 28, 1], ...
 
 Enumeration fields print as their member's name in lower case (`act relu`, `mode max`).
+An optional field (`FieldSpec.default`, e.g. `dma`'s `dst_tiles`) prints only when it differs
+from its default, after the required fields, and parses when present:
+
+    mlip.dma tile 0 : src_space ddr, ..., elem_bytes 2, dst_tiles 7
 """
 
 from __future__ import annotations

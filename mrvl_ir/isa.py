@@ -165,7 +165,8 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         0x01,
         "dma",
         "Copy a 4-D strided box of elements between DDR and the tile's OCM (either way) "
-        "or within one space. Strides are in bytes, outermost first.",
+        "or within one space. Strides are in bytes, outermost first. From DDR to OCM it may "
+        "write the same OCM addresses on several tiles (dst_tiles), reading DDR once.",
         (
             _f("src_space", "i32", "MemSpace of the source", MemSpace),
             _f("src_addr", "i32", "source byte address"),
@@ -175,6 +176,13 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("dst_strides", "i32x4", "destination byte strides"),
             _f("box", "i32x4", "elements per dimension"),
             _f("elem_bytes", "i32", "bytes per element"),
+            _f(
+                "dst_tiles",
+                "i32",
+                "bit mask of the tiles whose OCM receives the box (DDR to OCM only; it holds "
+                "the instruction's tile); 0: the instruction's tile alone. Optional, default 0",
+                default=0,
+            ),
         ),
     ),
     OpcodeSpec(
@@ -418,6 +426,16 @@ _DEFAULTS = {
     spec.name: {f.name: f.default for f in spec.fields if f.default is not None} for spec in OPCODES
 }
 """Per opcode, its optional fields and their defaults (empty for most opcodes)."""
+
+
+def destination_tiles(ins: Instruction) -> tuple[int, ...]:
+    """The tiles whose OCM a `dma` writes when its destination is OCM, in ascending order:
+    its own tile when `dst_tiles` is 0, else the tiles of the mask (docs/isa.md, `dma`; a
+    validated program's mask holds its own tile and only tiles < num_tiles)."""
+    mask = ins.fields["dst_tiles"] & 0xFFFFFFFF
+    if mask == 0:
+        return (ins.tile,)
+    return tuple(t for t in range(mask.bit_length()) if mask >> t & 1)
 
 
 @dataclass

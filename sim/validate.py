@@ -160,6 +160,7 @@ class Bounds:
     def __init__(self, ddr_size: int, ocm_bytes: int, act_table_bytes: int, num_tiles: int):
         self.ddr_size, self.ocm_bytes = ddr_size, ocm_bytes
         self.act_table_bytes = act_table_bytes
+        self.num_tiles = num_tiles
         self.tables: list[TableKey | None] = [None] * num_tiles
 
     def _space(self, space: MemSpace, tile: int) -> tuple[int, str]:
@@ -271,13 +272,36 @@ def _check_dma(ins: Instruction, bounds: Bounds) -> None:
     src_strides, dst_strides = tuple(f["src_strides"]), tuple(f["dst_strides"])
     require(all(n >= 0 for n in box), f"box {list(box)} has a negative extent")
     require(elem_bytes >= 1, f"elem_bytes={elem_bytes} must be positive")
+    check_dst_tiles(ins, src_space, dst_space, bounds.num_tiles)
     if math.prod(box) == 0:
         return
     bounds.box(src_space, ins.tile, f["src_addr"], src_strides, box, elem_bytes, "source box")
+    # A multicast writes the same addresses in every destination tile's OCM, and every OCM has
+    # the same size: the check on the instruction's tile holds for all of them.
     bounds.box(dst_space, ins.tile, f["dst_addr"], dst_strides, box, elem_bytes, "destination box")
     require(
         not overlapping(box, dst_strides, elem_bytes),
         f"destination strides {list(dst_strides)} make elements of box {list(box)} overlap",
+    )
+
+
+def check_dst_tiles(ins: Instruction, src: MemSpace, dst: MemSpace, num_tiles: int) -> None:
+    """A `dma`'s multicast mask: 0 (the instruction's tile alone), or a copy from DDR to OCM
+    onto tiles < num_tiles that include the instruction's own."""
+    mask = ins.fields["dst_tiles"] & 0xFFFFFFFF  # the word's 32 bits: bit 31 names tile 31
+    if mask == 0:
+        return
+    if (src, dst) != (MemSpace.DDR, MemSpace.OCM):
+        raise Fault(
+            f"dst_tiles={mask:#x}: only a dma from DDR to OCM may write several tiles' OCM, "
+            f"this one copies from {src.name} to {dst.name}"
+        )
+    if mask >> num_tiles:
+        tile = next(t for t in range(num_tiles, 32) if mask >> t & 1)
+        raise Fault(f"dst_tiles={mask:#x} names tile {tile} >= num_tiles {num_tiles}")
+    require(
+        mask >> ins.tile & 1,
+        f"dst_tiles={mask:#x} does not include the instruction's own tile {ins.tile}",
     )
 
 

@@ -24,6 +24,7 @@ on a machine compiles (see `bench/simulator.py` for the cost).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import os
@@ -50,7 +51,7 @@ from mrvl.isa import (
 from mrvl.sim.errors import SimulatorError, SimulatorInputError
 from mrvl.sim.memory import Memory
 from mrvl.sim.stats import RunStats
-from mrvl.sim.validate import ValidProgram, describe, field_words
+from mrvl.sim.validate import ValidProgram, describe, encode_words, field_words
 
 
 def cache_dir() -> Path:
@@ -1990,6 +1991,32 @@ def weight_only_dmas(
     return weight_only
 
 
+def single_tile(valid: ValidProgram) -> tuple[ValidProgram, np.ndarray] | None:
+    """None when no `dma` of `valid` multicasts; else the program the compiled call runs
+    instead, with each multicast `dma` (`dst_tiles`, docs/isa.md) as one single-tile dma per
+    destination tile, in ascending tile order, and per row the index of the instruction of
+    `valid` it comes from. The copies read the same DDR bytes, which none of them writes, so
+    together they store what the multicast stores; each is a dma that validation accepts on
+    its tile, so the kernels and the weight cache (`constant_weights`, `weight_only_dmas`,
+    which reason per tile) need no notion of a multicast."""
+    if not any(ins.opcode == "dma" and ins.fields["dst_tiles"] for ins in valid.code):
+        return None
+    code, origin = [], []
+    for index, ins in enumerate(valid.code):
+        if ins.opcode == "dma" and ins.fields["dst_tiles"]:
+            single = {**ins.fields, "dst_tiles": 0}
+            copies = [
+                dataclasses.replace(ins, tile=t, fields=single) for t in isa.destination_tiles(ins)
+            ]
+        else:
+            copies = [ins]
+        code += copies
+        origin += [index] * len(copies)
+    words = encode_words(code)
+    rows = ValidProgram(valid.program, valid.target, tuple(code), words, words.view(np.float32))
+    return rows, np.array(origin, np.int64)
+
+
 class WeightCache:
     """The packed fp32 weights (pack_weights) of a program's convs and fcs, kept from run to
     run.
@@ -2007,10 +2034,19 @@ class WeightCache:
     pool share a slot, whatever their tile (the row pieces of one slice of a layer's output
     channels, which the tiles compute one after another with the same weights: one packing,
     read while it is still in the CPU's caches); other slices, input-channel blocks and
-    layers get their own, or they would repack each other's."""
+    layers get their own, or they would repack each other's.
+
+    It also holds what the engine runs, made once per program: `rows`, the program with each
+    multicast `dma` as single-tile ones (`single_tile`), and `origin`, the instruction each
+    row comes from; both None when the program has no multicast and runs its own rows (the
+    cache must not hold the program itself: `_weight_caches` keeps the cache until the
+    program dies). Its per-instruction arrays (slots, `weight_only`) are per row."""
 
     def __init__(self, valid: ValidProgram):
         self.lock = threading.Lock()
+        self.rows, self.origin = single_tile(valid) or (None, None)
+        if self.rows is not None:
+            valid = self.rows
         slots = np.full(len(valid.code), -1, np.int64)
         from mrvl.sim.cycles import operands  # docs/isa.md §3's operands, shared with the model
 
@@ -2128,13 +2164,15 @@ def execute(
     """Run a validated program on `memory`; `stats` (reset by the caller) gets each
     instruction's counts. `workers`: the threads to run it on (default: `threads()`)."""
     workers = threads() if workers is None else workers
-    counts = np.zeros((len(valid.words), 2), np.int64)
     cache = weight_cache(valid)
+    # valid's instructions, a multicast dma as one dma per tile
+    rows = valid if cache.rows is None else cache.rows
+    counts = np.zeros((len(rows.words), 2), np.int64)
     owned = cache.lock.acquire(blocking=False)  # another thread's run may be filling it
-    arrays = cache.arrays if owned else WeightCache.none(valid)
-    skip = cache.skip() if owned else np.zeros(len(valid.words), np.uint8)
+    arrays = cache.arrays if owned else WeightCache.none(rows)
+    skip = cache.skip() if owned else np.zeros(len(rows.words), np.uint8)
     sync = np.zeros(workers + 1, np.int64)
-    args = (valid.words, valid.floats, memory.ddr, memory.ocm, memory.tables)
+    args = (rows.words, rows.floats, memory.ddr, memory.ocm, memory.tables)
     args += (F16_TO_F32, F16_TO_F32_BITS)
     try:
         joined = []
@@ -2157,11 +2195,16 @@ def execute(
     finally:
         if owned:
             cache.lock.release()
+    if cache.origin is not None:  # rows back to instructions
+        counts, per_row = np.zeros((len(valid.code), 2), np.int64), counts
+        np.add.at(counts, cache.origin, per_row)
     if stats is not None:
         stats.saturated[:] = counts[:, 0]
         stats.nans[:] = counts[:, 1]
     if status >= 0:
         index, fault = divmod(int(status), 8)
+        if cache.origin is not None:
+            index = int(cache.origin[index])
         ins = valid.code[index]
         f = ins.fields
         what = "row table" if fault <= 2 else "column table"

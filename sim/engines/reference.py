@@ -28,6 +28,7 @@ from mrvl.isa import (
     Instruction,
     MemSpace,
     PoolMode,
+    destination_tiles,
 )
 from mrvl.sim.errors import Fault, SimulatorError
 from mrvl.sim.memory import Memory
@@ -76,14 +77,18 @@ def _dma(memory: Memory, ins: Instruction) -> None:
     box, elem_bytes = tuple(f["box"]), f["elem_bytes"]
     if 0 in box:
         return
+    # The whole source is read, once, before any destination byte is written (memmove
+    # semantics).
     source = memory.box(
         MemSpace(f["src_space"]), ins.tile, f["src_addr"], tuple(f["src_strides"]), box, elem_bytes
-    )
-    destination = memory.box(
-        MemSpace(f["dst_space"]), ins.tile, f["dst_addr"], tuple(f["dst_strides"]), box, elem_bytes
-    )
-    # The whole source is read before any destination byte is written (memmove semantics).
-    destination[...] = source.copy()
+    ).copy()
+    # The same addresses in the OCM of every tile of dst_tiles (a multicast from DDR), or
+    # the instruction's own tile's OCM or DDR.
+    for tile in destination_tiles(ins):
+        destination = memory.box(
+            MemSpace(f["dst_space"]), tile, f["dst_addr"], tuple(f["dst_strides"]), box, elem_bytes
+        )
+        destination[...] = source
 
 
 @implements("cvt")

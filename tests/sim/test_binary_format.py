@@ -69,7 +69,7 @@ def test_header_layout():
     _, major, minor, target, tiles, ddr, const_base, total, n_sections, crc = struct.unpack_from(
         "<8sHH16sIIIIII", data
     )
-    assert (major, minor) == (2, 1)
+    assert (major, minor) == (2, 2)
     assert target == b"cn10ka".ljust(16, b"\0")
     assert (tiles, ddr, const_base, total, n_sections) == (2, 4096, 1024, len(data), 4)
     assert crc == zlib.crc32(data[HEADER_SIZE:]) and HEADER_SIZE == 52
@@ -86,14 +86,14 @@ def test_instruction_layout():
     code = section(data, SectionType.CODE)
     assert struct.unpack_from("<I", data, code.offset) == (3,)
     first = code.offset + 4
-    # dma: opcode, tile, n_waits, n_words, signal, loc; no waits; 17 field words.
-    assert struct.unpack_from("<BBBBII", data, first) == (0x01, 0, 0, 17, 1, 0)
+    # dma: opcode, tile, n_waits, n_words, signal, loc; no waits; 18 field words.
+    assert struct.unpack_from("<BBBBII", data, first) == (0x01, 0, 0, 18, 1, 0)
     src = (0, 1024, (0, 0, 0, 1))  # DDR, address, strides
     dst = (1, 0, (0, 0, 0, 1))  # OCM
-    box, elem_bytes = (1, 1, 1, 12), 1
-    words = (src[0], src[1], *src[2], dst[0], dst[1], *dst[2], *box, elem_bytes)
-    assert struct.unpack_from("<17i", data, first + 12) == words
-    second = first + 12 + 17 * 4
+    box, elem_bytes, dst_tiles = (1, 1, 1, 12), 1, 0  # dst_tiles left out: its default, 0
+    words = (src[0], src[1], *src[2], dst[0], dst[1], *dst[2], *box, elem_bytes, dst_tiles)
+    assert struct.unpack_from("<18i", data, first + 12) == words
+    second = first + 12 + 18 * 4
     # fc: one u32 wait; f32 fields as binary32 bits.
     assert struct.unpack_from("<BBBBIII", data, second) == (0x30, 1, 1, 11, 2, 1, 1)
     words = struct.unpack_from("<8iffi", data, second + 16)
@@ -233,7 +233,7 @@ def test_f32_fields_round_to_nearest_binary32():
 def test_signalling_nan_is_rejected():
     data = encode(sample_program())
     code = section(data, SectionType.CODE)
-    act_a = code.offset + 4 + 12 + 17 * 4 + 16 + 8 * 4
+    act_a = code.offset + 4 + 12 + 18 * 4 + 16 + 8 * 4
     assert struct.unpack_from("<f", data, act_a) == (0.5,)
     with pytest.raises(
         BinaryFormatError, match=r"instruction 1 \(fc\): an f32 field holds a signalling NaN"
@@ -256,8 +256,16 @@ def test_unsupported_version():
     data = bytearray(encode(sample_program()))
     data[8] = 3
     with pytest.raises(
-        BinaryFormatError, match=r"unsupported format version 3\.1 \(this decoder reads 2\.1\)"
+        BinaryFormatError, match=r"unsupported format version 3\.2 \(this decoder reads 2\.2\)"
     ):
+        decode(bytes(data))
+
+
+def test_a_format_2_1_binary_is_refused():
+    """2.1 had a 17-word dma (no dst_tiles); only 2.2 is read."""
+    data = bytearray(encode(sample_program()))
+    data[10] = 1
+    with pytest.raises(BinaryFormatError, match=r"unsupported format version 2\.1"):
         decode(bytes(data))
 
 
@@ -292,8 +300,8 @@ def test_trailing_bytes():
             "unknown opcode 0x55 at instruction 0",
         ),
         (
-            lambda d, code: patched(d, code.offset + 4 + 3, "<B", 18),
-            r"instruction 0 \(dma\): field count wrong: 18 field words, dma has 17",
+            lambda d, code: patched(d, code.offset + 4 + 3, "<B", 17),
+            r"instruction 0 \(dma\): field count wrong: 17 field words, dma has 18",
         ),
         (
             lambda d, code: patched(d, code.offset + 4 + 8, "<I", 2),
@@ -313,7 +321,7 @@ def test_trailing_bytes():
             lambda d, code: patched(d, HEADER_SIZE + 12, "<I", 3),
             r"section 1 has type 3, expected 2 \(CODE\)",
         ),
-        (lambda d, code: patched(d, 44, "<I", 5), "5 sections, format 2.1 has 4"),
+        (lambda d, code: patched(d, 44, "<I", 5), "5 sections, format 2.2 has 4"),
     ],
 )
 def test_structural_defects_are_named(corrupt, message):
@@ -405,3 +413,43 @@ def test_extra_fields_are_refused_not_dropped():
     program.code[-1] = instruction("end", extra=1)
     with pytest.raises(BinaryFormatError, match=r"unknown \['extra'\]"):
         encode(program)
+
+
+def multicast_program() -> Program:
+    """sample_program on 4 tiles, its dma a multicast from tile 1 to tiles 0, 1 and 3."""
+    program = sample_program()
+    program.num_tiles = 4
+    program.code[0] = copy_bytes(
+        MemSpace.DDR, 1024, MemSpace.OCM, 0, 12, tile=1, signal=1, loc=0, dst_tiles=0b1011
+    )
+    return program
+
+
+def test_a_multicast_dma_round_trips_through_the_binary_and_the_mlip_text():
+    """dst_tiles is the dma's 18th word; decode gives it back, the disassembler prints it (and
+    leaves it out of a dma that has 0), and the text assembles to the same bytes."""
+    import io
+
+    from xdsl.parser import Parser
+    from xdsl.printer import Printer
+
+    from mrvl.assembler import assemble, disassemble
+    from mrvl.dialects import mrvl_context
+
+    program = multicast_program()
+    data = encode(program)
+    code = section(data, SectionType.CODE)
+    assert struct.unpack_from("<B", data, code.offset + 4 + 3) == (18,)
+    assert struct.unpack_from("<i", data, code.offset + 4 + 12 + 17 * 4) == (0b1011,)
+    decoded = decode(data)
+    assert decoded == program and decoded.code[0].fields["dst_tiles"] == 0b1011
+    module = disassemble(decoded)
+    module.verify()
+    stream = io.StringIO()
+    Printer(stream, print_debuginfo=True).print_op(module)
+    text = stream.getvalue()
+    assert "elem_bytes 1, dst_tiles 11 loc(" in text
+    assert encode(assemble(module)) == data
+    assert encode(assemble(Parser(mrvl_context(), text).parse_module())) == data
+    single = disassemble(decode(encode(sample_program())))
+    assert "dst_tiles" not in str(single) and "elem_bytes 1\n" in str(single)

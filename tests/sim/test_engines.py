@@ -595,10 +595,13 @@ def test_cvt_engines_agree(shape, perm, dtypes, seed):
     elem_bytes=st.sampled_from([1, 2, 4]),
     order=st.permutations(range(4)),
     reverse=st.sampled_from(["none", "all", "outer"]),
+    tiles=st.integers(0, 3),
 )
-def test_dma_engines_agree(box, elem_bytes, order, reverse):
+def test_dma_engines_agree(box, elem_bytes, order, reverse, tiles):
     """A dense source box stored to a destination with permuted strides, all or the outer three
-    maybe negative (runs of 16 bytes and more are copied by memcpy in the Numba engine)."""
+    maybe negative (runs of 16 bytes and more are copied by memcpy in the Numba engine). The
+    box goes to OCM by a multicast from tile 0 to tiles 0..tiles-1 (tiles=0: dst_tiles 0, one
+    tile), and the last tile stores it."""
     dense = [0, 0, 0, elem_bytes]
     for d in (2, 1, 0):
         dense[d] = dense[d + 1] * box[d + 1]
@@ -612,15 +615,21 @@ def test_dma_engines_agree(box, elem_bytes, order, reverse):
     dst_addr = 256 + sum((box[d] - 1) * permuted[d] for d in negated if box[d])
     dst_strides = tuple(-s if d in negated else s for d, s in enumerate(permuted))
     consts = np.arange(256, dtype=np.uint8).tobytes()
+    last = max(tiles, 1) - 1
     program = Program(
         target="cn10ka",
-        num_tiles=1,
+        num_tiles=max(tiles, 1),
         ddr_size=256 + size,
         io=[IOEntry("y", False, (size,), DType.I8, 256)],
         code=[
-            dma(MemSpace.DDR, 0, tuple(dense), MemSpace.OCM, 0, tuple(dense), box, elem_bytes),
             dma(
-                MemSpace.OCM, 0, tuple(dense), MemSpace.DDR, dst_addr, dst_strides, box, elem_bytes
+                *(MemSpace.DDR, 0, tuple(dense), MemSpace.OCM, 0, tuple(dense), box, elem_bytes),
+                dst_tiles=(1 << tiles) - 1,
+            ),
+            dma(
+                *(MemSpace.OCM, 0, tuple(dense), MemSpace.DDR, dst_addr, dst_strides),
+                *(box, elem_bytes),
+                tile=last,
             ),
             end(),
         ],
@@ -684,6 +693,80 @@ def test_dma_outside_ddr_and_overlapping_writes_fail_validation():
     program = _valid_conv_program()
     program.code.insert(1, overlap)
     with pytest.raises(SimulatorError, match="overlap"):
+        validate(program)
+
+
+def _multicast_program(multicast: bool) -> Program:
+    """x [1, 5, 3, 4] and 3x3 conv weights (16 outputs) in the constant pool, brought to the
+    same OCM addresses on tiles 0, 1 and 2 by a multicast dma each (issued by tile 1), or by
+    one dma per tile; then tile t computes output row t with a conv that waits on both, and
+    stores it to row t of y [3, 16] (f16)."""
+    channels, outs, tiles = 4, 16, (0, 1, 2)
+    staging = Staging()
+    x = f16_data(11, (1, 5, 3, channels), False)
+    w = f16_data(12, (outs, 3, 3, channels), False)
+    x_addr, w_addr = staging.add(x), staging.add(w)
+    out_ocm = staging.reserve(outs * 2)
+    consts = bytes(staging.blob)
+    out_ddr, nbytes = len(consts), outs * 2
+    code = []
+    for signal, (addr, size) in enumerate(((x_addr, x.nbytes), (w_addr, w.nbytes)), 1):
+        ddr_to_ocm = (MemSpace.DDR, addr, MemSpace.OCM, addr, size)
+        if multicast:
+            code.append(copy_bytes(*ddr_to_ocm, tile=1, signal=signal, dst_tiles=0b111, loc=0))
+        else:
+            code += [copy_bytes(*ddr_to_ocm, tile=t, signal=signal, loc=0) for t in tiles]
+    for t in tiles:
+        code.append(
+            conv(
+                *(x_addr, (1, 5, 3, channels), out_ocm, (1, 1, 1, outs), w_addr),
+                kernel=(3, 3),
+                orow0=t,
+                tile=t,
+                waits=(1, 2),
+                signal=3 + t,
+                loc=1,
+            )
+        )
+        code.append(
+            copy_bytes(
+                *(MemSpace.OCM, out_ocm, MemSpace.DDR, out_ddr + t * nbytes, nbytes),
+                tile=t,
+                waits=(3 + t,),
+                loc=1,
+            )
+        )
+    return Program(
+        target="cn10ka",
+        num_tiles=3,
+        ddr_size=out_ddr + 3 * nbytes,
+        io=[IOEntry("y", False, (3, outs), DType.F16, out_ddr)],
+        code=[*code, end()],
+        const_base=0,
+        consts=consts,
+        srcmap=["/m/Load", "/m/Conv"],
+    )
+
+
+@pytest.mark.parametrize(
+    "tile, mask, spaces, nbytes, message",
+    [
+        (0, 0b110, "DDR OCM", 8, r"dst_tiles=0x6 does not include the instruction's own tile 0"),
+        (1, 0b1010, "DDR OCM", 8, r"dst_tiles=0xa names tile 3 >= num_tiles 3"),
+        (2, -1, "DDR OCM", 8, r"dst_tiles=0xffffffff names tile 3 >= num_tiles 3"),
+        (0, 0b11, "DDR DDR", 8, r"dst_tiles=0x3: only a dma from DDR to OCM .* from DDR to DDR"),
+        (0, 0b11, "OCM OCM", 8, r"dst_tiles=0x3: only a dma from DDR to OCM .* from OCM to OCM"),
+        (0, 0b11, "OCM DDR", 0, r"dst_tiles=0x3: only a dma from DDR to OCM .* from OCM to DDR"),
+    ],
+)
+def test_a_bad_multicast_fails_validation(tile, mask, spaces, nbytes, message):
+    """dst_tiles must include the dma's own tile, name only tiles < num_tiles, and copy from
+    DDR to OCM; an empty box is no exception."""
+    src, dst = (MemSpace[name] for name in spaces.split())
+    program = _multicast_program(True)
+    program.code[0] = copy_bytes(src, 0, dst, 0x800, nbytes, tile=tile, dst_tiles=mask, loc=0)
+    pattern = rf"instruction 0 \(dma, ONNX node '/m/Load'\): {message}"
+    with pytest.raises(SimulatorError, match=pattern):
         validate(program)
 
 
@@ -980,6 +1063,32 @@ def test_tiles_share_a_weight_cache_slot_and_each_gets_its_own_weights():
     first_run = run_both(valid, [])
     assert_same_bytes(first_run, run_both(valid, []))
     assert first_run[0][0].tobytes() != first_run[0][1].tobytes()
+
+
+def test_a_multicast_dma_stores_what_one_dma_per_tile_stores():
+    """A multicast to tiles 0, 1 and 2 gives each tile's conv the same input and weights as
+    one dma per tile would: the engines agree with each other and with that program, each tile
+    computes its own rows, and warm runs, which skip the weight copies the Numba engine made
+    of the multicast, still do."""
+    from mrvl.sim.cycles import model_cycles
+
+    multicast, separate = prepare(_multicast_program(True)), prepare(_multicast_program(False))
+    first_run = run_both(multicast, [])
+    assert_same_bytes(first_run, run_both(separate, []))
+    rows = [row.tobytes() for row in first_run[0]]
+    assert len(set(rows)) == 3 and bytes(len(rows[0])) not in rows
+    cache = numba_engine.weight_cache(multicast)
+    assert cache.origin.tolist() == [0, 0, 0, 1, 1, 1, *range(2, len(multicast.code))]
+    assert [(ins.tile, ins.fields["dst_tiles"]) for ins in cache.rows.code[:6]] == [
+        (t, 0) for t in (0, 1, 2, 0, 1, 2)
+    ]
+    assert cache.weight_only[:6].tolist() == [0, 0, 0, 1, 1, 1]  # the weights' copies
+    assert cache.skip()[:6].tolist() == [0, 0, 0, 1, 1, 1]
+    for _ in range(2):
+        assert_same_bytes(first_run, run_both(multicast, []))
+    assert numba_engine.weight_cache(separate).rows is None
+    model_cycles(multicast)  # the tokens order every tile's conv after the multicasts
+    model_cycles(separate)
 
 
 @pytest.mark.parametrize("engine", ["numba", "interp"])

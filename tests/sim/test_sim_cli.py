@@ -59,7 +59,7 @@ def test_info(model, capsys):
     _, path, _ = model
     assert main([str(path), "--info"]) == 0
     out = capsys.readouterr().out
-    assert "MLIP model binary 2.1" in out and "target      cn10ka" in out
+    assert "MLIP model binary 2.2" in out and "target      cn10ka" in out
     assert "input  x  f32[1, 3, 6, 6]" in out and "output y  f32[1, 4, 6, 6]" in out
     assert "instructions 7" in out
     for line in ["  conv   1", "  cvt    2", "  dma    3", "  end    1"]:
