@@ -24,14 +24,18 @@ in program order (docs/isa.md, "Cycle model", says the same in prose):
   in shadow arrays per tile, the activation-table memory of each tile as one more location, DDR
   in shadow arrays over the bytes that some instruction writes (bytes only ever read, the
   constants and inputs, cannot take part in a hazard).
-- **OCM in use.** The value an instruction writes to OCM holds its bytes from that
-  instruction's start until the end of the last instruction that reads any of it (or its own
-  end, if nothing reads it).
+- **Multicast.** A `dma` with `dst_tiles` is one transfer: it runs on its own tile's `dma`
+  queue and claims the port once for its source, and its destination box is a write on the
+  OCM of each destination tile (`Access.tile`), checked against that tile's shadow.
+- **OCM in use.** The value an instruction writes to OCM holds its bytes, on each tile it
+  writes, from that instruction's start until the end of the last instruction on that tile
+  that reads any of it (or its own end, if none does).
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import reduce
@@ -49,6 +53,7 @@ from mrvl.isa import (
     Instruction,
     MemSpace,
     Program,
+    destination_tiles,
 )
 from mrvl.sim.errors import SimulatorError
 from mrvl.sim.validate import ValidProgram, describe
@@ -81,12 +86,15 @@ class HazardError(SimulatorError):
 class Access:
     """The bytes one operand touches: runs of `run` contiguous bytes at
     `base + Σ i_d · stride_d` for each index of the outer `dims` ((count, stride) pairs, all
-    strides positive). TABLE accesses have base 0 and run 1."""
+    strides positive). TABLE accesses have base 0 and run 1. `tile`: for OCM and TABLE, the
+    tile whose memory it is; None (every access but a multicast dma's writes) means the
+    instruction's own."""
 
     space: int
     base: int
     dims: tuple[tuple[int, int], ...]
     run: int
+    tile: int | None = None
 
     @property
     def runs(self) -> int:
@@ -154,7 +162,11 @@ def operands(ins: Instruction) -> Operands:
     if op == "dma":
         src = strided(f["src_space"], f["src_addr"], f["box"], f["src_strides"], f["elem_bytes"])
         dst = strided(f["dst_space"], f["dst_addr"], f["box"], f["dst_strides"], f["elem_bytes"])
-        return ([src] if src else [], [dst] if dst else [])
+        if dst is None:
+            return ([src] if src else [], [])
+        if f["dst_tiles"]:  # a multicast: the same OCM bytes on each destination tile
+            return [src], [dataclasses.replace(dst, tile=t) for t in destination_tiles(ins)]
+        return [src], [dst]
     if op == "cvt":
         shape = f["src_shape"]
         if math.prod(shape) == 0:
@@ -286,9 +298,11 @@ class Timeline:
     """DDR bytes read, whole bursts (what the port moved)."""
     ddr_write: np.ndarray
     ocm_bytes: np.ndarray
-    """OCM bytes the instruction writes (its value's size; 0 if it writes no OCM)."""
+    """[instructions, tiles]: OCM bytes the instruction writes on each tile (its value's size
+    on its own tile, or on each destination tile of a multicast dma; 0 elsewhere)."""
     ocm_free: np.ndarray
-    """When the value it wrote to OCM stops being needed: the end of its last reader."""
+    """[instructions, tiles]: when the value it wrote to a tile's OCM stops being needed
+    there: the end of its last reader on that tile (its own end if none)."""
     ddr_reads: tuple[tuple[Access, ...], ...]
     """The DDR accesses of each instruction, for footprints (reads)."""
     ddr_writes: tuple[tuple[Access, ...], ...]
@@ -309,14 +323,17 @@ class Timeline:
     def ocm_in_use(self, tile: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The step function of OCM bytes in use on `tile` (None: all tiles together):
         (distinct times, bytes in use from each time on); empty if nothing is ever in use."""
-        mine = self.ocm_bytes > 0
-        if tile is not None:
-            mine &= np.array([ins.tile == tile for ins in self.valid.code], bool)
-        times = np.concatenate([self.start[mine], self.ocm_free[mine]])
-        deltas = np.concatenate([self.ocm_bytes[mine], -self.ocm_bytes[mine]])
+        written = self.ocm_bytes if tile is None else self.ocm_bytes[:, tile : tile + 1]
+        freed = self.ocm_free if tile is None else self.ocm_free[:, tile : tile + 1]
+        rows, cols = np.nonzero(written)  # each value on each tile it was written to
+        nbytes = written[rows, cols]
+        times = np.concatenate([self.start[rows], freed[rows, cols]])
+        deltas = np.concatenate([nbytes, -nbytes])
         order = np.argsort(times, kind="stable")
         times, level = times[order], np.cumsum(deltas[order])
-        last = np.concatenate((times[1:] != times[:-1], [True])) if len(times) else mine[:0]
+        if not len(times):
+            return times, times
+        last = np.concatenate((times[1:] != times[:-1], [True]))
         return times[last], level[last]
 
 
@@ -441,13 +458,17 @@ class _Hazards:
         units, window = units[inside], window[inside]
         return units - self.win_start[window] + self.win_offset[window]
 
+    def tile(self, index: int, access: Access) -> int:
+        """The tile whose OCM or table memory an access of instruction `index` touches."""
+        return self.code[index].tile if access.tile is None else access.tile
+
     def locate(self, index: int, access: Access):
         """(shadow, units) of an access by instruction `index`, or None if untracked."""
         if access.space == TABLE:
-            tile = self.code[index].tile
+            tile = self.tile(index, access)
             return self.ocm[tile], slice(self.table_unit, self.table_unit + 1)
         if access.space == OCM:
-            return self.ocm[self.code[index].tile], self._units(access, self.ocm_unit)
+            return self.ocm[self.tile(index, access)], self._units(access, self.ocm_unit)
         units = self._ddr_units(access)
         return None if units is None else (self.ddr, units)
 
@@ -495,9 +516,9 @@ class _Hazards:
         theirs = describe(self.program, other, self.code[other])
         space = SPACE_NAMES[access.space]
         if access.space == OCM:
-            space = f"tile {self.code[index].tile}'s OCM"
+            space = f"tile {self.tile(index, access)}'s OCM"
         if access.space == TABLE:
-            space = f"tile {self.code[index].tile}'s activation-table memory"
+            space = f"tile {self.tile(index, access)}'s activation-table memory"
         lo, hi = access.hull
         where = space if access.space == TABLE else f"{space} bytes in [{lo:#x}, {hi:#x})"
         raise HazardError(
@@ -551,8 +572,8 @@ def model_cycles(valid: ValidProgram) -> Timeline:
     macs = np.zeros(count, np.int64)
     ddr_read = np.zeros(count, np.int64)
     ddr_write = np.zeros(count, np.int64)
-    ocm_bytes = np.zeros(count, np.int64)
-    ocm_free = np.zeros(count, np.int64)
+    ocm_bytes = np.zeros((count, tiles), np.int64)
+    ocm_free = np.zeros((count, tiles), np.int64)
     port_first = np.zeros(count, np.int64)
     port_last = np.zeros(count, np.int64)
 
@@ -591,8 +612,9 @@ def model_cycles(valid: ValidProgram) -> Timeline:
         reads, writes = accesses[i]
         for a in writes:
             if a.space == OCM:
-                ocm_bytes[i] = a.nbytes
-                ocm_free[i] = finish
+                tile = hazards.tile(i, a)
+                ocm_bytes[i, tile] = a.nbytes
+                ocm_free[i, tile] = finish
         vc = queue_clock[q]
         for token in ins.waits:
             vc = np.maximum(vc, token_clock[token])
@@ -603,7 +625,7 @@ def model_cycles(valid: ValidProgram) -> Timeline:
             shadow, units = located
             writers = hazards.check_writers(i, a, shadow, units, vc, "reads")
             if a.space == OCM and writers.size:
-                np.maximum.at(ocm_free, writers, finish)
+                np.maximum.at(ocm_free[:, hazards.tile(i, a)], writers, finish)
             shadow.readers[shadow.lane[q], units] = seq[i]
         # it writes after its own reads: `post` orders it after itself too
         post = vc.copy()

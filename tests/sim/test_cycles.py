@@ -145,9 +145,59 @@ def test_ocm_in_use_lasts_from_the_write_to_the_last_read():
         copy_bytes(OCM, 0x1000, DDR, 0x10000, 2048, waits=(2,)),  # reads the conv output
     ]
     t = timeline(code)
-    assert t.ocm_free[0] == t.end[1] and t.ocm_free[1] == t.end[2]
+    assert t.ocm_free[0, 0] == t.end[1] and t.ocm_free[1, 0] == t.end[2]
     _, level = t.ocm_in_use(0)
     assert level.max() == 4096 and level[-1] == 0
+
+
+def test_a_multicast_is_one_transfer_that_fills_each_destination_tiles_ocm():
+    """dst_tiles 0b111 from tile 1: the time, queue and port bytes of the same dma to one tile
+    (its source once), and its N bytes in use on each of tiles 0, 1 and 2, each until the end
+    of its last reader there (tile 2's conv)."""
+    from mrvl.sim.profile import profile_timeline
+
+    single = timeline([copy_bytes(DDR, 0, OCM, 0, N, tile=1, loc=0)], num_tiles=3)
+    code = [
+        copy_bytes(DDR, 0, OCM, 0, N, tile=1, dst_tiles=0b111, signal=1, loc=0),
+        small_conv(tile=2, waits=(1,), loc=1),
+    ]
+    t = timeline(code, num_tiles=3)
+    assert (t.queue[0], t.start[0], t.end[0]) == (single.queue[0], 0, single.end[0])
+    assert t.ddr_read[0] == single.ddr_read[0] == N and t.ddr_write[0] == 0
+    assert t.port_last[0] - t.port_first[0] == cost.ddr_port_cycles(T, N)
+    assert t.ocm_bytes[0].tolist() == [N, N, N]
+    assert t.ocm_free[0].tolist() == [t.end[0], t.end[0], t.end[1]]
+    for tile in (0, 1):
+        times, level = t.ocm_in_use(tile)
+        assert times.tolist() == [0, t.end[0]] and level.tolist() == [N, 0]
+    _, level = t.ocm_in_use(2)
+    assert level.max() == N + 8 * 8 * 16 * 2  # the multicast's bytes and the conv's output
+    assert t.ocm_in_use()[1].max() == 3 * N
+    _, layers = profile_timeline(t, "r")
+    load = next(layer for layer in layers if layer.onnx_node == "a")
+    assert load.ddr_read_bytes == load.compulsory_ddr_bytes == N
+
+
+def test_a_reader_or_writer_on_another_tile_must_wait_for_a_multicast():
+    """The multicast's bytes on tile 2 are its write: tile 2's conv must wait on its token to
+    read them, and tile 2's next dma to write over them."""
+    load = copy_bytes(DDR, 0, OCM, 0, 2048, tile=1, dst_tiles=0b110, loc=0)
+    with pytest.raises(
+        HazardError,
+        match=r"instruction 1 \(conv, ONNX node 'b'\) reads tile 2's OCM bytes in "
+        r"\[0x0, 0x800\) that instruction 0 \(dma, ONNX node 'a'\) wrote them",
+    ):
+        timeline([load, small_conv(tile=2, loc=1)], num_tiles=3)
+    with pytest.raises(
+        HazardError,
+        match=r"instruction 1 \(dma, ONNX node 'b'\) writes tile 2's OCM .* "
+        r"instruction 0 \(dma, ONNX node 'a'\) wrote them",
+    ):
+        timeline([load, copy_bytes(DDR, 0, OCM, 0, 64, tile=2, loc=1)], num_tiles=3)
+    ordered = dataclasses.replace(load, signal=1)
+    timeline([ordered, small_conv(tile=2, waits=(1,), loc=1)], num_tiles=3)
+    timeline([ordered, copy_bytes(DDR, 0, OCM, 0, 64, tile=2, waits=(1,), loc=1)], num_tiles=3)
+    timeline([load, small_conv(tile=0, loc=1)], num_tiles=3)  # tile 0's OCM is not written
 
 
 # ------------------------------------------------------------------------------- hazards
