@@ -34,7 +34,7 @@ from mrvl.isa import (
 MAGIC = b"MLIPBIN\0"
 VERSION = (2, 2)
 """2.2 added `dma`'s last field, `dst_tiles` (18 field words; 2.1 had 17). Only this version
-is read: the encoding is canonical, and a 2.1 binary would not re-encode to itself."""
+is read: reading 2.1 too would break `encode(decode(b)) == b`, since encode writes 2.2."""
 TARGET_NAME_BYTES = 16
 
 # magic, version major, minor, target, num_tiles, ddr_size, const_base, total_size,
