@@ -9,6 +9,7 @@ Tiling, tile assignment and allocation are all visible here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from math import prod
 
 from xdsl.dialects.builtin import (
@@ -195,7 +196,19 @@ def buffer_type(value: SSAValue) -> BufferType:
 
 
 def _i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return _i64_array_of(tuple(int(v) for v in values))
+
+
+# Attributes are immutable, and a program repeats the same offsets, boxes and strides
+# thousands of times: building each anew was a third of convert-mrvl-to-sched on a ResNet-50.
+@cache
+def _i64_array_of(values: tuple[int, ...]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
+
+
+@cache
+def _i64_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i64)
 
 
 class BufferDefBase(IRDLOperation):
@@ -278,7 +291,7 @@ class AllocOp(BufferDefBase):
 
     def __init__(self, type: BufferType, tile: int | None = None):
         super().__init__(
-            properties={"tile": IntegerAttr(tile, i64)} if tile is not None else {},
+            properties={"tile": _i64_attr(tile)} if tile is not None else {},
             result_types=[type],
         )
 
@@ -340,7 +353,7 @@ class ConvertOp(TaskBase):
     def __init__(self, source, dest, perm, tile: int, deps: Sequence[SSAValue] = ()):
         super().__init__(
             operands=[source, dest, list(deps)],
-            properties={"perm": _i64_array(perm), "tile": IntegerAttr(tile, i64)},
+            properties={"perm": _i64_array(perm), "tile": _i64_attr(tile)},
             result_types=[TokenType()],
         )
 
@@ -355,8 +368,7 @@ class ConvertOp(TaskBase):
             raise VerifyException("sched.convert: converts between DDR buffers")
 
 
-@irdl_op_definition
-class DmaOp(TaskBase):
+class DmaBase(TaskBase):
     """Copy a box of elements from `source[src_offsets]` to `dest[dst_offsets]`.
 
     With `src_strides` (or `dst_strides`) that side is a flat, 1-D buffer: its offset is one
@@ -365,7 +377,6 @@ class DmaOp(TaskBase):
     insertion). The box then has one extent per stride, at most 4.
     """
 
-    name = "sched.dma"
     source = operand_def(BufferType)
     dest = operand_def(BufferType)
     src_offsets = prop_def(DenseArrayBase[I64])
@@ -373,6 +384,66 @@ class DmaOp(TaskBase):
     box = prop_def(DenseArrayBase[I64])
     src_strides = opt_prop_def(DenseArrayBase[I64])
     dst_strides = opt_prop_def(DenseArrayBase[I64])
+
+    @staticmethod
+    def dma_properties(src_offsets, dst_offsets, box, tile, src_strides, dst_strides) -> dict:
+        properties = {
+            "src_offsets": _i64_array(src_offsets),
+            "dst_offsets": _i64_array(dst_offsets),
+            "box": _i64_array(box),
+            "tile": _i64_attr(tile),
+        }
+        if src_strides is not None:
+            properties["src_strides"] = _i64_array(src_strides)
+        if dst_strides is not None:
+            properties["dst_strides"] = _i64_array(dst_strides)
+        return properties
+
+    @property
+    def dest_tiles(self) -> tuple[int, ...]:
+        """The tiles whose OCM the DMA writes (empty: it writes DDR)."""
+        if buffer_type(self.dest).space.data != "ocm":
+            return ()
+        return (self.tile.value.data,)
+
+    def verify_(self) -> None:
+        s, d = buffer_type(self.source), buffer_type(self.dest)
+        box = self.box.get_values()
+        for what, bt, offs, strides in (
+            ("source", s, self.src_offsets.get_values(), self.src_strides),
+            ("dest", d, self.dst_offsets.get_values(), self.dst_strides),
+        ):
+            if strides is not None:
+                steps = strides.get_values()
+                if len(bt.dims) != 1 or len(offs) != 1 or len(steps) != len(box) or len(box) > 4:
+                    raise VerifyException(
+                        f"{self.name}: a strided {what} is a 1-D buffer with one offset and one "
+                        "stride per box dimension (at most 4)"
+                    )
+                if min(steps) < 0 or min(box) < 1 or offs[0] < 0:
+                    raise VerifyException(f"{self.name}: negative {what} stride or offset")
+                last = offs[0] + sum((b - 1) * st for b, st in zip(box, steps))
+                if last >= bt.dims[0]:
+                    raise VerifyException(
+                        f"{self.name}: {what} element {last} is outside the buffer {list(bt.dims)}"
+                    )
+                continue
+            if not (len(offs) == len(box) == len(bt.dims)):
+                raise VerifyException(f"{self.name}: {what} offsets, box and buffer rank differ")
+            if any(o < 0 or o + b > n for o, b, n in zip(offs, box, bt.dims)):
+                raise VerifyException(
+                    f"{self.name}: box {list(box)} at {list(offs)} exceeds the {what} "
+                    f"buffer {list(bt.dims)}"
+                )
+        if s.element_type != d.element_type:
+            raise VerifyException(f"{self.name}: source and dest element types differ")
+
+
+@irdl_op_definition
+class DmaOp(DmaBase):
+    """A DMA on one tile (see `DmaBase`)."""
+
+    name = "sched.dma"
     assembly_format = (
         "`tile` $tile $source $src_offsets (`strides` $src_strides^)? `->` $dest $dst_offsets "
         "(`strides` $dst_strides^)? `box` $box "
@@ -392,53 +463,66 @@ class DmaOp(TaskBase):
         src_strides=None,
         dst_strides=None,
     ):
-        properties = {
-            "src_offsets": _i64_array(src_offsets),
-            "dst_offsets": _i64_array(dst_offsets),
-            "box": _i64_array(box),
-            "tile": IntegerAttr(tile, i64),
-        }
-        if src_strides is not None:
-            properties["src_strides"] = _i64_array(src_strides)
-        if dst_strides is not None:
-            properties["dst_strides"] = _i64_array(dst_strides)
         super().__init__(
             operands=[source, dest, list(deps)],
-            properties=properties,
+            properties=self.dma_properties(
+                src_offsets, dst_offsets, box, tile, src_strides, dst_strides
+            ),
             result_types=[TokenType()],
         )
 
+
+@irdl_op_definition
+class MulticastDmaOp(DmaBase):
+    """A load from DDR whose box also lands in `mirrors`: one DDR read, written at the same
+    offsets to buffers on other tiles (the `dma` instruction's `dst_tiles`). `dest` and each
+    mirror are OCM `sched.alloc` buffers of one type, each on its own tile, `dest` on the
+    DMA's; `sched-allocate` gives them one offset. `sched-multicast` makes these; a separate
+    op, so that a plain `sched.dma` needs no operand segments."""
+
+    name = "sched.multicast_dma"
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    mirrors = var_operand_def(BufferType)
+    assembly_format = (
+        "`tile` $tile $source $src_offsets (`strides` $src_strides^)? `->` $dest $dst_offsets "
+        "(`strides` $dst_strides^)? `mirrors` `(` $mirrors `:` type($mirrors) `)` `box` $box "
+        "(`after` `(` $deps^ `)`)? attr-dict `:` type($source) `,` type($dest)"
+    )
+
+    def __init__(self, load: DmaOp, mirrors: Sequence[SSAValue], deps: Sequence[SSAValue]):
+        """`load` (a `sched.dma` into `dest`) that also writes `mirrors`, after `deps`."""
+        super().__init__(
+            operands=[list(mirrors), load.source, load.dest, list(deps)],  # the IRDL order
+            properties=dict(load.properties),
+            result_types=[TokenType()],
+        )
+
+    @property
+    def dest_tiles(self) -> tuple[int, ...]:
+        """The tiles whose OCM the DMA writes: its own, then its mirrors'."""
+        return (self.tile.value.data, *(m.owner.tile.value.data for m in self.mirrors))
+
     def verify_(self) -> None:
-        s, d = buffer_type(self.source), buffer_type(self.dest)
-        box = self.box.get_values()
-        for what, bt, offs, strides in (
-            ("source", s, self.src_offsets.get_values(), self.src_strides),
-            ("dest", d, self.dst_offsets.get_values(), self.dst_strides),
-        ):
-            if strides is not None:
-                steps = strides.get_values()
-                if len(bt.dims) != 1 or len(offs) != 1 or len(steps) != len(box) or len(box) > 4:
-                    raise VerifyException(
-                        f"sched.dma: a strided {what} is a 1-D buffer with one offset and one "
-                        "stride per box dimension (at most 4)"
-                    )
-                if min(steps) < 0 or min(box) < 1 or offs[0] < 0:
-                    raise VerifyException(f"sched.dma: negative {what} stride or offset")
-                last = offs[0] + sum((b - 1) * st for b, st in zip(box, steps))
-                if last >= bt.dims[0]:
-                    raise VerifyException(
-                        f"sched.dma: {what} element {last} is outside the buffer {list(bt.dims)}"
-                    )
-                continue
-            if not (len(offs) == len(box) == len(bt.dims)):
-                raise VerifyException(f"sched.dma: {what} offsets, box and buffer rank differ")
-            if any(o < 0 or o + b > n for o, b, n in zip(offs, box, bt.dims)):
+        super().verify_()
+        if buffer_type(self.source).space.data != "ddr":
+            raise VerifyException(f"{self.name}: only a DMA from DDR writes mirrors")
+        if not self.mirrors:
+            raise VerifyException(f"{self.name}: at least one mirror")
+        tiles = [self.tile.value.data]
+        for value in (self.dest, *self.mirrors):
+            owner = value.owner
+            if not isinstance(owner, AllocOp) or owner.tile is None:
                 raise VerifyException(
-                    f"sched.dma: box {list(box)} at {list(offs)} exceeds the {what} "
-                    f"buffer {list(bt.dims)}"
+                    f"{self.name}: the dest and every mirror are OCM sched.alloc buffers"
                 )
-        if s.element_type != d.element_type:
-            raise VerifyException("sched.dma: source and dest element types differ")
+            if value is not self.dest:
+                if value.type != self.dest.type:
+                    raise VerifyException(f"{self.name}: a mirror has the type of the dest")
+                tiles.append(owner.tile.value.data)
+        if self.dest.owner.tile.value.data != tiles[0]:
+            raise VerifyException(f"{self.name}: the dest is on the DMA's own tile")
+        if len(set(tiles)) != len(tiles):
+            raise VerifyException(f"{self.name}: mirrors on tiles {tiles}: each on its own tile")
 
 
 SLOPES_FORMAT = " (`slopes_in` $prelu_slopes^)?"
@@ -839,6 +923,7 @@ Sched = Dialect(
         ViewOp,
         ConvertOp,
         DmaOp,
+        MulticastDmaOp,
         Conv2DTaskOp,
         Pool2DTaskOp,
         ResizeTaskOp,

@@ -58,6 +58,12 @@ def _cascade():
     return CascadePass
 
 
+def _multicast():
+    from mrvl.passes.sched.multicast import MulticastPass
+
+    return MulticastPass
+
+
 def _pipeline():
     from mrvl.passes.sched.pipeline import PipelinePass
 
@@ -98,6 +104,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "sched-pin-weights": _pin_weights,
     "sched-cascade": _cascade,
     "sched-pipeline": _pipeline,
+    "sched-multicast": _multicast,
     "sched-allocate": _allocate,
     "sched-verify-allocation": _verify_allocation,
     "sched-insert-sync": _insert_sync,
@@ -112,6 +119,7 @@ SCHED_PIPELINE = (
     "sched-pin-weights",
     "sched-cascade",
     "sched-pipeline",
+    "sched-multicast",
     "sched-allocate",
     "sched-verify-allocation",
     "sched-insert-sync",

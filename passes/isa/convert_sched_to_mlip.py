@@ -93,7 +93,7 @@ class _Selector:
         return self.address(buffer) + offset * item, [st * item for st in strides.get_values()]
 
     def select(self, op: Operation) -> Operation | None:
-        if isinstance(op, sched.DmaOp):
+        if isinstance(op, sched.DmaBase):
             s = sched.buffer_type(op.source)
             item = numpy_dtype(s.element_type).itemsize
             src_addr, src_strides = self.dma_side(op.source, op.src_offsets, op.src_strides)
@@ -107,6 +107,11 @@ class _Selector:
                 "dst_strides": _pad4(dst_strides, 0),
                 "box": _pad4(op.box.get_values(), 1),
                 "elem_bytes": item,
+                "dst_tiles": (
+                    sum(1 << t for t in op.dest_tiles)
+                    if isinstance(op, sched.MulticastDmaOp)
+                    else 0
+                ),
             }
             return mlip.DmaOp.build(**self.header(op), fields=fields)
         if isinstance(op, sched.ConvertOp):

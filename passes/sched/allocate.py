@@ -49,6 +49,60 @@ def first_fit_offsets(
     return placed
 
 
+def multicast_groups(ops) -> list[tuple[sched.AllocOp, ...]]:
+    """The buffers each multicast DMA writes (its dest and mirrors): one offset for all."""
+    return [
+        (op.dest.owner, *(m.owner for m in op.mirrors))
+        for op in ops
+        if isinstance(op, sched.MulticastDmaOp)
+    ]
+
+
+def _lowest_gap(live: list[tuple[int, int, int]], offset: int, size: int) -> int:
+    """The lowest offset from `offset` on where `size` bytes miss every entry of `live`."""
+    for off, _, sz in live:
+        if offset + size <= off:
+            break
+        offset = max(offset, off + sz)
+    return offset
+
+
+def ocm_first_fit(
+    ranges: list[LiveRange], alignment: int, groups=()
+) -> list[tuple[LiveRange, int]]:
+    """First fit of OCM buffers, each tile on its own, in program order, except that the
+    buffers of a multicast group (`multicast_groups`) take together the lowest offset that is
+    free on all their tiles (a `dma` with `dst_tiles` writes one address on each)."""
+    by_op = {id(r.op): r for r in ranges}
+    group_of: dict[int, list[LiveRange]] = {}
+    for group in groups:
+        members = [by_op[id(op)] for op in group]
+        for m in members:
+            group_of[id(m.op)] = members
+    live: dict[int, list[tuple[int, int, int]]] = {}
+    placed: list[tuple[LiveRange, int]] = []
+    done: set[int] = set()
+    for r in sorted(ranges, key=lambda r: r.start):
+        if id(r.op) in done:
+            continue
+        members = group_of.get(id(r.op), [r])
+        size = _align(r.size, alignment)
+        for m in members:
+            live[m.tile] = [e for e in live.get(m.tile, ()) if e[1] >= r.start]
+        offset, settled = 0, False
+        while not settled:  # offsets only rise: stops at the lowest one free on every tile
+            settled = True
+            for m in members:
+                lowest = _lowest_gap(live[m.tile], offset, size)
+                settled &= lowest == offset
+                offset = lowest
+        for m in members:
+            insort(live[m.tile], (offset, m.end, size), key=lambda e: e[0])
+            placed.append((m, offset))
+            done.add(id(m.op))
+    return placed
+
+
 def first_fit(ranges: list[LiveRange], base: int, alignment: int) -> int:
     """Give each range (in program order) the lowest aligned offset from `base` not used by
     a range live at the same time; return the end of the highest one."""
@@ -59,21 +113,17 @@ def first_fit(ranges: list[LiveRange], base: int, alignment: int) -> int:
     return top
 
 
-def overflowing_layers(ranges, target) -> set:
+def overflowing_layers(ranges, target, groups=()) -> set:
     """A trial of the OCM allocation: the locations (layers) of the buffers among `ranges`
     that first fit would place beyond a tile's capacity. No offset is set, so passes that
     reorder or merge work can ask before they commit."""
-    by_tile: dict[int, list[LiveRange]] = {}
-    for r in ranges:
-        if r.tile is not None:
-            by_tile.setdefault(r.tile, []).append(r)
+    ocm = [r for r in ranges if r.tile is not None]
     failing = set()
-    for tile_ranges in by_tile.values():
-        for r, offset in first_fit_offsets(tile_ranges, 0, target.ocm_alignment):
-            if offset + r.size > target.ocm_bytes_per_tile:
-                failing.add(r.op.location)
-            if r.op.offset is not None:
-                r.op.offset = None  # sched-allocate decides
+    for r, offset in ocm_first_fit(ocm, target.ocm_alignment, groups):
+        if offset + r.size > target.ocm_bytes_per_tile:
+            failing.add(r.op.location)
+        if r.op.offset is not None:
+            r.op.offset = None  # sched-allocate decides
     return failing
 
 
@@ -106,17 +156,18 @@ class AllocatePass(MrvlModulePass):
                 f"the region needs {ddr_size} bytes of DDR, {target.name} has {target.ddr_bytes}"
             )
         program.ddr_size = IntegerAttr(ddr_size, i64)
-        by_tile: dict[int, list[LiveRange]] = {}
-        for r in ranges:
-            if r.space == "ocm":
-                by_tile.setdefault(r.tile, []).append(r)
-        capacity = target.ocm_bytes_per_tile
-        for tile, tile_ranges in by_tile.items():
-            top = first_fit(tile_ranges, 0, target.ocm_alignment)
-            if top > capacity:
-                worst = max(tile_ranges, key=lambda r: r.op.offset.value.data + r.size)
+        ocm = [r for r in ranges if r.space == "ocm"]
+        alignment, capacity = target.ocm_alignment, target.ocm_bytes_per_tile
+        groups = multicast_groups(program.ops)
+        top: dict[int, tuple[int, LiveRange]] = {}  # tile -> (end of its highest buffer, it)
+        for r, offset in ocm_first_fit(ocm, alignment, groups):
+            r.op.offset = IntegerAttr(offset, i64)
+            stop = offset + _align(r.size, alignment)
+            if stop > top.get(r.tile, (0, None))[0]:
+                top[r.tile] = (stop, r)
+        for tile, (stop, worst) in sorted(top.items()):
+            if stop > capacity:
                 raise CompileError(
                     f"layer {location_name(worst.op.location) or '?'}: OCM of tile {tile} "
-                    f"overflows ({worst.op.offset.value.data + _align(worst.size, target.ocm_alignment)}"
-                    f" > {capacity} bytes)"
+                    f"overflows ({stop} > {capacity} bytes)"
                 )

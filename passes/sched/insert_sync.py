@@ -26,7 +26,7 @@ from mrvl.isa import TABLE_ACTIVATIONS
 from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.liveness import Access, accesses, byte_range
 
-ENGINE_OF = {sched.DmaOp: 0, sched.ConvertOp: 0, sched.LutTaskOp: 0}
+ENGINE_OF = {sched.DmaOp: 0, sched.MulticastDmaOp: 0, sched.ConvertOp: 0, sched.LutTaskOp: 0}
 ENGINE_OF.update({sched.Conv2DTaskOp: 1, sched.FullyConnectedTaskOp: 1})
 """Queue slot of each task within its tile (0 DMA, 1 MAC, 2 vector: the rest), as isa.md."""
 

@@ -135,11 +135,13 @@ def _box(value: SSAValue, offsets, box, strided: bool, write: bool) -> Access:
 
 def accesses(op: Operation) -> list[Access]:
     """What a task reads and writes (reads first), by buffer."""
-    if isinstance(op, sched.DmaOp):
+    if isinstance(op, sched.DmaBase):
         box = op.box.get_values()
+        dst_offsets, strided = op.dst_offsets.get_values(), op.dst_strides is not None
+        dests = (op.dest, *op.mirrors) if isinstance(op, sched.MulticastDmaOp) else (op.dest,)
         return [
             _box(op.source, op.src_offsets.get_values(), box, op.src_strides is not None, False),
-            _box(op.dest, op.dst_offsets.get_values(), box, op.dst_strides is not None, True),
+            *(_box(dest, dst_offsets, box, strided, True) for dest in dests),
         ]
     reads: list[Access] = []
     writes: list[Access] = []

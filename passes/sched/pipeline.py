@@ -51,7 +51,7 @@ def _is_load(op: Operation) -> bool:
 
 def _is_compute(op: Operation) -> bool:
     return isinstance(op, sched.TaskBase) and not isinstance(
-        op, sched.DmaOp | sched.ConvertOp | sched.LutTaskOp
+        op, sched.DmaBase | sched.ConvertOp | sched.LutTaskOp
     )
 
 

@@ -542,6 +542,8 @@ class _PieceCost:
     window_ddr: int = 0
     """The part of `ddr` that its input window moves (a piece of one step), which a tile
     whose previous piece loaded the same window does not load again."""
+    windows_ddr: int = 0
+    """The part of `ddr` that its input windows move, every step's."""
 
 
 def _window_piece_cost(
@@ -569,6 +571,10 @@ def _contended(dma, target, sharing: float) -> int:
     port = ceil(dma.ddr_bytes * sharing / target.ddr_bytes_per_cycle)
     return max(dma.cycles, target.dma_setup_cycles + port)
 
+
+MULTICAST = True
+"""Whether the pricing counts the loads of the same bytes by several tiles as one DDR read
+per round of them, as `sched-multicast` merges them (a `dma` with `dst_tiles`)."""
 
 OTHER_TILES_ON_PORT = 0.125
 """The share of the other tiles' DDR transfers a tile's own transfer waits behind. The port
@@ -631,13 +637,15 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
             _contended(window, target, sharing), 0, work.cycles,
             _contended(store, target, sharing),
         )  # fmt: skip
-        return _PieceCost((step,), window.ddr_bytes + store.ddr_bytes, 0, window.ddr_bytes)
+        return _PieceCost(
+            (step,), window.ddr_bytes + store.ddr_bytes, 0, window.ddr_bytes, window.ddr_bytes
+        )
     cg = layer.ic_per_group
     w_strides = (layer.kh, layer.kw, cg)
     vectors = (layer.weight_bytes_per_oc - layer.kh * layer.kw * cg * F16) // F32  # bias, slope
     vector = cost.dma(target, ocs * F32, reads_ddr=True)
     blocks = [(c0, min(cbs, layer.c - c0)) for c0 in range(0, layer.c, cbs)] if cbs else [(0, ics)]
-    steps, ddr, weight_ddr = [], store.ddr_bytes, 0
+    steps, ddr, weight_ddr, windows_ddr = [], store.ddr_bytes, 0, 0
     block_loads = {}  # channels -> (window, weights) DMAs of a block that wide
     for index, (_, cs) in enumerate(blocks):
         if cs not in block_loads:
@@ -667,8 +675,9 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
         )
         ddr += window.ddr_bytes + const_ddr
         weight_ddr += const_ddr
+        windows_ddr += window.ddr_bytes
     window_ddr = block_loads[blocks[0][1]][0].ddr_bytes if len(blocks) == 1 else 0
-    return _PieceCost(tuple(steps), ddr, weight_ddr, window_ddr)
+    return _PieceCost(tuple(steps), ddr, weight_ddr, window_ddr, windows_ddr)
 
 
 def _window_dma(layer: WindowLayer, target, box: tuple[int, int, int, int]):
@@ -1036,7 +1045,15 @@ def window_plan_cycles(
     steps: dict[int, list[_Step]] = {}
     held: dict[int, tuple[int, int]] = {}
     windows: dict[int, tuple] = {}  # tile -> the window its last piece loaded
-    port = 0
+    port = 0  # the bytes of the stores
+    # the loads, by what they read: (bytes, loads per tile); `sched-multicast` makes the
+    # loads of one thing by several tiles one read per round of them
+    loads: dict[tuple, tuple[int, Counter]] = {}
+
+    def loaded(key: tuple, nbytes: int, tile: int) -> None:
+        if nbytes:
+            loads.setdefault(key, (nbytes, Counter()))[1][tile] += 1
+
     pins = False  # whether `sched-pin-weights` keeps some tile's weights
     sharing = _sharing(len({p.tile for p in pieces}))
     for p in pieces:
@@ -1059,8 +1076,10 @@ def window_plan_cycles(
             steps.setdefault(p.tile, []).append(
                 replace(s, load=load, weights=0 if kept else s.weights)
             )
-        port += piece.ddr - (piece.weight_ddr if kept else 0)
-        port -= piece.window_ddr if shared else 0
+        port += piece.ddr - piece.weight_ddr - piece.windows_ddr
+        window = (p.in_row0, p.in_rows, p.in_col0, in_cols, p.ic0, ics, p.ci_blocks)
+        loaded(("window", *window), piece.windows_ddr - (piece.window_ddr if shared else 0), p.tile)
+        loaded(("weights", p.oc0, p.ocs, p.ci_blocks), 0 if kept else piece.weight_ddr, p.tile)
         pins = pins or repeat
     if overlapped is None:
         first = pieces[0]
@@ -1077,6 +1096,8 @@ def window_plan_cycles(
         and len(pieces[0].ci_blocks) <= 1
         and not early_outputs(layer, pieces, target, pinned)
     )
+    for nbytes, per_tile in loads.values():
+        port += nbytes * (max(per_tile.values()) if MULTICAST else sum(per_tile.values()))
     times = {t: _tile_cycles(s, overlapped, reused) for t, s in steps.items()}
     return _laid_out_cycles(target, steps, times, port)
 
@@ -1306,17 +1327,27 @@ def _cheapest_window_plan(
         tried += [
             (plan, grid_splits(num_tiles)) for plan in _overlapping(layer, extra, target, pinned)
         ]
-    best, best_cycles = None, None
+    priced = []
     for plan, ways in tried:
         for split in ways:
             pieces = window_pieces(layer, replace(plan, split=split), num_tiles)
             cycles = window_plan_cycles(layer, pieces, num_tiles, target, pinned=pinned)
-            if best_cycles is None or cycles < best_cycles:
-                best, best_cycles = tuple(pieces), cycles
-    return best, best_cycles
+            priced.append((cycles, len(pieces), len(priced), tuple(pieces)))
+    # within FEWER_PIECES of the cheapest, the plan with the fewest pieces
+    cheapest = min(priced)[0]
+    cycles, _, _, best = min(
+        (p for p in priced if p[0] <= cheapest * (1 + FEWER_PIECES)),
+        key=lambda p: (p[1], p[0], p[2]),
+    )
+    return best, cycles
 
 
 SHORTLIST = 4
+
+FEWER_PIECES = 0.05
+"""Among the laid-out plans, the one with the fewest pieces is taken if it is within this
+share of the cheapest: the difference is within the model's error, and every piece is
+instructions to compile and to issue."""
 
 SAVING = 0.02
 """The share of the fixed rule's modelled cycles a searched plan must save to replace it:

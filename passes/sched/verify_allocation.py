@@ -2,7 +2,8 @@
 
 Every buffer has an offset; it lies inside its memory (DDR up to the program's `ddr_size`, a
 tile's OCM up to the target's capacity); the constants lie in the pool `[const_base,
-const_end)`; and no two buffers of one memory that are live at the same time share a byte.
+const_end)`; no two buffers of one memory that are live at the same time share a byte; and
+the buffers a multicast DMA writes on several tiles share one offset.
 An error names the layer (the ONNX node) of each buffer involved.
 """
 
@@ -50,6 +51,17 @@ class VerifyAllocationPass(MrvlModulePass):
                     f"[{const_base}, {const_end})"
                 )
             memories.setdefault(r.tile, []).append((start, stop, r))
+        for task in program.ops:
+            if isinstance(task, sched.MulticastDmaOp):
+                offset = task.dest.owner.offset.value.data
+                for mirror in task.mirrors:
+                    if mirror.owner.offset.value.data != offset:
+                        raise CompileError(
+                            f"a multicast DMA of layer {location_name(task.location) or '?'} "
+                            f"writes offset {offset} of tile {task.tile.value.data} and offset "
+                            f"{mirror.owner.offset.value.data} of tile "
+                            f"{mirror.owner.tile.value.data}: one address for all its tiles"
+                        )
         for entries in memories.values():
             # sweep in program order, each buffer against the ones still live
             active: list[tuple[int, int, LiveRange]] = []

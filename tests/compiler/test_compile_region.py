@@ -107,10 +107,11 @@ def test_dump_dir_has_one_file_per_pass(mnist_region, tmp_path):
         "07-sched-pin-weights.mlir",
         "08-sched-cascade.mlir",
         "09-sched-pipeline.mlir",
-        "10-sched-allocate.mlir",
-        "11-sched-verify-allocation.mlir",
-        "12-sched-insert-sync.mlir",
-        "13-convert-sched-to-mlip.mlir",
+        "10-sched-multicast.mlir",
+        "11-sched-allocate.mlir",
+        "12-sched-verify-allocation.mlir",
+        "13-sched-insert-sync.mlir",
+        "14-convert-sched-to-mlip.mlir",
     ]
 
 

@@ -186,13 +186,12 @@ def test_a_grid_split_gives_each_tile_a_block_of_channels_and_bands_and_loads_ea
     )
 
 
-def test_a_ddr_bound_layer_at_8_tiles_takes_the_plan_that_moves_fewer_bytes():
-    """Light ResNet-50's 14x14x1024 -> 512 1x1 conv at 8 tiles: one piece of all rows per
-    channel group on 4 tiles loads each weight once (4 input reads, 2.9 MB), where cutting the
-    rows in two to use all 8 tiles loads every weight twice (3.9 MB). The port interleaves the
-    tiles' bursts, so the layer is bound by its bytes and the 4-tile plan is faster: the
-    planner must price it so (not as if every tile loaded in lock step), and the cycle model
-    must agree."""
+def test_a_ddr_bound_layer_at_8_tiles_prices_the_reads_multicast_shares():
+    """Light ResNet-50's 14x14x1024 -> 512 1x1 conv at 8 tiles is bound by its DDR bytes.
+    One piece of all rows per channel group on 4 tiles reads each weight once; cutting the
+    rows in two to use all 8 tiles has two tiles load each weight, which `sched-multicast`
+    reads once for both. The planner must price that (`tiling.MULTICAST`) and take the
+    8-tile plan; without it the 4-tile plan is the cheaper one. The cycle model agrees."""
     from unittest import mock
 
     import numpy as np
@@ -206,12 +205,16 @@ def test_a_ddr_bound_layer_at_8_tiles_takes_the_plan_that_moves_fewer_bytes():
     target = get_target("cn10ka")
     layer = tiling.WindowLayer(1, 14, 14, 1024, 14, 14, 512, 1, 1, 1, 0, 1, 1024 * F16 + F32, False)
     chosen = tiling.plan_window_layer_priced(layer, target, 8, "l", split_columns=True)
-    assert len({p.tile for p in chosen}) == 4 and all(p.rows == 14 for p in chosen)
-    eight = tiling.window_pieces(layer, tiling.WindowPlan(128, 7, 14, 128), 8)
-    assert len({p.tile for p in eight}) == 8
+    assert len({p.tile for p in chosen}) == 8 and all(p.rows == 7 for p in chosen)
+    four = tiling.window_pieces(layer, tiling.WindowPlan(128, 14, 14, 64), 8)
+    assert len({p.tile for p in four}) == 4
     assert tiling.window_plan_cycles(layer, chosen, 8, target) < tiling.window_plan_cycles(
-        layer, eight, 8, target
+        layer, four, 8, target
     )
+    with mock.patch.object(tiling, "MULTICAST", False):
+        assert tiling.window_plan_cycles(layer, four, 8, target) < tiling.window_plan_cycles(
+            layer, chosen, 8, target
+        )
 
     text, _ = _layer_module("conv", 14, 14, 1024, 512, 1, 1, np.random.default_rng(0))
 
@@ -219,4 +222,4 @@ def test_a_ddr_bound_layer_at_8_tiles_takes_the_plan_that_moves_fewer_bytes():
         with mock.patch.object(tiling, "plan_window_layer_priced", lambda *a, **k: pieces):
             return model_cycles(prepare(_compile(text, "cn10ka", 8, False))).total_cycles
 
-    assert modelled(chosen) < modelled(eight)
+    assert modelled(chosen) < modelled(four)

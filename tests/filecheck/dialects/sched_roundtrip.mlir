@@ -1,11 +1,11 @@
 // RUN: mrvl-opt %s --print-debuginfo | filecheck %s
 // RUN: mrvl-opt %s --print-debuginfo | mrvl-opt --print-debuginfo | filecheck %s
 
-// The program (target, tiles, options, DDR layout), buffers, DMA, tasks and tokens in their
-// custom forms, locations kept.
+// The program (target, tiles, options, DDR layout), buffers, DMA (one with a mirror on another
+// tile), tasks and tokens in their custom forms, locations kept.
 
 builtin.module {
-sched.program mcpu("cn10ka") tiles(1) symbol("region") wb_pin_ocm ddr_size(1024) const_base(512) const_end(576) {
+sched.program mcpu("cn10ka") tiles(2) symbol("region") wb_pin_ocm ddr_size(1024) const_base(512) const_end(576) {
   %x = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x1x8x8xf32>
   %y = sched.io "output0" "output" offset(256) : !sched.buffer<ddr, 1x4xf32>
   %w = sched.const "w" = dense<1.0> : tensor<2x3x3x1xf16> offset(512) : !sched.buffer<ddr, 2x3x3x1xf16> loc("/conv/Conv")
@@ -14,7 +14,8 @@ sched.program mcpu("cn10ka") tiles(1) symbol("region") wb_pin_ocm ddr_size(1024)
   %win = sched.alloc tile(0) offset(0) : !sched.buffer<ocm, 1x5x8x1xf16>
   %t1 = sched.dma tile 0 %a [0, 0, 0, 0] -> %win [0, 0, 0, 0] box [1, 5, 8, 1] after(%t0) : !sched.buffer<ddr, 1x8x8x1xf16>, !sched.buffer<ocm, 1x5x8x1xf16> loc("/conv/Conv")
   %wo = sched.alloc tile(0) : !sched.buffer<ocm, 2x3x3x1xf16>
-  %t2 = sched.dma tile 0 %w [0, 0, 0, 0] -> %wo [0, 0, 0, 0] box [2, 3, 3, 1] : !sched.buffer<ddr, 2x3x3x1xf16>, !sched.buffer<ocm, 2x3x3x1xf16>
+  %wo1 = sched.alloc tile(1) : !sched.buffer<ocm, 2x3x3x1xf16>
+  %t2 = sched.multicast_dma tile 0 %w [0, 0, 0, 0] -> %wo [0, 0, 0, 0] mirrors(%wo1 : !sched.buffer<ocm, 2x3x3x1xf16>) box [2, 3, 3, 1] : !sched.buffer<ddr, 2x3x3x1xf16>, !sched.buffer<ocm, 2x3x3x1xf16>
   %o = sched.alloc tile(0) : !sched.buffer<ocm, 1x4x8x2xf16>
   %t3 = sched.conv2d tile 0 %win, %wo -> %o in_row 0 out_row 0 channels 0 of 2 kernel [3, 3] strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 act relu after(%t1, %t2) : !sched.buffer<ocm, 1x5x8x1xf16>, !sched.buffer<ocm, 2x3x3x1xf16> -> !sched.buffer<ocm, 1x4x8x2xf16> loc("/conv/Conv")
   %p = sched.alloc tile(0) : !sched.buffer<ocm, 1x2x4x2xf16>
@@ -34,7 +35,7 @@ sched.program mcpu("cn10ka") tiles(1) symbol("region") wb_pin_ocm ddr_size(1024)
 }
 }
 
-// CHECK:      sched.program mcpu("cn10ka") tiles(1) symbol("region") wb_pin_ocm ddr_size(1024) const_base(512) const_end(576) {
+// CHECK:      sched.program mcpu("cn10ka") tiles(2) symbol("region") wb_pin_ocm ddr_size(1024) const_base(512) const_end(576) {
 // CHECK-NEXT: %x = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x1x8x8xf32>
 // CHECK-NEXT: %y = sched.io "output0" "output" offset(256) : !sched.buffer<ddr, 1x4xf32>
 // CHECK-NEXT: %w = sched.const "w" = dense<1.000000e+00> : tensor<2x3x3x1xf16> offset(512) : !sched.buffer<ddr, 2x3x3x1xf16> loc("/conv/Conv")
@@ -42,6 +43,9 @@ sched.program mcpu("cn10ka") tiles(1) symbol("region") wb_pin_ocm ddr_size(1024)
 // CHECK-NEXT: %t0 = sched.convert tile 0 %x -> %a perm [0, 2, 3, 1] : {{.*}} loc("/conv/Conv")
 // CHECK-NEXT: %win = sched.alloc tile(0) offset(0) : !sched.buffer<ocm, 1x5x8x1xf16>
 // CHECK-NEXT: %t1 = sched.dma tile 0 %a [0, 0, 0, 0] -> %win [0, 0, 0, 0] box [1, 5, 8, 1] after(%t0) : {{.*}} loc("/conv/Conv")
+// CHECK-NEXT: %wo = sched.alloc tile(0) : !sched.buffer<ocm, 2x3x3x1xf16>
+// CHECK-NEXT: %wo1 = sched.alloc tile(1) : !sched.buffer<ocm, 2x3x3x1xf16>
+// CHECK-NEXT: %t2 = sched.multicast_dma tile 0 %w [0, 0, 0, 0] -> %wo [0, 0, 0, 0] mirrors(%wo1 : !sched.buffer<ocm, 2x3x3x1xf16>) box [2, 3, 3, 1] : {{.*}}
 // CHECK:      %t3 = sched.conv2d tile 0 %win, %wo -> %o in_row 0 out_row 0 channels 0 of 2 kernel [3, 3] strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 act relu after(%t1, %t2) : {{.*}} loc("/conv/Conv")
 // CHECK:      %t4 = sched.pool2d tile 0 "avg" %o -> %p in_row 0 out_row 0 of [8, 8] kernel [2, 2] strides [2, 2] pads [0, 0, 0, 0] count_include_pad after(%t3) : {{.*}} loc("/pool/AveragePool")
 // CHECK-NEXT: %v = sched.view %a : !sched.buffer<ddr, 1x8x8x1xf16> -> !sched.buffer<ddr, 1x64xf16>

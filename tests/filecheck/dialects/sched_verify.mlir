@@ -111,3 +111,33 @@ builtin.module {
   %t = sched.add tile 0 %a, %a -> %a act prelu : !sched.buffer<ocm, 16xf16>, !sched.buffer<ocm, 16xf16> -> !sched.buffer<ocm, 16xf16>
 }
 // CHECK: sched.add: a slopes buffer goes with act prelu only
+
+// -----
+
+builtin.module {
+  %x = sched.alloc : !sched.buffer<ddr, 1x8xf16>
+  %a = sched.alloc tile(0) : !sched.buffer<ocm, 1x8xf16>
+  %b = sched.alloc tile(0) : !sched.buffer<ocm, 1x8xf16>
+  %t = sched.multicast_dma tile 0 %x [0, 0] -> %a [0, 0] mirrors(%b : !sched.buffer<ocm, 1x8xf16>) box [1, 8] : !sched.buffer<ddr, 1x8xf16>, !sched.buffer<ocm, 1x8xf16>
+}
+// CHECK: sched.multicast_dma: mirrors on tiles [0, 0]: each on its own tile
+
+// -----
+
+builtin.module {
+  %x = sched.alloc : !sched.buffer<ddr, 1x8xf16>
+  %a = sched.alloc tile(0) : !sched.buffer<ocm, 1x8xf16>
+  %b = sched.alloc tile(1) : !sched.buffer<ocm, 2x8xf16>
+  %t = sched.multicast_dma tile 0 %x [0, 0] -> %a [0, 0] mirrors(%b : !sched.buffer<ocm, 2x8xf16>) box [1, 8] : !sched.buffer<ddr, 1x8xf16>, !sched.buffer<ocm, 1x8xf16>
+}
+// CHECK: sched.multicast_dma: a mirror has the type of the dest
+
+// -----
+
+builtin.module {
+  %x = sched.alloc tile(2) : !sched.buffer<ocm, 1x8xf16>
+  %a = sched.alloc tile(2) : !sched.buffer<ocm, 1x8xf16>
+  %b = sched.alloc tile(1) : !sched.buffer<ocm, 1x8xf16>
+  %t = sched.multicast_dma tile 2 %x [0, 0] -> %a [0, 0] mirrors(%b : !sched.buffer<ocm, 1x8xf16>) box [1, 8] : !sched.buffer<ocm, 1x8xf16>, !sched.buffer<ocm, 1x8xf16>
+}
+// CHECK: sched.multicast_dma: only a DMA from DDR writes mirrors
