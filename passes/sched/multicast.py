@@ -62,7 +62,9 @@ def _load_key(op: sched.DmaOp) -> tuple:
 
 
 def _written(op: sched.TaskBase) -> tuple[SSAValue, ...]:
-    """The buffers a task writes (`liveness.WRITTEN_OPERANDS`; no multicast exists yet)."""
+    """The buffers a task writes (`liveness.WRITTEN_OPERANDS`, and a multicast's mirrors)."""
+    if isinstance(op, sched.MulticastDmaOp):
+        return (op.dest, *op.mirrors)
     value = (
         op.dest if isinstance(op, sched.DmaOp | sched.ConvertOp) else getattr(op, "output", None)
     )

@@ -1,10 +1,12 @@
 // RUN: mrvl-opt %s -p sched-multicast | filecheck %s
+// RUN: mrvl-opt %s -p sched-multicast,sched-multicast | filecheck %s
 // RUN: mrvl-opt %s -p sched-multicast,sched-allocate,sched-verify-allocation,sched-insert-sync | filecheck %s --check-prefix=ALLOC
 
-// Three tiles compute output-channel groups of one fc from the same input row: each loads the
-// row. The loads become one DMA from tile 0 that also writes tile 1's and tile 2's buffers
-// (their allocs move up to it), and the fc on tiles 1 and 2 wait for it; the same for the weights. Tile 2's second load
-// reads %mid, which tile 0 writes in between: it keeps its own load.
+// Three tiles compute output-channel groups of one fc from the same input row: each loads
+// the row. The loads become one DMA from tile 0 that also writes tile 1's and tile 2's
+// buffers (their allocs move up to it), and the fc on tiles 1 and 2 wait for it; the same
+// for the weights. Tile 2's second load reads %mid, which tile 0 writes in between: it keeps
+// its own load. A second run changes nothing: a buffer a multicast writes is not a load.
 
 builtin.module {
 sched.program mcpu("cn10ka") tiles(4) {
