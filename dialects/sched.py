@@ -399,13 +399,6 @@ class DmaBase(TaskBase):
             properties["dst_strides"] = _i64_array(dst_strides)
         return properties
 
-    @property
-    def dest_tiles(self) -> tuple[int, ...]:
-        """The tiles whose OCM the DMA writes (empty: it writes DDR)."""
-        if buffer_type(self.dest).space.data != "ocm":
-            return ()
-        return (self.tile.value.data,)
-
     def verify_(self) -> None:
         s, d = buffer_type(self.source), buffer_type(self.dest)
         box = self.box.get_values()

@@ -28,27 +28,6 @@ def _align(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
 
-def first_fit_offsets(
-    ranges: list[LiveRange], base: int, alignment: int
-) -> list[tuple[LiveRange, int]]:
-    """Each range (in program order) with the lowest aligned offset from `base` not used by a
-    range live at the same time."""
-    live: list[tuple[int, int, int]] = []  # (offset, end, size), by offset (ties: oldest first)
-    placed = []
-    for r in sorted(ranges, key=lambda r: r.start):
-        size = _align(r.size, alignment)
-        start = r.start
-        live = [entry for entry in live if entry[1] >= start]
-        offset = base
-        for off, _, sz in live:
-            if offset + size <= off:
-                break
-            offset = max(offset, off + sz)
-        insort(live, (offset, r.end, size), key=lambda e: e[0])
-        placed.append((r, offset))
-    return placed
-
-
 def multicast_groups(ops) -> list[tuple[sched.AllocOp, ...]]:
     """The buffers each multicast DMA writes (its dest and mirrors): one offset for all."""
     return [
@@ -67,10 +46,11 @@ def _lowest_gap(live: list[tuple[int, int, int]], offset: int, size: int) -> int
     return offset
 
 
-def ocm_first_fit(
-    ranges: list[LiveRange], alignment: int, groups=()
+def first_fit_offsets(
+    ranges: list[LiveRange], base: int, alignment: int, groups=()
 ) -> list[tuple[LiveRange, int]]:
-    """First fit of OCM buffers, each tile on its own, in program order, except that the
+    """Each range (in program order) with the lowest aligned offset from `base` not used by a
+    range live at the same time in its memory (DDR, or its tile's OCM), except that the
     buffers of a multicast group (`multicast_groups`) take together the lowest offset that is
     free on all their tiles (a `dma` with `dst_tiles` writes one address on each)."""
     by_op = {id(r.op): r for r in ranges}
@@ -79,7 +59,8 @@ def ocm_first_fit(
         members = [by_op[id(op)] for op in group]
         for m in members:
             group_of[id(m.op)] = members
-    live: dict[int, list[tuple[int, int, int]]] = {}
+    # per memory (tile; None: DDR), (offset, end, size) by offset (ties: oldest first)
+    live: dict[int | None, list[tuple[int, int, int]]] = {}
     placed: list[tuple[LiveRange, int]] = []
     done: set[int] = set()
     for r in sorted(ranges, key=lambda r: r.start):
@@ -89,7 +70,7 @@ def ocm_first_fit(
         size = _align(r.size, alignment)
         for m in members:
             live[m.tile] = [e for e in live.get(m.tile, ()) if e[1] >= r.start]
-        offset, settled = 0, False
+        offset, settled = base, False
         while not settled:  # offsets only rise: stops at the lowest one free on every tile
             settled = True
             for m in members:
@@ -119,7 +100,7 @@ def overflowing_layers(ranges, target, groups=()) -> set:
     reorder or merge work can ask before they commit."""
     ocm = [r for r in ranges if r.tile is not None]
     failing = set()
-    for r, offset in ocm_first_fit(ocm, target.ocm_alignment, groups):
+    for r, offset in first_fit_offsets(ocm, 0, target.ocm_alignment, groups):
         if offset + r.size > target.ocm_bytes_per_tile:
             failing.add(r.op.location)
         if r.op.offset is not None:
@@ -160,7 +141,7 @@ class AllocatePass(MrvlModulePass):
         alignment, capacity = target.ocm_alignment, target.ocm_bytes_per_tile
         groups = multicast_groups(program.ops)
         top: dict[int, tuple[int, LiveRange]] = {}  # tile -> (end of its highest buffer, it)
-        for r, offset in ocm_first_fit(ocm, alignment, groups):
+        for r, offset in first_fit_offsets(ocm, 0, alignment, groups):
             r.op.offset = IntegerAttr(offset, i64)
             stop = offset + _align(r.size, alignment)
             if stop > top.get(r.tile, (0, None))[0]:

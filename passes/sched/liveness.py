@@ -133,6 +133,17 @@ def _box(value: SSAValue, offsets, box, strided: bool, write: bool) -> Access:
     return Access(buffer, lo, hi, write)
 
 
+def written(op: sched.TaskBase) -> tuple[SSAValue, ...]:
+    """The buffer values a task writes (`WRITTEN_OPERANDS`, and a multicast's mirrors),
+    without building its accesses."""
+    if isinstance(op, sched.MulticastDmaOp):
+        return (op.dest, *op.mirrors)
+    value = (
+        op.dest if isinstance(op, sched.DmaOp | sched.ConvertOp) else getattr(op, "output", None)
+    )
+    return (value,) if value is not None else ()
+
+
 def accesses(op: Operation) -> list[Access]:
     """What a task reads and writes (reads first), by buffer."""
     if isinstance(op, sched.DmaBase):

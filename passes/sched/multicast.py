@@ -19,7 +19,8 @@ A group forms only when the merge cannot change what is read or what fits:
 - every token a removed load waited for exists where the kept load is, and nothing before it
   waits for a removed load;
 - the members' buffers now live from the kept load on, at one offset on every tile
-  (`ocm_first_fit`); the groups of a layer whose buffers then do not fit are given up.
+  (`allocate.first_fit_offsets`); the groups of a layer whose buffers then do not fit are
+  given up.
 
 It runs after `sched-pipeline` (which places the loads) and before `sched-allocate` (which
 co-allocates each group); `sched-insert-sync` then makes the kept load wait for the earlier
@@ -38,7 +39,7 @@ from xdsl.ir import Operation, SSAValue
 from mrvl.dialects import sched
 from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.allocate import overflowing_layers
-from mrvl.passes.sched.liveness import live_ranges, root
+from mrvl.passes.sched.liveness import live_ranges, root, written
 
 
 def _is_load(op: Operation, buffer: sched.AllocOp) -> bool:
@@ -59,16 +60,6 @@ def _load_key(op: sched.DmaOp) -> tuple:
         *(props.get(name) for name in ("src_offsets", "src_strides", "dst_offsets")),
         *(props.get(name) for name in ("dst_strides", "box")),
     )
-
-
-def _written(op: sched.TaskBase) -> tuple[SSAValue, ...]:
-    """The buffers a task writes (`liveness.WRITTEN_OPERANDS`, and a multicast's mirrors)."""
-    if isinstance(op, sched.MulticastDmaOp):
-        return (op.dest, *op.mirrors)
-    value = (
-        op.dest if isinstance(op, sched.DmaOp | sched.ConvertOp) else getattr(op, "output", None)
-    )
-    return (value,) if value is not None else ()
 
 
 def _first_read(member: "_Member", position: dict[int, int]) -> int:
@@ -99,7 +90,8 @@ class _Member:
 @dataclass
 class _Group:
     members: list[_Member]
-    """The kept member first (its loads come first in program order), then the others."""
+    """The kept member first (its loads stay and write every member's buffer), then the
+    others."""
 
     @property
     def kept(self) -> _Member:
@@ -123,13 +115,11 @@ class MulticastPass(MrvlModulePass):
             buffers = [(g.kept.alloc, *(m.alloc for m in g.members[1:])) for g in groups]
             failing = overflowing_layers(live_ranges(order), target, buffers)
             if not failing:
-                break
+                self.rewrite(program, ops, order, groups)
+                return
             # give up the groups of the layers whose buffers did not fit, and try again
             kept = [g for g in groups if not any(m.alloc.location in failing for m in g.members)]
             groups = kept if len(kept) < len(groups) else []
-        if not groups:
-            return
-        self.rewrite(program, ops, groups)
 
     # ----------------------------------------------------------------- finding the groups
 
@@ -140,7 +130,7 @@ class MulticastPass(MrvlModulePass):
         for i, o in enumerate(ops):
             if not isinstance(o, sched.TaskBase):
                 continue
-            for value in _written(o):
+            for value in written(o):
                 buffer = root(value)
                 if sched.buffer_type(value).space.data == "ocm":
                     writers.setdefault(id(buffer), []).append(o)
@@ -218,8 +208,11 @@ class MulticastPass(MrvlModulePass):
 
     # ----------------------------------------------------------------- the rewrite
 
-    def rewrite(self, program: sched.ProgramOp, ops: list[Operation], groups: list[_Group]):
-        order = self.reordered(ops, groups)
+    @staticmethod
+    def rewrite(
+        program: sched.ProgramOp, ops: list[Operation], order: list[Operation], groups
+    ) -> None:
+        """Put `ops` in `order` (`reordered`), each group's loads merged into its kept one."""
         replaced: dict[int, Operation] = {}
         for g in groups:
             for k, kept in enumerate(g.kept.loads):
