@@ -162,7 +162,7 @@ class PlanTilingPass(MrvlModulePass):
     cascade: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from mrvl.passes.sched.convert_mrvl_to_sched import window_geometry
+        from mrvl.passes.sched.lowering.window import window_geometry
 
         if self.mcpu is None or self.num_tiles is None:
             raise CompileError("sched-plan-tiling needs the options mcpu and num-tiles")

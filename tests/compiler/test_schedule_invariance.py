@@ -292,7 +292,7 @@ def test_a_grid_split_loads_each_window_once_per_tile_and_gives_the_same_bits(
         valid = prepare(_compile(text, "cn10ka", 8, pin))
     model_cycles(valid)  # raises HazardError on a missing token
     assert run(valid, [x])[0].tobytes() == expected.tobytes()
-    from mrvl.passes.sched import convert_mrvl_to_sched as lowering
+    from mrvl.passes.sched.lowering import window as lowering
 
     with (
         mock.patch.object(tiling, "plan_window_layer_priced", plan),
