@@ -1,5 +1,8 @@
 """convert-sched-to-mlip: select one MLIP instruction per scheduled DMA, conversion or task.
 
+Each `sched` op that becomes an instruction has its own rewrite pattern (`InstructionSelection`
+subclasses, gathered in `INSTRUCTION_SELECTIONS`), as xDSL's own lowerings to RISC-V do.
+
 Buffers become byte addresses (so `sched-allocate` must have run), boxes become 4-D strided
 descriptors, tokens become small integers (an instruction signals its token if anyone waits
 for it). The module becomes an `mlip` program: I/O table, constant pool, instructions, `end`.
@@ -9,11 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import ClassVar
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from mrvl.dialects import mlip, sched
@@ -44,9 +54,13 @@ def _pad4(values, fill: int) -> list[int]:
     return [fill] * (4 - len(values)) + values
 
 
-class _Selector:
+class SelectionState:
+    """What the patterns of one program share: token numbers, and the instructions selected
+    so far, in program order."""
+
     def __init__(self):
         self.tokens: dict[SSAValue, int] = {}
+        self.instructions: list[Operation] = []
 
     def address(self, buffer: SSAValue) -> int:
         owner = buffer.owner
@@ -92,130 +106,6 @@ class _Selector:
         (offset,) = offsets.get_values()
         return self.address(buffer) + offset * item, [st * item for st in strides.get_values()]
 
-    def select(self, op: Operation) -> Operation | None:
-        if isinstance(op, sched.DmaBase):
-            s = sched.buffer_type(op.source)
-            item = numpy_dtype(s.element_type).itemsize
-            src_addr, src_strides = self.dma_side(op.source, op.src_offsets, op.src_strides)
-            dst_addr, dst_strides = self.dma_side(op.dest, op.dst_offsets, op.dst_strides)
-            fields = {
-                "src_space": self.space(op.source),
-                "src_addr": src_addr,
-                "src_strides": _pad4(src_strides, 0),
-                "dst_space": self.space(op.dest),
-                "dst_addr": dst_addr,
-                "dst_strides": _pad4(dst_strides, 0),
-                "box": _pad4(op.box.get_values(), 1),
-                "elem_bytes": item,
-                "dst_tiles": (
-                    sum(1 << t for t in op.dest_tiles)
-                    if isinstance(op, sched.MulticastDmaOp)
-                    else 0
-                ),
-            }
-            return mlip.DmaOp.build(**self.header(op), fields=fields)
-        if isinstance(op, sched.ConvertOp):
-            s, d = sched.buffer_type(op.source), sched.buffer_type(op.dest)
-            lead = 4 - len(s.dims)
-            perm = list(range(lead)) + [p + lead for p in op.perm.get_values()]
-            fields = {
-                "src_addr": self.address(op.source),
-                "src_dtype": _dtype(s),
-                "src_shape": _pad4(s.dims, 1),
-                "dst_addr": self.address(op.dest),
-                "dst_dtype": _dtype(d),
-                "perm": perm,
-            }
-            return mlip.CvtOp.build(**self.header(op), fields=fields)
-        if isinstance(op, sched.Conv2DTaskOp):
-            fields = self.window_fields(op)
-            fields.update(
-                dilation=list(op.dilations.get_values()),
-                groups=op.groups.value.data,
-                oc0=op.oc0.value.data,
-                oc_total=op.oc_total.value.data,
-                w_addr=self.address(op.weight),
-                b_addr=self.address(op.bias) if op.bias is not None else -1,
-                **self.activation_fields(op),
-                act_addr=self.slopes_address(op),
-                acc_addr=self.address(op.acc) if op.acc is not None else -1,
-                acc_out=int(op.acc_out is not None),
-            )
-            return mlip.ConvOp.build(**self.header(op), fields=fields)
-        if isinstance(op, sched.Pool2DTaskOp):
-            fields = self.window_fields(op)
-            pads = op.pads.get_values()
-            fields.update(
-                mode=PoolMode.MAX if op.mode.data == "max" else PoolMode.AVG,
-                in_hw=list(op.in_hw.get_values()),
-                pad_end=[pads[2], pads[3]],
-                count_include_pad=int(op.count_include_pad is not None),
-            )
-            return mlip.PoolOp.build(**self.header(op), fields=fields)
-        if isinstance(op, sched.ResizeTaskOp):
-            fields = {
-                "in_addr": self.address(op.input),
-                "in_shape": list(sched.buffer_type(op.input).dims),
-                "row0": op.row0.value.data,
-                "out_addr": self.address(op.output),
-                "out_shape": list(sched.buffer_type(op.output).dims),
-                "ytab_addr": self.address(op.ytab),
-                "xtab_addr": self.address(op.xtab),
-            }
-            return mlip.INSTRUCTION_OPS["resize"].build(**self.header(op), fields=fields)
-        if isinstance(op, sched.FullyConnectedTaskOp):
-            n, k = sched.buffer_type(op.input).dims
-            o = sched.buffer_type(op.weight).dims[0]
-            fields = {
-                "in_addr": self.address(op.input),
-                "n": n,
-                "k": k,
-                "o": o,
-                "w_addr": self.address(op.weight),
-                "b_addr": self.address(op.bias) if op.bias is not None else -1,
-                "out_addr": self.address(op.output),
-                **self.activation_fields(op),
-                "act_addr": self.slopes_address(op),
-            }
-            return mlip.FcOp.build(**self.header(op), fields=fields)
-        if isinstance(op, sched.AddTaskOp):
-            fields = {
-                "a_addr": self.address(op.lhs),
-                "b_addr": self.address(op.rhs),
-                "out_addr": self.address(op.output),
-                "count": sched.buffer_type(op.output).dims[0],
-                "channels": self.slopes_channels(op),
-                **self.activation_fields(op),
-                "act_addr": self.slopes_address(op),
-            }
-            return mlip.INSTRUCTION_OPS["add"].build(**self.header(op), fields=fields)
-        if isinstance(op, sched.ScaleTaskOp):
-            fields = {
-                "in_addr": self.address(op.input),
-                "out_addr": self.address(op.output),
-                "count": sched.buffer_type(op.output).dims[0],
-                "channels": sched.buffer_type(op.scale).dims[0],
-                "s_addr": self.address(op.scale),
-                "b_addr": self.address(op.shift),
-                **self.activation_fields(op),
-                "act_addr": self.slopes_address(op),
-            }
-            return mlip.INSTRUCTION_OPS["scale"].build(**self.header(op), fields=fields)
-        if isinstance(op, sched.MulTaskOp):
-            fields = {
-                "a_addr": self.address(op.lhs),
-                "b_addr": self.address(op.rhs),
-                "out_addr": self.address(op.output),
-                "count": sched.buffer_type(op.output).dims[0],
-                "channels": op.channels.value.data,
-                **self.activation_fields(op),
-            }
-            return mlip.MulOp.build(**self.header(op), fields=fields)
-        if isinstance(op, sched.LutTaskOp):
-            fields = {"src_addr": self.address(op.table), **self.activation_fields(op)}
-            return mlip.LutOp.build(**self.header(op), fields=fields)
-        return None
-
     def slopes_address(self, op: Operation) -> int:
         return self.address(op.prelu_slopes) if op.prelu_slopes is not None else -1
 
@@ -253,6 +143,229 @@ class _Selector:
         return {"act": act, "act_a": a, "act_b": b}
 
 
+class InstructionSelection(RewritePattern):
+    """Base of the patterns, one per `sched` op that becomes an instruction: a subclass names
+    its `opcode` and builds the instruction's fields from the op (`select`). The instruction
+    is inserted before the op it replaces, with its location; the pass moves the
+    instructions out of the `sched.program` once every op is selected."""
+
+    opcode: ClassVar[str]
+
+    def __init__(self, state: SelectionState):
+        self.state = state
+
+    def select(self, op: sched.TaskBase, rewriter: PatternRewriter, fields: dict) -> None:
+        ins = mlip.INSTRUCTION_OPS[self.opcode].build(**self.state.header(op), fields=fields)
+        ins.location = op.location
+        rewriter.insert_op(ins)
+        self.state.instructions.append(ins)
+
+
+class SelectDma(InstructionSelection):
+    """A DMA, one tile or multicast, is one `dma`."""
+
+    opcode = "dma"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.DmaBase, rewriter: PatternRewriter) -> None:
+        s = sched.buffer_type(op.source)
+        item = numpy_dtype(s.element_type).itemsize
+        src_addr, src_strides = self.state.dma_side(op.source, op.src_offsets, op.src_strides)
+        dst_addr, dst_strides = self.state.dma_side(op.dest, op.dst_offsets, op.dst_strides)
+        fields = {
+            "src_space": self.state.space(op.source),
+            "src_addr": src_addr,
+            "src_strides": _pad4(src_strides, 0),
+            "dst_space": self.state.space(op.dest),
+            "dst_addr": dst_addr,
+            "dst_strides": _pad4(dst_strides, 0),
+            "box": _pad4(op.box.get_values(), 1),
+            "elem_bytes": item,
+            "dst_tiles": (
+                sum(1 << t for t in op.dest_tiles)
+                if isinstance(op, sched.MulticastDmaOp)
+                else 0
+            ),
+        }
+        self.select(op, rewriter, fields)
+
+
+class SelectConvert(InstructionSelection):
+    """A cast or layout conversion is one `cvt`."""
+
+    opcode = "cvt"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.ConvertOp, rewriter: PatternRewriter) -> None:
+        s, d = sched.buffer_type(op.source), sched.buffer_type(op.dest)
+        lead = 4 - len(s.dims)
+        perm = list(range(lead)) + [p + lead for p in op.perm.get_values()]
+        fields = {
+            "src_addr": self.state.address(op.source),
+            "src_dtype": _dtype(s),
+            "src_shape": _pad4(s.dims, 1),
+            "dst_addr": self.state.address(op.dest),
+            "dst_dtype": _dtype(d),
+            "perm": perm,
+        }
+        self.select(op, rewriter, fields)
+
+
+class SelectConv2D(InstructionSelection):
+    opcode = "conv"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.Conv2DTaskOp, rewriter: PatternRewriter) -> None:
+        fields = self.state.window_fields(op)
+        fields.update(
+            dilation=list(op.dilations.get_values()),
+            groups=op.groups.value.data,
+            oc0=op.oc0.value.data,
+            oc_total=op.oc_total.value.data,
+            w_addr=self.state.address(op.weight),
+            b_addr=self.state.address(op.bias) if op.bias is not None else -1,
+            **self.state.activation_fields(op),
+            act_addr=self.state.slopes_address(op),
+            acc_addr=self.state.address(op.acc) if op.acc is not None else -1,
+            acc_out=int(op.acc_out is not None),
+        )
+        self.select(op, rewriter, fields)
+
+
+class SelectPool2D(InstructionSelection):
+    opcode = "pool"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.Pool2DTaskOp, rewriter: PatternRewriter) -> None:
+        fields = self.state.window_fields(op)
+        pads = op.pads.get_values()
+        fields.update(
+            mode=PoolMode.MAX if op.mode.data == "max" else PoolMode.AVG,
+            in_hw=list(op.in_hw.get_values()),
+            pad_end=[pads[2], pads[3]],
+            count_include_pad=int(op.count_include_pad is not None),
+        )
+        self.select(op, rewriter, fields)
+
+
+class SelectResize(InstructionSelection):
+    opcode = "resize"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.ResizeTaskOp, rewriter: PatternRewriter) -> None:
+        fields = {
+            "in_addr": self.state.address(op.input),
+            "in_shape": list(sched.buffer_type(op.input).dims),
+            "row0": op.row0.value.data,
+            "out_addr": self.state.address(op.output),
+            "out_shape": list(sched.buffer_type(op.output).dims),
+            "ytab_addr": self.state.address(op.ytab),
+            "xtab_addr": self.state.address(op.xtab),
+        }
+        self.select(op, rewriter, fields)
+
+
+class SelectFullyConnected(InstructionSelection):
+    opcode = "fc"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.FullyConnectedTaskOp, rewriter: PatternRewriter) -> None:
+        n, k = sched.buffer_type(op.input).dims
+        o = sched.buffer_type(op.weight).dims[0]
+        fields = {
+            "in_addr": self.state.address(op.input),
+            "n": n,
+            "k": k,
+            "o": o,
+            "w_addr": self.state.address(op.weight),
+            "b_addr": self.state.address(op.bias) if op.bias is not None else -1,
+            "out_addr": self.state.address(op.output),
+            **self.state.activation_fields(op),
+            "act_addr": self.state.slopes_address(op),
+        }
+        self.select(op, rewriter, fields)
+
+
+class SelectAdd(InstructionSelection):
+    opcode = "add"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.AddTaskOp, rewriter: PatternRewriter) -> None:
+        fields = {
+            "a_addr": self.state.address(op.lhs),
+            "b_addr": self.state.address(op.rhs),
+            "out_addr": self.state.address(op.output),
+            "count": sched.buffer_type(op.output).dims[0],
+            "channels": self.state.slopes_channels(op),
+            **self.state.activation_fields(op),
+            "act_addr": self.state.slopes_address(op),
+        }
+        self.select(op, rewriter, fields)
+
+
+class SelectScale(InstructionSelection):
+    opcode = "scale"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.ScaleTaskOp, rewriter: PatternRewriter) -> None:
+        fields = {
+            "in_addr": self.state.address(op.input),
+            "out_addr": self.state.address(op.output),
+            "count": sched.buffer_type(op.output).dims[0],
+            "channels": sched.buffer_type(op.scale).dims[0],
+            "s_addr": self.state.address(op.scale),
+            "b_addr": self.state.address(op.shift),
+            **self.state.activation_fields(op),
+            "act_addr": self.state.slopes_address(op),
+        }
+        self.select(op, rewriter, fields)
+
+
+class SelectMul(InstructionSelection):
+    opcode = "mul"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.MulTaskOp, rewriter: PatternRewriter) -> None:
+        fields = {
+            "a_addr": self.state.address(op.lhs),
+            "b_addr": self.state.address(op.rhs),
+            "out_addr": self.state.address(op.output),
+            "count": sched.buffer_type(op.output).dims[0],
+            "channels": op.channels.value.data,
+            **self.state.activation_fields(op),
+        }
+        self.select(op, rewriter, fields)
+
+
+class SelectLut(InstructionSelection):
+    opcode = "lut"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.LutTaskOp, rewriter: PatternRewriter) -> None:
+        fields = {"src_addr": self.state.address(op.table), **self.state.activation_fields(op)}
+        self.select(op, rewriter, fields)
+
+
+INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
+    SelectDma,
+    SelectConvert,
+    SelectConv2D,
+    SelectPool2D,
+    SelectResize,
+    SelectFullyConnected,
+    SelectAdd,
+    SelectScale,
+    SelectMul,
+    SelectLut,
+)
+"""The instruction selection of every `sched` task, by pattern (the completeness test checks
+that every task op has one)."""
+
+NO_INSTRUCTION = (sched.IOOp, sched.ConstOp, sched.AllocOp, sched.ViewOp)
+"""The `sched` ops that select no instruction: buffers become addresses (the I/O table and
+the constant pool are written from `sched.io` and `sched.const`)."""
+
+
 @dataclass(frozen=True)
 class ConvertSchedToMlipPass(MrvlModulePass):
     name = "convert-sched-to-mlip"
@@ -261,27 +374,35 @@ class ConvertSchedToMlipPass(MrvlModulePass):
         prog = sched.program_of(op)
         ddr_size, const_base, const_end = prog.layout()
         pool = bytearray(const_end - const_base)
-        selector = _Selector()
+        state = SelectionState()
         program: list[Operation] = []
         for o in prog.ops:
             if isinstance(o, sched.IOOp):
                 bt = o.buffer_type
                 io = mlip.IOOp(
-                    o.io_name.data, o.is_input, bt.dims, _dtype(bt), selector.address(o.buffer)
+                    o.io_name.data, o.is_input, bt.dims, _dtype(bt), state.address(o.buffer)
                 )
                 io.location = o.location
                 program.append(io)
             elif isinstance(o, sched.ConstOp):
-                start = selector.address(o.buffer) - const_base
+                start = state.address(o.buffer) - const_base
                 data = o.value.data.data
                 pool[start : start + len(data)] = data
         program.append(mlip.ConstsOp(bytes(pool)))
-        for o in prog.ops:
+        # Applied once each in program order (a PatternRewriteWalker would re-raise a
+        # pattern's CompileError with the whole module printed into it).
+        patterns = GreedyRewritePatternApplier([s(state) for s in INSTRUCTION_SELECTIONS])
+        for o in list(prog.ops):
+            if isinstance(o, NO_INSTRUCTION):
+                continue
+            rewriter = PatternRewriter(o)
             with layer_boundary(f"{self.name} of {o.name}", location_name(o.location)):
-                ins = selector.select(o)
-            if ins is not None:
-                ins.location = o.location
-                program.append(ins)
+                patterns.match_and_rewrite(o, rewriter)
+                if not rewriter.has_done_action:
+                    raise CompileError(f"convert-sched-to-mlip: no instruction for {o.name}")
+        for ins in state.instructions:
+            ins.detach()
+        program += state.instructions
         program.append(mlip.EndOp.build(tile=0, fields={}))
         for ins in program:
             Rewriter.insert_op(ins, InsertPoint.before(prog))
