@@ -77,7 +77,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -307,37 +307,10 @@ class _Emitter:
                     self._alias(op, op.input, op.output)
                 continue
             with layer_boundary(f"Nodes-JSON of {op.name}", location_name(op.location)):
-                if isinstance(op, mrvl.CastOp):
-                    self._alias(op, op.input, op.output)
-                elif isinstance(op, mrvl.LayoutConvertOp):
-                    if self._reaches_input(op.input):
-                        self._alias(op, op.input, op.output)
-                    else:
-                        self._layout_transform_node(op)
-                elif isinstance(op, mrvl.Conv2DOp):
-                    self._conv_node(op)
-                elif isinstance(op, mrvl.FullyConnectedOp):
-                    self._fc_node(op)
-                elif isinstance(op, mrvl.MaxPool2DOp | mrvl.AvgPool2DOp):
-                    self._pool_node(op)
-                elif isinstance(op, mrvl.AddOp):
-                    self._sum_node(op)
-                elif isinstance(op, mrvl.MulOp):
-                    self._mul_node(op)
-                elif isinstance(op, mrvl.ConcatOp):
-                    self._concat_node(op)
-                elif isinstance(op, mrvl.ScaleShiftOp):
-                    self._scale_shift_node(op)
-                elif isinstance(op, mrvl.ReshapeOp):
-                    self._reshape_node(op)
-                elif isinstance(op, mrvl.StridedCopyOp):
-                    self._strided_copy_node(op)
-                elif isinstance(op, mrvl.DilateOp):
-                    self._dilate_node(op)
-                elif isinstance(op, mrvl.ResizeOp):
-                    self._resize_node(op)
-                else:
+                node_builder = NODE_BUILDERS.get(type(op))
+                if node_builder is None:
                     raise self._fail(op, "has no Nodes-JSON form (not a layer this emitter knows)")
+                node_builder(self, op)
 
         num_in = len(block.args)
         batch = 1
@@ -709,6 +682,17 @@ class _Emitter:
             attrs={"strides": _strs(op.strides.get_values())},
         )
 
+    def _cast(self, op: mrvl.CastOp) -> None:
+        """A cast is no node: the MLIP's layers convert at their boundaries."""
+        self._alias(op, op.input, op.output)
+
+    def _layout_convert(self, op: mrvl.LayoutConvertOp) -> None:
+        """A conversion of a region input is folded into the input node; others are nodes."""
+        if self._reaches_input(op.input):
+            self._alias(op, op.input, op.output)
+        else:
+            self._layout_transform_node(op)
+
     def _layout_transform_node(self, op: mrvl.LayoutConvertOp) -> None:
         src, dst = mrvl.layout_of(op.input), mrvl.layout_of(op.output)
         self._layer_node(
@@ -720,6 +704,27 @@ class _Emitter:
             out_layout=dst,
             attrs={"src_layout": [src], "dst_layout": [dst]},
         )
+
+
+NODE_BUILDERS: dict[type[Operation], Callable[[_Emitter, Operation], None]] = {
+    mrvl.CastOp: _Emitter._cast,
+    mrvl.LayoutConvertOp: _Emitter._layout_convert,
+    mrvl.Conv2DOp: _Emitter._conv_node,
+    mrvl.FullyConnectedOp: _Emitter._fc_node,
+    mrvl.MaxPool2DOp: _Emitter._pool_node,
+    mrvl.AvgPool2DOp: _Emitter._pool_node,
+    mrvl.AddOp: _Emitter._sum_node,
+    mrvl.MulOp: _Emitter._mul_node,
+    mrvl.ConcatOp: _Emitter._concat_node,
+    mrvl.ScaleShiftOp: _Emitter._scale_shift_node,
+    mrvl.ReshapeOp: _Emitter._reshape_node,
+    mrvl.StridedCopyOp: _Emitter._strided_copy_node,
+    mrvl.DilateOp: _Emitter._dilate_node,
+    mrvl.ResizeOp: _Emitter._resize_node,
+}
+"""The Nodes-JSON form of each `mrvl` layer op, by op class (constants are entries of the
+Constants-JSON, not nodes: `_constant_entry`). The completeness test checks that every layer
+op of the dialect has one."""
 
 
 def emit_json_parts(module: ModuleOp, symbol: str) -> tuple[dict, dict, dict[str, np.ndarray]]:
