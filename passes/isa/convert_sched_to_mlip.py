@@ -157,7 +157,7 @@ class InstructionSelection(RewritePattern):
     def select(self, op: sched.TaskBase, rewriter: PatternRewriter, fields: dict) -> None:
         ins = mlip.INSTRUCTION_OPS[self.opcode].build(**self.state.header(op), fields=fields)
         ins.location = op.location
-        rewriter.insert_op(ins)
+        rewriter.insert(ins)
         self.state.instructions.append(ins)
 
 

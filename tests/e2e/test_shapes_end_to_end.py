@@ -172,6 +172,50 @@ def test_channel_shuffle(num_tiles):
     check_offloaded_and_accurate(channel_shuffle_net(), num_tiles=num_tiles)
 
 
+def pixel_shuffle_net(op, mode=None, blocksize=2, c=8, h=6, w=10):
+    """A conv, then DepthToSpace (DCR or CRD) or SpaceToDepth, then a conv: the pixel shuffle
+    of super-resolution and U-Net decoders, and the space-to-depth stem of YOLO-style nets.
+    TVM imports either as reshape -> 6-D transpose -> reshape, one strided copy."""
+    rng = np.random.default_rng(11)
+    attrs = {"blocksize": blocksize} | ({"mode": mode} if mode else {})
+    b2 = blocksize * blocksize
+    if op == "DepthToSpace":
+        out_c, out_h, out_w = c // b2, h * blocksize, w * blocksize
+    else:
+        out_c, out_h, out_w = c * b2, h // blocksize, w // blocksize
+    nodes = [
+        node("Conv", ["x", "w1"], ["a"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node(op, ["a"], ["s"], name="shuffle", **attrs),
+        node("Conv", ["s", "w2"], ["y"], name="conv2", kernel_shape=[1, 1]),
+    ]
+    inits = [const(rng, "w1", (c, c, 3, 3)), const(rng, "w2", (out_c, out_c, 1, 1))]
+    return model(nodes, inits, [("x", [2, c, h, w])], [("y", [2, out_c, out_h, out_w])])
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+@pytest.mark.parametrize(
+    "op, mode", [("DepthToSpace", "DCR"), ("DepthToSpace", "CRD"), ("SpaceToDepth", None)]
+)
+def test_depth_to_space_and_space_to_depth_are_strided_copies(op, mode, num_tiles):
+    check_offloaded_and_accurate(pixel_shuffle_net(op, mode), num_tiles=num_tiles)
+
+
+def test_depth_to_space_moves_every_element_exactly():
+    """Alone between the region's fp16 conversions, the copy gives onnxruntime's result
+    rounded to fp16, bit for bit (a data movement computes nothing)."""
+    rng = np.random.default_rng(2)
+    m = model(
+        [node("DepthToSpace", ["x"], ["y"], name="d2s", blocksize=3, mode="CRD")],
+        [], [("x", [1, 18, 4, 5])], [("y", [1, 2, 12, 15])],
+    )  # fmt: skip
+    x = rng.standard_normal((1, 18, 4, 5)).astype(np.float32)
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(m), num_tiles=2)
+    assert [r.target for r in mrvl.partition_report(mod).rows] == ["mrvl_region_0"]
+    got = relax.VirtualMachine(mrvl.build(mod), tvm.cpu())["main"](tvm.runtime.tensor(x))
+    want = onnxruntime_outputs(m, {"x": x})[0].astype(np.float16).astype(np.float32)
+    assert got.numpy().tobytes() == want.tobytes()
+
+
 def detection_head_net():
     """A YOLO-style head: two scales, each conv -> reshape [N, C, H*W], concatenated on the
     last axis, then transposed to [N, H*W, C]."""
