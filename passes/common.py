@@ -7,8 +7,9 @@ pass down to the binary's source map.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, get_args
 
 from xdsl.dialects.builtin import UnknownLoc
 from xdsl.ir import Operation
@@ -39,3 +40,12 @@ class InheritLocation(RewritePattern):
         for new in inserted:
             if isinstance(new.location, UnknownLoc):
                 new.location = op.location
+
+
+def matched_op_types(pattern: type[RewritePattern]) -> tuple[type[Operation], ...]:
+    """The op classes a pattern's `@op_type_rewrite_pattern` method matches (read from the
+    decorator's closure, where xDSL keeps the type hint it checks), for the completeness
+    test's question "which op has no pattern"."""
+    closure = inspect.getclosurevars(pattern.match_and_rewrite).nonlocals
+    expected = closure.get("expected_types") or (closure["expected_type"],)
+    return tuple(t for e in expected for t in (get_args(e) or (e,)))
