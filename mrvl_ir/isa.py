@@ -469,3 +469,14 @@ class Program:
     @property
     def outputs(self) -> list[IOEntry]:
         return [e for e in self.io if not e.is_input]
+
+
+ENGINE_QUEUES = {"dma": 0, "mac": 1, "vector": 2, "control": 2}
+"""Each tile runs three queues in order: 0 DMA (and conversions and table loads), 1 MAC,
+2 vector (and control). An opcode's queue is its `OpcodeSpec.engine`'s; the scheduler
+(`sched-insert-sync`) and the cycle model both read it from here."""
+
+
+def queue_slot(opcode: str) -> int:
+    """The queue, within its tile, that runs `opcode` (`ENGINE_QUEUES`)."""
+    return ENGINE_QUEUES[OPCODE_BY_NAME[opcode].engine]

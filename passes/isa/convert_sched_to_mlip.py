@@ -31,7 +31,7 @@ from mrvl.dialects.mrvl import numpy_dtype
 from mrvl.errors import CompileError, layer_boundary
 from mrvl.isa import NO_SIGNAL, Activation, DType, MemSpace, PoolMode
 from mrvl.locations import location_name
-from mrvl.passes.common import MrvlModulePass
+from mrvl.passes.common import MrvlModulePass, matched_op_types
 
 _DTYPES = {"float32": DType.F32, "float16": DType.F16, "int8": DType.I8, "int32": DType.I32}
 
@@ -360,6 +360,15 @@ INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
 )
 """The instruction selection of every `sched` task, by pattern (the completeness test checks
 that every task op has one)."""
+
+@cache
+def opcode_of(op_class: type[Operation]) -> str:
+    """The opcode a `sched` op class becomes (what its selection pattern names)."""
+    for pattern in INSTRUCTION_SELECTIONS:
+        if any(issubclass(op_class, t) for t in matched_op_types(pattern)):
+            return pattern.opcode
+    raise KeyError(f"{op_class.name} selects no instruction")
+
 
 NO_INSTRUCTION = (sched.IOOp, sched.ConstOp, sched.AllocOp, sched.ViewOp)
 """The `sched` ops that select no instruction: buffers become addresses (the I/O table and

@@ -22,17 +22,15 @@ from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
 from xdsl.ir import Operation, SSAValue
 
 from mrvl.dialects import sched
-from mrvl.isa import TABLE_ACTIVATIONS
+from mrvl.isa import TABLE_ACTIVATIONS, queue_slot
 from mrvl.passes.common import MrvlModulePass
+from mrvl.passes.isa.convert_sched_to_mlip import opcode_of
 from mrvl.passes.sched.liveness import Access, accesses, byte_range
 
-ENGINE_OF = {sched.DmaOp: 0, sched.MulticastDmaOp: 0, sched.ConvertOp: 0, sched.LutTaskOp: 0}
-ENGINE_OF.update({sched.Conv2DTaskOp: 1, sched.FullyConnectedTaskOp: 1})
-"""Queue slot of each task within its tile (0 DMA, 1 MAC, 2 vector: the rest), as isa.md."""
-
-
 def queue_of(op: sched.TaskBase) -> int:
-    return op.tile.value.data * 3 + ENGINE_OF.get(type(op), 2)
+    """The in-order queue that runs `op`: its tile's queue for the engine of the instruction
+    it becomes (`isa.queue_slot`)."""
+    return op.tile.value.data * 3 + queue_slot(opcode_of(type(op)))
 
 
 class _Memory:
