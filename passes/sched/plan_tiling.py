@@ -35,7 +35,7 @@ from mrvl.passes.sched.tiling import (
     WindowLayer,
     WindowPiece,
     WindowPlan,
-    _fc_grid,
+    fc_grid,
     grid_splits,
     plan_fc_layer_priced,
     plan_window_reads,
@@ -108,7 +108,7 @@ def recorded_window_pieces(
 
 
 def fc_pieces(n: int, o: int, attr: sched.FcPlanAttr, num_tiles: int) -> list[FcPiece]:
-    return _fc_grid(n, o, attr.ns.data, attr.os.data, num_tiles, attr.split.data)
+    return fc_grid(n, o, attr.ns.data, attr.os.data, num_tiles, attr.split.data)
 
 
 def fc_plan_attr(n: int, o: int, pieces: list[FcPiece], num_tiles: int) -> sched.FcPlanAttr:

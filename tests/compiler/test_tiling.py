@@ -211,7 +211,7 @@ def test_a_ddr_bound_layer_at_8_tiles_prices_the_reads_multicast_shares():
     assert tiling.window_plan_cycles(layer, chosen, 8, target) < tiling.window_plan_cycles(
         layer, four, 8, target
     )
-    with mock.patch.object(tiling, "MULTICAST", False):
+    with mock.patch.object(tiling.pricing, "MULTICAST", False):
         assert tiling.window_plan_cycles(layer, four, 8, target) < tiling.window_plan_cycles(
             layer, chosen, 8, target
         )
@@ -219,7 +219,7 @@ def test_a_ddr_bound_layer_at_8_tiles_prices_the_reads_multicast_shares():
     text, _ = _layer_module("conv", 14, 14, 1024, 512, 1, 1, np.random.default_rng(0))
 
     def modelled(pieces) -> int:
-        with mock.patch.object(tiling, "plan_window_layer_priced", lambda *a, **k: pieces):
+        with mock.patch.object(tiling.search, "plan_window_layer_priced", lambda *a, **k: pieces):
             return model_cycles(prepare(_compile(text, "cn10ka", 8, False))).total_cycles
 
     assert modelled(chosen) < modelled(four)
