@@ -15,7 +15,6 @@ import math
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cache
-from math import ceil
 
 from mrvl import cost
 from mrvl.passes.sched.tiling.double_buffering import _double_buffers, _fits_twice, early_outputs
@@ -78,8 +77,7 @@ def _contended(dma, target, sharing: float) -> int:
     """Cycles of a DMA (a `mrvl.cost.Cost`) while the port also moves the other tiles' bytes
     (`sharing`, `_sharing`): its set-up, then its engine's transfer or its share of the port,
     whichever is slower."""
-    port = ceil(dma.ddr_bytes * sharing / target.ddr_bytes_per_cycle)
-    return max(dma.cycles, target.dma_setup_cycles + port)
+    return cost.dma_cycles(target, dma, cost.ddr_port_cycles(target, dma.ddr_bytes * sharing))
 
 
 MULTICAST = True
