@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import cache
 
+from mrvl.passes.sched.allocate import first_fit_offsets
+from mrvl.passes.sched.liveness import Span
 from mrvl.passes.sched.tiling.geometry import F16, F32, FcLayer, WindowLayer, WindowPiece
 from mrvl.passes.sched.tiling.layout import WindowPlan, _bands
 
@@ -36,9 +38,9 @@ def _pipelined_top(
     early_outputs: bool = False,
 ) -> int:
     """The OCM a tile needs when `sched-pipeline` double-buffers `steps` and `sched-allocate`
-    places the buffers first fit, as those passes do it: the loads of step i+1 are allocated
-    before compute i (after its output), each step's loads live until its compute, its
-    output until its store (right after the compute) or, in a chain of input-channel blocks
+    places the buffers first fit (with its own `first_fit_offsets`): as the pipeline orders
+    them, the loads of step i+1 are allocated before compute i (after its output), each
+    step's loads live until its compute, its output until its store (right after the compute) or, in a chain of input-channel blocks
     (`read_by_next`), until the next compute. `resident` bytes (pinned weights or bias),
     loaded after the first step's other loads, stay live throughout. With `early_outputs`,
     the output of step i+1 is allocated before the store of step i (`early_outputs`). Each
@@ -75,18 +77,9 @@ def _pipelined_top(
             at += 1  # the store
             ranges[out][1] = at
         pending = following
-    live: list[tuple[int, int, int]] = []  # (end, offset, size)
-    top = 0
-    for start, stop, size in ranges:
-        live = [entry for entry in live if entry[0] >= start]
-        offset = 0
-        for _, off, sz in sorted(live, key=lambda e: e[1]):
-            if offset + size <= off:
-                break
-            offset = max(offset, off + sz)
-        live.append((stop if stop is not None else start, offset, size))
-        top = max(top, offset + size)
-    return top
+    spans = [Span(start, start if stop is None else stop, size) for start, stop, size in ranges]
+    placed = first_fit_offsets(spans, 0, alignment)
+    return max((offset + span.size for span, offset in placed), default=0)
 
 
 def _window_steps(layer: WindowLayer, plan: WindowPlan, rows: int, in_rows: int, pinned: bool):
