@@ -39,6 +39,7 @@ from mrvl.passes.sched.tiling.geometry import (
     ResizePiece,
     WindowLayer,
     WindowPiece,
+    conv_weight_bytes_per_oc,
 )
 from mrvl.passes.sched.tiling.layout import (
     FC_SPLITS,
@@ -61,7 +62,7 @@ from mrvl.passes.sched.tiling.search import (
 __all__ = [
     "CONV_CI_BLOCK", "F16", "F32", "FC_SPLITS", "SPLITS", "ChannelChunk", "Chunk", "DoesNotFit",
     "FcLayer", "FcPiece", "FcPlan", "InputSampling", "ResizePiece", "WindowLayer", "WindowPiece",
-    "WindowPlan", "early_outputs", "fc_grid", "fc_plan_cycles", "grid_splits",
+    "WindowPlan", "conv_weight_bytes_per_oc", "early_outputs", "fc_grid", "fc_plan_cycles", "grid_splits",
     "plan_elementwise", "plan_fc_layer", "plan_fc_layer_priced", "plan_per_channel",
     "plan_resize_layer", "plan_window_layer", "plan_window_layer_priced", "plan_window_reads",
     "shares_window", "splits", "window_candidates", "window_pieces", "window_plan_cycles",

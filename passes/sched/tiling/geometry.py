@@ -184,6 +184,13 @@ class WindowLayer:
         )
 
 
+def conv_weight_bytes_per_oc(kh: int, kw: int, group_channels: int, *, bias: bool, slopes: bool):
+    """OCM bytes of one output channel's constants in a conv piece: its f16 weights (KH x KW
+    x the input channels of its group), and an f32 bias and PRELU slope when it has them
+    (`WindowLayer.weight_bytes_per_oc`)."""
+    return kh * kw * group_channels * F16 + F32 * (int(bias) + int(slopes))
+
+
 def _sampled(size: int, k: int, stride: int, pad: int) -> tuple[int, int, int, int] | None:
     """(rows kept, first kept row, step, leading padding in kept rows) of one dimension of a
     1x1 kernel with `stride` > 1: output i reads row i*stride - pad, so the kept rows are
