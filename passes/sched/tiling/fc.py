@@ -9,6 +9,7 @@ from functools import cache
 from math import ceil
 
 from mrvl import cost
+from mrvl.passes.sched.pin_weights import LastSlices
 from mrvl.passes.sched.tiling.double_buffering import _fc_double_buffers
 from mrvl.passes.sched.tiling.fit import plan_fc_layer
 from mrvl.passes.sched.tiling.geometry import F32, FcLayer, FcPiece
@@ -59,14 +60,13 @@ def fc_plan_cycles(
     """Modelled cycles of an FC layer cut into `pieces`, as `window_plan_cycles` prices a
     window layer's."""
     steps: dict[int, list[_Step]] = {}
-    held: dict[int, tuple[int, int]] = {}
+    held = LastSlices()  # the weights each tile loaded last
     port = 0
     pins = False
     sharing = _sharing(len({p.tile for p in pieces}))
     for p in pieces:
         piece = _fc_piece_cost(layer, target, p.ns, p.os, sharing)
-        kept = pinned and held.get(p.tile) == (p.o0, p.os)
-        held[p.tile] = (p.o0, p.os)
+        kept = pinned and held.repeated(p.tile, "weights", (p.o0, p.os)) is not None
         s = piece.steps[0]
         steps.setdefault(p.tile, []).append(
             replace(s, load=s.load - s.weights, weights=0) if kept else s

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 
 from mrvl import cost
+from mrvl.passes.sched.pin_weights import LastSlices
 from mrvl.passes.sched.tiling.double_buffering import _double_buffers, _fits_twice, early_outputs
 from mrvl.passes.sched.tiling.geometry import F16, F32, WindowLayer, WindowPiece
 from mrvl.passes.sched.tiling.layout import (
@@ -251,7 +252,7 @@ def window_plan_cycles(
     its previous piece does not load it again. The larger of the busiest tile and the port is
     the layer's time."""
     steps: dict[int, list[_Step]] = {}
-    held: dict[int, tuple[int, int]] = {}
+    held = LastSlices()  # the weights each tile loaded last
     windows: dict[int, tuple] = {}  # tile -> the window its last piece loaded
     port = 0  # the bytes of the stores
     # the loads, by what they read: (bytes, loads per tile); `sched-multicast` makes the
@@ -274,9 +275,9 @@ def window_plan_cycles(
             layer, target, p.rows, p.in_rows, p.cols or layer.ow, in_cols, p.ocs, ics, cbs,
             sharing,
         )  # fmt: skip
-        repeat = pinned and held.get(p.tile) == (p.oc0, p.ocs)  # its bias at least is kept
+        # `sched-pin-weights` keeps its bias at least
+        repeat = pinned and held.repeated(p.tile, "weights", (p.oc0, p.ocs)) is not None
         kept = repeat and len(piece.steps) == 1
-        held[p.tile] = (p.oc0, p.ocs)
         shared = shares_window(windows.get(p.tile), p)
         windows[p.tile] = p
         for s in piece.steps:
