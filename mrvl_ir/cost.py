@@ -52,9 +52,18 @@ def ddr_bytes(target: Target, nbytes: int, runs: int = 1) -> int:
     return runs * ceil(ceil(nbytes / runs) / burst) * burst
 
 
-def ddr_port_cycles(target: Target, nbytes: int) -> int:
-    """Cycles the shared DDR port is busy moving `nbytes` (already counted in bursts)."""
+def ddr_port_cycles(target: Target, nbytes: float) -> int:
+    """Cycles the shared DDR port is busy moving `nbytes` (already counted in bursts; the
+    planner prices a share of other tiles' bytes too, so it may be fractional)."""
     return ceil(nbytes / target.ddr_bytes_per_cycle)
+
+
+def dma_cycles(target: Target, dma_cost: Cost, port_cycles: int) -> int:
+    """Cycles of a DMA from its start: its set-up, then the `port_cycles` from its first
+    DDR port cycle to one past its last (other transfers' bursts interleaved), or its
+    engine's own time, whichever ends later. The cycle model times every DMA so; the planner
+    so prices one that shares the port with the other tiles' transfers."""
+    return max(dma_cost.cycles, target.dma_setup_cycles + port_cycles)
 
 
 def dma(

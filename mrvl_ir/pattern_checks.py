@@ -26,7 +26,13 @@ from tvm.relax.transform import PatternCheckContext
 from . import strided
 from .activation_forms import ActivationFormError, split_activation
 from .frontend import constant_view, node_name_of
-from .passes.sched.tiling import DoesNotFit, WindowLayer, plan_fc_layer, plan_window_layer
+from .passes.sched.tiling import (
+    DoesNotFit,
+    WindowLayer,
+    conv_weight_bytes_per_oc,
+    plan_fc_layer,
+    plan_window_layer,
+)
 from .target import Target
 
 MAX_BATCH = 8
@@ -297,7 +303,8 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
         pt, pl = pt + widths[4], pl + widths[6]
     (sh, sw), (dh, dw) = _int_list(attrs.strides), _int_list(attrs.dilation)
     prelu = _has_prelu(ctx)
-    per_oc = kh * kw * cg * 2 + 4 + (4 if prelu else 0)  # f16 weights, f32 bias (and slope)
+    # counts a bias whether or not the conv has one (the lowering loads one only if it has)
+    per_oc = conv_weight_bytes_per_oc(kh, kw, cg, bias=True, slopes=prelu)
     layer = WindowLayer(
         n, h, w, c, oh, ow, out_ch, kh, kw, sh, pt, dh, per_oc, False,
         sw=sw, pad_left=pl, dw=dw, groups=groups,

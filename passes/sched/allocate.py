@@ -21,7 +21,7 @@ from mrvl.dialects import sched
 from mrvl.errors import CompileError
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass
-from mrvl.passes.sched.liveness import LiveRange, live_ranges
+from mrvl.passes.sched.liveness import LiveRange, Span, live_ranges
 
 
 def _align(value: int, alignment: int) -> int:
@@ -47,26 +47,27 @@ def _lowest_gap(live: list[tuple[int, int, int]], offset: int, size: int) -> int
 
 
 def first_fit_offsets(
-    ranges: list[LiveRange], base: int, alignment: int, groups=()
+    ranges: list[LiveRange | Span], base: int, alignment: int, groups=()
 ) -> list[tuple[LiveRange, int]]:
     """Each range (in program order) with the lowest aligned offset from `base` not used by a
     range live at the same time in its memory (DDR, or its tile's OCM), except that the
     buffers of a multicast group (`multicast_groups`) take together the lowest offset that is
-    free on all their tiles (a `dma` with `dst_tiles` writes one address on each)."""
-    by_op = {id(r.op): r for r in ranges}
-    group_of: dict[int, list[LiveRange]] = {}
+    free on all their tiles (a `dma` with `dst_tiles` writes one address on each). The
+    planner lays out the buffers it plans for (`liveness.Span`s, no group) with it too."""
+    by_op = {id(r.op): r for r in ranges} if groups else {}
+    group_of: dict[int, list[LiveRange]] = {}  # id(range) -> its multicast group
     for group in groups:
         members = [by_op[id(op)] for op in group]
         for m in members:
-            group_of[id(m.op)] = members
+            group_of[id(m)] = members
     # per memory (tile; None: DDR), (offset, end, size) by offset (ties: oldest first)
     live: dict[int | None, list[tuple[int, int, int]]] = {}
     placed: list[tuple[LiveRange, int]] = []
     done: set[int] = set()
     for r in sorted(ranges, key=lambda r: r.start):
-        if id(r.op) in done:
+        if id(r) in done:
             continue
-        members = group_of.get(id(r.op), [r])
+        members = group_of.get(id(r), [r])
         size = _align(r.size, alignment)
         for m in members:
             live[m.tile] = [e for e in live.get(m.tile, ()) if e[1] >= r.start]
@@ -80,7 +81,7 @@ def first_fit_offsets(
         for m in members:
             insort(live[m.tile], (offset, m.end, size), key=lambda e: e[0])
             placed.append((m, offset))
-            done.add(id(m.op))
+            done.add(id(m))
     return placed
 
 

@@ -162,7 +162,7 @@ def _window_ddr_bytes(layer: Operation, budget: int, target: Target) -> int | No
     """The DDR bytes a conv or pool moves when its pieces may use `budget` bytes of OCM
     (every piece's window, weights and output); None when it needs input-channel blocks
     or does not fit."""
-    from mrvl.passes.sched.lowering.window import window_geometry
+    from mrvl.passes.sched.plan_tiling import window_geometry
 
     geometry = window_geometry(layer)
     try:
@@ -195,7 +195,7 @@ def _resident_input_pieces(
     where it stays (or an OCM copy of its channels, for a grouped conv or a pool), so every
     weight is loaded once. None when one output channel's weights and output do not fit
     `budget`."""
-    from mrvl.passes.sched.lowering.window import window_geometry
+    from mrvl.passes.sched.plan_tiling import window_geometry
 
     g = window_geometry(layer)
     alignment = target.ocm_alignment

@@ -44,6 +44,17 @@ class LiveRange:
         return self.op.buffer_type.size_bytes
 
 
+@dataclass
+class Span:
+    """A buffer's live range before there is IR: what the planner gives the allocator's first
+    fit (`allocate.first_fit_offsets`) to lay out the buffers a plan's steps will have."""
+
+    start: int
+    end: int
+    size: int
+    tile: int | None = 0
+
+
 @functools.cache
 def _is_view(cls: type) -> bool:
     return issubclass(cls, sched.ViewOp)

@@ -57,6 +57,24 @@ def _constant_load(op: Operation) -> _Load | None:
     return _Load(op, op.dest.owner)
 
 
+class LastSlices:
+    """What each tile loaded last from each constant. A load of that same slice again is a
+    repeat: this pass removes it (the tile keeps the first copy), and the planner prices
+    `wb_pin_ocm` by asking the same question of a plan's pieces."""
+
+    def __init__(self):
+        self._last: dict[tuple, tuple[tuple, object]] = {}
+
+    def repeated(self, tile: int, source, slice_: tuple, load: object = True):
+        """The load that this one (of `slice_` of `source` on `tile`) repeats, or None, and
+        then this one is the tile's last load of `source`."""
+        known = self._last.get((tile, source))
+        if known is not None and known[0] == slice_:
+            return known[1]
+        self._last[tile, source] = (slice_, load)
+        return None
+
+
 @dataclass(frozen=True)
 class PinWeightsPass(MrvlModulePass):
     name = "sched-pin-weights"
@@ -66,19 +84,16 @@ class PinWeightsPass(MrvlModulePass):
         if not program.pin_weights:
             return
         ops = list(program.ops)
-        held: dict[tuple, tuple[tuple, _Load]] = {}
+        held = LastSlices()
         merges: list[tuple[_Load, _Load]] = []  # (repeat, first)
         for o in ops:
             load = _constant_load(o)
             if load is None:
                 continue
-            key = (o.tile.value.data, o.source)
             slice_ = (tuple(o.src_offsets.get_values()), tuple(o.box.get_values()))
-            known = held.get(key)
-            if known is not None and known[0] == slice_:
-                merges.append((load, known[1]))
-            else:
-                held[key] = (slice_, load)
+            first = held.repeated(o.tile.value.data, o.source, slice_, load)
+            if first is not None:
+                merges.append((load, first))
         while merges:
             failing = self._overflowing_layers(ops, merges, program.target)
             if not failing:

@@ -35,7 +35,8 @@ from mrvl.passes.sched.tiling import (
     WindowLayer,
     WindowPiece,
     WindowPlan,
-    _fc_grid,
+    conv_weight_bytes_per_oc,
+    fc_grid,
     grid_splits,
     plan_fc_layer_priced,
     plan_window_reads,
@@ -52,6 +53,31 @@ def _what(op: Operation) -> str:
 
 
 # ------------------------------------------------------------ window layers
+
+
+def window_geometry(op: mrvl.Conv2DOp | mrvl.Pool2DBase) -> WindowLayer:
+    """The tiling geometry of a conv or pool op (`pattern_checks` builds the same from
+    Relax before there is an op)."""
+    n, h, w, c = mrvl.shape_of(op.input)
+    _, oh, ow, oc = mrvl.shape_of(op.output)
+    if isinstance(op, mrvl.Conv2DOp):
+        _, kh, kw, cg = mrvl.shape_of(op.weight)
+        dh, dw = op.dilations.get_values()
+        per_oc = conv_weight_bytes_per_oc(
+            kh, kw, cg, bias=op.bias is not None, slopes=op.slopes is not None
+        )
+        groups = op.group_count
+    else:
+        kh, kw = op.kernel.get_values()
+        dh = dw = 1
+        per_oc, groups = 0, 1
+    sh, sw = op.strides.get_values()
+    pads = op.pads.get_values()
+    return WindowLayer(
+        n, h, w, c, oh, ow, oc, kh, kw, sh, pads[0], dh, per_oc,
+        depthwise_channels=not isinstance(op, mrvl.Conv2DOp),
+        sw=sw, pad_left=pads[1], dw=dw, groups=groups,
+    )  # fmt: skip
 
 
 def window_plan_attr(
@@ -108,7 +134,7 @@ def recorded_window_pieces(
 
 
 def fc_pieces(n: int, o: int, attr: sched.FcPlanAttr, num_tiles: int) -> list[FcPiece]:
-    return _fc_grid(n, o, attr.ns.data, attr.os.data, num_tiles, attr.split.data)
+    return fc_grid(n, o, attr.ns.data, attr.os.data, num_tiles, attr.split.data)
 
 
 def fc_plan_attr(n: int, o: int, pieces: list[FcPiece], num_tiles: int) -> sched.FcPlanAttr:
@@ -162,8 +188,6 @@ class PlanTilingPass(MrvlModulePass):
     cascade: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from mrvl.passes.sched.lowering.window import window_geometry
-
         if self.mcpu is None or self.num_tiles is None:
             raise CompileError("sched-plan-tiling needs the options mcpu and num-tiles")
         target = get_target(self.mcpu)

@@ -164,10 +164,10 @@ def test_every_tiling_plan_gives_the_same_bits(
         os = max(1, pieces[0].os >> (pick % 4))
         ns = max(1, pieces[0].ns >> (pick // 4 % 3))
         chosen.append((os, ns))
-        return tiling._fc_grid(n, o, ns, os, num_tiles, tiling.FC_SPLITS[split % 3])
+        return tiling.fc_grid(n, o, ns, os, num_tiles, tiling.FC_SPLITS[split % 3])
 
     with (
-        mock.patch.object(tiling, "plan_window_layer_priced", window_plan),
+        mock.patch.object(tiling.search, "plan_window_layer_priced", window_plan),
         mock.patch.object(lowering, "plan_fc_layer_priced", fc_plan),
     ):
         valid = prepare(_compile(text, "cn10ka", tiles, pin))
@@ -241,7 +241,7 @@ def test_chains_of_input_channel_blocks_run_in_lockstep_over_the_tiles(
         plan = tiling.WindowPlan(layer.oc, 1, layer.ow, tiling.CONV_CI_BLOCK)
         return tiling.window_pieces(layer, plan, num_tiles)
 
-    with mock.patch.object(tiling, "plan_window_layer_priced", chains):
+    with mock.patch.object(tiling.search, "plan_window_layer_priced", chains):
         valid = prepare(_compile(text, "cn10ka", tiles, pin))
     model_cycles(valid)  # raises HazardError on a missing token
     assert run(valid, [x])[0].tobytes() == expected.tobytes()
@@ -288,14 +288,14 @@ def test_a_grid_split_loads_each_window_once_per_tile_and_gives_the_same_bits(
             last[p.tile] = p
         return pieces
 
-    with mock.patch.object(tiling, "plan_window_layer_priced", plan):
+    with mock.patch.object(tiling.search, "plan_window_layer_priced", plan):
         valid = prepare(_compile(text, "cn10ka", 8, pin))
     model_cycles(valid)  # raises HazardError on a missing token
     assert run(valid, [x])[0].tobytes() == expected.tobytes()
     from mrvl.passes.sched.lowering import window as lowering
 
     with (
-        mock.patch.object(tiling, "plan_window_layer_priced", plan),
+        mock.patch.object(tiling.search, "plan_window_layer_priced", plan),
         mock.patch.object(lowering, "shares_window", lambda previous, piece: False),
     ):
         unshared = prepare(_compile(text, "cn10ka", 8, pin))
@@ -323,7 +323,7 @@ def test_each_output_is_allocated_before_the_previous_store_so_they_overlap():
         assert tiling.early_outputs(layer, pieces, target, pinned)
         return pieces
 
-    with mock.patch.object(tiling, "plan_window_layer_priced", bands):
+    with mock.patch.object(tiling.search, "plan_window_layer_priced", bands):
         valid = prepare(_compile(text, "cn10ka", 1, False))
     timeline = model_cycles(valid)  # raises HazardError on a missing token
     assert run(valid, [x])[0].tobytes() == expected.tobytes()

@@ -211,7 +211,7 @@ def test_a_ddr_bound_layer_at_8_tiles_prices_the_reads_multicast_shares():
     assert tiling.window_plan_cycles(layer, chosen, 8, target) < tiling.window_plan_cycles(
         layer, four, 8, target
     )
-    with mock.patch.object(tiling, "MULTICAST", False):
+    with mock.patch.object(tiling.pricing, "MULTICAST", False):
         assert tiling.window_plan_cycles(layer, four, 8, target) < tiling.window_plan_cycles(
             layer, chosen, 8, target
         )
@@ -219,7 +219,47 @@ def test_a_ddr_bound_layer_at_8_tiles_prices_the_reads_multicast_shares():
     text, _ = _layer_module("conv", 14, 14, 1024, 512, 1, 1, np.random.default_rng(0))
 
     def modelled(pieces) -> int:
-        with mock.patch.object(tiling, "plan_window_layer_priced", lambda *a, **k: pieces):
+        with mock.patch.object(tiling.search, "plan_window_layer_priced", lambda *a, **k: pieces):
             return model_cycles(prepare(_compile(text, "cn10ka", 8, False))).total_cycles
 
     assert modelled(chosen) < modelled(four)
+
+
+def test_double_buffered_layout_is_the_allocators_first_fit():
+    """The planner lays out a tile's double-buffered steps with `sched-allocate`'s first fit:
+    three steps of a 100-byte load and a 50-byte output (64-byte alignment) in
+    `sched-pipeline`'s order need 320 bytes (the second load cannot take the first's bytes,
+    which its compute still reads; the third fits between the second output and load)."""
+    from mrvl.passes.sched.tiling.double_buffering import _pipelined_top
+
+    assert _pipelined_top([((100,), 50, False)] * 3, 64) == 320
+    assert _pipelined_top([((100,), 50, False)], 64) == 192  # nothing to overlap
+    assert _pipelined_top([], 64) == 0
+
+
+def test_pinned_loads_are_the_pin_pass_rule():
+    """`LastSlices` is what sched-pin-weights removes and what the planner prices: a load
+    repeats only the slice its tile loaded last from that constant."""
+    from mrvl.passes.sched.pin_weights import LastSlices
+
+    held = LastSlices()
+    assert held.repeated(0, "w", (0, 8), "first") is None
+    assert held.repeated(0, "w", (0, 8), "again") == "first"
+    assert held.repeated(1, "w", (0, 8)) is None  # another tile
+    assert held.repeated(0, "w", (8, 8)) is None  # another slice: now the last one
+    assert held.repeated(0, "w", (0, 8)) is None
+
+
+def test_dma_cycles_is_setup_then_port_or_engine():
+    """`cost.dma_cycles`, the cycle model's timing of a DMA, as the planner uses it: set-up
+    then the port window, or the engine's own time, whichever ends later."""
+    from mrvl import cost
+    from mrvl.target import get_target
+
+    target = get_target("cn10ka")
+    setup = target.dma_setup_cycles
+    dma = cost.dma(target, 4096, reads_ddr=True)
+    port = cost.ddr_port_cycles(target, dma.ddr_bytes)
+    assert cost.dma_cycles(target, dma, port) == max(dma.cycles, setup + port)
+    assert cost.dma_cycles(target, dma, 0) == dma.cycles
+    assert cost.dma_cycles(target, dma, 10 * dma.cycles) == setup + 10 * dma.cycles

@@ -15,14 +15,13 @@ from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 from mrvl.dialects import mrvl, sched
 from mrvl.errors import CompileError
 from mrvl.passes.sched.lowering.state import (
-    F16_BYTES,
     LayerLowering,
     activation_props,
     buffer_type,
     i64_array,
     int_attr,
 )
-from mrvl.passes.sched.plan_tiling import PLAN, recorded_window_pieces
+from mrvl.passes.sched.plan_tiling import PLAN, recorded_window_pieces, window_geometry
 from mrvl.passes.sched.tiling import (
     WindowLayer,
     WindowPiece,
@@ -309,26 +308,3 @@ def _in_lockstep(chains: list) -> None:
         for chain in list(chains):
             if next(chain, StopIteration) is StopIteration:
                 chains.remove(chain)
-
-
-def window_geometry(op: mrvl.Conv2DOp | mrvl.Pool2DBase) -> WindowLayer:
-    """The tiling geometry of a conv or pool op."""
-    n, h, w, c = mrvl.shape_of(op.input)
-    _, oh, ow, oc = mrvl.shape_of(op.output)
-    if isinstance(op, mrvl.Conv2DOp):
-        _, kh, kw, cg = mrvl.shape_of(op.weight)
-        dh, dw = op.dilations.get_values()
-        per_oc = kh * kw * cg * F16_BYTES + (4 if op.bias is not None else 0)
-        per_oc += 4 if op.slopes is not None else 0  # PRELU's f32 slope
-        groups = op.group_count
-    else:
-        kh, kw = op.kernel.get_values()
-        dh = dw = 1
-        per_oc, groups = 0, 1
-    sh, sw = op.strides.get_values()
-    pads = op.pads.get_values()
-    return WindowLayer(
-        n, h, w, c, oh, ow, oc, kh, kw, sh, pads[0], dh, per_oc,
-        depthwise_channels=not isinstance(op, mrvl.Conv2DOp),
-        sw=sw, pad_left=pads[1], dw=dw, groups=groups,
-    )  # fmt: skip
