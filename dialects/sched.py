@@ -54,7 +54,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from mrvl.dialects.mrvl import ACTIVATION_FORMAT, FusedActivation, numpy_dtype
 from mrvl.isa import ACT_TABLE_ENTRIES, TABLE_ACTIVATIONS
-from mrvl.target import UnknownTargetError, get_target
+from mrvl.target import UnknownTargetError, get_target, valid_tile_count
 
 MEMORY_SPACES = ("ddr", "ocm")
 
@@ -797,7 +797,6 @@ class LutTaskOp(FusedActivation, TaskBase):
         self.verify_activation()
 
 
-TILE_COUNTS = (1, 2, 4, 8)
 
 
 @irdl_op_definition
@@ -886,7 +885,7 @@ class ProgramOp(IRDLOperation):
         except UnknownTargetError as err:
             raise VerifyException(f"sched.program: {err}") from None
         n = self.num_tiles.value.data
-        if n not in TILE_COUNTS or n > max_tiles:
+        if not valid_tile_count(self.target, n):
             raise VerifyException(
                 f"sched.program: tiles({n}) is not valid for {self.mcpu.data} "
                 f"(1, 2, 4 or 8, at most {max_tiles})"

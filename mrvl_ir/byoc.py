@@ -37,7 +37,7 @@ from .errors import (
     UnsupportedOpError,
     layer_boundary,
 )
-from .target import get_target
+from .target import region_target
 
 if TYPE_CHECKING:
     import tvm
@@ -103,9 +103,7 @@ def _relax_ext_mrvl(functions, options, constant_names) -> list:
         for func in progress:
             attrs = func.attrs if func.attrs is not None else {}
             symbol = str(attrs["global_symbol"])
-            mcpu = str(_first(mcpu_override, attrs.get("mrvl.mcpu"), "cn10ka"))
-            num_tiles = _first(tiles_override, attrs.get("mrvl.num_tiles"))
-            num_tiles = int(num_tiles) if num_tiles is not None else get_target(mcpu).max_tiles
+            mcpu, num_tiles = region_target(attrs, mcpu_override, tiles_override)
             validate_target_options(mcpu, num_tiles)
             region = compile_region(
                 func, mcpu=mcpu, num_tiles=num_tiles, constant_names=constant_names, **options
@@ -123,10 +121,6 @@ def _relax_ext_mrvl(functions, options, constant_names) -> list:
             session.error = err
         raise
     return modules
-
-
-def _first(*values):
-    return next((v for v in values if v is not None), None)
 
 
 def region_module(symbol: str, binary: bytes) -> tvm.runtime.Module:

@@ -29,7 +29,7 @@ from mrvl.passes import (
     SCHED_PIPELINE,
 )
 from mrvl.relax_import import import_region
-from mrvl.target import get_target
+from mrvl.target import region_target
 
 
 @dataclass
@@ -101,13 +101,7 @@ def run_pipeline(
 
 
 def _region_options(func, mcpu: str | None, num_tiles: int | None) -> tuple[str, int]:
-    attrs = func.attrs if func.attrs is not None else {}
-    if mcpu is None:
-        mcpu = str(attrs["mrvl.mcpu"]) if "mrvl.mcpu" in attrs else "cn10ka"
-    if num_tiles is None:
-        num_tiles = int(attrs["mrvl.num_tiles"]) if "mrvl.num_tiles" in attrs else None
-    target = get_target(mcpu)
-    return target.name, num_tiles if num_tiles is not None else target.max_tiles
+    return region_target(func.attrs, mcpu, num_tiles)
 
 
 GC_GEN0_THRESHOLD = 50_000

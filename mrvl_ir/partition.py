@@ -22,7 +22,7 @@ from .frontend import fold_constants, node_name_of, onnx_nodes_of
 from .pattern_checks import MAX_BATCH, Collector, bound_values, collecting, users_of
 from .patterns import CODEGEN, LAYER_OPS, mrvl_patterns
 from .placement import CPU, node_targets
-from .target import Target, get_target
+from .target import TILE_COUNTS, Target, get_target, valid_tile_count
 
 __all__ = [
     "LAYER_OPS",
@@ -36,8 +36,6 @@ __all__ = [
     "validate_target_options",
 ]
 
-TILE_COUNTS = (1, 2, 4, 8)
-"""Tile counts the compiler can split a layer across."""
 
 REGION_PREFIX = "mrvl_region_"
 """Regions are named mrvl_region_0, _1, ... in the order `main` calls them."""
@@ -61,7 +59,7 @@ def validate_target_options(mcpu: str, num_tiles: int) -> Target:
         raise ValueError(f"num_tiles must be an int, got {num_tiles!r}")
     if num_tiles not in TILE_COUNTS:
         raise ValueError(f"num_tiles must be one of {TILE_COUNTS}, got {num_tiles}")
-    if num_tiles > target.max_tiles:
+    if not valid_tile_count(target, num_tiles):
         raise ValueError(
             f"num_tiles={num_tiles} exceeds the {target.max_tiles} tiles of mcpu '{mcpu}'"
         )

@@ -59,3 +59,28 @@ def get_target(mcpu: str) -> Target:
             f"unknown mcpu '{mcpu}': known targets are {', '.join(available_targets())}"
         )
     return Target(**json.loads(path.read_text()))
+
+
+DEFAULT_MCPU = "cn10ka"
+"""The part a region is compiled for when nothing names one (upstream's default too)."""
+
+TILE_COUNTS = (1, 2, 4, 8)
+"""Tile counts a program may use (upstream's `num_tiles`): a layer is split evenly over them."""
+
+
+def valid_tile_count(target: Target, num_tiles: int) -> bool:
+    """Whether `num_tiles` is a tile count the compiler splits layers over, on `target`."""
+    return num_tiles in TILE_COUNTS and num_tiles <= target.max_tiles
+
+
+def region_target(attrs, mcpu: str | None, num_tiles: int | None) -> tuple[str, int]:
+    """The (mcpu, num_tiles) a region compiles for: the arguments where given, else the
+    region's `mrvl.mcpu` / `mrvl.num_tiles` attributes (set by `partition_for_mrvl`), else
+    `DEFAULT_MCPU` and all of the part's tiles. The tile count is not checked here."""
+    attrs = attrs if attrs is not None else {}
+    if mcpu is None:
+        mcpu = str(attrs["mrvl.mcpu"]) if "mrvl.mcpu" in attrs else DEFAULT_MCPU
+    if num_tiles is None and "mrvl.num_tiles" in attrs:
+        num_tiles = int(attrs["mrvl.num_tiles"])
+    target = get_target(mcpu)
+    return target.name, num_tiles if num_tiles is not None else target.max_tiles

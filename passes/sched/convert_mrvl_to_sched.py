@@ -29,7 +29,7 @@ from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.cascade import plan_resident
 from mrvl.passes.sched.lowering import LAYER_LOWERINGS, LoweringState
 from mrvl.passes.sched.lowering.state import buffer_type
-from mrvl.target import get_target
+from mrvl.target import get_target, valid_tile_count
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
             )
         target = get_target(self.mcpu)
         num_tiles = self.num_tiles
-        if num_tiles not in sched.TILE_COUNTS or num_tiles > target.max_tiles:
+        if not valid_tile_count(target, num_tiles):
             raise CompileError(
                 f"num_tiles={num_tiles} is not valid for {target.name} (1, 2, 4 or 8, at most "
                 f"{target.max_tiles})"
