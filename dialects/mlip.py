@@ -27,8 +27,10 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float32Type,
     FloatAttr,
+    IntAttr,
     IntegerAttr,
     IntegerType,
+    NoneAttr,
     Signedness,
     StringAttr,
     TensorType,
@@ -37,14 +39,16 @@ from xdsl.dialects.builtin import (
 )
 
 ui8 = IntegerType(8, Signedness.UNSIGNED)
-from xdsl.ir import Attribute, Dialect
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute
 from xdsl.irdl import (
     IRDLOperation,
+    irdl_attr_definition,
     irdl_op_definition,
     opt_prop_def,
+    param_def,
     prop_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
@@ -286,7 +290,7 @@ class IOOp(IRDLOperation):
 
 @irdl_op_definition
 class ConstsOp(IRDLOperation):
-    """The constant pool: raw bytes loaded into DDR at the module's `mlip.const_base`."""
+    """The constant pool: raw bytes loaded into DDR at the program's `const_base`."""
 
     name = "mlip.consts"
     data = prop_def(DenseIntOrFPElementsAttr)
@@ -306,9 +310,87 @@ class ConstsOp(IRDLOperation):
         return self.data.data.data
 
 
-Mlip = Dialect("mlip", [IOOp, ConstsOp, *INSTRUCTION_OPS.values()], [])
+_PROGRAM_FIELDS = ("target", "tiles", "ddr_size", "const_base")
 
-PROGRAM_ATTRS = ("mlip.target", "mlip.num_tiles", "mlip.ddr_size", "mlip.const_base")
-"""Module attributes every `mlip` program carries."""
 
-__all__ = ["Mlip", "INSTRUCTION_OPS", "InstructionOp", "IOOp", "ConstsOp"]
+@irdl_attr_definition
+class ProgramAttr(ParametrizedAttribute):
+    """What an `mlip` program runs on and where its memory lies: the part, the tile count, the
+    DDR bytes it uses and the address of its constant pool, and the region's symbol when
+    known. The module carries it as `mlip.program`, the assembler reads it; written
+    `#mlip.program<target = "cn10ka", tiles = 2, ddr_size = 4096, const_base = 128>`, with
+    `, symbol = "name"` last when there is one."""
+
+    name = "mlip.program"
+    target: StringAttr = param_def()
+    tiles: IntAttr = param_def()
+    ddr_size: IntAttr = param_def()
+    const_base: IntAttr = param_def()
+    symbol: StringAttr | NoneAttr = param_def()
+
+    def __init__(
+        self, target: str, tiles: int, ddr_size: int, const_base: int, symbol: str | None = None
+    ):
+        super().__init__(
+            StringAttr(target), IntAttr(tiles), IntAttr(ddr_size), IntAttr(const_base),
+            StringAttr(symbol) if symbol is not None else NoneAttr(),
+        )  # fmt: skip
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values: list[Attribute] = []
+        with parser.in_angle_brackets():
+            for i, field in enumerate(_PROGRAM_FIELDS):
+                if i:
+                    parser.parse_punctuation(",")
+                parser.parse_keyword(field)
+                parser.parse_punctuation("=")
+                if field == "target":
+                    values.append(StringAttr(parser.parse_str_literal("a target name")))
+                else:
+                    values.append(IntAttr(parser.parse_integer(allow_boolean=False)))
+            symbol: Attribute = NoneAttr()
+            if parser.parse_optional_punctuation(","):
+                parser.parse_keyword("symbol")
+                parser.parse_punctuation("=")
+                symbol = StringAttr(parser.parse_str_literal("a symbol"))
+            values.append(symbol)
+        return values
+
+    def print_parameters(self, printer: Printer) -> None:
+        text = (
+            f'<target = "{self.target.data}", tiles = {self.tiles.data}, '
+            f"ddr_size = {self.ddr_size.data}, const_base = {self.const_base.data}"
+        )
+        if isinstance(self.symbol, StringAttr):
+            text += f', symbol = "{self.symbol.data}"'
+        printer.print_string(text + ">")
+
+    def verify(self) -> None:
+        for field in ("tiles", "ddr_size", "const_base"):
+            if getattr(self, field).data < (1 if field == "tiles" else 0):
+                raise VerifyException(f"mlip.program: {field} = {getattr(self, field).data}")
+
+    @property
+    def symbol_name(self) -> str | None:
+        return self.symbol.data if isinstance(self.symbol, StringAttr) else None
+
+
+PROGRAM_ATTR = "mlip.program"
+"""The module attribute holding an `mlip` program's `ProgramAttr`."""
+
+
+def program_attr(module) -> ProgramAttr:
+    """The `ProgramAttr` of an `mlip` module (a clear error where it is missing)."""
+    attr = module.attributes.get(PROGRAM_ATTR)
+    if not isinstance(attr, ProgramAttr):
+        raise VerifyException(f"an mlip program needs the module attribute {PROGRAM_ATTR}")
+    return attr
+
+
+Mlip = Dialect("mlip", [IOOp, ConstsOp, *INSTRUCTION_OPS.values()], [ProgramAttr])
+
+__all__ = [
+    "Mlip", "INSTRUCTION_OPS", "InstructionOp", "IOOp", "ConstsOp", "PROGRAM_ATTR",
+    "ProgramAttr", "program_attr",
+]  # fmt: skip

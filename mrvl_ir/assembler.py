@@ -6,9 +6,16 @@ lists the ONNX node names in order of first use, which is how the assembler buil
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ModuleOp
 
-from mrvl.dialects.mlip import INSTRUCTION_OPS, ConstsOp, InstructionOp, IOOp
+from mrvl.dialects.mlip import (
+    INSTRUCTION_OPS,
+    PROGRAM_ATTR,
+    ConstsOp,
+    InstructionOp,
+    IOOp,
+    ProgramAttr,
+)
 from mrvl.errors import CompileError
 from mrvl.isa import NO_LOC, DType, Instruction, IOEntry, Program
 from mrvl.locations import location_name, name_location
@@ -16,18 +23,11 @@ from mrvl.locations import location_name, name_location
 _DTYPE_BY_NAME = {d.name.lower(): d for d in DType}
 
 
-def _int_attr(module: ModuleOp, key: str) -> int:
-    attr = module.attributes.get(key)
-    if not isinstance(attr, IntegerAttr):
-        raise CompileError(f"mlip program: module attribute {key} is missing")
-    return attr.value.data
-
-
 def assemble(module: ModuleOp) -> Program:
     """Collect an `mlip` module into a Program (the binary encoder's input)."""
-    target = module.attributes.get("mlip.target")
-    if not isinstance(target, StringAttr):
-        raise CompileError("mlip program: module attribute mlip.target is missing")
+    program = module.attributes.get(PROGRAM_ATTR)
+    if not isinstance(program, ProgramAttr):
+        raise CompileError(f"mlip program: module attribute {PROGRAM_ATTR} is missing")
     io: list[IOEntry] = []
     code: list[Instruction] = []
     consts = b""
@@ -66,12 +66,12 @@ def assemble(module: ModuleOp) -> Program:
         else:
             raise CompileError(f"mlip program: unexpected op {op.name}")
     return Program(
-        target=target.data,
-        num_tiles=_int_attr(module, "mlip.num_tiles"),
-        ddr_size=_int_attr(module, "mlip.ddr_size"),
+        target=program.target.data,
+        num_tiles=program.tiles.data,
+        ddr_size=program.ddr_size.data,
         io=io,
         code=code,
-        const_base=_int_attr(module, "mlip.const_base"),
+        const_base=program.const_base.data,
         consts=consts,
         srcmap=srcmap,
     )
@@ -89,12 +89,7 @@ def disassemble(program: Program) -> ModuleOp:
             op.location = name_location(program.srcmap[ins.loc])
         ops.append(op)
     module = ModuleOp(ops)
-    module.attributes.update(
-        {
-            "mlip.target": StringAttr(program.target),
-            "mlip.num_tiles": IntegerAttr(program.num_tiles, i64),
-            "mlip.ddr_size": IntegerAttr(program.ddr_size, i64),
-            "mlip.const_base": IntegerAttr(program.const_base, i64),
-        }
+    module.attributes[PROGRAM_ATTR] = ProgramAttr(
+        program.target, program.num_tiles, program.ddr_size, program.const_base
     )
     return module

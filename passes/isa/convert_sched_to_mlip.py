@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -416,13 +416,8 @@ class ConvertSchedToMlipPass(MrvlModulePass):
         for ins in program:
             Rewriter.insert_op(ins, InsertPoint.before(prog))
         Rewriter.erase_op(prog, safe_erase=False)
-        attrs = {
-            "mlip.target": StringAttr(prog.mcpu.data),
-            "mlip.num_tiles": IntegerAttr(prog.tiles, i64),
-            "mlip.ddr_size": IntegerAttr(ddr_size, i64),
-            "mlip.const_base": IntegerAttr(const_base, i64),
-        }
-        if prog.sym_name is not None:
-            attrs["mlip.symbol"] = prog.sym_name
+        symbol = prog.sym_name.data if prog.sym_name is not None else None
         op.attributes.clear()
-        op.attributes.update(attrs)
+        op.attributes[mlip.PROGRAM_ATTR] = mlip.ProgramAttr(
+            prog.mcpu.data, prog.tiles, ddr_size, const_base, symbol
+        )

@@ -5,7 +5,7 @@
 // prints only when it is not 0, after the required fields, and parses back unchanged. Written
 // as 0 it vanishes, so every dma without a multicast prints as before the field existed.
 
-builtin.module attributes {mlip.target = "cn10ka", mlip.num_tiles = 4 : i64, mlip.ddr_size = 256 : i64, mlip.const_base = 0 : i64} {
+builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles = 4, ddr_size = 256, const_base = 0>} {
   mlip.consts dense<"0x0000803F"> : tensor<4xui8>
   mlip.dma tile 1 signal 1 : src_space ddr, src_addr 0, src_strides [0, 0, 0, 1], dst_space ocm, dst_addr 64, dst_strides [0, 0, 0, 1], box [1, 1, 1, 4], elem_bytes 1, dst_tiles 11 loc("/conv/Conv")
   mlip.dma tile 2 signal 2 : src_space ddr, src_addr 0, src_strides [0, 0, 0, 1], dst_space ocm, dst_addr 64, dst_strides [0, 0, 0, 1], box [1, 1, 1, 4], elem_bytes 1, dst_tiles 0 loc("/conv/Conv")

@@ -4,7 +4,7 @@
 // Every instruction prints as assembly with all its fields, and parses back unchanged.
 // Enumeration fields are words (`act relu`, `mode avg`, `src_dtype f32`).
 
-builtin.module attributes {mlip.target = "cn10ka", mlip.num_tiles = 1 : i64, mlip.ddr_size = 256 : i64, mlip.const_base = 128 : i64} {
+builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles = 1, ddr_size = 256, const_base = 128>} {
   mlip.io "x" "input" [1, 1, 4, 4] "f32" at 0
   mlip.consts dense<"0x0000803F"> : tensor<4xui8>
   mlip.cvt tile 0 signal 1 : src_addr 0, src_dtype f32, src_shape [1, 1, 4, 4], dst_addr 192, dst_dtype f16, perm [0, 2, 3, 1]

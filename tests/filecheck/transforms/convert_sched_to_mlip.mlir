@@ -27,7 +27,7 @@ sched.program mcpu("cn10ka") tiles(2) ddr_size(448) const_base(128) const_end(32
 }
 
 
-// CHECK:      builtin.module attributes {mlip.target = "cn10ka", mlip.num_tiles = 2 : i64, mlip.ddr_size = 448 : i64, mlip.const_base = 128 : i64} {
+// CHECK:      builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles = 2, ddr_size = 448, const_base = 128>} {
 // CHECK-NEXT:   mlip.io "x" "input" [1, 10] "f32" at 0
 // CHECK-NEXT:   mlip.io "output0" "output" [1, 10] "f32" at 64
 // CHECK-NEXT:   mlip.consts dense<"0x003C{{(003C)+}}"> : tensor<200xui8>
