@@ -23,12 +23,14 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Block,
     Dialect,
     ParametrizedAttribute,
     Region,
+    SpacedOpaqueSyntaxAttribute,
     SSAValue,
     TypeAttribute,
 )
@@ -51,12 +53,27 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
 from mrvl.dialects.mrvl import ACTIVATION_FORMAT, FusedActivation, numpy_dtype
 from mrvl.isa import ACT_TABLE_ENTRIES, TABLE_ACTIVATIONS
 from mrvl.target import UnknownTargetError, get_target, valid_tile_count
 
-MEMORY_SPACES = ("ddr", "ocm")
+class MemorySpace(StrEnum):
+    """Where a buffer lives: the DDR all tiles share, or one tile's on-chip memory."""
+
+    DDR = "ddr"
+    OCM = "ocm"
+
+
+@irdl_attr_definition
+class MemorySpaceAttr(EnumAttribute[MemorySpace], SpacedOpaqueSyntaxAttribute):
+    """A buffer's memory space; a `MemorySpace` compares equal to its word ("ddr", "ocm")."""
+
+    name = "sched.memory_space"
+
+
+MEMORY_SPACES = tuple(MemorySpace)
 
 
 @irdl_attr_definition
@@ -64,20 +81,25 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
     """A dense row-major buffer in a memory space: `!sched.buffer<ocm, 1x15x28x1xf16>`."""
 
     name = "sched.buffer"
-    space: StringAttr = param_def()
+    space: MemorySpaceAttr = param_def()
     shape: ArrayAttr[IntAttr] = param_def()
     element_type: Attribute = param_def()
 
     def __init__(self, space: str, shape: Sequence[int], element_type: Attribute):
-        super().__init__(StringAttr(space), ArrayAttr([IntAttr(d) for d in shape]), element_type)
+        super().__init__(
+            _memory_space(space), ArrayAttr([IntAttr(d) for d in shape]), element_type
+        )
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
+            pos = parser.pos
             space = parser.parse_identifier("memory space")
+            if space not in MEMORY_SPACES:
+                parser.raise_error(f"unknown memory space '{space}' (ddr or ocm)", pos)
             parser.parse_punctuation(",")
             dims, element_type = parser.parse_ranked_shape()
-        return (StringAttr(space), ArrayAttr([IntAttr(d) for d in dims]), element_type)
+        return (_memory_space(space), ArrayAttr([IntAttr(d) for d in dims]), element_type)
 
     def print_parameters(self, printer: Printer) -> None:
         dims = "x".join(str(d.data) for d in self.shape.data)
@@ -86,8 +108,6 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
         printer.print_string(">")
 
     def verify(self) -> None:
-        if self.space.data not in MEMORY_SPACES:
-            raise VerifyException(f"unknown memory space '{self.space.data}' (ddr or ocm)")
         if any(d.data < 1 for d in self.shape.data):
             raise VerifyException("buffer dimensions must be >= 1")
 
@@ -98,6 +118,11 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
     @property
     def size_bytes(self) -> int:
         return prod(self.dims) * numpy_dtype(self.element_type).itemsize
+
+
+@cache
+def _memory_space(space: str) -> MemorySpaceAttr:
+    return MemorySpaceAttr(MemorySpace(space))
 
 
 @irdl_attr_definition
@@ -925,5 +950,5 @@ Sched = Dialect(
         MulTaskOp,
         LutTaskOp,
     ],
-    [BufferType, TokenType, WindowPlanAttr, FcPlanAttr],
+    [BufferType, MemorySpaceAttr, TokenType, WindowPlanAttr, FcPlanAttr],
 )

@@ -45,12 +45,6 @@ builtin.module {
 
 // -----
 
-builtin.module {
-  %x = sched.alloc : !sched.buffer<sram, 4xf16>
-}
-// CHECK: unknown memory space 'sram' (ddr or ocm)
-
-// -----
 
 builtin.module {
   %t = sched.const "t" = dense<0.0> : tensor<65536xf16> : !sched.buffer<ddr, 65536xf16>
