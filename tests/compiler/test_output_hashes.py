@@ -10,25 +10,18 @@ zoo's configuration). `scripts/output_hashes.py --check` checks all of them, the
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import load_module
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "output_hashes.json"
 
 
 def _script():
-    name = "mrvl_output_hashes"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "output_hashes.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return load_module("mrvl_output_hashes", ROOT / "scripts" / "output_hashes.py")
 
 
 RECORDED = json.loads(FIXTURE.read_text())
