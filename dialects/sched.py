@@ -76,6 +76,20 @@ class MemorySpaceAttr(EnumAttribute[MemorySpace], SpacedOpaqueSyntaxAttribute):
 MEMORY_SPACES = tuple(MemorySpace)
 
 
+class PoolKind(StrEnum):
+    """Which reduction a pool task computes over its window."""
+
+    MAX = "max"
+    AVG = "avg"
+
+
+@irdl_attr_definition
+class PoolKindAttr(EnumAttribute[PoolKind], SpacedOpaqueSyntaxAttribute):
+    """A pool task's reduction; prints as a word (`sched.pool2d tile 0 avg ...`)."""
+
+    name = "sched.pool_kind"
+
+
 @irdl_attr_definition
 class BufferType(ParametrizedAttribute, TypeAttribute):
     """A dense row-major buffer in a memory space: `!sched.buffer<ocm, 1x15x28x1xf16>`."""
@@ -623,7 +637,7 @@ class Pool2DTaskOp(WindowTaskBase):
     """Max or average pooling of an OCM input window."""
 
     name = "sched.pool2d"
-    mode = prop_def(StringAttr)
+    mode = prop_def(PoolKindAttr)
     in_hw = prop_def(DenseArrayBase[I64])
     count_include_pad = opt_prop_def(UnitAttr)
     assembly_format = (
@@ -634,8 +648,6 @@ class Pool2DTaskOp(WindowTaskBase):
 
     def verify_(self) -> None:
         _check_ocm(self, self.tile.value.data, self.input, self.output)
-        if self.mode.data not in ("max", "avg"):
-            raise VerifyException("sched.pool2d: mode must be max or avg")
 
 
 @irdl_op_definition
@@ -950,5 +962,5 @@ Sched = Dialect(
         MulTaskOp,
         LutTaskOp,
     ],
-    [BufferType, MemorySpaceAttr, TokenType, WindowPlanAttr, FcPlanAttr],
+    [BufferType, MemorySpaceAttr, PoolKindAttr, TokenType, WindowPlanAttr, FcPlanAttr],
 )

@@ -240,7 +240,7 @@ class SelectPool2D(InstructionSelection):
         fields = self.state.window_fields(op)
         pads = op.pads.get_values()
         fields.update(
-            mode=PoolMode.MAX if op.mode.data == "max" else PoolMode.AVG,
+            mode=PoolMode[op.mode.data.name],
             in_hw=list(op.in_hw.get_values()),
             pad_end=[pads[2], pads[3]],
             count_include_pad=int(op.count_include_pad is not None),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from xdsl.dialects.builtin import Float32Type, StringAttr, UnitAttr
+from xdsl.dialects.builtin import Float32Type, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
@@ -136,7 +136,11 @@ class _LowerWindowLayer(LayerLowering):
             else:
                 props = {
                     **common,
-                    "mode": StringAttr("max" if isinstance(op, mrvl.MaxPool2DOp) else "avg"),
+                    "mode": sched.PoolKindAttr(
+                        sched.PoolKind.MAX
+                        if isinstance(op, mrvl.MaxPool2DOp)
+                        else sched.PoolKind.AVG
+                    ),
                     "in_hw": i64_array([h, w]),
                 }
                 if isinstance(op, mrvl.AvgPool2DOp) and op.count_include_pad is not None:

@@ -19,7 +19,7 @@ sched.program mcpu("cn10ka") tiles(2) symbol("region") wb_pin_ocm ddr_size(1024)
   %o = sched.alloc tile(0) : !sched.buffer<ocm, 1x4x8x2xf16>
   %t3 = sched.conv2d tile 0 %win, %wo -> %o in_row 0 out_row 0 channels 0 of 2 kernel [3, 3] strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 act relu after(%t1, %t2) : !sched.buffer<ocm, 1x5x8x1xf16>, !sched.buffer<ocm, 2x3x3x1xf16> -> !sched.buffer<ocm, 1x4x8x2xf16> loc("/conv/Conv")
   %p = sched.alloc tile(0) : !sched.buffer<ocm, 1x2x4x2xf16>
-  %t4 = sched.pool2d tile 0 "avg" %o -> %p in_row 0 out_row 0 of [8, 8] kernel [2, 2] strides [2, 2] pads [0, 0, 0, 0] count_include_pad after(%t3) : !sched.buffer<ocm, 1x4x8x2xf16> -> !sched.buffer<ocm, 1x2x4x2xf16> loc("/pool/AveragePool")
+  %t4 = sched.pool2d tile 0 avg %o -> %p in_row 0 out_row 0 of [8, 8] kernel [2, 2] strides [2, 2] pads [0, 0, 0, 0] count_include_pad after(%t3) : !sched.buffer<ocm, 1x4x8x2xf16> -> !sched.buffer<ocm, 1x2x4x2xf16> loc("/pool/AveragePool")
   %v = sched.view %a : !sched.buffer<ddr, 1x8x8x1xf16> -> !sched.buffer<ddr, 1x64xf16>
   %e = sched.alloc tile(0) : !sched.buffer<ocm, 16xf16>
   %f = sched.alloc tile(0) : !sched.buffer<ocm, 16xf16>
@@ -47,7 +47,7 @@ sched.program mcpu("cn10ka") tiles(2) symbol("region") wb_pin_ocm ddr_size(1024)
 // CHECK-NEXT: %wo1 = sched.alloc tile(1) : !sched.buffer<ocm, 2x3x3x1xf16>
 // CHECK-NEXT: %t2 = sched.multicast_dma tile 0 %w [0, 0, 0, 0] -> %wo [0, 0, 0, 0] mirrors(%wo1 : !sched.buffer<ocm, 2x3x3x1xf16>) box [2, 3, 3, 1] : {{.*}}
 // CHECK:      %t3 = sched.conv2d tile 0 %win, %wo -> %o in_row 0 out_row 0 channels 0 of 2 kernel [3, 3] strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 act relu after(%t1, %t2) : {{.*}} loc("/conv/Conv")
-// CHECK:      %t4 = sched.pool2d tile 0 "avg" %o -> %p in_row 0 out_row 0 of [8, 8] kernel [2, 2] strides [2, 2] pads [0, 0, 0, 0] count_include_pad after(%t3) : {{.*}} loc("/pool/AveragePool")
+// CHECK:      %t4 = sched.pool2d tile 0 avg %o -> %p in_row 0 out_row 0 of [8, 8] kernel [2, 2] strides [2, 2] pads [0, 0, 0, 0] count_include_pad after(%t3) : {{.*}} loc("/pool/AveragePool")
 // CHECK-NEXT: %v = sched.view %a : !sched.buffer<ddr, 1x8x8x1xf16> -> !sched.buffer<ddr, 1x64xf16>
 // CHECK:      %t5 = sched.add tile 0 %e, %f -> %e act relu after(%t4) : {{.*}} loc("/add/Add")
 // CHECK-NEXT: %t6 = sched.scale tile 0 %e, %sc, %sc -> %f act clip min 0.000000e+00 max 6.000000e+00 after(%t5) : {{.*}} loc("/bn/BatchNormalization")

@@ -26,4 +26,4 @@ builtin.module {
 // CHECK:      %[[C:.*]] = sched.alloc : !sched.buffer<ddr, 1x4x4x16xf16> loc("/cat/Concat")
 // CHECK-NEXT: sched.dma tile 0 %[[S]] [0, 0, 0, 0] -> %[[C]] [0, 0, 0, 0] box [1, 4, 4, 8] after({{.*}}) : {{.*}} loc("/cat/Concat")
 // CHECK-NEXT: sched.dma tile 1 %[[X]] [0, 0, 0, 0] -> %[[C]] [0, 0, 0, 8] box [1, 4, 4, 8] after({{.*}}) : {{.*}} loc("/cat/Concat")
-// CHECK:      sched.pool2d tile 0 "avg" %{{.*}} -> %{{.*}} in_row 0 out_row 0 of [4, 4] kernel [4, 4] strides [1, 1] pads [0, 0, 0, 0] {{.*}} loc("/gap/GlobalAveragePool")
+// CHECK:      sched.pool2d tile 0 avg %{{.*}} -> %{{.*}} in_row 0 out_row 0 of [4, 4] kernel [4, 4] strides [1, 1] pads [0, 0, 0, 0] {{.*}} loc("/gap/GlobalAveragePool")
