@@ -893,8 +893,23 @@ class StridedCopyOp(IRDLOperation):
             raise VerifyException("mrvl.strided_copy: element type must not change")
 
 
-RESIZE_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
-"""ONNX Resize coordinate transformation modes `mrvl.resize` documents in `mode`."""
+class ResizeCoordinates(StrEnum):
+    """The ONNX Resize coordinate transformation modes the tables are computed for."""
+
+    HALF_PIXEL = "half_pixel"
+    PYTORCH_HALF_PIXEL = "pytorch_half_pixel"
+    ALIGN_CORNERS = "align_corners"
+    ASYMMETRIC = "asymmetric"
+
+
+@irdl_attr_definition
+class ResizeCoordinatesAttr(EnumAttribute[ResizeCoordinates], SpacedOpaqueSyntaxAttribute):
+    """`mrvl.resize`'s mode; prints as a word (`mode align_corners`)."""
+
+    name = "mrvl.resize_coordinates"
+
+
+RESIZE_MODES = tuple(ResizeCoordinates)
 
 
 @irdl_op_definition
@@ -909,7 +924,7 @@ class ResizeOp(IRDLOperation):
     ytab = operand_def(TensorType)
     xtab = operand_def(TensorType)
     output = result_def(TensorType)
-    mode = prop_def(StringAttr)
+    mode = prop_def(ResizeCoordinatesAttr)
     assembly_format = (
         "$input `,` $ytab `,` $xtab `mode` $mode attr-dict `:` functional-type(operands, results)"
     )
@@ -921,17 +936,12 @@ class ResizeOp(IRDLOperation):
         super().__init__(
             operands=[input, ytab, xtab],
             result_types=[output_type],
-            properties={"mode": StringAttr(mode)},
+            properties={"mode": ResizeCoordinatesAttr(ResizeCoordinates(mode))},
         )
 
     def verify_(self) -> None:
         _check_tensor(self, "input", self.input, 4, "NHWC")
         _check_tensor(self, "output", self.output, 4, "NHWC")
-        if self.mode.data not in RESIZE_MODES:
-            raise VerifyException(
-                f"mrvl.resize: unknown mode '{self.mode.data}', expected one of "
-                f"{', '.join(RESIZE_MODES)}"
-            )
         n, _, _, c = shape_of(self.input)
         on, oh, ow, oc = shape_of(self.output)
         if (on, oc) != (n, c):
@@ -1019,5 +1029,5 @@ Mrvl = Dialect(
         LayoutConvertOp,
         CastOp,
     ],
-    [LayoutAttr, ActivationAttr],
+    [LayoutAttr, ActivationAttr, ResizeCoordinatesAttr],
 )

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from tvm import relax
 
+from mrvl.dialects.mrvl import ResizeCoordinates
+
 MOVE_OPS = (
     "relax.reshape",
     "relax.squeeze",
@@ -116,7 +118,7 @@ def _strided_slice(call: relax.Call, positions: np.ndarray) -> np.ndarray:
     return positions[tuple(index)]
 
 
-RESIZE_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+RESIZE_MODES = tuple(ResizeCoordinates)
 """ONNX coordinate transformation modes supported (those PyTorch and Paddle exports use)."""
 
 ROUNDINGS = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")

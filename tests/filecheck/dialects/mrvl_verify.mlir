@@ -178,15 +178,7 @@ func.func @f(%x: tensor<1x3x3x2xf16, #mrvl.layout<NHWC>>) {
 // -----
 
 func.func @f(%x: tensor<1x3x4x2xf16, #mrvl.layout<NHWC>>, %t: tensor<24xf32, #mrvl.layout<O>>) {
-  %y = mrvl.resize %x, %t, %t mode "half_pixel" : (tensor<1x3x4x2xf16, #mrvl.layout<NHWC>>, tensor<24xf32, #mrvl.layout<O>>, tensor<24xf32, #mrvl.layout<O>>) -> tensor<1x6x8x2xf16, #mrvl.layout<NHWC>>
+  %y = mrvl.resize %x, %t, %t mode half_pixel : (tensor<1x3x4x2xf16, #mrvl.layout<NHWC>>, tensor<24xf32, #mrvl.layout<O>>, tensor<24xf32, #mrvl.layout<O>>) -> tensor<1x6x8x2xf16, #mrvl.layout<NHWC>>
   func.return
 }
 // CHECK: mrvl.resize: xtab must be f32 with 4 values per output index (32)
-
-// -----
-
-func.func @f(%x: tensor<1x3x4x2xf16, #mrvl.layout<NHWC>>, %t: tensor<24xf32, #mrvl.layout<O>>) {
-  %y = mrvl.resize %x, %t, %t mode "tf_crop_and_resize" : (tensor<1x3x4x2xf16, #mrvl.layout<NHWC>>, tensor<24xf32, #mrvl.layout<O>>, tensor<24xf32, #mrvl.layout<O>>) -> tensor<1x6x6x2xf16, #mrvl.layout<NHWC>>
-  func.return
-}
-// CHECK: mrvl.resize: unknown mode 'tf_crop_and_resize'

@@ -10,7 +10,7 @@ builtin.module {
   func.func @region(%x: tensor<1x2x3x2xf16, #mrvl.layout<NHWC>>) -> tensor<1x4x6x2xf16, #mrvl.layout<NHWC>> {
     %yt = mrvl.constant "rows" = dense<[0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.75, 0.25, 0.0, 1.0, 0.25, 0.75, 1.0, 1.0, 1.0, 0.0]> : tensor<16xf32> -> tensor<16xf32, #mrvl.layout<O>>
     %xt = mrvl.constant "cols" = dense<[0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.75, 0.25, 0.0, 1.0, 0.25, 0.75, 1.0, 2.0, 0.75, 0.25, 1.0, 2.0, 0.25, 0.75, 2.0, 2.0, 1.0, 0.0]> : tensor<24xf32> -> tensor<24xf32, #mrvl.layout<O>>
-    %0 = mrvl.resize %x, %yt, %xt mode "half_pixel" : (tensor<1x2x3x2xf16, #mrvl.layout<NHWC>>, tensor<16xf32, #mrvl.layout<O>>, tensor<24xf32, #mrvl.layout<O>>) -> tensor<1x4x6x2xf16, #mrvl.layout<NHWC>> loc("/up/Resize")
+    %0 = mrvl.resize %x, %yt, %xt mode half_pixel : (tensor<1x2x3x2xf16, #mrvl.layout<NHWC>>, tensor<16xf32, #mrvl.layout<O>>, tensor<24xf32, #mrvl.layout<O>>) -> tensor<1x4x6x2xf16, #mrvl.layout<NHWC>> loc("/up/Resize")
     %1 = mrvl.layout_convert %0 : tensor<1x4x6x2xf16, #mrvl.layout<NHWC>> -> tensor<1x4x6x2xf16, #mrvl.layout<NHWC>> loc("/out")
     func.return %1 : tensor<1x4x6x2xf16, #mrvl.layout<NHWC>>
   }
