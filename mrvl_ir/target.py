@@ -153,7 +153,8 @@ def derive_target(base: str | Target, **overrides: Any) -> Target:
     """`base` with some machine numbers changed, registered under a name made from them (the
     base's name and a hash of the numbers), so that equal design points share one name."""
     parent = base if isinstance(base, Target) else get_target(base)
-    if not overrides:
+    overrides = {k: v for k, v in overrides.items() if getattr(parent, k, None) != v}
+    if not overrides:  # the base's own numbers: the base itself
         return parent
     document = {**asdict(parent), **overrides}
     digest = hashlib.sha256(

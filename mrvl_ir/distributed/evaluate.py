@@ -168,8 +168,9 @@ def connect_ray(address: str | None, workers: int | None) -> bool:
     if address:
         ray.init(address=address, **common)
     else:
+        # "local": a new instance even when `ray start` left one running on this machine.
         cpus = max(os.cpu_count() or 1, workers or 0)
-        ray.init(num_cpus=cpus, **common)
+        ray.init(address="local", num_cpus=cpus, **common)
     return True
 
 

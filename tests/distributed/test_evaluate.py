@@ -19,7 +19,7 @@ SAMPLES = 12
 def ray_session():
     ray = pytest.importorskip("ray")
     ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 
