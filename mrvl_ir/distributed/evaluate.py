@@ -314,13 +314,16 @@ def evaluate(
     done = _read_done(out_path, summary) if out_path is not None and resume else set()
     todo = [ref for ref in samples(data, inputs) if ref.id not in done]
 
+    remote = rpc.connect() if rpc is not None else None  # an unreachable server fails first
     library = compile_library(model, target, num_tiles, **compile_options)
     model_bytes = Path(model).read_bytes()
     custom = [] if target.name in available_targets() else [target]
     runner_args = (library, model_bytes, custom, engine, classifier)
     started = False
     if rpc is not None:
-        pool = _Serial(rpc.runner(library, model_bytes, classifier))
+        from .rpc import RpcRunner
+
+        pool = _Serial(RpcRunner(remote, library, model_bytes, classifier))
     elif workers == 0:
         pool = _Serial(LocalRunner(*runner_args))
     else:

@@ -62,9 +62,6 @@ class RpcSession:
             where = f"tracker {self.tracker}" if self.tracker else f"{self.host}:{self.port}"
             raise RpcError(f"cannot reach the RPC server at {where}: {first_line(err)}") from None
 
-    def runner(self, library: bytes, model: bytes, classifier: bool | None = None) -> RpcRunner:
-        return RpcRunner(self.connect(), library, model, classifier)
-
 
 class RpcRunner:
     """`LocalRunner`'s rows, from a VM on the remote; onnxruntime's reference runs here."""
