@@ -11,6 +11,7 @@ sample is lost or written twice.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -98,6 +99,11 @@ def resolve_target(mcpu: str, target_file: str | os.PathLike | None) -> Target:
     return load_target_file(target_file) if target_file else get_target(mcpu)
 
 
+_libraries: dict[tuple, bytes] = {}
+"""Libraries this process compiled, by (model bytes' hash, part, tiles, options): evaluating
+the same model again (another data set, a notebook's second call) skips the compile."""
+
+
 def compile_library(
     model: str | os.PathLike, target: Target, num_tiles: int | None, **options: Any
 ) -> bytes:
@@ -107,11 +113,19 @@ def compile_library(
 
     num_tiles = num_tiles or target.max_tiles
     validate_target_options(target.name, num_tiles)
+    digest = hashlib.sha256(Path(model).read_bytes()).hexdigest()
+    key = (digest, target, num_tiles, tuple(sorted(options.items())))
+    if key in _libraries:
+        return _libraries[key]
     mod = mrvl.from_onnx(model)
     mod = mrvl.partition_for_mrvl(mod, mcpu=target.name, num_tiles=num_tiles)
     with tempfile.TemporaryDirectory(prefix="mrvl-eval-build-") as work:
         lib = mrvl.build(mod, mcpu=target.name, num_tiles=num_tiles, export_dir=work, **options)
-        return Path(lib.library_path).read_bytes()
+        library = Path(lib.library_path).read_bytes()
+    if len(_libraries) >= 4:
+        _libraries.pop(next(iter(_libraries)))
+    _libraries[key] = library
+    return library
 
 
 def _read_done(output: Path, summary: Summary) -> set[str]:
@@ -208,6 +222,7 @@ class RayPool:
         from ray.exceptions import RayActorError, RayTaskError
 
         pending: dict[Any, tuple[Any, Batch]] = {}
+        starting: dict[Any, Any] = {}  # a replacement's first call -> the actor: fed once up
         load = {actor: 0 for actor in self.actors}
         retry: deque[Batch] = deque()
 
@@ -221,8 +236,18 @@ class RayPool:
                     load[actor] += 1
 
         feed()
-        while pending:
-            [ref], _ = ray.wait(list(pending), num_returns=1)
+        while pending or (starting and retry):
+            [ref], _ = ray.wait([*pending, *starting], num_returns=1)
+            if ref in starting:
+                actor = starting.pop(ref)
+                try:
+                    ray.get(ref)
+                except RayActorError:
+                    self.actors.remove(actor)
+                else:
+                    load[actor] = 0
+                feed()
+                continue
             actor, batch = pending.pop(ref)
             try:
                 rows = ray.get(ref)
@@ -232,16 +257,15 @@ class RayPool:
                 if actor in load:  # the first of its batches to fail: replace the actor
                     del load[actor]
                     self.actors.remove(actor)
-                    if self.replacements_left <= 0:
-                        if not load:
-                            raise EvaluationError(
-                                f"every worker died; the last: {first_line(err)}"
-                            ) from None
-                    else:
+                    if self.replacements_left > 0:
                         self.replacements_left -= 1
                         new = self._actor_class.remote(*self._args)
                         self.actors.append(new)
-                        load[new] = 0
+                        starting[new.pid.remote()] = new
+                    elif not load and not starting:
+                        raise EvaluationError(
+                            f"every worker died; the last: {first_line(err)}"
+                        ) from None
                 feed()
                 continue
             except RayTaskError as err:  # not a sample's error (those are rows): the batch's
@@ -250,6 +274,10 @@ class RayPool:
                 load[actor] -= 1
             feed()
             yield rows
+        for actor in starting.values():  # replacements that were not needed after all
+            ray.kill(actor)
+        if retry:
+            raise EvaluationError(f"{len(retry)} batch(es) left with no worker to run them")
 
 
 class _Serial:
