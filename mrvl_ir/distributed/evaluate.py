@@ -295,6 +295,10 @@ class _Serial:
         for batch in batches:
             yield self.runner.run(batch)
 
+    def close(self) -> None:
+        if hasattr(self.runner, "close"):
+            self.runner.close()
+
 
 def evaluate(
     model: str | os.PathLike,
@@ -352,6 +356,7 @@ def evaluate(
         from .rpc import RpcRunner
 
         pool = _Serial(RpcRunner(remote, library, model_bytes, classifier))
+        remote = None  # the runner's now: its close() ends the session
     elif workers == 0:
         pool = _Serial(LocalRunner(*runner_args))
     else:
@@ -388,6 +393,8 @@ def evaluate(
             out.close()
         summary.seconds = time.perf_counter() - start
         summary.retried_batches = pool.retried_batches
+        if hasattr(pool, "close"):
+            pool.close()
         if started:
             import ray
 

@@ -95,6 +95,14 @@ class RpcRunner:
     def pid(self) -> int:
         return 0
 
+    def close(self) -> None:
+        """End the RPC session: the server serves one session at a time, and ends a session
+        when the last handle on it (the VM, the device, a remote function) is gone."""
+        import gc
+
+        self._vm = self._device = self._take_stats = self._remote = None
+        gc.collect()  # TVM's VM objects keep the session in reference cycles
+
     def _run(self, feeds: dict[str, np.ndarray]) -> tuple[list[np.ndarray], int | None, int | None]:
         import tvm
 

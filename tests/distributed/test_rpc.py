@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -22,13 +23,15 @@ def server():
     env = dict(os.environ, MRVL_SIM_THREADS="1")
     command = [sys.executable, "-m", "mrvl.tools.mrvl_rpc_server",
                "--host", "127.0.0.1", "--port", "9540", "--port-end", "9640"]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
     try:
         line = process.stdout.readline()
         assert line.startswith("mrvl-rpc-server: listening on 127.0.0.1:"), line
         yield "127.0.0.1", int(line.rsplit(":", 1)[1])
-    finally:
-        process.terminate()
+    finally:  # the server and the session it forked, by their process group
+        os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=30)
 
 
@@ -49,9 +52,23 @@ def test_remote_run_gives_the_local_bits(server, mnist_path, data, tmp_path):
         assert {k: v for k, v in mine.items() if k != "worker"} == {
             k: v for k, v in theirs.items() if k != "worker"
         }
-    # tvm.rpc.server.workpath: where the server put the uploaded library (this machine)
-    uploaded = rows[0]["worker"]
-    assert uploaded.endswith(".so") and os.path.isfile(uploaded)
+    assert all(row["worker"].endswith(".so") for row in rows)  # where the library went
+
+
+def test_workpath_names_the_upload(server, mnist_path):
+    """While the session lasts, the path `tvm.rpc.server.workpath` gave holds the library (the
+    server removes its session folder when the session ends)."""
+    from mrvl.distributed.evaluate import compile_library
+    from mrvl.distributed.rpc import RpcRunner
+    from mrvl.target import get_target
+
+    library = compile_library(mnist_path, get_target("cn10ka"), None)
+    runner = RpcRunner(RpcSession(*server).connect(), library, mnist_path.read_bytes())
+    try:
+        with open(runner.remote_path, "rb") as uploaded:  # the server is on this machine
+            assert uploaded.read() == library
+    finally:
+        runner.close()
 
 
 def test_unreachable_server_is_one_line(mnist_path, data, tmp_path, capsys):
