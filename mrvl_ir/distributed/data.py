@@ -199,7 +199,9 @@ def _leading_npz(archive, key: str, path: str) -> int:
     """The batch size of one .npz member, from its header only."""
     with archive.zip.open(f"{key}.npy") as member:
         version = np.lib.format.read_magic(member)
-        shape, _, _ = np.lib.format._read_array_header(member, version)
+        header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                  else np.lib.format.read_array_header_2_0)  # fmt: skip
+        shape, _, _ = header(member)
     if not shape:
         raise SampleError(f"{path}: '{key}' is a scalar: no batch axis")
     return int(shape[0])
