@@ -24,7 +24,11 @@ from pathlib import Path
 os.environ.setdefault("MRVL_SIM_THREADS", "1")
 
 SWEEP_MODELS = ("zoo:squeezenet1_1", "zoo:mobilenet_v3_small", "zoo:resnet18")
-GRID = {"max_tiles": [2, 8], "ocm_bytes_per_tile": [131072, 262144], "ddr_bytes_per_cycle": [32, 64]}
+GRID = {
+    "max_tiles": [2, 8],
+    "ocm_bytes_per_tile": [131072, 262144],
+    "ddr_bytes_per_cycle": [32, 64],
+}
 
 
 def evaluation(model_name: str, samples: int, work: Path) -> list[tuple]:
@@ -36,7 +40,9 @@ def evaluation(model_name: str, samples: int, work: Path) -> list[tuple]:
     from mrvl.distributed.evaluate import evaluate
     from mrvl.models.zoo import load_zoo_model
 
-    model = load_zoo_model(model_name[4:]) if model_name.startswith("zoo:") else onnx.load(model_name)
+    model = (
+        load_zoo_model(model_name[4:]) if model_name.startswith("zoo:") else onnx.load(model_name)
+    )
     path = work / "model.onnx"
     onnx.save(model, path)
     [spec] = input_specs(model)
@@ -49,20 +55,34 @@ def evaluation(model_name: str, samples: int, work: Path) -> list[tuple]:
         for workers in (1, 2):
             out = work / f"rows-{workers}.jsonl"
             start = time.perf_counter()
-            summary = evaluate(path, data, output=out, workers=workers, batch_size=4, progress=False)
+            summary = evaluate(
+                path, data, output=out, workers=workers, batch_size=4, progress=False
+            )
             total = time.perf_counter() - start
             lines = [json.loads(line) for line in out.read_text().splitlines()]
             results[workers] = {r["id"]: r["output_sha256"] for r in lines}
-            rows.append((f"eval {model_name}, {workers} worker(s)", summary.samples,
-                         f"{summary.new_samples / summary.seconds:.1f} samples/s",
-                         f"{summary.seconds:.1f} s running, {total:.1f} s with compile and start",
-                         f"{summary.passed}/{summary.samples} pass fp16 rule"))  # fmt: skip
+            rows.append(
+                (
+                    f"eval {model_name}, {workers} worker(s)",
+                    summary.samples,
+                    f"{summary.new_samples / summary.seconds:.1f} samples/s",
+                    f"{summary.seconds:.1f} s running, {total:.1f} s with compile and start",
+                    f"{summary.passed}/{summary.samples} pass fp16 rule",
+                )
+            )
     finally:
         ray.shutdown()
     rate = [float(r[2].split()[0]) for r in rows]
     same = results[1] == results[2] and len(results[1]) == samples
-    rows.append(("eval speed-up 2 vs 1 workers", "", f"{rate[1] / rate[0]:.2f}x", "goal >= 1.7x",
-                 "rows identical" if same else "ROWS DIFFER"))  # fmt: skip
+    rows.append(
+        (
+            "eval speed-up 2 vs 1 workers",
+            "",
+            f"{rate[1] / rate[0]:.2f}x",
+            "goal >= 1.7x",
+            "rows identical" if same else "ROWS DIFFER",
+        )
+    )
     return rows
 
 
@@ -77,12 +97,26 @@ def sweep_twice(work: Path) -> list[tuple]:
         result = sweep(spec, workers=2, cache_dir=cache, progress=False)
         times.append(time.perf_counter() - start)
         errors = sum(r["error"] is not None for r in result.rows)
-        rows.append((f"sweep, {attempt} run", len(result.rows), f"{times[-1]:.1f} s",
-                     f"{result.cached} from the cache", f"{errors} points failed to compile"))  # fmt: skip
+        rows.append(
+            (
+                f"sweep, {attempt} run",
+                len(result.rows),
+                f"{times[-1]:.1f} s",
+                f"{result.cached} from the cache",
+                f"{errors} points failed to compile",
+            )
+        )
     write_csv(result, work / "sweep.csv")
     plot_pareto(result, work / "pareto.svg")
-    rows.append(("sweep, cached / first", "", f"{times[1] / times[0]:.1%}", "goal < 10 %",
-                 f"CSV and plot in {work}"))  # fmt: skip
+    rows.append(
+        (
+            "sweep, cached / first",
+            "",
+            f"{times[1] / times[0]:.1%}",
+            "goal < 10 %",
+            f"CSV and plot in {work}",
+        )
+    )
     return rows
 
 

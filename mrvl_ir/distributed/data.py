@@ -70,13 +70,17 @@ class Preprocess:
         known = {"resize", "mean", "std", "scale", "layout"}
         unknown = sorted(set(document) - known)
         if unknown:
-            raise DataSetError(f"{source}: unknown field(s) {', '.join(unknown)}; known: "
-                               f"{', '.join(sorted(known))}")  # fmt: skip
+            raise DataSetError(
+                f"{source}: unknown field(s) {', '.join(unknown)}; known: "
+                f"{', '.join(sorted(known))}"
+            )
         spec = dict(document)
         for name in ("mean", "std"):
             if name in spec:
                 value = spec[name]
-                spec[name] = tuple(float(v) for v in (value if isinstance(value, list) else [value]))
+                spec[name] = tuple(
+                    float(v) for v in (value if isinstance(value, list) else [value])
+                )
         if spec.get("layout", "NCHW") not in ("NCHW", "NHWC"):
             raise DataSetError(f"{source}: layout must be NCHW or NHWC, not {spec['layout']!r}")
         if any(s == 0 for s in spec.get("std", (1.0,))):
@@ -108,8 +112,10 @@ class Preprocess:
                 image = image.convert("L" if channels == 1 else "RGB")
                 if self.resize is not None:
                     ratio = self.resize / min(image.size)
-                    size = (max(width, round(image.width * ratio)),
-                            max(height, round(image.height * ratio)))  # fmt: skip
+                    size = (
+                        max(width, round(image.width * ratio)),
+                        max(height, round(image.height * ratio)),
+                    )
                     image = image.resize(size, Image.Resampling.BILINEAR)
                     left, top = (image.width - width) // 2, (image.height - height) // 2
                     image = image.crop((left, top, left + width, top + height))
@@ -138,9 +144,10 @@ def samples(path: str | Path, inputs: Sequence[InputSpec]) -> Iterator[SampleRef
     root = Path(path)
     if root.is_dir():
         files = sorted(
-            p for p in root.rglob("*")
+            p
+            for p in root.rglob("*")
             if p.is_file() and p.suffix.lower() in ARRAY_SUFFIXES + IMAGE_SUFFIXES
-        )  # fmt: skip
+        )
         if not files:
             raise DataSetError(f"{path}: no .npy, .npz, .png or .jpg files in the folder")
         base = root
@@ -199,8 +206,11 @@ def _leading_npz(archive, key: str, path: str) -> int:
     """The batch size of one .npz member, from its header only."""
     with archive.zip.open(f"{key}.npy") as member:
         version = np.lib.format.read_magic(member)
-        header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                  else np.lib.format.read_array_header_2_0)  # fmt: skip
+        header = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
         shape, _, _ = header(member)
     if not shape:
         raise SampleError(f"{path}: '{key}' is a scalar: no batch axis")
@@ -231,8 +241,10 @@ def read(
         if suffix == ".npy":
             arrays = {inputs[0].name: np.load(ref.path, mmap_mode="r")} if len(inputs) == 1 else {}
             if not arrays:
-                raise SampleError(f"{ref.path}: a .npy feeds one input, the model has "
-                                  f"{len(inputs)}: use a .npz keyed by input name")  # fmt: skip
+                raise SampleError(
+                    f"{ref.path}: a .npy feeds one input, the model has "
+                    f"{len(inputs)}: use a .npz keyed by input name"
+                )
         elif ref.key is None:
             arrays = {spec.name: _npz_member(ref.path, spec.name) for spec in inputs}
         else:
@@ -251,7 +263,9 @@ def read(
                 f"{spec.shape[1:]} (after the batch axis)"
             )
         if not np.can_cast(sample.dtype, spec.dtype, casting="same_kind"):
-            raise SampleError(f"{ref.id}: dtype {sample.dtype}, input '{spec.name}' is {spec.dtype}")
+            raise SampleError(
+                f"{ref.id}: dtype {sample.dtype}, input '{spec.name}' is {spec.dtype}"
+            )
         feeds[spec.name] = np.ascontiguousarray(sample, dtype=spec.dtype)
     return feeds
 
@@ -267,8 +281,9 @@ def input_specs(model) -> list[InputSpec]:
             continue
         dims = value.type.tensor_type.shape.dim
         if any(not d.HasField("dim_value") for d in dims):
-            raise DataSetError(f"input '{value.name}' has a dynamic shape: evaluation needs "
-                               "fixed shapes")  # fmt: skip
+            raise DataSetError(
+                f"input '{value.name}' has a dynamic shape: evaluation needs fixed shapes"
+            )
         dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
         specs.append(InputSpec(value.name, tuple(d.dim_value for d in dims), np.dtype(dtype).name))
     return specs

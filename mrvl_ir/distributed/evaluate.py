@@ -178,7 +178,7 @@ def connect_ray(address: str | None, workers: int | None) -> bool:
 
     if ray.is_initialized():
         return False
-    common = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    common = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
     if address:
         ray.init(address=address, **common)
     else:
@@ -370,10 +370,15 @@ def evaluate(
     out = None
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        out = open(out_path, "a" if resume else "w", encoding="utf-8")
+        out = open(out_path, "a" if resume else "w", encoding="utf-8")  # noqa: SIM115
     pool.ready()  # the rate counts samples, not the workers' start
     start = time.perf_counter()
-    bar = tqdm(total=len(todo), unit="sample", desc="mrvl-eval", disable=None if progress is None else not progress)
+    bar = tqdm(
+        total=len(todo),
+        unit="sample",
+        desc="mrvl-eval",
+        disable=None if progress is None else not progress,
+    )
     try:
         for rows in pool.run(_batches(todo, inputs, preprocess, batch_size)):
             for row in rows:

@@ -80,7 +80,9 @@ class RpcRunner:
                 self.remote_path = str(remote.get_function("tvm.rpc.server.workpath")(name))
                 lib = remote.load_module(name)
             except Exception as err:  # noqa: BLE001 - the remote's errors arrive as RPCError
-                raise RpcError(f"the RPC server cannot load the library: {first_line(err)}") from None
+                raise RpcError(
+                    f"the RPC server cannot load the library: {first_line(err)}"
+                ) from None
         self._remote = remote
         self._device = remote.cpu()
         self._vm = relax.VirtualMachine(lib, self._device)

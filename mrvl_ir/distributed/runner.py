@@ -23,9 +23,18 @@ from mrvl.target import Target, register_target
 from .data import SampleRef
 
 ROW_FIELDS = (
-    "id", "file", "error", "passed", "max_relative_error", "max_abs_error", "top1", "top5",
-    "saturated", "nans", "output_sha256",
-)  # fmt: skip
+    "id",
+    "file",
+    "error",
+    "passed",
+    "max_relative_error",
+    "max_abs_error",
+    "top1",
+    "top5",
+    "saturated",
+    "nans",
+    "output_sha256",
+)
 """Every row has these keys, in this order (`worker`, the pid that ran it, follows)."""
 
 Batch = list[tuple[SampleRef, dict[str, np.ndarray] | None, str | None]]
@@ -107,9 +116,7 @@ class LocalRunner:
         self._vm = relax.VirtualMachine(tvm.runtime.load_module(path), tvm.cpu())
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1  # one core per worker, like the simulator's thread
-        self._session = ort.InferenceSession(
-            model, options, providers=["CPUExecutionProvider"]
-        )
+        self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         self._engine = engine
         self._classifier = classifier
 

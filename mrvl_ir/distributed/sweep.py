@@ -23,8 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from mrvl.errors import MrvlError
-from mrvl.target import Target, available_targets, derive_target, get_target, load_target_file
-from mrvl.target import target_fields
+from mrvl.target import (
+    Target,
+    available_targets,
+    derive_target,
+    get_target,
+    load_target_file,
+    target_fields,
+)
 
 from .evaluate import connect_ray, worker_env
 from .runner import first_line
@@ -33,11 +39,26 @@ OPTIONS = ("num_tiles", "wb_pin_ocm", "cascade")
 """Keys of a point besides `model` and the part's numbers."""
 
 COLUMNS = (
-    "model", "mcpu", "max_tiles", "num_tiles", "ocm_bytes_per_tile", "ddr_bytes_per_cycle",
-    "clock_mhz", "fp16_macs_per_cycle_per_tile", "wb_pin_ocm", "cascade", "error",
-    "total_cycles", "latency_us", "roofline_cycles", "roofline_ratio", "ddr_read_bytes",
-    "ddr_write_bytes", "ocm_peak_bytes", "costliest_layers",
-)  # fmt: skip
+    "model",
+    "mcpu",
+    "max_tiles",
+    "num_tiles",
+    "ocm_bytes_per_tile",
+    "ddr_bytes_per_cycle",
+    "clock_mhz",
+    "fp16_macs_per_cycle_per_tile",
+    "wb_pin_ocm",
+    "cascade",
+    "error",
+    "total_cycles",
+    "latency_us",
+    "roofline_cycles",
+    "roofline_ratio",
+    "ddr_read_bytes",
+    "ddr_write_bytes",
+    "ocm_peak_bytes",
+    "costliest_layers",
+)
 """The CSV's columns; a swept number not among them is added after `mcpu`."""
 
 
@@ -79,8 +100,11 @@ def _check_value(source: str, key: str, value: Any) -> Any:
     else:
         ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
     if not ok:
-        want = {"model": "a zoo:NAME or a file", "wb_pin_ocm": "true or false",
-                "cascade": "true or false"}.get(key, "a positive integer")  # fmt: skip
+        want = {
+            "model": "a zoo:NAME or a file",
+            "wb_pin_ocm": "true or false",
+            "cascade": "true or false",
+        }.get(key, "a positive integer")
         raise _spec_error(source, f"{key} = {value!r}: want {want}")
     return value
 
@@ -105,8 +129,11 @@ def design_points(spec: dict[str, Any]) -> tuple[Target, list[Point]]:
     allowed = {"target", "target_file", "models", "grid", "points", "base_dir", "source"}
     unknown = sorted(set(spec) - allowed)
     if unknown:
-        raise _spec_error(source, f"unknown key(s) {', '.join(unknown)}; known: "
-                          "target, target_file, models, grid, points")  # fmt: skip
+        raise _spec_error(
+            source,
+            f"unknown key(s) {', '.join(unknown)}; known: "
+            "target, target_file, models, grid, points",
+        )
     base_dir = Path(spec.get("base_dir", "."))
     if "target_file" in spec:
         base = load_target_file(base_dir / spec["target_file"])
@@ -120,9 +147,12 @@ def design_points(spec: dict[str, Any]) -> tuple[Target, list[Point]]:
     def point(values: dict[str, Any], where: str) -> Point:
         bad = sorted(set(values) - keys)
         if bad:
-            raise _spec_error(source, f"{where}: unknown key(s) {', '.join(bad)}; a point sets "
-                              "model, num_tiles, wb_pin_ocm, cascade or a part's number: "
-                              f"{', '.join(target_fields())}")  # fmt: skip
+            raise _spec_error(
+                source,
+                f"{where}: unknown key(s) {', '.join(bad)}; a point sets "
+                "model, num_tiles, wb_pin_ocm, cascade or a part's number: "
+                f"{', '.join(target_fields())}",
+            )
         for key, value in values.items():
             _check_value(source, key, value)
         if "model" not in values:
@@ -131,8 +161,13 @@ def design_points(spec: dict[str, Any]) -> tuple[Target, list[Point]]:
         if not model.startswith("zoo:"):
             model = str((base_dir / model).resolve())
         overrides = tuple(sorted((k, v) for k, v in values.items() if k in target_fields()))
-        return Point(model, overrides, values.get("num_tiles"),
-                     values.get("wb_pin_ocm", False), values.get("cascade", False))  # fmt: skip
+        return Point(
+            model,
+            overrides,
+            values.get("num_tiles"),
+            values.get("wb_pin_ocm", False),
+            values.get("cascade", False),
+        )
 
     models = spec.get("models", [])
     if not isinstance(models, list):
@@ -152,10 +187,13 @@ def design_points(spec: dict[str, Any]) -> tuple[Target, list[Point]]:
     if not isinstance(explicit, list) or not all(isinstance(p, dict) for p in explicit):
         raise _spec_error(source, "points must be an array of tables ([[points]])")
     for index, values in enumerate(explicit):
-        points.append(point({"model": models[0]} | values if len(models) == 1 else values,
-                            f"points[{index}]"))  # fmt: skip
+        points.append(
+            point({"model": models[0]} | values if len(models) == 1 else values, f"points[{index}]")
+        )
     if not points:
-        raise _spec_error(source, "no design points: give models = [...] and a [grid] or [[points]]")
+        raise _spec_error(
+            source, "no design points: give models = [...] and a [grid] or [[points]]"
+        )
     return base, points
 
 
@@ -217,8 +255,9 @@ def run_point(point: Point, base: Target) -> dict[str, Any]:
         register_target(base)
     target = derive_target(base, **dict(point.overrides))
     num_tiles = point.num_tiles or target.max_tiles
-    row: dict[str, Any] = {"model": point.model if point.model.startswith("zoo:")
-                           else Path(point.model).name}  # fmt: skip
+    row: dict[str, Any] = {
+        "model": point.model if point.model.startswith("zoo:") else Path(point.model).name
+    }
     row.update(mcpu=target.name, **{k: getattr(target, k) for k in target_fields()})
     row.update(num_tiles=num_tiles, wb_pin_ocm=point.wb_pin_ocm, cascade=point.cascade, error=None)
     try:
@@ -229,8 +268,13 @@ def run_point(point: Point, base: Target) -> dict[str, Any]:
             attrs = func.attrs if isinstance(func, relax.Function) and func.attrs else {}
             if "Codegen" in attrs and str(attrs["Codegen"]) == "mrvl":
                 func = func.with_attr("global_symbol", gv.name_hint)
-                region = compile_region(func, mcpu=target.name, num_tiles=num_tiles,
-                                        wb_pin_ocm=point.wb_pin_ocm, cascade=point.cascade)  # fmt: skip
+                region = compile_region(
+                    func,
+                    mcpu=target.name,
+                    num_tiles=num_tiles,
+                    wb_pin_ocm=point.wb_pin_ocm,
+                    cascade=point.cascade,
+                )
                 programs.append((region.symbol, prepare(region.binary), None))
         profile = profile_regions(programs)
     except (MrvlError, ValueError) as err:
@@ -285,8 +329,12 @@ def sweep(
                 rows[index] = json.loads(path.read_text())
     cached = sum(row is not None for row in rows)
     todo = [i for i, row in enumerate(rows) if row is None]
-    bar = tqdm(total=len(todo), unit="point", desc="mrvl-sweep",
-               disable=None if progress is None else not progress)  # fmt: skip
+    bar = tqdm(
+        total=len(todo),
+        unit="point",
+        desc="mrvl-sweep",
+        disable=None if progress is None else not progress,
+    )
     try:
         for index, row in _run(points, todo, base, workers, address):
             rows[index] = row
@@ -338,7 +386,9 @@ def write_csv(result: SweepResult, path: str | os.PathLike) -> None:
         writer.writerows(result.rows)
 
 
-def plot_pareto(result: SweepResult, path: str | os.PathLike, x: str = "ocm_bytes_per_tile") -> None:
+def plot_pareto(
+    result: SweepResult, path: str | os.PathLike, x: str = "ocm_bytes_per_tile"
+) -> None:
     """Latency against `x` (OCM per tile, or `num_tiles`), one colour per model, each model's
     Pareto front (no other point is both faster and smaller) drawn as a line."""
     from mrvl.profiling import check_plot_path

@@ -21,26 +21,38 @@ from collections.abc import Sequence
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mrvl-eval", description=__doc__.split("\n\n")[0])
     p.add_argument("model", help="ONNX model file")
-    p.add_argument("data", help=".npy/.npz file (batch axis first), or a folder of them or of images")
+    p.add_argument(
+        "data", help=".npy/.npz file (batch axis first), or a folder of them or of images"
+    )
     p.add_argument("-o", "--output", required=True, help="results, one JSON row per sample")
-    p.add_argument("--workers", type=int, help="Ray workers (default: one per CPU; 0: serially here)")
+    p.add_argument(
+        "--workers", type=int, help="Ray workers (default: one per CPU; 0: serially here)"
+    )
     p.add_argument("--address", help="join this Ray cluster instead of starting one here")
     p.add_argument("--mcpu", default="cn10ka", help="target part (default: cn10ka)")
     p.add_argument("--target-file", metavar="FILE.json", help="a custom part; replaces --mcpu")
     p.add_argument("--num-tiles", type=int, help="MLIP tiles to use (default: all of the part's)")
     p.add_argument("--wb-pin-ocm", action="store_true", help="keep weights in OCM when they fit")
     p.add_argument("--cascade", action="store_true", help="keep intermediates in OCM when they fit")
-    p.add_argument("--preprocess", metavar="SPEC.json",
-                   help="how images become inputs: resize, mean, std, scale, layout")
-    p.add_argument("--classifier", action=argparse.BooleanOptionalAction,
-                   help="score top-1/top-5 on the first output (default: when it is (1, C))")
+    p.add_argument(
+        "--preprocess",
+        metavar="SPEC.json",
+        help="how images become inputs: resize, mean, std, scale, layout",
+    )
+    p.add_argument(
+        "--classifier",
+        action=argparse.BooleanOptionalAction,
+        help="score top-1/top-5 on the first output (default: when it is (1, C))",
+    )
     p.add_argument("--batch-size", type=int, default=4, help="samples per task (default: 4)")
     p.add_argument("--resume", action="store_true", help="keep the rows in -o, run the rest")
     p.add_argument("--engine", choices=("numba", "interp"), help="simulator engine")
-    p.add_argument("--rpc", metavar="HOST:PORT", help="run on this TVM RPC server (mrvl-rpc-server)")
+    p.add_argument(
+        "--rpc", metavar="HOST:PORT", help="run on this TVM RPC server (mrvl-rpc-server)"
+    )
     p.add_argument("--rpc-tracker", metavar="HOST:PORT", help="ask this RPC tracker for a device")
     p.add_argument("--rpc-key", help="the device key to ask the tracker for")
-    return p  # fmt: skip
+    return p
 
 
 def _rpc_session(args):
@@ -53,7 +65,9 @@ def _rpc_session(args):
     if args.rpc_tracker:
         if not args.rpc_key:
             raise ValueError("--rpc-tracker needs --rpc-key")
-        return RpcSession(tracker=parse_address(args.rpc_tracker, "--rpc-tracker"), key=args.rpc_key)
+        return RpcSession(
+            tracker=parse_address(args.rpc_tracker, "--rpc-tracker"), key=args.rpc_key
+        )
     return None
 
 

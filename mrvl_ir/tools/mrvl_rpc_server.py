@@ -21,9 +21,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--port-end", type=int, default=9199, help="last port to try, exclusive")
     p.add_argument("--tracker", metavar="HOST:PORT", help="register with this RPC tracker")
     p.add_argument("--key", default="mlip", help="device key at the tracker (default: mlip)")
-    p.add_argument("--target-file", action="append", default=[], metavar="FILE.json",
-                   help="a custom part the uploaded libraries may be compiled for")
-    args = p.parse_args(argv)  # fmt: skip
+    p.add_argument(
+        "--target-file",
+        action="append",
+        default=[],
+        metavar="FILE.json",
+        help="a custom part the uploaded libraries may be compiled for",
+    )
+    args = p.parse_args(argv)
     from mrvl.distributed.rpc import parse_address, serve
     from mrvl.errors import MrvlError
     from mrvl.target import load_target_file
@@ -32,9 +37,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         tracker = parse_address(args.tracker, "--tracker") if args.tracker else None
         targets = [load_target_file(path) for path in args.target_file]
         server = serve(
-            args.host, args.port, max(args.port_end, args.port + 1),
-            tracker=tracker, key=args.key if tracker else "", targets=targets,
-        )  # fmt: skip
+            args.host,
+            args.port,
+            max(args.port_end, args.port + 1),
+            tracker=tracker,
+            key=args.key if tracker else "",
+            targets=targets,
+        )
     except (MrvlError, OSError, ValueError) as err:
         print(f"mrvl-rpc-server: error: {err}", file=sys.stderr)
         return 1

@@ -34,7 +34,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):  # noqa: C901 - start, wait, stop
+def cluster(tmp_path_factory):
     """(address, nodes): `ray start --block` keeps each node's processes under one command,
     whose process group is ended at the end."""
     ray = pytest.importorskip("ray")
@@ -86,7 +86,9 @@ def cluster(tmp_path_factory):  # noqa: C901 - start, wait, stop
 
 
 def _without_worker(rows):
-    return sorted(({k: v for k, v in r.items() if k != "worker"} for r in rows), key=lambda r: r["id"])
+    return sorted(
+        ({k: v for k, v in r.items() if k != "worker"} for r in rows), key=lambda r: r["id"]
+    )
 
 
 def test_evaluation_on_two_nodes(cluster, mnist_path, tmp_path):
@@ -105,7 +107,10 @@ def test_evaluation_on_two_nodes(cluster, mnist_path, tmp_path):
 
 
 def test_sweep_on_two_nodes(cluster, mnist_path, tmp_path):
-    spec = {"models": [str(mnist_path)], "grid": {"max_tiles": [1, 2], "ddr_bytes_per_cycle": [32, 64]}}
+    spec = {
+        "models": [str(mnist_path)],
+        "grid": {"max_tiles": [1, 2], "ddr_bytes_per_cycle": [32, 64]},
+    }
     on_cluster = sweep(spec, workers=2, cache_dir=tmp_path / "a", progress=False)
     serial = sweep(spec, workers=0, cache_dir=tmp_path / "b", progress=False)
     assert on_cluster.cached == 0 and on_cluster.rows == serial.rows

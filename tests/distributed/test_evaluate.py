@@ -106,7 +106,9 @@ def test_a_killed_worker_loses_nothing(ray_session, mnist_path, data, serial, tm
     def kill_one(rows, pool):
         """Kill the worker that ran the first batch: it has another batch queued by now."""
         if not killed:
-            [actor] = [a for a in pool.actors if ray_session.get(a.pid.remote()) == rows[0]["worker"]]
+            [actor] = [
+                a for a in pool.actors if ray_session.get(a.pid.remote()) == rows[0]["worker"]
+            ]
             killed.append(rows[0]["worker"])
             ray_session.kill(actor, no_restart=True)
 

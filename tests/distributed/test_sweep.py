@@ -32,7 +32,10 @@ def test_points_are_measured(serial):
     result, _ = serial
     assert result.cached == 0 and len(result.rows) == 4
     assert [(r["max_tiles"], r["ocm_bytes_per_tile"]) for r in result.rows] == [
-        (1, 65536), (1, 262144), (2, 65536), (2, 262144)
+        (1, 65536),
+        (1, 262144),
+        (2, 65536),
+        (2, 262144),
     ]
     for row in result.rows:
         assert row["error"] is None and row["num_tiles"] == row["max_tiles"]
@@ -104,7 +107,9 @@ def test_bad_specs_are_one_line(tmp_path, capsys, text, message):
 
 
 def test_explicit_points_and_target_file(tmp_path):
-    (tmp_path / "part.json").write_text('{"name": "slow-ddr", "base": "cn10ka", "ddr_bytes_per_cycle": 16}')
+    (tmp_path / "part.json").write_text(
+        '{"name": "slow-ddr", "base": "cn10ka", "ddr_bytes_per_cycle": 16}'
+    )
     base, points = design_points({
         "target_file": "part.json", "base_dir": str(tmp_path),
         "points": [{"model": "zoo:resnet18", "max_tiles": 4}, {"model": "a.onnx", "cascade": True}],

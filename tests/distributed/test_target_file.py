@@ -37,7 +37,7 @@ def test_derived_target_is_registered_under_a_stable_name():
 
 def test_a_name_means_one_part(tmp_path):
     with pytest.raises(TargetFileError, match="built-in part"):
-        register_target(get_target("cnf10kb").__class__(**{**vars(get_target("cnf10kb"))}))
+        register_target(get_target("cnf10kb").__class__(**vars(get_target("cnf10kb"))))
     first = tmp_path / "a.json"
     first.write_text(json.dumps({"name": "same-name", "base": "cn10ka", "clock_mhz": 800}))
     load_target_file(first)
