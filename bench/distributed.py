@@ -6,8 +6,11 @@
 
 - Evaluation: a zoo model (seeded random weights) over `--samples` seeded random inputs with 1
   and then 2 Ray workers (one simulator thread each, MRVL_SIM_THREADS=1): samples per second
-  once the workers are up, their ratio (goal >= 1.7 on 2 cores), and whether every row agrees
-  (same ids, same output sha256).
+  once the workers are up, their ratio (goal >= 1.7 on 2 cores), whether every row agrees
+  (same ids, same output sha256), and the workers' CPU time per sample (between the first and
+  the last batch) with the driver's CPU time: on a machine that other jobs load, the ratio
+  of rates shows the cores' share, and equal CPU per sample shows that a second worker adds
+  no work of its own.
 - Sweep: tiles x OCM per tile x DDR bytes/cycle over three models (24 points), first with an
   empty cache, then again (goal: the re-run, served from the cache, < 10 % of the first).
 """
@@ -55,9 +58,24 @@ def evaluation(model_name: str, samples: int, work: Path) -> list[tuple]:
         for workers in (1, 2):
             out = work / f"rows-{workers}.jsonl"
             start = time.perf_counter()
+            marks = []  # (samples done, the workers' CPU seconds) after the first and last batch
+            driver = time.process_time()
+
+            counted = [0]
+
+            def cpu(batch, pool, marks=marks, counted=counted):
+                counted[0] += len(batch)
+                done = counted[0]
+                if not marks or done == samples:
+                    marks.append(
+                        (done, sum(ray.get([a.cpu_seconds.remote() for a in pool.actors])))
+                    )
+
             summary = evaluate(
-                path, data, output=out, workers=workers, batch_size=4, progress=False
+                path, data, output=out, workers=workers, batch_size=4, progress=False, on_batch=cpu
             )
+            driver = time.process_time() - driver
+            per_sample = (marks[-1][1] - marks[0][1]) / max(1, marks[-1][0] - marks[0][0])
             total = time.perf_counter() - start
             lines = [json.loads(line) for line in out.read_text().splitlines()]
             results[workers] = {r["id"]: r["output_sha256"] for r in lines}
@@ -67,7 +85,10 @@ def evaluation(model_name: str, samples: int, work: Path) -> list[tuple]:
                     summary.samples,
                     f"{summary.new_samples / summary.seconds:.1f} samples/s",
                     f"{summary.seconds:.1f} s running, {total:.1f} s with compile and start",
-                    f"{summary.passed}/{summary.samples} pass fp16 rule",
+                    (
+                        f"{summary.passed}/{summary.samples} pass fp16 rule; workers "
+                        f"{per_sample * 1000:.0f} ms CPU a sample; driver {driver:.1f} s CPU"
+                    ),
                 )
             )
     finally:

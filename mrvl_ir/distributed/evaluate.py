@@ -189,9 +189,14 @@ def connect_ray(address: str | None, workers: int | None) -> bool:
 
 
 def worker_env() -> dict[str, str]:
-    """The workers' environment: one simulator thread each unless the user chose otherwise
-    (several workers share the cores; DESIGN §11), and the user's engine."""
-    env = {"MRVL_SIM_THREADS": os.environ.get("MRVL_SIM_THREADS", "1")}
+    """The workers' environment: one simulator thread and one TVM thread each unless the user
+    chose otherwise (several workers share the cores; DESIGN §11), and the user's engine."""
+    env = {
+        "MRVL_SIM_THREADS": os.environ.get("MRVL_SIM_THREADS", "1"),
+        # TVM's host-side thread pool (one thread per core, spinning between calls) would
+        # take the other workers' cores just as the simulator's threads would.
+        "TVM_NUM_THREADS": os.environ.get("TVM_NUM_THREADS", "1"),
+    }
     if "MRVL_SIM_ENGINE" in os.environ:
         env["MRVL_SIM_ENGINE"] = os.environ["MRVL_SIM_ENGINE"]
     return env

@@ -123,6 +123,12 @@ class LocalRunner:
     def pid(self) -> int:
         return os.getpid()
 
+    def cpu_seconds(self) -> float:
+        """CPU time of this worker's process so far (bench/distributed.py: CPU per sample)."""
+        import time
+
+        return time.process_time()
+
     def _run(self, feeds: dict[str, np.ndarray]) -> tuple[list[np.ndarray], int, int]:
         import tvm
 
