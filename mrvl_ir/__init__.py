@@ -2,7 +2,8 @@
 
 The public API: `from_onnx` (ONNX → Relax, keeping node names), `partition_for_mrvl`
 (MLIP regions), `build` (regions compiled for the MLIP, the rest by TVM), `compile_region`
-(one region → model binary), `profile` (modelled cycles per ONNX node).
+(one region → model binary), `profile` (modelled cycles per ONNX node), `evaluate` (a data
+set through the compiled model, on Ray workers) and `sweep` (design points on the cycle model).
 
 Importing mrvl registers TVM's codegen hook `relax.ext.mrvl` and the runtime function
 `mrvl.runtime.run_region` that exported models call. Those two modules need only `tvm_ffi`;
@@ -22,6 +23,8 @@ from .errors import CompileError, ModelImportError, MrvlError, UnsupportedOpErro
 
 if TYPE_CHECKING:
     from .compiler import compile_region
+    from .distributed.evaluate import evaluate
+    from .distributed.sweep import sweep
     from .frontend import from_onnx, node_name_of
     from .partition import partition_for_mrvl
     from .profiling import profile
@@ -34,15 +37,19 @@ __all__ = [
     "UnsupportedOpError",
     "build",
     "compile_region",
+    "evaluate",
     "from_onnx",
     "node_name_of",
     "partition_for_mrvl",
     "partition_report",
     "profile",
+    "sweep",
 ]
 
 _LAZY = {
     "compile_region": "compiler",
+    "evaluate": "distributed.evaluate",
+    "sweep": "distributed.sweep",
     "from_onnx": "frontend",
     "node_name_of": "frontend",
     "partition_for_mrvl": "partition",

@@ -37,6 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="output directory (JSONs, binaries, model.so)")
     p.add_argument("--mcpu", default="cn10ka", help="target part (default: cn10ka)")
     p.add_argument(
+        "--target-file",
+        metavar="FILE.json",
+        help="a custom part (schema: mrvl_ir/schemas/target.schema.json); replaces --mcpu",
+    )
+    p.add_argument(
         "--num-tiles",
         type=int,
         help="MLIP tiles to use: 1, 2, 4 or 8, at most what the part has (default: all of them)",
@@ -352,6 +357,10 @@ def _compile(args) -> int:
     from mrvl.target import get_target
 
     try:
+        if args.target_file:
+            from mrvl.target import load_target_file
+
+            args.mcpu = load_target_file(args.target_file).name
         if args.num_tiles is None:
             args.num_tiles = get_target(args.mcpu).max_tiles
         validate_target_options(args.mcpu, args.num_tiles)
