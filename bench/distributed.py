@@ -37,6 +37,10 @@ GRID = {
 def evaluation(model_name: str, samples: int, work: Path) -> list[tuple]:
     import numpy as np
     import onnx
+
+    from mrvl.distributed.evaluate import loopback_ray
+
+    loopback_ray()
     import ray
 
     from mrvl.distributed.data import input_specs

@@ -14,6 +14,7 @@ model in `ENGINE_IDENTITY_MODELS`, and the unit is under a third of the suite.
 from __future__ import annotations
 
 import gc
+import os
 
 import onnx
 import pytest
@@ -25,6 +26,11 @@ from mrvl.models.mnist import make_mnist_model
 # model compile: a fifth of the compile's CPU time. A higher threshold collects the same
 # garbage in fewer, larger passes. What is computed does not change.
 gc.set_threshold(20_000, 20, 20)
+
+# Every Ray node the tests start (embedded, or the two `ray start` nodes of the cluster test,
+# which inherit the environment) takes 127.0.0.1 as its address, so that Ray's traffic stays
+# on the loopback device (mrvl.distributed.evaluate.loopback_ray).
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 UNIT_SECONDS = {
     "tests/models/test_light_models.py": 430,

@@ -169,11 +169,28 @@ def _batches(
         yield batch
 
 
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Ray's switch for a node that is no cluster member: off, a node takes 127.0.0.1 as its
+address (as Ray does on Windows and macOS) instead of this machine's own network address."""
+
+
+def loopback_ray() -> None:
+    """Keep an embedded Ray on the loopback device: its node address is 127.0.0.1, so its
+    processes talk to each other on this machine only. Ray reads the switch when it is first
+    imported, so this must come first; the user's own setting wins."""
+    import sys
+
+    if "ray" not in sys.modules:
+        os.environ.setdefault(LOOPBACK_ENV, "0")
+
+
 def connect_ray(address: str | None, workers: int | None) -> bool:
     """Join `address`, or start an embedded Ray on this machine; True if this call started it.
     An already initialised Ray (a test's, or an earlier call's) is used as it is."""
     import logging
 
+    if not address:
+        loopback_ray()
     import ray
 
     if ray.is_initialized():

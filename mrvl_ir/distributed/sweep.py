@@ -32,7 +32,7 @@ from mrvl.target import (
     target_fields,
 )
 
-from .evaluate import connect_ray, worker_env
+from .evaluate import connect_ray, loopback_ray, worker_env
 from .runner import first_line
 
 OPTIONS = ("num_tiles", "wb_pin_ocm", "cascade")
@@ -357,6 +357,8 @@ def _run(points, todo, base, workers, address) -> Iterator[tuple[int, dict[str, 
         for index in todo:
             yield index, run_point(points[index], base)
         return
+    if not address:
+        loopback_ray()
     import ray
 
     started = connect_ray(address, workers)

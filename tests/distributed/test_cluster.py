@@ -1,9 +1,8 @@
 """A two-node Ray cluster on this machine (`ray start --head`, then a second `ray start
 --address` with its own resources, given 127.0.0.1) runs the same evaluation and the same
 sweep as a serial run, bit for bit. Both nodes are stopped at the end, by their own process
-groups. Ray itself advertises this machine's own address instead of 127.0.0.1 (it resolves
-loopback on purpose), so the traffic stays on this machine but not on the loopback device.
-Token authentication is off for this throw-away cluster: the nodes and the driver would
+groups. The nodes and the driver take 127.0.0.2 as their address (`NODE_IP`), so the traffic
+stays on the loopback device; the test checks that every node says so. Token authentication is off for this throw-away cluster: the nodes and the driver would
 otherwise each need the same token."""
 
 from __future__ import annotations
@@ -25,6 +24,9 @@ from mrvl.distributed.sweep import sweep
 
 pytestmark = pytest.mark.slow
 RAY = str(Path(sys.executable).with_name("ray"))
+NODE_IP = "127.0.0.2"
+"""A loopback address Ray keeps as it is (it replaces 127.0.0.1 and localhost by this
+machine's network address when clusters are enabled, which two nodes need)."""
 
 
 def _free_port() -> int:
@@ -40,12 +42,12 @@ def cluster(tmp_path_factory):
     ray = pytest.importorskip("ray")
     ray.shutdown()
     port = _free_port()
-    address = f"127.0.0.1:{port}"
+    address = f"{NODE_IP}:{port}"
     env = dict(os.environ, MRVL_SIM_THREADS="1", RAY_USAGE_STATS_ENABLED="0",
-               RAY_AUTH_MODE="disabled")  # fmt: skip
+               RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="1")  # fmt: skip
     saved_auth = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "disabled"  # the driver's side
-    common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--block", "--disable-usage-stats"]
+    common = [f"--node-ip-address={NODE_IP}", "--num-cpus=1", "--block", "--disable-usage-stats"]
     logs = tmp_path_factory.mktemp("ray-logs")
     nodes = []
     try:
@@ -59,12 +61,13 @@ def cluster(tmp_path_factory):
                                               start_new_session=True))  # fmt: skip
             if name == "head":
                 time.sleep(5)
-        ray.init(address=address, log_to_driver=False)
+        ray.init(address=address, log_to_driver=False, _node_ip_address=NODE_IP)
         deadline = time.monotonic() + 90
         while sum(n["Alive"] for n in ray.nodes()) < 2:
             assert time.monotonic() < deadline, (logs / "second.log").read_text()[-2000:]
             time.sleep(1)
         assert ray.cluster_resources().get("second_node") == 1
+        assert {n["NodeManagerAddress"] for n in ray.nodes()} == {NODE_IP}
         yield address
     finally:
         ray.shutdown()
