@@ -7,6 +7,8 @@ test_engines_models.py does the same for the e2e nets, node conformance cases an
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -383,6 +385,22 @@ def test_pools_the_threads_share_give_the_same_bits_on_any_number_of_threads(
 def test_a_bad_thread_count_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(numba_engine.THREADS_ENV, "zero")
     with pytest.raises(SimulatorInputError, match="MRVL_SIM_THREADS"):
+        run(_valid_conv_program(), [], engine="numba")
+
+
+def test_parallel_workers_divide_the_cores_among_them(monkeypatch):
+    """$MRVL_SIM_WORKERS processes share the cores: each defaults to its part, at least one."""
+    monkeypatch.delenv(numba_engine.THREADS_ENV, raising=False)
+    cpus = len(os.sched_getaffinity(0))
+    monkeypatch.setenv(engine_threads.WORKERS_ENV, "1")
+    assert numba_engine.threads() == cpus
+    monkeypatch.setenv(engine_threads.WORKERS_ENV, str(cpus + 1))
+    assert numba_engine.threads() == 1
+    monkeypatch.setenv(numba_engine.THREADS_ENV, "3")  # an explicit count wins
+    assert numba_engine.threads() == 3
+    monkeypatch.delenv(numba_engine.THREADS_ENV)
+    monkeypatch.setenv(engine_threads.WORKERS_ENV, "none")
+    with pytest.raises(SimulatorInputError, match="MRVL_SIM_WORKERS"):
         run(_valid_conv_program(), [], engine="numba")
 
 

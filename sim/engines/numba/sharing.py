@@ -2,16 +2,23 @@
 and their meeting points (`arrive`).
 
 Thread 0 runs every instruction; the others join it only in the convs, adds and pools large
-enough to be worth sharing (`shared_work`), and meet it before and after each (`arrive`).
+enough to be worth sharing (`shared_work`), and meet it before and after each. A meeting point
+spins briefly, then sleeps (a futex on Linux) until the last thread arrives, as OpenMP's and
+onnxruntime's pools do: a thread whose core another process has taken is then waited for by a
+thread that sleeps, not by one that spins on the other core.
 """
 
 from __future__ import annotations
 
 import os
+import platform
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from mrvl.sim.engines.numba.fields import (
@@ -61,9 +68,110 @@ def observe(typingctx, sync, index):
     return sig, codegen
 
 
+@intrinsic
+def fetch_add(typingctx, sync, index, delta):
+    """sync[index] += delta as one sequentially consistent atomic step; returns the old value
+    (delta 0: a sequentially consistent load)."""
+    sig = types.int64(sync, index, delta)
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        pointer = builder.gep(array.data, [args[1]])
+        return builder.atomic_rmw("add", pointer, args[2], "seq_cst")
+
+    return sig, codegen
+
+
+FUTEX_SYSCALL = (
+    {"x86_64": 202, "aarch64": 98}.get(platform.machine()) if sys.platform == "linux" else None
+)
+"""The futex system call's number on this machine (Linux only), or None: then a sleeping
+thread yields its core and looks again (`sleep`)."""
+FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
+PAUSE = {"x86_64": "llvm.x86.sse2.pause", "aarch64": "llvm.aarch64.hint"}.get(platform.machine())
+"""The LLVM intrinsic of the CPU's spin-wait hint (PAUSE, YIELD), or None."""
+
+
+def _libc_call(builder, name, return_type, arguments, var_arg=False):
+    """Emit a call of the C (or LLVM intrinsic) function `name`."""
+    function_type = ir.FunctionType(return_type, [a.type for a in arguments], var_arg=var_arg)
+    if var_arg:
+        function_type = ir.FunctionType(return_type, [arguments[0].type], var_arg=True)
+    function = cgutils.get_or_insert_function(builder.module, function_type, name)
+    return builder.call(function, arguments)
+
+
+@intrinsic
+def sleep(typingctx, sync, index, expected, nanoseconds):
+    """Sleep while sync[index]'s low 32 bits equal `expected`, at most `nanoseconds` (a futex
+    wait on Linux: `wake` ends it at once); elsewhere yield the core once."""
+    sig = types.void(sync, index, expected, nanoseconds)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        if FUTEX_SYSCALL is None:
+            _libc_call(builder, "sched_yield", ir.IntType(32), [])
+            return context.get_dummy_value()
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        word = builder.ptrtoint(builder.gep(array.data, [args[1]]), i64)
+        timeout = cgutils.alloca_once(builder, ir.ArrayType(i64, 2))  # struct timespec
+        zero, one = ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 1)
+        builder.store(ir.Constant(i64, 0), builder.gep(timeout, [zero, zero]))
+        builder.store(args[3], builder.gep(timeout, [zero, one]))
+        expected32 = builder.sext(builder.trunc(args[2], ir.IntType(32)), i64)
+        arguments = [ir.Constant(i64, FUTEX_SYSCALL), word, ir.Constant(i64, FUTEX_WAIT_PRIVATE)]
+        arguments += [expected32, builder.ptrtoint(timeout, i64), ir.Constant(i64, 0)]
+        _libc_call(builder, "syscall", i64, arguments + [ir.Constant(i64, 0)], var_arg=True)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def wake_all(typingctx, sync, index):
+    """Wake every thread sleeping on sync[index] (`sleep`); nothing where there is no futex."""
+    sig = types.void(sync, index)
+
+    def codegen(context, builder, signature, args):
+        if FUTEX_SYSCALL is None:
+            return context.get_dummy_value()
+        i64 = ir.IntType(64)
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        word = builder.ptrtoint(builder.gep(array.data, [args[1]]), i64)
+        arguments = [ir.Constant(i64, FUTEX_SYSCALL), word, ir.Constant(i64, FUTEX_WAKE_PRIVATE)]
+        arguments += [ir.Constant(i64, 0x7FFFFFFF), ir.Constant(i64, 0), ir.Constant(i64, 0)]
+        _libc_call(builder, "syscall", i64, arguments + [ir.Constant(i64, 0)], var_arg=True)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def relax(typingctx):
+    """The CPU's spin-wait hint (PAUSE)."""
+    sig = types.void()
+
+    def codegen(context, builder, signature, args):
+        if PAUSE == "llvm.aarch64.hint":
+            _libc_call(builder, PAUSE, ir.VoidType(), [ir.Constant(ir.IntType(32), 1)])
+        elif PAUSE:
+            _libc_call(builder, PAUSE, ir.VoidType(), [])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+# -------------------------------------------------------------------------- meeting points
+
 SYNC_EXTRA = 3
 """A run's `sync` array: each thread's step count, then the abandon flag (nonzero: the run is
-over), and two words kept for the meeting points."""
+over), the futex word that every arrival changes, and the count of sleeping threads."""
+SPINS = 1 << 11
+"""Spin-wait hints (about 50-100 us) a waiting thread spends before it sleeps: long enough
+for the other threads' part of a shared instruction on an idle machine, short enough not to
+take a core from a thread that another process has pushed off its own."""
+SLEEP_NS = 1_000_000
+"""Longest sleep before a waiting thread looks again (a safety net: arrivals wake it)."""
 
 
 def new_sync(workers: int):
@@ -74,22 +182,54 @@ def new_sync(workers: int):
 
 
 @jit
+def wake(sync, workers):
+    """Announce a change (an arrival, or the run abandoned) to the threads that sleep."""
+    fetch_add(sync, workers + 1, 1)
+    if fetch_add(sync, workers + 2, 0) > 0:
+        wake_all(sync, workers + 1)
+
+
+@jit
 def abandon(sync):
     """End the run for every thread waiting in `arrive` (thread 0 does, when it is done)."""
-    publish(sync, sync.size - SYNC_EXTRA, 1)
+    workers = sync.size - SYNC_EXTRA
+    publish(sync, workers, 1)
+    wake(sync, workers)
+
+
+@jit
+def wait_for(sync, other, step, workers):
+    """Wait until thread `other` has reached `step`: spin SPINS hints, then sleep until an
+    arrival. False if the run was abandoned meanwhile. A sleeper counts itself before it looks
+    once more, and an arrival publishes before it reads the count, so no arrival goes
+    unseen (both are sequentially consistent)."""
+    spins = 0
+    while observe(sync, other) < step:
+        if observe(sync, workers) != 0:
+            return False
+        if spins < SPINS:
+            spins += 1
+            relax()
+            continue
+        word = fetch_add(sync, workers + 1, 0)
+        fetch_add(sync, workers + 2, 1)
+        if fetch_add(sync, other, 0) < step and observe(sync, workers) == 0:
+            sleep(sync, workers + 1, word, SLEEP_NS)
+        fetch_add(sync, workers + 2, -1)
+    return True
 
 
 @jit
 def arrive(sync, worker, workers, step):
     """A meeting point of the `workers` threads running one program (`run_program`): this one
     publishes that it reached its `step`-th, then waits for every other to reach it. Returns
-    the new step, or -1 if the run was abandoned (sync[workers] != 0) while waiting."""
+    the new step, or -1 if the run was abandoned while waiting."""
     step += 1
     publish(sync, worker, step)
+    wake(sync, workers)
     for other in range(workers):
-        while observe(sync, other) < step:
-            if observe(sync, workers) != 0:
-                return -1
+        if not wait_for(sync, other, step, workers):
+            return -1
     return step
 
 
@@ -158,22 +298,34 @@ def share(total, unit, worker, workers):
 
 
 THREADS_ENV = "MRVL_SIM_THREADS"
-"""Environment variable: how many threads a run uses (default: the CPUs this process may use);
-read at each run. Any number gives the same bits."""
+"""Environment variable: how many threads a run uses; read at each run. Any number gives the
+same bits."""
+WORKERS_ENV = "MRVL_SIM_WORKERS"
+"""Environment variable: how many processes (parallel workers, such as a test runner's or a
+data-set evaluation's) share this machine's cores, each running the simulator; the default
+thread count divides the cores among them."""
 
 
-def threads() -> int:
-    """The threads of a run: $MRVL_SIM_THREADS, else the CPUs this process may run on."""
-    value = os.environ.get(THREADS_ENV)
-    if value is None:
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+def _positive(name: str, value: str, what: str) -> int:
     try:
         count = int(value)
     except ValueError:
         count = 0
     if count < 1:
-        raise SimulatorInputError(f"${THREADS_ENV}={value!r} is not a positive number of threads")
+        raise SimulatorInputError(f"${name}={value!r} is not a positive number of {what}")
     return count
+
+
+def threads() -> int:
+    """The threads of a run: $MRVL_SIM_THREADS, else the CPUs this process may run on divided
+    among the $MRVL_SIM_WORKERS processes that share them (at least one)."""
+    value = os.environ.get(THREADS_ENV)
+    if value is not None:
+        return _positive(THREADS_ENV, value, "threads")
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = os.environ.get(WORKERS_ENV)
+    sharing = _positive(WORKERS_ENV, workers, "worker processes") if workers else 1
+    return max(1, (cpus or 1) // sharing)
 
 
 _helpers: ThreadPoolExecutor | None = None
