@@ -451,10 +451,44 @@ def conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base):
 
 
 @jit
+def multiply_add(acc, src, weights):
+    """acc[k] += src[k] * weights[k] (each rounding; slices from 0, so LLVM vectorizes)."""
+    for k in range(acc.size):
+        acc[k] = acc[k] + src[k] * weights[k]
+
+
+@jit
+def depthwise_tap_row(out, at, x, base, weights, repeated, count, lo, hi, x_step):
+    """out[at + c*C + o] += x[base + c*x_step + o] * weights[o] for the `count` output columns
+    c of one output row and one tap, C = weights.size; outside the columns [lo, hi) the tap
+    falls in the padding and the input is +0.0, as the window's zeros would be. `repeated`:
+    the weights repeated for every column (one run over the row when x_step is C)."""
+    channels = weights.size
+    zeros = np.zeros(channels, np.float32)
+    for c in range(count):
+        if c == lo and x_step == channels and hi > lo:  # columns [lo, hi) in one run
+            span = (hi - lo) * channels
+            acc = out[at + lo * channels : at + lo * channels + span]
+            start = base + lo * x_step
+            multiply_add(acc, x[start : start + span], repeated[:span])
+            continue
+        if lo <= c < hi and x_step == channels:
+            continue
+        acc = out[at + c * channels : at + (c + 1) * channels]
+        if lo <= c < hi:
+            start = base + c * x_step
+            multiply_add(acc, x[start : start + channels], weights)
+        else:
+            multiply_add(acc, zeros, weights)
+
+
+@jit
 def conv_depthwise(row, x, w, bias, partial, out):
-    """A conv whose groups have one input channel each (depthwise): per output position, the
-    taps in order (kh, kw), each a multiply-add over all the tile's output channels at once
-    (contiguous input channels when each group has one output channel)."""
+    """A conv whose groups have one input channel each (depthwise), output row by output row:
+    the row starts from the bias or the partial sums, then each tap in order (kh, kw) adds its
+    multiply-adds to every output of the row, over all the tile's output channels at once, so
+    each output's sum runs over its taps in the documented order. With one output channel per
+    group, the channels are contiguous in the window; otherwise gathered per tap."""
     n_count, height, width, in_channels = (
         row[CONV_IN_SHAPE],
         row[CONV_IN_SHAPE + 1],
@@ -469,39 +503,50 @@ def conv_depthwise(row, x, w, bias, partial, out):
     kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
     steps = kh_count * kw_count
     oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // row[CONV_GROUPS]
+    stride_w, pad_w, dilation_w = row[CONV_STRIDE + 1], row[CONV_PAD + 1], row[CONV_DILATION + 1]
     wt = np.empty((steps, out_channels), np.float32)  # row t: every channel's weight of tap t
     for o in range(out_channels):
         for t in range(steps):
             wt[t, o] = w[o * steps + t]
+    contiguous = group_outputs == 1 and oc0 == 0
     channel = np.empty(out_channels, np.int64)  # the input channel of each output channel
     for o in range(out_channels):
         channel[o] = (oc0 + o) // group_outputs
-    contiguous = group_outputs == 1
-    taps = np.empty(out_channels, np.float32)
+    gathered = np.empty(out_cols * out_channels, np.float32)  # a tap's inputs, if not contiguous
+    repeated = np.empty((steps, out_cols * out_channels), np.float32)  # wt[t] per column
+    for t in range(steps):
+        for c in range(out_cols):
+            repeated[t, c * out_channels : (c + 1) * out_channels] = wt[t]
+    row_size = out_cols * out_channels
     for n in range(n_count):
         for r in range(out_rows):
             wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
-            for c in range(out_cols):
-                iw0 = c * row[CONV_STRIDE + 1] - row[CONV_PAD + 1]
-                start = ((n * out_rows + r) * out_cols + c) * out_channels
-                acc = out[start : start + out_channels]
-                if partial.size > 0:
-                    acc[:] = partial[start : start + out_channels]
-                else:
-                    acc[:] = bias
-                for kh in range(kh_count):
-                    wr = wr0 + kh * row[CONV_DILATION]
-                    for kw in range(kw_count):
-                        iw = iw0 + kw * row[CONV_DILATION + 1]
-                        weights = wt[kh * kw_count + kw]
-                        if 0 <= wr < height and 0 <= iw < width:
-                            base = ((n * height + wr) * width + iw) * in_channels
-                            if contiguous:
-                                taps[:] = x[base + oc0 : base + oc0 + out_channels]
-                            else:
-                                for o in range(out_channels):
-                                    taps[o] = x[base + channel[o]]
-                        else:
-                            taps[:] = 0.0
+            at = (n * out_rows + r) * row_size
+            if partial.size > 0:
+                out[at : at + row_size] = partial[at : at + row_size]
+            else:
+                for c in range(out_cols):
+                    out[at + c * out_channels : at + (c + 1) * out_channels] = bias
+            for kh in range(kh_count):
+                wr = wr0 + kh * row[CONV_DILATION]
+                inside = 0 <= wr < height
+                for kw in range(kw_count):
+                    # the output columns whose tap column lies in the window: [lo, hi)
+                    offset = kw * dilation_w - pad_w
+                    lo, hi = out_cols, out_cols
+                    if inside:
+                        lo = min(out_cols, max(0, (-offset + stride_w - 1) // stride_w))
+                        hi = max(lo, min(out_cols, (width - 1 - offset) // stride_w + 1))
+                    t = kh * kw_count + kw
+                    base = ((n * height + wr) * width + offset) * in_channels
+                    step = stride_w * in_channels
+                    if contiguous and in_channels == out_channels:  # whole pixels: runs
+                        depthwise_tap_row(out, at, x, base, wt[t], repeated[t], out_cols, lo, hi, step)
+                        continue
+                    for c in range(lo, hi):
+                        b = base + c * step
                         for o in range(out_channels):
-                            acc[o] = acc[o] + taps[o] * weights[o]
+                            gathered[c * out_channels + o] = x[b + channel[o]]
+                    depthwise_tap_row(
+                        out, at, gathered, 0, wt[t], repeated[t], out_cols, lo, hi, out_channels
+                    )
