@@ -137,13 +137,13 @@ class WeightCache:
 
     Packing reads every weight of every conv and costs more than the multiply-adds of the
     layers with few output positions (and of an fc at batch 1). Each conv with one run of
-    output channels (groups=1, at least `packing.min_outputs` channels) and each fc, its weights at an even
-    address, gets a slot holding the f16 bits it packed and their packing. Weights that are a
-    fixed slice of the constant pool (`constant_weights`: the compiler's case) are packed once
-    and used as they are; for any other a run compares the weights in OCM with the bits (one
-    vectorized pass over 2-byte values instead of a conversion and a scattered write per
-    weight, `packing_stale`) and repacks only if they differ, so the cache is right whatever
-    the weights are. Convs of one ONNX node and first
+    output channels (groups=1, at least `packing.min_outputs` channels) and each fc, its
+    weights at an even address, gets a slot holding the f16 bits it packed and their packing.
+    Weights that are a fixed slice of the constant pool (`constant_weights`: the compiler's
+    case) are packed once and used as they are; for any other a run compares the weights in
+    OCM with the bits (one vectorized pass over 2-byte values instead of a conversion and a
+    scattered write per weight, the Numba engine's `packing_stale`) and repacks only if they
+    differ, so the cache is right whatever the weights are. Convs of one ONNX node and first
     output channel that read the same OCM range with the same shape and the same copy of the
     pool share a slot, whatever their tile (the row pieces of one slice of a layer's output
     channels, which the tiles compute one after another with the same weights: one packing,

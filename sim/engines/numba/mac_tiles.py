@@ -541,7 +541,9 @@ def conv_depthwise(row, x, w, bias, partial, out):
                     base = ((n * height + wr) * width + offset) * in_channels
                     step = stride_w * in_channels
                     if contiguous and in_channels == out_channels:  # whole pixels: runs
-                        depthwise_tap_row(out, at, x, base, wt[t], repeated[t], out_cols, lo, hi, step)
+                        depthwise_tap_row(
+                            out, at, x, base, wt[t], repeated[t], out_cols, lo, hi, step
+                        )
                         continue
                     for c in range(lo, hi):
                         b = base + c * step
