@@ -4,6 +4,8 @@
     .venv/bin/python bench/simulator.py                       # the default models below
     .venv/bin/python bench/simulator.py resnet50 --repeat 3
     .venv/bin/python bench/simulator.py --no-interp vgg19 zoo:mobilenet_v2
+    .venv/bin/python bench/simulator.py --no-interp --zoo            # every zoo model
+    .venv/bin/python bench/simulator.py --no-interp --contention resnet50
 
 Each model (a light model from `mrvl.models.light`, `zoo:<name>` from `mrvl.models.zoo`, both
 with seeded random weights, or `mnist`, the bundled network) is compiled by mrvl for 8 tiles in a fresh child process, then run as a hybrid
@@ -20,12 +22,17 @@ in the Relax VM. Per model the table gives:
 - the ratios numba/ORT and interp/numba, whether numba (its first run and every warm one) and
   interp gave the same bits, and
   the child's peak resident memory (compile and runs included).
+
+`--contention` also starts, in each child, a process that loops on one core, and times the
+warm run with the default thread count (`busy`) and with one thread (`busy 1t`) while it
+runs: on a shared machine the default should be within 1.2x of one thread.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -52,7 +59,34 @@ def _load(name: str, seed: int):
     return model, random_inputs(model, seed=seed)
 
 
-def bench_model(name: str, seed: int, repeat: int, interp: bool) -> dict:
+def _best_warm(vm_run, repeat: int, threads: str | None) -> float:
+    """The best of `repeat` warm runs with $MRVL_SIM_THREADS set to `threads` (None: unset)."""
+    saved = os.environ.pop("MRVL_SIM_THREADS", None)
+    if threads is not None:
+        os.environ["MRVL_SIM_THREADS"] = threads
+    try:
+        return min(vm_run()[0] for _ in range(repeat))
+    finally:
+        os.environ.pop("MRVL_SIM_THREADS", None)
+        if saved is not None:
+            os.environ["MRVL_SIM_THREADS"] = saved
+
+
+def contention(vm_run, repeat: int) -> dict:
+    """Warm runs with the default threads and with one while another process loops on a core."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)  # let it take its core
+        return {
+            "busy": _best_warm(vm_run, repeat, None),
+            "busy_1t": _best_warm(vm_run, repeat, "1"),
+        }
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+def bench_model(name: str, seed: int, repeat: int, interp: bool, busy: bool = False) -> dict:
     import onnxruntime as ort
     import tvm
     from tvm import relax
@@ -98,6 +132,9 @@ def bench_model(name: str, seed: int, repeat: int, interp: bool) -> dict:
     row["numba"] = min(w[0] for w in warm)
     row["numba_sim"] = min(w[1] for w in warm)
     row["numba_cpu"] = min(w[3] for w in warm)
+    if busy:
+        with use_engine("numba"):
+            row.update(contention(vm_run, repeat))
     if interp:
         with use_engine("interp"):
             row["interp"], _, interp_out, _ = vm_run()
@@ -110,7 +147,7 @@ def bench_model(name: str, seed: int, repeat: int, interp: bool) -> dict:
 
 
 def _child(args) -> int:
-    row = bench_model(args.child, args.seed, args.repeat, not args.no_interp)
+    row = bench_model(args.child, args.seed, args.repeat, not args.no_interp, args.contention)
     print(json.dumps(row))
     return 0
 
@@ -131,6 +168,12 @@ def _format(row: dict) -> str:
         f"{'yes' if row.get('same_bits') else ('-' if interp is None else 'NO'):>5s}",
         f"{row['peak_mb']:8.0f}",
     ]
+    if "busy" in row:
+        cells += [
+            f"{row['busy']:8.3f}",
+            f"{row['busy_1t']:8.3f}",
+            f"{row['busy'] / row['busy_1t']:10.2f}",
+        ]
     return " ".join(cells)
 
 
@@ -140,22 +183,36 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="timed warm runs (best is kept)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-interp", action="store_true", help="skip the interpreter runs")
+    parser.add_argument("--zoo", action="store_true", help="every zoo model, after MODELS")
+    parser.add_argument(
+        "--contention",
+        action="store_true",
+        help="also time warm runs while a process started here loops on one core",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return _child(args)
+    if args.zoo:
+        from mrvl.models.zoo import ZOO_MODELS
+
+        named = args.models if args.models != list(DEFAULT_MODELS) else []
+        args.models = named + [f"zoo:{name}" for name in ZOO_MODELS]
 
     header = (
         f"{'model':18s} {'instrs':>7s} {'numba 1st':>10s} {'numba':>8s} {'(sim)':>8s} {'(cpu)':>8s} "
         f"{'interp':>8s} {'ORT':>7s} {'numba/ORT':>9s} {'interp/numba':>12s} {'same':>5s} "
         f"{'peak MB':>8s}"
     )
+    if args.contention:
+        header += f" {'busy':>8s} {'busy 1t':>8s} {'busy/1t':>10s}"
     print("seconds per inference (VM run, regions on the simulator)")
     print(header)
     print("-" * len(header), flush=True)
     for name in args.models:
         command = [sys.executable, __file__, "--child", name, "--seed", str(args.seed)]
         command += ["--repeat", str(args.repeat)] + (["--no-interp"] if args.no_interp else [])
+        command += ["--contention"] if args.contention else []
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["?"])[-1]

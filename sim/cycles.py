@@ -35,8 +35,8 @@ in program order (docs/isa.md, "Cycle model", says the same in prose):
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
 
@@ -47,29 +47,36 @@ from mrvl.cost import Cost, Unit
 from mrvl.isa import (
     ACT_TABLE_ENTRIES,
     DTYPE_BYTES,
-    TABLE_ACTIVATIONS,
-    Activation,
+    OPCODE_BY_NAME,
+    OPCODES,
     DType,
     Instruction,
     MemSpace,
     Program,
-    destination_tiles,
 )
 from mrvl.sim.errors import SimulatorError
+from mrvl.sim.operands import (  # noqa: F401 (Access and operands: part of this module's API)
+    DDR,
+    OCM,
+    TABLE,
+    Access,
+    Operands,
+    operands,
+)
 from mrvl.sim.validate import ValidProgram, describe
 from mrvl.target import Target
 
 UNITS = (Unit.DMA, Unit.MAC, Unit.VECTOR)
 """The engines of a tile, in queue order: queue `tile * 3 + UNITS.index(unit)`."""
 
-UNIT_OF = {"dma": 0, "cvt": 0, "lut": 0, "conv": 1, "fc": 1}
-"""Queue slot of each opcode; the others but `end` run on the vector unit."""
-
 CONTROL = -1
 """The queue of `end`, which takes no time and touches no memory."""
 
-DDR, OCM, TABLE = 0, 1, 2
-"""The memories an access can name; TABLE is a tile's activation-table memory."""
+UNIT_OF = {
+    spec.name: CONTROL if spec.engine == "control" else UNITS.index(Unit(spec.engine))
+    for spec in OPCODES
+}
+"""Queue slot of each opcode (CONTROL for `end`), as the ISA table's `OpcodeSpec.engine` says."""
 
 SPACE_NAMES = {DDR: "DDR", OCM: "OCM", TABLE: "activation-table memory"}
 
@@ -79,205 +86,91 @@ class HazardError(SimulatorError):
     chain orders them: on a parallel machine the result would depend on timing."""
 
 
-# ----------------------------------------------------------------------------- the accesses
-
-
-@dataclass(frozen=True)
-class Access:
-    """The bytes one operand touches: runs of `run` contiguous bytes at
-    `base + Σ i_d · stride_d` for each index of the outer `dims` ((count, stride) pairs, all
-    strides positive). TABLE accesses have base 0 and run 1. `tile`: for OCM and TABLE, the
-    tile whose memory it is; None (every access but a multicast dma's writes) means the
-    instruction's own."""
-
-    space: int
-    base: int
-    dims: tuple[tuple[int, int], ...]
-    run: int
-    tile: int | None = None
-
-    @property
-    def runs(self) -> int:
-        return math.prod(n for n, _ in self.dims)
-
-    @property
-    def nbytes(self) -> int:
-        return self.runs * self.run
-
-    @property
-    def hull(self) -> tuple[int, int]:
-        """[lowest, highest) byte touched."""
-        return self.base, self.base + sum((n - 1) * s for n, s in self.dims) + self.run
-
-    def run_starts(self) -> np.ndarray:
-        starts = np.full(1, self.base, np.int64)
-        for n, s in self.dims:
-            starts = (starts[:, None] + np.arange(n, dtype=np.int64) * s).reshape(-1)
-        return starts
-
-
-def strided(space: int, addr: int, box, strides, elem_bytes: int) -> Access | None:
-    """The bytes of a `dma` side; None for an empty box. Broadcast (stride 0) and extent-1
-    dimensions drop out, negative strides are walked forwards, contiguous dimensions merge."""
-    if math.prod(box) == 0:
-        return None
-    base, dims = addr, []
-    for n, s in zip(box, strides):
-        if n > 1 and s != 0:
-            if s < 0:
-                base += (n - 1) * s
-            dims.append((n, abs(s)))
-    dims.sort(key=lambda d: -d[1])
-    run = elem_bytes
-    while dims and dims[-1][1] == run:
-        run *= dims.pop()[0]
-    return Access(space, base, tuple(dims), run)
-
-
-def dense(space: int, addr: int, dtype: DType, shape) -> Access:
-    return Access(space, addr, (), math.prod(shape) * DTYPE_BYTES[dtype])
-
-
-TABLE_ACCESS = Access(TABLE, 0, (), 1)
-
-Operands = tuple[list[Access], list[Access]]
-
-
-def _activation_reads(f: dict, channels: int | None) -> list[Access]:
-    act = f["act"]
-    if act == Activation.PRELU and channels is not None:
-        return [dense(OCM, f["act_addr"], DType.F32, (channels,))]
-    if act in TABLE_ACTIVATIONS:
-        return [TABLE_ACCESS]
-    return []
-
-
-def _bias(f: dict, count: int) -> list[Access]:
-    return [dense(OCM, f["b_addr"], DType.F32, (count,))] if f["b_addr"] != -1 else []
-
-
-def operands(ins: Instruction) -> Operands:
-    """(reads, writes) of one instruction, as docs/isa.md §3 defines its operands."""
-    f, op = ins.fields, ins.opcode
-    if op == "dma":
-        src = strided(f["src_space"], f["src_addr"], f["box"], f["src_strides"], f["elem_bytes"])
-        dst = strided(f["dst_space"], f["dst_addr"], f["box"], f["dst_strides"], f["elem_bytes"])
-        if dst is None:
-            return ([src] if src else [], [])
-        if f["dst_tiles"]:  # a multicast: the same OCM bytes on each destination tile
-            return [src], [dataclasses.replace(dst, tile=t) for t in destination_tiles(ins)]
-        return [src], [dst]
-    if op == "cvt":
-        shape = f["src_shape"]
-        if math.prod(shape) == 0:
-            return [], []
-        return (
-            [dense(DDR, f["src_addr"], f["src_dtype"], shape)],
-            [dense(DDR, f["dst_addr"], f["dst_dtype"], shape)],
-        )
-    if op == "lut":
-        return [dense(DDR, f["src_addr"], DType.F16, (ACT_TABLE_ENTRIES,))], [TABLE_ACCESS]
-    if op == "conv":
-        out_channels = f["out_shape"][3]
-        kh, kw = f["kernel"]
-        weights = (out_channels, kh, kw, f["in_shape"][3] // f["groups"])
-        reads = [
-            dense(OCM, f["in_addr"], DType.F16, f["in_shape"]),
-            dense(OCM, f["w_addr"], DType.F16, weights),
-            *_bias(f, out_channels),
-            *_activation_reads(f, out_channels),
-        ]
-        if f["acc_addr"] != -1:
-            reads.append(dense(OCM, f["acc_addr"], DType.F32, f["out_shape"]))
-        out_dtype = DType.F32 if f["acc_out"] else DType.F16
-        return reads, [dense(OCM, f["out_addr"], out_dtype, f["out_shape"])]
-    if op == "pool":
-        return (
-            [dense(OCM, f["in_addr"], DType.F16, f["in_shape"])],
-            [dense(OCM, f["out_addr"], DType.F16, f["out_shape"])],
-        )
-    if op == "resize":
-        _, rows, cols, _ = f["out_shape"]
-        return (
-            [
-                dense(OCM, f["in_addr"], DType.F16, f["in_shape"]),
-                dense(OCM, f["ytab_addr"], DType.F32, (rows, 4)),
-                dense(OCM, f["xtab_addr"], DType.F32, (cols, 4)),
-            ],
-            [dense(OCM, f["out_addr"], DType.F16, f["out_shape"])],
-        )
-    if op == "fc":
-        n, k, o = f["n"], f["k"], f["o"]
-        reads = [
-            dense(OCM, f["in_addr"], DType.F16, (n, k)),
-            dense(OCM, f["w_addr"], DType.F16, (o, k)),
-            *_bias(f, o),
-            *_activation_reads(f, o),
-        ]
-        return reads, [dense(OCM, f["out_addr"], DType.F16, (n, o))]
-    if op == "add":
-        count = f["count"]
-        reads = [dense(OCM, f[a], DType.F16, (count,)) for a in ("a_addr", "b_addr")]
-        return reads + _activation_reads(f, None), [dense(OCM, f["out_addr"], DType.F16, (count,))]
-    if op == "scale":
-        count, channels = f["count"], f["channels"]
-        reads = [
-            dense(OCM, f["in_addr"], DType.F16, (count,)),
-            dense(OCM, f["s_addr"], DType.F32, (channels,)),
-            dense(OCM, f["b_addr"], DType.F32, (channels,)),
-            *_activation_reads(f, channels),
-        ]
-        return reads, [dense(OCM, f["out_addr"], DType.F16, (count,))]
-    if op == "mul":
-        count = f["count"]
-        reads = [
-            dense(OCM, f["a_addr"], DType.F16, (count,)),
-            dense(OCM, f["b_addr"], DType.F16, (f["channels"] or count,)),
-            *_activation_reads(f, None),
-        ]
-        return reads, [dense(OCM, f["out_addr"], DType.F16, (count,))]
-    if op == "end":
-        return [], []
-    raise KeyError(f"no operands defined for opcode {op!r}")
-
-
 # --------------------------------------------------------------------------------- the costs
+
+
+COSTS: dict[str, Callable[[dict, Target], tuple[Cost, int]]] = {}
+"""Per opcode, its (Cost, MACs) from its fields, by the functions of `mrvl.cost`."""
+
+
+def costs(opcode: str):
+    """Register the cost of `opcode` (one per opcode of the ISA table)."""
+    if opcode not in OPCODE_BY_NAME:
+        raise KeyError(f"no opcode {opcode!r} in the ISA table")
+
+    def register(rule):
+        COSTS[opcode] = rule
+        return rule
+
+    return register
+
+
+@costs("dma")
+def _dma(f: dict, target: Target) -> tuple[Cost, int]:
+    return cost.dma_box(
+        target,
+        tuple(f["box"]),
+        f["elem_bytes"],
+        tuple(f["src_strides"]),
+        tuple(f["dst_strides"]),
+        src_ddr=f["src_space"] == MemSpace.DDR,
+        dst_ddr=f["dst_space"] == MemSpace.DDR,
+    ), 0
+
+
+@costs("cvt")
+def _cvt(f: dict, target: Target) -> tuple[Cost, int]:
+    count = math.prod(f["src_shape"])
+    read, write = count * DTYPE_BYTES[f["src_dtype"]], count * DTYPE_BYTES[f["dst_dtype"]]
+    return cost.convert(target, read, write), 0
+
+
+@costs("lut")
+def _lut(f: dict, target: Target) -> tuple[Cost, int]:
+    return cost.lut(target, ACT_TABLE_ENTRIES * DTYPE_BYTES[DType.F16]), 0
+
+
+@costs("conv")
+def _conv(f: dict, target: Target) -> tuple[Cost, int]:
+    macs = cost.conv_macs(f["out_shape"], f["kernel"], f["in_shape"][3] // f["groups"])
+    return cost.mac(target, macs), macs
+
+
+@costs("fc")
+def _fc(f: dict, target: Target) -> tuple[Cost, int]:
+    macs = f["n"] * f["k"] * f["o"]
+    return cost.mac(target, macs), macs
+
+
+@costs("pool")
+def _pool(f: dict, target: Target) -> tuple[Cost, int]:
+    return cost.vector(target, cost.pool_element_ops(f["out_shape"], f["kernel"])), 0
+
+
+@costs("resize")
+def _resize(f: dict, target: Target) -> tuple[Cost, int]:
+    return cost.vector(target, cost.resize_element_ops(f["out_shape"])), 0
+
+
+@costs("add")
+@costs("scale")
+@costs("mul")
+def _elementwise(f: dict, target: Target) -> tuple[Cost, int]:
+    return cost.vector(target, f["count"]), 0
+
+
+@costs("end")
+def _end(f: dict, target: Target) -> tuple[Cost, int]:
+    return Cost(Unit.DMA, 0), 0
+
+
+_missing = set(OPCODE_BY_NAME) - set(COSTS)
+assert not _missing, f"opcodes without a cost: {sorted(_missing)}"
 
 
 def instruction_cost(ins: Instruction, target: Target) -> tuple[Cost, int]:
     """(Cost, MACs) of one instruction, by the functions of `mrvl.cost`."""
-    f, op = ins.fields, ins.opcode
-    if op == "dma":
-        return cost.dma_box(
-            target,
-            tuple(f["box"]),
-            f["elem_bytes"],
-            tuple(f["src_strides"]),
-            tuple(f["dst_strides"]),
-            src_ddr=f["src_space"] == MemSpace.DDR,
-            dst_ddr=f["dst_space"] == MemSpace.DDR,
-        ), 0
-    if op == "cvt":
-        count = math.prod(f["src_shape"])
-        read, write = count * DTYPE_BYTES[f["src_dtype"]], count * DTYPE_BYTES[f["dst_dtype"]]
-        return cost.convert(target, read, write), 0
-    if op == "lut":
-        return cost.lut(target, ACT_TABLE_ENTRIES * DTYPE_BYTES[DType.F16]), 0
-    if op == "conv":
-        macs = cost.conv_macs(f["out_shape"], f["kernel"], f["in_shape"][3] // f["groups"])
-        return cost.mac(target, macs), macs
-    if op == "fc":
-        macs = f["n"] * f["k"] * f["o"]
-        return cost.mac(target, macs), macs
-    if op == "pool":
-        return cost.vector(target, cost.pool_element_ops(f["out_shape"], f["kernel"])), 0
-    if op == "resize":
-        return cost.vector(target, cost.resize_element_ops(f["out_shape"])), 0
-    if op in ("add", "scale", "mul"):
-        return cost.vector(target, f["count"]), 0
-    if op == "end":
-        return Cost(Unit.DMA, 0), 0
-    raise KeyError(f"no cost defined for opcode {op!r}")
+    return COSTS[ins.opcode](ins.fields, target)
 
 
 # ------------------------------------------------------------------------------- the result
@@ -559,8 +452,8 @@ def model_cycles(valid: ValidProgram) -> Timeline:
     seq = np.zeros(count, np.int64)
     members: list[list[int]] = [[] for _ in range(nq)]
     for i, ins in enumerate(code):
-        if ins.opcode != "end":
-            q = ins.tile * 3 + UNIT_OF.get(ins.opcode, 2)
+        if UNIT_OF[ins.opcode] != CONTROL:
+            q = ins.tile * 3 + UNIT_OF[ins.opcode]
             queue[i], seq[i] = q, len(members[q])
             members[q].append(i)
 

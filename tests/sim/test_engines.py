@@ -7,6 +7,8 @@ test_engines_models.py does the same for the e2e nets, node conformance cases an
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,6 +28,10 @@ from sim_builders import (
 )
 
 import mrvl.sim.engines.numba as numba_engine
+from mrvl.sim.engines.numba import mac_tiles, numerics
+from mrvl.sim.engines.numba import sharing as engine_threads
+from mrvl.sim.engines.numba.dispatch import PACKING
+from mrvl.sim.weight_cache import CONSTANT, weight_cache
 from mrvl.act_tables import activation_table
 from mrvl.isa import (
     CONV_CI_BLOCK,
@@ -101,9 +107,9 @@ def _numba_round(values: np.ndarray) -> np.ndarray:
     and at an odd one (scalar bytes), which must agree on the bits and on the counts."""
     values = np.ascontiguousarray(values, np.float32)
     buffer, tally = np.zeros(values.size * 2 + 1, np.uint8), np.zeros(2, np.int64)
-    numba_engine.store_f16(buffer, 0, values, tally)
+    numerics.store_f16(buffer, 0, values, tally)
     odd_buffer, odd_tally = np.zeros_like(buffer), np.zeros(2, np.int64)
-    numba_engine.store_f16(odd_buffer, 1, values, odd_tally)
+    numerics.store_f16(odd_buffer, 1, values, odd_tally)
     assert odd_buffer[1:].tobytes() == buffer[:-1].tobytes()
     nans = int(np.isnan(values).sum())
     saturated = int((np.abs(values[~np.isnan(values)]) > 65504).sum())  # infinities too
@@ -135,21 +141,21 @@ def test_f32_to_f16_matches_numpy_on_every_half_and_random_floats():
 def test_f16_to_f32_table_is_numpy_exact():
     halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
     np.testing.assert_array_equal(
-        numba_engine.F16_TO_F32.view(np.uint32), halves.astype(np.float32).view(np.uint32)
+        numerics.F16_TO_F32.view(np.uint32), halves.astype(np.float32).view(np.uint32)
     )
 
 
 def test_f16_loads_widen_every_half_like_the_table_at_any_length_and_address():
     halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
     memory = np.concatenate([np.zeros(1, np.uint16), halves]).view(np.uint8)
-    table = numba_engine.F16_TO_F32
+    table = numerics.F16_TO_F32
     expected = table.view(np.uint32)
-    loaded = numba_engine.load_f16(memory, 2, halves.size, table)  # the vector lanes
+    loaded = numerics.load_f16(memory, 2, halves.size, table)  # the vector lanes
     np.testing.assert_array_equal(loaded.view(np.uint32), expected)
     for size in range(1, 20):  # every length of the tail after the vector lanes
-        loaded = numba_engine.load_f16(memory, 2 * (1 << 16) + 2 - 2 * size, size, table)
+        loaded = numerics.load_f16(memory, 2 * (1 << 16) + 2 - 2 * size, size, table)
         np.testing.assert_array_equal(loaded.view(np.uint32), expected[-size:])
-    unaligned = numba_engine.load_f16(
+    unaligned = numerics.load_f16(
         np.concatenate([[7], memory[2:40]]).astype(np.uint8), 1, 19, table
     )
     np.testing.assert_array_equal(unaligned.view(np.uint32), expected[:19])
@@ -161,7 +167,7 @@ def test_f16_loads_widen_every_half_like_the_table_at_any_length_and_address():
 @st.composite
 def conv_layers(draw, group_outputs=st.integers(1, 6), depthwise=False):
     """A conv layer; `group_outputs` draws the output channels per group (narrow runs by
-    default; from numba_engine.NARROW on, the engine's blocked kernel); `depthwise`: many
+    default; from mac_tiles.NARROW on, the engine's blocked kernel); `depthwise`: many
     groups of one input channel."""
     if depthwise:
         groups, group_channels = draw(st.sampled_from([8, 17, 32])), 1
@@ -210,7 +216,7 @@ def conv_layers(draw, group_outputs=st.integers(1, 6), depthwise=False):
 @SETTINGS
 @given(
     conv_layers()
-    | conv_layers(st.integers(numba_engine.NARROW, 40))
+    | conv_layers(st.integers(mac_tiles.NARROW, 40))
     | conv_layers(st.integers(1, 2), depthwise=True)
 )
 def test_conv_engines_agree(layer):
@@ -317,7 +323,7 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
         **act_fields,
     )
     macs = positions * kernel[0] * kernel[1] * channels * out_channels
-    assert macs >= numba_engine.SHARED_MACS
+    assert macs >= engine_threads.SHARED_MACS
     flat = (out_bytes // 2,)
     _same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, flat))
 
@@ -337,7 +343,7 @@ def test_adds_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     value further on, so a thread must not store while another still loads. (A table
     activation's 128 KiB table would not fit the tile's OCM next to 3 such arrays; it is the
     same per-value path of `finish`.)"""
-    count = numba_engine.SHARED_VALUES + extra
+    count = engine_threads.SHARED_VALUES + extra
     staging = Staging()
     a_addr = staging.add(f16_data(seed, count, True))
     b_addr = staging.add(f16_data(seed + 1, count, True))
@@ -365,7 +371,7 @@ def test_pools_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     over the threads; its output may overwrite its input."""
     channels = 32
     in_shape, out_shape = (1, *hw, channels), (1, *hw, channels)
-    assert np.prod(out_shape) >= numba_engine.SHARED_VALUES
+    assert np.prod(out_shape) >= engine_threads.SHARED_VALUES
     staging = Staging()
     in_addr = staging.add(f16_data(seed, in_shape, True))
     out_addr = in_addr if overwrite else staging.reserve(int(np.prod(out_shape)) * 2)
@@ -379,6 +385,22 @@ def test_pools_the_threads_share_give_the_same_bits_on_any_number_of_threads(
 def test_a_bad_thread_count_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(numba_engine.THREADS_ENV, "zero")
     with pytest.raises(SimulatorInputError, match="MRVL_SIM_THREADS"):
+        run(_valid_conv_program(), [], engine="numba")
+
+
+def test_parallel_workers_divide_the_cores_among_them(monkeypatch):
+    """$MRVL_SIM_WORKERS processes share the cores: each defaults to its part, at least one."""
+    monkeypatch.delenv(numba_engine.THREADS_ENV, raising=False)
+    cpus = len(os.sched_getaffinity(0))
+    monkeypatch.setenv(engine_threads.WORKERS_ENV, "1")
+    assert numba_engine.threads() == cpus
+    monkeypatch.setenv(engine_threads.WORKERS_ENV, str(cpus + 1))
+    assert numba_engine.threads() == 1
+    monkeypatch.setenv(numba_engine.THREADS_ENV, "3")  # an explicit count wins
+    assert numba_engine.threads() == 3
+    monkeypatch.delenv(numba_engine.THREADS_ENV)
+    monkeypatch.setenv(engine_threads.WORKERS_ENV, "none")
+    with pytest.raises(SimulatorInputError, match="MRVL_SIM_WORKERS"):
         run(_valid_conv_program(), [], engine="numba")
 
 
@@ -907,9 +929,9 @@ def _two_layers_over_one_weight_address(between, layer="conv"):
             conv(x_addr, (1, 3, 3, channels), out_at, (1, 1, 1, outs), w_addr, kernel=(3, 3))
         )
     valid = prepare(layer_program(staging, code, out_addr, (2, out_values)))
-    slots, *_, flags = numba_engine.weight_cache(valid).arrays
+    slots, *_, flags = weight_cache(valid, PACKING).arrays
     layers = [i for i, ins in enumerate(valid.code) if ins.opcode == layer]
-    return valid, [int(flags[slots[i]]) & numba_engine.CONSTANT for i in layers], slots[layers]
+    return valid, [int(flags[slots[i]]) & CONSTANT for i in layers], slots[layers]
 
 
 @pytest.mark.parametrize("layer", ["conv", "fc"])
@@ -959,7 +981,7 @@ def test_pool_weights_overwritten_in_ocm_are_compared_at_each_use():
             [copy_bytes(MemSpace.OCM, second, MemSpace.OCM, w_addr, nbytes // 2)],
         ]
     )
-    assert constant == [numba_engine.CONSTANT, 0] and slots[0] != slots[1]
+    assert constant == [CONSTANT, 0] and slots[0] != slots[1]
     first_run = run_both(valid, [])
     assert_same_bytes(first_run, run_both(valid, []))
 
@@ -974,7 +996,7 @@ def test_warm_runs_skip_the_dmas_only_constant_weights_read():
             [copy_bytes(MemSpace.DDR, second, MemSpace.OCM, w_addr, nbytes)],
         ]
     )
-    cache = numba_engine.weight_cache(valid)
+    cache = weight_cache(valid, PACKING)
     dmas = [i for i, ins in enumerate(valid.code) if ins.opcode == "dma"]
     assert cache.weight_only[dmas].tolist() == [0, 1, 1, 0]
     assert not cache.skip().any()
@@ -996,7 +1018,7 @@ def test_a_dma_whose_bytes_are_also_read_otherwise_is_never_skipped():
             ],
         ]
     )
-    cache = numba_engine.weight_cache(valid)
+    cache = weight_cache(valid, PACKING)
     dmas = [i for i, ins in enumerate(valid.code) if ins.opcode == "dma"]
     assert cache.weight_only[dmas].tolist() == [0, 1, 0, 0, 0]
     first_run = run_both(valid, [])
@@ -1058,7 +1080,7 @@ def test_tiles_share_a_weight_cache_slot_and_each_gets_its_own_weights():
         MemSpace.OCM, out_addr, MemSpace.DDR, program.ddr_size - outs * 4, outs * 4
     )
     valid = prepare(program)
-    slots = numba_engine.weight_cache(valid).arrays[0].tolist()
+    slots = weight_cache(valid, PACKING).arrays[0].tolist()
     assert slots.count(0) == 2 and slots.count(1) == 0  # the two tiles' convs share one slot
     first_run = run_both(valid, [])
     assert_same_bytes(first_run, run_both(valid, []))
@@ -1077,7 +1099,7 @@ def test_a_multicast_dma_stores_what_one_dma_per_tile_stores():
     assert_same_bytes(first_run, run_both(separate, []))
     rows = [row.tobytes() for row in first_run[0]]
     assert len(set(rows)) == 3 and bytes(len(rows[0])) not in rows
-    cache = numba_engine.weight_cache(multicast)
+    cache = weight_cache(multicast, PACKING)
     assert cache.origin.tolist() == [0, 0, 0, 1, 1, 1, *range(2, len(multicast.code))]
     assert [(ins.tile, ins.fields["dst_tiles"]) for ins in cache.rows.code[:6]] == [
         (t, 0) for t in (0, 1, 2, 0, 1, 2)
@@ -1086,7 +1108,7 @@ def test_a_multicast_dma_stores_what_one_dma_per_tile_stores():
     assert cache.skip()[:6].tolist() == [0, 0, 0, 1, 1, 1]
     for _ in range(2):
         assert_same_bytes(first_run, run_both(multicast, []))
-    assert numba_engine.weight_cache(separate).rows is None
+    assert weight_cache(separate, PACKING).rows is None
     model_cycles(multicast)  # the tokens order every tile's conv after the multicasts
     model_cycles(separate)
 

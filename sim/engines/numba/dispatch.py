@@ -1,0 +1,285 @@
+"""The Numba engine's instruction loop: one kernel per opcode in a table (`implements`, as the
+reference engine's), the compiled loop over a program's rows (`run_program`), and `execute`,
+which runs it on the engine's threads.
+
+Every kernel has one signature, `kernel(i, row, frow, machine, tally, weights, skip, sync,
+worker, workers, step) -> status`: instruction i's integer and float words, the machine's
+memories `machine` = (ddr, ocm, tables, lut, lut_bits), its (saturated, NaN) counts, the weight
+cache's arrays and DMA skips, and the threads' meeting state. The status is the thread's new
+step count (>= 0), STOP (the program ends here for this thread), or FAULT - fault.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from numba import literal_unroll
+from numba.core.errors import NumbaExperimentalFeatureWarning
+
+from mrvl.isa import OPCODE_BY_NAME
+from mrvl.sim.engines.numba.dma import cvt, dma, load_table
+from mrvl.sim.engines.numba.fields import OP_END
+from mrvl.sim.engines.numba.jit import jit
+from mrvl.sim.engines.numba.mac import conv, fc
+from mrvl.sim.engines.numba.mac_tiles import NARROW, packed_size
+from mrvl.sim.engines.numba.numerics import F16_TO_F32, F16_TO_F32_BITS
+from mrvl.sim.engines.numba.sharing import (
+    SYNC_EXTRA,
+    _helper_pool,
+    abandon,
+    new_sync,
+    shared_work,
+    threads,
+)
+from mrvl.sim.engines.numba.vector import TABLE_NOT_INTEGER, add, mul, pool, resize, scale
+from mrvl.sim.errors import SimulatorError
+from mrvl.sim.memory import Memory
+from mrvl.sim.stats import RunStats
+from mrvl.sim.validate import ValidProgram, describe
+from mrvl.sim.weight_cache import Packing, WeightCache, weight_cache
+
+
+STOP = -1
+"""A kernel's status: the program ends here for this thread (`end`, or the run abandoned)."""
+FAULT = -1
+"""A kernel's status FAULT - fault (fault >= 1): the instruction faulted."""
+
+PACKING = Packing(lambda outputs, steps: int(packed_size(outputs, steps)), NARROW)
+"""How the MAC kernels pack a weight-cache slot (`mac_tiles.pack_weights`)."""
+
+KERNELS: dict[str, object] = {}
+
+
+def implements(opcode: str):
+    """Register the compiled kernel of `opcode` (one per opcode of the ISA table)."""
+    if opcode not in OPCODE_BY_NAME:
+        raise KeyError(f"no opcode {opcode!r} in the ISA table")
+
+    def register(kernel):
+        KERNELS[opcode] = kernel
+        return kernel
+
+    return register
+
+
+@jit
+def cache_slot(weights, i):
+    """Instruction i's slot of the weight cache (WeightCache.arrays) as (raw, packed, filled),
+    or three empty arrays if it has none."""
+    slots, raw_at, packed_at, raw, packed, filled = weights
+    slot = slots[i]
+    if slot < 0:
+        return raw[:0], packed[:0], filled[:0]
+    return (
+        raw[raw_at[slot] : raw_at[slot + 1]],
+        packed[packed_at[slot] : packed_at[slot + 1]],
+        filled[slot : slot + 1],
+    )
+
+
+# ------------------------------------------------------------------------------ the kernels
+
+
+@implements("dma")
+@jit
+def _dma(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    if skip[i] == 0:  # WeightCache.skip
+        dma(row, machine[0], machine[1][row[1]])
+    return step
+
+
+@implements("cvt")
+@jit
+def _cvt(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    cvt(row, machine[0], machine[4], tally)
+    return step
+
+
+@implements("lut")
+@jit
+def _lut(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    load_table(row, machine[0], machine[2][row[1]])
+    return step
+
+
+@implements("conv")
+@jit
+def _conv(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    tile = row[1]
+    cache = cache_slot(weights, i)
+    ocm, table = machine[1][tile], machine[2][tile]
+    return conv(row, frow, ocm, machine[3], table, tally, cache, sync, worker, workers, step)
+
+
+@implements("fc")
+@jit
+def _fc(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    tile = row[1]
+    fc(row, frow, machine[1][tile], machine[3], machine[2][tile], tally, cache_slot(weights, i))
+    return step
+
+
+@implements("pool")
+@jit
+def _pool(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    return pool(row, machine[1][row[1]], machine[3], tally, sync, worker, workers, step)
+
+
+@implements("resize")
+@jit
+def _resize(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    fault = resize(row, machine[1][row[1]], machine[3], tally)
+    return FAULT - fault if fault else step
+
+
+@implements("add")
+@jit
+def _add(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    tile = row[1]
+    ocm, table = machine[1][tile], machine[2][tile]
+    return add(row, frow, ocm, machine[3], table, tally, sync, worker, workers, step)
+
+
+@implements("scale")
+@jit
+def _scale(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    tile = row[1]
+    scale(row, frow, machine[1][tile], machine[3], machine[2][tile], tally)
+    return step
+
+
+@implements("mul")
+@jit
+def _mul(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    tile = row[1]
+    mul(row, frow, machine[1][tile], machine[3], machine[2][tile], tally)
+    return step
+
+
+@implements("end")
+@jit
+def _end(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    return STOP
+
+
+_missing = set(OPCODE_BY_NAME) - set(KERNELS)
+assert not _missing, f"opcodes without a Numba kernel: {sorted(_missing)}"
+
+KERNEL_TABLE = tuple((OPCODE_BY_NAME[name].opcode, kernel) for name, kernel in KERNELS.items())
+"""(opcode, kernel) pairs, which `run_program` looks an opcode up in (Numba freezes it)."""
+
+
+# ------------------------------------------------------------------------------- the loop
+
+
+@jit
+def run_program(words, floats, machine, counts, weights, skip, sync, worker):
+    """Every instruction in order; the rows end with the program's first `end`. Returns -1, or
+    index * 8 + fault of the instruction that faulted (only resize can: its tables are data).
+    counts[i] gets instruction i's (saturated, nans), zeros on entry. `weights` is the weight
+    cache's arrays (WeightCache.arrays); `skip[i]` = 1 skips DMA i (WeightCache.skip).
+
+    Several threads may run one program together, each calling this with its `worker` index
+    and its own `counts`, and one `sync` array (`threads.new_sync`): thread 0 runs every
+    instruction, and the others join it in the convs, adds and pools it shares (`shared_work`)
+    and skip the rest. `abandon(sync)` ends the run for all (thread 0 does on a fault)."""
+    slots = weights[0]
+    workers = sync.size - SYNC_EXTRA
+    step = 0
+    for i in range(words.shape[0]):
+        row, frow = words[i], floats[i]
+        op = row[0]
+        shared = shared_work(op, row, slots[i], workers)
+        if worker > 0 and not shared:
+            if op == OP_END:
+                return -1
+            continue
+        together = workers if shared else 1  # the threads computing this instruction
+        status = STOP
+        for entry in literal_unroll(KERNEL_TABLE):
+            if entry[0] == op:
+                status = entry[1](
+                    i, row, frow, machine, counts[i], weights, skip, sync, worker, together, step
+                )
+        if status >= 0:
+            step = status
+            continue
+        if status == STOP:
+            return -1
+        abandon(sync)
+        return i * 8 + FAULT - status
+    return -1
+
+
+def _run_program(*args) -> int:
+    """run_program, quiet while it compiles: Numba types the kernel table (a tuple of compiled
+    functions) as first-class functions, called through their addresses, and flags that
+    feature as experimental at each compile."""
+    if run_program.signatures:
+        return run_program(*args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
+        return run_program(*args)
+
+
+def execute(
+    valid: ValidProgram,
+    memory: Memory,
+    stats: RunStats | None = None,
+    *,
+    workers: int | None = None,
+) -> None:
+    """Run a validated program on `memory`; `stats` (reset by the caller) gets each
+    instruction's counts. `workers`: the threads to run it on (default: `threads()`)."""
+    workers = threads() if workers is None else workers
+    cache = weight_cache(valid, PACKING)
+    # valid's instructions, a multicast dma as one dma per tile
+    rows = valid if cache.rows is None else cache.rows
+    counts = np.zeros((len(rows.words), 2), np.int64)
+    owned = cache.lock.acquire(blocking=False)  # another thread's run may be filling it
+    arrays = cache.arrays if owned else WeightCache.none(rows)
+    skip = cache.skip() if owned else np.zeros(len(rows.words), np.uint8)
+    sync = new_sync(workers)
+    machine = (memory.ddr, memory.ocm, memory.tables, F16_TO_F32, F16_TO_F32_BITS)
+    args = (rows.words, rows.floats, machine)
+    try:
+        joined = []
+        if workers > 1:
+            pool = _helper_pool(workers - 1)
+            for worker in range(1, workers):
+                mine = np.zeros_like(counts)
+                joined.append(
+                    (pool.submit(_run_program, *args, mine, arrays, skip, sync, worker), mine)
+                )
+        try:
+            status = _run_program(*args, counts, arrays, skip, sync, 0)
+            if status < 0:
+                cache.warm = owned or cache.warm  # every conv ran: its slot is packed
+        finally:
+            abandon(sync)  # the helpers that wait for thread 0 stop waiting
+            for future, mine in joined:
+                future.result()
+                counts += mine
+    finally:
+        if owned:
+            cache.lock.release()
+    if cache.origin is not None:  # rows back to instructions
+        counts, per_row = np.zeros((len(valid.code), 2), np.int64), counts
+        np.add.at(counts, cache.origin, per_row)
+    if stats is not None:
+        stats.saturated[:] = counts[:, 0]
+        stats.nans[:] = counts[:, 1]
+    if status >= 0:
+        index, fault = divmod(int(status), 8)
+        if cache.origin is not None:
+            index = int(cache.origin[index])
+        ins = valid.code[index]
+        f = ins.fields
+        what = "row table" if fault <= 2 else "column table"
+        lo, size = (f["row0"], f["in_shape"][1]) if fault <= 2 else (0, f["in_shape"][2])
+        if fault in (TABLE_NOT_INTEGER, TABLE_NOT_INTEGER + 2):
+            problem = f"{what} indices are not integers"
+        else:
+            problem = f"{what} indices fall outside [{lo}, {lo + size})"
+        raise SimulatorError(f"{describe(valid.program, index, ins)}: {problem}")

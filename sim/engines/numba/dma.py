@@ -1,0 +1,256 @@
+"""The Numba engine's data movers: `dma` (strided boxes, memcpy runs), `cvt` (dtype change and
+transposition in DDR) and `lut` (loading a tile's activation table)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from mrvl.isa import ACT_TABLE_ENTRIES
+from mrvl.sim.engines.numba.fields import (
+    CVT_DST_ADDR,
+    CVT_DST_DTYPE,
+    CVT_PERM,
+    CVT_SRC_ADDR,
+    CVT_SRC_DTYPE,
+    CVT_SRC_SHAPE,
+    DDR,
+    DMA_BOX,
+    DMA_DST_ADDR,
+    DMA_DST_SPACE,
+    DMA_DST_STRIDES,
+    DMA_ELEM_BYTES,
+    DMA_SRC_ADDR,
+    DMA_SRC_SPACE,
+    DMA_SRC_STRIDES,
+    DTYPE_SIZE,
+    F16,
+    F32,
+    LUT_SRC_ADDR,
+)
+from mrvl.sim.engines.numba.jit import jit
+from mrvl.sim.engines.numba.numerics import (
+    beyond_f16,
+    f16_bits_from_f32,
+    f32_from_bits,
+    is_nan_f32,
+    store_f16,
+)
+
+
+# ------------------------------------------------------------------------------- the kernels
+
+
+@jit
+def dma_move(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
+    """Copy the strided box at src[src_addr:] to the box at dst[dst_addr:] (two distinct
+    buffers), in runs as long as both innermost strides allow, in units of `src.itemsize`
+    bytes (addresses and strides are multiples of it)."""
+    unit = src.itemsize
+    if src_strides[3] == elem_bytes and dst_strides[3] == elem_bytes:
+        run, inner = box[3] * elem_bytes // unit, 1
+    else:
+        run, inner = elem_bytes // unit, box[3]
+    for i0 in range(box[0]):
+        for i1 in range(box[1]):
+            for i2 in range(box[2]):
+                p = src_addr + i0 * src_strides[0] + i1 * src_strides[1] + i2 * src_strides[2]
+                q = dst_addr + i0 * dst_strides[0] + i1 * dst_strides[1] + i2 * dst_strides[2]
+                for i3 in range(inner):
+                    a = (p + i3 * src_strides[3]) // unit
+                    b = (q + i3 * dst_strides[3]) // unit
+                    source, target = src[a : a + run], dst[b : b + run]
+                    for e in range(run):  # from 0: no negative-index handling, vectorized
+                        target[e] = source[e]
+
+
+@jit
+def as_units(buf, unit):
+    """The longest prefix of the byte array `buf` that holds whole units, viewed as them."""
+    return buf[: buf.size - buf.size % unit]
+
+
+@intrinsic
+def copy_bytes(typingctx, dst, dst_at, src, src_at, nbytes):
+    """dst[dst_at : dst_at + nbytes] = src[src_at : src_at + nbytes] for two distinct uint8
+    arrays, by LLVM's memcpy (the C library's, for long runs)."""
+    sig = types.void(dst, dst_at, src, src_at, nbytes)
+
+    def codegen(context, builder, signature, args):
+        dst_value, dst_at_value, src_value, src_at_value, nbytes_value = args
+        dst_ptr = context.make_array(signature.args[0])(context, builder, dst_value).data
+        src_ptr = context.make_array(signature.args[2])(context, builder, src_value).data
+        cgutils.raw_memcpy(
+            builder,
+            builder.gep(dst_ptr, [dst_at_value]),
+            builder.gep(src_ptr, [src_at_value]),
+            nbytes_value,
+            1,
+        )
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+MEMCPY_RUN = 16
+"""Runs of at least this many bytes are copied by memcpy (dma_runs)."""
+
+
+@jit
+def dma_runs(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
+    """The copy of dma_move when the innermost dimension is dense in both boxes: one memcpy
+    per run, a run spanning the two innermost dimensions when both boxes are dense there."""
+    run = box[3] * elem_bytes
+    rows = box[2]
+    if src_strides[2] == run and dst_strides[2] == run:
+        run *= rows
+        rows = 1
+    for i0 in range(box[0]):
+        for i1 in range(box[1]):
+            p = src_addr + i0 * src_strides[0] + i1 * src_strides[1]
+            q = dst_addr + i0 * dst_strides[0] + i1 * dst_strides[1]
+            for i2 in range(rows):
+                copy_bytes(dst, q + i2 * dst_strides[2], src, p + i2 * src_strides[2], run)
+
+
+@jit
+def dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
+    """dma_runs when the innermost dimension is dense in both boxes with runs of at least
+    MEMCPY_RUN bytes, else dma_move in the widest unit (8, 4, 2 or 1 bytes) that divides every
+    address, stride and element size."""
+    if (
+        src_strides[3] == elem_bytes
+        and dst_strides[3] == elem_bytes
+        and box[3] * elem_bytes >= MEMCPY_RUN
+    ):
+        dma_runs(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes)
+        return
+    bits = src_addr | dst_addr | elem_bytes
+    for d in range(4):
+        bits |= src_strides[d] | dst_strides[d]
+    if bits % 8 == 0:
+        s = as_units(src, 8).view(np.uint64)
+        t = as_units(dst, 8).view(np.uint64)
+        dma_move(s, src_addr, src_strides, t, dst_addr, dst_strides, box, elem_bytes)
+    elif bits % 4 == 0:
+        s4 = as_units(src, 4).view(np.uint32)
+        t4 = as_units(dst, 4).view(np.uint32)
+        dma_move(s4, src_addr, src_strides, t4, dst_addr, dst_strides, box, elem_bytes)
+    elif bits % 2 == 0:
+        s2 = as_units(src, 2).view(np.uint16)
+        t2 = as_units(dst, 2).view(np.uint16)
+        dma_move(s2, src_addr, src_strides, t2, dst_addr, dst_strides, box, elem_bytes)
+    else:
+        dma_move(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes)
+
+
+@jit
+def dma(row, ddr, ocm):
+    box = row[DMA_BOX : DMA_BOX + 4].astype(np.int64)
+    elem_bytes = np.int64(row[DMA_ELEM_BYTES])
+    if box[0] == 0 or box[1] == 0 or box[2] == 0 or box[3] == 0:
+        return
+    src = ddr if row[DMA_SRC_SPACE] == DDR else ocm
+    dst = ddr if row[DMA_DST_SPACE] == DDR else ocm
+    src_strides = row[DMA_SRC_STRIDES : DMA_SRC_STRIDES + 4].astype(np.int64)
+    dst_strides = row[DMA_DST_STRIDES : DMA_DST_STRIDES + 4].astype(np.int64)
+    src_addr, dst_addr = np.int64(row[DMA_SRC_ADDR]), np.int64(row[DMA_DST_ADDR])
+    if row[DMA_SRC_SPACE] != row[DMA_DST_SPACE]:  # DDR and OCM do not overlap: copy directly
+        dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes)
+        return
+    # memmove semantics: the whole source is read before any destination byte is written.
+    staged = np.empty(box[0] * box[1] * box[2] * box[3] * elem_bytes, np.uint8)
+    dense = np.empty(4, np.int64)
+    dense[3] = elem_bytes
+    for d in range(2, -1, -1):
+        dense[d] = dense[d + 1] * box[d + 1]
+    dma_copy(src, src_addr, src_strides, staged, np.int64(0), dense, box, elem_bytes)
+    dma_copy(staged, np.int64(0), dense, dst, dst_addr, dst_strides, box, elem_bytes)
+
+
+@jit
+def dense_strides(shape):
+    """The element strides of a dense array of 4-d `shape`."""
+    strides = np.empty(4, np.int64)
+    strides[3] = 1
+    for d in range(2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    return strides
+
+
+@jit
+def gather_permuted(source, shape, perm, out):
+    """out[k] = the k-th element of the dense array `source` of `shape` in the order of its
+    dimensions permuted by `perm` (cvt's transposition)."""
+    strides = dense_strides(shape)
+    s0, s1, s2, s3 = strides[perm[0]], strides[perm[1]], strides[perm[2]], strides[perm[3]]
+    k = 0
+    for j0 in range(shape[perm[0]]):
+        for j1 in range(shape[perm[1]]):
+            for j2 in range(shape[perm[2]]):
+                base = j0 * s0 + j1 * s1 + j2 * s2
+                for j3 in range(shape[perm[3]]):
+                    out[k] = source[base + j3 * s3]
+                    k += 1
+
+
+@jit
+def cvt(row, ddr, lut_bits, tally):
+    src_dtype, dst_dtype = row[CVT_SRC_DTYPE], row[CVT_DST_DTYPE]
+    shape = row[CVT_SRC_SHAPE : CVT_SRC_SHAPE + 4].astype(np.int64)
+    perm = row[CVT_PERM : CVT_PERM + 4]
+    src_size, dst_size = DTYPE_SIZE[src_dtype], DTYPE_SIZE[dst_dtype]
+    count = shape[0] * shape[1] * shape[2] * shape[3]
+    src_addr = np.int64(row[CVT_SRC_ADDR])
+    if src_dtype == F32 and dst_dtype == F16 and src_addr % 4 == 0:  # a model's input, aligned
+        values = np.empty(count, np.float32)  # read whole before any byte is written
+        gather_permuted(ddr[src_addr : src_addr + 4 * count].view(np.float32), shape, perm, values)
+        store_f16(ddr, row[CVT_DST_ADDR], values, tally)
+        return
+    strides = dense_strides(shape)
+    staged = np.empty(count * dst_size, np.uint8)
+    k = 0
+    for j0 in range(shape[perm[0]]):
+        for j1 in range(shape[perm[1]]):
+            for j2 in range(shape[perm[2]]):
+                for j3 in range(shape[perm[3]]):
+                    element = (
+                        j0 * strides[perm[0]]
+                        + j1 * strides[perm[1]]
+                        + j2 * strides[perm[2]]
+                        + j3 * strides[perm[3]]
+                    )
+                    p = src_addr + element * src_size
+                    if src_dtype == dst_dtype:
+                        for e in range(src_size):
+                            staged[k + e] = ddr[p + e]
+                    elif src_dtype == F32:  # -> F16
+                        u = (
+                            np.uint32(ddr[p])
+                            | (np.uint32(ddr[p + 1]) << 8)
+                            | (np.uint32(ddr[p + 2]) << 16)
+                            | (np.uint32(ddr[p + 3]) << 24)
+                        )
+                        tally[0] += beyond_f16(u)
+                        tally[1] += is_nan_f32(u)
+                        h = f16_bits_from_f32(f32_from_bits(np.uint32(u)))
+                        staged[k] = np.uint8(h & 0xFF)
+                        staged[k + 1] = np.uint8(h >> 8)
+                    else:  # F16 -> F32, exact
+                        u = lut_bits[np.int64(ddr[p]) | (np.int64(ddr[p + 1]) << 8)]
+                        for e in range(4):
+                            staged[k + e] = np.uint8((u >> (8 * e)) & 0xFF)
+                    k += dst_size
+    dst_addr = row[CVT_DST_ADDR]
+    for i in range(staged.size):
+        ddr[dst_addr + i] = staged[i]
+
+
+@jit
+def load_table(row, ddr, table):
+    """`lut`: the 65,536 f16 entries at src_addr into the tile's activation-table memory."""
+    src = row[LUT_SRC_ADDR]
+    for i in range(ACT_TABLE_ENTRIES):
+        table[i] = np.uint16(ddr[src + 2 * i]) | (np.uint16(ddr[src + 2 * i + 1]) << 8)

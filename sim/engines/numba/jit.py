@@ -1,0 +1,48 @@
+"""How the Numba engine compiles: one `jit` for every kernel, cached on disk.
+
+Numba checks only the source file of the function it loads, but a cached function holds the
+compiled code of everything it calls, in this package's other modules too. So the cache lives in
+a directory named after the bytes of every module the kernels bake in (the ISA table, the row
+layout and this package), and any edit to them compiles afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import sys
+from pathlib import Path
+
+from numba.core import config as _numba_config
+
+STAMPED_MODULES = ("mrvl.isa", "mrvl.sim.validate", "mrvl.sim.weight_cache")
+"""Modules outside this package whose constants the kernels bake in."""
+
+
+def cache_dir() -> Path:
+    """Where compiled kernels live: $NUMBA_CACHE_DIR, else the user's cache directory
+    (~/.cache/mrvl/numba), in a subdirectory per version of the ISA table, the row layout and
+    the engine's own modules (see the module docstring)."""
+    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "mrvl",
+        "numba",
+    )
+    stamp = hashlib.blake2b(digest_size=6)
+    for module in STAMPED_MODULES:
+        stamp.update(Path(importlib.import_module(module).__file__).read_bytes())
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        stamp.update(source.name.encode())
+        stamp.update(source.read_bytes())
+    return Path(base) / f"isa-{stamp.hexdigest()}"
+
+
+# Numba reads CACHE_DIR when a function is decorated, so it is set before the first @njit.
+_numba_config.CACHE_DIR = str(cache_dir())
+
+import numba  # noqa: E402
+
+assert sys.byteorder == "little", "the engine reads little-endian memory through native views"
+
+jit = numba.njit(cache=True, fastmath=False, boundscheck=False, nogil=True)

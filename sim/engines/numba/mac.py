@@ -1,0 +1,304 @@
+"""The Numba engine's `conv` and `fc` instructions, from the blocks of `mac_tiles.py`: the input
+window, the weight cache's packing, the threads' shares of a large conv, and the fused finish."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mrvl.sim.engines.numba.fields import (
+    CONV_ACC_ADDR,
+    CONV_ACC_OUT,
+    CONV_ACT,
+    CONV_ACT_A,
+    CONV_ACT_ADDR,
+    CONV_ACT_B,
+    CONV_B_ADDR,
+    CONV_DILATION,
+    CONV_GROUPS,
+    CONV_IN_ADDR,
+    CONV_IN_SHAPE,
+    CONV_KERNEL,
+    CONV_OC0,
+    CONV_OC_TOTAL,
+    CONV_OROW0,
+    CONV_OUT_ADDR,
+    CONV_OUT_SHAPE,
+    CONV_PAD,
+    CONV_ROW0,
+    CONV_STRIDE,
+    CONV_W_ADDR,
+    FC_ACT,
+    FC_ACT_A,
+    FC_ACT_ADDR,
+    FC_ACT_B,
+    FC_B_ADDR,
+    FC_IN_ADDR,
+    FC_K,
+    FC_N,
+    FC_O,
+    FC_OUT_ADDR,
+    FC_W_ADDR,
+)
+from mrvl.sim.engines.numba.jit import jit
+from mrvl.sim.engines.numba.mac_tiles import (
+    MAC_CHANNELS,
+    MAC_PIXELS,
+    NARROW,
+    conv_depthwise,
+    conv_order,
+    conv_run_blocked,
+    conv_run_narrow,
+    mac_tile,
+    merges_kernel_rows,
+    pack_weights,
+    packed_size,
+    packing_stale,
+    repack,
+    window_columns,
+)
+from mrvl.sim.engines.numba.numerics import (
+    finish,
+    load_bias,
+    load_f16,
+    load_f16_into,
+    load_slopes,
+    read_f32,
+    store_f32,
+)
+from mrvl.sim.engines.numba.sharing import apart, arrive, share
+
+
+@jit
+def load_window(row, ocm, start, stop, lut, merged):
+    """The conv's input window as fp32 (float32[N*H*W'*C], then zeros as long as the longest
+    segment for the taps in the padding), converted only in the window rows that output
+    positions [start, stop) read: a thread sharing the conv converts its own rows (the rest of
+    the array is never read). One image only; with several, all of it. W' = W, or with
+    `merged` (conv_run_blocked) W plus the zero columns of window_columns on each side."""
+    n_count, height, width, in_channels = (
+        row[CONV_IN_SHAPE],
+        row[CONV_IN_SHAPE + 1],
+        row[CONV_IN_SHAPE + 2],
+        row[CONV_IN_SHAPE + 3],
+    )
+    group_channels = in_channels // row[CONV_GROUPS]
+    left, right = window_columns(row) if merged else (0, 0)
+    tail = row[CONV_KERNEL + 1] * group_channels if merged else group_channels
+    out_cols = row[CONV_OUT_SHAPE + 2]
+    padded_row = (width + left + right) * in_channels
+    size = n_count * height * padded_row
+    x = np.empty(size + tail, np.float32)
+    x[size:] = 0.0
+    lo, hi = 0, n_count * height  # rows of all the images, [N*H, W, C]
+    if n_count == 1 and stop > start:
+        first = (row[CONV_OROW0] + start // out_cols) * row[CONV_STRIDE] - row[CONV_PAD]
+        last = (row[CONV_OROW0] + (stop - 1) // out_cols) * row[CONV_STRIDE] - row[CONV_PAD]
+        last += (row[CONV_KERNEL] - 1) * row[CONV_DILATION]
+        lo = min(max(first - row[CONV_ROW0], 0), height)
+        hi = max(min(last - row[CONV_ROW0] + 1, height), lo)
+    elif stop <= start:
+        hi = 0
+    per_row = width * in_channels
+    if left + right == 0:
+        load_f16_into(
+            ocm, row[CONV_IN_ADDR] + 2 * lo * per_row, x[lo * per_row : hi * per_row], lut
+        )
+        return x
+    for r in range(lo, hi):
+        base = r * padded_row
+        inside = base + left * in_channels
+        x[base:inside] = 0.0
+        load_f16_into(ocm, row[CONV_IN_ADDR] + 2 * r * per_row, x[inside : inside + per_row], lut)
+        x[inside + per_row : base + padded_row] = 0.0
+    return x
+
+
+@jit
+def output_apart(row, nbytes):
+    """Whether a conv's output (`nbytes` at out_addr) lies apart from every OCM byte it reads
+    while computing and storing: its input window, bias, partial sums and PRELU slopes (a conv
+    with a weight-cache slot reads its packed weights, not OCM). Then the threads sharing it
+    may each store their results as soon as they have them."""
+    out_addr, out_channels = row[CONV_OUT_ADDR], row[CONV_OUT_SHAPE + 3]
+    positions = row[CONV_OUT_SHAPE] * row[CONV_OUT_SHAPE + 1] * row[CONV_OUT_SHAPE + 2]
+    window = 2 * row[CONV_IN_SHAPE] * row[CONV_IN_SHAPE + 1] * row[CONV_IN_SHAPE + 2]
+    window *= row[CONV_IN_SHAPE + 3]
+    return (
+        apart(row[CONV_IN_ADDR], window, out_addr, nbytes)
+        and apart(row[CONV_B_ADDR], 4 * out_channels, out_addr, nbytes)
+        and apart(row[CONV_ACT_ADDR], 4 * out_channels, out_addr, nbytes)
+        and apart(row[CONV_ACC_ADDR], 4 * positions * out_channels, out_addr, nbytes)
+    )
+
+
+@jit
+def fp32_result_apart(row, nbytes):
+    """Whether a conv writes its fp32 accumulator (acc_out) to an aligned OCM range apart from
+    every byte it reads (output_apart). Then it may write its results in place as it computes
+    them, on any number of threads."""
+    if row[CONV_ACC_OUT] != 1 or row[CONV_OUT_ADDR] % 4 != 0:
+        return False
+    return output_apart(row, nbytes)
+
+
+@jit
+def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
+    """`cache` is this instruction's slot of the weight cache (WeightCache): empty arrays if it
+    has none, else (raw, packed, filled), the f16 bits last packed, their packing, and the
+    slot's flag (PACKED, CONSTANT): a packing of constant weights is used as it is, any other
+    only if the weights in OCM still equal the bits it was made from.
+
+    A conv with a slot computed by several threads (`workers` > 1, every one calling this)
+    is shared by output positions: thread 0 packs the weights, then each computes and stores
+    a contiguous span of whole mac_tile calls, each output in the documented order, so the
+    bits do not depend on the number of threads. The threads meet (`arrive`) before
+    computing, before storing if the output overlaps bytes they read (so no store reaches
+    them while another still loads; output_apart), and after storing. Returns the thread's
+    step count, or -1 if the run was abandoned."""
+    n_count, in_channels = row[CONV_IN_SHAPE], row[CONV_IN_SHAPE + 3]
+    out_rows, out_cols, out_channels = (
+        row[CONV_OUT_SHAPE + 1],
+        row[CONV_OUT_SHAPE + 2],
+        row[CONV_OUT_SHAPE + 3],
+    )
+    kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
+    groups = row[CONV_GROUPS]
+    group_channels = in_channels // groups
+    oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // groups
+    steps = kh_count * kw_count * group_channels
+    positions = n_count * out_rows * out_cols
+    raw, cached, _ = cache
+    w_addr = row[CONV_W_ADDR]
+    # one run of output channels (groups=1) with a weight-cache slot: packed when stale
+    if raw.size > 0 and worker == 0 and packing_stale(ocm, w_addr, cache):
+        tap = conv_order(kh_count, kw_count, group_channels)
+        repack(ocm, w_addr, tap, out_channels, cache, lut)
+    start, stop = 0, positions
+    if workers > 1:
+        step = arrive(sync, worker, workers, step)
+        if step < 0:
+            return step
+        start, stop = share(positions, MAC_PIXELS, worker, workers)  # whole mac_tile calls
+    merged = raw.size > 0 and merges_kernel_rows(row)  # a segment per kernel row
+    x = load_window(row, ocm, start, stop, lut, merged)
+    bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
+    out_addr = row[CONV_OUT_ADDR]
+    direct = raw.size > 0 and fp32_result_apart(row, 4 * positions * out_channels)
+    if direct:  # the fp32 results go straight to OCM: nothing the conv reads is there
+        out = ocm[out_addr : out_addr + 4 * positions * out_channels].view(np.float32)
+    else:
+        out = np.empty(positions * out_channels, np.float32)
+    acc_addr = row[CONV_ACC_ADDR]
+    # fp32 partial sums of the earlier input-channel blocks (the bias is in them), or none
+    # (read in place: no thread stores over them while another reads, output_apart)
+    partial = read_f32(ocm, acc_addr, positions * out_channels) if acc_addr != -1 else out[:0]
+    if raw.size > 0:
+        conv_run_blocked(
+            row, x, cached, steps, bias, partial, out, 0, out_channels, 0, start, stop, merged
+        )
+    elif group_channels == 1:
+        w = load_f16(ocm, w_addr, out_channels * steps, lut)
+        conv_depthwise(row, x, w, bias, partial, out)
+    else:
+        w = load_f16(ocm, w_addr, out_channels * steps, lut)
+        tap = conv_order(kh_count, kw_count, group_channels)
+        o_lo = 0
+        while o_lo < out_channels:  # runs of output channels that belong to one group
+            group = (oc0 + o_lo) // group_outputs
+            o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
+            c_base = group * group_channels
+            if o_hi - o_lo < NARROW:
+                conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base)
+            else:
+                packed = np.empty(packed_size(o_hi - o_lo, steps), np.float32)
+                pack_weights(w, tap, o_lo, o_hi, packed)
+                conv_run_blocked(
+                    row,
+                    x,
+                    packed,
+                    steps,
+                    bias,
+                    partial,
+                    out,
+                    o_lo,
+                    o_hi,
+                    c_base,
+                    0,
+                    positions,
+                    False,
+                )
+            o_lo = o_hi
+    out_bytes = (4 if row[CONV_ACC_OUT] == 1 else 2) * positions * out_channels
+    if workers > 1 and not output_apart(row, out_bytes):  # no store while another thread reads
+        step = arrive(sync, worker, workers, step)
+        if step < 0:
+            return step
+    span = out[start * out_channels : stop * out_channels]
+    if row[CONV_ACC_OUT] == 1:  # the fp32 accumulator itself, for the next block to continue
+        if not direct:
+            store_f32(ocm, out_addr + 4 * start * out_channels, span)
+    else:
+        act = row[CONV_ACT]
+        slopes = load_slopes(ocm, act, row[CONV_ACT_ADDR], out_channels)
+        addr = out_addr + 2 * start * out_channels
+        finish(span, act, frow[CONV_ACT_A], frow[CONV_ACT_B], slopes, table, ocm, addr, tally)
+    if workers > 1:
+        step = arrive(sync, worker, workers, step)
+    return step
+
+
+@jit
+def fc(row, frow, ocm, lut, table, tally, cache):
+    """With a weight-cache slot (`cache` as for conv), the rows run on mac_tile, MAC_PIXELS
+    of them x MAC_CHANNELS outputs at a time, over the slot's packing; without one, on
+    weights transposed here."""
+    rows, inner, outs = row[FC_N], row[FC_K], row[FC_O]
+    x = load_f16(ocm, row[FC_IN_ADDR], rows * inner, lut)
+    bias = load_bias(ocm, row[FC_B_ADDR], outs)
+    out = np.empty(rows * outs, np.float32)
+    if cache[0].size > 0:
+        if packing_stale(ocm, row[FC_W_ADDR], cache):
+            repack(ocm, row[FC_W_ADDR], np.arange(inner), outs, cache, lut)
+        fc_run_blocked(x, cache[1], rows, inner, outs, bias, out)
+    else:
+        w = load_f16(ocm, row[FC_W_ADDR], outs * inner, lut)
+        wt = np.empty(inner * outs, np.float32)  # [K, O]: output innermost
+        for j in range(outs):
+            for kk in range(inner):
+                wt[kk * outs + j] = w[j * inner + kk]
+        for i in range(rows):
+            acc = out[i * outs : (i + 1) * outs]
+            acc[:] = bias
+            for kk in range(inner):
+                xv = x[i * inner + kk]
+                for j in range(outs):
+                    acc[j] = acc[j] + xv * wt[kk * outs + j]
+    act = row[FC_ACT]
+    slopes = load_slopes(ocm, act, row[FC_ACT_ADDR], outs)
+    finish(out, act, frow[FC_ACT_A], frow[FC_ACT_B], slopes, table, ocm, row[FC_OUT_ADDR], tally)
+
+
+@jit
+def fc_run_blocked(x, packed, rows, inner, outs, bias, out):
+    """out[i, j] = bias[j] + sum over k of x[i, k] * w[j, k] in order of k, by mac_tile over
+    the packed weights (pack_weights with steps in order): the rows are its positions, the
+    reduction one segment; every tile goes through a scratch tile (rows are few)."""
+    lengths = np.full(1, inner, np.int64)
+    at = np.empty(MAC_PIXELS, np.int64)
+    acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
+    acc_at = np.arange(MAC_PIXELS) * MAC_CHANNELS
+    for first in range(0, rows, MAC_PIXELS):
+        count = min(MAC_PIXELS, rows - first)
+        for q in range(MAC_PIXELS):  # rows past the end repeat the last one
+            at[q] = (first + min(q, count - 1)) * inner
+        for lo in range(0, outs, MAC_CHANNELS):
+            width = min(MAC_CHANNELS, outs - lo)
+            for q in range(MAC_PIXELS):
+                tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
+                tile[:width] = bias[lo : lo + width]
+                tile[width:] = 0.0
+            w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
+            mac_tile(x, at, lengths, 1, packed, w_off, acc, acc_at, acc, acc_at)
+            for q in range(count):
+                start = (first + q) * outs + lo
+                out[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]

@@ -1,0 +1,554 @@
+"""The Numba engine's multiply-accumulate blocks: `mac_tile` (LLVM IR vectors, each output's
+sum in the documented order), the weight packing it reads, the conv's segments of contiguous
+inputs, and the kernels for runs of few output channels and for depthwise convs. `mac.py`
+assembles them into the `conv` and `fc` instructions."""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+from mrvl.sim.engines.numba.fields import (
+    CI_BLOCK,
+    CONV_DILATION,
+    CONV_GROUPS,
+    CONV_IN_SHAPE,
+    CONV_KERNEL,
+    CONV_OC0,
+    CONV_OC_TOTAL,
+    CONV_OROW0,
+    CONV_OUT_SHAPE,
+    CONV_PAD,
+    CONV_ROW0,
+    CONV_STRIDE,
+)
+from mrvl.sim.engines.numba.jit import jit
+from mrvl.sim.engines.numba.numerics import counted_loop, load_f16
+from mrvl.sim.weight_cache import CONSTANT, PACKED
+
+
+# ------------------------------------------------------------------------------------ conv
+
+MAC_PIXELS = 6
+"""Output positions of one `mac_tile` call."""
+MAC_CHANNELS = 16
+"""Output channels of one `mac_tile` call: two vectors of LANES."""
+LANES = 8
+"""fp32 lanes of the vectors `mac_tile` computes with (one AVX register; LLVM splits them in two
+on machines with 128-bit vectors, with the same results)."""
+
+
+def mac_tile_codegen(pixels, halves):
+    """The LLVM IR of a mac_tile kernel over `pixels` positions x `halves` vectors of LANES
+    output channels (the weights' packing has MAC_CHANNELS a step whatever `halves`)."""
+
+    def codegen(context, builder, signature, args):
+        x_value, rows_value, lengths_value, segments_value, w_value, w_off_value = args[:6]
+        init_value, init_at_value, out_value, out_at_value = args[6:]
+        f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+        vector = ir.VectorType(f32, LANES)
+        vector_ptr = vector.as_pointer()
+
+        def data(index, value):
+            return context.make_array(signature.args[index])(context, builder, value).data
+
+        x_ptr, rows_ptr, lengths_ptr = data(0, x_value), data(1, rows_value), data(2, lengths_value)
+        w_ptr = data(4, w_value)
+        init_ptr, init_at_ptr = data(6, init_value), data(7, init_at_value)
+        out_ptr, out_at_ptr = data(8, out_value), data(9, out_at_value)
+
+        def const(value):
+            return ir.Constant(i64, value)
+
+        def vector_at(pointer, offset):
+            return builder.bitcast(builder.gep(pointer, [offset]), vector_ptr)
+
+        w_base = builder.gep(w_ptr, [w_off_value])
+
+        def pixel_base(pointer, at_ptr, p):
+            return builder.gep(pointer, [builder.load(builder.gep(at_ptr, [const(p)]))])
+
+        init_bases = [pixel_base(init_ptr, init_at_ptr, p) for p in range(pixels)]
+        slots = [(p, h) for p in range(pixels) for h in range(halves)]
+        initial = [
+            builder.load(vector_at(init_bases[p], const(h * LANES)), align=4) for p, h in slots
+        ]
+        undef = ir.Constant(vector, ir.Undefined)
+        splat = ir.Constant(ir.VectorType(i32, LANES), [0] * LANES)
+
+        def segment(s, carried):
+            done, sums = carried[0], carried[1:]
+            length = builder.load(builder.gep(lengths_ptr, [s]))
+            first_row = builder.mul(s, const(pixels))
+            x_rows = [
+                builder.gep(
+                    x_ptr, [builder.load(builder.gep(rows_ptr, [builder.add(first_row, const(p))]))]
+                )
+                for p in range(pixels)
+            ]
+            w_segment = builder.gep(w_base, [builder.mul(done, const(MAC_CHANNELS))])
+
+            def step(t, sums):
+                w_step = builder.gep(w_segment, [builder.mul(t, const(MAC_CHANNELS))])
+                weights = [
+                    builder.load(vector_at(w_step, const(h * LANES)), align=4)
+                    for h in range(halves)
+                ]
+                updated = []
+                for p in range(pixels):
+                    scalar = builder.load(builder.gep(x_rows[p], [t]), align=4)
+                    broadcast = builder.shuffle_vector(
+                        builder.insert_element(undef, scalar, ir.Constant(i32, 0)), undef, splat
+                    )
+                    for h in range(halves):
+                        product = builder.fmul(broadcast, weights[h])
+                        updated.append(builder.fadd(sums[p * halves + h], product))
+                return updated
+
+            sums = counted_loop(builder, "mac", length, 1, sums, step)
+            return [builder.add(done, length), *sums]
+
+        carried = counted_loop(builder, "segment", segments_value, 1, [const(0), *initial], segment)
+        out_bases = [pixel_base(out_ptr, out_at_ptr, p) for p in range(pixels)]
+        for (p, h), value in zip(slots, carried[1:]):
+            builder.store(value, vector_at(out_bases[p], const(h * LANES)), align=4)
+        return context.get_dummy_value()
+
+    return codegen
+
+
+@intrinsic
+def mac_tile(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out, out_at):
+    """out[out_at[p] + j] = init[init_at[p] + j] + sum of x[rows[s * MAC_PIXELS + p] + t] *
+    w[w_off + (T_s + t) * 16 + j], added one term at a time for each segment s in 0 ..
+    segments - 1 and each t in 0 .. lengths[s] - 1 (T_s: the lengths before s), for the
+    MAC_PIXELS x MAC_CHANNELS outputs (p, j) at once.
+
+    A segment is a run of the reduction whose inputs are contiguous in x (one input-channel
+    block of one kernel tap of a conv, or a whole 1x1 reduction), so a conv reads its inputs
+    where they are, with no patch gathered. The accumulators stay in vector registers for the
+    whole reduction: each step is one vector load of 16 weights, one broadcast input per
+    position, then per output an fp32 multiply and an fp32 add, each rounding (IEEE, no
+    fast-math flags, no fused multiply-add), so every output's sum is the documented
+    sequential one. Numba cannot express vectors, hence LLVM IR.
+    x, w, init, out: float32 C arrays; rows: int64[segments * MAC_PIXELS], offsets into x;
+    lengths: int64[segments]; init_at, out_at: int64[MAC_PIXELS], offsets into init and out
+    (the accumulators start from init and end in out, which may be one array: all are loaded
+    before any is stored)."""
+    sig = types.void(x, rows, lengths, segments, w, w_off, init, init_at, out, out_at)
+    return sig, mac_tile_codegen(MAC_PIXELS, MAC_CHANNELS // LANES)
+
+
+NARROW_PIXELS = 12
+"""Output positions of one `mac_tile_narrow` call."""
+
+
+@intrinsic
+def mac_tile_narrow(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out, out_at):
+    """mac_tile for runs of at most LANES output channels (the first LANES of each step's
+    MAC_CHANNELS weights): NARROW_PIXELS positions x one vector, so as many multiply-adds a
+    step as mac_tile, where mac_tile would compute half its vectors for nothing. rows:
+    int64[segments * NARROW_PIXELS]; init_at, out_at: int64[NARROW_PIXELS]."""
+    sig = types.void(x, rows, lengths, segments, w, w_off, init, init_at, out, out_at)
+    return sig, mac_tile_codegen(NARROW_PIXELS, 1)
+
+
+@jit
+def conv_order(kh_count, kw_count, group_channels):
+    """The documented reduction order as indices into an OHWI weight row [KH, KW, Cg]: per
+    input-channel block, then kh, kw, ci."""
+    tap = np.empty(kh_count * kw_count * group_channels, np.int64)
+    t = 0
+    for block in range(0, group_channels, CI_BLOCK):
+        for kh in range(kh_count):
+            for kw in range(kw_count):
+                for ci in range(block, min(block + CI_BLOCK, group_channels)):
+                    tap[t] = (kh * kw_count + kw) * group_channels + ci
+                    t += 1
+    return tap
+
+
+@jit
+def gather_patch(row, x, position, c_base, patch):
+    """The inputs of every step of output `position`, in the order of conv_order (block, kh,
+    kw, then ci), +0.0 where the tap falls outside the window: patch[t] for t < steps."""
+    height, width, in_channels = (
+        row[CONV_IN_SHAPE + 1],
+        row[CONV_IN_SHAPE + 2],
+        row[CONV_IN_SHAPE + 3],
+    )
+    out_rows, out_cols = row[CONV_OUT_SHAPE + 1], row[CONV_OUT_SHAPE + 2]
+    kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
+    group_channels = in_channels // row[CONV_GROUPS]
+    n = position // (out_rows * out_cols)
+    r = (position // out_cols) % out_rows
+    c = position % out_cols
+    wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
+    iw0 = c * row[CONV_STRIDE + 1] - row[CONV_PAD + 1]
+    t = 0
+    for block in range(0, group_channels, CI_BLOCK):
+        length = min(CI_BLOCK, group_channels - block)
+        for kh in range(kh_count):
+            wr = wr0 + kh * row[CONV_DILATION]
+            for kw in range(kw_count):
+                iw = iw0 + kw * row[CONV_DILATION + 1]
+                segment = patch[t : t + length]
+                if 0 <= wr < height and 0 <= iw < width:
+                    base = ((n * height + wr) * width + iw) * in_channels + c_base + block
+                    source = x[base : base + length]
+                    for ci in range(length):
+                        segment[ci] = source[ci]
+                else:
+                    segment[:] = 0.0
+                t += length
+
+
+@jit
+def conv_segments(kh_count, kw_count, group_channels, merged):
+    """The lengths of the runs of the documented order whose inputs are contiguous in the
+    window (mac_tile's segments): per input-channel block, kh and kw, the block's channels;
+    a 1x1 conv's whole reduction is one run (its blocks follow each other in the window);
+    `merged` (merges_kernel_rows), per kh the whole kernel row."""
+    if merged:
+        return np.full(kh_count, kw_count * group_channels, np.int64)
+    block_size = group_channels if kh_count * kw_count == 1 else CI_BLOCK
+    blocks = (group_channels + block_size - 1) // block_size
+    lengths = np.empty(blocks * kh_count * kw_count, np.int64)
+    s = 0
+    for block in range(0, group_channels, block_size):
+        for _ in range(kh_count * kw_count):
+            lengths[s] = min(block_size, group_channels - block)
+            s += 1
+    return lengths
+
+
+@jit
+def merges_kernel_rows(row):
+    """Whether a conv's taps of one kernel row are one run of the documented order and of the
+    window, once the window has zero columns for the padding (window_columns): one input-
+    channel block (groups=1), undilated columns, kw > 1; taken where the row's taps are no
+    more than a block (CI_BLOCK), as in a stem over 3 channels, whose segments would
+    otherwise be a few steps each (a 7x7 stem: 49 segments of 3 steps, 23 -> 36 GMAC/s)."""
+    return (
+        row[CONV_GROUPS] == 1
+        and row[CONV_IN_SHAPE + 3] * row[CONV_KERNEL + 1] <= CI_BLOCK
+        and row[CONV_DILATION + 1] == 1
+        and row[CONV_KERNEL + 1] > 1
+    )
+
+
+@jit
+def window_columns(row):
+    """(left, right): the zero columns a window whose kernel rows merge (merges_kernel_rows)
+    gets on each side, so that every tap column of every output position is in it."""
+    left = row[CONV_PAD + 1]
+    last = (row[CONV_OUT_SHAPE + 2] - 1) * row[CONV_STRIDE + 1] - left + row[CONV_KERNEL + 1] - 1
+    return left, max(0, last - (row[CONV_IN_SHAPE + 2] - 1))
+
+
+@jit
+def segment_rows(row, position, c_base, zeros, rows, q, pixels, left, padded_width, merged):
+    """rows[s * pixels + q] = the offset in the window (of `padded_width` columns, the
+    first at `left`) of output `position`'s inputs of segment s (conv_segments), or `zeros`,
+    where the window holds zeros, for a tap that falls outside the window (padding)."""
+    height, width, in_channels = (
+        row[CONV_IN_SHAPE + 1],
+        row[CONV_IN_SHAPE + 2],
+        row[CONV_IN_SHAPE + 3],
+    )
+    out_rows, out_cols = row[CONV_OUT_SHAPE + 1], row[CONV_OUT_SHAPE + 2]
+    kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
+    group_channels = in_channels // row[CONV_GROUPS]
+    block_size = group_channels if kh_count * kw_count == 1 or merged else CI_BLOCK
+    taps_per_row = 1 if merged else kw_count  # a merged segment covers the kernel row
+    n = position // (out_rows * out_cols)
+    r = (position // out_cols) % out_rows
+    c = position % out_cols
+    wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
+    iw0 = c * row[CONV_STRIDE + 1] - row[CONV_PAD + 1]
+    s = 0
+    for block in range(0, group_channels, block_size):
+        for kh in range(kh_count):
+            wr = wr0 + kh * row[CONV_DILATION]
+            for kw in range(taps_per_row):
+                iw = iw0 + kw * row[CONV_DILATION + 1]
+                if 0 <= wr < height and (merged or 0 <= iw < width):
+                    column = iw + left
+                    rows[s * pixels + q] = (
+                        ((n * height + wr) * padded_width + column) * in_channels + c_base + block
+                    )
+                else:
+                    rows[s * pixels + q] = zeros
+                s += 1
+
+
+@jit
+def packed_size(run, steps):
+    """float32 elements of the packed weights of `run` output channels (pack_weights)."""
+    return (run + MAC_CHANNELS - 1) // MAC_CHANNELS * steps * MAC_CHANNELS
+
+
+@jit
+def pack_weights(w, tap, o_lo, o_hi, packed):
+    """The weights of output channels [o_lo, o_hi) as mac_tile reads them, into `packed`
+    (packed_size elements): per block of MAC_CHANNELS channels, [steps, MAC_CHANNELS] in step
+    order, zeros past o_hi."""
+    steps = tap.size
+    packed[:] = 0.0
+    for o in range(o_hi - o_lo):
+        block, j = o // MAC_CHANNELS, o % MAC_CHANNELS
+        source = w[(o_lo + o) * steps : (o_lo + o + 1) * steps]
+        target = packed[block * steps * MAC_CHANNELS + j :]
+        for t in range(steps):
+            target[t * MAC_CHANNELS] = source[tap[t]]
+
+
+@jit
+def same_halves(a, b):
+    """Whether two uint16 arrays of the same size hold the same values."""
+    different = 0
+    for i in range(a.size):
+        different |= a[i] ^ b[i]
+    return different == 0
+
+
+@jit
+def packing_stale(ocm, w_addr, cache):
+    """Whether a weight-cache slot (WeightCache) must be packed again from the f16 weights at
+    ocm[w_addr:]: a packing of constant weights is used as it is, any other only if the
+    weights still equal the bits it was made from."""
+    raw, _, filled = cache
+    if (filled[0] & PACKED) == 0:
+        return True
+    if (filled[0] & CONSTANT) != 0:
+        return False
+    return not same_halves(ocm[w_addr : w_addr + 2 * raw.size].view(np.uint16), raw)
+
+
+@jit
+def repack(ocm, w_addr, tap, outs, cache, lut):
+    """Pack the `outs` x tap.size f16 weights at ocm[w_addr:] into the slot, keeping their
+    bits for packing_stale."""
+    raw, cached, filled = cache
+    w = load_f16(ocm, w_addr, outs * tap.size, lut)
+    pack_weights(w, tap, 0, outs, cached)
+    raw[:] = ocm[w_addr : w_addr + 2 * raw.size].view(np.uint16)
+    filled[0] |= PACKED
+
+
+@jit
+def conv_run_blocked(
+    row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop, merged
+):
+    """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
+    positions x MAC_CHANNELS channels per mac_tile call (NARROW_PIXELS x LANES per
+    mac_tile_narrow call for a run of at most LANES channels), with their `packed` weights,
+    reading the inputs in the window `x` in place, segment by segment (conv_segments;
+    `merged`: a segment per kernel row, the window having the zero columns of
+    window_columns). The window ends with zeros as long as the longest segment, for the taps
+    in the padding (load_window)."""
+    out_channels = row[CONV_OUT_SHAPE + 3]
+    group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
+    blocks = packed.size // (steps * MAC_CHANNELS)
+    left, right = window_columns(row) if merged else (0, 0)
+    padded_width = row[CONV_IN_SHAPE + 2] + left + right
+    lengths = conv_segments(row[CONV_KERNEL], row[CONV_KERNEL + 1], group_channels, merged)
+    segments = lengths.size
+    zeros = x.size - lengths.max()
+    narrow = o_hi - o_lo <= LANES  # one vector of channels: mac_tile_narrow
+    pixels = NARROW_PIXELS if narrow else MAC_PIXELS
+    lanes = LANES if narrow else MAC_CHANNELS
+    rows = np.empty(segments * pixels, np.int64)
+    acc = np.empty(pixels * MAC_CHANNELS, np.float32)
+    acc_at = np.arange(pixels) * MAC_CHANNELS
+    init_at = np.empty(pixels, np.int64)
+    out_at = np.empty(pixels, np.int64)
+    for first in range(start, stop, pixels):
+        count = min(pixels, stop - first)
+        for q in range(pixels):  # positions past the end repeat the last one
+            position = first + min(q, count - 1)
+            segment_rows(row, position, c_base, zeros, rows, q, pixels, left, padded_width, merged)
+        for block in range(blocks):
+            lo = o_lo + block * MAC_CHANNELS
+            width = min(lanes, o_hi - lo)
+            w_off = block * steps * MAC_CHANNELS
+            if width == lanes and count == pixels:  # from bias or partial straight to out
+                for q in range(pixels):
+                    out_at[q] = (first + q) * out_channels + lo
+                    init_at[q] = out_at[q] if partial.size > 0 else lo
+                init = partial if partial.size > 0 else bias
+                if narrow:
+                    mac_tile_narrow(
+                        x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at
+                    )
+                else:
+                    mac_tile(x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at)
+                continue
+            for q in range(pixels):  # a partial tile: through acc, zeros past the edges
+                tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
+                if partial.size > 0 and q < count:
+                    at = (first + q) * out_channels + lo
+                    tile[:width] = partial[at : at + width]
+                else:
+                    tile[:width] = bias[lo : lo + width]
+                tile[width:] = 0.0
+            if narrow:
+                mac_tile_narrow(x, rows, lengths, segments, packed, w_off, acc, acc_at, acc, acc_at)
+            else:
+                mac_tile(x, rows, lengths, segments, packed, w_off, acc, acc_at, acc, acc_at)
+            for q in range(count):
+                at = (first + q) * out_channels + lo
+                out[at : at + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
+
+
+NARROW = 8
+"""Runs of fewer output channels than this (depthwise convs) use conv_run_narrow."""
+WIDE_PIXELS = 128
+"""Output positions computed together by conv_run_narrow."""
+
+
+@jit
+def conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base):
+    """Output channels [o_lo, o_hi) of one group, too few to fill mac_tile's vectors: the
+    innermost loop runs over WIDE_PIXELS positions instead (step-major patches)."""
+    out_channels = row[CONV_OUT_SHAPE + 3]
+    positions = row[CONV_OUT_SHAPE] * row[CONV_OUT_SHAPE + 1] * row[CONV_OUT_SHAPE + 2]
+    steps = tap.size
+    run = o_hi - o_lo
+    wide_pixels = min(WIDE_PIXELS, positions)
+    wt = np.empty((steps, run), np.float32)  # row t: the run's weights of step t
+    for t in range(steps):
+        for o in range(run):
+            wt[t, o] = w[(o_lo + o) * steps + tap[t]]
+    patch = np.empty(steps, np.float32)
+    patches_t = np.zeros((steps, wide_pixels), np.float32)
+    acc_t = np.empty((run, wide_pixels), np.float32)
+    for first in range(0, positions, wide_pixels):
+        count = min(wide_pixels, positions - first)
+        for q in range(wide_pixels):
+            if q < count:
+                gather_patch(row, x, first + q, c_base, patch)
+                for t in range(steps):
+                    patches_t[t, q] = patch[t]
+            for o in range(run):
+                if partial.size > 0 and q < count:
+                    acc_t[o, q] = partial[(first + q) * out_channels + o_lo + o]
+                else:
+                    acc_t[o, q] = bias[o_lo + o]
+        for t in range(steps):
+            xs = patches_t[t]
+            for o in range(run):
+                wo = wt[t, o]
+                a = acc_t[o]
+                for p in range(wide_pixels):
+                    a[p] = a[p] + xs[p] * wo
+        for q in range(count):
+            base = (first + q) * out_channels + o_lo
+            for o in range(run):
+                out[base + o] = acc_t[o, q]
+
+
+@jit
+def multiply_add(acc, src, weights):
+    """acc[k] += src[k] * weights[k] (each rounding; slices from 0, so LLVM vectorizes)."""
+    for k in range(acc.size):
+        acc[k] = acc[k] + src[k] * weights[k]
+
+
+@jit
+def depthwise_tap_row(out, at, x, base, weights, repeated, count, lo, hi, x_step):
+    """out[at + c*C + o] += x[base + c*x_step + o] * weights[o] for the `count` output columns
+    c of one output row and one tap, C = weights.size; outside the columns [lo, hi) the tap
+    falls in the padding and the input is +0.0, as the window's zeros would be. `repeated`:
+    the weights repeated for every column (one run over the row when x_step is C)."""
+    channels = weights.size
+    zeros = np.zeros(channels, np.float32)
+    for c in range(count):
+        if c == lo and x_step == channels and hi > lo:  # columns [lo, hi) in one run
+            span = (hi - lo) * channels
+            acc = out[at + lo * channels : at + lo * channels + span]
+            start = base + lo * x_step
+            multiply_add(acc, x[start : start + span], repeated[:span])
+            continue
+        if lo <= c < hi and x_step == channels:
+            continue
+        acc = out[at + c * channels : at + (c + 1) * channels]
+        if lo <= c < hi:
+            start = base + c * x_step
+            multiply_add(acc, x[start : start + channels], weights)
+        else:
+            multiply_add(acc, zeros, weights)
+
+
+@jit
+def conv_depthwise(row, x, w, bias, partial, out):
+    """A conv whose groups have one input channel each (depthwise), output row by output row:
+    the row starts from the bias or the partial sums, then each tap in order (kh, kw) adds its
+    multiply-adds to every output of the row, over all the tile's output channels at once, so
+    each output's sum runs over its taps in the documented order. With one output channel per
+    group, the channels are contiguous in the window; otherwise gathered per tap."""
+    n_count, height, width, in_channels = (
+        row[CONV_IN_SHAPE],
+        row[CONV_IN_SHAPE + 1],
+        row[CONV_IN_SHAPE + 2],
+        row[CONV_IN_SHAPE + 3],
+    )
+    out_rows, out_cols, out_channels = (
+        row[CONV_OUT_SHAPE + 1],
+        row[CONV_OUT_SHAPE + 2],
+        row[CONV_OUT_SHAPE + 3],
+    )
+    kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
+    steps = kh_count * kw_count
+    oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // row[CONV_GROUPS]
+    stride_w, pad_w, dilation_w = row[CONV_STRIDE + 1], row[CONV_PAD + 1], row[CONV_DILATION + 1]
+    wt = np.empty((steps, out_channels), np.float32)  # row t: every channel's weight of tap t
+    for o in range(out_channels):
+        for t in range(steps):
+            wt[t, o] = w[o * steps + t]
+    contiguous = group_outputs == 1 and oc0 == 0
+    channel = np.empty(out_channels, np.int64)  # the input channel of each output channel
+    for o in range(out_channels):
+        channel[o] = (oc0 + o) // group_outputs
+    gathered = np.empty(out_cols * out_channels, np.float32)  # a tap's inputs, if not contiguous
+    repeated = np.empty((steps, out_cols * out_channels), np.float32)  # wt[t] per column
+    for t in range(steps):
+        for c in range(out_cols):
+            repeated[t, c * out_channels : (c + 1) * out_channels] = wt[t]
+    row_size = out_cols * out_channels
+    for n in range(n_count):
+        for r in range(out_rows):
+            wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
+            at = (n * out_rows + r) * row_size
+            if partial.size > 0:
+                out[at : at + row_size] = partial[at : at + row_size]
+            else:
+                for c in range(out_cols):
+                    out[at + c * out_channels : at + (c + 1) * out_channels] = bias
+            for kh in range(kh_count):
+                wr = wr0 + kh * row[CONV_DILATION]
+                inside = 0 <= wr < height
+                for kw in range(kw_count):
+                    # the output columns whose tap column lies in the window: [lo, hi)
+                    offset = kw * dilation_w - pad_w
+                    lo, hi = out_cols, out_cols
+                    if inside:
+                        lo = min(out_cols, max(0, (-offset + stride_w - 1) // stride_w))
+                        hi = max(lo, min(out_cols, (width - 1 - offset) // stride_w + 1))
+                    t = kh * kw_count + kw
+                    base = ((n * height + wr) * width + offset) * in_channels
+                    step = stride_w * in_channels
+                    if contiguous and in_channels == out_channels:  # whole pixels: runs
+                        depthwise_tap_row(
+                            out, at, x, base, wt[t], repeated[t], out_cols, lo, hi, step
+                        )
+                        continue
+                    for c in range(lo, hi):
+                        b = base + c * step
+                        for o in range(out_channels):
+                            gathered[c * out_channels + o] = x[b + channel[o]]
+                    depthwise_tap_row(
+                        out, at, gathered, 0, wt[t], repeated[t], out_cols, lo, hi, out_channels
+                    )

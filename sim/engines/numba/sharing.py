@@ -1,0 +1,341 @@
+"""How the Numba engine's threads share a run: which instructions they share, each one's part,
+and their meeting points (`arrive`).
+
+Thread 0 runs every instruction; the others join it only in the convs, adds and pools large
+enough to be worth sharing (`shared_work`), and meet it before and after each. A meeting point
+spins briefly, then sleeps (a futex on Linux) until the last thread arrives, as OpenMP's and
+onnxruntime's pools do: a thread whose core another process has taken is then waited for by a
+thread that sleeps, not by one that spins on the other core.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from mrvl.sim.engines.numba.fields import (
+    ACT_PRELU,
+    ADD_ACT,
+    ADD_COUNT,
+    CONV_GROUPS,
+    CONV_IN_SHAPE,
+    CONV_KERNEL,
+    CONV_OUT_SHAPE,
+    OP_ADD,
+    OP_CONV,
+    OP_POOL,
+    POOL_KERNEL,
+    POOL_OUT_SHAPE,
+)
+from mrvl.sim.engines.numba.jit import jit
+from mrvl.sim.errors import SimulatorInputError
+
+
+@intrinsic
+def publish(typingctx, sync, index, value):
+    """sync[index] = value as a release store: every write before it is visible to a thread
+    that reads the value with `observe`."""
+    sig = types.void(sync, index, value)
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        builder.store_atomic(
+            args[2], builder.gep(array.data, [args[1]]), ordering="release", align=8
+        )
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def observe(typingctx, sync, index):
+    """sync[index] as an acquire load (read anew at each call; see `publish`)."""
+    sig = types.int64(sync, index)
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        pointer = builder.gep(array.data, [args[1]])
+        return builder.load_atomic(pointer, ordering="acquire", align=8)
+
+    return sig, codegen
+
+
+@intrinsic
+def fetch_add(typingctx, sync, index, delta):
+    """sync[index] += delta as one sequentially consistent atomic step; returns the old value
+    (delta 0: a sequentially consistent load)."""
+    sig = types.int64(sync, index, delta)
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        pointer = builder.gep(array.data, [args[1]])
+        return builder.atomic_rmw("add", pointer, args[2], "seq_cst")
+
+    return sig, codegen
+
+
+FUTEX_SYSCALL = (
+    {"x86_64": 202, "aarch64": 98}.get(platform.machine()) if sys.platform == "linux" else None
+)
+"""The futex system call's number on this machine (Linux only), or None: then a sleeping
+thread yields its core and looks again (`sleep`)."""
+FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
+PAUSE = {"x86_64": "llvm.x86.sse2.pause", "aarch64": "llvm.aarch64.hint"}.get(platform.machine())
+"""The LLVM intrinsic of the CPU's spin-wait hint (PAUSE, YIELD), or None."""
+
+
+def _libc_call(builder, name, return_type, arguments, var_arg=False):
+    """Emit a call of the C (or LLVM intrinsic) function `name`."""
+    function_type = ir.FunctionType(return_type, [a.type for a in arguments], var_arg=var_arg)
+    if var_arg:
+        function_type = ir.FunctionType(return_type, [arguments[0].type], var_arg=True)
+    function = cgutils.get_or_insert_function(builder.module, function_type, name)
+    return builder.call(function, arguments)
+
+
+@intrinsic
+def sleep(typingctx, sync, index, expected, nanoseconds):
+    """Sleep while sync[index]'s low 32 bits equal `expected`, at most `nanoseconds` (a futex
+    wait on Linux: `wake` ends it at once); elsewhere yield the core once."""
+    sig = types.void(sync, index, expected, nanoseconds)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        if FUTEX_SYSCALL is None:
+            _libc_call(builder, "sched_yield", ir.IntType(32), [])
+            return context.get_dummy_value()
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        word = builder.ptrtoint(builder.gep(array.data, [args[1]]), i64)
+        timeout = cgutils.alloca_once(builder, ir.ArrayType(i64, 2))  # struct timespec
+        zero, one = ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 1)
+        builder.store(ir.Constant(i64, 0), builder.gep(timeout, [zero, zero]))
+        builder.store(args[3], builder.gep(timeout, [zero, one]))
+        expected32 = builder.sext(builder.trunc(args[2], ir.IntType(32)), i64)
+        arguments = [ir.Constant(i64, FUTEX_SYSCALL), word, ir.Constant(i64, FUTEX_WAIT_PRIVATE)]
+        arguments += [expected32, builder.ptrtoint(timeout, i64), ir.Constant(i64, 0)]
+        _libc_call(builder, "syscall", i64, arguments + [ir.Constant(i64, 0)], var_arg=True)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def wake_all(typingctx, sync, index):
+    """Wake every thread sleeping on sync[index] (`sleep`); nothing where there is no futex."""
+    sig = types.void(sync, index)
+
+    def codegen(context, builder, signature, args):
+        if FUTEX_SYSCALL is None:
+            return context.get_dummy_value()
+        i64 = ir.IntType(64)
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        word = builder.ptrtoint(builder.gep(array.data, [args[1]]), i64)
+        arguments = [ir.Constant(i64, FUTEX_SYSCALL), word, ir.Constant(i64, FUTEX_WAKE_PRIVATE)]
+        arguments += [ir.Constant(i64, 0x7FFFFFFF), ir.Constant(i64, 0), ir.Constant(i64, 0)]
+        _libc_call(builder, "syscall", i64, arguments + [ir.Constant(i64, 0)], var_arg=True)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def relax(typingctx):
+    """The CPU's spin-wait hint (PAUSE)."""
+    sig = types.void()
+
+    def codegen(context, builder, signature, args):
+        if PAUSE == "llvm.aarch64.hint":
+            _libc_call(builder, PAUSE, ir.VoidType(), [ir.Constant(ir.IntType(32), 1)])
+        elif PAUSE:
+            _libc_call(builder, PAUSE, ir.VoidType(), [])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+# -------------------------------------------------------------------------- meeting points
+
+SYNC_EXTRA = 3
+"""A run's `sync` array: each thread's step count, then the abandon flag (nonzero: the run is
+over), the futex word that every arrival changes, and the count of sleeping threads."""
+SPINS = 1 << 11
+"""Spin-wait hints (about 50-100 us) a waiting thread spends before it sleeps: long enough
+for the other threads' part of a shared instruction on an idle machine, short enough not to
+take a core from a thread that another process has pushed off its own."""
+SLEEP_NS = 1_000_000
+"""Longest sleep before a waiting thread looks again (a safety net: arrivals wake it)."""
+
+
+def new_sync(workers: int):
+    """The `sync` array of a run on `workers` threads (SYNC_EXTRA)."""
+    import numpy as np
+
+    return np.zeros(workers + SYNC_EXTRA, np.int64)
+
+
+@jit
+def wake(sync, workers):
+    """Announce a change (an arrival, or the run abandoned) to the threads that sleep."""
+    fetch_add(sync, workers + 1, 1)
+    if fetch_add(sync, workers + 2, 0) > 0:
+        wake_all(sync, workers + 1)
+
+
+@jit
+def abandon(sync):
+    """End the run for every thread waiting in `arrive` (thread 0 does, when it is done)."""
+    workers = sync.size - SYNC_EXTRA
+    publish(sync, workers, 1)
+    wake(sync, workers)
+
+
+@jit
+def wait_for(sync, other, step, workers):
+    """Wait until thread `other` has reached `step`: spin SPINS hints, then sleep until an
+    arrival. False if the run was abandoned meanwhile. A sleeper counts itself before it looks
+    once more, and an arrival publishes before it reads the count, so no arrival goes
+    unseen (both are sequentially consistent)."""
+    spins = 0
+    while observe(sync, other) < step:
+        if observe(sync, workers) != 0:
+            return False
+        if spins < SPINS:
+            spins += 1
+            relax()
+            continue
+        word = fetch_add(sync, workers + 1, 0)
+        fetch_add(sync, workers + 2, 1)
+        if fetch_add(sync, other, 0) < step and observe(sync, workers) == 0:
+            sleep(sync, workers + 1, word, SLEEP_NS)
+        fetch_add(sync, workers + 2, -1)
+    return True
+
+
+@jit
+def arrive(sync, worker, workers, step):
+    """A meeting point of the `workers` threads running one program (`run_program`): this one
+    publishes that it reached its `step`-th, then waits for every other to reach it. Returns
+    the new step, or -1 if the run was abandoned while waiting."""
+    step += 1
+    publish(sync, worker, step)
+    wake(sync, workers)
+    for other in range(workers):
+        if not wait_for(sync, other, step, workers):
+            return -1
+    return step
+
+
+SHARED_MACS = 1 << 19
+"""The fewest multiply-adds of a conv whose output positions the engine's threads share
+(`conv`); a smaller one costs less on one thread than the threads' meeting points."""
+
+
+@jit
+def conv_macs(row):
+    """The multiply-adds of a conv instruction."""
+    positions = row[CONV_OUT_SHAPE] * row[CONV_OUT_SHAPE + 1] * row[CONV_OUT_SHAPE + 2]
+    group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
+    steps = row[CONV_KERNEL] * row[CONV_KERNEL + 1] * group_channels
+    return positions * steps * row[CONV_OUT_SHAPE + 3]
+
+
+@jit
+def shared_conv(row, slot, workers):
+    """Whether the threads share this conv's output positions: a cached single run of output
+    channels (a weight-cache slot) with at least SHARED_MACS multiply-adds."""
+    return workers > 1 and slot >= 0 and conv_macs(row) >= SHARED_MACS
+
+
+SHARED_VALUES = 1 << 15
+"""The fewest output values of an `add` or `pool` whose outputs the engine's threads share."""
+
+
+@jit
+def shared_values(op, row, workers):
+    """Whether the threads share this `add` (without PRELU, whose slope follows the index)
+    by output values, at least SHARED_VALUES of them, or this `pool` by output positions,
+    its outputs times its taps at least SHARED_VALUES."""
+    if workers <= 1:
+        return False
+    if op == OP_ADD:
+        return row[ADD_COUNT] >= SHARED_VALUES and row[ADD_ACT] != ACT_PRELU
+    if op == OP_POOL:
+        outputs = row[POOL_OUT_SHAPE] * row[POOL_OUT_SHAPE + 1] * row[POOL_OUT_SHAPE + 2]
+        taps = row[POOL_KERNEL] * row[POOL_KERNEL + 1]
+        return outputs * row[POOL_OUT_SHAPE + 3] * taps >= SHARED_VALUES
+    return False
+
+
+@jit
+def shared_work(op, row, slot, workers):
+    """Whether the `workers` threads share this instruction (`slot`: its weight-cache slot)."""
+    if op == OP_CONV:
+        return shared_conv(row, slot, workers)
+    return shared_values(op, row, workers)
+
+
+@jit
+def apart(addr, size, other, other_size):
+    """Whether the OCM bytes [addr, addr + size) (none if addr is -1) and [other, other +
+    other_size) are disjoint."""
+    return addr == -1 or addr + size <= other or other + other_size <= addr
+
+
+@jit
+def share(total, unit, worker, workers):
+    """[start, stop) of `worker`'s contiguous part of `total` items, in whole units."""
+    units = (total + unit - 1) // unit
+    start = min(total, units * worker // workers * unit)
+    return start, min(total, units * (worker + 1) // workers * unit)
+
+
+THREADS_ENV = "MRVL_SIM_THREADS"
+"""Environment variable: how many threads a run uses; read at each run. Any number gives the
+same bits."""
+WORKERS_ENV = "MRVL_SIM_WORKERS"
+"""Environment variable: how many processes (parallel workers, such as a test runner's or a
+data-set evaluation's) share this machine's cores, each running the simulator; the default
+thread count divides the cores among them."""
+
+
+def _positive(name: str, value: str, what: str) -> int:
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise SimulatorInputError(f"${name}={value!r} is not a positive number of {what}")
+    return count
+
+
+def threads() -> int:
+    """The threads of a run: $MRVL_SIM_THREADS, else the CPUs this process may run on divided
+    among the $MRVL_SIM_WORKERS processes that share them (at least one)."""
+    value = os.environ.get(THREADS_ENV)
+    if value is not None:
+        return _positive(THREADS_ENV, value, "threads")
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = os.environ.get(WORKERS_ENV)
+    sharing = _positive(WORKERS_ENV, workers, "worker processes") if workers else 1
+    return max(1, (cpus or 1) // sharing)
+
+
+_helpers: ThreadPoolExecutor | None = None
+_helpers_lock = threading.Lock()
+
+
+def _helper_pool(count: int) -> ThreadPoolExecutor:
+    """The threads that join thread 0 of a run, kept from run to run."""
+    global _helpers
+    with _helpers_lock:
+        if _helpers is None or _helpers._max_workers < count:
+            _helpers = ThreadPoolExecutor(count, thread_name_prefix="mrvl-sim")
+        return _helpers

@@ -1,0 +1,239 @@
+"""The operands of an instruction: the bytes each one reads and writes (docs/isa.md §3), one
+rule per opcode (`operands_of`), for every analysis that reasons about memory: the cycle
+model's hazard check and OCM use, the weight cache, and the profiles."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from mrvl.isa import (
+    ACT_TABLE_ENTRIES,
+    DTYPE_BYTES,
+    OPCODE_BY_NAME,
+    TABLE_ACTIVATIONS,
+    Activation,
+    DType,
+    Instruction,
+    destination_tiles,
+)
+
+DDR, OCM, TABLE = 0, 1, 2
+"""The memories an access can name; TABLE is a tile's activation-table memory."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """The bytes one operand touches: runs of `run` contiguous bytes at
+    `base + Σ i_d · stride_d` for each index of the outer `dims` ((count, stride) pairs, all
+    strides positive). TABLE accesses have base 0 and run 1. `tile`: for OCM and TABLE, the
+    tile whose memory it is; None (every access but a multicast dma's writes) means the
+    instruction's own."""
+
+    space: int
+    base: int
+    dims: tuple[tuple[int, int], ...]
+    run: int
+    tile: int | None = None
+
+    @property
+    def runs(self) -> int:
+        return math.prod(n for n, _ in self.dims)
+
+    @property
+    def nbytes(self) -> int:
+        return self.runs * self.run
+
+    @property
+    def hull(self) -> tuple[int, int]:
+        """[lowest, highest) byte touched."""
+        return self.base, self.base + sum((n - 1) * s for n, s in self.dims) + self.run
+
+    def run_starts(self) -> np.ndarray:
+        starts = np.full(1, self.base, np.int64)
+        for n, s in self.dims:
+            starts = (starts[:, None] + np.arange(n, dtype=np.int64) * s).reshape(-1)
+        return starts
+
+
+def strided(space: int, addr: int, box, strides, elem_bytes: int) -> Access | None:
+    """The bytes of a `dma` side; None for an empty box. Broadcast (stride 0) and extent-1
+    dimensions drop out, negative strides are walked forwards, contiguous dimensions merge."""
+    if math.prod(box) == 0:
+        return None
+    base, dims = addr, []
+    for n, s in zip(box, strides):
+        if n > 1 and s != 0:
+            if s < 0:
+                base += (n - 1) * s
+            dims.append((n, abs(s)))
+    dims.sort(key=lambda d: -d[1])
+    run = elem_bytes
+    while dims and dims[-1][1] == run:
+        run *= dims.pop()[0]
+    return Access(space, base, tuple(dims), run)
+
+
+def dense(space: int, addr: int, dtype: DType, shape) -> Access:
+    return Access(space, addr, (), math.prod(shape) * DTYPE_BYTES[dtype])
+
+
+TABLE_ACCESS = Access(TABLE, 0, (), 1)
+
+Operands = tuple[list[Access], list[Access]]
+
+
+def _activation_reads(f: dict, channels: int | None) -> list[Access]:
+    act = f["act"]
+    if act == Activation.PRELU and channels is not None:
+        return [dense(OCM, f["act_addr"], DType.F32, (channels,))]
+    if act in TABLE_ACTIVATIONS:
+        return [TABLE_ACCESS]
+    return []
+
+
+def _bias(f: dict, count: int) -> list[Access]:
+    return [dense(OCM, f["b_addr"], DType.F32, (count,))] if f["b_addr"] != -1 else []
+
+
+
+
+OPERANDS: dict[str, Callable[[dict, Instruction], Operands]] = {}
+"""Per opcode, its (reads, writes) from its fields and the instruction (docs/isa.md §3)."""
+
+
+def operands_of(opcode: str):
+    """Register how `opcode`'s operands follow from its fields (one per opcode of the ISA table)."""
+    if opcode not in OPCODE_BY_NAME:
+        raise KeyError(f"no opcode {opcode!r} in the ISA table")
+
+    def register(rule):
+        OPERANDS[opcode] = rule
+        return rule
+
+    return register
+
+
+@operands_of("dma")
+def _dma(f: dict, ins: Instruction) -> Operands:
+    src = strided(f["src_space"], f["src_addr"], f["box"], f["src_strides"], f["elem_bytes"])
+    dst = strided(f["dst_space"], f["dst_addr"], f["box"], f["dst_strides"], f["elem_bytes"])
+    if dst is None:
+        return ([src] if src else [], [])
+    if f["dst_tiles"]:  # a multicast: the same OCM bytes on each destination tile
+        return [src], [dataclasses.replace(dst, tile=t) for t in destination_tiles(ins)]
+    return [src], [dst]
+
+
+@operands_of("cvt")
+def _cvt(f: dict, ins: Instruction) -> Operands:
+    shape = f["src_shape"]
+    if math.prod(shape) == 0:
+        return [], []
+    return (
+        [dense(DDR, f["src_addr"], f["src_dtype"], shape)],
+        [dense(DDR, f["dst_addr"], f["dst_dtype"], shape)],
+    )
+
+
+@operands_of("lut")
+def _lut(f: dict, ins: Instruction) -> Operands:
+    return [dense(DDR, f["src_addr"], DType.F16, (ACT_TABLE_ENTRIES,))], [TABLE_ACCESS]
+
+
+@operands_of("conv")
+def _conv(f: dict, ins: Instruction) -> Operands:
+    out_channels = f["out_shape"][3]
+    kh, kw = f["kernel"]
+    weights = (out_channels, kh, kw, f["in_shape"][3] // f["groups"])
+    reads = [
+        dense(OCM, f["in_addr"], DType.F16, f["in_shape"]),
+        dense(OCM, f["w_addr"], DType.F16, weights),
+        *_bias(f, out_channels),
+        *_activation_reads(f, out_channels),
+    ]
+    if f["acc_addr"] != -1:
+        reads.append(dense(OCM, f["acc_addr"], DType.F32, f["out_shape"]))
+    out_dtype = DType.F32 if f["acc_out"] else DType.F16
+    return reads, [dense(OCM, f["out_addr"], out_dtype, f["out_shape"])]
+
+
+@operands_of("pool")
+def _pool(f: dict, ins: Instruction) -> Operands:
+    return (
+        [dense(OCM, f["in_addr"], DType.F16, f["in_shape"])],
+        [dense(OCM, f["out_addr"], DType.F16, f["out_shape"])],
+    )
+
+
+@operands_of("resize")
+def _resize(f: dict, ins: Instruction) -> Operands:
+    _, rows, cols, _ = f["out_shape"]
+    return (
+        [
+            dense(OCM, f["in_addr"], DType.F16, f["in_shape"]),
+            dense(OCM, f["ytab_addr"], DType.F32, (rows, 4)),
+            dense(OCM, f["xtab_addr"], DType.F32, (cols, 4)),
+        ],
+        [dense(OCM, f["out_addr"], DType.F16, f["out_shape"])],
+    )
+
+
+@operands_of("fc")
+def _fc(f: dict, ins: Instruction) -> Operands:
+    n, k, o = f["n"], f["k"], f["o"]
+    reads = [
+        dense(OCM, f["in_addr"], DType.F16, (n, k)),
+        dense(OCM, f["w_addr"], DType.F16, (o, k)),
+        *_bias(f, o),
+        *_activation_reads(f, o),
+    ]
+    return reads, [dense(OCM, f["out_addr"], DType.F16, (n, o))]
+
+
+@operands_of("add")
+def _add(f: dict, ins: Instruction) -> Operands:
+    count = f["count"]
+    reads = [dense(OCM, f[a], DType.F16, (count,)) for a in ("a_addr", "b_addr")]
+    return reads + _activation_reads(f, None), [dense(OCM, f["out_addr"], DType.F16, (count,))]
+
+
+@operands_of("scale")
+def _scale(f: dict, ins: Instruction) -> Operands:
+    count, channels = f["count"], f["channels"]
+    reads = [
+        dense(OCM, f["in_addr"], DType.F16, (count,)),
+        dense(OCM, f["s_addr"], DType.F32, (channels,)),
+        dense(OCM, f["b_addr"], DType.F32, (channels,)),
+        *_activation_reads(f, channels),
+    ]
+    return reads, [dense(OCM, f["out_addr"], DType.F16, (count,))]
+
+
+@operands_of("mul")
+def _mul(f: dict, ins: Instruction) -> Operands:
+    count = f["count"]
+    reads = [
+        dense(OCM, f["a_addr"], DType.F16, (count,)),
+        dense(OCM, f["b_addr"], DType.F16, (f["channels"] or count,)),
+        *_activation_reads(f, None),
+    ]
+    return reads, [dense(OCM, f["out_addr"], DType.F16, (count,))]
+
+
+@operands_of("end")
+def _end(f: dict, ins: Instruction) -> Operands:
+    return [], []
+
+
+_missing = set(OPCODE_BY_NAME) - set(OPERANDS)
+assert not _missing, f"opcodes without operands: {sorted(_missing)}"
+
+
+def operands(ins: Instruction) -> Operands:
+    """(reads, writes) of one instruction, as docs/isa.md §3 defines its operands."""
+    return OPERANDS[ins.opcode](ins.fields, ins)
