@@ -100,6 +100,20 @@ def test_every_opcode_has_a_reference_kernel_and_a_validation(opcode):
 
 
 @pytest.mark.parametrize("opcode", OPCODE_NAMES)
+def test_every_opcode_has_a_numba_kernel_operands_and_a_cycle_cost(opcode):
+    """The Numba engine, the operand rules (what an instruction reads and writes, for the
+    cycle model's hazards and the weight cache) and the cycle cost. Each module also asserts
+    its own coverage at import; this names the stage without importing order mattering."""
+    numba_dispatch = importlib.import_module("mrvl.sim.engines.numba.dispatch")
+    operands = importlib.import_module("mrvl.sim.operands")
+    cycles = importlib.import_module("mrvl.sim.cycles")
+
+    assert opcode in numba_dispatch.KERNELS, f"opcode {opcode}: no Numba kernel (@implements)"
+    assert opcode in operands.OPERANDS, f"opcode {opcode}: no operand rule (sim/operands.py)"
+    assert opcode in cycles.COSTS, f"opcode {opcode}: no cycle cost (sim/cycles.py @costs)"
+
+
+@pytest.mark.parametrize("opcode", OPCODE_NAMES)
 def test_every_opcode_is_specified_in_the_isa_document(opcode):
     text = (ROOT / "docs" / "isa.md").read_text()
     assert re.search(rf"^### `{re.escape(opcode)}`", text, re.M), (
