@@ -239,7 +239,13 @@ class InstructionOp(IRDLOperation):
 def verify_program(end: InstructionOp) -> None:
     """What the simulator checks of the program as a whole, checked once at its `end`: every
     instruction before it on a tile < `mlip.num_tiles`, every waited token signalled by an
-    earlier instruction, and each I/O name used once."""
+    earlier instruction, and each I/O name used once. The error marks the offending op."""
+    from xdsl.utils.exceptions import DiagnosticException
+
+    def fail(op: IRDLOperation, message: str) -> None:
+        message = f"{op.name}: {message}"
+        op.emit_error(f"Operation does not verify: {message}", DiagnosticException(message))
+
     block = end.parent_block()
     if block is None:
         return
@@ -251,18 +257,16 @@ def verify_program(end: InstructionOp) -> None:
     for op in block.ops:
         if isinstance(op, IOOp):
             if op.io_name.data in names:
-                raise VerifyException(f"mlip.io: the name '{op.io_name.data}' is used twice")
+                fail(op, f"the name '{op.io_name.data}' is used twice")
             names.add(op.io_name.data)
         if not isinstance(op, InstructionOp):
             continue
         tile = op.tile.value.data
         if num_tiles is not None and not 0 <= tile < num_tiles:
-            raise VerifyException(f"{op.name}: tile {tile} is outside the program's {num_tiles}")
+            fail(op, f"tile {tile} is outside the program's {num_tiles}")
         for token in op.wait_tokens:
             if token not in signalled:
-                raise VerifyException(
-                    f"{op.name}: waits on token {token}, which no earlier instruction signals"
-                )
+                fail(op, f"waits on token {token}, which no earlier instruction signals")
         if op.signal_token != NO_SIGNAL:
             signalled.add(op.signal_token)
         if op is end:
