@@ -120,8 +120,15 @@ def box_extent(box: tuple[int, ...], strides: tuple[int, ...], elem_bytes: int) 
     return lowest, highest
 
 
+MAX_UNNESTED_ELEMENTS = 1 << 20
+"""A destination box whose strides are not nested holds at most this many elements: proving its
+elements apart takes memory by their number (docs/isa.md, `dma`), which validation keeps
+proportional to the program, not to a field's value (a DDR box can span a gigabyte)."""
+
+
 def overlapping(box: tuple[int, ...], strides: tuple[int, ...], elem_bytes: int) -> bool:
-    """Whether two elements of a strided box share a byte (then the write order would matter)."""
+    """Whether two elements of a strided box share a byte (then the write order would matter).
+    A Fault for a box of unnested strides with more than MAX_UNNESTED_ELEMENTS."""
     lowest, highest = box_extent(box, strides, elem_bytes)
     if math.prod(box) * elem_bytes > highest - lowest:
         return True  # more bytes than the span holds
@@ -133,6 +140,11 @@ def overlapping(box: tuple[int, ...], strides: tuple[int, ...], elem_bytes: int)
         span = stride * (count - 1) + span
     else:
         return False  # nested strides: each dimension steps past everything inside it
+    require(
+        math.prod(box) <= MAX_UNNESTED_ELEMENTS,
+        f"box {list(box)} of {math.prod(box)} elements with unnested strides {list(strides)}: "
+        f"at most {MAX_UNNESTED_ELEMENTS} elements",
+    )
     offsets = np.zeros(1, np.int64)
     for n, s in zip(box, strides):
         offsets = (offsets[:, None] + np.arange(n, dtype=np.int64) * s).reshape(-1)

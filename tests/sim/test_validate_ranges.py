@@ -129,3 +129,14 @@ def test_a_rule_that_divides_by_a_field_runs_after_that_field_is_bounded():
     conv_rules = [r.text for r in legal_rules(next(s for s in OPCODES if s.name == "conv"))]
     assert conv_rules.index("groups >= 1") < conv_rules.index("in_shape[3] % groups == 0")
     assert conv_rules.index("groups >= 1") < conv_rules.index("oc_total % groups == 0")
+
+
+def test_an_unnested_destination_box_is_bounded_before_its_offsets_are_listed():
+    from mrvl.sim.validate import MAX_UNNESTED_ELEMENTS, overlapping
+
+    assert not overlapping((2, 8), (1, 2), 1)  # interleaved, yet nested once sorted
+    assert overlapping((3, 4), (3, 2), 2)
+    assert not overlapping((1, 1, 3, 5), (0, 0, 5, 3), 1)  # unnested: listed, and apart
+    with pytest.raises(Exception, match="unnested strides"):
+        overlapping((1, 1, 1 << 11, 1 << 11), (0, 0, (1 << 11) + 1, 3), 1)
+    assert (1 << 11) ** 2 > MAX_UNNESTED_ELEMENTS
