@@ -5,10 +5,10 @@
         --mutants 10000 [--seed N] [--models mnist activations ...] [--out mutate-out]
 
 The seeds are the engine corpus (tests/helpers.py: the e2e nets, paths and MNIST), each
-compiled for 1 and 8 tiles. Half of the mutants change two fields. Every mutant that breaks
-the property is written to `--out` as `<k>.bin` with a line in `problems.jsonl`; at the end
-(and every 500 mutants) it prints the counts: refused, ran alike, and each kind of problem,
-with the largest peak-RSS growth over the unmutated program's on each engine.
+compiled for 1 and 8 tiles, taken in turn. Half of the mutants change two fields. Every mutant
+that breaks the property is written to `--out` as `<k>.bin` with a line in `problems.jsonl`;
+every outcome goes to `mutants.jsonl`; every 100 mutants and at the end it prints the counts:
+refused, ran alike, and each kind of problem, with the largest peak-RSS growth on each engine.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(seeds)} seed binaries from {len(names)} models", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     problems_file = (args.out / "problems.jsonl").open("w")
+    progress = (args.out / "mutants.jsonl").open("w")
     counts: collections.Counter[str] = collections.Counter()
     growth = {e: 0 for e in mutate.ENGINES}
     start = time.time()
@@ -70,7 +71,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"PROBLEM {seed_name} {verdict.description}: {verdict.problem}", flush=True)
         for engine, o in verdict.outcomes.items():
             growth[engine] = max(growth[engine], o.rss_growth)
-        if counts["mutants"] % 500 == 0:
+        progress.write(json.dumps({"seed": seed_name, "mutation": verdict.description,
+                                   "kinds": sorted(kinds), "problem": verdict.problem,
+                                   "rss": {e: o.rss_growth for e, o in verdict.outcomes.items()},
+                                   "seconds": {e: round(o.seconds, 3) for e, o in verdict.outcomes.items()}})
+                       + "\n")  # fmt: skip
+        progress.flush()
+        if counts["mutants"] % 100 == 0:
             summary()
 
     def summary() -> None:

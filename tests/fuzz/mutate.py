@@ -329,18 +329,20 @@ def campaign(
     log=None,
     timeout: float = TIMEOUT_S,
 ) -> list[Verdict]:
-    """`count` mutants spread evenly over `seeds` ((name, binary)), each judged on both
-    engines; `log(verdict, seed_name)` is called after each."""
-    verdicts = []
-    for k, (name, data) in enumerate(seeds):
-        share = count // len(seeds) + (k < count % len(seeds))
+    """`count` mutants of `seeds` ((name, binary)), taken from each seed in turn (so that a
+    campaign stopped early has covered every seed alike), each judged on both engines;
+    `log(verdict, seed_name, mutant)` is called after each."""
+    prepared = []
+    for name, data in seeds:
         inputs = program_inputs(data)
         warm(data)
-        baseline = baseline_growth(data, inputs)
-        for description, mutant in mutants(data, rng, share):
-            outcomes = judged_runs(mutant, inputs, timeout)
-            verdict = judge(description, outcomes, baseline)
-            verdicts.append(verdict)
-            if log is not None:
-                log(verdict, name, mutant)
+        prepared.append((name, inputs, baseline_growth(data, inputs), mutants(data, rng, count)))
+    verdicts = []
+    for k in range(count):
+        name, inputs, baseline, source = prepared[k % len(prepared)]
+        description, mutant = next(source)
+        verdict = judge(description, judged_runs(mutant, inputs, timeout), baseline)
+        verdicts.append(verdict)
+        if log is not None:
+            log(verdict, name, mutant)
     return verdicts
