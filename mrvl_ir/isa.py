@@ -141,9 +141,10 @@ def _f(
     return FieldSpec(name, kind, doc, enum, default, (legal,) if isinstance(legal, str) else legal)
 
 
-def _window_fields(pad_legal: tuple[str, ...]) -> tuple[FieldSpec, ...]:
-    """The geometry shared by conv and pool; `pad_legal` bounds the leading padding by the
-    kernel's extent (conv's is dilated)."""
+def _window_fields(extent: str, pad_legal: tuple[str, ...]) -> tuple[FieldSpec, ...]:
+    """The geometry shared by conv and pool. `extent` is the kernel's extent in columns (a
+    conv's is dilated); `pad_legal` bounds the leading padding."""
+    trailing = f"(out_shape[2] - 1) * stride[1] + {extent} - pad[1] - in_shape[2]"
     return (
         _f("in_addr", "i32", "OCM byte address of the input window, NHWC, f16"),
         _f(
@@ -161,9 +162,10 @@ def _window_fields(pad_legal: tuple[str, ...]) -> tuple[FieldSpec, ...]:
             legal=(
                 "out_shape[d] >= 1",
                 "out_shape[0] == in_shape[0]",
-                # the last output column's first tap reads an input column: the trailing
-                # padding the shapes imply is smaller than the kernel's extent
-                "(out_shape[2] - 1) * stride[1] - pad[1] < in_shape[2]",
+                # the trailing column padding the shapes imply, like the leading one, is at
+                # most twice the kernel's extent and the input's width: an engine that pads
+                # the window by them keeps its memory proportional to the window
+                f"{trailing} <= 2 * ({extent} + in_shape[2])",
             ),
         ),
         _f("orow0", "i32", "output-tensor row of the tile's first row", legal="orow0 >= 0"),
@@ -177,6 +179,9 @@ def _window_fields(pad_legal: tuple[str, ...]) -> tuple[FieldSpec, ...]:
         ),
     )
 
+
+_CONV_EXTENT = "((kernel[1] - 1) * dilation[1] + 1)"
+"""The extent of a conv's kernel in input columns."""
 
 _ACT_FIELDS = (
     _f("act", "i32", "Activation", Activation),
@@ -256,9 +261,13 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "2-D convolution of an input window into an output tile, with bias and a fused "
         "activation. Weights OHWI f16 [out_shape.C, KH, KW, C/groups] for the tile's output "
         "channels; bias f32 [out_shape.C].",
-        # A conv's padding may exceed the kernel's extent (ONNX allows it, so outputs that read
-        # padding alone): bounded by the extent plus the input's width instead.
-        _window_fields(("pad[d] >= 0", "pad[1] <= (kernel[1] - 1) * dilation[1] + in_shape[2]"))
+        # A conv's padding may reach the kernel's extent (ONNX allows it: outputs that read
+        # padding alone, as a 1x1 conv with pads 1 has), so it is bounded like the trailing
+        # padding instead.
+        _window_fields(
+            _CONV_EXTENT,
+            ("pad[d] >= 0", f"pad[1] <= 2 * ({_CONV_EXTENT} + in_shape[2])"),
+        )
         + (
             _f("dilation", "i32x2", "dilation [DH, DW]", legal="dilation[d] >= 1"),
             _f(
@@ -302,7 +311,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         0x20,
         "vector",
         "Max or average pooling of an input window into an output tile.",
-        _window_fields(("0 <= pad[d] < kernel[d]", "pad[d] <= in_hw[d]"))
+        _window_fields("kernel[1]", ("0 <= pad[d] < kernel[d]", "pad[d] <= in_hw[d]"))
         + (
             _f("mode", "i32", "PoolMode", PoolMode),
             _f(
