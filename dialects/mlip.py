@@ -52,7 +52,7 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from mrvl.isa import NO_SIGNAL, OPCODES, DType, FieldSpec, OpcodeSpec
+from mrvl.isa import NO_SIGNAL, OPCODES, DType, FieldSpec, OpcodeSpec, broken_rule
 
 DTYPE_NAMES = {d: d.name.lower() for d in DType}
 
@@ -158,6 +158,13 @@ class InstructionOp(IRDLOperation):
                     raise VerifyException(
                         f"{self.name}: field {spec.name} takes {spec.length} values, got {n}"
                     )
+        # The legal ranges of the ISA table that need no target (the simulator's validator
+        # checks the rest, with the target's memories).
+        broken = broken_rule(self.SPEC, self.field_values())
+        if broken is not None:
+            raise VerifyException(f"{self.name}: {broken}")
+        if self.SPEC.name == "end":
+            verify_program(self)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" tile {self.tile.value.data}")
@@ -231,6 +238,43 @@ class InstructionOp(IRDLOperation):
         if spec.kind == "i32":
             return parser.parse_integer()
         return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+
+
+def verify_program(end: InstructionOp) -> None:
+    """What the simulator checks of the program as a whole, checked once at its `end`: every
+    instruction before it on a tile < `mlip.num_tiles`, every waited token signalled by an
+    earlier instruction, and each I/O name used once. The error marks the offending op."""
+    from xdsl.utils.exceptions import DiagnosticException
+
+    def fail(op: IRDLOperation, message: str) -> None:
+        message = f"{op.name}: {message}"
+        op.emit_error(f"Operation does not verify: {message}", DiagnosticException(message))
+
+    block = end.parent_block()
+    if block is None:
+        return
+    module = block.parent_op()
+    attr = module.attributes.get("mlip.num_tiles") if module is not None else None
+    num_tiles = attr.value.data if isinstance(attr, IntegerAttr) else None
+    signalled: set[int] = set()
+    names: set[str] = set()
+    for op in block.ops:
+        if isinstance(op, IOOp):
+            if op.io_name.data in names:
+                fail(op, f"the name '{op.io_name.data}' is used twice")
+            names.add(op.io_name.data)
+        if not isinstance(op, InstructionOp):
+            continue
+        tile = op.tile.value.data
+        if num_tiles is not None and not 0 <= tile < num_tiles:
+            fail(op, f"tile {tile} is outside the program's {num_tiles}")
+        for token in op.wait_tokens:
+            if token not in signalled:
+                fail(op, f"waits on token {token}, which no earlier instruction signals")
+        if op.signal_token != NO_SIGNAL:
+            signalled.add(op.signal_token)
+        if op is end:
+            return
 
 
 def _instruction_op(spec: OpcodeSpec) -> type[InstructionOp]:

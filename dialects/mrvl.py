@@ -55,6 +55,7 @@ from xdsl.traits import NoMemoryEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from mrvl.dialects.dense_size import oversized_dense
 from mrvl.isa import Activation
 
 # ---------------------------------------------------------------------------------------------
@@ -299,6 +300,9 @@ class ConstantOp(IRDLOperation):
     def parse(cls, parser: Parser) -> ConstantOp:
         name = parser.parse_str_literal("constant name")
         parser.parse_punctuation("=")
+        text = parser.lexer.input.content
+        if isinstance(text, str) and (huge := oversized_dense(text, parser.pos)) is not None:
+            parser.raise_error(huge)
         value = parser.parse_attribute()
         if not isinstance(value, DenseIntOrFPElementsAttr):
             parser.raise_error("mrvl.constant expects a dense<...> value")

@@ -927,6 +927,38 @@ class ProgramOp(IRDLOperation):
                 f"sched.program: tiles({n}) is not valid for {self.mcpu.data} "
                 f"(1, 2, 4 or 8, at most {max_tiles})"
             )
+        verify_program_body(self)
+
+
+def verify_program_body(program: ProgramOp) -> None:
+    """What the simulator would refuse, refused in the IR (issue 19): a task or buffer on a
+    tile outside `tiles(N)`, a task that waits on a token no earlier task yields (a wait on a
+    later task's token is a cycle), and an I/O name used twice. The error marks the offending
+    op, not the program."""
+    from xdsl.ir import Operation
+    from xdsl.utils.exceptions import DiagnosticException
+
+    def fail(op: Operation, message: str) -> None:
+        message = f"{op.name}: {message}"
+        op.emit_error(f"Operation does not verify: {message}", DiagnosticException(message))
+
+    n = program.num_tiles.value.data
+    seen: set[Operation] = set()
+    names: set[str] = set()
+    for op in program.body.block.ops:
+        tile = op.properties.get("tile")
+        if isinstance(tile, IntegerAttr) and not 0 <= tile.value.data < n:
+            fail(op, f"tile {tile.value.data} is outside tiles({n})")
+        if isinstance(op, TaskBase):
+            for dep in op.deps:
+                owner = dep.owner
+                if isinstance(owner, Operation) and owner.parent is op.parent and owner not in seen:
+                    fail(op, f"waits on the token of a {owner.name} that comes after it (a cycle)")
+        if isinstance(op, IOOp):
+            if op.io_name.data in names:
+                fail(op, f"the name '{op.io_name.data}' is used twice")
+            names.add(op.io_name.data)
+        seen.add(op)
 
 
 def program_of(module) -> ProgramOp:

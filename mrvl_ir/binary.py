@@ -29,6 +29,7 @@ from mrvl.isa import (
     IOEntry,
     OpcodeSpec,
     Program,
+    broken_rule,
 )
 
 MAGIC = b"MLIPBIN\0"
@@ -173,8 +174,11 @@ def _encode_io(io: list[IOEntry]) -> bytes:
     return b"".join(parts)
 
 
-def _field_words(instruction: str, ins: Instruction, spec: OpcodeSpec) -> list[int | float]:
-    """The fields of one instruction flattened in table order, each checked against its kind."""
+def _field_words(
+    instruction: str, ins: Instruction, spec: OpcodeSpec, legal: bool
+) -> list[int | float]:
+    """The fields of one instruction flattened in table order, each checked against its kind
+    and, with `legal`, against the legal ranges of the ISA table that need no target."""
     names = [f.name for f in spec.fields]
     if set(ins.fields) != set(names):
         missing = sorted(set(names) - set(ins.fields))
@@ -194,10 +198,12 @@ def _field_words(instruction: str, ins: Instruction, spec: OpcodeSpec) -> list[i
             if not isinstance(value, (tuple, list)) or len(value) != f.length:
                 raise BinaryFormatError(f"{what} must be {f.length} integers, got {value!r}")
             words.extend(_check_i32(v, what) for v in value)
+    if legal and (broken := broken_rule(spec, ins.fields)) is not None:
+        raise BinaryFormatError(f"{instruction}: {broken}")
     return words
 
 
-def _encode_instruction(index: int, ins: Instruction, srcmap: list[str]) -> bytes:
+def _encode_instruction(index: int, ins: Instruction, srcmap: list[str], legal: bool) -> bytes:
     srcmap_len = len(srcmap)
     spec = OPCODE_BY_NAME.get(ins.opcode)
     if spec is None:
@@ -224,7 +230,7 @@ def _encode_instruction(index: int, ins: Instruction, srcmap: list[str]) -> byte
     return (
         header
         + struct.pack(f"<{len(waits)}I", *waits)
-        + _FIELD_STRUCTS[spec.name].pack(*_field_words(what, ins, spec))
+        + _FIELD_STRUCTS[spec.name].pack(*_field_words(what, ins, spec, legal))
     )
 
 
@@ -254,8 +260,14 @@ def _check_ddr_layout(program: Program) -> None:
             )
 
 
-def encode(program: Program) -> bytes:
-    """Serialize a Program; raises BinaryFormatError naming the first value it cannot encode."""
+def encode(program: Program, *, legal: bool = False) -> bytes:
+    """Serialize a Program; raises BinaryFormatError naming the first value it cannot encode.
+
+    With `legal` (as the compiler calls it) it also refuses a field outside its legal range
+    (`isa.FieldSpec.legal`, the ranges that need no target). Without, it writes any field the
+    format can carry, so that `encode(decode(b)) == b` for every `b` that `decode` accepts and
+    the simulator's validation, which refuses the rest, can be tested (and fuzzed:
+    scripts/mutate_binaries.py)."""
     target = _encode_target(program.target)
     num_tiles = _check_uint(program.num_tiles, _U32, "num_tiles")
     ddr_size = _check_uint(program.ddr_size, _U32, "ddr_size")
@@ -266,7 +278,7 @@ def encode(program: Program) -> bytes:
         SectionType.IO: _encode_io(program.io),
         SectionType.CODE: _COUNT.pack(len(program.code))
         + b"".join(
-            _encode_instruction(i, ins, program.srcmap) for i, ins in enumerate(program.code)
+            _encode_instruction(i, ins, program.srcmap, legal) for i, ins in enumerate(program.code)
         ),
         SectionType.CONST: bytes(program.consts),
         SectionType.SRCMAP: _COUNT.pack(len(program.srcmap))

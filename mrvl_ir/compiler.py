@@ -194,7 +194,7 @@ def compile_region(
         )
     with layer_boundary(f"assembling region {symbol}"):
         program = assemble(module)
-        encoded = binary.encode(program)
+        encoded = binary.encode(program, legal=True)
     return CompiledRegion(
         symbol=symbol,
         binary=encoded,

@@ -11,8 +11,12 @@ and a fixed list of fields. A field is a signed 32-bit integer (`i32`), an IEEE 
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import cache
+from types import CodeType
 
 
 class MemSpace(IntEnum):
@@ -91,6 +95,11 @@ class FieldSpec:
     when it holds its default (and parses it when present), `InstructionOp.build` and an
     in-memory `Instruction` take the default when it is not given. The binary always carries
     it. Optional fields come after the required ones of their opcode."""
+    legal: tuple[str, ...] = ()
+    """The field's legal range: conditions (Python expressions over the opcode's fields, `d`
+    the element of a vector field, and the machine's `ocm`, `ddr` and `tiles`) that every legal
+    value meets. The simulator's validator, the `mlip` verifier, the binary encoder and
+    docs/isa.md's fault list all read them (`legal_rules`, `broken_rule`)."""
 
     @property
     def length(self) -> int:
@@ -127,25 +136,52 @@ def _f(
     enum: type[IntEnum] | None = None,
     *,
     default: int | None = None,
+    legal: str | tuple[str, ...] = (),
 ) -> FieldSpec:
-    return FieldSpec(name, kind, doc, enum, default)
+    return FieldSpec(name, kind, doc, enum, default, (legal,) if isinstance(legal, str) else legal)
 
 
-_WINDOW_FIELDS = (
-    _f("in_addr", "i32", "OCM byte address of the input window, NHWC, f16"),
-    _f(
-        "in_shape",
-        "i32x4",
-        "input window shape [N, H, W, C]: all columns and channels, rows row0..",
-    ),
-    _f("row0", "i32", "input-tensor row held by the window's first row"),
-    _f("out_addr", "i32", "OCM byte address of the output tile, NHWC, f16"),
-    _f("out_shape", "i32x4", "output tile shape [N, H, W, C]"),
-    _f("orow0", "i32", "output-tensor row of the tile's first row"),
-    _f("kernel", "i32x2", "kernel [KH, KW]"),
-    _f("stride", "i32x2", "stride [SH, SW]"),
-    _f("pad", "i32x2", "leading padding [top, left]; trailing padding is implied by the shapes"),
-)
+def _window_fields(extent: str, pad_legal: tuple[str, ...]) -> tuple[FieldSpec, ...]:
+    """The geometry shared by conv and pool. `extent` is the kernel's extent in columns (a
+    conv's is dilated); `pad_legal` bounds the leading padding."""
+    trailing = f"(out_shape[2] - 1) * stride[1] + {extent} - pad[1] - in_shape[2]"
+    return (
+        _f("in_addr", "i32", "OCM byte address of the input window, NHWC, f16"),
+        _f(
+            "in_shape",
+            "i32x4",
+            "input window shape [N, H, W, C]: all columns and channels, rows row0..",
+            legal="in_shape[d] >= 1",
+        ),
+        _f("row0", "i32", "input-tensor row held by the window's first row", legal="row0 >= 0"),
+        _f("out_addr", "i32", "OCM byte address of the output tile, NHWC, f16"),
+        _f(
+            "out_shape",
+            "i32x4",
+            "output tile shape [N, H, W, C]",
+            legal=(
+                "out_shape[d] >= 1",
+                "out_shape[0] == in_shape[0]",
+                # the trailing column padding the shapes imply, like the leading one, is at
+                # most twice the kernel's extent and the input's width: an engine that pads
+                # the window by them keeps its memory proportional to the window
+                f"{trailing} <= 2 * ({extent} + in_shape[2])",
+            ),
+        ),
+        _f("orow0", "i32", "output-tensor row of the tile's first row", legal="orow0 >= 0"),
+        _f("kernel", "i32x2", "kernel [KH, KW]", legal="kernel[d] >= 1"),
+        _f("stride", "i32x2", "stride [SH, SW]", legal="stride[d] >= 1"),
+        _f(
+            "pad",
+            "i32x2",
+            "leading padding [top, left]; trailing padding is implied by the shapes",
+            legal=pad_legal,
+        ),
+    )
+
+
+_CONV_EXTENT = "((kernel[1] - 1) * dilation[1] + 1)"
+"""The extent of a conv's kernel in input columns."""
 
 _ACT_FIELDS = (
     _f("act", "i32", "Activation", Activation),
@@ -174,8 +210,8 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("dst_space", "i32", "MemSpace of the destination", MemSpace),
             _f("dst_addr", "i32", "destination byte address"),
             _f("dst_strides", "i32x4", "destination byte strides"),
-            _f("box", "i32x4", "elements per dimension"),
-            _f("elem_bytes", "i32", "bytes per element"),
+            _f("box", "i32x4", "elements per dimension", legal="box[d] >= 0"),
+            _f("elem_bytes", "i32", "bytes per element", legal="elem_bytes >= 1"),
             _f(
                 "dst_tiles",
                 "i32",
@@ -194,10 +230,15 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         (
             _f("src_addr", "i32", "DDR byte address of the dense source"),
             _f("src_dtype", "i32", "DType of the source", DType),
-            _f("src_shape", "i32x4", "source shape"),
+            _f("src_shape", "i32x4", "source shape", legal="src_shape[d] >= 0"),
             _f("dst_addr", "i32", "DDR byte address of the dense destination"),
             _f("dst_dtype", "i32", "DType of the destination", DType),
-            _f("perm", "i32x4", "destination dimension i takes source dimension perm[i]"),
+            _f(
+                "perm",
+                "i32x4",
+                "destination dimension i takes source dimension perm[i]",
+                legal="sorted(perm) == [0, 1, 2, 3]",
+            ),
         ),
     ),
     OpcodeSpec(
@@ -209,7 +250,8 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "(act, act_a, act_b) of the compute instructions that follow on the tile.",
         (
             _f("src_addr", "i32", "DDR byte address of the table, 65,536 f16"),
-            *_ACT_FIELDS,
+            _f("act", "i32", "Activation", Activation, legal="act in TABLE_ACTIVATIONS"),
+            *_ACT_FIELDS[1:],
         ),
     ),
     OpcodeSpec(
@@ -219,16 +261,33 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "2-D convolution of an input window into an output tile, with bias and a fused "
         "activation. Weights OHWI f16 [out_shape.C, KH, KW, C/groups] for the tile's output "
         "channels; bias f32 [out_shape.C].",
-        _WINDOW_FIELDS
+        # A conv's padding may reach the kernel's extent (ONNX allows it: outputs that read
+        # padding alone, as a 1x1 conv with pads 1 has), so it is bounded like the trailing
+        # padding instead.
+        _window_fields(
+            _CONV_EXTENT,
+            ("pad[d] >= 0", f"pad[1] <= 2 * ({_CONV_EXTENT} + in_shape[2])"),
+        )
         + (
-            _f("dilation", "i32x2", "dilation [DH, DW]"),
-            _f("groups", "i32", "channel groups"),
+            _f("dilation", "i32x2", "dilation [DH, DW]", legal="dilation[d] >= 1"),
+            _f(
+                "groups",
+                "i32",
+                "channel groups",
+                legal=("groups >= 1", "in_shape[3] % groups == 0"),
+            ),
             _f(
                 "oc0",
                 "i32",
                 "output-tensor channel of the tile's first channel (selects the group)",
+                legal="0 <= oc0 <= oc_total - out_shape[3]",
             ),
-            _f("oc_total", "i32", "output channels of the whole layer"),
+            _f(
+                "oc_total",
+                "i32",
+                "output channels of the whole layer",
+                legal="oc_total % groups == 0",
+            ),
             _f("w_addr", "i32", "OCM byte address of the weights"),
             _f("b_addr", "i32", "OCM byte address of the bias, or -1 for none"),
             *_ACT_FIELDS,
@@ -243,6 +302,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
                 "acc_out",
                 "i32",
                 "1: write the fp32 accumulator (no activation, no rounding) instead of f16",
+                legal="acc_out in (0, 1)",
             ),
         ),
     ),
@@ -251,16 +311,41 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         0x20,
         "vector",
         "Max or average pooling of an input window into an output tile.",
-        _WINDOW_FIELDS
+        _window_fields("kernel[1]", ("0 <= pad[d] < kernel[d]", "pad[d] <= in_hw[d]"))
         + (
             _f("mode", "i32", "PoolMode", PoolMode),
-            _f("in_hw", "i32x2", "full input tensor [H, W], to count padding for averages"),
+            _f(
+                "in_hw",
+                "i32x2",
+                "full input tensor [H, W], to count padding for averages",
+                legal=(
+                    "in_hw[d] >= 1",
+                    "in_hw[1] == in_shape[2]",
+                    # the window lies inside the tensor and holds every row the tile reads
+                    "row0 + in_shape[1] <= in_hw[0]",
+                    "row0 <= max(0, orow0 * stride[0] - pad[0])",
+                    (
+                        "row0 + in_shape[1] >= "
+                        "min(in_hw[0], (orow0 + out_shape[1] - 1) * stride[0] - pad[0] + kernel[0])"
+                    ),
+                ),
+            ),
             _f(
                 "pad_end",
                 "i32x2",
                 "trailing padding [bottom, right], to count padding for averages",
+                legal=(
+                    "0 <= pad_end[d] < kernel[d]",
+                    "pad_end[d] <= in_hw[d]",
+                    "kernel[d] <= in_hw[d] + pad[d] + pad_end[d]",
+                ),
             ),
-            _f("count_include_pad", "i32", "1: average divides by the full window"),
+            _f(
+                "count_include_pad",
+                "i32",
+                "1: average divides by the full window",
+                legal="count_include_pad in (0, 1)",
+            ),
         ),
     ),
     OpcodeSpec(
@@ -277,10 +362,19 @@ OPCODES: tuple[OpcodeSpec, ...] = (
                 "in_shape",
                 "i32x4",
                 "input window shape [N, H, W, C]: all columns, rows row0..",
+                legal="in_shape[d] >= 1",
             ),
             _f("row0", "i32", "input-tensor row held by the window's first row"),
             _f("out_addr", "i32", "OCM byte address of the output tile, NHWC, f16"),
-            _f("out_shape", "i32x4", "output tile shape [N, OH, OW, C]"),
+            _f(
+                "out_shape",
+                "i32x4",
+                "output tile shape [N, OH, OW, C]",
+                legal=(
+                    "out_shape[d] >= 1",
+                    "[out_shape[0], out_shape[3]] == [in_shape[0], in_shape[3]]",
+                ),
+            ),
             _f(
                 "ytab_addr",
                 "i32",
@@ -303,9 +397,9 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "output features.",
         (
             _f("in_addr", "i32", "OCM byte address of the input rows [N, K], f16"),
-            _f("n", "i32", "rows (batch)"),
-            _f("k", "i32", "input features"),
-            _f("o", "i32", "output features in this tile"),
+            _f("n", "i32", "rows (batch)", legal="n >= 1"),
+            _f("k", "i32", "input features", legal="k >= 1"),
+            _f("o", "i32", "output features in this tile", legal="o >= 1"),
             _f("w_addr", "i32", "OCM byte address of the weights [O, K], f16"),
             _f("b_addr", "i32", "OCM byte address of the bias [O], f32, or -1 for none"),
             _f("out_addr", "i32", "OCM byte address of the output [N, O], f16"),
@@ -323,11 +417,12 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("a_addr", "i32", "OCM byte address of the first operand, f16"),
             _f("b_addr", "i32", "OCM byte address of the second operand, f16"),
             _f("out_addr", "i32", "OCM byte address of the result, f16"),
-            _f("count", "i32", "number of elements"),
+            _f("count", "i32", "number of elements", legal="count >= 1"),
             _f(
                 "channels",
                 "i32",
                 "channels C of NHWC data for PRELU (element i belongs to channel i mod C), or 0",
+                legal=("channels >= 0", "channels == 0 or count % channels == 0"),
             ),
             *_ACT_FIELDS,
             _PRELU_FIELD,
@@ -342,8 +437,13 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         (
             _f("in_addr", "i32", "OCM byte address of the input, f16"),
             _f("out_addr", "i32", "OCM byte address of the result, f16"),
-            _f("count", "i32", "number of elements (a multiple of channels)"),
-            _f("channels", "i32", "channels C: element i belongs to channel i mod C"),
+            _f("count", "i32", "number of elements (a multiple of channels)", legal="count >= 1"),
+            _f(
+                "channels",
+                "i32",
+                "channels C: element i belongs to channel i mod C",
+                legal=("channels >= 1", "count % channels == 0"),
+            ),
             _f("s_addr", "i32", "OCM byte address of the scales [C], f32"),
             _f("b_addr", "i32", "OCM byte address of the shifts [C], f32"),
             *_ACT_FIELDS,
@@ -361,11 +461,12 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("a_addr", "i32", "OCM byte address of the first operand [count], f16"),
             _f("b_addr", "i32", "OCM byte address of the second operand, f16"),
             _f("out_addr", "i32", "OCM byte address of the result [count], f16"),
-            _f("count", "i32", "number of elements"),
+            _f("count", "i32", "number of elements", legal="count >= 1"),
             _f(
                 "channels",
                 "i32",
                 "0: b holds count elements; C > 0: b holds C, element i reads b[i mod C]",
+                legal=("channels >= 0", "channels == 0 or count % channels == 0"),
             ),
             *_ACT_FIELDS,
         ),
@@ -376,9 +477,100 @@ OPCODES: tuple[OpcodeSpec, ...] = (
 OPCODE_BY_NAME = {spec.name: spec for spec in OPCODES}
 OPCODE_BY_VALUE = {spec.opcode: spec for spec in OPCODES}
 
-CONV_CI_BLOCK = 64
-"""A conv accumulates input channels in blocks of this many (see docs/isa.md, `conv`): a
-conv cut into input-channel pieces continues exactly when every cut is a multiple of it."""
+# ------------------------------------------------------------------------- legal ranges
+
+MACHINE_NAMES = frozenset({"ocm", "ddr", "tiles"})
+"""What a legal range may read of the machine: bytes of a tile's OCM, bytes of DDR, tiles."""
+
+_RULE_NAMES = {
+    "min": min,
+    "max": max,
+    "sorted": sorted,
+    "TABLE_ACTIVATIONS": frozenset(int(a) for a in TABLE_ACTIVATIONS),
+}
+_RULE_NODES = (
+    ast.Expression, ast.Compare, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Name, ast.Constant,
+    ast.Subscript, ast.Call, ast.List, ast.Tuple, ast.Load, ast.operator, ast.unaryop,
+    ast.boolop, ast.cmpop,
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One condition of a field's legal range, compiled."""
+
+    field: FieldSpec
+    text: str
+    reads: frozenset[str]
+    """The fields and machine quantities it reads."""
+    code: CodeType
+
+    @property
+    def per_element(self) -> bool:
+        return "d" in self.reads
+
+    @property
+    def needs_machine(self) -> bool:
+        return bool(self.reads & MACHINE_NAMES)
+
+
+def _compile_rule(spec: OpcodeSpec, f: FieldSpec, text: str) -> Rule:
+    tree = ast.parse(text, mode="eval")
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    known = {g.name for g in spec.fields} | MACHINE_NAMES | set(_RULE_NAMES) | {"d"}
+    bad = [type(n).__name__ for n in ast.walk(tree) if not isinstance(n, _RULE_NODES)]
+    if bad or not names <= known:
+        raise ValueError(f"{spec.name}.{f.name}: bad legal range {text!r}")
+    return Rule(f, text, frozenset(names - set(_RULE_NAMES)), compile(tree, text, "eval"))
+
+
+@cache
+def legal_rules(spec: OpcodeSpec) -> tuple[Rule, ...]:
+    """The opcode's legal ranges in the order they are checked: each after the rules of every
+    field it reads (so `in_shape[3] % groups` runs once `groups >= 1` holds), a field's own
+    rules first. Checking them costs time and memory by the number of rules, never by a
+    field's value."""
+    order = {f.name: i for i, f in enumerate(spec.fields)}
+    rules = [_compile_rule(spec, f, text) for f in spec.fields for text in f.legal]
+
+    def key(rule: Rule) -> tuple[int, bool]:
+        fields = rule.reads & order.keys()
+        return max(order[n] for n in fields), fields != {rule.field.name}
+
+    return tuple(sorted(rules, key=key))
+
+
+def broken_rule(
+    spec: OpcodeSpec, fields: Mapping[str, object], machine: Mapping[str, int] | None = None
+) -> str | None:
+    """The first legal range that `fields` break, as a one-line message, or None. Without
+    `machine` the rules that read it are skipped (the `mlip` verifier and the encoder do not
+    know the target's memories). `fields` must hold the opcode's fields as ints, floats and
+    tuples of ints (what `Instruction.fields` holds)."""
+    names = {**_RULE_NAMES, **(machine or {}), **fields}
+    for rule in legal_rules(spec):
+        if rule.needs_machine and machine is None:
+            continue
+        for d in range(rule.field.length) if rule.per_element else (None,):
+            names["d"] = d
+            try:
+                holds = eval(rule.code, {"__builtins__": {}}, names)
+            except (ArithmeticError, TypeError, IndexError):
+                holds = False
+            if not holds:
+                name = rule.field.name
+                at = "" if d is None else f" (d = {d})"
+                return f"{name}={_shown(rule.field, fields[name])} breaks `{rule.text}`{at}"
+    return None
+
+
+def _shown(spec: FieldSpec, value: object) -> str:
+    if isinstance(value, (tuple, list)):
+        return str(list(value))
+    if spec.enum is not None and value in spec.enum._value2member_map_:
+        return spec.enum(value).name
+    return repr(value)
+
 
 NO_SIGNAL = 0
 """Token 0 means "signals nothing"; real tokens are 1..2**32 - 1 (u32 in the binary)."""

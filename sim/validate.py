@@ -35,8 +35,8 @@ from mrvl.isa import (
     Instruction,
     MemSpace,
     OpcodeSpec,
-    PoolMode,
     Program,
+    broken_rule,
 )
 from mrvl.sim.errors import Fault, SimulatorError
 from mrvl.target import Target, UnknownTargetError, get_target
@@ -120,8 +120,15 @@ def box_extent(box: tuple[int, ...], strides: tuple[int, ...], elem_bytes: int) 
     return lowest, highest
 
 
+MAX_UNNESTED_ELEMENTS = 1 << 20
+"""A destination box whose strides are not nested holds at most this many elements: proving its
+elements apart takes memory by their number (docs/isa.md, `dma`), which validation keeps
+proportional to the program, not to a field's value (a DDR box can span a gigabyte)."""
+
+
 def overlapping(box: tuple[int, ...], strides: tuple[int, ...], elem_bytes: int) -> bool:
-    """Whether two elements of a strided box share a byte (then the write order would matter)."""
+    """Whether two elements of a strided box share a byte (then the write order would matter).
+    A Fault for a box of unnested strides with more than MAX_UNNESTED_ELEMENTS."""
     lowest, highest = box_extent(box, strides, elem_bytes)
     if math.prod(box) * elem_bytes > highest - lowest:
         return True  # more bytes than the span holds
@@ -133,6 +140,11 @@ def overlapping(box: tuple[int, ...], strides: tuple[int, ...], elem_bytes: int)
         span = stride * (count - 1) + span
     else:
         return False  # nested strides: each dimension steps past everything inside it
+    require(
+        math.prod(box) <= MAX_UNNESTED_ELEMENTS,
+        f"box {list(box)} of {math.prod(box)} elements with unnested strides {list(strides)}: "
+        f"at most {MAX_UNNESTED_ELEMENTS} elements",
+    )
     offsets = np.zeros(1, np.int64)
     for n, s in zip(box, strides):
         offsets = (offsets[:, None] + np.arange(n, dtype=np.int64) * s).reshape(-1)
@@ -241,6 +253,18 @@ def check_fields(ins: Instruction) -> dict:
     return ins.fields
 
 
+def check_legal(ins: Instruction, machine: dict[str, int]) -> None:
+    """Every field within its legal range as the ISA table states it (`isa.FieldSpec.legal`),
+    and every enumeration field a member of its enumeration."""
+    spec = OPCODE_BY_NAME[ins.opcode]
+    for f in spec.fields:
+        if f.enum is not None:
+            enum_value(f.enum, ins.fields[f.name], f.name)
+    broken = broken_rule(spec, ins.fields, machine)
+    if broken is not None:
+        raise Fault(broken)
+
+
 def check_activation(ins: Instruction, bounds: Bounds, channels: int | None) -> None:
     """The fused activation: a valid kind; PRELU's slopes (one f32 per channel, `channels` of
     them; None for an instruction without channels) inside the OCM; a table kind's table
@@ -270,8 +294,6 @@ def _check_dma(ins: Instruction, bounds: Bounds) -> None:
     dst_space = enum_value(MemSpace, f["dst_space"], "dst_space")
     box, elem_bytes = tuple(f["box"]), f["elem_bytes"]
     src_strides, dst_strides = tuple(f["src_strides"]), tuple(f["dst_strides"])
-    require(all(n >= 0 for n in box), f"box {list(box)} has a negative extent")
-    require(elem_bytes >= 1, f"elem_bytes={elem_bytes} must be positive")
     check_dst_tiles(ins, src_space, dst_space, bounds.num_tiles)
     if math.prod(box) == 0:
         return
@@ -314,9 +336,7 @@ def _check_cvt(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
     src_dtype = enum_value(DType, f["src_dtype"], "src_dtype")
     dst_dtype = enum_value(DType, f["dst_dtype"], "dst_dtype")
-    shape, perm = tuple(f["src_shape"]), tuple(f["perm"])
-    require(all(n >= 0 for n in shape), f"src_shape {list(shape)} has a negative extent")
-    require(sorted(perm) == [0, 1, 2, 3], f"perm {list(perm)} is not a permutation of 0..3")
+    shape = tuple(f["src_shape"])
     bounds.dense(MemSpace.DDR, ins.tile, f["src_addr"], src_dtype, shape, "source")
     require(
         src_dtype == dst_dtype or (src_dtype, dst_dtype) in CONVERSIONS,
@@ -328,8 +348,6 @@ def _check_cvt(ins: Instruction, bounds: Bounds) -> None:
 @checks("lut")
 def _check_lut(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
-    act = enum_value(Activation, f["act"], "act")
-    require(act in TABLE_ACTIVATIONS, f"act {act.name} is not a table activation")
     nbytes = ACT_TABLE_ENTRIES * DTYPE_BYTES[DType.F16]
     require(
         bounds.act_table_bytes >= nbytes,
@@ -340,16 +358,6 @@ def _check_lut(ins: Instruction, bounds: Bounds) -> None:
     bounds.tables[ins.tile] = table_key(f)
 
 
-def check_window(f: dict, dilation: Sequence[int] = (1, 1)) -> None:
-    """The geometry shared by conv and pool."""
-    in_shape = positive(f["in_shape"], "in_shape")
-    out_shape = positive(f["out_shape"], "out_shape")
-    positive(f["kernel"], "kernel")
-    positive(f["stride"], "stride")
-    positive(dilation, "dilation")
-    require(in_shape[0] == out_shape[0], f"in_shape N={in_shape[0]} != out_shape N={out_shape[0]}")
-
-
 def check_bias(bounds: Bounds, tile: int, b_addr: int, count: int) -> None:
     if b_addr != -1:
         bounds.dense(MemSpace.OCM, tile, b_addr, DType.F32, (count,), "bias")
@@ -358,20 +366,9 @@ def check_bias(bounds: Bounds, tile: int, b_addr: int, count: int) -> None:
 @checks("conv")
 def _check_conv(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
-    check_window(f, f["dilation"])
     _, _, _, channels = f["in_shape"]
     _, _, _, out_channels = f["out_shape"]
-    groups, oc0, oc_total = f["groups"], f["oc0"], f["oc_total"]
-    require(
-        groups >= 1 and channels % groups == 0 and oc_total % groups == 0,
-        f"groups={groups} must divide input channels {channels} and oc_total={oc_total}",
-    )
-    require(
-        0 <= oc0 <= oc_total - out_channels,
-        f"tile channels [{oc0}, {oc0 + out_channels}) are outside oc_total={oc_total}",
-    )
-    acc_out = f["acc_out"]
-    require(acc_out in (0, 1), f"acc_out={acc_out} is not 0 or 1")
+    groups, acc_out = f["groups"], f["acc_out"]
     tile = ins.tile
     out_dtype = DType.F32 if acc_out else DType.F16  # partial sums, or the result
     bounds.dense(MemSpace.OCM, tile, f["out_addr"], out_dtype, f["out_shape"], "output tile")
@@ -386,31 +383,25 @@ def _check_conv(ins: Instruction, bounds: Bounds) -> None:
 
 
 def pool_valid_taps(f: dict) -> np.ndarray:
-    """int [OHt, OWt]: the taps of each output position that lie inside the input window."""
+    """int [OHt, OWt]: the taps of each output position that lie inside the input window.
+    Counted as the overlap of each output's kernel span with the window, so it costs memory by
+    the output tile (which the caller bounded), never by the kernel."""
     _, height, width, _ = f["in_shape"]
     _, out_rows, out_cols, _ = f["out_shape"]
-    rows = (f["orow0"] + np.arange(out_rows)) * f["stride"][0] - f["pad"][0] - f["row0"]
-    cols = np.arange(out_cols) * f["stride"][1] - f["pad"][1]
-    taps_h = np.arange(f["kernel"][0])
-    taps_w = np.arange(f["kernel"][1])
-    row_taps = ((rows[:, None] + taps_h >= 0) & (rows[:, None] + taps_h < height)).sum(1)
-    col_taps = ((cols[:, None] + taps_w >= 0) & (cols[:, None] + taps_w < width)).sum(1)
+    kh, kw = (int(k) for k in f["kernel"])
+    rows = (f["orow0"] + np.arange(out_rows, dtype=np.int64)) * f["stride"][0]
+    rows -= f["pad"][0] + f["row0"]  # window row of each output row's first tap
+    cols = np.arange(out_cols, dtype=np.int64) * f["stride"][1] - f["pad"][1]
+    row_taps = np.clip(np.minimum(rows + kh, height) - np.maximum(rows, 0), 0, None)
+    col_taps = np.clip(np.minimum(cols + kw, width) - np.maximum(cols, 0), 0, None)
     return row_taps[:, None] * col_taps[None, :]
 
 
 @checks("pool")
 def _check_pool(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
-    check_window(f)
-    enum_value(PoolMode, f["mode"], "mode")
     in_shape, out_shape = f["in_shape"], f["out_shape"]
     require(in_shape[3] == out_shape[3], f"in_shape C={in_shape[3]} != out_shape C={out_shape[3]}")
-    positive(f["in_hw"], "in_hw")
-    padded = [f["in_hw"][d] + f["pad"][d] + f["pad_end"][d] for d in (0, 1)]
-    require(
-        all(k <= p for k, p in zip(f["kernel"], padded)),
-        f"kernel {list(f['kernel'])} is larger than the padded input {padded}",
-    )
     bounds.dense(MemSpace.OCM, ins.tile, f["out_addr"], DType.F16, out_shape, "output tile")
     bounds.dense(MemSpace.OCM, ins.tile, f["in_addr"], DType.F16, in_shape, "input window")
     valid = pool_valid_taps(f)
@@ -424,9 +415,7 @@ def _check_resize(ins: Instruction, bounds: Bounds) -> None:
     """The shapes and every operand in bounds. The row and column tables are data (f32 in
     OCM): their indices are checked by the engines when the instruction runs."""
     f = ins.fields
-    n, _, _, c = positive(f["in_shape"], "in_shape")
-    on, oh, ow, oc = positive(f["out_shape"], "out_shape")
-    require((on, oc) == (n, c), f"out_shape {[on, oh, ow, oc]} differs from in_shape in N or C")
+    _, oh, ow, _ = f["out_shape"]
     tile = ins.tile
     bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, f["out_shape"], "output")
     bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, f["in_shape"], "input window")
@@ -437,7 +426,7 @@ def _check_resize(ins: Instruction, bounds: Bounds) -> None:
 @checks("fc")
 def _check_fc(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
-    rows, inner, outs = positive((f["n"], f["k"], f["o"]), "[n, k, o]")
+    rows, inner, outs = f["n"], f["k"], f["o"]
     tile = ins.tile
     bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, (rows, outs), "output")
     bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, (rows, inner), "input")
@@ -446,21 +435,10 @@ def _check_fc(ins: Instruction, bounds: Bounds) -> None:
     check_activation(ins, bounds, outs)
 
 
-def optional_channels(count: int, channels: int) -> int:
-    """`channels` of an elementwise op whose per-channel operand is optional (0: none)."""
-    require(channels >= 0, f"channels={channels} must be 0 or positive")
-    require(
-        channels == 0 or count % channels == 0,
-        f"count {count} is not a multiple of channels {channels}",
-    )
-    return channels
-
-
 @checks("add")
 def _check_add(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
-    (count,) = positive((f["count"],), "count")
-    channels = optional_channels(count, f["channels"])
+    count, channels = f["count"], f["channels"]
     bounds.dense(MemSpace.OCM, ins.tile, f["out_addr"], DType.F16, (count,), "output")
     bounds.dense(MemSpace.OCM, ins.tile, f["a_addr"], DType.F16, (count,), "operand a")
     bounds.dense(MemSpace.OCM, ins.tile, f["b_addr"], DType.F16, (count,), "operand b")
@@ -470,8 +448,7 @@ def _check_add(ins: Instruction, bounds: Bounds) -> None:
 @checks("scale")
 def _check_scale(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
-    count, channels = positive((f["count"], f["channels"]), "[count, channels]")
-    require(count % channels == 0, f"count {count} is not a multiple of channels {channels}")
+    count, channels = f["count"], f["channels"]
     tile = ins.tile
     bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, (count,), "output")
     bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, (count,), "input")
@@ -483,8 +460,7 @@ def _check_scale(ins: Instruction, bounds: Bounds) -> None:
 @checks("mul")
 def _check_mul(ins: Instruction, bounds: Bounds) -> None:
     f = ins.fields
-    (count,) = positive((f["count"],), "count")
-    channels = optional_channels(count, f["channels"])
+    count, channels = f["count"], f["channels"]
     tile = ins.tile
     bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, (count,), "output")
     bounds.dense(MemSpace.OCM, tile, f["a_addr"], DType.F16, (count,), "operand a")
@@ -567,6 +543,11 @@ def validate(program: Program, target: Target | str | None = None) -> ValidProgr
         program.num_tiles,
     )
     _check_io(program, bounds)
+    machine_sizes = {
+        "ocm": machine.ocm_bytes_per_tile,
+        "ddr": program.ddr_size,
+        "tiles": program.num_tiles,
+    }
     signalled: set[int] = set()
     for index, ins in enumerate(program.code):
         try:
@@ -581,6 +562,7 @@ def validate(program: Program, target: Target | str | None = None) -> ValidProgr
                     f"waits on token {token}, which no earlier instruction signalled",
                 )
             check_fields(ins)
+            check_legal(ins, machine_sizes)
             _CHECKS[ins.opcode](ins, bounds)
         except Fault as e:
             raise SimulatorError(f"{describe(program, index, ins)}: {e}") from None

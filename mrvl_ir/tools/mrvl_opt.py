@@ -5,7 +5,9 @@ mrvl-opt --list-mrvl-passes      # mrvl's pipeline, in order, one line per pass
 
 Every failure a user can cause (a missing file, an unknown pass or option, malformed or
 elided IR, a failed verifier, a pass error) ends with one `mrvl-opt: error:` line (plus the
-offending op in context, when there is one) and exit status 1, never a traceback.
+offending op in context, when there is one) and exit status 1, never a traceback. So does any
+other exception inside mrvl-opt (a MemoryError, a RecursionError on deep nesting, a
+struct.error): its line names the input file and the pass that was running, or parsing.
 """
 
 from __future__ import annotations
@@ -80,16 +82,38 @@ class MrvlOptMain(xDSLOptMain):
             "passes listed under -p above also include all of xDSL's.)\n"
         )
 
+    stage = "parsing"
+    """What the driver is doing, for the error line of an unexpected exception."""
+
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
+        from mrvl.dialects.dense_size import oversized_dense
         from mrvl.printing import check_not_elided
 
         data = chunk.read()
-        check_not_elided(data.decode(errors="replace"), self.get_input_name())
+        text = data.decode(errors="replace")
+        check_not_elided(text, self.get_input_name())
+        if (huge := oversized_dense(text)) is not None:
+            raise MrvlError(f"{self.get_input_name()}: {huge}")
+        self.stage = "parsing"
         return super().parse_chunk(io.BytesIO(data), file_extension, start_offset)
+
+    def setup_pipeline(self) -> None:
+        super().setup_pipeline()
+        verify_between = self.pipeline.callback
+
+        def callback(previous, module, next_pass) -> None:
+            after = f" after pass {previous.name}" if previous is not None else ""
+            self.stage = f"verifying the IR{after}"
+            verify_between(previous, module, next_pass)
+            if next_pass is not None:
+                self.stage = f"pass {next_pass.name}"
+
+        self.pipeline = dataclasses.replace(self.pipeline, callback=callback)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the driver; see the module docstring for what becomes an error line."""
+    driver = None
     try:
         try:
             driver = MrvlOptMain(
@@ -104,11 +128,24 @@ def main(argv: Sequence[str] | None = None) -> None:
             return
         driver.run()
     except (ParseError, DiagnosticException, VerifyException, MrvlError) as err:
-        _fail(str(err), getattr(err, "__notes__", ()))  # the offending op, marked in context
+        notes = getattr(err, "__notes__", ())  # the offending op, marked in context
+        if notes or isinstance(err, (ParseError, MrvlError)) or driver is None:
+            _fail(str(err), notes)
+        # a verifier that failed outside any op (an attribute built while parsing)
+        _fail(f"{driver.get_input_name()}: while {driver.stage}: {err}")
     except OSError as err:  # the input or output file
         _fail(f"{err.strerror}: '{err.filename}'" if err.filename else str(err))
-    except ValueError as err:  # xDSL's word for an unknown file extension
-        _fail(str(err))
+    except ValueError as err:  # an unknown file extension; a value out of its type's range
+        where = f"{driver.get_input_name()}: while {driver.stage}: " if driver else ""
+        _fail(f"{where}{err}")
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as err:  # noqa: BLE001 - anything else is still one error line
+        where = driver.get_input_name() if driver is not None else "mrvl-opt"
+        stage = driver.stage if driver is not None else "starting"
+        detail = {RecursionError: "the IR is nested too deeply", MemoryError: "out of memory"}
+        what = detail.get(type(err)) or f"{type(err).__name__}: {err}"
+        _fail(f"{where}: while {stage}: {what}")
 
 
 def _fail(message: str, notes: Sequence[str] = ()) -> None:

@@ -25,6 +25,7 @@ from mrvl.errors import CompileError, layer_boundary
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.cascade import plan_resident
+from mrvl.passes.sched.ddr_fit import refuse_tensors_beyond_ddr
 from mrvl.passes.sched.tiling import (
     CONV_CI_BLOCK,
     FC_SPLITS,
@@ -191,6 +192,7 @@ class PlanTilingPass(MrvlModulePass):
         if self.mcpu is None or self.num_tiles is None:
             raise CompileError("sched-plan-tiling needs the options mcpu and num-tiles")
         target = get_target(self.mcpu)
+        refuse_tensors_beyond_ddr(op, target)
         num_tiles = self.num_tiles
         for fn in op.body.block.ops:
             if not isinstance(fn, func.FuncOp):

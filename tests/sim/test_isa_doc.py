@@ -19,8 +19,12 @@ def field_table(spec: OpcodeSpec) -> str:
     rows = [f"Opcode `{spec.opcode:#04x}`, engine `{spec.engine}`, {words} field words.", ""]
     if not spec.fields:
         return rows[0]
-    rows += ["| field | kind | meaning |", "| --- | --- | --- |"]
-    rows += [f"| `{f.name}` | {f.kind} | {f.doc} |" for f in spec.fields]
+    rows += ["| field | kind | legal range | meaning |", "| --- | --- | --- | --- |"]
+    for f in spec.fields:
+        legal = "; ".join(f"`{rule}`" for rule in f.legal) or (
+            "an enumeration value" if f.enum else "any"
+        )
+        rows.append(f"| `{f.name}` | {f.kind} | {legal} | {f.doc} |")
     return "\n".join(rows)
 
 

@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     Float16Type,
+    Float32Type,
     IntegerAttr,
     TensorType,
     UnrealizedConversionCastOp,
@@ -184,11 +185,16 @@ class LoweringState:
         for v in (*op.operands, *op.results):
             t = v.type
             if mrvl.layout_of(t) in ("NHWC", "NC", "OHWI", "OI") and not isinstance(
-                mrvl.element_type_of(t), Float16Type
+                element := mrvl.element_type_of(t), Float16Type
             ):
+                # mrvl-cast-fp16 casts f32 only: for another type, running it is no remedy
+                hint = (
+                    "; run mrvl-cast-fp16 first"
+                    if isinstance(element, Float32Type)
+                    else f", not {element} (mrvl-cast-fp16 casts f32 only)"
+                )
                 raise CompileError(
-                    f"{op.name} at {location_name(op.location)}: the MLIP computes in f16; run "
-                    "mrvl-cast-fp16 first"
+                    f"{op.name} at {location_name(op.location)}: the MLIP computes in f16{hint}"
                 )
 
     def what(self, op: Operation) -> str:
