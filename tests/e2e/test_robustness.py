@@ -140,8 +140,8 @@ def test_a_layer_that_cannot_fit_stays_on_the_cpu_with_the_bytes_in_the_report()
     "stage",
     [
         "mrvl.relax_import._LAYERS.mrvl.conv2d",
-        "mrvl.passes.sched.convert_mrvl_to_sched._Lowering.window_layer",
-        "mrvl.passes.isa.convert_sched_to_mlip._Selector.window_fields",
+        "mrvl.passes.sched.lowering.window._LowerWindowLayer.lower",
+        "mrvl.passes.isa.convert_sched_to_mlip.SelectionState.window_fields",
     ],
 )
 def test_an_internal_error_becomes_an_mrvl_error_naming_the_layer(stage, monkeypatch, tmp_path):

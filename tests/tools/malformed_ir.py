@@ -45,7 +45,7 @@ sched.program mcpu("cn10ka") tiles(2) ddr_size(4096) const_base(0) const_end(115
 }
 """
 
-MLIP = """builtin.module attributes {mlip.target = "cn10ka", mlip.num_tiles = 1 : i64, mlip.ddr_size = 256 : i64, mlip.const_base = 128 : i64} {
+MLIP = """builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles = 1, ddr_size = 256, const_base = 128>} {
   mlip.io "x" "input" [1, 1, 4, 4] "f32" at 0
   mlip.io "y" "output" [1, 1, 2, 2] "f32" at 224
   mlip.consts dense<"0x0000803F"> : tensor<4xui8>
