@@ -242,7 +242,7 @@ class InstructionOp(IRDLOperation):
 
 def verify_program(end: InstructionOp) -> None:
     """What the simulator checks of the program as a whole, checked once at its `end`: every
-    instruction before it on a tile < `mlip.num_tiles`, every waited token signalled by an
+    instruction before it on a tile < the program's `tiles`, every waited token signalled by an
     earlier instruction, and each I/O name used once. The error marks the offending op."""
     from xdsl.utils.exceptions import DiagnosticException
 
@@ -254,8 +254,8 @@ def verify_program(end: InstructionOp) -> None:
     if block is None:
         return
     module = block.parent_op()
-    attr = module.attributes.get("mlip.num_tiles") if module is not None else None
-    num_tiles = attr.value.data if isinstance(attr, IntegerAttr) else None
+    attr = module.attributes.get(PROGRAM_ATTR) if module is not None else None
+    num_tiles = attr.tiles.data if isinstance(attr, ProgramAttr) else None
     signalled: set[int] = set()
     names: set[str] = set()
     for op in block.ops:
