@@ -672,3 +672,30 @@ ENGINE_QUEUES = {"dma": 0, "mac": 1, "vector": 2, "control": 2}
 def queue_slot(opcode: str) -> int:
     """The queue, within its tile, that runs `opcode` (`ENGINE_QUEUES`)."""
     return ENGINE_QUEUES[OPCODE_BY_NAME[opcode].engine]
+
+
+class OpcodeTable(dict):
+    """One stage's entry for every opcode (a kernel, a check, a cost, an operand rule), filled
+    by `@table.register("conv")`. `require_complete()`, called once the stage's module has
+    registered its entries, names any opcode of the ISA table without one, so that a new
+    instruction cannot miss a stage (xDSL's `@register_impls` idea, with its guard)."""
+
+    def __init__(self, what: str):
+        super().__init__()
+        self.what = what
+
+    def register(self, opcode: str):
+        """Register the decorated function as `opcode`'s entry."""
+        if opcode not in OPCODE_BY_NAME:
+            raise KeyError(f"no opcode {opcode!r} in the ISA table")
+
+        def add(entry):
+            self[opcode] = entry
+            return entry
+
+        return add
+
+    def require_complete(self) -> None:
+        missing = sorted(set(OPCODE_BY_NAME) - set(self))
+        if missing:
+            raise AssertionError(f"opcodes without {self.what}: {missing}")

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
 
@@ -47,11 +46,11 @@ from mrvl.cost import Cost, Unit
 from mrvl.isa import (
     ACT_TABLE_ENTRIES,
     DTYPE_BYTES,
-    OPCODE_BY_NAME,
     OPCODES,
     DType,
     Instruction,
     MemSpace,
+    OpcodeTable,
     Program,
 )
 from mrvl.sim.errors import SimulatorError
@@ -89,20 +88,9 @@ class HazardError(SimulatorError):
 # --------------------------------------------------------------------------------- the costs
 
 
-COSTS: dict[str, Callable[[dict, Target], tuple[Cost, int]]] = {}
+COSTS = OpcodeTable("a cycle cost")
 """Per opcode, its (Cost, MACs) from its fields, by the functions of `mrvl.cost`."""
-
-
-def costs(opcode: str):
-    """Register the cost of `opcode` (one per opcode of the ISA table)."""
-    if opcode not in OPCODE_BY_NAME:
-        raise KeyError(f"no opcode {opcode!r} in the ISA table")
-
-    def register(rule):
-        COSTS[opcode] = rule
-        return rule
-
-    return register
+costs = COSTS.register
 
 
 @costs("dma")
@@ -164,8 +152,7 @@ def _end(f: dict, target: Target) -> tuple[Cost, int]:
     return Cost(Unit.DMA, 0), 0
 
 
-_missing = set(OPCODE_BY_NAME) - set(COSTS)
-assert not _missing, f"opcodes without a cost: {sorted(_missing)}"
+COSTS.require_complete()
 
 
 def instruction_cost(ins: Instruction, target: Target) -> tuple[Cost, int]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,11 +13,11 @@ import numpy as np
 from mrvl.isa import (
     ACT_TABLE_ENTRIES,
     DTYPE_BYTES,
-    OPCODE_BY_NAME,
     TABLE_ACTIVATIONS,
     Activation,
     DType,
     Instruction,
+    OpcodeTable,
     destination_tiles,
 )
 
@@ -102,20 +101,9 @@ def _bias(f: dict, count: int) -> list[Access]:
 
 
 
-OPERANDS: dict[str, Callable[[dict, Instruction], Operands]] = {}
+OPERANDS = OpcodeTable("an operand rule")
 """Per opcode, its (reads, writes) from its fields and the instruction (docs/isa.md §3)."""
-
-
-def operands_of(opcode: str):
-    """Register how `opcode`'s operands follow from its fields (one per opcode of the ISA table)."""
-    if opcode not in OPCODE_BY_NAME:
-        raise KeyError(f"no opcode {opcode!r} in the ISA table")
-
-    def register(rule):
-        OPERANDS[opcode] = rule
-        return rule
-
-    return register
+operands_of = OPERANDS.register
 
 
 @operands_of("dma")
@@ -230,8 +218,7 @@ def _end(f: dict, ins: Instruction) -> Operands:
     return [], []
 
 
-_missing = set(OPCODE_BY_NAME) - set(OPERANDS)
-assert not _missing, f"opcodes without operands: {sorted(_missing)}"
+OPERANDS.require_complete()
 
 
 def operands(ins: Instruction) -> Operands:

@@ -35,6 +35,7 @@ from mrvl.isa import (
     Instruction,
     MemSpace,
     OpcodeSpec,
+    OpcodeTable,
     Program,
     broken_rule,
 )
@@ -209,19 +210,8 @@ class Bounds:
 # ------------------------------------------------------------------- the checks per opcode
 
 Check = Callable[[Instruction, Bounds], None]
-_CHECKS: dict[str, Check] = {}
-
-
-def checks(opcode: str) -> Callable[[Check], Check]:
-    """Register the function that validates the fields and memory accesses of `opcode`."""
-    if opcode not in OPCODE_BY_NAME:
-        raise KeyError(f"no opcode {opcode!r} in the ISA table")
-
-    def register(check: Check) -> Check:
-        _CHECKS[opcode] = check
-        return check
-
-    return register
+_CHECKS = OpcodeTable("a validation")
+checks = _CHECKS.register
 
 
 def check_fields(ins: Instruction) -> dict:
@@ -473,8 +463,7 @@ def _check_end(ins: Instruction, bounds: Bounds) -> None:
     pass
 
 
-_missing = set(OPCODE_BY_NAME) - set(_CHECKS)
-assert not _missing, f"opcodes without validation: {sorted(_missing)}"
+_CHECKS.require_complete()
 
 
 # ---------------------------------------------------------------------------- the program

@@ -6,54 +6,15 @@ their fused pieces (padding, bias, activation) as attributes, as the MLIP execut
 Constants keep the names TVM gave them (`<symbol>_mrvl_const_<i>`), which the Constants-JSON uses.
 """
 
+# ruff: noqa: F403, F405 - the package re-exports its modules' names, as the one module did
 from __future__ import annotations
 
-from xdsl.dialects.builtin import f16, f32, i8
 from xdsl.ir import Dialect
 from xdsl.irdl import IRDLOperation
 
-from mrvl.dialects.mrvl.attributes import (
-    ACTIVATION_FORMAT,
-    KNOWN_LAYOUTS,
-    NUMPY_DTYPES,
-    RESIZE_MODES,
-    ActivationAttr,
-    ActivationKind,
-    FusedActivation,
-    LayoutAttr,
-    ResizeCoordinates,
-    ResizeCoordinatesAttr,
-    activation,
-    element_type_for,
-    element_type_of,
-    layout_of,
-    numpy_dtype,
-    shape_of,
-    tensor,
-)
-from mrvl.dialects.mrvl.data_movement import (
-    MAX_COPY_DIMS,
-    CastOp,
-    ConcatOp,
-    ConstantOp,
-    DilateOp,
-    LayoutConvertOp,
-    ReshapeOp,
-    ResizeOp,
-    StridedCopyOp,
-    layout_permutation,
-)
-from mrvl.dialects.mrvl.layers import (
-    AddOp,
-    AvgPool2DOp,
-    Conv2DOp,
-    FullyConnectedOp,
-    MaxPool2DOp,
-    MulOp,
-    Pool2DBase,
-    ScaleShiftOp,
-    pooled_size,
-)
+from mrvl.dialects.mrvl.attributes import *
+from mrvl.dialects.mrvl.data_movement import *
+from mrvl.dialects.mrvl.layers import *
 
 LAYER_OPS: tuple[type[IRDLOperation], ...] = (
     Conv2DOp,
@@ -90,46 +51,3 @@ Mrvl = Dialect(
     [LayoutAttr, ActivationAttr, ResizeCoordinatesAttr],
 )
 
-__all__ = [
-    "f16",
-    "f32",
-    "i8",
-    "LAYER_OPS",
-    "Mrvl",
-    "ACTIVATION_FORMAT",
-    "KNOWN_LAYOUTS",
-    "NUMPY_DTYPES",
-    "RESIZE_MODES",
-    "ActivationAttr",
-    "ActivationKind",
-    "FusedActivation",
-    "LayoutAttr",
-    "ResizeCoordinates",
-    "ResizeCoordinatesAttr",
-    "activation",
-    "element_type_for",
-    "element_type_of",
-    "layout_of",
-    "numpy_dtype",
-    "shape_of",
-    "tensor",
-    "MAX_COPY_DIMS",
-    "CastOp",
-    "ConcatOp",
-    "ConstantOp",
-    "DilateOp",
-    "LayoutConvertOp",
-    "ReshapeOp",
-    "ResizeOp",
-    "StridedCopyOp",
-    "layout_permutation",
-    "AddOp",
-    "AvgPool2DOp",
-    "Conv2DOp",
-    "FullyConnectedOp",
-    "MaxPool2DOp",
-    "MulOp",
-    "Pool2DBase",
-    "ScaleShiftOp",
-    "pooled_size",
-]

@@ -6,51 +6,15 @@ ordered by tokens: a task lists the tokens it waits for (`after(...)`) and yield
 Tiling, tile assignment and allocation are all visible here.
 """
 
+# ruff: noqa: F403, F405 - the package re-exports its modules' names, as the one module did
 from __future__ import annotations
 
 from xdsl.ir import Dialect
 
-from mrvl.dialects.sched.attributes import (
-    MEMORY_SPACES,
-    BufferType,
-    FcPlanAttr,
-    MemorySpace,
-    MemorySpaceAttr,
-    PoolKind,
-    PoolKindAttr,
-    TokenType,
-    WindowPlanAttr,
-    buffer_type,
-)
-from mrvl.dialects.sched.buffers import (
-    AllocOp,
-    BufferDefBase,
-    ConstOp,
-    IOOp,
-    ViewOp,
-)
-from mrvl.dialects.sched.program import (
-    ProgramOp,
-    program_of,
-    verify_program_body,
-)
-from mrvl.dialects.sched.tasks import (
-    SLOPES_FORMAT,
-    AddTaskOp,
-    Conv2DTaskOp,
-    ConvertOp,
-    DmaBase,
-    DmaOp,
-    FullyConnectedTaskOp,
-    LutTaskOp,
-    MulTaskOp,
-    MulticastDmaOp,
-    Pool2DTaskOp,
-    ResizeTaskOp,
-    ScaleTaskOp,
-    TaskBase,
-    WindowTaskBase,
-)
+from mrvl.dialects.sched.attributes import *
+from mrvl.dialects.sched.buffers import *
+from mrvl.dialects.sched.program import *
+from mrvl.dialects.sched.tasks import *
 
 Sched = Dialect(
     "sched",
@@ -75,39 +39,3 @@ Sched = Dialect(
     [BufferType, MemorySpaceAttr, PoolKindAttr, TokenType, WindowPlanAttr, FcPlanAttr],
 )
 
-__all__ = [
-    "Sched",
-    "MEMORY_SPACES",
-    "BufferType",
-    "FcPlanAttr",
-    "MemorySpace",
-    "MemorySpaceAttr",
-    "PoolKind",
-    "PoolKindAttr",
-    "TokenType",
-    "WindowPlanAttr",
-    "buffer_type",
-    "AllocOp",
-    "BufferDefBase",
-    "ConstOp",
-    "IOOp",
-    "ViewOp",
-    "ProgramOp",
-    "program_of",
-    "verify_program_body",
-    "SLOPES_FORMAT",
-    "AddTaskOp",
-    "Conv2DTaskOp",
-    "ConvertOp",
-    "DmaBase",
-    "DmaOp",
-    "FullyConnectedTaskOp",
-    "LutTaskOp",
-    "MulTaskOp",
-    "MulticastDmaOp",
-    "Pool2DTaskOp",
-    "ResizeTaskOp",
-    "ScaleTaskOp",
-    "TaskBase",
-    "WindowTaskBase",
-]

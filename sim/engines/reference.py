@@ -21,12 +21,12 @@ from mrvl.isa import (
     ACT_TABLE_ENTRIES,
     CONV_CI_BLOCK,
     DTYPE_NUMPY,
-    OPCODE_BY_NAME,
     TABLE_ACTIVATIONS,
     Activation,
     DType,
     Instruction,
     MemSpace,
+    OpcodeTable,
     PoolMode,
     destination_tiles,
 )
@@ -53,19 +53,8 @@ PROGRESS_AFTER_SECONDS = 2.0
 Kernel = Callable[[Memory, Instruction], F16Counts | None]
 """A kernel returns what its conversion to f16 counted (saturated values, NaNs), or None if it
 converts nothing to f16."""
-KERNELS: dict[str, Kernel] = {}
-
-
-def implements(opcode: str) -> Callable[[Kernel], Kernel]:
-    """Register the reference kernel of `opcode` (one per opcode of the ISA table)."""
-    if opcode not in OPCODE_BY_NAME:
-        raise KeyError(f"no opcode {opcode!r} in the ISA table")
-
-    def register(kernel: Kernel) -> Kernel:
-        KERNELS[opcode] = kernel
-        return kernel
-
-    return register
+KERNELS = OpcodeTable("a reference kernel")
+implements = KERNELS.register
 
 
 # ------------------------------------------------------------------------------- the opcodes
@@ -349,8 +338,7 @@ def _end(memory: Memory, ins: Instruction) -> None:
     pass
 
 
-_missing = set(OPCODE_BY_NAME) - set(KERNELS)
-assert not _missing, f"opcodes without a reference kernel: {sorted(_missing)}"
+KERNELS.require_complete()
 
 
 # --------------------------------------------------------------------------------- the machine

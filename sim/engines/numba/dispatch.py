@@ -17,7 +17,7 @@ import numpy as np
 from numba import literal_unroll
 from numba.core.errors import NumbaExperimentalFeatureWarning
 
-from mrvl.isa import OPCODE_BY_NAME
+from mrvl.isa import OPCODE_BY_NAME, OpcodeTable
 from mrvl.sim.engines.numba.dma import cvt, dma, load_table
 from mrvl.sim.engines.numba.fields import OP_END
 from mrvl.sim.engines.numba.jit import jit
@@ -39,7 +39,6 @@ from mrvl.sim.stats import RunStats
 from mrvl.sim.validate import ValidProgram, describe
 from mrvl.sim.weight_cache import Packing, WeightCache, weight_cache
 
-
 STOP = -1
 """A kernel's status: the program ends here for this thread (`end`, or the run abandoned)."""
 FAULT = -1
@@ -48,19 +47,8 @@ FAULT = -1
 PACKING = Packing(lambda outputs, steps: int(packed_size(outputs, steps)), NARROW)
 """How the MAC kernels pack a weight-cache slot (`mac_tiles.pack_weights`)."""
 
-KERNELS: dict[str, object] = {}
-
-
-def implements(opcode: str):
-    """Register the compiled kernel of `opcode` (one per opcode of the ISA table)."""
-    if opcode not in OPCODE_BY_NAME:
-        raise KeyError(f"no opcode {opcode!r} in the ISA table")
-
-    def register(kernel):
-        KERNELS[opcode] = kernel
-        return kernel
-
-    return register
+KERNELS = OpcodeTable("a Numba kernel")
+implements = KERNELS.register
 
 
 @jit
@@ -163,8 +151,7 @@ def _end(i, row, frow, machine, tally, weights, skip, sync, worker, workers, ste
     return STOP
 
 
-_missing = set(OPCODE_BY_NAME) - set(KERNELS)
-assert not _missing, f"opcodes without a Numba kernel: {sorted(_missing)}"
+KERNELS.require_complete()
 
 KERNEL_TABLE = tuple((OPCODE_BY_NAME[name].opcode, kernel) for name, kernel in KERNELS.items())
 """(opcode, kernel) pairs, which `run_program` looks an opcode up in (Numba freezes it)."""

@@ -39,7 +39,6 @@ from mrvl.sim.engines.numba.numerics import (
     store_f16,
 )
 
-
 # ------------------------------------------------------------------------------- the kernels
 
 

@@ -28,7 +28,6 @@ from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.numerics import counted_loop, load_f16
 from mrvl.sim.weight_cache import CONSTANT, PACKED
 
-
 # ------------------------------------------------------------------------------------ conv
 
 MAC_PIXELS = 6

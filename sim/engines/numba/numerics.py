@@ -26,7 +26,6 @@ from mrvl.sim.engines.numba.fields import (
 )
 from mrvl.sim.engines.numba.jit import jit
 
-
 F16_TO_F32 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
 F16_TO_F32 = F16_TO_F32.astype(np.float32)
 """fp32 value of every binary16 bit pattern (numpy's exact conversion, NaN payloads kept)."""

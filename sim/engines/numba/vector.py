@@ -5,19 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from mrvl.sim.engines.numba.fields import (
+    ADD_A_ADDR,
     ADD_ACT,
     ADD_ACT_A,
     ADD_ACT_ADDR,
     ADD_ACT_B,
-    ADD_A_ADDR,
     ADD_B_ADDR,
     ADD_CHANNELS,
     ADD_COUNT,
     ADD_OUT_ADDR,
+    MUL_A_ADDR,
     MUL_ACT,
     MUL_ACT_A,
     MUL_ACT_B,
-    MUL_A_ADDR,
     MUL_B_ADDR,
     MUL_CHANNELS,
     MUL_COUNT,
