@@ -399,7 +399,12 @@ def check_pool2d(ctx: PatternCheckContext) -> None:
     n, c, h, w = _tensor_shape(ctx.annotated_expr["data"], pool)
     _, _, oh, ow = _tensor_shape(pool, pool)
     (kh, kw), (sh, sw) = _int_list(attrs.pool_size), _int_list(attrs.strides)
-    pt, pl = _int_list(attrs.padding)[:2]
+    pads = _int_list(attrs.padding)
+    pt, pl = pads[:2]
+    if any(p > extent for p, extent in zip(pads, (h, w, h, w))):
+        # the ISA's pool pads at most the input's extent (docs/isa.md, `pool`): a window
+        # that is mostly padding stays on the CPU
+        raise _Reject(f"padding {pads} beyond the {h}x{w} input", pool)
     layer = WindowLayer(n, h, w, c, oh, ow, c, kh, kw, sh, pt, 1, 0, True, sw=sw, pad_left=pl)
     _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, False), pool)
 

@@ -1036,3 +1036,20 @@ def test_a_conv_takes_its_whole_chain_of_affine_steps(onnx_model):
             ["relax.nn.conv2d", "relax.multiply", "relax.subtract", "relax.divide", "relax.tanh"],
         )
     ]
+
+
+def test_a_pool_padded_beyond_its_input_stays_on_the_cpu():
+    """ONNX allows a pool's pads up to the kernel, beyond a small input; the ISA's pool pads
+    at most the input's extent (its legal ranges), so such a pool stays on the CPU with the
+    reason, and the build does not fail (found by the hypothesis fuzzer: a 1x1 input, a 3x1
+    max pool padded by 2 at the top)."""
+    graph = helper.make_graph(
+        [helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[3, 1],
+                          strides=[2, 2], pads=[2, 0, 0, 0])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 1, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 1, 1])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    mod = partition_for_mrvl(from_onnx(model))
+    assert "beyond the 1x1 input" in partition_reasons(mod)["pool"]
