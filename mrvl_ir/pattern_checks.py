@@ -297,11 +297,17 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
     n, c, h, w = _tensor_shape(ann["data"], conv)
     _, _, oh, ow = _tensor_shape(conv, conv)
     _, cg, kh, kw = weight.shape
-    pt, pl, _, _ = _int_list(attrs.padding)
+    pt, pl, _, pr = _int_list(attrs.padding)
     if "pad" in ann:
         widths = _int_list(ann["pad"].attrs.pad_width)
-        pt, pl = pt + widths[4], pl + widths[6]
+        pt, pl, pr = pt + widths[4], pl + widths[6], pr + widths[7]
     (sh, sw), (dh, dw) = _int_list(attrs.strides), _int_list(attrs.dilation)
+    extent = (kw - 1) * dw + 1
+    if max(pl, pr) > 2 * (extent + w):
+        # the ISA bounds a conv's column padding by twice the kernel's extent and the
+        # input's width (docs/isa.md, `conv`), which keeps a padded window's memory in
+        # proportion to the window
+        raise _Reject(f"column padding {[pl, pr]} beyond twice the kernel and the input", conv)
     prelu = _has_prelu(ctx)
     # counts a bias whether or not the conv has one (the lowering loads one only if it has)
     per_oc = conv_weight_bytes_per_oc(kh, kw, cg, bias=True, slopes=prelu)
