@@ -12,6 +12,7 @@ and a fixed list of fields. A field is a signed 32-bit integer (`i32`), an IEEE 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -540,6 +541,29 @@ def legal_rules(spec: OpcodeSpec) -> tuple[Rule, ...]:
     return tuple(sorted(rules, key=key))
 
 
+_ELEMENT = re.compile(r"\bd\b")
+"""The element index `d` of a per-element rule."""
+
+
+@cache
+def _all_rules(spec: OpcodeSpec, with_machine: bool):
+    """The opcode's rules (those that read the machine only `with_machine`) as one compiled
+    conjunction, in checking order and with each per-element rule written out for every
+    element: `and` stops at the first rule that fails, as the walk in `broken_rule` does, so a
+    divisor is still bounded before anything divides by it. It answers only "all hold"."""
+    parts = []
+    for rule in legal_rules(spec):
+        if rule.needs_machine and not with_machine:
+            continue
+        if rule.per_element:
+            parts += [
+                "(" + _ELEMENT.sub(str(d), rule.text) + ")" for d in range(rule.field.length)
+            ]
+        else:
+            parts.append(f"({rule.text})")
+    return compile(" and ".join(parts) or "True", f"<{spec.name} legal ranges>", "eval")
+
+
 def broken_rule(
     spec: OpcodeSpec, fields: Mapping[str, object], machine: Mapping[str, int] | None = None
 ) -> str | None:
@@ -548,6 +572,11 @@ def broken_rule(
     know the target's memories). `fields` must hold the opcode's fields as ints, floats and
     tuples of ints (what `Instruction.fields` holds)."""
     names = {**_RULE_NAMES, **(machine or {}), **fields}
+    try:  # almost every instruction holds: one expression of all the rules says so at once
+        if eval(_all_rules(spec, machine is not None), {"__builtins__": {}}, names):
+            return None
+    except (ArithmeticError, TypeError, IndexError):
+        pass  # the rule by rule walk below names the rule
     for rule in legal_rules(spec):
         if rule.needs_machine and machine is None:
             continue
