@@ -25,7 +25,7 @@ import numpy as np
 from mrvl.errors import MrvlError
 from mrvl.target import Target, register_target
 
-from .runner import Batch, first_line, new_row, score
+from .runner import Batch, first_line, run_batch
 
 STATS_FUNCTION = "mrvl.rpc.take_stats"
 """On an mrvl server: "SATURATED NANS" counted by the runs since the last call."""
@@ -119,20 +119,7 @@ class RpcRunner:
         return [o.numpy() for o in outputs], saturated, nans
 
     def run(self, batch: Batch) -> list[dict[str, Any]]:
-        rows = []
-        for ref, feeds, error in batch:
-            row = new_row(ref)
-            if error is None:
-                try:
-                    outputs, saturated, nans = self._run(feeds)
-                    references = self._session.run(None, feeds)
-                    row.update(score(outputs, references, saturated, nans, self._classifier))
-                except Exception as err:  # noqa: BLE001 - one sample's failure is its row
-                    error = first_line(err)
-            row["error"] = error
-            row["worker"] = self.remote_path
-            rows.append(row)
-        return rows
+        return run_batch(batch, self._run, self._session, self._classifier, self.remote_path)
 
 
 _stack = contextlib.ExitStack()

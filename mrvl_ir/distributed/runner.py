@@ -90,6 +90,27 @@ def score(
     }
 
 
+def run_batch(batch: Batch, run_one, session, classifier, worker) -> list[dict[str, Any]]:
+    """One row per sample of `batch`: `run_one(feeds)` (outputs, saturated, NaNs) scored
+    against onnxruntime's `session`; a sample that fails, or could not be read, is an error
+    row. Shared by the local and the RPC runner, which differ in how they run and who the
+    worker is."""
+    rows = []
+    for ref, feeds, error in batch:
+        row = new_row(ref)
+        if error is None:
+            try:
+                outputs, saturated, nans = run_one(feeds)
+                references = session.run(None, feeds)
+                row.update(score(outputs, references, saturated, nans, classifier))
+            except Exception as err:  # noqa: BLE001 - one sample's failure is its row
+                error = first_line(err)
+        row["error"] = error
+        row["worker"] = worker
+        rows.append(row)
+    return rows
+
+
 class LocalRunner:
     """The compiled model and its float reference, loaded once, run sample after sample."""
 
@@ -144,17 +165,4 @@ class LocalRunner:
         return [o.numpy() for o in outputs], saturated, nans
 
     def run(self, batch: Batch) -> list[dict[str, Any]]:
-        rows = []
-        for ref, feeds, error in batch:
-            row = new_row(ref)
-            if error is None:
-                try:
-                    outputs, saturated, nans = self._run(feeds)
-                    references = self._session.run(None, feeds)
-                    row.update(score(outputs, references, saturated, nans, self._classifier))
-                except Exception as err:  # noqa: BLE001 - one sample's failure is its row
-                    error = first_line(err)
-            row["error"] = error
-            row["worker"] = os.getpid()
-            rows.append(row)
-        return rows
+        return run_batch(batch, self._run, self._session, self._classifier, os.getpid())
