@@ -30,7 +30,8 @@ class LiveRange:
     end: int
     """Index (in program order) of the definition and of the last use, views included."""
 
-    @property
+    # Asked tens of thousands of times by the allocator, the pipeliner and the sync pass.
+    @functools.cached_property
     def space(self) -> str:
         return self.op.buffer_type.space.data
 
@@ -39,7 +40,7 @@ class LiveRange:
         tile = getattr(self.op, "tile", None)
         return tile.value.data if tile is not None else None
 
-    @property
+    @functools.cached_property
     def size(self) -> int:
         return self.op.buffer_type.size_bytes
 
