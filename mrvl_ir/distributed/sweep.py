@@ -5,12 +5,13 @@ file), a part (a base part with some machine numbers changed: `mrvl.target.deriv
 the tiles to use and the compile options. Each point compiles every MLIP region and replays it
 on the cycle model, as `bench/cycles.py` does; cycles do not depend on data, so nothing runs.
 A point's result is cached under a hash of the model's bytes, every number of its part, its
-options and the mrvl version: a re-run of an unchanged point reads the cache and starts no
-worker. The driver alone reads and writes the cache, so cluster nodes need no shared disk.
+options and mrvl's own code (`compiler_digest`): a re-run of an unchanged point reads the
+cache and starts no worker. The driver alone reads and writes the cache, so cluster nodes need no shared disk.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -224,9 +225,31 @@ def _load_model(model: str):
     return onnx.load(model)
 
 
-def cache_key(point: Point, base: Target, model_digest: str) -> str:
-    from importlib.metadata import version
+@functools.cache
+def compiler_digest() -> str:
+    """The sha256 of mrvl's own code: every Python source and data file of its packages.
 
+    A cached point stays valid exactly as long as the code that computed it. The package
+    version alone would not do: an editable checkout keeps its version while the compiler
+    and the cycle model change under it.
+    """
+    import mrvl
+    import mrvl.dialects
+    import mrvl.passes
+    import mrvl.sim
+
+    digest = hashlib.sha256()
+    for package in (mrvl, mrvl.dialects, mrvl.passes, mrvl.sim):
+        for root in package.__path__:
+            base = Path(root)
+            for path in sorted(base.rglob("*")):
+                if path.suffix in (".py", ".json", ".c") and "__pycache__" not in path.parts:
+                    digest.update(f"{package.__name__}/{path.relative_to(base)}\0".encode())
+                    digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cache_key(point: Point, base: Target, model_digest: str) -> str:
     part = asdict(derive_target(base, **dict(point.overrides)))
     document = {
         "model": model_digest,
@@ -234,7 +257,7 @@ def cache_key(point: Point, base: Target, model_digest: str) -> str:
         "num_tiles": point.num_tiles,
         "wb_pin_ocm": point.wb_pin_ocm,
         "cascade": point.cascade,
-        "mrvl": version("mrvl"),
+        "mrvl": compiler_digest(),
     }
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 

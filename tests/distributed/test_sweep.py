@@ -59,6 +59,30 @@ def test_a_rerun_is_served_from_the_cache(serial, spec, monkeypatch):
     assert again.cached == 4 and again.rows == result.rows
 
 
+def test_a_change_to_mrvl_misses_the_cache(spec, monkeypatch):
+    """The cache is keyed by mrvl's code, not its version: other code, other key."""
+    base, points = design_points(spec)
+    digest = sweep_module._model_digest(points[0].model)
+    key = sweep_module.cache_key(points[0], base, digest)
+    monkeypatch.setattr(sweep_module, "compiler_digest", lambda: "another compiler")
+    assert sweep_module.cache_key(points[0], base, digest) != key
+
+
+def test_compiler_digest_reads_every_source(tmp_path, monkeypatch):
+    import mrvl.sim
+
+    (tmp_path / "kernel.py").write_text("A = 1\n")
+    monkeypatch.setattr(mrvl.sim, "__path__", [*mrvl.sim.__path__, str(tmp_path)])
+    sweep_module.compiler_digest.cache_clear()
+    before = sweep_module.compiler_digest()
+    (tmp_path / "kernel.py").write_text("A = 2\n")
+    sweep_module.compiler_digest.cache_clear()
+    after = sweep_module.compiler_digest()
+    monkeypatch.undo()
+    sweep_module.compiler_digest.cache_clear()
+    assert before != after
+
+
 def test_ray_workers_give_the_serial_rows(serial, spec, tmp_path):
     ray = pytest.importorskip("ray")
     ray.shutdown()
