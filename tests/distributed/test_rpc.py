@@ -77,3 +77,58 @@ def test_unreachable_server_is_one_line(mnist_path, data, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("mrvl-eval: error: cannot reach the RPC server at 127.0.0.1:1")
     assert "\n" not in err
+
+
+@pytest.fixture(scope="module")
+def tracked_server():
+    """TVM's RPC tracker on 127.0.0.1 and an mrvl server that offers itself to it as `mlip`."""
+    import time
+
+    from tvm import rpc
+
+    env = dict(os.environ, MRVL_SIM_THREADS="1")
+    tracker = subprocess.Popen(
+        [sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", "9650",
+         "--port-end", "9700"],  # fmt: skip
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    processes = [tracker]
+    try:
+        port = None
+        for line in tracker.stderr:  # "bind to 127.0.0.1:PORT"
+            if "bind to" in line:
+                port = int(line.rsplit(":", 1)[1])
+                break
+        assert port is not None, "the tracker did not start"
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mrvl.tools.mrvl_rpc_server", "--host", "127.0.0.1",
+             "--port", "9710", "--port-end", "9760", "--tracker", f"127.0.0.1:{port}",
+             "--key", "mlip"],  # fmt: skip
+            stdout=subprocess.PIPE, text=True, env=env, start_new_session=True,
+        )  # fmt: skip
+        processes.append(server)
+        assert server.stdout.readline().startswith("mrvl-rpc-server: listening on")
+        deadline = time.monotonic() + 60
+        while "mlip" not in rpc.connect_tracker("127.0.0.1", port).text_summary():
+            assert time.monotonic() < deadline, "the server never registered with the tracker"
+            time.sleep(0.2)
+        yield "127.0.0.1", port
+    finally:
+        for process in reversed(processes):
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=30)
+
+
+def test_tracker_finds_the_board(tracked_server, mnist_path, data, tmp_path):
+    """`mrvl-eval --rpc-tracker HOST:PORT --rpc-key mlip`: the tracker hands out the mrvl
+    server, which runs the samples with the local bits."""
+    host, port = tracked_server
+    local = evaluate(mnist_path, data, workers=0, progress=False)
+    out = tmp_path / "rows.jsonl"
+    argv = [str(mnist_path), str(data), "-o", str(out), "--rpc-tracker", f"{host}:{port}",
+            "--rpc-key", "mlip"]  # fmt: skip
+    assert mrvl_eval.main(argv) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["output_sha256"] for r in rows] == [r["output_sha256"] for r in local.rows]
+    assert all(row["worker"].endswith(".so") for row in rows)
