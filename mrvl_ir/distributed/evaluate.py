@@ -3,7 +3,7 @@
 The model is compiled once (`mrvl.build`) and its exported library shipped to the workers
 through Ray's object store; each worker is a Ray actor (`LocalRunner`) that keeps one VM. The
 driver reads samples lazily, a few batches ahead of the workers, and appends each finished
-batch's rows to the JSONL file, so that a run killed at any point resumes (`resume=True`)
+batch's rows to the JSONL file (a Parquet output's journal: `results.py`), so that a run killed at any point resumes (`resume=True`)
 from the rows on disk. A worker that dies has its unfinished batches sent again to another
 worker (a new one replaces it): a batch's rows are written only when the batch is done, so no
 sample is lost or written twice.
@@ -12,7 +12,6 @@ sample is lost or written twice.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 import time
@@ -26,6 +25,7 @@ from mrvl.errors import MrvlError
 from mrvl.target import Target, available_targets, get_target, load_target_file
 
 from .data import InputSpec, Preprocess, SampleError, SampleRef, input_specs, read, samples
+from .results import ResultsFile
 from .runner import Batch, LocalRunner, first_line, new_row
 
 IN_FLIGHT = 2
@@ -126,29 +126,6 @@ def compile_library(
         _libraries.pop(next(iter(_libraries)))
     _libraries[key] = library
     return library
-
-
-def _read_done(output: Path, summary: Summary) -> set[str]:
-    """The ids already in `output`; a last line cut short by a kill is dropped from the file."""
-    done: set[str] = set()
-    if not output.exists():
-        return done
-    good = 0
-    with open(output, "rb") as f:
-        for line in f:
-            try:
-                row = json.loads(line)
-                row["id"]
-            except (ValueError, KeyError, TypeError):
-                break
-            if row["id"] not in done:
-                done.add(row["id"])
-                summary.add(row)
-            good += len(line)
-    with open(output, "rb+") as f:
-        f.truncate(good)
-    summary.resumed = len(done)
-    return done
 
 
 def _batches(
@@ -345,7 +322,8 @@ def evaluate(
     """Run `model` (an ONNX file) compiled for the MLIP over every sample of `data` and score
     each against onnxruntime on the same float model; returns the `Summary`.
 
-    Rows go to `output` (JSONL, one per sample; kept in `Summary.rows` without it). `workers`
+    Rows go to `output` (JSONL, one per sample, or Parquet for a `.parquet` name:
+    `results.py`; kept in `Summary.rows` without it). `workers`
     Ray actors run them (default: one per CPU of the cluster; 0: serially in this process);
     `address` joins a Ray cluster instead of starting one here. `rpc` (an
     `mrvl.distributed.rpc.RpcSession`) runs them on a remote TVM RPC server instead. `resume`
@@ -364,8 +342,13 @@ def evaluate(
     proto = onnx.load(os.fspath(model), load_external_data=False)
     inputs = input_specs(proto)
     summary = Summary()
-    out_path = Path(output) if output is not None else None
-    done = _read_done(out_path, summary) if out_path is not None and resume else set()
+    out = ResultsFile(Path(output), resume) if output is not None else None
+    done: set[str] = set()
+    if out is not None:
+        for row in out.done:
+            summary.add(row)
+            done.add(row["id"])
+        summary.resumed = len(done)
     todo = [ref for ref in samples(data, inputs) if ref.id not in done]
 
     remote = rpc.connect() if rpc is not None else None  # an unreachable server fails first
@@ -389,10 +372,8 @@ def evaluate(
             workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         pool = RayPool(workers, runner_args, max_replacements=2 * workers + 2)
 
-    out = None
-    if out_path is not None:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        out = open(out_path, "a" if resume else "w", encoding="utf-8")  # noqa: SIM115
+    if out is not None:
+        out.start()
     pool.ready()  # the rate counts samples, not the workers' start
     start = time.perf_counter()
     bar = tqdm(
@@ -401,6 +382,7 @@ def evaluate(
         desc="mrvl-eval",
         disable=None if progress is None else not progress,
     )
+    finished = False
     try:
         for rows in pool.run(_batches(todo, inputs, preprocess, batch_size)):
             for row in rows:
@@ -409,15 +391,15 @@ def evaluate(
                 if out is None:
                     summary.rows.append(row)
             if out is not None:
-                out.write("".join(json.dumps(row) + "\n" for row in rows))
-                out.flush()
+                out.write(rows)
             bar.update(len(rows))
             if on_batch is not None:
                 on_batch(rows, pool)
+        finished = True
     finally:
         bar.close()
         if out is not None:
-            out.close()
+            out.close(finished)
         summary.seconds = time.perf_counter() - start
         summary.retried_batches = pool.retried_batches
         if hasattr(pool, "close"):

@@ -24,7 +24,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "data", help=".npy/.npz file (batch axis first), or a folder of them or of images"
     )
-    p.add_argument("-o", "--output", required=True, help="results, one JSON row per sample")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="results, one row per sample: JSONL, or Parquet for a .parquet name",
+    )
     p.add_argument(
         "--workers", type=int, help="Ray workers (default: one per CPU; 0: serially here)"
     )

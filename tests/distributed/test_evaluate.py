@@ -76,6 +76,40 @@ def test_resume_runs_only_what_is_missing(mnist_path, data, serial, tmp_path):
     assert _results(rows) == _results(serial) and len(rows) == SAMPLES
 
 
+def _parquet_rows(path):
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
+def test_parquet_output_holds_the_jsonl_rows(mnist_path, data, serial, tmp_path):
+    out = tmp_path / "rows.parquet"
+    summary = evaluate(mnist_path, data, output=out, workers=0, progress=False)
+    assert summary.samples == SAMPLES and summary.new_samples == SAMPLES
+    rows = _parquet_rows(out)
+    assert [row["id"] for row in rows] == [row["id"] for row in serial]
+    assert _results(rows) == _results(serial)
+    assert not (tmp_path / "rows.parquet.partial.jsonl").exists()
+
+
+def test_parquet_run_killed_midway_resumes(mnist_path, data, serial, tmp_path):
+    """Until a Parquet run ends its rows are in a JSONL journal beside it; a killed run
+    resumes from the journal, and the finished file has every row once."""
+    out = tmp_path / "rows.parquet"
+    journal = tmp_path / "rows.parquet.partial.jsonl"
+    lines = [json.dumps(row) + "\n" for row in serial[:4]]
+    journal.write_text("".join(lines[:3]) + lines[3][:30])  # killed while writing row 4
+    summary = evaluate(mnist_path, data, output=out, workers=0, resume=True, progress=False)
+    assert summary.resumed == 3 and summary.new_samples == SAMPLES - 3
+    rows = _parquet_rows(out)
+    assert len(rows) == SAMPLES and _results(rows) == _results(serial)
+    assert not journal.exists()
+    # resuming a finished file runs nothing and keeps every row
+    again = evaluate(mnist_path, data, output=out, workers=0, resume=True, progress=False)
+    assert again.resumed == SAMPLES and again.new_samples == 0
+    assert _results(_parquet_rows(out)) == _results(serial)
+
+
 def test_bad_samples_are_error_rows(ray_session, mnist_path, tmp_path):
     from PIL import Image
 

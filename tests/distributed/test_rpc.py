@@ -87,12 +87,11 @@ def tracked_server():
     from tvm import rpc
 
     env = dict(os.environ, MRVL_SIM_THREADS="1")
+    command = [sys.executable, "-m", "tvm.exec.rpc_tracker",
+               "--host", "127.0.0.1", "--port", "9650", "--port-end", "9700"]  # fmt: skip
     tracker = subprocess.Popen(
-        [sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", "9650",
-         "--port-end", "9700"],  # fmt: skip
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-        start_new_session=True,
-    )  # fmt: skip
+        command, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
     processes = [tracker]
     try:
         port = None
@@ -101,12 +100,12 @@ def tracked_server():
                 port = int(line.rsplit(":", 1)[1])
                 break
         assert port is not None, "the tracker did not start"
+        command = [sys.executable, "-m", "mrvl.tools.mrvl_rpc_server", "--host", "127.0.0.1",
+                   "--port", "9710", "--port-end", "9760", "--tracker", f"127.0.0.1:{port}",
+                   "--key", "mlip"]  # fmt: skip
         server = subprocess.Popen(
-            [sys.executable, "-m", "mrvl.tools.mrvl_rpc_server", "--host", "127.0.0.1",
-             "--port", "9710", "--port-end", "9760", "--tracker", f"127.0.0.1:{port}",
-             "--key", "mlip"],  # fmt: skip
-            stdout=subprocess.PIPE, text=True, env=env, start_new_session=True,
-        )  # fmt: skip
+            command, stdout=subprocess.PIPE, text=True, env=env, start_new_session=True
+        )
         processes.append(server)
         assert server.stdout.readline().startswith("mrvl-rpc-server: listening on")
         deadline = time.monotonic() + 60
