@@ -39,7 +39,8 @@ from xdsl.dialects.builtin import (
 )
 
 ui8 = IntegerType(8, Signedness.UNSIGNED)
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -52,9 +53,32 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from mrvl.isa import NO_SIGNAL, OPCODES, DType, FieldSpec, OpcodeSpec, broken_rule
+from mrvl.isa import (
+    NO_SIGNAL,
+    OPCODES,
+    DType,
+    DTypeName,
+    FieldSpec,
+    IOKind,
+    OpcodeSpec,
+    broken_rule,
+)
 
-DTYPE_NAMES = {d: d.name.lower() for d in DType}
+DTYPE_NAMES = {d: DTypeName[d.name] for d in DType}
+
+
+@irdl_attr_definition
+class IOKindAttr(EnumAttribute[IOKind], SpacedOpaqueSyntaxAttribute):
+    """An I/O table entry's direction; prints as a word (`mlip.io "x" input ...`)."""
+
+    name = "mlip.io_kind"
+
+
+@irdl_attr_definition
+class DTypeAttr(EnumAttribute[DTypeName], SpacedOpaqueSyntaxAttribute):
+    """An I/O table entry's element type; prints as a word (`f32`, `f16`, `i8`, `i32`)."""
+
+    name = "mlip.dtype"
 
 
 def _field_constraint(spec: FieldSpec):
@@ -308,9 +332,9 @@ class IOOp(IRDLOperation):
 
     name = "mlip.io"
     io_name = prop_def(StringAttr)
-    kind = prop_def(StringAttr)
+    kind = prop_def(IOKindAttr)
     shape = prop_def(DenseArrayBase[I32])
-    dtype = prop_def(StringAttr)
+    dtype = prop_def(DTypeAttr)
     addr = prop_def(IntegerAttr[I32])
     assembly_format = "$io_name $kind $shape $dtype `at` $addr attr-dict"
 
@@ -318,18 +342,20 @@ class IOOp(IRDLOperation):
         super().__init__(
             properties={
                 "io_name": StringAttr(io_name),
-                "kind": StringAttr("input" if is_input else "output"),
+                "kind": IOKindAttr(IOKind.INPUT if is_input else IOKind.OUTPUT),
                 "shape": DenseArrayBase.from_list(i32, list(shape)),
-                "dtype": StringAttr(DTYPE_NAMES[dtype]),
+                "dtype": DTypeAttr(DTYPE_NAMES[dtype]),
                 "addr": IntegerAttr(addr, i32),
             }
         )
 
-    def verify_(self) -> None:
-        if self.kind.data not in ("input", "output"):
-            raise VerifyException('mlip.io: kind must be "input" or "output"')
-        if self.dtype.data not in DTYPE_NAMES.values():
-            raise VerifyException(f"mlip.io: unknown dtype {self.dtype.data}")
+    @property
+    def is_input(self) -> bool:
+        return self.kind.data == IOKind.INPUT
+
+    @property
+    def element_type(self) -> DType:
+        return DType[self.dtype.data.name]
 
 
 @irdl_op_definition
@@ -432,7 +458,9 @@ def program_attr(module) -> ProgramAttr:
     return attr
 
 
-Mlip = Dialect("mlip", [IOOp, ConstsOp, *INSTRUCTION_OPS.values()], [ProgramAttr])
+Mlip = Dialect(
+    "mlip", [IOOp, ConstsOp, *INSTRUCTION_OPS.values()], [ProgramAttr, IOKindAttr, DTypeAttr]
+)
 
 __all__ = [
     "Mlip", "INSTRUCTION_OPS", "InstructionOp", "IOOp", "ConstsOp", "PROGRAM_ATTR",

@@ -17,10 +17,8 @@ from mrvl.dialects.mlip import (
     ProgramAttr,
 )
 from mrvl.errors import CompileError
-from mrvl.isa import NO_LOC, DType, Instruction, IOEntry, Program
+from mrvl.isa import NO_LOC, Instruction, IOEntry, Program
 from mrvl.locations import location_name, name_location
-
-_DTYPE_BY_NAME = {d.name.lower(): d for d in DType}
 
 
 def assemble(module: ModuleOp) -> Program:
@@ -38,9 +36,9 @@ def assemble(module: ModuleOp) -> Program:
             io.append(
                 IOEntry(
                     op.io_name.data,
-                    op.kind.data == "input",
+                    op.is_input,
                     tuple(op.shape.get_values()),
-                    _DTYPE_BY_NAME[op.dtype.data],
+                    op.element_type,
                     op.addr.value.data,
                 )
             )

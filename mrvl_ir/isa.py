@@ -15,7 +15,7 @@ import ast
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 from functools import cache
 from types import CodeType
 
@@ -35,6 +35,17 @@ class DType(IntEnum):
     F16 = 1
     I8 = 2
     I32 = 3
+
+
+DTypeName = StrEnum("DTypeName", {d.name: d.name.lower() for d in DType})
+"""A `DType` by its word in the IR and the docs (f32, f16, i8, i32)."""
+
+
+class IOKind(StrEnum):
+    """Which way an entry of the I/O table crosses between the host and the machine."""
+
+    INPUT = "input"
+    OUTPUT = "output"
 
 
 DTYPE_BYTES = {DType.F32: 4, DType.F16: 2, DType.I8: 1, DType.I32: 4}

@@ -36,6 +36,14 @@ Sched = Dialect(
         MulTaskOp,
         LutTaskOp,
     ],
-    [BufferType, MemorySpaceAttr, PoolKindAttr, TokenType, WindowPlanAttr, FcPlanAttr],
+    [
+        BufferType,
+        MemorySpaceAttr,
+        PoolKindAttr,
+        IOKindAttr,
+        TokenType,
+        WindowPlanAttr,
+        FcPlanAttr,
+    ],
 )
 

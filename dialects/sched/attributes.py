@@ -33,6 +33,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from mrvl.dialects.mrvl import numpy_dtype
+from mrvl.isa import IOKind
 
 
 class MemorySpace(StrEnum):
@@ -64,6 +65,13 @@ class PoolKindAttr(EnumAttribute[PoolKind], SpacedOpaqueSyntaxAttribute):
     """A pool task's reduction; prints as a word (`sched.pool2d tile 0 avg ...`)."""
 
     name = "sched.pool_kind"
+
+
+@irdl_attr_definition
+class IOKindAttr(EnumAttribute[IOKind], SpacedOpaqueSyntaxAttribute):
+    """A region I/O buffer's direction; prints as a word (`sched.io "x" input ...`)."""
+
+    name = "sched.io_kind"
 
 
 @irdl_attr_definition

@@ -23,9 +23,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from mrvl.dialects.sched.attributes import (
     BufferType,
+    IOKindAttr,
     _i64_attr,
     buffer_type,
 )
+from mrvl.isa import IOKind
 
 
 class BufferDefBase(IRDLOperation):
@@ -45,25 +47,23 @@ class IOOp(BufferDefBase):
 
     name = "sched.io"
     io_name = prop_def(StringAttr)
-    kind = prop_def(StringAttr)
+    kind = prop_def(IOKindAttr)
     assembly_format = "$io_name $kind (`offset` `(` $offset^ `)`)? attr-dict `:` type($buffer)"
 
     def __init__(self, io_name: str, is_input: bool, type: BufferType):
         super().__init__(
             properties={
                 "io_name": StringAttr(io_name),
-                "kind": StringAttr("input" if is_input else "output"),
+                "kind": IOKindAttr(IOKind.INPUT if is_input else IOKind.OUTPUT),
             },
             result_types=[type],
         )
 
     @property
     def is_input(self) -> bool:
-        return self.kind.data == "input"
+        return self.kind.data == IOKind.INPUT
 
     def verify_(self) -> None:
-        if self.kind.data not in ("input", "output"):
-            raise VerifyException('sched.io: kind must be "input" or "output"')
         if self.buffer_type.space.data != "ddr":
             raise VerifyException("sched.io: region I/O lives in DDR")
 

@@ -32,8 +32,8 @@ MRVL_PIPELINE = ["-p", "sched-plan-tiling{mcpu=cn10ka num-tiles=2}"]
 SCHED = """builtin.module {
 sched.program mcpu("cn10ka") tiles(2) ddr_size(4096) const_base(0) const_end(1152) {
   %w = sched.const "w" = dense<1.0> : tensor<2x3x3x4xf16> offset(0) : !sched.buffer<ddr, 2x3x3x4xf16>
-  %x = sched.io "x" "input" offset(2048) : !sched.buffer<ddr, 1x4x4x4xf16>
-  %out = sched.io "y" "output" offset(3072) : !sched.buffer<ddr, 1x2x2x2xf16>
+  %x = sched.io "x" input offset(2048) : !sched.buffer<ddr, 1x4x4x4xf16>
+  %out = sched.io "y" output offset(3072) : !sched.buffer<ddr, 1x2x2x2xf16>
   %in0 = sched.alloc tile(0) offset(0) : !sched.buffer<ocm, 1x4x4x4xf16>
   %l0 = sched.dma tile 0 %x [0, 0, 0, 0] -> %in0 [0, 0, 0, 0] box [1, 4, 4, 4] : !sched.buffer<ddr, 1x4x4x4xf16>, !sched.buffer<ocm, 1x4x4x4xf16>
   %w0 = sched.alloc tile(0) offset(128) : !sched.buffer<ocm, 2x3x3x4xf16>
@@ -46,8 +46,8 @@ sched.program mcpu("cn10ka") tiles(2) ddr_size(4096) const_base(0) const_end(115
 """
 
 MLIP = """builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles = 1, ddr_size = 256, const_base = 128>} {
-  mlip.io "x" "input" [1, 1, 4, 4] "f32" at 0
-  mlip.io "y" "output" [1, 1, 2, 2] "f32" at 224
+  mlip.io "x" input [1, 1, 4, 4] f32 at 0
+  mlip.io "y" output [1, 1, 2, 2] f32 at 224
   mlip.consts dense<"0x0000803F"> : tensor<4xui8>
   mlip.cvt tile 0 signal 1 : src_addr 0, src_dtype f32, src_shape [1, 1, 4, 4], dst_addr 192, dst_dtype f16, perm [0, 2, 3, 1]
   mlip.dma tile 0 signal 2 wait [1] : src_space ddr, src_addr 192, src_strides [32, 8, 2, 2], dst_space ocm, dst_addr 0, dst_strides [32, 8, 2, 2], box [1, 4, 4, 1], elem_bytes 2 loc("/conv/Conv")

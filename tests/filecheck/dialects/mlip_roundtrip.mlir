@@ -5,7 +5,7 @@
 // Enumeration fields are words (`act relu`, `mode avg`, `src_dtype f32`).
 
 builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles = 1, ddr_size = 256, const_base = 128>} {
-  mlip.io "x" "input" [1, 1, 4, 4] "f32" at 0
+  mlip.io "x" input [1, 1, 4, 4] f32 at 0
   mlip.consts dense<"0x0000803F"> : tensor<4xui8>
   mlip.cvt tile 0 signal 1 : src_addr 0, src_dtype f32, src_shape [1, 1, 4, 4], dst_addr 192, dst_dtype f16, perm [0, 2, 3, 1]
   mlip.dma tile 0 signal 2 wait [1] : src_space ddr, src_addr 192, src_strides [32, 8, 2, 2], dst_space ocm, dst_addr 0, dst_strides [32, 8, 2, 2], box [1, 4, 4, 1], elem_bytes 2 loc("/conv/Conv")
@@ -19,7 +19,7 @@ builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles
   mlip.end tile 0
 }
 
-// CHECK:      mlip.io "x" "input" [1, 1, 4, 4] "f32" at 0
+// CHECK:      mlip.io "x" input [1, 1, 4, 4] f32 at 0
 // CHECK-NEXT: mlip.consts dense<[0, 0, 128, 63]> : tensor<4xui8>
 // CHECK-NEXT: mlip.cvt tile 0 signal 1 : src_addr 0, src_dtype f32, src_shape [1, 1, 4, 4], dst_addr 192, dst_dtype f16, perm [0, 2, 3, 1]
 // CHECK-NEXT: mlip.dma tile 0 signal 2 wait [1] : src_space ddr, src_addr 192, src_strides [32, 8, 2, 2], dst_space ocm, dst_addr 0, dst_strides [32, 8, 2, 2], box [1, 4, 4, 1], elem_bytes 2 loc("/conv/Conv")

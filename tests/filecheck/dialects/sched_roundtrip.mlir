@@ -6,8 +6,8 @@
 
 builtin.module {
 sched.program mcpu("cn10ka") tiles(2) symbol("region") wb_pin_ocm ddr_size(1024) const_base(512) const_end(576) {
-  %x = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x1x8x8xf32>
-  %y = sched.io "output0" "output" offset(256) : !sched.buffer<ddr, 1x4xf32>
+  %x = sched.io "x" input offset(0) : !sched.buffer<ddr, 1x1x8x8xf32>
+  %y = sched.io "output0" output offset(256) : !sched.buffer<ddr, 1x4xf32>
   %w = sched.const "w" = dense<1.0> : tensor<2x3x3x1xf16> offset(512) : !sched.buffer<ddr, 2x3x3x1xf16> loc("/conv/Conv")
   %a = sched.alloc : !sched.buffer<ddr, 1x8x8x1xf16>
   %t0 = sched.convert tile 0 %x -> %a perm [0, 2, 3, 1] : !sched.buffer<ddr, 1x1x8x8xf32>, !sched.buffer<ddr, 1x8x8x1xf16> loc("/conv/Conv")
@@ -36,8 +36,8 @@ sched.program mcpu("cn10ka") tiles(2) symbol("region") wb_pin_ocm ddr_size(1024)
 }
 
 // CHECK:      sched.program mcpu("cn10ka") tiles(2) symbol("region") wb_pin_ocm ddr_size(1024) const_base(512) const_end(576) {
-// CHECK-NEXT: %x = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x1x8x8xf32>
-// CHECK-NEXT: %y = sched.io "output0" "output" offset(256) : !sched.buffer<ddr, 1x4xf32>
+// CHECK-NEXT: %x = sched.io "x" input offset(0) : !sched.buffer<ddr, 1x1x8x8xf32>
+// CHECK-NEXT: %y = sched.io "output0" output offset(256) : !sched.buffer<ddr, 1x4xf32>
 // CHECK-NEXT: %w = sched.const "w" = dense<1.000000e+00> : tensor<2x3x3x1xf16> offset(512) : !sched.buffer<ddr, 2x3x3x1xf16> loc("/conv/Conv")
 // CHECK-NEXT: %a = sched.alloc : !sched.buffer<ddr, 1x8x8x1xf16>
 // CHECK-NEXT: %t0 = sched.convert tile 0 %x -> %a perm [0, 2, 3, 1] : {{.*}} loc("/conv/Conv")

@@ -75,7 +75,7 @@ builtin.module {
 builtin.module {
   // CHECK: sched.program: tiles(16) is not valid for cn10ka (1, 2, 4 or 8, at most 8)
   sched.program mcpu("cn10ka") tiles(16) {
-    %x = sched.io "x" "input" : !sched.buffer<ddr, 4xf32>
+    %x = sched.io "x" input : !sched.buffer<ddr, 4xf32>
   }
 }
 
@@ -84,7 +84,7 @@ builtin.module {
 builtin.module {
   // CHECK: sched.program: unknown mcpu 'cn99': known targets are cn10ka, cnf10kb
   sched.program mcpu("cn99") tiles(1) {
-    %x = sched.io "x" "input" : !sched.buffer<ddr, 4xf32>
+    %x = sched.io "x" input : !sched.buffer<ddr, 4xf32>
   }
 }
 

@@ -20,8 +20,8 @@ builtin.module {
 
 // CHECK:      builtin.module {
 // CHECK-NEXT:   sched.program mcpu("cn10ka") tiles(2) symbol("region") {
-// CHECK-NEXT:   %[[IN:.*]] = sched.io "x" "input" : !sched.buffer<ddr, 1x1x6x6xf32>
-// CHECK-NEXT:   %[[OUT:.*]] = sched.io "output0" "output" : !sched.buffer<ddr, 1x3x6x6xf32>
+// CHECK-NEXT:   %[[IN:.*]] = sched.io "x" input : !sched.buffer<ddr, 1x1x6x6xf32>
+// CHECK-NEXT:   %[[OUT:.*]] = sched.io "output0" output : !sched.buffer<ddr, 1x3x6x6xf32>
 // CHECK-NEXT:   %[[H:.*]] = sched.alloc : !sched.buffer<ddr, 1x1x6x6xf16> loc("/conv/Conv")
 // CHECK-NEXT:   %[[T0:.*]] = sched.convert tile 0 %[[IN]] -> %[[H]] perm [0, 1, 2, 3] : {{.*}} loc("/conv/Conv")
 // CHECK-NEXT:   %[[NHWC:.*]] = sched.alloc : !sched.buffer<ddr, 1x6x6x1xf16>

@@ -17,7 +17,7 @@ builtin.module {
 
 // CHECK:      builtin.module {
 // CHECK-NEXT:   sched.program mcpu("cnf10kb") tiles(2) symbol("r") wb_pin_ocm {
-// CHECK-NEXT:     sched.io "x" "input"
+// CHECK-NEXT:     sched.io "x" input
 
 // NO-MCPU: convert-mrvl-to-sched needs the option mcpu (the target the region is scheduled for)
 // NONE: convert-mrvl-to-sched needs the options mcpu and num-tiles

@@ -6,8 +6,8 @@
 
 builtin.module {
 sched.program mcpu("cn10ka") tiles(2) ddr_size(448) const_base(128) const_end(328) {
-  %in = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x10xf32>
-  %out = sched.io "output0" "output" offset(64) : !sched.buffer<ddr, 1x10xf32>
+  %in = sched.io "x" input offset(0) : !sched.buffer<ddr, 1x10xf32>
+  %out = sched.io "output0" output offset(64) : !sched.buffer<ddr, 1x10xf32>
   %tmp = sched.alloc offset(384) : !sched.buffer<ddr, 1x10xf16>
   %w = sched.const "w" = dense<1.000000e+00> : tensor<10x10xf16> offset(128) : !sched.buffer<ddr, 10x10xf16>
   %t0 = sched.convert tile 0 %in -> %tmp perm [0, 1] : !sched.buffer<ddr, 1x10xf32>, !sched.buffer<ddr, 1x10xf16>
@@ -28,8 +28,8 @@ sched.program mcpu("cn10ka") tiles(2) ddr_size(448) const_base(128) const_end(32
 
 
 // CHECK:      builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles = 2, ddr_size = 448, const_base = 128>} {
-// CHECK-NEXT:   mlip.io "x" "input" [1, 10] "f32" at 0
-// CHECK-NEXT:   mlip.io "output0" "output" [1, 10] "f32" at 64
+// CHECK-NEXT:   mlip.io "x" input [1, 10] f32 at 0
+// CHECK-NEXT:   mlip.io "output0" output [1, 10] f32 at 64
 // CHECK-NEXT:   mlip.consts dense<"0x003C{{(003C)+}}"> : tensor<200xui8>
 // CHECK-NEXT:   mlip.cvt tile 0 signal 1 : src_addr 0, src_dtype f32, src_shape [1, 1, 1, 10], dst_addr 384, dst_dtype f16, perm [0, 1, 2, 3]
 // CHECK-NEXT:   mlip.dma tile 0 signal 2 wait [1] : src_space ddr, src_addr 384, src_strides [0, 0, 20, 2], dst_space ocm, dst_addr 0, dst_strides [0, 0, 20, 2], box [1, 1, 1, 10], elem_bytes 2

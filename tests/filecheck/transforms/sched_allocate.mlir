@@ -6,8 +6,8 @@
 
 builtin.module {
 sched.program mcpu("cn10ka") tiles(2) {
-  %in = sched.io "x" "input" : !sched.buffer<ddr, 1x10xf32>
-  %out = sched.io "output0" "output" : !sched.buffer<ddr, 1x10xf32>
+  %in = sched.io "x" input : !sched.buffer<ddr, 1x10xf32>
+  %out = sched.io "output0" output : !sched.buffer<ddr, 1x10xf32>
   %tmp = sched.alloc : !sched.buffer<ddr, 1x10xf16>
   %w = sched.const "w" = dense<1.0> : tensor<10x10xf16> : !sched.buffer<ddr, 10x10xf16>
   %t0 = sched.convert tile 0 %in -> %tmp perm [0, 1] : !sched.buffer<ddr, 1x10xf32>, !sched.buffer<ddr, 1x10xf16>
@@ -27,8 +27,8 @@ sched.program mcpu("cn10ka") tiles(2) {
 }
 
 // CHECK:      sched.program mcpu("cn10ka") tiles(2) ddr_size(448) const_base(128) const_end(328) {
-// CHECK-NEXT:   sched.io "x" "input" offset(0)
-// CHECK-NEXT:   sched.io "output0" "output" offset(64)
+// CHECK-NEXT:   sched.io "x" input offset(0)
+// CHECK-NEXT:   sched.io "output0" output offset(64)
 // CHECK-NEXT:   sched.alloc offset(384) : !sched.buffer<ddr, 1x10xf16>
 // CHECK-NEXT:   sched.const "w" = {{.*}} offset(128)
 //   a, b and c are live together; d reuses a's space once a is dead; tile 1 starts at 0

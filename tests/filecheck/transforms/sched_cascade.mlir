@@ -10,8 +10,8 @@
 
 builtin.module {
 sched.program mcpu("cn10ka") tiles(2) cascade {
-  %x = sched.io "x" "input" : !sched.buffer<ddr, 2x8xf16>
-  %y = sched.io "y" "output" : !sched.buffer<ddr, 2x8xf16>
+  %x = sched.io "x" input : !sched.buffer<ddr, 2x8xf16>
+  %y = sched.io "y" output : !sched.buffer<ddr, 2x8xf16>
   %w = sched.const "w" = dense<1.0> : tensor<8x8xf16> : !sched.buffer<ddr, 8x8xf16>
   %t = sched.alloc : !sched.buffer<ddr, 2x8xf16>
   %a0 = sched.alloc tile(0) : !sched.buffer<ocm, 2x8xf16>

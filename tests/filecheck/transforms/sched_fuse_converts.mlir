@@ -4,7 +4,7 @@
 // intermediate buffer goes); a chain that would round twice is left alone.
 
 builtin.module {
-  %x = sched.io "x" "input" : !sched.buffer<ddr, 1x2x3x4xf32>
+  %x = sched.io "x" input : !sched.buffer<ddr, 1x2x3x4xf32>
   %a = sched.alloc : !sched.buffer<ddr, 1x2x3x4xf16>
   %t0 = sched.convert tile 0 %x -> %a perm [0, 1, 2, 3] : !sched.buffer<ddr, 1x2x3x4xf32>, !sched.buffer<ddr, 1x2x3x4xf16> loc("/conv/Conv")
   %b = sched.alloc : !sched.buffer<ddr, 1x3x4x2xf16>
@@ -15,7 +15,7 @@ builtin.module {
   %t3 = sched.convert tile 0 %c -> %d perm [0, 1, 2, 3] after(%t2) : !sched.buffer<ddr, 1x2x3x4xf32>, !sched.buffer<ddr, 1x2x3x4xf16> loc("/twice")
 }
 
-// CHECK:      %x = sched.io "x" "input"
+// CHECK:      %x = sched.io "x" input
 // CHECK-NEXT: %b = sched.alloc : !sched.buffer<ddr, 1x3x4x2xf16>
 // CHECK-NEXT: %[[T:.*]] = sched.convert tile 0 %x -> %b perm [0, 2, 3, 1] : !sched.buffer<ddr, 1x2x3x4xf32>, !sched.buffer<ddr, 1x3x4x2xf16> loc("/conv/Conv")
 //   f16 -> f32 -> f16 would round twice: kept as two conversions

@@ -10,8 +10,8 @@
 builtin.module {
 sched.program mcpu("cn10ka") tiles(2) ddr_size(4096) const_base(0) const_end(1152) {
   %w = sched.const "w" = dense<1.0> : tensor<2x3x3x4xf16> offset(0) : !sched.buffer<ddr, 2x3x3x4xf16>
-  %x = sched.io "x" "input" offset(2048) : !sched.buffer<ddr, 1x4x4x4xf16>
-  %out = sched.io "y" "output" offset(3072) : !sched.buffer<ddr, 1x2x2x2xf16>
+  %x = sched.io "x" input offset(2048) : !sched.buffer<ddr, 1x4x4x4xf16>
+  %out = sched.io "y" output offset(3072) : !sched.buffer<ddr, 1x2x2x2xf16>
   %mid = sched.alloc offset(1280) : !sched.buffer<ddr, 1x2x2x2xf16>
   %y = sched.alloc offset(1280) : !sched.buffer<ddr, 1x2x2x2xf16>
   %in0 = sched.alloc tile(0) offset(0) : !sched.buffer<ocm, 1x4x4x4xf16>

@@ -7,8 +7,8 @@
 
 builtin.module {
 sched.program mcpu("cn10ka") tiles(2) wb_pin_ocm {
-  %x = sched.io "x" "input" : !sched.buffer<ddr, 3x8xf16>
-  %y = sched.io "y" "output" : !sched.buffer<ddr, 3x8xf16>
+  %x = sched.io "x" input : !sched.buffer<ddr, 3x8xf16>
+  %y = sched.io "y" output : !sched.buffer<ddr, 3x8xf16>
   %w = sched.const "w" = dense<1.0> : tensor<8x8xf16> : !sched.buffer<ddr, 8x8xf16>
   %a0 = sched.alloc tile(0) : !sched.buffer<ocm, 1x8xf16>
   %l0 = sched.dma tile 0 %x [0, 0] -> %a0 [0, 0] box [1, 8] : !sched.buffer<ddr, 3x8xf16>, !sched.buffer<ocm, 1x8xf16>

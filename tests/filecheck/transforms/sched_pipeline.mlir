@@ -6,7 +6,7 @@
 
 builtin.module {
 sched.program mcpu("cn10ka") tiles(1) {
-  %x = sched.io "x" "input" : !sched.buffer<ddr, 2x8xf16>
+  %x = sched.io "x" input : !sched.buffer<ddr, 2x8xf16>
   %w = sched.const "w" = dense<1.0> : tensor<8x8xf16> : !sched.buffer<ddr, 8x8xf16>
   %mid = sched.alloc : !sched.buffer<ddr, 2x8xf16>
   %a0 = sched.alloc tile(0) : !sched.buffer<ocm, 1x8xf16>

@@ -4,8 +4,8 @@
 
 builtin.module {
 sched.program mcpu("cn10ka") tiles(1) ddr_size(192) const_base(128) const_end(128) {
-  %in = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x10xf16>
-  %out = sched.io "output0" "output" offset(64) : !sched.buffer<ddr, 1x10xf16>
+  %in = sched.io "x" input offset(0) : !sched.buffer<ddr, 1x10xf16>
+  %out = sched.io "output0" output offset(64) : !sched.buffer<ddr, 1x10xf16>
   %a = sched.alloc tile(0) offset(0) : !sched.buffer<ocm, 1x10xf16>
   %t1 = sched.dma tile 0 %in [0, 0] -> %a [0, 0] box [1, 10] : !sched.buffer<ddr, 1x10xf16>, !sched.buffer<ocm, 1x10xf16>
   %b = sched.alloc tile(0) offset(0) : !sched.buffer<ocm, 1x10xf16>
@@ -19,8 +19,8 @@ sched.program mcpu("cn10ka") tiles(1) ddr_size(192) const_base(128) const_end(12
 
 builtin.module {
 sched.program mcpu("cn10ka") tiles(1) ddr_size(192) const_base(128) const_end(128) {
-  %in = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 10xf16>
-  %out = sched.io "output0" "output" offset(64) : !sched.buffer<ddr, 10xf16>
+  %in = sched.io "x" input offset(0) : !sched.buffer<ddr, 10xf16>
+  %out = sched.io "output0" output offset(64) : !sched.buffer<ddr, 10xf16>
   %a = sched.alloc tile(0) offset(0) : !sched.buffer<ocm, 10xf16> loc("/a/Conv")
   %t1 = sched.dma tile 0 %in [0] -> %a [0] box [10] : !sched.buffer<ddr, 10xf16>, !sched.buffer<ocm, 10xf16> loc("/a/Conv")
   %b = sched.alloc tile(0) offset(16) : !sched.buffer<ocm, 10xf16> loc("/b/Relu")

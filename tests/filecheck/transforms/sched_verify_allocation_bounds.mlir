@@ -4,8 +4,8 @@
 
 builtin.module {
 sched.program mcpu("cn10ka") tiles(1) ddr_size(128) const_base(128) const_end(128) {
-  %in = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x10xf16>
-  %out = sched.io "output0" "output" offset(120) : !sched.buffer<ddr, 1x10xf16> loc("/out")
+  %in = sched.io "x" input offset(0) : !sched.buffer<ddr, 1x10xf16>
+  %out = sched.io "output0" output offset(120) : !sched.buffer<ddr, 1x10xf16> loc("/out")
   %t1 = sched.dma tile 0 %in [0, 0] -> %out [0, 0] box [1, 10] : !sched.buffer<ddr, 1x10xf16>, !sched.buffer<ddr, 1x10xf16>
 }
 }

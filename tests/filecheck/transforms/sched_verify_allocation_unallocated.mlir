@@ -4,7 +4,7 @@
 
 builtin.module {
 sched.program mcpu("cn10ka") tiles(1) {
-  %in = sched.io "x" "input" offset(0) : !sched.buffer<ddr, 1x10xf16>
+  %in = sched.io "x" input offset(0) : !sched.buffer<ddr, 1x10xf16>
 }
 }
 
