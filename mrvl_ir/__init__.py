@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .frontend import from_onnx, node_name_of
     from .partition import partition_for_mrvl
     from .profiling import profile
+    from .quantization import quantize
     from .report import partition_report
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "partition_for_mrvl",
     "partition_report",
     "profile",
+    "quantize",
     "sweep",
 ]
 
@@ -55,6 +57,7 @@ _LAZY = {
     "partition_for_mrvl": "partition",
     "partition_report": "report",
     "profile": "profiling",
+    "quantize": "quantization",
 }
 
 

@@ -84,6 +84,31 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send a region without a conv or fc layer back to the CPU",
     )
+    p.add_argument(
+        "--quantize",
+        choices=("int8",),
+        help="quantize the float model first (post-training, onnxruntime's calibrators): "
+        "a QDQ model, written to OUTDIR/<model>.qdq.onnx with -o (needs --calibration)",
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="DATA",
+        help="calibration samples for --quantize: a .npy/.npz file with a leading batch axis "
+        "or a folder of them",
+    )
+    p.add_argument(
+        "--calibration-method",
+        choices=("minmax", "entropy", "percentile"),
+        default="minmax",
+        help="how --quantize chooses the activations' ranges (default: minmax)",
+    )
+    p.add_argument(
+        "--keep-fp16",
+        action="append",
+        default=[],
+        metavar="NODE[,NODE...]",
+        help="with --quantize, leave these ONNX nodes (by name) in float",
+    )
     p.add_argument("--emit", choices=STAGES, help="print this stage of every region and stop")
     p.add_argument("--dump-dir", help="write the IR after every pass here")
     p.add_argument(
@@ -376,6 +401,8 @@ def _compile(args) -> int:
     if hints and (args.run or _profiling(args)):
         option = "--run" if args.run else "--profile/--trace/--plot"
         raise UsageError(f"{option} needs a fixed shape for every input: {hints[0]}")
+    if args.quantize:
+        args.model = _quantized(args)
     mod = mrvl.from_onnx(args.model, shape_dict=shapes)
     for hint in hints:
         print(f"mrvlc: warning: {hint}", file=sys.stderr)
@@ -426,6 +453,43 @@ def _compile(args) -> int:
     return status
 
 
+def _quantized(args) -> str:
+    """Quantize the model on the calibration data; the path of the QDQ model, which the rest
+    of the run compiles and compares against (in OUTDIR with -o, else a temporary file)."""
+    import tempfile
+
+    import onnx
+
+    from mrvl.distributed.data import input_specs, read, samples
+    from mrvl.quantization import quantize
+
+    if not args.calibration:
+        raise UsageError("--quantize int8 needs --calibration DATA (a .npy/.npz file or folder)")
+    keep = _names(args.keep_fp16)
+    model = onnx.load(args.model)
+    nodes = {node.name for node in model.graph.node}
+    unknown = [name for name in keep if name not in nodes]
+    if unknown:
+        raise UsageError(f"--keep-fp16: the model has no node named {', '.join(map(repr, unknown))}")
+    specs = input_specs(model)
+    feeds = [read(ref, specs) for ref in samples(args.calibration, specs)]
+    qdq = quantize(model, feeds, method=args.calibration_method, keep_fp16=keep)
+    if args.output:
+        path = Path(args.output) / f"{Path(args.model).stem}.qdq.onnx"
+        path.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        path = Path(tempfile.mkdtemp(prefix="mrvlc-qdq-")) / f"{Path(args.model).stem}.qdq.onnx"
+    onnx.save(qdq, path)
+    print(f"quantized on {len(feeds)} calibration samples ({args.calibration_method}): {path}")
+    print(
+        "mrvlc: warning: the MLIP runs the quantized layers in fp16 on their dequantized "
+        "weights, and QuantizeLinear/DequantizeLinear stay on the CPU: int8 execution is not "
+        "built yet",
+        file=sys.stderr,
+    )
+    return str(path)
+
+
 def _profiling(args) -> bool:
     return bool(args.profile or args.trace or args.plot)
 
@@ -438,7 +502,7 @@ def _run_once(lib, args, shapes) -> int:
     from mrvl.profiling import plot_profile, profile_library, profile_runs
     from mrvl.runtime import recording
 
-    model = onnx.load(args.model)  # readable: from_onnx has checked it
+    model = onnx.load(args.model)  # readable: from_onnx has checked it (--quantize: the QDQ model)
     status = 0
     if args.run:
         with recording() as recorder:

@@ -1,0 +1,238 @@
+"""`mrvl.quantize`: post-training quantization of a float ONNX model to a QDQ model.
+
+The calibration and the QDQ writer are onnxruntime's (`quantize_static`); what this module
+adds is the form the MLIP runs exactly, and the checks that make bad input one clear error:
+
+- weights: int8, symmetric (zero point 0), one scale per output channel (`per_channel`);
+- activations: int8 with a zero point (asymmetric), one scale per tensor;
+- biases: int32 at the scale s_in * s_w, which onnxruntime's QDQ writer gives a bias of a
+  Conv or Gemm whose input and weight are quantized.
+
+Calibration data is an array with a leading batch axis (a model with one input), a dict of
+such arrays keyed by input name, or an iterable of feed dicts; every feed is checked against
+the model's inputs (names, shapes after the batch axis, dtypes) before calibration starts, so
+nothing is half done when one is wrong. Layers named in `keep_fp16` are left unquantized.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mrvl.errors import MrvlError
+
+METHODS = ("minmax", "entropy", "percentile")
+"""Calibration methods: onnxruntime's calibrators of the same names."""
+
+_CALIBRATOR_OPTIONS = {
+    "minmax": {},
+    # onnxruntime's defaults for entropy (128 histogram bins for 128 quantized bins) leave the
+    # threshold search nothing to choose from, so it returns the min-max range; TensorRT's
+    # entropy calibration, which it follows, uses 2048 bins.
+    "entropy": {"num_bins": 2048, "num_quantized_bins": 128},
+    # the tails of each side apart (its default folds them into one symmetric range, which
+    # wastes half of int8 on a ReLU's output)
+    "percentile": {"num_bins": 2048, "percentile": 99.999, "symmetric": False},
+}
+
+
+class QuantizeError(MrvlError, ValueError):
+    """The model cannot be quantized as asked: bad calibration data, an unknown node, ..."""
+
+
+Feeds = dict[str, np.ndarray]
+
+
+def _model_inputs(model) -> dict[str, tuple[tuple[int | None, ...], np.dtype]]:
+    """The model's runtime inputs: name -> (shape with None for a dynamic dim, dtype)."""
+    import onnx
+
+    initializers = {i.name for i in model.graph.initializer}
+    inputs = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor = value.type.tensor_type
+        shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+        inputs[value.name] = (shape, dtype)
+    return inputs
+
+
+def _batched(name: str, array: Any) -> np.ndarray:
+    try:
+        array = np.asarray(array)
+    except (TypeError, ValueError) as err:
+        raise QuantizeError(f"calibration data for '{name}' is not an array ({err})") from None
+    if array.ndim == 0 or array.shape[0] == 0:
+        raise QuantizeError(f"calibration data for '{name}' has no samples (shape {array.shape})")
+    return array
+
+
+def calibration_feeds(model, calibration: Any) -> list[Feeds]:
+    """Every calibration feed, checked against the model's inputs (QuantizeError if not)."""
+    inputs = _model_inputs(model)
+    if isinstance(calibration, np.ndarray):
+        if len(inputs) != 1:
+            raise QuantizeError(
+                f"the model has {len(inputs)} inputs ({', '.join(inputs)}): give the "
+                "calibration data as a dict of arrays keyed by input name"
+            )
+        calibration = {next(iter(inputs)): calibration}
+    if isinstance(calibration, Mapping):
+        arrays = {name: _batched(name, array) for name, array in calibration.items()}
+        counts = {name: len(array) for name, array in arrays.items()}
+        if len(set(counts.values())) > 1:
+            raise QuantizeError(f"calibration arrays differ in their sample counts: {counts}")
+        count = next(iter(counts.values()), 0)
+        feeds: Iterable[Feeds] = (
+            {name: array[i : i + 1] for name, array in arrays.items()} for i in range(count)
+        )
+    elif isinstance(calibration, Iterable) and not isinstance(calibration, str | bytes):
+        feeds = calibration
+    else:
+        raise QuantizeError(
+            "calibration data is an array, a dict of arrays keyed by input name, or an "
+            f"iterable of feed dicts, not {type(calibration).__name__}"
+        )
+    checked = [_checked_feed(feed, inputs, k) for k, feed in enumerate(feeds)]
+    if not checked:
+        raise QuantizeError("the calibration set is empty")
+    return checked
+
+
+def _checked_feed(feed: Any, inputs, k: int) -> Feeds:
+    if not isinstance(feed, Mapping):
+        raise QuantizeError(f"calibration feed {k} is a {type(feed).__name__}, not a dict")
+    unknown = sorted(set(feed) - set(inputs))
+    missing = sorted(set(inputs) - set(feed))
+    if unknown:
+        raise QuantizeError(
+            f"calibration feed {k} names {', '.join(map(repr, unknown))}, which the model "
+            f"does not have (its inputs: {', '.join(inputs)})"
+        )
+    if missing:
+        raise QuantizeError(f"calibration feed {k} lacks input {', '.join(map(repr, missing))}")
+    out = {}
+    for name, (shape, dtype) in inputs.items():
+        value = np.asarray(feed[name])
+        if value.ndim != len(shape) or any(
+            want is not None and got != want for got, want in zip(value.shape, shape)
+        ):
+            want = "x".join("?" if d is None else str(d) for d in shape)
+            raise QuantizeError(
+                f"calibration feed {k}: input '{name}' has shape {value.shape}, the model "
+                f"wants {want}"
+            )
+        if not np.can_cast(value.dtype, dtype, casting="same_kind"):
+            raise QuantizeError(
+                f"calibration feed {k}: input '{name}' is {value.dtype}, the model wants {dtype}"
+            )
+        out[name] = np.ascontiguousarray(value, dtype=dtype)
+    return out
+
+
+class _NoPreprocessingHint(logging.Filter):
+    """onnxruntime suggests its shape-inference pre-processing on every call, on the root
+    logger; its quantizer infers the shapes it needs itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-process" not in record.getMessage()
+
+
+class _Reader:
+    """onnxruntime's CalibrationDataReader over checked feeds."""
+
+    def __init__(self, feeds: Sequence[Feeds]):
+        self._feeds: Iterator[Feeds] = iter(feeds)
+
+    def get_next(self) -> Feeds | None:
+        return next(self._feeds, None)
+
+
+def quantize(
+    model: Any,
+    calibration: Any,
+    *,
+    method: str = "minmax",
+    per_channel: bool = True,
+    keep_fp16: Sequence[str] = (),
+):
+    """`model` (an `onnx.ModelProto` or a path) as a QDQ model calibrated on `calibration`.
+
+    `method` is "minmax", "entropy" or "percentile"; `per_channel` gives each output channel
+    of a weight its own scale; the nodes named in `keep_fp16` stay in float.
+    """
+    import onnx
+    from onnxruntime.quantization import (
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+    from onnxruntime.quantization.calibrate import create_calibrator, save_tensors_data
+
+    if method not in METHODS:
+        raise QuantizeError(f"unknown calibration method {method!r}: one of {', '.join(METHODS)}")
+    if not isinstance(model, onnx.ModelProto):
+        try:
+            model = onnx.load(os.fspath(model))
+        except Exception as err:  # noqa: BLE001 - protobuf's decode errors have no common base
+            raise QuantizeError(f"cannot read the model {model}: {err}") from None
+    names = {node.name for node in model.graph.node}
+    unknown = [name for name in keep_fp16 if name not in names]
+    if unknown:
+        raise QuantizeError(
+            f"keep_fp16: the model has no node named {', '.join(map(repr, unknown))}"
+        )
+    feeds = calibration_feeds(model, calibration)
+    calibrate = {
+        "minmax": CalibrationMethod.MinMax,
+        "entropy": CalibrationMethod.Entropy,
+        "percentile": CalibrationMethod.Percentile,
+    }[method]
+    with tempfile.TemporaryDirectory(prefix="mrvl-quantize-") as work:
+        source, target = Path(work, "float.onnx"), Path(work, "qdq.onnx")
+        ranges = Path(work, "ranges.json")
+        onnx.save(model, source)
+        hint = _NoPreprocessingHint()
+        logging.getLogger().addFilter(hint)
+        try:
+            # the ranges first, by a calibrator configured here; the QDQ writer reads them
+            with contextlib.redirect_stdout(io.StringIO()):  # its progress lines
+                calibrator = create_calibrator(
+                    source,
+                    augmented_model_path=str(Path(work, "augmented.onnx")),
+                    calibrate_method=calibrate,
+                    extra_options=_CALIBRATOR_OPTIONS[method],
+                )
+                calibrator.collect_data(_Reader(feeds))
+                save_tensors_data(calibrator.compute_data(), ranges)
+            del calibrator
+            quantize_static(
+                source,
+                target,
+                None,
+                calibration_cache_path=ranges,
+                quant_format=QuantFormat.QDQ,
+                per_channel=per_channel,
+                activation_type=QuantType.QInt8,
+                weight_type=QuantType.QInt8,
+                nodes_to_exclude=list(keep_fp16),
+                calibrate_method=calibrate,
+                extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
+            )
+        except Exception as err:  # noqa: BLE001 - onnxruntime raises plain errors
+            text = next((ln for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
+            raise QuantizeError(f"onnxruntime could not quantize the model: {text}") from None
+        finally:
+            logging.getLogger().removeFilter(hint)
+        return onnx.load(target)
