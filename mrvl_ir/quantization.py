@@ -158,6 +158,74 @@ class _Reader:
         return next(self._feeds, None)
 
 
+class _QdqWriter:
+    """Calibrates once, then writes the QDQ model for any set of float layers: the ranges are
+    onnxruntime's calibration cache, which `quantize_static` reads instead of calibrating."""
+
+    def __init__(self, model, feeds: Sequence[Feeds], method: str, per_channel: bool, work):
+        import onnx
+        from onnxruntime.quantization import CalibrationMethod
+        from onnxruntime.quantization.calibrate import create_calibrator, save_tensors_data
+
+        self.work = Path(work)
+        self.source = self.work / "float.onnx"
+        self.ranges = self.work / "ranges.json"
+        self.per_channel = per_channel
+        self.calibrate = {
+            "minmax": CalibrationMethod.MinMax,
+            "entropy": CalibrationMethod.Entropy,
+            "percentile": CalibrationMethod.Percentile,
+        }[method]
+        onnx.save(model, self.source)
+        with _onnxruntime_errors(), contextlib.redirect_stdout(io.StringIO()):  # its progress
+            calibrator = create_calibrator(
+                self.source,
+                augmented_model_path=str(self.work / "augmented.onnx"),
+                calibrate_method=self.calibrate,
+                extra_options=_CALIBRATOR_OPTIONS[method],
+            )
+            calibrator.collect_data(_Reader(feeds))
+            save_tensors_data(calibrator.compute_data(), self.ranges)
+
+    def write(self, keep_fp16: Sequence[str]):
+        """The QDQ model with the nodes of `keep_fp16` left in float."""
+        import onnx
+        from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+        target = self.work / "qdq.onnx"
+        with _onnxruntime_errors():
+            quantize_static(
+                self.source,
+                target,
+                None,
+                calibration_cache_path=self.ranges,
+                quant_format=QuantFormat.QDQ,
+                per_channel=self.per_channel,
+                activation_type=QuantType.QInt8,
+                weight_type=QuantType.QInt8,
+                nodes_to_exclude=list(keep_fp16),
+                calibrate_method=self.calibrate,
+                extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
+            )
+        return onnx.load(target)
+
+
+@contextlib.contextmanager
+def _onnxruntime_errors():
+    """onnxruntime's failures as one QuantizeError line; its pre-processing hint muted."""
+    hint = _NoPreprocessingHint()
+    logging.getLogger().addFilter(hint)
+    try:
+        yield
+    except QuantizeError:
+        raise
+    except Exception as err:  # noqa: BLE001 - onnxruntime raises plain errors
+        text = next((ln for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
+        raise QuantizeError(f"onnxruntime could not quantize the model: {text}") from None
+    finally:
+        logging.getLogger().removeFilter(hint)
+
+
 def quantize(
     model: Any,
     calibration: Any,
@@ -165,23 +233,25 @@ def quantize(
     method: str = "minmax",
     per_channel: bool = True,
     keep_fp16: Sequence[str] = (),
+    accuracy_target: float | None = None,
 ):
     """`model` (an `onnx.ModelProto` or a path) as a QDQ model calibrated on `calibration`.
 
     `method` is "minmax", "entropy" or "percentile"; `per_channel` gives each output channel
-    of a weight its own scale; the nodes named in `keep_fp16` stay in float.
+    of a weight its own scale; the nodes named in `keep_fp16` stay in float. With
+    `accuracy_target` (the largest relative error of the outputs against the float model's
+    on the calibration data, e.g. 0.02), the fewest further layers are kept in float, the
+    most sensitive first, until the outputs are within it (`mixed_precision.py`). Which
+    layers were kept, and why, is in the model's metadata (`quantization_report`).
     """
     import onnx
-    from onnxruntime.quantization import (
-        CalibrationMethod,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
-    from onnxruntime.quantization.calibrate import create_calibrator, save_tensors_data
+
+    from mrvl.mixed_precision import search, write_report
 
     if method not in METHODS:
         raise QuantizeError(f"unknown calibration method {method!r}: one of {', '.join(METHODS)}")
+    if accuracy_target is not None and not accuracy_target > 0:
+        raise QuantizeError(f"accuracy_target must be > 0, got {accuracy_target}")
     if not isinstance(model, onnx.ModelProto):
         try:
             model = onnx.load(os.fspath(model))
@@ -194,45 +264,13 @@ def quantize(
             f"keep_fp16: the model has no node named {', '.join(map(repr, unknown))}"
         )
     feeds = calibration_feeds(model, calibration)
-    calibrate = {
-        "minmax": CalibrationMethod.MinMax,
-        "entropy": CalibrationMethod.Entropy,
-        "percentile": CalibrationMethod.Percentile,
-    }[method]
     with tempfile.TemporaryDirectory(prefix="mrvl-quantize-") as work:
-        source, target = Path(work, "float.onnx"), Path(work, "qdq.onnx")
-        ranges = Path(work, "ranges.json")
-        onnx.save(model, source)
-        hint = _NoPreprocessingHint()
-        logging.getLogger().addFilter(hint)
-        try:
-            # the ranges first, by a calibrator configured here; the QDQ writer reads them
-            with contextlib.redirect_stdout(io.StringIO()):  # its progress lines
-                calibrator = create_calibrator(
-                    source,
-                    augmented_model_path=str(Path(work, "augmented.onnx")),
-                    calibrate_method=calibrate,
-                    extra_options=_CALIBRATOR_OPTIONS[method],
-                )
-                calibrator.collect_data(_Reader(feeds))
-                save_tensors_data(calibrator.compute_data(), ranges)
-            del calibrator
-            quantize_static(
-                source,
-                target,
-                None,
-                calibration_cache_path=ranges,
-                quant_format=QuantFormat.QDQ,
-                per_channel=per_channel,
-                activation_type=QuantType.QInt8,
-                weight_type=QuantType.QInt8,
-                nodes_to_exclude=list(keep_fp16),
-                calibrate_method=calibrate,
-                extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
-            )
-        except Exception as err:  # noqa: BLE001 - onnxruntime raises plain errors
-            text = next((ln for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
-            raise QuantizeError(f"onnxruntime could not quantize the model: {text}") from None
-        finally:
-            logging.getLogger().removeFilter(hint)
-        return onnx.load(target)
+        writer = _QdqWriter(model, feeds, method, per_channel, work)
+        if accuracy_target is None:
+            qdq = writer.write(keep_fp16)
+            report = {"method": method, "kept": [{"node": n, "why": "asked"} for n in keep_fp16]}
+        else:
+            qdq, report = search(model, feeds, writer, keep_fp16, accuracy_target)
+            report["method"] = method
+    write_report(qdq, report)
+    return qdq

@@ -109,6 +109,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NODE[,NODE...]",
         help="with --quantize, leave these ONNX nodes (by name) in float",
     )
+    p.add_argument(
+        "--accuracy-target",
+        type=float,
+        metavar="ERROR",
+        help="with --quantize, keep the fewest further layers in float (the most sensitive "
+        "first) that bring the outputs within this relative error of the float model's on the "
+        "calibration data, e.g. 0.02",
+    )
     p.add_argument("--emit", choices=STAGES, help="print this stage of every region and stop")
     p.add_argument("--dump-dir", help="write the IR after every pass here")
     p.add_argument(
@@ -456,15 +464,21 @@ def _compile(args) -> int:
 def _quantized(args) -> str:
     """Quantize the model on the calibration data; the path of the QDQ model, which the rest
     of the run compiles and compares against (in OUTDIR with -o, else a temporary file)."""
+    import atexit
+    import shutil
     import tempfile
+    import warnings
 
     import onnx
 
     from mrvl.distributed.data import input_specs, read, samples
+    from mrvl.mixed_precision import AccuracyTargetWarning, quantization_report
     from mrvl.quantization import quantize
 
     if not args.calibration:
         raise UsageError("--quantize int8 needs --calibration DATA (a .npy/.npz file or folder)")
+    if args.accuracy_target is not None and not args.accuracy_target > 0:
+        raise UsageError(f"--accuracy-target must be > 0, got {args.accuracy_target}")
     keep = _names(args.keep_fp16)
     model = onnx.load(args.model)
     nodes = {node.name for node in model.graph.node}
@@ -473,14 +487,39 @@ def _quantized(args) -> str:
         raise UsageError(f"--keep-fp16: the model has no node named {', '.join(map(repr, unknown))}")
     specs = input_specs(model)
     feeds = [read(ref, specs) for ref in samples(args.calibration, specs)]
-    qdq = quantize(model, feeds, method=args.calibration_method, keep_fp16=keep)
+    with warnings.catch_warnings():  # the verdict below says it in one line
+        warnings.simplefilter("ignore", AccuracyTargetWarning)
+        qdq = quantize(
+            model,
+            feeds,
+            method=args.calibration_method,
+            keep_fp16=keep,
+            accuracy_target=args.accuracy_target,
+        )
     if args.output:
         path = Path(args.output) / f"{Path(args.model).stem}.qdq.onnx"
         path.parent.mkdir(parents=True, exist_ok=True)
     else:
-        path = Path(tempfile.mkdtemp(prefix="mrvlc-qdq-")) / f"{Path(args.model).stem}.qdq.onnx"
+        work = tempfile.mkdtemp(prefix="mrvlc-qdq-")
+        atexit.register(shutil.rmtree, work, ignore_errors=True)
+        path = Path(work) / f"{Path(args.model).stem}.qdq.onnx"
     onnx.save(qdq, path)
     print(f"quantized on {len(feeds)} calibration samples ({args.calibration_method}): {path}")
+    report = quantization_report(qdq)
+    for kept in report["kept"]:
+        print(f"  kept in float: {kept['node']} ({kept['why']})")
+    if "output_error" in report:
+        print(
+            f"  outputs {report['output_error']:.3g} from the float model's on the calibration "
+            f"data (target {report['accuracy_target']}; all int8: "
+            f"{report['error_with_asked_layers_only']:.3g})"
+        )
+        if not report["reached"]:
+            print(
+                f"mrvlc: warning: the accuracy target {report['accuracy_target']} is not met "
+                "even with every ranked layer in float",
+                file=sys.stderr,
+            )
     print(
         "mrvlc: warning: the MLIP runs the quantized layers in fp16 on their dequantized "
         "weights, and QuantizeLinear/DequantizeLinear stay on the CPU: int8 execution is not "

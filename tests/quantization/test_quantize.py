@@ -11,13 +11,13 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from helpers import truncated_at
 from onnx import numpy_helper
 
 import mrvl
+from mrvl.mixed_precision import AccuracyTargetWarning, output_error, quantization_report
 from mrvl.quantization import QuantizeError
 from mrvl.tools import mrvlc
-
-from helpers import truncated_at
 
 SAMPLES = 16
 
@@ -204,3 +204,49 @@ def test_mrvlc_quantize_errors_are_one_line(
     err = capsys.readouterr().err.strip()
     assert err.startswith("mrvlc: error:") and message in err and "\n" not in err
     assert not (out / "mnist.qdq.onnx").exists()
+
+
+def test_accuracy_target_keeps_the_fewest_sensitive_layers(mnist_model, calibration):
+    """The kept layers bring the outputs within the target, and one fewer of them (in the
+    order of sensitivity) does not; the report says which and why."""
+    target = 0.05
+    model = mrvl.quantize(mnist_model, calibration, accuracy_target=target)
+    report = quantization_report(model)
+    kept = [entry["node"] for entry in report["kept"]]
+    feeds = [{"input": x[None]} for x in calibration]
+    assert report["reached"] and kept
+    assert report["error_with_asked_layers_only"] > target
+    assert output_error(mnist_model, model, feeds) == report["output_error"] <= target
+    fewer = mrvl.quantize(mnist_model, calibration, keep_fp16=kept[:-1])
+    assert output_error(mnist_model, fewer, feeds) > target
+    assert all("dB of SQNR" in entry["why"] for entry in report["kept"])
+    assert {"/fc2/Gemm", "/conv1/Conv"} <= set(kept)  # first and last layer: the most sensitive
+
+
+def test_an_unreachable_target_warns(mnist_model, calibration):
+    with pytest.warns(AccuracyTargetWarning, match="beyond the accuracy target 1e-09"):
+        model = mrvl.quantize(mnist_model, calibration, accuracy_target=1e-9)
+    report = quantization_report(model)
+    assert not report["reached"] and report["output_error"] > 1e-9
+    with pytest.raises(QuantizeError, match="accuracy_target must be > 0"):
+        mrvl.quantize(mnist_model, calibration, accuracy_target=0)
+
+
+def test_report_of_asked_layers(mnist_model, calibration):
+    model = mrvl.quantize(mnist_model, calibration, keep_fp16=["/conv1/Conv"], method="entropy")
+    assert quantization_report(model) == {
+        "method": "entropy",
+        "kept": [{"node": "/conv1/Conv", "why": "asked"}],
+    }
+
+
+def test_mrvlc_accuracy_target(mnist_model, calibration, tmp_path, capsys):
+    model_path = tmp_path / "mnist.onnx"
+    onnx.save(mnist_model, model_path)
+    np.save(tmp_path / "calib.npy", calibration)
+    argv = [str(model_path), "--quantize", "int8", "--calibration", str(tmp_path / "calib.npy"),
+            "--accuracy-target", "0.05", "--report"]  # fmt: skip
+    assert mrvlc.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "kept in float: /fc2/Gemm (sensitivity rank 1 of 4" in out
+    assert "(target 0.05; all int8:" in out
