@@ -2,8 +2,8 @@
 patterns, their check, and its import as one `mrvl.bmm`.
 
     mrvl.bmm    matmul(a | permute_dims(a), b | permute_dims(b)), a and b computed at run
-                time, ranks 2 to RANKS[-1]; a permute_dims that swaps the last two axes is
-                read as a transposed operand
+                time, of any rank a region's tensors have (2 and up); a permute_dims that
+                swaps the last two axes is read as a transposed operand
 
 The leading (batch) axes of the result are those of the operands broadcast together. The MLIP
 reads an operand that has them all, or none (one matrix shared by every batch); any other
@@ -34,8 +34,13 @@ from mrvl.pattern_checks import (
     checked,
 )
 
-RANKS = (2, 3, 4)
-"""Ranks of the operands and the result."""
+
+def ranks() -> tuple[int, ...]:
+    """Ranks of the operands and the result: those a region's tensors may have (every rank
+    of relax_import.RELAX_LAYOUT, which imports this module)."""
+    from mrvl.relax_import import RELAX_LAYOUT
+
+    return tuple(sorted(RELAX_LAYOUT))
 
 def _bmm_pattern(trans_a: bool, trans_b: bool):
     ann: dict[str, DFPattern] = {}
@@ -77,14 +82,14 @@ def check_bmm(ctx: PatternCheckContext) -> None:
         value = ann[side]
         perm = _permuted(value)
         source = perm.args[0] if perm is not None else value
-        shape = _activation(source, RANKS, matmul, any_batch=True)
+        shape = _activation(source, ranks(), matmul, any_batch=True)
         if perm is not None:
             if not _swaps_last_two(perm, len(shape)):
                 raise _Reject(f"transpose {list(perm.attrs.axes)} is not of the last two axes", perm)
             shape = (*shape[:-2], shape[-1], shape[-2])
         shapes.append(shape)
     (a, b), out = shapes, _tensor_shape(matmul, matmul)
-    if len(out) not in RANKS or len(out) < 2:
+    if len(out) not in ranks():
         raise _Reject(f"rank {len(out)} result", matmul)
     lead = out[:-2]
     for side, shape in (("left", a), ("right", b)):
