@@ -42,12 +42,19 @@ def ranks() -> tuple[int, ...]:
 
     return tuple(sorted(RELAX_LAYOUT))
 
+
 def _bmm_pattern(trans_a: bool, trans_b: bool):
     ann: dict[str, DFPattern] = {}
     lhs = ann["lhs"] = is_op("relax.permute_dims")(wildcard()) if trans_a else ~is_const()
     rhs = ann["rhs"] = is_op("relax.permute_dims")(wildcard()) if trans_b else ~is_const()
     ann["matmul"] = is_op("relax.matmul")(lhs, rhs)
-    return ("mrvl.bmm", ann["matmul"], ann, checked(check_bmm))
+
+    def check(ctx: PatternCheckContext) -> None:
+        check_bmm(ctx, trans_a, trans_b)
+
+    form = ("t" if trans_a else "n") + ("t" if trans_b else "n")
+    check.__name__ = check.__qualname__ = f"check_bmm_{form}"
+    return ("mrvl.bmm", ann["matmul"], ann, checked(check))
 
 
 def bmm_patterns() -> list[tuple]:
@@ -72,20 +79,25 @@ def _swaps_last_two(call: relax.Call, rank: int) -> bool:
     return [int(a) for a in axes] == [*range(rank - 2), rank - 1, rank - 2]
 
 
-def check_bmm(ctx: PatternCheckContext) -> None:
+def check_bmm(ctx: PatternCheckContext, trans_a: bool, trans_b: bool) -> None:
+    """The check of the pattern that folds a transpose of the left (right) operand if
+    `trans_a` (`trans_b`). The matcher reports an operand as the value bound to it, so an
+    operand that a pattern reads as it is may still be a permute_dims call: only the
+    pattern says which transposes are folded."""
     ann = ctx.annotated_expr
     matmul = ann["matmul"]
     _no_leaks(ctx)
     _f32_result(matmul)
     shapes = []
-    for side in ("lhs", "rhs"):
+    for side, folded in (("lhs", trans_a), ("rhs", trans_b)):
         value = ann[side]
-        perm = _permuted(value)
+        perm = _permuted(value) if folded else None
         source = perm.args[0] if perm is not None else value
         shape = _activation(source, ranks(), matmul, any_batch=True)
         if perm is not None:
             if not _swaps_last_two(perm, len(shape)):
-                raise _Reject(f"transpose {list(perm.attrs.axes)} is not of the last two axes", perm)
+                axes = list(perm.attrs.axes)
+                raise _Reject(f"transpose {axes} is not of the last two axes", perm)
             shape = (*shape[:-2], shape[-1], shape[-2])
         shapes.append(shape)
     (a, b), out = shapes, _tensor_shape(matmul, matmul)

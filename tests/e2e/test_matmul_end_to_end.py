@@ -137,6 +137,25 @@ def test_at_partition_time_a_product_that_cannot_fit_stays_on_the_cpu():
     }
 
 
+@pytest.mark.parametrize("also_used", [False, True])
+def test_a_transpose_of_other_axes_is_an_operand_not_a_folded_transpose(also_used):
+    """The left operand is a Transpose of the batch axes (a copy of its own) and the right one
+    a Transpose of its last two axes (folded). The pattern that would fold both is rejected,
+    and the one that folds only the right one takes the MatMul (found by the fuzzer: the
+    matcher reports an operand as its bound value, a permute_dims either way)."""
+    nodes = [
+        node("Transpose", ["A"], ["At"], perm=[1, 0, 2, 3], name="/a/Transpose"),
+        node("Transpose", ["B"], ["Bt"], perm=[0, 1, 3, 2], name="/b/Transpose"),
+        node("MatMul", ["At", "Bt"], ["S"], name="/s/MatMul"),
+    ]
+    outputs = [("S", [3, 2, 5, 7])]
+    if also_used:
+        nodes.append(node("Relu", ["At"], ["R"], name="/r/Relu"))
+        outputs.append(("R", [3, 2, 5, 8]))
+    m = model(nodes, [], [("A", [2, 3, 5, 8]), ("B", [3, 2, 7, 8])], outputs)
+    check_offloaded_and_accurate(m, num_tiles=2)
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="a region tensor of rank 5 needs the layouts of the rank-5/6 data-movement work "
