@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import onnxruntime_outputs
+from helpers import onnxruntime_outputs, region_functions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import helper, numpy_helper
@@ -154,6 +154,28 @@ def test_a_transpose_of_other_axes_is_an_operand_not_a_folded_transpose(also_use
         outputs.append(("R", [3, 2, 5, 8]))
     m = model(nodes, [], [("A", [2, 3, 5, 8]), ("B", [3, 2, 7, 8])], outputs)
     check_offloaded_and_accurate(m, num_tiles=2)
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+@pytest.mark.parametrize("options", [{}, {"wb_pin_ocm": True}, {"cascade": True}])
+def test_the_cycle_model_times_the_product_and_finds_every_token(num_tiles, options):
+    """The compiled Q·Kᵀ region replays on the cycle model without a hazard (every byte a
+    piece reuses is ordered by a token), with the product's MACs on the MAC queues and its
+    time no shorter than those MACs at the target's rate."""
+    from mrvl.compiler import compile_region
+    from mrvl.sim import prepare
+    from mrvl.sim.cycles import model_cycles
+    from mrvl.target import get_target
+
+    m = matmul_model([2, 4, 24, 32], [2, 4, 40, 32], trans_b=True)
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(m), num_tiles=num_tiles)
+    ((_, func),) = list(region_functions(mod))
+    region = compile_region(func, num_tiles=num_tiles, **options)
+    timeline = model_cycles(prepare(region.binary))
+    macs = 2 * 4 * 24 * 40 * 32
+    assert int(timeline.macs.sum()) == macs
+    rate = get_target("cn10ka").fp16_macs_per_cycle_per_tile * num_tiles
+    assert int(timeline.end.max()) >= macs / rate
 
 
 @pytest.mark.xfail(
