@@ -21,16 +21,9 @@ from mrvl.isa import OPCODE_BY_NAME, OpcodeTable
 from mrvl.sim.engines.numba.dma import cvt, dma, load_table
 from mrvl.sim.engines.numba.fields import OP_END
 from mrvl.sim.engines.numba.jit import jit
-from mrvl.sim.engines.numba.mac import conv, fc
+from mrvl.sim.engines.numba.mac import bmm, conv, fc
 from mrvl.sim.engines.numba.mac_tiles import NARROW, packed_size
-from mrvl.sim.engines.numba.numerics import (
-    F16_TO_F32,
-    F16_TO_F32_BITS,
-    load_f16,
-    read_f32,
-    store_f16,
-    store_f32,
-)
+from mrvl.sim.engines.numba.numerics import F16_TO_F32, F16_TO_F32_BITS
 from mrvl.sim.engines.numba.sharing import (
     SYNC_EXTRA,
     _helper_pool,
@@ -43,7 +36,7 @@ from mrvl.sim.engines.numba.vector import TABLE_NOT_INTEGER, add, mul, pool, res
 from mrvl.sim.errors import SimulatorError
 from mrvl.sim.memory import Memory
 from mrvl.sim.stats import RunStats
-from mrvl.sim.validate import ValidProgram, describe, field_words
+from mrvl.sim.validate import ValidProgram, describe
 from mrvl.sim.weight_cache import Packing, WeightCache, weight_cache
 
 STOP = -1
@@ -113,57 +106,6 @@ def _fc(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step
     tile = row[1]
     fc(row, frow, machine[1][tile], machine[3], machine[2][tile], tally, cache_slot(weights, i))
     return step
-
-
-_bmm_words = field_words(OPCODE_BY_NAME["bmm"])
-BMM_A_ADDR, BMM_B_ADDR, BMM_OUT_ADDR = (
-    _bmm_words["a_addr"],
-    _bmm_words["b_addr"],
-    _bmm_words["out_addr"],
-)
-BMM_BATCH, BMM_M, BMM_K, BMM_N = (
-    _bmm_words["batch"],
-    _bmm_words["m"],
-    _bmm_words["k"],
-    _bmm_words["n"],
-)
-BMM_TRANS_A, BMM_TRANS_B = _bmm_words["trans_a"], _bmm_words["trans_b"]
-BMM_A_SHARED, BMM_B_SHARED = _bmm_words["a_shared"], _bmm_words["b_shared"]
-BMM_ACC_ADDR, BMM_ACC_OUT = _bmm_words["acc_addr"], _bmm_words["acc_out"]
-
-
-@jit
-def bmm(row, ocm, lut, tally):
-    """out[q, i, j] = acc[q, i, j] + sum over k of A[q, i, k] * B[q, k, j], fp32 in order of k
-    (isa.md `bmm`): each B matrix as [K, N], then for each row the outputs innermost."""
-    batch, m, k, n = row[BMM_BATCH], row[BMM_M], row[BMM_K], row[BMM_N]
-    trans_a, trans_b = row[BMM_TRANS_A], row[BMM_TRANS_B]
-    a_stride = 0 if row[BMM_A_SHARED] else m * k
-    b_stride = 0 if row[BMM_B_SHARED] else k * n
-    a = load_f16(ocm, row[BMM_A_ADDR], max(a_stride, m * k) * (batch if a_stride else 1), lut)
-    b = load_f16(ocm, row[BMM_B_ADDR], max(b_stride, k * n) * (batch if b_stride else 1), lut)
-    out = np.zeros(batch * m * n, np.float32)
-    if row[BMM_ACC_ADDR] != -1:
-        out[:] = read_f32(ocm, row[BMM_ACC_ADDR], batch * m * n)
-    bt = np.empty(k * n, np.float32)
-    for q in range(batch):
-        a0, b0 = q * a_stride, q * b_stride
-        if trans_b:
-            for j in range(n):
-                for kk in range(k):
-                    bt[kk * n + j] = b[b0 + j * k + kk]
-        else:
-            bt[:] = b[b0 : b0 + k * n]
-        for i in range(m):
-            acc = out[(q * m + i) * n : (q * m + i + 1) * n]
-            for kk in range(k):
-                xv = a[a0 + kk * m + i] if trans_a else a[a0 + i * k + kk]
-                for j in range(n):
-                    acc[j] = acc[j] + xv * bt[kk * n + j]
-    if row[BMM_ACC_OUT]:
-        store_f32(ocm, row[BMM_OUT_ADDR], out)
-    else:
-        store_f16(ocm, row[BMM_OUT_ADDR], out, tally)
 
 
 @implements("bmm")
