@@ -420,6 +420,58 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         ),
     ),
     OpcodeSpec(
+        "bmm",
+        0x31,
+        "mac",
+        "Batched product of two activations: out[b] = A[b] . B[b] for each of `batch` "
+        "matrices, either operand optionally transposed or shared by every batch; fp32 "
+        "accumulation from +0.0 or from fp32 partial sums, one rounding to f16 (or the fp32 "
+        "accumulator itself, for a reduction split into blocks).",
+        (
+            _f(
+                "a_addr",
+                "i32",
+                "OCM byte address of A, f16: per batch [M, K], or [K, M] with trans_a",
+            ),
+            _f(
+                "b_addr",
+                "i32",
+                "OCM byte address of B, f16: per batch [K, N], or [N, K] with trans_b",
+            ),
+            _f("out_addr", "i32", "OCM byte address of the output [batch, M, N], f16 or fp32"),
+            _f("batch", "i32", "matrices in the product", legal="batch >= 1"),
+            _f("m", "i32", "rows of each output matrix", legal="m >= 1"),
+            _f("k", "i32", "the reduction's length", legal="k >= 1"),
+            _f("n", "i32", "columns of each output matrix", legal="n >= 1"),
+            _f("trans_a", "i32", "1: A is stored [K, M]", legal="trans_a in (0, 1)"),
+            _f("trans_b", "i32", "1: B is stored [N, K]", legal="trans_b in (0, 1)"),
+            _f(
+                "a_shared",
+                "i32",
+                "1: one A matrix for every batch (a broadcast operand)",
+                legal="a_shared in (0, 1)",
+            ),
+            _f(
+                "b_shared",
+                "i32",
+                "1: one B matrix for every batch (a broadcast operand)",
+                legal="b_shared in (0, 1)",
+            ),
+            _f(
+                "acc_addr",
+                "i32",
+                "OCM byte address of fp32 partial sums [batch, M, N] to start from instead of "
+                "+0.0, or -1",
+            ),
+            _f(
+                "acc_out",
+                "i32",
+                "1: write the fp32 accumulator (no rounding) instead of f16",
+                legal="acc_out in (0, 1)",
+            ),
+        ),
+    ),
+    OpcodeSpec(
         "add",
         0x40,
         "vector",
@@ -488,6 +540,14 @@ OPCODES: tuple[OpcodeSpec, ...] = (
 
 OPCODE_BY_NAME = {spec.name: spec for spec in OPCODES}
 OPCODE_BY_VALUE = {spec.opcode: spec for spec in OPCODES}
+
+
+def bmm_shapes(f: dict) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The shapes of A, B and the output of a `bmm`, as stored."""
+    batch, m, k, n = f["batch"], f["m"], f["k"], f["n"]
+    a = (1 if f["a_shared"] else batch, *((k, m) if f["trans_a"] else (m, k)))
+    b = (1 if f["b_shared"] else batch, *((n, k) if f["trans_b"] else (k, n)))
+    return a, b, (batch, m, n)
 
 # ------------------------------------------------------------------------- legal ranges
 

@@ -522,6 +522,21 @@ class _Emitter:
             attrs=attrs,
         )
 
+    def _bmm_node(self, op: mrvl.BatchMatMulOp) -> None:
+        self._layer_node(
+            op,
+            "BatchMatMul",
+            [op.lhs, op.rhs],
+            data_layout="NCW",
+            data_shape=mrvl.shape_of(op.lhs),
+            out_layout="NCW",
+            composite="mrvl.bmm",
+            attrs={
+                "transpose_a": ["1" if op.trans_a is not None else "0"],
+                "transpose_b": ["1" if op.trans_b is not None else "0"],
+            },
+        )
+
     def _pool_node(self, op: mrvl.MaxPool2DOp | mrvl.AvgPool2DOp) -> None:
         kernel = _values(op.kernel)
         _, h, w, _ = mrvl.shape_of(op.input)
@@ -711,6 +726,7 @@ NODE_BUILDERS: dict[type[Operation], Callable[[_Emitter, Operation], None]] = {
     mrvl.LayoutConvertOp: _Emitter._layout_convert,
     mrvl.Conv2DOp: _Emitter._conv_node,
     mrvl.FullyConnectedOp: _Emitter._fc_node,
+    mrvl.BatchMatMulOp: _Emitter._bmm_node,
     mrvl.MaxPool2DOp: _Emitter._pool_node,
     mrvl.AvgPool2DOp: _Emitter._pool_node,
     mrvl.AddOp: _Emitter._sum_node,

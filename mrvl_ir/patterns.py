@@ -9,6 +9,8 @@ contract with `relax_import.py`:
     mrvl.conv_transpose    conv2d_transpose [+bias] [activation] (zero insertion + conv2d)
     mrvl.resize            resize2d, linear (bilinear) or a nearest that is no strided copy
     mrvl.fc                [*alpha] matmul [steps] [activation], [N, K] or [N, T, K] rows
+    mrvl.bmm               matmul of two activations, either one through a permute_dims of
+                           its last two axes (`matmul.py`)
     mrvl.add               add(a, b) of two same-shape tensors [activation]
     mrvl.mul               multiply(a, b) of two same-shape tensors, or of x and a gate
                            [N, C, 1, 1] (either side) [activation]
@@ -46,6 +48,7 @@ from tvm.relax.dpl import DFPattern, is_const, is_op, is_tuple_get_item, wildcar
 from tvm.relax.transform import PatternCheckContext
 
 from . import strided
+from .matmul import bmm_patterns
 from .pattern_checks import (
     MAX_AFFINE_STEPS,
     check_add,
@@ -234,6 +237,8 @@ def _pattern_table() -> list[tuple]:
         _conv2d_pattern(with_pad=True),
         _conv2d_pattern(with_pad=False),
         _conv_transpose_pattern(),
+        # a product of two activations, before fc claims the matmul and rejects it
+        *bmm_patterns(),
         _fc_pattern(with_alpha=True),
         _fc_pattern(with_alpha=False),
         _add_pattern(),

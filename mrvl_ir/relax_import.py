@@ -26,6 +26,7 @@ from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError, layer_boundary
 from mrvl.frontend import constant_view, node_name_of
 from mrvl.locations import name_location
+from mrvl.matmul import import_bmm
 
 RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC"}
 
@@ -189,6 +190,7 @@ class _RegionImporter:
                 calls = [c for c in calls if not any(c.same_as(a) for a in form.calls)]
             chain = _Chain(calls, form)
             chain.activation_input = act_input
+            chain.bound = bound
             return handler(self, chain, inner)
 
     # -- fused pieces ---------------------------------------------------------------------------
@@ -614,6 +616,8 @@ class _Chain:
         self.activation = activation
         """The composite's trailing activation, already split off `calls`."""
         self.activation_input: relax.Expr | None = None
+        self.bound: dict[relax.Var, relax.Expr] = {}
+        """The composite's bindings (var -> value)."""
 
     def _name(self, call) -> str:
         return call.op.name if hasattr(call.op, "name") else ""
@@ -718,6 +722,7 @@ _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.global_avgpool2d": _RegionImporter.global_pool2d,
     "mrvl.global_maxpool2d": _RegionImporter.global_pool2d,
     "mrvl.fc": _RegionImporter.fc,
+    "mrvl.bmm": import_bmm,
     "mrvl.add": _RegionImporter.add,
     "mrvl.mul": _RegionImporter.mul,
     "mrvl.concat": _RegionImporter.concat,

@@ -130,6 +130,12 @@ def _fc(f: dict, target: Target) -> tuple[Cost, int]:
     return cost.mac(target, macs), macs
 
 
+@costs("bmm")
+def _bmm(f: dict, target: Target) -> tuple[Cost, int]:
+    macs = f["batch"] * f["m"] * f["k"] * f["n"]
+    return cost.mac(target, macs), macs
+
+
 @costs("pool")
 def _pool(f: dict, target: Target) -> tuple[Cost, int]:
     return cost.vector(target, cost.pool_element_ops(f["out_shape"], f["kernel"])), 0

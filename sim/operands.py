@@ -18,6 +18,7 @@ from mrvl.isa import (
     DType,
     Instruction,
     OpcodeTable,
+    bmm_shapes,
     destination_tiles,
 )
 
@@ -181,6 +182,16 @@ def _fc(f: dict, ins: Instruction) -> Operands:
         *_activation_reads(f, o),
     ]
     return reads, [dense(OCM, f["out_addr"], DType.F16, (n, o))]
+
+
+@operands_of("bmm")
+def _bmm(f: dict, ins: Instruction) -> Operands:
+    a, b, out = bmm_shapes(f)
+    reads = [dense(OCM, f["a_addr"], DType.F16, a), dense(OCM, f["b_addr"], DType.F16, b)]
+    if f["acc_addr"] != -1:
+        reads.append(dense(OCM, f["acc_addr"], DType.F32, out))
+    out_dtype = DType.F32 if f["acc_out"] else DType.F16
+    return reads, [dense(OCM, f["out_addr"], out_dtype, out)]
 
 
 @operands_of("add")

@@ -25,6 +25,7 @@ from enum import IntEnum
 import numpy as np
 
 from mrvl.isa import (
+    bmm_shapes,
     ACT_TABLE_ENTRIES,
     DTYPE_BYTES,
     OPCODE_BY_NAME,
@@ -423,6 +424,19 @@ def _check_fc(ins: Instruction, bounds: Bounds) -> None:
     bounds.dense(MemSpace.OCM, tile, f["w_addr"], DType.F16, (outs, inner), "weights")
     check_bias(bounds, tile, f["b_addr"], outs)
     check_activation(ins, bounds, outs)
+
+
+@checks("bmm")
+def _check_bmm(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    a, b, out = bmm_shapes(f)
+    tile = ins.tile
+    out_dtype = DType.F32 if f["acc_out"] else DType.F16
+    bounds.dense(MemSpace.OCM, tile, f["out_addr"], out_dtype, out, "output")
+    bounds.dense(MemSpace.OCM, tile, f["a_addr"], DType.F16, a, "operand A")
+    bounds.dense(MemSpace.OCM, tile, f["b_addr"], DType.F16, b, "operand B")
+    if f["acc_addr"] != -1:
+        bounds.dense(MemSpace.OCM, tile, f["acc_addr"], DType.F32, out, "partial sums")
 
 
 @checks("add")

@@ -390,3 +390,62 @@ class ScaleShiftOp(FusedActivation, IRDLOperation):
                     f"mrvl.scale_shift: {what} must be f32 with {self.channels} elements"
                 )
         self.verify_activation(self.channels)
+
+
+@irdl_op_definition
+class BatchMatMulOp(IRDLOperation):
+    """Batched product of two activations (attention's Q·Kᵀ and A·V), on rank-3 `NCW`
+    tensors in Relax's row-major order: `lhs` [B or 1, M, K] ([.., K, M] with `trans_a`),
+    `rhs` [B or 1, K, N] ([.., N, K] with `trans_b`), result [B, M, N]. An operand with one
+    matrix is shared by every batch (a broadcast)."""
+
+    name = "mrvl.bmm"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    trans_a = opt_prop_def(UnitAttr)
+    trans_b = opt_prop_def(UnitAttr)
+    assembly_format = (
+        "$lhs `,` $rhs (`trans_a` $trans_a^)? (`trans_b` $trans_b^)? "
+        "attr-dict `:` functional-type(operands, results)"
+    )
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(
+        self, lhs: SSAValue, rhs: SSAValue, output_type: Attribute, *, trans_a=False, trans_b=False
+    ):
+        properties = {}
+        if trans_a:
+            properties["trans_a"] = UnitAttr()
+        if trans_b:
+            properties["trans_b"] = UnitAttr()
+        super().__init__(operands=[lhs, rhs], result_types=[output_type], properties=properties)
+
+    def dims(self) -> tuple[int, int, int, int]:
+        """(batch, M, K, N) of the product."""
+        batch, m, n = shape_of(self.output)
+        lb, l1, l2 = shape_of(self.lhs)
+        return batch, m, (l1 if self.trans_a is not None else l2), n
+
+    def verify_(self) -> None:
+        for what, value in (("lhs", self.lhs), ("rhs", self.rhs), ("output", self.output)):
+            _check_tensor(self, what, value, 3, "NCW")
+        types = {element_type_of(v) for v in (self.lhs, self.rhs, self.output)}
+        if len(types) != 1:
+            raise VerifyException("mrvl.bmm: operands and result must have one element type")
+        batch, m, n = shape_of(self.output)
+        lb, l1, l2 = shape_of(self.lhs)
+        rb, r1, r2 = shape_of(self.rhs)
+        lm, lk = (l2, l1) if self.trans_a is not None else (l1, l2)
+        rk, rn = (r2, r1) if self.trans_b is not None else (r1, r2)
+        if lk != rk:
+            raise VerifyException(f"mrvl.bmm: lhs reduces over {lk} elements but rhs over {rk}")
+        if (lm, rn) != (m, n):
+            raise VerifyException(
+                f"mrvl.bmm: result matrices are [{m}, {n}] but the operands make [{lm}, {rn}]"
+            )
+        for what, b in (("lhs", lb), ("rhs", rb)):
+            if b not in (1, batch):
+                raise VerifyException(
+                    f"mrvl.bmm: {what} holds {b} matrices; the result has {batch} (1 broadcasts)"
+                )

@@ -31,6 +31,7 @@ Sched = Dialect(
         Pool2DTaskOp,
         ResizeTaskOp,
         FullyConnectedTaskOp,
+        BatchMatMulTaskOp,
         AddTaskOp,
         ScaleTaskOp,
         MulTaskOp,

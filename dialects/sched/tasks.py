@@ -393,6 +393,52 @@ class FullyConnectedTaskOp(FusedActivation, TaskBase):
 
 
 @irdl_op_definition
+class BatchMatMulTaskOp(TaskBase):
+    """Batched product of two OCM operands ([batch or 1, M, K] or, with `trans_a`, [.., K, M];
+    [batch or 1, K, N] or, with `trans_b`, [.., N, K]) into [batch, M, N]: from +0.0, or from
+    the fp32 partial sums `acc`; f16, or the fp32 accumulator with `acc_out`."""
+
+    name = "sched.bmm"
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    lhs = operand_def(BufferType)
+    rhs = operand_def(BufferType)
+    acc = opt_operand_def(BufferType)
+    output = operand_def(BufferType)
+    trans_a = opt_prop_def(UnitAttr)
+    trans_b = opt_prop_def(UnitAttr)
+    acc_out = opt_prop_def(UnitAttr)
+    assembly_format = (
+        "`tile` $tile $lhs `,` $rhs (`acc` `(` $acc^ `:` type($acc) `)`)? `->` $output "
+        "(`trans_a` $trans_a^)? (`trans_b` $trans_b^)? (`acc_out` $acc_out^)? "
+        "(`after` `(` $deps^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)"
+    )
+
+    def dims(self) -> tuple[int, int, int, int]:
+        """(batch, M, K, N) of the product."""
+        batch, m, n = buffer_type(self.output).dims
+        _, l1, l2 = buffer_type(self.lhs).dims
+        return batch, m, (l1 if self.trans_a is not None else l2), n
+
+    def verify_(self) -> None:
+        tile = self.tile.value.data
+        _check_ocm(self, tile, self.lhs, self.rhs, self.output)
+        shapes = [buffer_type(v).dims for v in (self.lhs, self.rhs, self.output)]
+        if any(len(s) != 3 for s in shapes):
+            raise VerifyException("sched.bmm: operands and result must be rank 3")
+        (lb, l1, l2), (rb, r1, r2), (batch, m, n) = shapes
+        lm, lk = (l2, l1) if self.trans_a is not None else (l1, l2)
+        rk, rn = (r2, r1) if self.trans_b is not None else (r1, r2)
+        if lk != rk or (lm, rn) != (m, n) or lb not in (1, batch) or rb not in (1, batch):
+            raise VerifyException(
+                f"sched.bmm: shapes {[list(s) for s in shapes]} do not make a batched product"
+            )
+        if self.acc is not None:
+            _check_ocm(self, tile, self.acc)
+            if buffer_type(self.acc).dims != (batch, m, n):
+                raise VerifyException("sched.bmm: partial sums must have the result's shape")
+
+
+@irdl_op_definition
 class AddTaskOp(FusedActivation, TaskBase):
     """Elementwise sum of two OCM vectors into a third, fused activation. PRELU's slopes
     buffer holds C values; the vectors are then whole NHWC pixels of C channels."""

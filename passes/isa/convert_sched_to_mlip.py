@@ -286,6 +286,30 @@ class SelectFullyConnected(InstructionSelection):
         self.select(op, rewriter, fields)
 
 
+class SelectBatchMatMul(InstructionSelection):
+    opcode = "bmm"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.BatchMatMulTaskOp, rewriter: PatternRewriter) -> None:
+        batch, m, k, n = op.dims()
+        fields = {
+            "a_addr": self.state.address(op.lhs),
+            "b_addr": self.state.address(op.rhs),
+            "out_addr": self.state.address(op.output),
+            "batch": batch,
+            "m": m,
+            "k": k,
+            "n": n,
+            "trans_a": int(op.trans_a is not None),
+            "trans_b": int(op.trans_b is not None),
+            "a_shared": int(sched.buffer_type(op.lhs).dims[0] < batch),
+            "b_shared": int(sched.buffer_type(op.rhs).dims[0] < batch),
+            "acc_addr": self.state.address(op.acc) if op.acc is not None else -1,
+            "acc_out": int(op.acc_out is not None),
+        }
+        self.select(op, rewriter, fields)
+
+
 class SelectAdd(InstructionSelection):
     opcode = "add"
 
@@ -353,6 +377,7 @@ INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectPool2D,
     SelectResize,
     SelectFullyConnected,
+    SelectBatchMatMul,
     SelectAdd,
     SelectScale,
     SelectMul,

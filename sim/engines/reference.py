@@ -23,6 +23,7 @@ from mrvl.isa import (
     DTYPE_NUMPY,
     TABLE_ACTIVATIONS,
     Activation,
+    bmm_shapes,
     DType,
     Instruction,
     MemSpace,
@@ -289,6 +290,27 @@ def _fc(memory: Memory, ins: Instruction) -> F16Counts:
     result, counts = _activate(memory, ins, acc, outs)
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result)
     return counts
+
+
+@implements("bmm")
+def _bmm(memory: Memory, ins: Instruction) -> F16Counts | None:
+    f = ins.fields
+    a_shape, b_shape, out_shape = bmm_shapes(f)
+    a = memory.read(MemSpace.OCM, ins.tile, f["a_addr"], F16, a_shape)
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F16, b_shape)
+    a = a.transpose(0, 2, 1) if f["trans_a"] else a  # [., M, K]
+    b = b.transpose(0, 2, 1) if f["trans_b"] else b  # [., K, N]
+    if f["acc_addr"] == -1:
+        acc = np.zeros(out_shape, np.float32)
+    else:
+        acc = memory.read(MemSpace.OCM, ins.tile, f["acc_addr"], F32, out_shape).copy()
+    for kk in range(f["k"]):
+        acc = fp32_mac(acc, a[:, :, kk, None], b[:, None, kk, :])
+    if f["acc_out"]:
+        memory.write(MemSpace.OCM, ins.tile, f["out_addr"], acc)
+        return None
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(acc))
+    return f16_counts(acc)
 
 
 @implements("add")

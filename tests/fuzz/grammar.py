@@ -13,7 +13,8 @@ the usual way) and a plain seeded `random.Random` (`random_spec`, for `scripts/f
 The grammar covers every operator mrvl offloads today (Conv incl. grouped, depthwise,
 dilated and padded; BatchNormalization; Mul/Add by constants on either side; Relu, Clip,
 LeakyRelu; MaxPool/AveragePool with pads, ceil_mode and count_include_pad; the global pools;
-Gemm/MatMul; Add and Concat of two tensors; Reshape/Flatten/Squeeze; Transpose; zero Pad) and
+Gemm/MatMul; MatMul of two activations (attention's Q·Kᵀ and A·V, a shared operand, reductions
+longer than a tile); Add and Concat of two tensors; Reshape/Flatten/Squeeze; Transpose; zero Pad) and
 some it does not (Softmax, Exp, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU, Resize, Slice,
 Sub/Div by constants, Mul of two tensors, channel shuffle, concat on other axes, reflect Pad). It also makes reused
 identical blocks (one sub-graph with the same weights at two places), odd sizes (1x1 planes,
@@ -632,6 +633,46 @@ def emit_matmul4(g: Graph, p: dict) -> bool:
     return True
 
 
+def emit_bmm(g: Graph, p: dict) -> bool:
+    """MatMul of two activations, as attention computes it, then a scale by 1/sqrt(k) (which
+    keeps unit-RMS activations unit-RMS): `qk` x · yᵀ (y a conv branch of x, or x itself)
+    [N, C, H, H]; `gram` xᵀ · x [N, C, W, W]; `flat` the channels' gram matrix over the whole
+    plane, x viewed as [N, 1, C, H*W] times its transpose, whose reduction (H*W) and rows (C)
+    can exceed a tile's OCM; `shared` x · W where W is an activation [W, W] (a branch of a
+    one-image GlobalAveragePool, shared by every batch)."""
+    x = g.current
+    if len(x.shape) != 4:
+        return False
+    n, c, h, w = x.shape
+    form = p["form"]
+    if form == "qk":
+        y = x if p["self"] else _branch(g, x, p, c)
+        if y is None:
+            return False
+        yt = g.node("Transpose", [y.name], (n, c, w, h), perm=[0, 1, 3, 2])
+        a, b, k, out = x, yt, w, (n, c, h, h)
+    elif form == "gram":
+        xt = g.node("Transpose", [x.name], (n, c, w, h), perm=[0, 1, 3, 2])
+        a, b, k, out = xt, x, h, (n, c, w, w)
+    elif form == "flat":
+        flat = (n, 1, c, h * w)
+        v = g.node("Reshape", [x.name, g.const(np.array(flat, np.int64), "sh")], flat)
+        vt = g.node("Transpose", [v.name], (n, 1, h * w, c), perm=[0, 1, 3, 2])
+        a, b, k, out = v, vt, h * w, (n, 1, c, c)
+    else:  # shared: [N, C, H, W] . [W, W], the right operand an activation of the region
+        if w > 64:
+            return False
+        row = g.node("ReduceMean", [x.name], (1, 1, 1, w), axes=[0, 1, 2], keepdims=1)
+        mix = g.node("Reshape", [row.name, g.const(np.array((w, 1), np.int64), "sh")], (w, 1))
+        b = g.node("MatMul", [mix.name, g.const(_f32(np.ones((1, w))), "ones")], (w, w))
+        a, k, out = x, w, (n, c, h, w)
+    g.macs += int(np.prod(out)) * k
+    product = g.node("MatMul", [a.name, b.name], out)
+    scale = g.const(_f32(np.array(1.0 / np.sqrt(k))), "scale")
+    g.set(g.node("Mul", [product.name, scale], out))
+    return True
+
+
 def emit_fc(g: Graph, p: dict) -> bool:
     return _fc(g, g.current, p) is not False
 
@@ -672,6 +713,7 @@ EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     "slice": emit_slice,
     "fc": emit_fc,
     "matmul4": emit_matmul4,
+    "bmm": emit_bmm,
     "block": emit_block,
 }
 
@@ -758,7 +800,8 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         kinds = ("conv", "conv", "conv", "conv", "conv", "act", "act", "act", "bn", "const",
                  "const", "pool", "pool", "global_pool",
                  "to_rank2", "add", "concat", "block", "transpose", "reshape4", "se",
-                 "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4")  # fmt: skip
+                 "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4",
+                 "bmm")  # fmt: skip
     else:
         kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act")
     kind = ch.choice(kinds)
@@ -797,6 +840,9 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         return Layer("pool", p)
     if kind == "matmul4":
         return Layer("matmul4", dict(out=ch.choice((1, 4, 7, 16)), seed=seed))
+    if kind == "bmm":
+        return Layer("bmm", dict(form=ch.choice(("qk", "qk", "gram", "flat", "shared")),
+                                 self=ch.chance(0.3), k=ch.choice((1, 3)), seed=seed))  # fmt: skip
     if kind == "pad":
         mode = ch.choice(("constant", "constant", "reflect", "edge"))
         pads = tuple(ch.integer(0, 2) for _ in range(4))

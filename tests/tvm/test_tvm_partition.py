@@ -18,7 +18,7 @@ COMPOSITES = {
     "mrvl.conv2d", "mrvl.fc", "mrvl.add", "mrvl.mul", "mrvl.maxpool2d", "mrvl.avgpool2d",
     "mrvl.global_avgpool2d", "mrvl.global_maxpool2d", "mrvl.concat", "mrvl.reshape",
     "mrvl.transpose", "mrvl.scale_shift", "mrvl.copy",
-    "mrvl.conv_transpose", "mrvl.resize",
+    "mrvl.conv_transpose", "mrvl.resize", "mrvl.bmm",
 }  # fmt: skip
 
 
@@ -245,10 +245,12 @@ def test_fc_check(onnx_model, gemm_attrs, batch, offloaded):
     assert composite_names(mod) == (["mrvl.fc"] if offloaded else [])
 
 
-def test_matmul_with_runtime_weights_stays_on_host(onnx_model):
+def test_matmul_of_two_activations_is_a_bmm_not_an_fc(onnx_model):
+    """A MatMul whose right operand arrives at run time is a product of two activations
+    (mrvl.bmm), not an FC, which needs constant weights."""
     node = helper.make_node("MatMul", ["x", "w"], ["y"], name="/mm/MatMul")
     model = onnx_model([node], {"x": [1, 6], "w": [6, 3]}, {"y": [1, 3]})
-    assert composite_names(partition_for_mrvl(from_onnx(model))) == []
+    assert composite_names(partition_for_mrvl(from_onnx(model))) == ["mrvl.bmm"]
 
 
 @pytest.mark.parametrize(
@@ -676,14 +678,14 @@ REJECTED = {
         "/rm",
         "attribute axes=[1]",
     ),
-    "MatMul runtime weights": (
-        [node("MatMul", ["v", "u"], "y", "/mm")],
-        {"v": [2, 6], "u": [6, 3]},
-        {"y": [2, 3]},
+    "MatMul of activations, a broadcast that copies": (
+        [node("MatMul", ["x", "z"], "y", "/mm")],
+        {"x": [2, 1, 5, 6], "z": [1, 4, 6, 3]},
+        {"y": [2, 4, 5, 3]},
         [],
         {},
         "/mm",
-        "non-constant weights (right operand)",
+        "the left operand's leading axes [2, 1] broadcast to [2, 4]: that needs a copy of it",
     ),
     "MatMul rank 4": (  # rank 3 ([N, T, K], a sequence) is an FC over N * T rows
         [node("MatMul", ["v", "wf"], "y", "/mm")],

@@ -6,6 +6,7 @@ completeness test (`tests/compiler/test_layer_completeness.py`) names any `mrvl`
 
 from __future__ import annotations
 
+from mrvl.passes.sched.lowering.bmm import LowerBatchMatMul
 from mrvl.passes.sched.lowering.data_movement import (
     LowerCast,
     LowerConcat,
@@ -29,6 +30,7 @@ LAYER_LOWERINGS: tuple[type[LayerLowering], ...] = (
     LowerConv2D,
     LowerPool2D,
     LowerFullyConnected,
+    LowerBatchMatMul,
     LowerAdd,
     LowerScaleShift,
     LowerMul,

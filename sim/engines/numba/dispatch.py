@@ -21,7 +21,7 @@ from mrvl.isa import OPCODE_BY_NAME, OpcodeTable
 from mrvl.sim.engines.numba.dma import cvt, dma, load_table
 from mrvl.sim.engines.numba.fields import OP_END
 from mrvl.sim.engines.numba.jit import jit
-from mrvl.sim.engines.numba.mac import conv, fc
+from mrvl.sim.engines.numba.mac import bmm, conv, fc
 from mrvl.sim.engines.numba.mac_tiles import NARROW, packed_size
 from mrvl.sim.engines.numba.numerics import F16_TO_F32, F16_TO_F32_BITS
 from mrvl.sim.engines.numba.sharing import (
@@ -105,6 +105,13 @@ def _conv(i, row, frow, machine, tally, weights, skip, sync, worker, workers, st
 def _fc(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
     tile = row[1]
     fc(row, frow, machine[1][tile], machine[3], machine[2][tile], tally, cache_slot(weights, i))
+    return step
+
+
+@implements("bmm")
+@jit
+def _bmm(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    bmm(row, machine[1][row[1]], machine[3], tally)
     return step
 
 

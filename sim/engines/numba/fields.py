@@ -75,6 +75,13 @@ FC_IN_ADDR, FC_N, FC_K, FC_O = _fc["in_addr"], _fc["n"], _fc["k"], _fc["o"]
 FC_W_ADDR, FC_B_ADDR, FC_OUT_ADDR = _fc["w_addr"], _fc["b_addr"], _fc["out_addr"]
 FC_ACT, FC_ACT_A, FC_ACT_B, FC_ACT_ADDR = _fc["act"], _fc["act_a"], _fc["act_b"], _fc["act_addr"]
 
+_bmm = field_words(OPCODE_BY_NAME["bmm"])
+BMM_A_ADDR, BMM_B_ADDR, BMM_OUT_ADDR = _bmm["a_addr"], _bmm["b_addr"], _bmm["out_addr"]
+BMM_BATCH, BMM_M, BMM_K, BMM_N = _bmm["batch"], _bmm["m"], _bmm["k"], _bmm["n"]
+BMM_TRANS_A, BMM_TRANS_B = _bmm["trans_a"], _bmm["trans_b"]
+BMM_A_SHARED, BMM_B_SHARED = _bmm["a_shared"], _bmm["b_shared"]
+BMM_ACC_ADDR, BMM_ACC_OUT = _bmm["acc_addr"], _bmm["acc_out"]
+
 _add = field_words(OPCODE_BY_NAME["add"])
 ADD_A_ADDR, ADD_B_ADDR, ADD_OUT_ADDR = _add["a_addr"], _add["b_addr"], _add["out_addr"]
 ADD_COUNT, ADD_ACT, ADD_ACT_A, ADD_ACT_B = _add["count"], _add["act"], _add["act_a"], _add["act_b"]

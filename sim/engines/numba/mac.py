@@ -1,4 +1,4 @@
-"""The Numba engine's `conv` and `fc` instructions, from the blocks of `mac_tiles.py`: the input
+"""The Numba engine's `conv`, `fc` and `bmm` instructions, from the blocks of `mac_tiles.py`: the input
 window, the weight cache's packing, the threads' shares of a large conv, and the fused finish."""
 
 from __future__ import annotations
@@ -6,6 +6,19 @@ from __future__ import annotations
 import numpy as np
 
 from mrvl.sim.engines.numba.fields import (
+    BMM_A_ADDR,
+    BMM_A_SHARED,
+    BMM_ACC_ADDR,
+    BMM_ACC_OUT,
+    BMM_B_ADDR,
+    BMM_B_SHARED,
+    BMM_BATCH,
+    BMM_K,
+    BMM_M,
+    BMM_N,
+    BMM_OUT_ADDR,
+    BMM_TRANS_A,
+    BMM_TRANS_B,
     CONV_ACC_ADDR,
     CONV_ACC_OUT,
     CONV_ACT,
@@ -63,6 +76,7 @@ from mrvl.sim.engines.numba.numerics import (
     load_f16_into,
     load_slopes,
     read_f32,
+    store_f16,
     store_f32,
 )
 from mrvl.sim.engines.numba.sharing import apart, arrive, share
@@ -302,3 +316,73 @@ def fc_run_blocked(x, packed, rows, inner, outs, bias, out):
             for q in range(count):
                 start = (first + q) * outs + lo
                 out[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
+
+
+@jit
+def bmm(row, ocm, lut, tally):
+    """out[q] = acc[q] + A[q] . B[q] (isa.md `bmm`): each batch's product runs as an fc on
+    mac_tile, A's rows [M, K] the positions and B's columns the outputs, packed as fc weights
+    [N, K] (B as stored when transposed). The reduction is one segment, in order of k, so
+    each output's sum is the documented sequential one."""
+    batch, m, k, n = row[BMM_BATCH], row[BMM_M], row[BMM_K], row[BMM_N]
+    trans_a, trans_b = row[BMM_TRANS_A], row[BMM_TRANS_B]
+    a_stride = 0 if row[BMM_A_SHARED] else m * k
+    b_stride = 0 if row[BMM_B_SHARED] else k * n
+    a = load_f16(ocm, row[BMM_A_ADDR], m * k * (batch if a_stride else 1), lut)
+    b = load_f16(ocm, row[BMM_B_ADDR], k * n * (batch if b_stride else 1), lut)
+    out = np.zeros(batch * m * n, np.float32)
+    if row[BMM_ACC_ADDR] != -1:
+        out[:] = read_f32(ocm, row[BMM_ACC_ADDR], batch * m * n)
+    x = np.empty(m * k, np.float32)  # one A matrix as [M, K]
+    w = np.empty(n * k, np.float32)  # one B matrix as [N, K], the order of fc weights
+    packed = np.empty(packed_size(n, k), np.float32)
+    tap = np.arange(k)
+    for q in range(batch):
+        if q == 0 or a_stride:
+            a0 = q * a_stride
+            if trans_a:
+                for i in range(m):
+                    for kk in range(k):
+                        x[i * k + kk] = a[a0 + kk * m + i]
+            else:
+                x[:] = a[a0 : a0 + m * k]
+        if q == 0 or b_stride:
+            b0 = q * b_stride
+            if trans_b:
+                w[:] = b[b0 : b0 + n * k]
+            else:
+                for j in range(n):
+                    for kk in range(k):
+                        w[j * k + kk] = b[b0 + kk * n + j]
+            pack_weights(w, tap, 0, n, packed)
+        bmm_run_blocked(x, packed, m, k, n, out[q * m * n : (q + 1) * m * n])
+    if row[BMM_ACC_OUT]:
+        store_f32(ocm, row[BMM_OUT_ADDR], out)
+    else:
+        store_f16(ocm, row[BMM_OUT_ADDR], out, tally)
+
+
+@jit
+def bmm_run_blocked(x, packed, rows, inner, outs, acc_io):
+    """acc_io[i, j] += sum over k of x[i, k] * w[j, k] in order of k, by mac_tile over the
+    packed weights, as fc_run_blocked but starting from acc_io's partial sums."""
+    lengths = np.full(1, inner, np.int64)
+    at = np.empty(MAC_PIXELS, np.int64)
+    acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
+    acc_at = np.arange(MAC_PIXELS) * MAC_CHANNELS
+    for first in range(0, rows, MAC_PIXELS):
+        count = min(MAC_PIXELS, rows - first)
+        for q in range(MAC_PIXELS):  # rows past the end repeat the last one
+            at[q] = (first + min(q, count - 1)) * inner
+        for lo in range(0, outs, MAC_CHANNELS):
+            width = min(MAC_CHANNELS, outs - lo)
+            for q in range(MAC_PIXELS):
+                tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
+                start = (first + min(q, count - 1)) * outs + lo
+                tile[:width] = acc_io[start : start + width]
+                tile[width:] = 0.0
+            w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
+            mac_tile(x, at, lengths, 1, packed, w_off, acc, acc_at, acc, acc_at)
+            for q in range(count):
+                start = (first + q) * outs + lo
+                acc_io[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
