@@ -10,46 +10,12 @@ Constants keep the names TVM gave them (`<symbol>_mrvl_const_<i>`), which the Co
 from __future__ import annotations
 
 from xdsl.ir import Dialect
-from xdsl.irdl import IRDLOperation
 
+from mrvl.dialects import defined_ops_and_attributes
+from mrvl.dialects.mrvl import attributes, data_movement, layers
 from mrvl.dialects.mrvl.attributes import *
 from mrvl.dialects.mrvl.data_movement import *
 from mrvl.dialects.mrvl.layers import *
 
-LAYER_OPS: tuple[type[IRDLOperation], ...] = (
-    Conv2DOp,
-    MaxPool2DOp,
-    AvgPool2DOp,
-    FullyConnectedOp,
-    BatchMatMulOp,
-    AddOp,
-    MulOp,
-    ConcatOp,
-    ScaleShiftOp,
-)
-"""Ops that are MLIP layers (each becomes a node of the Nodes-JSON)."""
-
-
-Mrvl = Dialect(
-    "mrvl",
-    [
-        ConstantOp,
-        Conv2DOp,
-        MaxPool2DOp,
-        AvgPool2DOp,
-        FullyConnectedOp,
-        BatchMatMulOp,
-        AddOp,
-        MulOp,
-        ConcatOp,
-        ScaleShiftOp,
-        StridedCopyOp,
-        DilateOp,
-        ResizeOp,
-        ReshapeOp,
-        LayoutConvertOp,
-        CastOp,
-    ],
-    [LayoutAttr, ActivationAttr, ResizeCoordinatesAttr],
-)
-
+Mrvl = Dialect("mrvl", *defined_ops_and_attributes(attributes, data_movement, layers))
+"""Every op and attribute that the package's modules define."""

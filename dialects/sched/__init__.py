@@ -11,40 +11,12 @@ from __future__ import annotations
 
 from xdsl.ir import Dialect
 
+from mrvl.dialects import defined_ops_and_attributes
+from mrvl.dialects.sched import attributes, buffers, program, tasks
 from mrvl.dialects.sched.attributes import *
 from mrvl.dialects.sched.buffers import *
 from mrvl.dialects.sched.program import *
 from mrvl.dialects.sched.tasks import *
 
-Sched = Dialect(
-    "sched",
-    [
-        ProgramOp,
-        IOOp,
-        ConstOp,
-        AllocOp,
-        ViewOp,
-        ConvertOp,
-        DmaOp,
-        MulticastDmaOp,
-        Conv2DTaskOp,
-        Pool2DTaskOp,
-        ResizeTaskOp,
-        FullyConnectedTaskOp,
-        BatchMatMulTaskOp,
-        AddTaskOp,
-        ScaleTaskOp,
-        MulTaskOp,
-        LutTaskOp,
-    ],
-    [
-        BufferType,
-        MemorySpaceAttr,
-        PoolKindAttr,
-        IOKindAttr,
-        TokenType,
-        WindowPlanAttr,
-        FcPlanAttr,
-    ],
-)
-
+Sched = Dialect("sched", *defined_ops_and_attributes(attributes, buffers, program, tasks))
+"""Every op and attribute that the package's modules define."""

@@ -1,43 +1,22 @@
 """The per-layer rewrite patterns of `convert-mrvl-to-sched`, one per `mrvl` op.
 
-A new layer adds its pattern to `LAYER_LOWERINGS` (in its own module of this package); the
-completeness test (`tests/compiler/test_layer_completeness.py`) names any `mrvl` op without one.
+A new layer's pattern is a `LayerLowering` subclass in a module of this package: importing the
+package imports every module, and each pattern class registers itself
+(`LayerLowering.registered`). The completeness test (`tests/compiler/test_layer_completeness.py`)
+names any `mrvl` op without one.
 """
 
 from __future__ import annotations
 
-from mrvl.passes.sched.lowering.bmm import LowerBatchMatMul
-from mrvl.passes.sched.lowering.data_movement import (
-    LowerCast,
-    LowerConcat,
-    LowerConstant,
-    LowerDilate,
-    LowerLayoutConvert,
-    LowerReshape,
-    LowerStridedCopy,
-)
-from mrvl.passes.sched.lowering.elementwise import LowerAdd, LowerMul, LowerScaleShift
-from mrvl.passes.sched.lowering.fc import LowerFullyConnected
-from mrvl.passes.sched.lowering.resize import LowerResize
-from mrvl.passes.sched.lowering.state import LayerLowering, LoweringState
-from mrvl.passes.sched.lowering.window import LowerConv2D, LowerPool2D
+import importlib
+import pkgutil
 
-LAYER_LOWERINGS: tuple[type[LayerLowering], ...] = (
-    LowerConstant,
-    LowerCast,
-    LowerLayoutConvert,
-    LowerReshape,
-    LowerConv2D,
-    LowerPool2D,
-    LowerFullyConnected,
-    LowerBatchMatMul,
-    LowerAdd,
-    LowerScaleShift,
-    LowerMul,
-    LowerConcat,
-    LowerStridedCopy,
-    LowerDilate,
-    LowerResize,
-)
+from mrvl.passes.sched.lowering.state import LayerLowering, LoweringState
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+
+LAYER_LOWERINGS: tuple[type[LayerLowering], ...] = tuple(LayerLowering.registered)
+"""Every layer's pattern (each matches its own op types, so their order does not matter)."""
 
 __all__ = ["LAYER_LOWERINGS", "LayerLowering", "LoweringState"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
+from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -311,6 +312,15 @@ class LayerLowering(RewritePattern):
     ops and gives its result a DDR buffer (`LoweringState.new_ddr`). `rewrite` names the pass
     and the layer in any error and replaces the op by a cast of its buffer.
     """
+
+    registered: ClassVar[list[type[LayerLowering]]] = []
+    """Every pattern class, in definition order: a subclass that defines `match_and_rewrite`
+    registers itself, so a new layer's module of this package is all it takes."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "match_and_rewrite" in cls.__dict__:
+            LayerLowering.registered.append(cls)
 
     def __init__(self, low: LoweringState):
         self.low = low
