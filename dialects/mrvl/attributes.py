@@ -143,6 +143,7 @@ _ACTIVATION_PARAMETERS: dict[str, tuple[str, ...]] = {
     "leaky_relu": ("alpha",),
     "hard_sigmoid": ("alpha", "beta"),
     "prelu": ("slopes",),
+    "pow": ("alpha",),  # the exponent
 }
 """The parameters each activation needs; the others take none."""
 

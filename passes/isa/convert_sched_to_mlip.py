@@ -136,7 +136,7 @@ class SelectionState:
         a = b = 0.0
         if act == Activation.CLIP:
             a, b = op.act_min.value.data, op.act_max.value.data
-        elif act in (Activation.LEAKY_RELU, Activation.HARD_SIGMOID):
+        elif act in (Activation.LEAKY_RELU, Activation.HARD_SIGMOID, Activation.POW):
             a = op.alpha.value.data
             if op.beta is not None:
                 b = op.beta.value.data
