@@ -21,7 +21,9 @@ conversion is kept):
 - `Upsample` (opsets 7-9) with constant scales → `relax.image.resize2d` (TVM's converter
   fails on opset 9);
 - `Dropout` in inference mode without its mask output → its input (TVM: `relax.nn.dropout`,
-  an op no region can hold, which splits VGG's and AlexNet's classifiers off their regions).
+  an op no region can hold, which splits VGG's and AlexNet's classifiers off their regions);
+- `Max` / `Min` by a scalar constant → `relax.clip`, `Neg` → `x * -1`, and the empty-`scales`
+  Resize that TVM rejects (`onnx_forms.py`).
 
 Before TVM sees a model that has `Shape` nodes, shape arithmetic on statically known shapes
 (Shape -> Gather -> Div -> Slice, as torchvision's `chunk` exports) is folded into constants,
@@ -50,6 +52,7 @@ from tvm.ir.expr import GenericConst
 from tvm.relax.frontend.onnx.onnx_frontend import ONNXGraphImporter
 
 from .errors import ModelImportError
+from .onnx_forms import INPUT_FIXES, NORMALIZATIONS
 
 __all__ = ["ONNX_NODES_ATTR", "from_onnx", "node_name_of", "onnx_node_name", "onnx_nodes_of"]
 
@@ -146,6 +149,9 @@ class _NodeTrackingImporter(ONNXGraphImporter):
         node = self._node if self._node is not None and self._node.op_type == op_name else None
         name = onnx_node_name(node) if node is not None else attrs["tvm_custom"]["name"]
         self.converting = (name, op_name)
+        fix = INPUT_FIXES.get(op_name)
+        fixed = fix(list(inputs), opset) if fix is not None else None
+        inputs = inputs if fixed is None else fixed
         normalize = _NORMALIZATIONS.get(op_name)
         if normalize is not None:
             outputs = list(node.output) if node is not None else None
@@ -387,6 +393,7 @@ _NORMALIZATIONS: dict[str, Callable] = {
     "Pad": _pad,
     "Sum": _sum,
     "BatchNormalization": _batch_norm,
+    **NORMALIZATIONS,
 }
 
 
