@@ -322,3 +322,23 @@ def test_what_the_mlip_cannot_take_stays_on_the_cpu_with_a_reason():
     assert report["pow_by_tensor"].reason and report["max_of_tensors"].reason
     feeds = {"x": np.random.default_rng(1).uniform(0.5, 1.5, [1, 3, 4, 4]).astype(np.float32)}
     run_and_judge(onnx_model, mod, feeds)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_both_engines_give_the_same_bytes(op):
+    """The interpreter and the Numba engine agree bit for bit (and in saturation counts) on
+    each op after a conv, at 1 and 4 tiles (a table loaded on several tiles)."""
+    from helpers import assert_same_bytes
+
+    from mrvl.sim import RunStats, run
+
+    onnx_model = net(op, "conv")
+    x = inputs_for(op, onnx_model)["x"] * 4  # also beyond the tables' saturation points
+    for tiles in (1, 4):
+        _, region = partitioned(onnx_model, num_tiles=tiles)
+        binary = compile_region(region, num_tiles=tiles).binary
+        stats = [RunStats(), RunStats()]
+        outputs = [run(binary, [x], engine=e, stats=s) for e, s in zip(("interp", "numba"), stats)]
+        assert_same_bytes(outputs[0], outputs[1])
+        assert np.array_equal(stats[0].saturated, stats[1].saturated)
+        assert np.array_equal(stats[0].nans, stats[1].nans)
