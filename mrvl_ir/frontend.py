@@ -18,8 +18,9 @@ conversion is kept):
   pattern cannot end at a TupleGetItem, so a trailing batch norm could never fuse);
 - `Split` with constant sizes → one `relax.strided_slice` per output (TVM: `relax.split`
   + `TupleGetItem`, which a pattern cannot end at);
-- `Upsample` (opsets 7-9) with constant scales → `relax.image.resize2d` (TVM's converter
-  fails on opset 9);
+- `Upsample` (opsets 7-9) and `Resize` of opset 10 with constant scales →
+  `relax.image.resize2d` (TVM's converter fails on opset 9, and reads Resize-10's scales as
+  its roi);
 - `Dropout` in inference mode without its mask output → its input (TVM: `relax.nn.dropout`,
   an op no region can hold, which splits VGG's and AlexNet's classifiers off their regions);
 - `Max` / `Min` by a scalar constant → `relax.clip`, `Neg` → `x * -1`, and the empty-`scales`
@@ -385,8 +386,14 @@ def _upsample(bb, inputs, attrs, opset) -> relax.Expr | None:
     )
 
 
+def _resize10(bb, inputs, attrs, opset) -> relax.Expr | None:
+    """Resize of opset 10 (X, scales) is Upsample's semantics; TVM reads its scales as roi."""
+    return _upsample(bb, inputs, attrs, opset) if opset < 11 else None
+
+
 _NORMALIZATIONS: dict[str, Callable] = {
     "Upsample": _upsample,
+    "Resize": _resize10,
     "Split": _split,
     "Clip": _clip,
     "Dropout": _dropout,

@@ -342,3 +342,29 @@ def test_both_engines_give_the_same_bytes(op):
         assert_same_bytes(outputs[0], outputs[1])
         assert np.array_equal(stats[0].saturated, stats[1].saturated)
         assert np.array_equal(stats[0].nans, stats[1].nans)
+
+
+@pytest.mark.parametrize("opset", [10, 11])
+def test_old_pytorch_resize_forms_run_on_the_mlip(opset):
+    """A RetinaFace-style FPN merge as older PyTorch exports it: opset 11 writes
+    Resize(x, roi=[], scales=[], sizes), opset 10 Resize(x, scales); TVM's importer rejects
+    both, onnxruntime runs them. Nearest 2x upsampling, then the lateral add: one region."""
+    rng = np.random.default_rng(opset)
+    if opset == 11:
+        inputs = ["c", "roi", "scales", "sizes"]
+        consts = [scalar("roi", []), scalar("scales", []),
+                  numpy_helper.from_array(np.array([1, 4, 8, 10], np.int64), "sizes")]  # fmt: skip
+        attrs = dict(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    else:
+        inputs, consts, attrs = ["c", "scales"], [scalar("scales", [1, 1, 2, 2])], {}
+    nodes = [
+        node("Conv", ["x", "w"], ["c"], name="top", strides=[2, 2], pads=[1, 1, 1, 1]),
+        node("Resize", inputs, ["u"], name="upsample", mode="nearest", **attrs),
+        node("Conv", ["x", "wl"], ["l"], name="lateral", pads=[1, 1, 1, 1]),
+        node("Add", ["u", "l"], ["y"], name="merge"),
+    ]
+    w = numpy_helper.from_array((rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32), "w")
+    wl = numpy_helper.from_array((rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32), "wl")
+    onnx_model = model(nodes, [w, wl, *consts], [1, 3, 8, 10], [1, 4, 8, 10], opset=opset)
+    mod, _ = partitioned(onnx_model, num_tiles=2)
+    run_and_judge(onnx_model, mod, {"x": rng.standard_normal([1, 3, 8, 10]).astype(np.float32)})

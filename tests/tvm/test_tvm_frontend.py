@@ -312,6 +312,22 @@ NORMALIZED = {
         11,
         [("relax.image.resize2d", "/up")],
     ),
+    "Resize opset 10 (X, scales), nearest": (
+        [helper.make_node("Resize", ["x", "scales"], ["y"], name="/up", mode="nearest")],
+        {"x": [1, 2, 3, 4]},
+        {"y": [1, 2, 6, 8]},
+        [init("scales", [1, 1, 2, 2])],
+        10,
+        [("relax.image.resize2d", "/up")],
+    ),
+    "Resize opset 10 (X, scales), linear": (
+        [helper.make_node("Resize", ["x", "scales"], ["y"], name="/up", mode="linear")],
+        {"x": [1, 2, 3, 4]},
+        {"y": [1, 2, 6, 12]},
+        [init("scales", [1, 1, 2, 3])],
+        10,
+        [("relax.image.resize2d", "/up")],
+    ),
 }
 
 
