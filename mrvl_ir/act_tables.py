@@ -75,6 +75,8 @@ def reference(act: Activation, x: np.ndarray, a: float = 0.0, b: float = 0.0) ->
             return np.abs(x)
         if act == Activation.POW:
             return np.power(x, a)
+        if act == Activation.LEAKY_FLOOR:
+            return np.maximum(np.where(x < 0, a * x, x), b)
     raise ValueError(f"{act!r} is not a table activation")
 
 
@@ -94,11 +96,12 @@ def round_f64_to_f16(y: np.ndarray) -> np.ndarray:
 
 def table_key(act: Activation, act_a: float, act_b: float) -> tuple[Activation, float, float]:
     """What identifies a table: the activation and its binary32 parameters (HARD_SIGMOID's
-    alpha and beta, POW's exponent in act_a; the others take none)."""
+    alpha and beta, LEAKY_FLOOR's slope and floor, POW's exponent in act_a; the others take
+    none)."""
     act = Activation(act)
     if act not in TABLE_ACTIVATIONS:
         raise ValueError(f"{act.name} is not a table activation")
-    if act == Activation.HARD_SIGMOID:
+    if act in (Activation.HARD_SIGMOID, Activation.LEAKY_FLOOR):
         return act, float(np.float32(act_a)), float(np.float32(act_b))
     if act == Activation.POW:
         return act, float(np.float32(act_a)), 0.0
@@ -116,10 +119,9 @@ def activation_table(act: Activation, act_a: float = 0.0, act_b: float = 0.0) ->
 
 
 def table_name(act: Activation, act_a: float = 0.0, act_b: float = 0.0) -> str:
-    """A constant name for the table (hard-sigmoid and pow tables carry their parameters'
-    bits)."""
+    """A constant name for the table (the tables with parameters carry their bits)."""
     act, a, b = table_key(act, act_a, act_b)
-    if act not in (Activation.HARD_SIGMOID, Activation.POW):
+    if act not in (Activation.HARD_SIGMOID, Activation.POW, Activation.LEAKY_FLOOR):
         return f"lut_{act.name.lower()}"
     bits = np.array([a, b], np.float32).view(np.uint32)
     return f"lut_{act.name.lower()}_{bits[0]:08x}_{bits[1]:08x}"

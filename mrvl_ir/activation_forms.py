@@ -21,6 +21,8 @@ it, so a composite is offloaded exactly when the importer can read it.
     x * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2 GELU_TANH (x^3 as power or products)
     clip(relu(x) | clip(x, ...), lo, hi)              CLIP (a clip of a clip is one clip; ONNX
                                                       Max / Min by a constant import as clips)
+    clip(leakyrelu(x), lo, +inf)                      LEAKY_FLOOR (alpha, beta = lo): the lower
+                                                      clip `Max(LeakyRelu(x), c)` of audio nets
 
 Multiplications and additions may have their operands either way round. A GELU written out is
 read as one activation (one table lookup), never as a chain. HardSigmoid
@@ -303,6 +305,10 @@ def _clip_of(resolve: Resolve, root: relax.Call) -> tuple[FusedActivationForm, r
         low, high = min(max(inner_low, low), high), min(max(inner_high, low), high)
         calls.insert(0, inner)
         x = inner.args[0]
+    leaky = _call(resolve, x, "relax.nn.leakyrelu")
+    if leaky is not None and high == math.inf:  # Max(LeakyRelu(x), c): one table
+        params = {"alpha": float(leaky.attrs.alpha), "beta": low}
+        return FusedActivationForm("leaky_floor", params, [leaky, *calls]), leaky.args[0]
     return FusedActivationForm("clip", {"act_min": low, "act_max": high}, calls), x
 
 

@@ -69,6 +69,7 @@ class Activation(IntEnum):
     RECIPROCAL = 17  # 1 / x
     ABS = 18
     POW = 19  # x ** act_a, act_a a constant exponent
+    LEAKY_FLOOR = 20  # max(x < 0 ? act_a * x : x, act_b): Max(LeakyRelu(x), c)
 
 
 TABLE_ACTIVATIONS = frozenset(
@@ -88,6 +89,7 @@ TABLE_ACTIVATIONS = frozenset(
         Activation.RECIPROCAL,
         Activation.ABS,
         Activation.POW,
+        Activation.LEAKY_FLOOR,
     }
 )
 """Activations computed by table lookup: y = T[bits(f16(acc))], T loaded by `lut`."""
@@ -209,7 +211,7 @@ _ACT_FIELDS = (
         "f32",
         "activation parameter a (clip min, leaky alpha, hard-sigmoid alpha, pow exponent)",
     ),
-    _f("act_b", "f32", "activation parameter b (clip max, hard-sigmoid beta)"),
+    _f("act_b", "f32", "activation parameter b (clip max, hard-sigmoid beta, leaky floor)"),
 )
 """The fused activation of every compute instruction."""
 

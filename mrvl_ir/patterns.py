@@ -129,7 +129,7 @@ def _activations(x: DFPattern) -> DFPattern:
     softplus = is_op("relax.log")(is_op("relax.add")(is_const(), is_op("relax.exp")(x)))
     clip_of_clip = [
         is_op("relax.clip")(is_op(inner)(x, varg_default_wildcard=True), wildcard(), wildcard())
-        for inner in ("relax.nn.relu", "relax.clip")
+        for inner in ("relax.nn.relu", "relax.clip", "relax.nn.leakyrelu")
     ]
     forms = [
         *_gelu_forms(x),

@@ -144,6 +144,7 @@ _ACTIVATION_PARAMETERS: dict[str, tuple[str, ...]] = {
     "hard_sigmoid": ("alpha", "beta"),
     "prelu": ("slopes",),
     "pow": ("alpha",),  # the exponent
+    "leaky_floor": ("alpha", "beta"),  # the negative slope, the floor
 }
 """The parameters each activation needs; the others take none."""
 

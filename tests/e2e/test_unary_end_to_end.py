@@ -1,6 +1,7 @@
 """The unary layers of modern models on the MLIP (issue 21), end to end against onnxruntime with
 the fp16 rule: GELU in its Erf and tanh forms (written out, and ONNX Gelu of opset 20), Erf,
-Exp, Log, Sqrt, Neg, Pow by a constant, Reciprocal, Abs, and Max / Min by a constant as a clip.
+Exp, Log, Sqrt, Neg, Pow by a constant, Reciprocal, Abs, Max / Min by a constant as a clip, and
+Max(LeakyRelu(x), c) as one LEAKY_FLOOR table.
 
 Each op runs alone (a scale_shift layer) and after a conv and an fc, where it must be the
 layer's fused activation (one table lookup, no layer of its own); every network runs in one
@@ -114,6 +115,12 @@ def op_nodes(op: str, x: str, y: str) -> tuple[list, list, int]:
     if op.startswith("pow"):
         exponent = float(op[3:].replace("_", "."))
         return [node("Pow", [x, "p"], [y], name="pow")], [scalar("p", exponent)], 18
+    if op == "leaky_floor":
+        nodes = [
+            node("LeakyRelu", [x], ["leaky"], name="leaky", alpha=0.1),
+            node("Max", ["leaky", "floor"], [y], name="floor"),
+        ]
+        return nodes, [scalar("floor", -0.1)], 18
     if op in ("max", "min"):
         bound = -0.4 if op == "max" else 0.7
         nodes = [node(op.capitalize(), ["bound", x], [y], name=op)]
@@ -130,7 +137,7 @@ positive (positive weights and bias, inputs in [0.5, 2))."""
 OPS = [
     "gelu_erf", "gelu_erf_half_first", "gelu_tanh", "gelu_tanh_products", "onnx_gelu",
     "onnx_gelu_tanh", "erf", "exp", "log", "sqrt", "neg", "pow3", "pow0_5", "reciprocal",
-    "abs", "max", "min",
+    "abs", "max", "min", "leaky_floor",
 ]  # fmt: skip
 
 EXPECTED_ACTIVATION = {
@@ -138,6 +145,7 @@ EXPECTED_ACTIVATION = {
     "gelu_tanh_products": "gelu_tanh", "onnx_gelu": "gelu", "onnx_gelu_tanh": "gelu_tanh",
     "erf": "erf", "exp": "exp", "log": "log", "sqrt": "sqrt", "neg": "none", "pow3": "pow",
     "pow0_5": "pow", "reciprocal": "reciprocal", "abs": "abs", "max": "clip", "min": "clip",
+    "leaky_floor": "leaky_floor",
 }  # fmt: skip
 """The fused activation each op becomes (Neg is a scale of -1, folded into the weights)."""
 
@@ -215,9 +223,9 @@ def test_unary_op_runs_in_one_region_as_one_layer(op, layer):
 
 
 def clip_chains() -> onnx.ModelProto:
-    """Max / Min by constants after layers: the audio net's `Max(LeakyRelu(x), -0.4)` (a
-    LeakyRelu then a clip of its own), `Min(Relu(x), 6)` and `Min(Max(x, 0), 6)` (each folded
-    into the conv's CLIP bounds), and a lone `Min(1.5, x)` with the constant first."""
+    """Max / Min by constants after layers: the audio net's `Max(LeakyRelu(x), -0.4)` (one
+    LEAKY_FLOOR table), `Min(Relu(x), 0.6)` and `Min(Max(x, 0), 0.6)` (each folded into the
+    conv's CLIP bounds), and a lone `Min(1.5, x)` with the constant first."""
     rng = np.random.default_rng(21)
 
     def w(name, shape):
@@ -247,18 +255,17 @@ def test_max_and_min_by_constants_are_clips_in_one_region():
     mod, region = partitioned(onnx_model, num_tiles=2)
     layers = [n.get("attrs", {}) for n in compile_region(region).nodes_json["nodes"]]
     computes = [
-        (a["layer_name"][0], a["activation_type"][0], a.get("activation_min"),
-         a.get("activation_max"))
+        (a["layer_name"][0], a["activation_type"][0],
+         *(a.get(f"activation_{k}") for k in ("min", "max", "alpha", "beta")))
         for a in layers
         if "activation_type" in a
     ]  # fmt: skip
     f = lambda v: [format(float(np.float32(v)), ".17g")]  # noqa: E731
     assert computes == [
-        ("ScaleShift", "clip", ["-inf"], f(1.5)),  # the lone Min
-        ("Conv2D", "leaky_relu", None, None),
-        ("ScaleShift", "clip", f(-0.4), ["inf"]),  # Max after LeakyRelu: a clip of its own
-        ("Conv2D", "clip", ["0"], f(0.6)),  # Relu then Min: one clip
-        ("Conv2D", "clip", ["0"], f(0.6)),  # Max then Min: one clip
+        ("ScaleShift", "clip", ["-inf"], f(1.5), None, None),  # the lone Min
+        ("Conv2D", "leaky_floor", None, None, f(0.2), f(-0.4)),  # Max after LeakyRelu
+        ("Conv2D", "clip", ["0"], f(0.6), None, None),  # Relu then Min: one clip
+        ("Conv2D", "clip", ["0"], f(0.6), None, None),  # Max then Min: one clip
     ]
     rng = np.random.default_rng(5)
     run_and_judge(onnx_model, mod, {"x": (rng.standard_normal([1, 3, 6, 6]) * 2).astype(np.float32)})

@@ -137,6 +137,14 @@ def test_pow_table_follows_its_binary32_exponent(exponent):
     _assert_correctly_rounded(table, _reference_values(_pow(float(np.float32(exponent)))))
 
 
+@pytest.mark.parametrize("alpha, floor", [(0.2, -0.4), (0.01, 0.0), (0.1, 0.5), (1.5, -2.0)])
+def test_leaky_floor_table_follows_its_binary32_parameters(alpha, floor):
+    a, b = float(np.float32(alpha)), float(np.float32(floor))
+    table = activation_table(Activation.LEAKY_FLOOR, alpha, floor)
+    _assert_correctly_rounded(table, _reference_values(lambda x: max(a * x if x < 0 else x, b)))
+    assert table_name(Activation.LEAKY_FLOOR, alpha, floor) != table_name(Activation.LEAKY_FLOOR)
+
+
 def test_domain_edges_of_the_new_tables():
     """log 0 and 1/0 saturate to -65504 and 65504, a negative log or sqrt is NaN, erf
     saturates to +-1, and GELU is x for large x and -0 or 0 for very negative x."""
@@ -177,4 +185,5 @@ def test_table_key_and_name():
     assert table_name(Activation.POW, 0.5) == "lut_pow_3f000000_00000000"
     with pytest.raises(ValueError, match="RELU is not a table activation"):
         table_key(Activation.RELU, 0.0, 0.0)
-    assert set(REFERENCES) | {Activation.HARD_SIGMOID, Activation.POW} == TABLE_ACTIVATIONS
+    parametric = {Activation.HARD_SIGMOID, Activation.POW, Activation.LEAKY_FLOOR}
+    assert set(REFERENCES) | parametric == TABLE_ACTIVATIONS

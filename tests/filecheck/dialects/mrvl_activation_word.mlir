@@ -7,4 +7,4 @@ func.func @f(%x: tensor<1x16xf16, #mrvl.layout<NC>>, %w: tensor<10x16xf16, #mrvl
   func.return
 }
 // CHECK: mrvl_activation_word.mlir:6:{{[0-9]+}}
-// CHECK: Expected `relu`, `clip`, `leaky_relu`, `prelu`, `sigmoid`, `tanh`, `hard_sigmoid`, `hard_swish`, `silu`, `mish`, `gelu`, `gelu_tanh`, `erf`, `exp`, `log`, `sqrt`, `reciprocal`, `abs`, or `pow`.
+// CHECK: Expected `relu`, `clip`, `leaky_relu`, `prelu`, `sigmoid`, `tanh`, `hard_sigmoid`, `hard_swish`, `silu`, `mish`, `gelu`, `gelu_tanh`, `erf`, `exp`, `log`, `sqrt`, `reciprocal`, `abs`, `pow`, or `leaky_floor`.
