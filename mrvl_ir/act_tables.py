@@ -10,7 +10,8 @@ Generation rule (docs/isa.md section 4), for every 16-bit pattern `p`:
 1. `x` = the binary16 value of `p`, exactly, as a float64; +-inf are first saturated to
    +-65504 (the accumulator's f16 rounding saturates, so an infinite index is never looked up,
    and its entry holds the same value as 65504's).
-2. `y = f(x)` in float64 (numpy's float64 `exp`, `tanh`, `log1p`).
+2. `y = f(x)` in float64 (numpy's float64 `exp`, `tanh`, `log1p`, `log`, `sqrt`, `power`;
+   `erf` from `math.erf`, which numpy lacks).
 3. `y` rounded to binary16 with the machine's f16 rule: clamp to +-65504, round to nearest,
    ties to even (numpy's float64 -> float16 conversion, which rounds once, from the float64
    value); a NaN (from a NaN index) becomes the canonical quiet NaN 0x7E00.
@@ -23,6 +24,7 @@ evaluation (Python's `math`).
 
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
@@ -55,7 +57,34 @@ def reference(act: Activation, x: np.ndarray, a: float = 0.0, b: float = 0.0) ->
             return x / (1.0 + np.exp(-x))
         if act == Activation.MISH:
             return x * np.tanh(np.log1p(np.exp(x)))
+        if act == Activation.GELU:
+            return 0.5 * x * (1.0 + _erf_f64(x / np.sqrt(2.0)))
+        if act == Activation.GELU_TANH:
+            return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+        if act == Activation.ERF:
+            return _erf_f64(x)
+        if act == Activation.EXP:
+            return np.exp(x)
+        if act == Activation.LOG:
+            return np.log(x)
+        if act == Activation.SQRT:
+            return np.sqrt(x)
+        if act == Activation.RECIPROCAL:
+            return 1.0 / x
+        if act == Activation.ABS:
+            return np.abs(x)
+        if act == Activation.POW:
+            return np.power(x, a)
+        if act == Activation.LEAKY_FLOOR:
+            return np.maximum(np.where(x < 0, a * x, x), b)
     raise ValueError(f"{act!r} is not a table activation")
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf_f64(x: np.ndarray) -> np.ndarray:
+    return _erf(x).astype(np.float64)
 
 
 def round_f64_to_f16(y: np.ndarray) -> np.ndarray:
@@ -66,13 +95,16 @@ def round_f64_to_f16(y: np.ndarray) -> np.ndarray:
 
 
 def table_key(act: Activation, act_a: float, act_b: float) -> tuple[Activation, float, float]:
-    """What identifies a table: the activation and, for HARD_SIGMOID only, its binary32
-    parameters (the others take none; their act_a and act_b must be 0)."""
+    """What identifies a table: the activation and its binary32 parameters (HARD_SIGMOID's
+    alpha and beta, LEAKY_FLOOR's slope and floor, POW's exponent in act_a; the others take
+    none)."""
     act = Activation(act)
     if act not in TABLE_ACTIVATIONS:
         raise ValueError(f"{act.name} is not a table activation")
-    if act == Activation.HARD_SIGMOID:
+    if act in (Activation.HARD_SIGMOID, Activation.LEAKY_FLOOR):
         return act, float(np.float32(act_a)), float(np.float32(act_b))
+    if act == Activation.POW:
+        return act, float(np.float32(act_a)), 0.0
     return act, 0.0, 0.0
 
 
@@ -87,9 +119,9 @@ def activation_table(act: Activation, act_a: float = 0.0, act_b: float = 0.0) ->
 
 
 def table_name(act: Activation, act_a: float = 0.0, act_b: float = 0.0) -> str:
-    """A constant name for the table (hard-sigmoid tables carry their parameters' bits)."""
+    """A constant name for the table (the tables with parameters carry their bits)."""
     act, a, b = table_key(act, act_a, act_b)
-    if act != Activation.HARD_SIGMOID:
+    if act not in (Activation.HARD_SIGMOID, Activation.POW, Activation.LEAKY_FLOOR):
         return f"lut_{act.name.lower()}"
     bits = np.array([a, b], np.float32).view(np.uint32)
     return f"lut_{act.name.lower()}_{bits[0]:08x}_{bits[1]:08x}"

@@ -18,10 +18,13 @@ conversion is kept):
   pattern cannot end at a TupleGetItem, so a trailing batch norm could never fuse);
 - `Split` with constant sizes → one `relax.strided_slice` per output (TVM: `relax.split`
   + `TupleGetItem`, which a pattern cannot end at);
-- `Upsample` (opsets 7-9) with constant scales → `relax.image.resize2d` (TVM's converter
-  fails on opset 9);
+- `Upsample` (opsets 7-9) and `Resize` of opset 10 with constant scales →
+  `relax.image.resize2d` (TVM's converter fails on opset 9, and reads Resize-10's scales as
+  its roi);
 - `Dropout` in inference mode without its mask output → its input (TVM: `relax.nn.dropout`,
-  an op no region can hold, which splits VGG's and AlexNet's classifiers off their regions).
+  an op no region can hold, which splits VGG's and AlexNet's classifiers off their regions);
+- `Max` / `Min` by a scalar constant → `relax.clip`, `Neg` → `x * -1`, and the empty-`scales`
+  Resize that TVM rejects (`onnx_forms.py`).
 
 Before TVM sees a model that has `Shape` nodes, shape arithmetic on statically known shapes
 (Shape -> Gather -> Div -> Slice, as torchvision's `chunk` exports) is folded into constants,
@@ -50,6 +53,7 @@ from tvm.ir.expr import GenericConst
 from tvm.relax.frontend.onnx.onnx_frontend import ONNXGraphImporter
 
 from .errors import ModelImportError
+from .onnx_forms import INPUT_FIXES, NORMALIZATIONS
 
 __all__ = ["ONNX_NODES_ATTR", "from_onnx", "node_name_of", "onnx_node_name", "onnx_nodes_of"]
 
@@ -146,6 +150,9 @@ class _NodeTrackingImporter(ONNXGraphImporter):
         node = self._node if self._node is not None and self._node.op_type == op_name else None
         name = onnx_node_name(node) if node is not None else attrs["tvm_custom"]["name"]
         self.converting = (name, op_name)
+        fix = INPUT_FIXES.get(op_name)
+        fixed = fix(list(inputs), opset) if fix is not None else None
+        inputs = inputs if fixed is None else fixed
         normalize = _NORMALIZATIONS.get(op_name)
         if normalize is not None:
             outputs = list(node.output) if node is not None else None
@@ -379,14 +386,21 @@ def _upsample(bb, inputs, attrs, opset) -> relax.Expr | None:
     )
 
 
+def _resize10(bb, inputs, attrs, opset) -> relax.Expr | None:
+    """Resize of opset 10 (X, scales) is Upsample's semantics; TVM reads its scales as roi."""
+    return _upsample(bb, inputs, attrs, opset) if opset < 11 else None
+
+
 _NORMALIZATIONS: dict[str, Callable] = {
     "Upsample": _upsample,
+    "Resize": _resize10,
     "Split": _split,
     "Clip": _clip,
     "Dropout": _dropout,
     "Pad": _pad,
     "Sum": _sum,
     "BatchNormalization": _batch_norm,
+    **NORMALIZATIONS,
 }
 
 

@@ -71,6 +71,16 @@ class Activation(IntEnum):
     HARD_SWISH = 8  # x * max(0, min(6, x + 3)) / 6
     SILU = 9  # x * sigmoid(x)
     MISH = 10  # x * tanh(ln(1 + e^x))
+    GELU = 11  # x * (1 + erf(x / sqrt 2)) / 2
+    GELU_TANH = 12  # x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2
+    ERF = 13
+    EXP = 14
+    LOG = 15  # ln x
+    SQRT = 16
+    RECIPROCAL = 17  # 1 / x
+    ABS = 18
+    POW = 19  # x ** act_a, act_a a constant exponent
+    LEAKY_FLOOR = 20  # max(x < 0 ? act_a * x : x, act_b): Max(LeakyRelu(x), c)
 
 
 TABLE_ACTIVATIONS = frozenset(
@@ -81,6 +91,16 @@ TABLE_ACTIVATIONS = frozenset(
         Activation.HARD_SWISH,
         Activation.SILU,
         Activation.MISH,
+        Activation.GELU,
+        Activation.GELU_TANH,
+        Activation.ERF,
+        Activation.EXP,
+        Activation.LOG,
+        Activation.SQRT,
+        Activation.RECIPROCAL,
+        Activation.ABS,
+        Activation.POW,
+        Activation.LEAKY_FLOOR,
     }
 )
 """Activations computed by table lookup: y = T[bits(f16(acc))], T loaded by `lut`."""
@@ -197,8 +217,12 @@ _CONV_EXTENT = "((kernel[1] - 1) * dilation[1] + 1)"
 
 _ACT_FIELDS = (
     _f("act", "i32", "Activation", Activation),
-    _f("act_a", "f32", "activation parameter a (clip min, leaky alpha, hard-sigmoid alpha)"),
-    _f("act_b", "f32", "activation parameter b (clip max, hard-sigmoid beta)"),
+    _f(
+        "act_a",
+        "f32",
+        "activation parameter a (clip min, leaky alpha, hard-sigmoid alpha, pow exponent)",
+    ),
+    _f("act_b", "f32", "activation parameter b (clip max, hard-sigmoid beta, leaky floor)"),
 )
 """The fused activation of every compute instruction."""
 

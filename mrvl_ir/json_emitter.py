@@ -51,7 +51,10 @@ list of strings (`"padding": ["1", "0", "1", "2"]`, `"layer_name": ["Conv2D"]`).
 
 `activation_type` is `relu`, `clip` (+ `activation_min`, `activation_max`), `leaky_relu`
 (+ `activation_alpha`), `prelu` (+ `activation_slopes`, one per channel), `hard_sigmoid`
-(+ `activation_alpha`, `activation_beta`), `sigmoid`, `tanh`, `hard_swish`, `silu`, `mish` or
+(+ `activation_alpha`, `activation_beta`), `sigmoid`, `tanh`, `hard_swish`, `silu`, `mish`,
+`gelu`, `gelu_tanh`, `erf`, `exp`, `log`, `sqrt`, `reciprocal`, `abs`, `pow` (+
+`activation_alpha`, the exponent), `leaky_floor` (+ `activation_alpha`, the slope, and
+`activation_beta`, the floor) or
 `none` (upstream only ever wrote `relu`, and omitted it otherwise). `Mul2D` is the product of
 two activations (the second may be one value per image and channel).
 

@@ -24,7 +24,12 @@ from tvm.relax.backend.utils import has_leaking_intermediate_variables
 from tvm.relax.transform import PatternCheckContext
 
 from . import strided
-from .activation_forms import ActivationFormError, split_activation
+from .activation_forms import (
+    ONNX_ACTIVATION_OPS,
+    UNARY_TABLES,
+    ActivationFormError,
+    split_activation,
+)
 from .frontend import constant_view, node_name_of
 from .passes.sched.tiling import (
     DoesNotFit,
@@ -455,6 +460,9 @@ def check_fc(ctx: PatternCheckContext) -> None:
     if "scale" in ann:
         if _constant(ann["alpha"], "alpha", ann["scale"]).size != 1:
             raise _Reject("alpha is not a scalar", ann["scale"])
+        form, _ = split_activation(ann["scale"], lambda e: _bound(ctx, e))
+        if form is not None:  # the `* 0.5` that ends a written-out GELU
+            raise _Reject(f"alpha is the end of the activation {form.kind}", ann["scale"])
         core.append(ann["scale"])
     # the FC's channels are its last axis: constants broadcast as [O], [1, O] or a scalar
     _check_tail(ctx, core, weight.shape[1], 2, prelu=True)
@@ -501,7 +509,8 @@ def check_mul(ctx: PatternCheckContext) -> None:
 
 def _enclosing_activation(ctx: PatternCheckContext, call: relax.Call):
     """The activation form that `call` is an inner part of (the `add` and `clip` of
-    `x * relu6(x + 3) / 6`), found among the calls that use it, up to 4 levels out; None if
+    `x * relu6(x + 3) / 6`), found among the calls that use it, up to 8 levels out (the x^3
+    of a written-out tanh GELU is 7 below its root); None if
     there is none. A layer must not end inside an activation: the activation's root would be
     left with a form no layer can read."""
     collector = _COLLECTOR.get()
@@ -509,7 +518,7 @@ def _enclosing_activation(ctx: PatternCheckContext, call: relax.Call):
         return None
     var_of = {value: var for var, value in collector.bound.items()}
     frontier = [call]
-    for _ in range(4):
+    for _ in range(8):
         users = []
         for expr in frontier:
             var = var_of.get(_bound(ctx, expr))
@@ -553,6 +562,7 @@ _AFFINE_ONNX_OPS = frozenset(
         "HardSwish",
         "PRelu",
         "Mish",
+        *ONNX_ACTIVATION_OPS,
     }
 )
 """ONNX ops a scale_shift can be the whole of; a multiply or add inside another op (LRN's
@@ -567,6 +577,8 @@ _AFFINE_OPS = frozenset(
         "relax.clip",
         "relax.nn.leakyrelu",
         "relax.nn.prelu",
+        "relax.power",
+        *UNARY_TABLES,
     }
 )
 

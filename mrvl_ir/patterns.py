@@ -26,7 +26,10 @@ contract with `relax_import.py`:
     steps                  up to 3 of +c, -c, c-, *c, /c, with c per channel or scalar, on
                            either side where the op commutes (folded into scale and shift)
     activation             relu | clip(min, max) | leakyrelu | prelu | sigmoid | tanh |
-                           SiLU, HardSwish and Mish as TVM writes them (activation_forms.py)
+                           SiLU, HardSwish and Mish as TVM writes them | erf | exp | log |
+                           sqrt | abs | gelu | gelu_tanh | power(x, c) | 1 / x | GELU written
+                           out (erf and tanh forms) | a clip of a relu or a clip
+                           (activation_forms.py)
 
 Optional trailing parts are alternatives inside one pattern: FuseOpsByPattern grows a match
 binding by binding, so a trailing part that fails its check is simply left out. An optional
@@ -48,6 +51,7 @@ from tvm.relax.dpl import DFPattern, is_const, is_op, is_tuple_get_item, wildcar
 from tvm.relax.transform import PatternCheckContext
 
 from . import strided
+from .activation_forms import UNARY_TABLES
 from .matmul import bmm_patterns
 from .pattern_checks import (
     MAX_AFFINE_STEPS,
@@ -80,14 +84,42 @@ LAYER_OPS = frozenset(
         "relax.subtract", "relax.divide", "relax.sigmoid", "relax.tanh", "relax.nn.prelu",
         "relax.exp", "relax.log",
         "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
-        "relax.nn.conv2d_transpose",
+        "relax.nn.conv2d_transpose", "relax.power", *UNARY_TABLES,
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
 
 
+def _gelu_forms(x: DFPattern) -> list[DFPattern]:
+    """GELU written out, in its Erf and tanh forms and the orders exporters write."""
+
+    def mul(a, b):
+        return is_op("relax.multiply")(a, b)
+
+    def add(a, b):
+        return is_op("relax.add")(a, b)
+
+    erf = is_op("relax.erf")(is_op("relax.divide")(x, is_const()) | mul(x, is_const()))
+    cube = is_op("relax.power")(x, is_const()) | mul(mul(x, x), x)
+    tanh = is_op("relax.tanh")(
+        mul(add(x, mul(cube, is_const())), is_const())
+        | add(mul(x, is_const()), mul(cube, is_const()))
+    )
+    forms = []
+    for g in (erf, tanh):
+        one_plus = add(g, is_const())
+        forms += [
+            mul(mul(x, one_plus), is_const()),
+            mul(mul(x, is_const()), one_plus),
+            mul(x, mul(one_plus, is_const())),
+            is_op("relax.divide")(mul(x, one_plus), is_const()),
+        ]
+    return forms
+
+
 def _activations(x: DFPattern) -> DFPattern:
-    """Every activation form `split_activation` reads, applied to x."""
+    """Every activation form `split_activation` reads, applied to x (the longest forms of a
+    root first: an OrPattern takes the first alternative that matches)."""
     relu6 = [
         is_op("relax.clip")(is_op("relax.add")(x, is_const()), wildcard(), wildcard())
         for _ in range(2)
@@ -98,7 +130,13 @@ def _activations(x: DFPattern) -> DFPattern:
         wildcard(),
     )
     softplus = is_op("relax.log")(is_op("relax.add")(is_const(), is_op("relax.exp")(x)))
+    clip_of_clip = [
+        is_op("relax.clip")(is_op(inner)(x, varg_default_wildcard=True), wildcard(), wildcard())
+        for inner in ("relax.nn.relu", "relax.clip", "relax.nn.leakyrelu")
+    ]
     forms = [
+        *_gelu_forms(x),
+        *clip_of_clip,
         is_op("relax.nn.relu")(x),
         is_op("relax.clip")(x, wildcard(), wildcard()),
         is_op("relax.nn.leakyrelu")(x),
@@ -110,6 +148,9 @@ def _activations(x: DFPattern) -> DFPattern:
         is_op("relax.divide")(is_op("relax.multiply")(x, relu6[1]), is_const()),
         is_op("relax.multiply")(x, hard_sigmoid),
         is_op("relax.multiply")(x, is_op("relax.tanh")(softplus)),
+        *(is_op(op)(x) for op in UNARY_TABLES),
+        is_op("relax.power")(x, is_const()),
+        is_op("relax.divide")(is_const(), x),
     ]
     root = forms[0]
     for form in forms[1:]:

@@ -61,7 +61,8 @@ OPS = (
     "Add", "Sum", "Concat", "Relu", "Clip", "LeakyRelu", "BatchNormalization", "Pad",
     "Flatten", "Reshape", "Squeeze", "Transpose", "Mul", "Sub", "Div", "Sigmoid", "Tanh",
     "HardSigmoid", "HardSwish", "PRelu", "Mish", "ConvTranspose", "Resize", "Upsample",
-    "Split", "Slice", "Unsqueeze",
+    "Split", "Slice", "Unsqueeze", "Erf", "Exp", "Log", "Sqrt", "Neg", "Reciprocal", "Abs",
+    "Pow", "Gelu", "Max", "Min",
 )  # fmt: skip
 
 # The module of onnx.backend.test.case.node that holds each op's cases.
@@ -72,6 +73,7 @@ PARAMETER_OPS = frozenset(
     {
         "Conv", "Gemm", "MatMul", "BatchNormalization", "Clip", "Pad", "Reshape", "Squeeze",
         "PRelu", "ConvTranspose", "Resize", "Upsample", "Split", "Slice", "Unsqueeze",
+        "Pow", "Max", "Min",
     }
 )  # fmt: skip
 CONST_SUFFIX = "+const"

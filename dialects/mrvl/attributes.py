@@ -143,6 +143,8 @@ _ACTIVATION_PARAMETERS: dict[str, tuple[str, ...]] = {
     "leaky_relu": ("alpha",),
     "hard_sigmoid": ("alpha", "beta"),
     "prelu": ("slopes",),
+    "pow": ("alpha",),  # the exponent
+    "leaky_floor": ("alpha", "beta"),  # the negative slope, the floor
 }
 """The parameters each activation needs; the others take none."""
 

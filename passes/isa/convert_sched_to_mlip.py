@@ -136,7 +136,9 @@ class SelectionState:
         a = b = 0.0
         if act == Activation.CLIP:
             a, b = op.act_min.value.data, op.act_max.value.data
-        elif act in (Activation.LEAKY_RELU, Activation.HARD_SIGMOID):
+        elif act in (
+            Activation.LEAKY_RELU, Activation.HARD_SIGMOID, Activation.POW, Activation.LEAKY_FLOOR
+        ):
             a = op.alpha.value.data
             if op.beta is not None:
                 b = op.beta.value.data

@@ -86,6 +86,13 @@ KNOWN_FAILURES: dict[str, str] = {
     r"test_slice_default_axes": (
         "TVM: Slice with starts/ends as graph inputs and no axes fails to build (shape_func)"
     ),
+    r"test_pow_types_(float32_u?int(32|64)|u?int(32|64)_float32)(\+const)?": (
+        "TVM: the Pow importer rejects a float base with an integer exponent and the reverse "
+        "(TypeError: Binary operators must have the same datatype)"
+    ),
+    r"test_pow_types_int(32|64)_int(32|64)(\+const)?": (
+        "TVM: the CPU build of an integer Pow fails (InternalError in the host build)"
+    ),
     # mrvl bugs, reported; remove each line when it is fixed (the case then XPASSes).
 }
 

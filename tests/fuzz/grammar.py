@@ -12,10 +12,12 @@ the usual way) and a plain seeded `random.Random` (`random_spec`, for `scripts/f
 
 The grammar covers every operator mrvl offloads today (Conv incl. grouped, depthwise,
 dilated and padded; BatchNormalization; Mul/Add by constants on either side; Relu, Clip,
-LeakyRelu; MaxPool/AveragePool with pads, ceil_mode and count_include_pad; the global pools;
-Gemm/MatMul; MatMul of two activations (attention's Q·Kᵀ and A·V, a shared operand, reductions
-longer than a tile); Add and Concat of two tensors; Reshape/Flatten/Squeeze; Transpose; zero Pad) and
-some it does not (Softmax, Exp, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU, Resize, Slice,
+LeakyRelu; the unary layers of `grammar_unary.py` (GELU, Erf, Exp, Log, Sqrt, Pow...,
+Max / Min by a constant); MaxPool/AveragePool with pads, ceil_mode and count_include_pad; the
+global pools; Gemm/MatMul; MatMul of two activations (attention's Q·Kᵀ and A·V, a shared
+operand, reductions longer than a tile); Add and Concat of two tensors; Reshape/Flatten/Squeeze;
+Transpose; zero Pad) and some it does not (Softmax, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU,
+Resize, Slice,
 Sub/Div by constants, Mul of two tensors, channel shuffle, concat on other axes, reflect Pad). It also makes reused
 identical blocks (one sub-graph with the same weights at two places), odd sizes (1x1 planes,
 one channel, prime widths) and layers too big for one tile's OCM.
@@ -33,6 +35,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import onnx
+from grammar_unary import draw_unary, emit_unary
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
@@ -326,7 +329,7 @@ def emit_activation(g: Graph, p: dict) -> bool:
                 "Mul", [x.name, s.name] if p.get("side") != "left" else [s.name, x.name], x.shape
             )
         )
-    else:  # Sigmoid, Tanh, Exp, HardSwish
+    else:  # Sigmoid, Tanh, HardSwish
         g.set(g.node(act, [x.name], x.shape))
     return True
 
@@ -715,6 +718,7 @@ EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     "matmul4": emit_matmul4,
     "bmm": emit_bmm,
     "block": emit_block,
+    "unary": emit_unary,
 }
 
 
@@ -801,9 +805,10 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
                  "const", "pool", "pool", "global_pool",
                  "to_rank2", "add", "concat", "block", "transpose", "reshape4", "se",
                  "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4",
-                 "bmm")  # fmt: skip
+                 "bmm", "unary", "unary")  # fmt: skip
     else:
-        kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act")
+        kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act",
+                 "unary")  # fmt: skip
     kind = ch.choice(kinds)
     if kind == "conv":
         p = _draw_conv(ch, g, seed)
@@ -816,8 +821,10 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         if act == "LeakyRelu":
             p["alpha"] = ch.choice((0.1, 0.01, 0.2, 1.5))
         return Layer("act", p)
+    if kind == "unary":
+        return Layer("unary", draw_unary(ch))
     if kind == "unsupported_act":
-        act = ch.choice(("Sigmoid", "Softmax", "Exp", "Tanh", "HardSigmoid", "HardSwish", "SiLU"))
+        act = ch.choice(("Sigmoid", "Softmax", "Tanh", "HardSigmoid", "HardSwish", "SiLU"))
         return Layer("act", dict(act=act, side=ch.choice(("right", "left"))))
     if kind == "bn":
         return Layer("bn", dict(seed=seed))

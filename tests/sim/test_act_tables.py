@@ -24,12 +24,61 @@ def _mish(x: float) -> float:
     return x * math.tanh(math.log1p(math.exp(x))) if x < 700 else x
 
 
+def _exp(x: float) -> float:
+    return math.exp(x) if x < 709 else math.inf
+
+
+def _log(x: float) -> float:
+    if x == 0:
+        return -math.inf
+    return math.log(x) if x > 0 else math.nan
+
+
+def _sqrt(x: float) -> float:
+    return math.sqrt(x) if x >= 0 else math.nan  # sqrt(-0.0) = -0.0
+
+
+def _reciprocal(x: float) -> float:
+    return 1.0 / x if x != 0 else math.copysign(math.inf, x)
+
+
+def _pow(exponent: float):
+    def f(x: float) -> float:
+        try:
+            return math.pow(x, exponent)
+        except OverflowError:  # only an integer exponent overflows a negative base
+            return math.copysign(math.inf, x) if exponent % 2 == 1 else math.inf
+        except ValueError:  # a negative base and a fractional exponent, or 0 ** negative
+            if x != 0:
+                return math.nan
+            odd = exponent == int(exponent) and int(exponent) % 2 == 1
+            return math.copysign(math.inf, x) if odd else math.inf  # IEEE pow(+-0, y < 0)
+
+    return f
+
+
+def _gelu(x: float) -> float:
+    return 0.5 * x * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def _gelu_tanh(x: float) -> float:
+    return 0.5 * x * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
 REFERENCES = {
     Activation.SIGMOID: _sigmoid,
     Activation.TANH: math.tanh,
     Activation.HARD_SWISH: lambda x: x * min(max(x + 3.0, 0.0), 6.0) / 6.0,
     Activation.SILU: lambda x: x * _sigmoid(x),
     Activation.MISH: _mish,
+    Activation.GELU: _gelu,
+    Activation.GELU_TANH: _gelu_tanh,
+    Activation.ERF: math.erf,
+    Activation.EXP: _exp,
+    Activation.LOG: _log,
+    Activation.SQRT: _sqrt,
+    Activation.RECIPROCAL: _reciprocal,
+    Activation.ABS: abs,
 }
 
 F16_VALUES = np.arange(ACT_TABLE_ENTRIES, dtype=np.uint32).astype(np.uint16).view(np.float16)
@@ -82,6 +131,35 @@ def test_hard_sigmoid_table_follows_its_binary32_parameters(alpha, beta):
     _assert_correctly_rounded(table, _reference_values(lambda x: min(max(a * x + b, 0.0), 1.0)))
 
 
+@pytest.mark.parametrize("exponent", [2.0, 3.0, 0.5, -0.5, -1.0])
+def test_pow_table_follows_its_binary32_exponent(exponent):
+    table = activation_table(Activation.POW, exponent)
+    _assert_correctly_rounded(table, _reference_values(_pow(float(np.float32(exponent)))))
+
+
+@pytest.mark.parametrize("alpha, floor", [(0.2, -0.4), (0.01, 0.0), (0.1, 0.5), (1.5, -2.0)])
+def test_leaky_floor_table_follows_its_binary32_parameters(alpha, floor):
+    a, b = float(np.float32(alpha)), float(np.float32(floor))
+    table = activation_table(Activation.LEAKY_FLOOR, alpha, floor)
+    _assert_correctly_rounded(table, _reference_values(lambda x: max(a * x if x < 0 else x, b)))
+    assert table_name(Activation.LEAKY_FLOOR, alpha, floor) != table_name(Activation.LEAKY_FLOOR)
+
+
+def test_domain_edges_of_the_new_tables():
+    """log 0 and 1/0 saturate to -65504 and 65504, a negative log or sqrt is NaN, erf
+    saturates to +-1, and GELU is x for large x and -0 or 0 for very negative x."""
+    bits = lambda v: int(np.float16(v).view(np.uint16))  # noqa: E731
+    assert activation_table(Activation.LOG)[bits(0.0)] == np.float16(-65504)
+    assert activation_table(Activation.RECIPROCAL)[bits(0.0)] == np.float16(65504)
+    assert activation_table(Activation.RECIPROCAL)[bits(-0.0)] == np.float16(-65504)
+    assert activation_table(Activation.LOG).view(np.uint16)[bits(-1.0)] == 0x7E00
+    assert activation_table(Activation.SQRT).view(np.uint16)[bits(-2.0)] == 0x7E00
+    assert activation_table(Activation.ERF)[bits(10.0)] == 1
+    assert activation_table(Activation.GELU)[bits(100.0)] == np.float16(100)
+    assert activation_table(Activation.GELU)[bits(-100.0)] == 0
+    assert activation_table(Activation.EXP)[bits(12.0)] == np.float16(65504)
+
+
 def test_tables_saturate_and_index_infinities_as_65504():
     silu = activation_table(Activation.SILU)
     bits = lambda v: int(np.float16(v).view(np.uint16))  # noqa: E731
@@ -103,6 +181,9 @@ def test_table_key_and_name():
     assert table_key(Activation.SIGMOID, 3.0, 4.0) == (Activation.SIGMOID, 0.0, 0.0)
     assert table_name(Activation.SILU) == "lut_silu"
     assert table_name(Activation.HARD_SIGMOID, 0.2, 0.5) == "lut_hard_sigmoid_3e4ccccd_3f000000"
+    assert table_key(Activation.POW, 3.0, 4.0) == (Activation.POW, 3.0, 0.0)
+    assert table_name(Activation.POW, 0.5) == "lut_pow_3f000000_00000000"
     with pytest.raises(ValueError, match="RELU is not a table activation"):
         table_key(Activation.RELU, 0.0, 0.0)
-    assert set(REFERENCES) | {Activation.HARD_SIGMOID} == TABLE_ACTIVATIONS
+    parametric = {Activation.HARD_SIGMOID, Activation.POW, Activation.LEAKY_FLOOR}
+    assert set(REFERENCES) | parametric == TABLE_ACTIVATIONS

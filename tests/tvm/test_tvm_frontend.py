@@ -275,6 +275,59 @@ NORMALIZED = {
         17,
         [("relax.multiply", "/bn"), ("relax.add", "/bn")],
     ),
+    "Max by a scalar -> clip": (
+        [helper.make_node("Max", ["x", "c"], ["y"], name="/max")],
+        {"x": [1, 2, 4, 4]},
+        {"y": [1, 2, 4, 4]},
+        [init("c", -0.4)],
+        13,
+        [("relax.clip", "/max")],
+    ),
+    "Min by a scalar, constant first -> clip": (
+        [helper.make_node("Min", ["c", "x"], ["y"], name="/min")],
+        {"x": [1, 2, 4, 4]},
+        {"y": [1, 2, 4, 4]},
+        [init("c", [6.0])],
+        13,
+        [("relax.clip", "/min")],
+    ),
+    "Neg -> multiply by -1": (
+        [helper.make_node("Neg", ["x"], ["y"], name="/neg")],
+        {"x": [1, 2, 4, 4]},
+        {"y": [1, 2, 4, 4]},
+        [],
+        13,
+        [("relax.multiply", "/neg")],
+    ),
+    "Resize opset 11 with an empty scales input and sizes": (
+        [
+            helper.make_node(
+                "Resize", ["x", "roi", "scales", "sizes"], ["y"], name="/up", mode="nearest",
+                coordinate_transformation_mode="asymmetric", nearest_mode="floor",
+            )
+        ],  # fmt: skip
+        {"x": [1, 2, 3, 4]},
+        {"y": [1, 2, 6, 8]},
+        [init("roi", []), init("scales", []), init("sizes", [1, 2, 6, 8], np.int64)],
+        11,
+        [("relax.image.resize2d", "/up")],
+    ),
+    "Resize opset 10 (X, scales), nearest": (
+        [helper.make_node("Resize", ["x", "scales"], ["y"], name="/up", mode="nearest")],
+        {"x": [1, 2, 3, 4]},
+        {"y": [1, 2, 6, 8]},
+        [init("scales", [1, 1, 2, 2])],
+        10,
+        [("relax.image.resize2d", "/up")],
+    ),
+    "Resize opset 10 (X, scales), linear": (
+        [helper.make_node("Resize", ["x", "scales"], ["y"], name="/up", mode="linear")],
+        {"x": [1, 2, 3, 4]},
+        {"y": [1, 2, 6, 12]},
+        [init("scales", [1, 1, 2, 3])],
+        10,
+        [("relax.image.resize2d", "/up")],
+    ),
 }
 
 
@@ -322,6 +375,20 @@ KEPT = {
         {"x": [1, 2, 4, 4], "z": [1, 2, 1, 1]},
         {"y": [1, 2, 4, 4]},
         [],
+        17,
+    ),
+    "Max of two tensors": (
+        [helper.make_node("Max", ["x", "z"], ["y"], name="/max")],
+        {"x": [1, 2, 4, 4], "z": [1, 2, 4, 4]},
+        {"y": [1, 2, 4, 4]},
+        [],
+        17,
+    ),
+    "Min by a per-channel constant": (
+        [helper.make_node("Min", ["x", "c"], ["y"], name="/min")],
+        {"x": [1, 2, 4, 4]},
+        {"y": [1, 2, 4, 4]},
+        [init("c", [[[1.0]], [[2.0]]])],
         17,
     ),
 }

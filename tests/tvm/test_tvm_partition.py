@@ -148,7 +148,7 @@ def conv_model(
     if relu:
         nodes.append(helper.make_node("Relu", ["c"], ["r"], name="/r/Relu"))
         out = "r"
-    nodes.append(helper.make_node("Sqrt", [out], ["y"], name="/s/Sqrt"))  # a host op
+    nodes.append(helper.make_node("Sin", [out], ["y"], name="/s/Sin"))  # a host op
     return onnx_model(
         nodes,
         {"x": [batch, channels, 5, 5]},
@@ -259,7 +259,7 @@ def test_matmul_of_two_activations_is_a_bmm_not_an_fc(onnx_model):
 )
 def test_reshape_check(onnx_model, axis, composite):
     nodes = [
-        helper.make_node("Sqrt", ["x"], ["r"], name="/r/Sqrt"),  # the flatten's input: a var
+        helper.make_node("Sin", ["x"], ["r"], name="/r/Sin"),  # the flatten's input: a var
         helper.make_node("Flatten", ["r"], ["y"], name="/f/Flatten", axis=axis),
     ]
     mod = partition_for_mrvl(from_onnx(onnx_model(nodes, {"x": [2, 3, 4, 5]}, {"y": ["n", "f"]})))
@@ -865,7 +865,7 @@ def test_deny_an_op_type_the_model_lacks_is_fine(mnist_relax):
 def pool_sigmoid_conv():
     nodes = [
         node("MaxPool", ["x"], "p", "/p/MaxPool", kernel_shape=[2, 2]),
-        node("Sqrt", ["p"], "s", "/s/Sqrt"),
+        node("Sin", ["p"], "s", "/s/Sin"),
         node("Conv", ["s", "w"], "y", "/c/Conv", kernel_shape=[3, 3]),
     ]
     return nodes, X4, {"y": [2, 4, 3, 3]}, [CONV_W]
@@ -894,7 +894,7 @@ def test_require_mac_layer_with_nothing_left(onnx_model):
     assert regions(mod) == {}
     assert [r.reason for r in report.rows] == [
         "region without conv/fc (require_mac_layer)",
-        "unsupported op Sqrt",
+        "unsupported op Sin",
         "denied by user (deny_ops)",
     ]
 
