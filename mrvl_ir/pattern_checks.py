@@ -668,6 +668,10 @@ _MOVE_ONNX_OPS = frozenset(
 )  # fmt: skip
 """ONNX ops a strided copy can be made of."""
 
+COPY_RANKS = (2, 3, 4, 5, 6)
+"""Ranks of a strided copy's input and result: at 5 and 6 (attention's `[B, T, 3, heads, d]`,
+a window partition) the tensor stays in Relax's order and only copies read it."""
+
 
 def check_copy(ctx: PatternCheckContext) -> None:
     """A chain of data-movement ops whose composition is a strided copy (`strided.py`)."""
@@ -675,10 +679,10 @@ def check_copy(ctx: PatternCheckContext) -> None:
     calls = [ann[key] for key in ("op0", "op1", "op2") if key in ann]
     _no_leaks(ctx)
     _whole_onnx_ops(ctx, _MOVE_ONNX_OPS)
-    in_shape = _activation(ann["data"], (2, 3, 4), calls[0], any_batch=True)
+    in_shape = _activation(ann["data"], COPY_RANKS, calls[0], any_batch=True)
     for call in calls:
         _tensor_shape(call, call)
-    if len(_tensor_shape(calls[-1], calls[-1])) not in (2, 3, 4):
+    if len(_tensor_shape(calls[-1], calls[-1])) not in COPY_RANKS:
         raise _Reject(f"result rank {len(_tensor_shape(calls[-1], calls[-1]))}", calls[-1])
     try:
         strided.chain_form(calls, in_shape)

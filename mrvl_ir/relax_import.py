@@ -27,7 +27,8 @@ from mrvl.errors import UnsupportedOpError, layer_boundary
 from mrvl.frontend import constant_view, node_name_of
 from mrvl.locations import name_location
 
-RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC"}
+RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC", 5: "NCDHW", 6: "NCTDHW"}
+"""The layout of a Relax tensor of each rank, in Relax's own order (NCHW at rank 4)."""
 
 
 def _shape(expr: relax.Expr) -> tuple[int, ...]:
@@ -67,7 +68,7 @@ class _RegionImporter:
         shape = _shape(expr)
         if _dtype(expr) != "float32" or len(shape) not in RELAX_LAYOUT:
             raise UnsupportedOpError(
-                f"region {self.symbol}: tensor {expr.ty} is not a float32 tensor of rank 2 to 4",
+                f"region {self.symbol}: tensor {expr.ty} is not a float32 tensor of rank 2 to 6",
                 node,
             )
         return mrvl.tensor(shape, f32, RELAX_LAYOUT[len(shape)])

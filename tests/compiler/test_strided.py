@@ -1,5 +1,6 @@
 """strided.py: the strided form of an index map is exact whenever it is found, and found for
-every transpose, slice and integer repeat at rank <= 4 (hypothesis)."""
+every transpose, slice and integer repeat at rank <= 4, and for every transpose and slice at
+ranks 5 and 6 whose form has at most 6 dimensions (hypothesis)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,30 @@ def moves(draw):
 @settings(max_examples=300, deadline=None)
 @given(moves())
 def test_moves_have_an_exact_strided_form(positions):
+    form = strided_form(positions)
+    assert form is not None
+    assert len(form.box) <= 6 and min(form.strides) >= 0
+    np.testing.assert_array_equal(expand(form), positions.reshape(-1))
+
+
+@st.composite
+def high_rank_moves(draw):
+    """A dense tensor of rank 5 or 6 (attention heads, window partitions), transposed and
+    sliced: a form of at most 6 dimensions always exists."""
+    rank = draw(st.integers(5, 6))
+    shape = draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank))
+    positions = np.arange(int(np.prod(shape))).reshape(shape)
+    positions = positions.transpose(draw(st.permutations(range(rank))))
+    index = []
+    for size in positions.shape:
+        lo = draw(st.integers(0, size - 1))
+        index.append(slice(lo, draw(st.integers(lo + 1, size))))
+    return positions[tuple(index)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(high_rank_moves())
+def test_rank_5_and_6_moves_have_an_exact_strided_form(positions):
     form = strided_form(positions)
     assert form is not None
     assert len(form.box) <= 6 and min(form.strides) >= 0

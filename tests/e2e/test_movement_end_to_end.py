@@ -1,0 +1,114 @@
+"""Data movement of modern models on the MLIP, end to end against onnxruntime (issue 21):
+copies through rank 5 and 6 (attention's q/k/v split, Swin's window partition), slices with a
+negative step, Gather with constant indices and batches beyond 8. Each model is built in code,
+must be offloaded whole (in one region), and must pass the fp16 acceptance rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from e2e.test_shapes_end_to_end import check_offloaded_and_accurate, const, ints, model
+from onnx import helper
+
+import mrvl
+
+node = helper.make_node
+
+
+def placement(onnx_model, **options) -> dict[str, str]:
+    """ONNX node -> where it runs (a region, `cpu` or `folded`)."""
+    report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), **options))
+    return {row.node: row.target for row in report.rows}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rank 5 and 6
+
+
+def qkv_split_net(batch=2, tokens=6, heads=2, dim=4):
+    """A transformer's q/k/v projection: fc -> reshape [B, T, 3, heads, d] -> transpose
+    (2, 0, 3, 1, 4) -> Split on axis 0 -> Squeeze, each head tensor then scaled."""
+    rng = np.random.default_rng(21)
+    width = heads * dim
+    nodes = [
+        node("MatMul", ["x", "w"], ["q"], name="qkv"),
+        node("Reshape", ["q", "s5"], ["r"], name="reshape"),
+        node("Transpose", ["r"], ["t"], name="transpose", perm=[2, 0, 3, 1, 4]),
+        node("Split", ["t"], ["a", "b", "c"], name="split", axis=0),
+    ]
+    outputs = []
+    for i, part in enumerate("abc"):
+        nodes += [
+            node("Squeeze", [part, "ax"], [f"{part}4"], name=f"squeeze{i}"),
+            node("Relu", [f"{part}4"], [f"y{i}"], name=f"relu{i}"),
+        ]
+        outputs.append((f"y{i}", [batch, heads, tokens, dim]))
+    inits = [
+        const(rng, "w", (width, 3 * width)),
+        ints("s5", [batch, tokens, 3, heads, dim]),
+        ints("ax", [0]),
+    ]
+    return model(nodes, inits, [("x", [batch, tokens, width])], outputs)
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+def test_qkv_split_through_rank_5_runs_in_one_region(num_tiles):
+    check_offloaded_and_accurate(qkv_split_net(), num_tiles=num_tiles)
+
+
+def window_partition_net(batch=1, size=8, window=4, c=6):
+    """Swin's window partition and its reverse around a 1x1 conv: [B, C, H, W] -> NHWC ->
+    reshape [B, H/w, w, W/w, w, C] -> transpose (0, 1, 3, 2, 4, 5) -> [B·nW, w, w, C], and
+    back, each a chain through rank 6."""
+    rng = np.random.default_rng(22)
+    n = size // window
+    nodes = [
+        node("Conv", ["x", "w1"], ["a"], name="conv1", kernel_shape=[1, 1]),
+        node("Transpose", ["a"], ["nhwc"], name="to_nhwc", perm=[0, 2, 3, 1]),
+        node("Reshape", ["nhwc", "s6"], ["r6"], name="partition_reshape"),
+        node("Transpose", ["r6"], ["t6"], name="partition_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["t6", "sw"], ["win"], name="partition_windows"),
+        node("Relu", ["win"], ["rw"], name="relu"),
+        node("Reshape", ["rw", "s6b"], ["b6"], name="reverse_reshape"),
+        node("Transpose", ["b6"], ["u6"], name="reverse_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["u6", "s4"], ["back"], name="reverse_merge"),
+        node("Transpose", ["back"], ["nchw"], name="to_nchw", perm=[0, 3, 1, 2]),
+        node("Conv", ["nchw", "w2"], ["y"], name="conv2", kernel_shape=[1, 1]),
+    ]
+    inits = [
+        const(rng, "w1", (c, c, 1, 1)),
+        ints("s6", [batch, n, window, n, window, c]),
+        ints("sw", [batch * n * n, window, window, c]),
+        ints("s6b", [batch, n, n, window, window, c]),
+        ints("s4", [batch, size, size, c]),
+        const(rng, "w2", (c, c, 1, 1)),
+    ]
+    return model(nodes, inits, [("x", [batch, c, size, size])], [("y", [batch, c, size, size])])
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+def test_swin_window_partition_through_rank_6_runs_in_one_region(num_tiles):
+    check_offloaded_and_accurate(window_partition_net(), num_tiles=num_tiles)
+
+
+@pytest.mark.parametrize("perm", [[0, 3, 1, 4, 2], [4, 3, 2, 1, 0]])
+def test_rank5_transpose_as_region_input_and_output(perm):
+    """A rank-5 tensor crosses the region boundary both ways: the region converts its input
+    and output to and from f16 by one `cvt` over the same bytes."""
+    shape = [2, 3, 4, 5, 6]
+    nodes = [node("Transpose", ["x"], ["y"], name="transpose", perm=perm)]
+    onnx_model = model(nodes, [], [("x", shape)], [("y", [shape[p] for p in perm])])
+    check_offloaded_and_accurate(onnx_model, num_tiles=2)
+
+
+@pytest.mark.parametrize("make", [qkv_split_net, window_partition_net], ids=["qkv", "windows"])
+def test_nodes_json_of_rank_5_and_6_copies_pass_the_schema(make):
+    from helpers import region_functions
+
+    from mrvl import json_emitter
+    from mrvl.compiler import compile_region
+
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(make()))
+    for _, function in region_functions(mod):
+        compiled = compile_region(function, constants_json=True)
+        assert json_emitter.check_pair(compiled.nodes_json, compiled.consts_json) == []
