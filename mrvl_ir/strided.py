@@ -1,11 +1,12 @@
 """Data movement as strided copies: which Relax ops only move elements, and how.
 
-Reshape, squeeze, expand_dims, flatten, permute_dims, strided_slice (steps 1) and
+Reshape, squeeze, expand_dims, flatten, permute_dims, strided_slice (any step) and
 nearest-neighbour resize2d compute nothing: every result element is one input element.
 `source_positions` applies a chain of them to an array of storage positions, so the result
 says, for each element, which input element it copies. `strided_form` then asks whether that
 map is a strided walk: an offset plus at most 6 (extent, stride) dimensions, strides in
-elements and >= 0 (0 repeats an element, as nearest-neighbour upsampling does).
+elements (0 repeats an element, as nearest-neighbour upsampling does; a negative one walks
+backwards, as a slice with a negative step does).
 
 The partition check and the Relax importer both use these two functions, so a chain the
 check accepts is exactly a chain the importer can lower.
@@ -110,11 +111,11 @@ def _strided_slice(call: relax.Call, positions: np.ndarray) -> np.ndarray:
     if given is not None and not isinstance(given, relax.Tuple):
         raise NotACopy("slice steps computed at run time", call)
     steps = _ints(given.fields) if given is not None else [1] * len(axes)
-    if any(s != 1 for s in steps):
-        raise NotACopy(f"slice steps {steps} (only 1 is supported)", call)
+    if 0 in steps:
+        raise NotACopy(f"slice steps {steps}", call)
     index = [slice(None)] * positions.ndim
-    for axis, lo, hi in zip(axes, begin, end):
-        index[axis % positions.ndim] = slice(lo, hi)
+    for axis, lo, hi, step in zip(axes, begin, end, steps):
+        index[axis % positions.ndim] = slice(lo, hi, step)
     return positions[tuple(index)]
 
 
@@ -179,7 +180,7 @@ def _resize_nearest(call: relax.Call, positions: np.ndarray) -> np.ndarray:
 
 def strided_form(positions: np.ndarray, max_dims: int = MAX_DIMS) -> StridedForm | None:
     """The descriptor that copies `positions` (flattened in C order), or None if it needs
-    more than `max_dims` dimensions or a negative stride.
+    more than `max_dims` dimensions.
 
     Greedy from the innermost dimension: the first run of equal steps is the extent of the
     innermost (merged) dimension; every other block must repeat it; the blocks' first
@@ -206,8 +207,6 @@ def strided_form(positions: np.ndarray, max_dims: int = MAX_DIMS) -> StridedForm
             return None
     if not dims:
         dims = [(1, 1)]
-    if any(stride < 0 for _, stride in dims):
-        return None
     dims.reverse()
     return StridedForm(offset, tuple(s for _, s in dims), tuple(n for n, _ in dims))
 

@@ -79,9 +79,38 @@ def test_any_map_gets_an_exact_form_or_none(values):
         np.testing.assert_array_equal(expand(form), values)
 
 
-def test_reversal_and_gather_have_no_form():
-    assert strided_form(np.arange(5)[::-1]) is None
+def test_an_irregular_gather_has_no_form():
     assert strided_form(np.array([0, 0, 1, 2, 2, 3])) is None
+    assert strided_form(np.array([4, 0, 2])) is None
+
+
+def test_a_reversal_walks_backwards():
+    form = strided_form(np.arange(5)[::-1])
+    assert form == StridedForm(4, (-1,), (5,))
+
+
+@st.composite
+def reversed_moves(draw):
+    """A dense tensor of rank 2 to 6, sliced along some axes with negative or positive steps
+    (a reverse-direction LSTM's time axis) and transposed."""
+    rank = draw(st.integers(2, 6))
+    shape = draw(st.lists(st.integers(1, 5 if rank <= 4 else 3), min_size=rank, max_size=rank))
+    positions = np.arange(int(np.prod(shape))).reshape(shape)
+    index = []
+    for size in shape:
+        step = draw(st.sampled_from([1, -1, 2, -2]))
+        lo = draw(st.integers(0, size - 1))
+        index.append(slice(lo, None, step))
+    positions = positions[tuple(index)]
+    return positions.transpose(draw(st.permutations(range(rank))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(reversed_moves())
+def test_slices_with_any_step_have_an_exact_strided_form(positions):
+    form = strided_form(positions)
+    assert form is not None and len(form.box) <= 6
+    np.testing.assert_array_equal(expand(form), positions.reshape(-1))
 
 
 def test_nearest_by_integer_factors_repeats_each_index():

@@ -112,3 +112,97 @@ def test_nodes_json_of_rank_5_and_6_copies_pass_the_schema(make):
     for _, function in region_functions(mod):
         compiled = compile_region(function, constants_json=True)
         assert json_emitter.check_pair(compiled.nodes_json, compiled.consts_json) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Slices with a negative step: a DMA whose source stride is negative
+
+
+def reverse_sequence_net(steps=(-1,), axis=1):
+    """A reverse-direction LSTM's input: fc over a sequence [N, T, K], the time axis reversed
+    (Slice with step -1, or another step), then another fc."""
+    rng = np.random.default_rng(23)
+    n, t, k = 2, 7, 8
+    step = steps[0]
+    start, end = (-1, -(2**62)) if step < 0 else (0, 2**62)
+    kept = len(range(t - 1, -1, step)) if step < 0 else len(range(0, t, step))
+    nodes = [
+        node("MatMul", ["x", "w1"], ["a"], name="fc1"),
+        node("Slice", ["a", "st", "en", "ax", "sp"], ["r"], name="reverse"),
+        node("MatMul", ["r", "w2"], ["y"], name="fc2"),
+    ]
+    inits = [
+        const(rng, "w1", (k, k)),
+        ints("st", [start]),
+        ints("en", [end]),
+        ints("ax", [axis]),
+        ints("sp", [step]),
+        const(rng, "w2", (k, 5)),
+    ]
+    return model(nodes, inits, [("x", [n, t, k])], [("y", [n, kept, 5])])
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+@pytest.mark.parametrize("step", [-1, -2, 3])
+def test_slice_with_any_step_is_a_strided_copy(step, num_tiles):
+    check_offloaded_and_accurate(reverse_sequence_net((step,)), num_tiles=num_tiles)
+
+
+def test_flipped_image_between_convs():
+    """Both spatial axes reversed (a horizontal and vertical flip) between two convs."""
+    rng = np.random.default_rng(24)
+    nodes = [
+        node("Conv", ["x", "w1"], ["a"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Slice", ["a", "st", "en", "ax", "sp"], ["f"], name="flip"),
+        node("Conv", ["f", "w2"], ["y"], name="conv2", kernel_shape=[1, 1]),
+    ]
+    inits = [
+        const(rng, "w1", (4, 3, 3, 3)),
+        ints("st", [-1, -1]),
+        ints("en", [-(2**62), -(2**62)]),
+        ints("ax", [2, 3]),
+        ints("sp", [-1, -1]),
+        const(rng, "w2", (4, 4, 1, 1)),
+    ]
+    onnx_model = model(nodes, inits, [("x", [2, 3, 5, 6])], [("y", [2, 4, 5, 6])])
+    check_offloaded_and_accurate(onnx_model, num_tiles=2)
+
+
+# ---------------------------------------------------------------------------------------------
+# The two engines give the same bytes on these copies (negative and zero strides, walks)
+
+
+ENGINE_NETS = {
+    "qkv": qkv_split_net,
+    "windows": window_partition_net,
+    "reverse": reverse_sequence_net,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENGINE_NETS))
+def test_engines_agree_on_the_movement_nets(name):
+    import tvm
+    from helpers import assert_same_bytes
+    from tvm import relax
+
+    from mrvl.sim import use_engine
+
+    onnx_model = ENGINE_NETS[name]()
+    lib = mrvl.build(mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), num_tiles=8))
+    rng = np.random.default_rng(5)
+    args = [
+        tvm.runtime.tensor(
+            rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(
+                np.float32
+            )
+        )
+        for i in onnx_model.graph.input
+    ]
+    vm = relax.VirtualMachine(lib, tvm.cpu())
+    outputs = []
+    for engine in ("interp", "numba"):
+        with use_engine(engine):
+            result = vm["main"](*args)
+        results = [result] if isinstance(result, tvm.runtime.Tensor) else list(result)
+        outputs.append([r.numpy() for r in results])
+    assert_same_bytes(outputs[0], outputs[1])
