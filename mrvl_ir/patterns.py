@@ -18,9 +18,10 @@ contract with `relax_import.py`:
     mrvl.reshape           reshape / squeeze / flatten between rank 4 and rank 2
     mrvl.transpose         permute_dims NCHW <-> NHWC
     mrvl.copy              a chain of 1 to 3 data-movement ops (reshape, squeeze, expand_dims,
-                           flatten, permute_dims, strided_slice, nearest resize2d) that is a
-                           strided copy (`strided.py`): slices, split outputs, transposes,
-                           channel shuffles, integer nearest upsampling
+                           flatten, permute_dims, strided_slice, nearest resize2d, take with
+                           constant indices) that is a strided copy (`strided.py`): slices
+                           (any step), split outputs, transposes, channel shuffles, integer
+                           nearest upsampling, Gather
     steps                  up to 3 of +c, -c, c-, *c, /c, with c per channel or scalar, on
                            either side where the op commutes (folded into scale and shift)
     activation             relu | clip(min, max) | leakyrelu | prelu | sigmoid | tanh |
@@ -77,7 +78,7 @@ LAYER_OPS = frozenset(
         "relax.subtract", "relax.divide", "relax.sigmoid", "relax.tanh", "relax.nn.prelu",
         "relax.exp", "relax.log",
         "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
-        "relax.nn.conv2d_transpose",
+        "relax.nn.conv2d_transpose", "relax.take",
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""

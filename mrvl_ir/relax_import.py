@@ -594,7 +594,7 @@ class _RegionImporter:
                 if best is None or cost < best[0]:
                     best = (cost, in_layout, out_layout, form)
         if best is None:
-            raise UnsupportedOpError("data movement that is not a strided copy", node)
+            return self._copy_pieces(calls, source, node)
         _, in_layout, out_layout, form = best
         x = self._in_layout(source, in_layout, node)
         out_type = mrvl.tensor(
@@ -603,6 +603,41 @@ class _RegionImporter:
         if form.is_identity:  # the same bytes: a relabelling, no copy
             return self._located(mrvl.ReshapeOp(x, out_type), node)
         op = mrvl.StridedCopyOp(x, out_type, offset=form.offset, strides=form.strides, box=form.box)
+        return self._located(op, node)
+
+
+    def _copy_pieces(self, calls: list[relax.Call], source: SSAValue, node) -> SSAValue:
+        """A copy with no one strided form (a Gather of indices that are no progression), in
+        Relax's layouts: one strided copy per piece of the result along one axis
+        (`strided.piecewise_forms`), concatenated along it."""
+        in_shape, out_shape = _shape(calls[0].args[0]), _shape(calls[-1])
+        x = self._in_layout(source, RELAX_LAYOUT[len(in_shape)], node)
+        positions = np.arange(int(np.prod(in_shape)), dtype=np.int64).reshape(in_shape)
+        try:
+            result = strided.source_positions(calls, positions)
+        except strided.NotACopy as err:
+            raise UnsupportedOpError(err.reason, node) from None
+        cut = strided.piecewise_forms(result)
+        if cut is None:
+            raise UnsupportedOpError("data movement that is not a strided copy", node)
+        axis, pieces = cut
+        layout = RELAX_LAYOUT[len(out_shape)]
+        parts = []
+        for piece in pieces:
+            shape = list(out_shape)
+            shape[axis] = piece.stop - piece.start
+            form = piece.form
+            op = mrvl.StridedCopyOp(
+                x, mrvl.tensor(shape, f32, layout), offset=form.offset, strides=form.strides,
+                box=form.box,
+            )  # fmt: skip
+            parts.append(self._located(op, node))
+        if len(parts) == 1:
+            return parts[0]
+        channels = layout.index("C")
+        op = mrvl.ConcatOp(
+            parts, mrvl.tensor(out_shape, f32, layout), None if axis == channels else axis
+        )
         return self._located(op, node)
 
 

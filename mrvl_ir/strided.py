@@ -31,8 +31,10 @@ MOVE_OPS = (
     "relax.permute_dims",
     "relax.strided_slice",
     "relax.image.resize2d",
+    "relax.take",
 )
-"""Relax ops that only move elements (resize2d only with method nearest_neighbor)."""
+"""Relax ops that only move elements (resize2d only with method nearest_neighbor, take only
+with constant indices: ONNX Gather)."""
 
 MAX_DIMS = 6
 """Dimensions of a strided copy. One DMA descriptor has 4; the lowering issues one descriptor
@@ -92,6 +94,8 @@ def source_positions(calls: Sequence[relax.Call], positions: np.ndarray) -> np.n
                 positions = _strided_slice(call, positions)
             elif name == "relax.image.resize2d":
                 positions = _resize_nearest(call, positions)
+            elif name == "relax.take":
+                positions = _take(call, positions)
             else:
                 raise NotACopy(f"{name} is not data movement", call)
         except (TypeError, ValueError, AttributeError, IndexError) as err:
@@ -117,6 +121,25 @@ def _strided_slice(call: relax.Call, positions: np.ndarray) -> np.ndarray:
     for axis, lo, hi, step in zip(axes, begin, end, steps):
         index[axis % positions.ndim] = slice(lo, hi, step)
     return positions[tuple(index)]
+
+
+def _take(call: relax.Call, positions: np.ndarray) -> np.ndarray:
+    """ONNX Gather with constant indices (negative ones count from the end)."""
+    from tvm.ir.expr import GenericConst
+
+    indices = call.args[1]
+    if not isinstance(indices, GenericConst):
+        raise NotACopy("gather indices computed at run time", call)
+    index = np.asarray(indices.value.numpy())
+    if index.dtype.kind not in "iu":
+        raise NotACopy(f"gather indices of type {index.dtype}", call)
+    axis = int(call.attrs.axis) if call.attrs.axis is not None else None
+    if axis is None:
+        raise NotACopy("gather over the flattened tensor", call)
+    size = positions.shape[axis]
+    if index.size and (index.min() < -size or index.max() >= size):
+        raise NotACopy(f"gather index outside [-{size}, {size})", call)
+    return np.take(positions, np.where(index < 0, index + size, index), axis=axis)
 
 
 RESIZE_MODES = tuple(ResizeCoordinates)
@@ -211,8 +234,10 @@ def strided_form(positions: np.ndarray, max_dims: int = MAX_DIMS) -> StridedForm
     return StridedForm(offset, tuple(s for _, s in dims), tuple(n for n, _ in dims))
 
 
-def chain_form(calls: Sequence[relax.Call], in_shape: Sequence[int]) -> StridedForm:
-    """The strided form of `calls` on a dense row-major input of `in_shape`, or `NotACopy`."""
+def chain_form(calls: Sequence[relax.Call], in_shape: Sequence[int]) -> StridedForm | None:
+    """The strided form of `calls` on a dense row-major input of `in_shape`; None if the copy
+    has none but gathers and is a few strided pieces (`piecewise_forms`); else `NotACopy`.
+    (A nearest resize that is no repeat is a table-driven `resize` layer instead.)"""
     for call in calls:  # reject cheaply, before building an index map of the whole tensor
         name = _op_name(call)
         if name not in MOVE_OPS:
@@ -222,11 +247,58 @@ def chain_form(calls: Sequence[relax.Call], in_shape: Sequence[int]) -> StridedF
     count = math.prod(in_shape)
     positions = source_positions(calls, np.arange(count, dtype=np.int64).reshape(in_shape))
     form = strided_form(positions)
-    if form is None:
+    if form is not None:
+        return form
+    gathers = any(_op_name(call) == "relax.take" for call in calls)
+    if not gathers or piecewise_forms(positions) is None:
         raise NotACopy(
-            f"not a strided copy of at most {MAX_DIMS} dimensions", calls[-1] if calls else None
+            f"not a strided copy of at most {MAX_DIMS} dimensions"
+            + (f", nor of {MAX_PIECES} pieces" if gathers else ""),
+            calls[-1] if calls else None,
         )
-    return form
+    return None
+
+
+MAX_PIECES = 64
+"""Most pieces a copy without one strided form is cut into (`piecewise_forms`)."""
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Result elements [start, stop) along `axis` are the strided copy `form`."""
+
+    start: int
+    stop: int
+    form: StridedForm
+
+
+def piecewise_forms(
+    positions: np.ndarray, max_pieces: int = MAX_PIECES
+) -> tuple[int, list[Piece]] | None:
+    """The map `positions` cut along one axis into the fewest runs (at most `max_pieces`) that
+    each have a strided form, as (axis, pieces); None if no axis allows it. A Gather with
+    constant indices that are no arithmetic progression is such a copy: each run of indices
+    that is one (any two are) is one piece. Each run is grown while it keeps a form."""
+    best: tuple[int, list[Piece]] | None = None
+    for axis in range(positions.ndim):
+        size = positions.shape[axis]
+        pieces: list[Piece] = []
+        start = 0
+        while start < size and len(pieces) < max_pieces:
+            form = strided_form(np.take(positions, [start], axis=axis))
+            if form is None:
+                break
+            stop = start + 1
+            while stop < size:
+                longer = strided_form(np.take(positions, range(start, stop + 1), axis=axis))
+                if longer is None:
+                    break
+                form, stop = longer, stop + 1
+            pieces.append(Piece(start, stop, form))
+            start = stop
+        if start == size and (best is None or len(pieces) < len(best[1])):
+            best = (axis, pieces)
+    return best
 
 
 def interpolation_table(

@@ -8,7 +8,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mrvl.strided import StridedForm, interpolation_table, nearest_indices, strided_form
+from mrvl.strided import (
+    MAX_PIECES,
+    StridedForm,
+    interpolation_table,
+    nearest_indices,
+    piecewise_forms,
+    strided_form,
+)
 
 
 def expand(form: StridedForm) -> np.ndarray:
@@ -133,3 +140,42 @@ def test_bilinear_tables_follow_onnx_half_pixel():
         table,
         np.array([[0, 1, 1, 0], [0, 1, 0.75, 0.25], [0, 1, 0.25, 0.75], [1, 1, 1, 0]], np.float32),
     )
+
+
+@st.composite
+def gathers(draw):
+    """A dense tensor of rank 2 to 4, gathered along one axis by any constant indices
+    (repeats, any order), then maybe transposed."""
+    rank = draw(st.integers(2, 4))
+    shape = draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank))
+    axis = draw(st.integers(0, rank - 1))
+    indices = draw(st.lists(st.integers(0, shape[axis] - 1), min_size=1, max_size=8))
+    positions = np.take(np.arange(int(np.prod(shape))).reshape(shape), indices, axis=axis)
+    return positions.transpose(draw(st.permutations(range(rank))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(gathers())
+def test_gathers_are_exact_strided_pieces(positions):
+    """Every constant gather is one strided form or pieces along one axis, each exact; the
+    pieces tile the axis in order."""
+    cut = piecewise_forms(positions)
+    assert cut is not None
+    axis, pieces = cut
+    assert 1 <= len(pieces) <= MAX_PIECES
+    assert pieces[0].start == 0 and pieces[-1].stop == positions.shape[axis]
+    for before, after in zip(pieces, pieces[1:]):
+        assert before.stop == after.start
+    for piece in pieces:
+        part = np.take(positions, range(piece.start, piece.stop), axis=axis)
+        np.testing.assert_array_equal(expand(piece.form), part.reshape(-1))
+    if strided_form(positions) is not None:
+        assert len(pieces) == 1
+
+
+def test_a_gather_of_any_two_indices_is_one_piece():
+    """Any two indices are a progression (a negative step too): [4, 0, 2] is 2 pieces."""
+    positions = np.take(np.arange(10).reshape(5, 2), [4, 0, 2], axis=0)
+    axis, pieces = piecewise_forms(positions)
+    assert axis == 0 and [(p.start, p.stop) for p in pieces] == [(0, 2), (2, 3)]
+    assert pieces[0].form == StridedForm(8, (-8, 1), (2, 2))

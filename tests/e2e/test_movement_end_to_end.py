@@ -169,6 +169,92 @@ def test_flipped_image_between_convs():
 
 
 # ---------------------------------------------------------------------------------------------
+# Gather with constant indices
+
+
+def unrolled_lstm_inputs_net(steps=4, n=2, k=8):
+    """An unrolled LSTM's per-step inputs: fc over [T, N, K], then one Gather per time step
+    (a scalar index on axis 0, the last one negative) feeding its own fc, summed."""
+    rng = np.random.default_rng(25)
+    nodes = [node("MatMul", ["x", "w"], ["a"], name="proj")]
+    inits = [const(rng, "w", (k, k))]
+    total = None
+    for t in range(steps):
+        index = t if t < steps - 1 else -1
+        inits += [ints(f"i{t}", index), const(rng, f"u{t}", (k, 4))]
+        nodes += [
+            node("Gather", ["a", f"i{t}"], [f"g{t}"], name=f"gather{t}", axis=0),
+            node("MatMul", [f"g{t}", f"u{t}"], [f"h{t}"], name=f"step{t}"),
+        ]
+        if total is not None:
+            nodes.append(node("Add", [total, f"h{t}"], [f"s{t}"], name=f"sum{t}"))
+            total = f"s{t}"
+        else:
+            total = f"h{t}"
+    nodes.append(node("Relu", [total], ["y"], name="relu"))
+    return model(nodes, inits, [("x", [steps, n, k])], [("y", [n, 4])])
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+def test_unrolled_lstm_gathers_run_in_one_region(num_tiles):
+    check_offloaded_and_accurate(unrolled_lstm_inputs_net(), num_tiles=num_tiles)
+
+
+def gather_net(indices, axis):
+    """Gather of constant indices (a vector) between two convs."""
+    rng = np.random.default_rng(26)
+    shape = [2, 6, 5, 7]
+    out = list(shape)
+    out[axis] = len(indices)
+    nodes = [
+        node("Conv", ["x", "w1"], ["a"], name="conv1", kernel_shape=[1, 1]),
+        node("Gather", ["a", "i"], ["g"], name="gather", axis=axis),
+        node("Conv", ["g", "w2"], ["y"], name="conv2", kernel_shape=[1, 1]),
+    ]
+    inits = [
+        const(rng, "w1", (6, 3, 1, 1)),
+        ints("i", indices),
+        const(rng, "w2", (4, out[1], 1, 1)),
+    ]
+    out[1] = 4
+    return model(nodes, inits, [("x", [2, 3, 5, 7])], [("y", out)])
+
+
+@pytest.mark.parametrize(
+    "indices, axis",
+    [
+        ([1, 3, 5], 1),  # a progression: one strided copy
+        ([5, 0, 2, 2, -1], 1),  # irregular and repeated: pieces, concatenated
+        ([4, 0, 3], 2),
+        ([6, 5, 1, 2], 3),
+    ],
+)
+def test_gather_with_constant_indices(indices, axis):
+    check_offloaded_and_accurate(gather_net(indices, axis), num_tiles=4)
+
+
+def test_gather_with_runtime_indices_stays_on_the_cpu_with_its_reason():
+    from onnx import TensorProto
+
+    nodes = [node("Gather", ["x", "i"], ["y"], name="gather", axis=1)]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 3]),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2, 3])],
+    )
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx_model.ir_version = 10
+    report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model)))
+    (row,) = report.rows
+    # TVM wraps run-time indices in a where(i < 0, i + n, i) that no MLIP layer computes
+    assert row.target == "cpu" and row.reason == "unsupported op Gather", row
+
+
+# ---------------------------------------------------------------------------------------------
 # The two engines give the same bytes on these copies (negative and zero strides, walks)
 
 
@@ -176,6 +262,8 @@ ENGINE_NETS = {
     "qkv": qkv_split_net,
     "windows": window_partition_net,
     "reverse": reverse_sequence_net,
+    "lstm": unrolled_lstm_inputs_net,
+    "gather": lambda: gather_net([5, 0, 2, 2, -1], 1),
 }
 
 
