@@ -36,7 +36,12 @@ from .passes.sched.tiling import (
 from .target import Target
 
 MAX_BATCH = 8
-"""Largest batch (N) a region accepts: the MLIP processes batches of up to 8."""
+"""Largest batch (N) of a conv, transposed conv, pool, global pool or resize. No ISA field
+bounds it (`in_shape[0] >= 1`); their lowering does: the window tiling cuts rows, columns and
+channels but every piece holds all N images, so a large batch makes every piece large. The
+layers whose lowering cuts the batch take any (`any_batch`): FC rows, and the copies, concats,
+adds, products, scale/shifts, reshapes and layout changes, which are cut into chunks of
+elements, pixels or images, or are one DDR-to-DDR transfer."""
 
 MAX_AFFINE_STEPS = 3
 """A layer's affine steps (see `_check_tail`): up to this many."""
@@ -168,7 +173,7 @@ def _activation(
     expr: relax.Expr, ranks: Sequence[int], at: relax.Expr, *, any_batch: bool = False
 ) -> tuple[int, ...]:
     """The shape of a runtime float32 tensor of one of `ranks` with batch ≤ MAX_BATCH (any
-    batch if `any_batch`: an FC's rows, a strided copy's outer dimension)."""
+    batch if `any_batch`: a layer whose lowering cuts the batch, see `MAX_BATCH`)."""
     if isinstance(expr, GenericConst):
         raise _Reject("constant input", at)
     shape = _tensor_shape(expr, at)
@@ -464,8 +469,8 @@ def check_add(ctx: PatternCheckContext) -> None:
     ann = ctx.annotated_expr
     add = ann["add"]
     _no_leaks(ctx)
-    lhs = _activation(add.args[0], (2, 3, 4), add)
-    rhs = _activation(add.args[1], (2, 3, 4), add)
+    lhs = _activation(add.args[0], (2, 3, 4), add, any_batch=True)
+    rhs = _activation(add.args[1], (2, 3, 4), add, any_batch=True)
     if lhs != rhs:
         raise _Reject(f"broadcast add {lhs} + {rhs}", add)
     _check_tail(ctx, [add], _elementwise_channels(lhs), len(lhs), prelu=True)
@@ -486,8 +491,8 @@ def check_mul(ctx: PatternCheckContext) -> None:
     mul = ann["mul"]
     _no_leaks(ctx)
     _whole_onnx_ops(ctx, _AFFINE_ONNX_OPS)
-    lhs = _activation(mul.args[0], (2, 3, 4), mul)
-    rhs = _activation(mul.args[1], (2, 3, 4), mul)
+    lhs = _activation(mul.args[0], (2, 3, 4), mul, any_batch=True)
+    rhs = _activation(mul.args[1], (2, 3, 4), mul, any_batch=True)
     form, _ = split_activation(mul, lambda e: _bound(ctx, e))
     if form is not None:
         raise _Reject(f"the product is the activation {form.kind} of a layer", mul)
@@ -588,7 +593,7 @@ def check_scale_shift(ctx: PatternCheckContext) -> None:
         owner = node_name_of(origin)
         if owner in collector.forced:
             raise _Reject(f"{collector.forced[owner]} (at {owner})", first)
-    shape = _activation(data, (2, 3, 4), first)
+    shape = _activation(data, (2, 3, 4), first, any_batch=True)
     _check_tail(ctx, [], _elementwise_channels(shape), len(shape), prelu=True)
 
 
@@ -692,7 +697,7 @@ def check_copy(ctx: PatternCheckContext) -> None:
 
 def check_reshape(ctx: PatternCheckContext) -> None:
     reshape = ctx.annotated_expr["root"]
-    in_shape = _activation(ctx.annotated_expr["data"], (2, 4), reshape)
+    in_shape = _activation(ctx.annotated_expr["data"], (2, 4), reshape, any_batch=True)
     out_shape = _tensor_shape(reshape, reshape)
     if len(out_shape) not in (2, 4):
         raise _Reject(f"rank {len(out_shape)}", reshape)
@@ -704,7 +709,7 @@ def check_reshape(ctx: PatternCheckContext) -> None:
 
 def check_transpose(ctx: PatternCheckContext) -> None:
     transpose = ctx.annotated_expr["root"]
-    _activation(ctx.annotated_expr["data"], (4,), transpose)
+    _activation(ctx.annotated_expr["data"], (4,), transpose, any_batch=True)
     axes = _int_list(transpose.attrs.axes)
     if axes not in ([0, 2, 3, 1], [0, 3, 1, 2]):
         raise _Reject(f"attribute perm={axes if axes is not None else 'reversed'}", transpose)

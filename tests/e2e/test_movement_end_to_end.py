@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from e2e.test_shapes_end_to_end import check_offloaded_and_accurate, const, ints, model
-from onnx import helper
+from onnx import helper, numpy_helper
 
 import mrvl
 
@@ -255,6 +255,68 @@ def test_gather_with_runtime_indices_stays_on_the_cpu_with_its_reason():
 
 
 # ---------------------------------------------------------------------------------------------
+# Batches beyond 8: attention folds heads or windows into the batch
+
+
+def folded_heads_net(batch=16, tokens=8, heads=8, dim=4):
+    """Attention's heads folded into the batch (batch x heads = 128): fc -> reshape ->
+    transpose -> reshape [B·h, T, d] -> scale, + a second projection, Relu -> back -> fc."""
+    rng = np.random.default_rng(27)
+    width = heads * dim
+    nodes = [
+        node("MatMul", ["x", "w1"], ["q"], name="q_proj"),
+        node("MatMul", ["x", "w2"], ["k"], name="k_proj"),
+    ]
+    for name in ("q", "k"):
+        nodes += [
+            node("Reshape", [name, "s4"], [f"{name}4"], name=f"{name}_split_heads"),
+            node("Transpose", [f"{name}4"], [f"{name}t"], name=f"{name}_transpose",
+                 perm=[0, 2, 1, 3]),
+            node("Reshape", [f"{name}t", "s3"], [f"{name}b"], name=f"{name}_fold"),
+        ]  # fmt: skip
+    nodes += [
+        node("Mul", ["qb", "scale"], ["qs"], name="scale"),
+        node("Add", ["qs", "kb"], ["sum"], name="add"),
+        node("Relu", ["sum"], ["r"], name="relu"),
+        node("Reshape", ["r", "s4h"], ["r4"], name="unfold"),
+        node("Transpose", ["r4"], ["rt"], name="merge_transpose", perm=[0, 2, 1, 3]),
+        node("Reshape", ["rt", "s3m"], ["m"], name="merge_heads"),
+        node("MatMul", ["m", "w3"], ["y"], name="out_proj"),
+    ]
+    inits = [
+        const(rng, "w1", (width, width)),
+        const(rng, "w2", (width, width)),
+        ints("s4", [batch, tokens, heads, dim]),
+        ints("s3", [batch * heads, tokens, dim]),
+        numpy_helper.from_array(np.array(0.5, np.float32), "scale"),
+        ints("s4h", [batch, heads, tokens, dim]),
+        ints("s3m", [batch, tokens, width]),
+        const(rng, "w3", (width, 6)),
+    ]
+    return model(nodes, inits, [("x", [batch, tokens, width])], [("y", [batch, tokens, 6])])
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+def test_heads_folded_into_a_batch_of_128_run_in_one_region(num_tiles):
+    check_offloaded_and_accurate(folded_heads_net(), num_tiles=num_tiles)
+
+
+def test_a_conv_over_a_batch_beyond_8_still_stays_on_the_cpu():
+    """A conv's pieces hold every image of the batch (its tiling cuts rows, columns and
+    channels), so its batch stays bounded; the copy before it is not."""
+    rng = np.random.default_rng(28)
+    nodes = [
+        node("Transpose", ["x"], ["t"], name="transpose", perm=[0, 1, 3, 2]),
+        node("Conv", ["t", "w"], ["y"], name="conv", kernel_shape=[1, 1]),
+    ]
+    onnx_model = model(
+        nodes, [const(rng, "w", (4, 3, 1, 1))], [("x", [12, 3, 5, 6])], [("y", [12, 4, 6, 5])]
+    )
+    where = placement(onnx_model)
+    assert where["conv"] == "cpu" and where["transpose"] != "cpu"
+
+
+# ---------------------------------------------------------------------------------------------
 # The two engines give the same bytes on these copies (negative and zero strides, walks)
 
 
@@ -263,6 +325,7 @@ ENGINE_NETS = {
     "windows": window_partition_net,
     "reverse": reverse_sequence_net,
     "lstm": unrolled_lstm_inputs_net,
+    "heads": folded_heads_net,
     "gather": lambda: gather_net([5, 0, 2, 2, -1], 1),
 }
 
