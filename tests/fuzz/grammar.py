@@ -15,7 +15,9 @@ dilated and padded; BatchNormalization; Mul/Add by constants on either side; Rel
 LeakyRelu; MaxPool/AveragePool with pads, ceil_mode and count_include_pad; the global pools;
 Gemm/MatMul; Add and Concat of two tensors; Reshape/Flatten/Squeeze; Transpose; zero Pad) and
 some it does not (Softmax, Exp, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU, Resize, Slice,
-Sub/Div by constants, Mul of two tensors, channel shuffle, concat on other axes, reflect Pad). It also makes reused
+Sub/Div by constants, Mul of two tensors, channel shuffle, concat on other axes, reflect Pad;
+and, from `grammar_moves.py`, Slice with any step, Gather with constant indices and a
+window scramble through rank 6). It also makes reused
 identical blocks (one sub-graph with the same weights at two places), odd sizes (1x1 planes,
 one channel, prime widths) and layers too big for one tile's OCM.
 
@@ -30,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+import grammar_moves
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -573,20 +576,20 @@ def emit_slice(g: Graph, p: dict) -> bool:
         return False
     axis = p["axis"]
     size = x.shape[axis]
-    if size < 2:
+    bounds = grammar_moves.slice_bounds(size, p) if size >= 2 else None
+    if bounds is None:
         return False
-    start = p["start"] % size
-    end = start + 1 + (p["len"] % (size - start))
-    if end - start == size:
-        return False
+    start, end, step, kept = bounds
     shape = list(x.shape)
-    shape[axis] = end - start
+    shape[axis] = kept
     ins = [
         x.name,
         g.const(np.array([start], np.int64), "st"),
-        g.const(np.array([end], np.int64), "en"),
+        g.const(np.array([end if end >= 0 else -(2**62)], np.int64), "en"),
         g.const(np.array([axis], np.int64), "ax"),
     ]
+    if step != 1:
+        ins.append(g.const(np.array([step], np.int64), "sp"))
     g.set(g.node("Slice", ins, tuple(shape)))
     return True
 
@@ -673,6 +676,7 @@ EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     "fc": emit_fc,
     "matmul4": emit_matmul4,
     "block": emit_block,
+    **grammar_moves.EMITTERS,
 }
 
 
@@ -758,10 +762,13 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         kinds = ("conv", "conv", "conv", "conv", "conv", "act", "act", "act", "bn", "const",
                  "const", "pool", "pool", "global_pool",
                  "to_rank2", "add", "concat", "block", "transpose", "reshape4", "se",
-                 "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4")  # fmt: skip
+                 "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4",
+                 *grammar_moves.KINDS)  # fmt: skip
     else:
         kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act")
     kind = ch.choice(kinds)
+    if kind in grammar_moves.KINDS:
+        return Layer(kind, grammar_moves.draw(kind, ch, seed))
     if kind == "conv":
         p = _draw_conv(ch, g, seed)
         return Layer("conv", p) if p else None
@@ -840,7 +847,8 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         return Layer("resize", dict(mode=mode, ctm=ctm, scale=ch.choice((2, 3))))
     if kind == "slice":
         return Layer("slice", dict(axis=ch.choice((1, 2, 3)), start=ch.integer(0, 9),
-                                   len=ch.integer(0, 9)))  # fmt: skip
+                                   len=ch.integer(0, 9),
+                                   step=ch.choice((1, 1, -1, 2, -2))))  # fmt: skip
     if kind == "fc":
         return Layer("fc", dict(op=ch.choice(("Gemm", "MatMul")), out=ch.choice((1, 3, 10, 17, 64)),
                                 alpha=ch.choice((1.0, 0.5, 2.0)), beta=ch.choice((1.0, 0.5)),
