@@ -21,7 +21,8 @@ conversion is kept):
 - `Upsample` (opsets 7-9) with constant scales → `relax.image.resize2d` (TVM's converter
   fails on opset 9);
 - `Dropout` in inference mode without its mask output → its input (TVM: `relax.nn.dropout`,
-  an op no region can hold, which splits VGG's and AlexNet's classifiers off their regions).
+  an op no region can hold, which splits VGG's and AlexNet's classifiers off their regions);
+- `Tile` with constant repeats → reshape, `broadcast_to`, reshape (`frontend_moves.py`).
 
 Before TVM sees a model that has `Shape` nodes, shape arithmetic on statically known shapes
 (Shape -> Gather -> Div -> Slice, as torchvision's `chunk` exports) is folded into constants,
@@ -49,6 +50,7 @@ from tvm import relax
 from tvm.ir.expr import GenericConst
 from tvm.relax.frontend.onnx.onnx_frontend import ONNXGraphImporter
 
+from . import frontend_moves
 from .errors import ModelImportError
 
 __all__ = ["ONNX_NODES_ATTR", "from_onnx", "node_name_of", "onnx_node_name", "onnx_nodes_of"]
@@ -387,6 +389,7 @@ _NORMALIZATIONS: dict[str, Callable] = {
     "Pad": _pad,
     "Sum": _sum,
     "BatchNormalization": _batch_norm,
+    "Tile": frontend_moves.tile,
 }
 
 

@@ -669,7 +669,8 @@ def check_resize(ctx: PatternCheckContext) -> None:
 
 _MOVE_ONNX_OPS = frozenset(
     {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Split", "Resize",
-     "Upsample", "Identity", "DepthToSpace", "SpaceToDepth", "Gather"}
+     "Upsample", "Identity", "DepthToSpace", "SpaceToDepth", "Gather",
+     "Expand", "Tile"}
 )  # fmt: skip
 """ONNX ops a strided copy can be made of."""
 

@@ -19,9 +19,9 @@ contract with `relax_import.py`:
     mrvl.transpose         permute_dims NCHW <-> NHWC
     mrvl.copy              a chain of 1 to 3 data-movement ops (reshape, squeeze, expand_dims,
                            flatten, permute_dims, strided_slice, nearest resize2d, take with
-                           constant indices) that is a strided copy (`strided.py`): slices
+                           constant indices, broadcast_to) that is a strided copy (`strided.py`): slices
                            (any step), split outputs, transposes, channel shuffles, integer
-                           nearest upsampling, Gather
+                           nearest upsampling, Gather, Expand (broadcast_to)
     steps                  up to 3 of +c, -c, c-, *c, /c, with c per channel or scalar, on
                            either side where the op commutes (folded into scale and shift)
     activation             relu | clip(min, max) | leakyrelu | prelu | sigmoid | tanh |
@@ -78,7 +78,7 @@ LAYER_OPS = frozenset(
         "relax.subtract", "relax.divide", "relax.sigmoid", "relax.tanh", "relax.nn.prelu",
         "relax.exp", "relax.log",
         "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
-        "relax.nn.conv2d_transpose", "relax.take",
+        "relax.nn.conv2d_transpose", "relax.take", "relax.broadcast_to",
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""

@@ -32,9 +32,10 @@ MOVE_OPS = (
     "relax.strided_slice",
     "relax.image.resize2d",
     "relax.take",
+    "relax.broadcast_to",
 )
 """Relax ops that only move elements (resize2d only with method nearest_neighbor, take only
-with constant indices: ONNX Gather)."""
+with constant indices: ONNX Gather; broadcast_to is ONNX Expand, a stride of 0)."""
 
 MAX_DIMS = 6
 """Dimensions of a strided copy. One DMA descriptor has 4; the lowering issues one descriptor
@@ -96,6 +97,8 @@ def source_positions(calls: Sequence[relax.Call], positions: np.ndarray) -> np.n
                 positions = _resize_nearest(call, positions)
             elif name == "relax.take":
                 positions = _take(call, positions)
+            elif name == "relax.broadcast_to":
+                positions = np.broadcast_to(positions, out_shape)
             else:
                 raise NotACopy(f"{name} is not data movement", call)
         except (TypeError, ValueError, AttributeError, IndexError) as err:

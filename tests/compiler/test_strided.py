@@ -179,3 +179,27 @@ def test_a_gather_of_any_two_indices_is_one_piece():
     axis, pieces = piecewise_forms(positions)
     assert axis == 0 and [(p.start, p.stop) for p in pieces] == [(0, 2), (2, 3)]
     assert pieces[0].form == StridedForm(8, (-8, 1), (2, 2))
+
+
+@st.composite
+def tiles(draw):
+    """A dense tensor of rank 2 to 4 tiled (numpy.tile: whole copies along an axis) on at
+    most two axes, or broadcast along its unit axes (ONNX Expand)."""
+    rank = draw(st.integers(2, 4))
+    shape = draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank))
+    positions = np.arange(int(np.prod(shape))).reshape(shape)
+    if draw(st.booleans()):
+        reps = [1] * rank
+        for axis in draw(st.lists(st.integers(0, rank - 1), max_size=2, unique=True)):
+            reps[axis] = draw(st.integers(2, 3))
+        return np.tile(positions, reps)
+    target = [d if d > 1 else draw(st.integers(1, 3)) for d in shape]
+    return np.broadcast_to(positions, target)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tiles())
+def test_tiles_and_expands_have_an_exact_strided_form(positions):
+    form = strided_form(positions)
+    assert form is not None and len(form.box) <= 6 and min(form.strides) >= 0
+    np.testing.assert_array_equal(expand(form), positions.reshape(-1))

@@ -1,6 +1,6 @@
 """Data movement of modern models on the MLIP, end to end against onnxruntime (issue 21):
 copies through rank 5 and 6 (attention's q/k/v split, Swin's window partition), slices with a
-negative step, Gather with constant indices and batches beyond 8. Each model is built in code,
+negative step, Gather with constant indices, Tile and Expand, and batches beyond 8. Each model is built in code,
 must be offloaded whole (in one region), and must pass the fp16 acceptance rule."""
 
 from __future__ import annotations
@@ -317,6 +317,51 @@ def test_a_conv_over_a_batch_beyond_8_still_stays_on_the_cpu():
 
 
 # ---------------------------------------------------------------------------------------------
+# Tile and Expand: repeats are source strides of 0
+
+
+def repeat_net(op, repeats, in_shape=(2, 3, 4, 5)):
+    """A conv, then Tile (repeats) or Expand (to a shape), then a conv."""
+    rng = np.random.default_rng(29)
+    c = in_shape[1]
+    if op == "Tile":
+        out = [d * r for d, r in zip(in_shape, repeats)]
+    else:
+        out = [max(d, r) for d, r in zip(in_shape, repeats)]
+    nodes = [
+        node("Conv", ["x", "w1"], ["a"], name="conv1", kernel_shape=[1, 1]),
+        node(op, ["a", "r"], ["t"], name=op.lower()),
+        node("Conv", ["t", "w2"], ["y"], name="conv2", kernel_shape=[1, 1]),
+    ]
+    inits = [
+        const(rng, "w1", (c, c, 1, 1)),
+        ints("r", repeats),
+        const(rng, "w2", (4, out[1], 1, 1)),
+    ]
+    out[1] = 4
+    return model(nodes, inits, [("x", list(in_shape))], [("y", out)])
+
+
+@pytest.mark.parametrize(
+    "op, repeats, in_shape",
+    [
+        ("Tile", [1, 1, 2, 3], (2, 3, 4, 5)),
+        ("Tile", [1, 2, 1, 1], (2, 3, 4, 5)),
+        ("Expand", [2, 3, 4, 5], (2, 3, 1, 5)),  # a column broadcast over rows
+        ("Expand", [1, 3, 4, 5], (1, 3, 1, 1)),  # a per-channel value over the plane
+    ],
+)
+def test_tile_and_expand_are_strided_copies(op, repeats, in_shape):
+    check_offloaded_and_accurate(repeat_net(op, repeats, in_shape), num_tiles=2)
+
+
+def test_a_tile_of_more_than_6_dimensions_stays_on_the_cpu():
+    """Every axis repeated: the copy needs 8 dimensions, one DMA's walk cannot hold it."""
+    where = placement(repeat_net("Tile", [2, 2, 2, 2], (2, 3, 4, 5)))
+    assert where["tile"] == "cpu" and where["conv1"] != "cpu"
+
+
+# ---------------------------------------------------------------------------------------------
 # The two engines give the same bytes on these copies (negative and zero strides, walks)
 
 
@@ -326,6 +371,7 @@ ENGINE_NETS = {
     "reverse": reverse_sequence_net,
     "lstm": unrolled_lstm_inputs_net,
     "heads": folded_heads_net,
+    "tile": lambda: repeat_net("Tile", [1, 1, 2, 3]),
     "gather": lambda: gather_net([5, 0, 2, 2, -1], 1),
 }
 
