@@ -6,6 +6,9 @@ TVM's own conversion.
   `broadcast_to` (the repeats) → reshape (each repeat merged into its axis); TVM's converter
   emits a `call_tir`, which no pattern can see through. The chain is one strided copy whose
   repeats are strides of 0.
+- `Pad` in reflect or edge mode (from `frontend._pad`) → one `take` of constant indices per
+  padded axis, each a copy of a few strided pieces (the reflected or repeated border and
+  the middle) that the `mrvl.copy` pattern reads like a Gather.
 """
 
 from __future__ import annotations
@@ -46,3 +49,20 @@ def tile(bb, inputs, attrs, opset) -> relax.Expr | None:
     expanded = bb.emit(relax.op.reshape(x, split))
     repeated = bb.emit(relax.op.broadcast_to(expanded, broadcast))
     return relax.op.reshape(repeated, result)
+
+
+def pad_by_takes(bb, x, before: list[int], after: list[int], mode: str) -> relax.Expr | None:
+    """Reflect or edge padding of a static tensor: axis by axis, x taken at the indices
+    `numpy.pad(arange(n), (before, after), mode)` (reflect needs pads below the extent)."""
+    shape = _static_shape(x)
+    if shape is None or not any(before) and not any(after):
+        return None
+    padded = [a for a in range(len(shape)) if before[a] or after[a]]
+    if mode == "reflect" and any(max(before[a], after[a]) >= shape[a] for a in padded):
+        return None  # ONNX leaves this undefined; TVM's own conversion decides
+    result = x
+    for i, axis in enumerate(padded):
+        index = np.pad(np.arange(shape[axis]), (before[axis], after[axis]), mode=mode)
+        call = relax.op.take(result, relax.const(index.astype(np.int64)), axis=axis)
+        result = call if i == len(padded) - 1 else bb.emit(call)
+    return result

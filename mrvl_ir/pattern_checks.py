@@ -670,7 +670,7 @@ def check_resize(ctx: PatternCheckContext) -> None:
 _MOVE_ONNX_OPS = frozenset(
     {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Split", "Resize",
      "Upsample", "Identity", "DepthToSpace", "SpaceToDepth", "Gather",
-     "Expand", "Tile"}
+     "Expand", "Tile", "Pad"}
 )  # fmt: skip
 """ONNX ops a strided copy can be made of."""
 

@@ -1,6 +1,7 @@
 """Data movement of modern models on the MLIP, end to end against onnxruntime (issue 21):
 copies through rank 5 and 6 (attention's q/k/v split, Swin's window partition), slices with a
-negative step, Gather with constant indices, Tile and Expand, and batches beyond 8. Each model is built in code,
+negative step, Gather with constant indices, Tile and Expand, reflect and edge Pad, and
+batches beyond 8. Each model is built in code,
 must be offloaded whole (in one region), and must pass the fp16 acceptance rule."""
 
 from __future__ import annotations
@@ -362,6 +363,31 @@ def test_a_tile_of_more_than_6_dimensions_stays_on_the_cpu():
 
 
 # ---------------------------------------------------------------------------------------------
+# Reflect and edge Pad: one constant-index take per padded axis, each a few strided pieces
+
+
+def border_pad_net(mode, pads=(0, 0, 1, 2, 0, 0, 2, 1)):
+    """A conv, a standalone Pad (reflect or edge) on H and W, then an unpadded 3x3 conv (a
+    style-transfer or speech net's reflection padding)."""
+    rng = np.random.default_rng(30)
+    h, w = 6, 7
+    oh, ow = h + pads[2] + pads[6] - 2, w + pads[3] + pads[7] - 2
+    nodes = [
+        node("Conv", ["x", "w1"], ["a"], name="conv1", kernel_shape=[1, 1]),
+        node("Pad", ["a", "p"], ["pa"], name="pad", mode=mode),
+        node("Conv", ["pa", "w2"], ["y"], name="conv2", kernel_shape=[3, 3]),
+    ]
+    inits = [const(rng, "w1", (4, 3, 1, 1)), ints("p", list(pads)), const(rng, "w2", (5, 4, 3, 3))]
+    return model(nodes, inits, [("x", [2, 3, h, w])], [("y", [2, 5, oh, ow])])
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+@pytest.mark.parametrize("mode", ["reflect", "edge"])
+def test_reflect_and_edge_pads_are_strided_copies(mode, num_tiles):
+    check_offloaded_and_accurate(border_pad_net(mode), num_tiles=num_tiles)
+
+
+# ---------------------------------------------------------------------------------------------
 # The two engines give the same bytes on these copies (negative and zero strides, walks)
 
 
@@ -372,6 +398,7 @@ ENGINE_NETS = {
     "lstm": unrolled_lstm_inputs_net,
     "heads": folded_heads_net,
     "tile": lambda: repeat_net("Tile", [1, 1, 2, 3]),
+    "reflect": lambda: border_pad_net("reflect"),
     "gather": lambda: gather_net([5, 0, 2, 2, -1], 1),
 }
 
