@@ -15,9 +15,9 @@ dilated and padded; BatchNormalization; Mul/Add by constants on either side; Rel
 LeakyRelu; MaxPool/AveragePool with pads, ceil_mode and count_include_pad; the global pools;
 Gemm/MatMul; Add and Concat of two tensors; Reshape/Flatten/Squeeze; Transpose; zero Pad) and
 some it does not (Softmax, Exp, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU, Resize, Slice,
-Sub/Div by constants, Mul of two tensors, channel shuffle, concat on other axes, reflect Pad;
-and, from `grammar_moves.py`, Slice with any step, Gather with constant indices and a
-window scramble through rank 6). It also makes reused
+Sub/Div by constants, Mul of two tensors, channel shuffle, concat on other axes, reflect and
+edge Pad; and, from `grammar_moves.py`, Slice with any step, Gather with constant indices,
+Tile, Expand and a window scramble through rank 6). It also makes reused
 identical blocks (one sub-graph with the same weights at two places), odd sizes (1x1 planes,
 one channel, prime widths) and layers too big for one tile's OCM.
 

@@ -1,7 +1,8 @@
 """The fuzzer's data-movement forms of issue 21, kept apart from `grammar.py` (which registers
 them): Gather with constant indices (a progression, or any, repeated and negative), a window
-scramble through rank 6 (Swin's partition as one reshape -> transpose -> reshape), and the
-steps of a Slice (negative too). Each emitter takes the graph under construction and the
+scramble through rank 6 (Swin's partition as one reshape -> transpose -> reshape), Tile and
+Expand, and the steps of a Slice (negative too). (`grammar.emit_pad` makes the reflect and
+edge pads.) Each emitter takes the graph under construction and the
 layer's parameters, and returns False when the layer does not fit the current tensor."""
 
 from __future__ import annotations
@@ -43,6 +44,27 @@ def emit_windows(g, p: dict) -> bool:
     return True
 
 
+def emit_repeat(g, p: dict) -> bool:
+    """Tile on H and W by small repeats, or Expand of a 1x1 plane (a per-channel vector) to
+    `size` x `size`."""
+    x = g.current
+    if len(x.shape) != 4:
+        return False
+    n, c, h, w = x.shape
+    if p["op"] == "Tile":
+        reps = (1, 1, p["rh"], p["rw"])
+        shape = (n, c, h * p["rh"], w * p["rw"])
+        if reps == (1, 1, 1, 1) or shape[2] * shape[3] > 4096:
+            return False
+        g.set(g.node("Tile", [x.name, g.const(np.array(reps, np.int64), "rep")], shape))
+        return True
+    if (h, w) != (1, 1):
+        return False
+    shape = (n, c, p["size"], p["size"])
+    g.set(g.node("Expand", [x.name, g.const(np.array(shape, np.int64), "to")], shape))
+    return True
+
+
 def slice_bounds(size: int, p: dict) -> tuple[int, int, int, int] | None:
     """(start, end, step, kept) of a Slice of an axis of `size` with the drawn parameters;
     None for a slice that keeps the axis whole and in order, or keeps nothing."""
@@ -70,9 +92,12 @@ def draw(kind: str, ch, seed: int) -> Any:
         )
     if kind == "windows":
         return dict(size=ch.choice((2, 3, 4)))
+    if kind == "repeat":
+        return dict(op=ch.choice(("Tile", "Expand")), rh=ch.integer(1, 3), rw=ch.integer(1, 3),
+                    size=ch.choice((2, 5)))  # fmt: skip
     raise AssertionError(kind)
 
 
-EMITTERS = {"gather": emit_gather, "windows": emit_windows}
-KINDS = ("gather", "windows")
+EMITTERS = {"gather": emit_gather, "windows": emit_windows, "repeat": emit_repeat}
+KINDS = ("gather", "windows", "repeat")
 """Layer kinds drawn at rank 4, besides `grammar`'s."""
