@@ -277,14 +277,17 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
     conv = ann["conv"]
     _no_leaks(ctx)
     attrs = conv.attrs
-    _activation(ann["data"], (4,), conv)
+    one_d = _op_name(conv) == "relax.nn.conv1d"  # a conv2d of H = 1 (conv_as_2d)
+    rank = 3 if one_d else 4
+    _activation(ann["data"], (rank,), conv)
     if "pad" in ann:
         _check_pad(ann["pad"])
-    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != ("NCHW", "OIHW", "NCHW"):
+    layouts = ("NCW", "OIW", "NCW") if one_d else ("NCHW", "OIHW", "NCHW")
+    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != layouts:
         raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
     _f32_result(conv)
     weight = _constant(ann["weight"], "weights", conv)
-    if weight.ndim != 4:
+    if weight.ndim != rank:
         raise _Reject(f"weight rank {weight.ndim}", conv)
     channels = _tensor_shape(conv.args[0], conv)[1]
     out_ch, groups = weight.shape[0], int(attrs.groups)
@@ -293,20 +296,21 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
     core = [conv] + [ann[k] for k in ("pad", "bn") if k in ann]
     if "bn" in ann:
         bn = ann["bn"]
-        if bool(bn.attrs.training) or int(bn.attrs.axis) not in (1, -3):
+        if bool(bn.attrs.training) or int(bn.attrs.axis) not in (1, 1 - rank):
             raise _Reject("batch norm in training mode or not on channels", bn)
         for param in bn.args[1:]:
             if _constant(param, "batch-norm parameters", bn).shape != (out_ch,):
                 raise _Reject("batch-norm parameter shape", bn)
-    _check_tail(ctx, core, out_ch, 4, prelu=True)
-    n, c, h, w = _tensor_shape(ann["data"], conv)
-    _, _, oh, ow = _tensor_shape(conv, conv)
-    _, cg, kh, kw = weight.shape
-    pt, pl, _, pr = _int_list(attrs.padding)
+    _check_tail(ctx, core, out_ch, rank, prelu=True)
+    n, c, h, w = conv_as_2d(_tensor_shape(ann["data"], conv))
+    _, _, oh, ow = conv_as_2d(_tensor_shape(conv, conv))
+    _, cg, kh, kw = conv_as_2d(weight.shape)
+    pt, pl, _, pr = conv_as_2d(_int_list(attrs.padding), padding=True)
     if "pad" in ann:
-        widths = _int_list(ann["pad"].attrs.pad_width)
+        widths = conv_as_2d(_int_list(ann["pad"].attrs.pad_width), padding=True)
         pt, pl, pr = pt + widths[4], pl + widths[6], pr + widths[7]
-    (sh, sw), (dh, dw) = _int_list(attrs.strides), _int_list(attrs.dilation)
+    (sh, sw) = conv_as_2d(_int_list(attrs.strides), fill=1)
+    (dh, dw) = conv_as_2d(_int_list(attrs.dilation), fill=1)
     extent = (kw - 1) * dw + 1
     if max(pl, pr) > 2 * (extent + w):
         # the ISA bounds a conv's column padding by twice the kernel's extent and the
@@ -321,6 +325,20 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
         sw=sw, pad_left=pl, dw=dw, groups=groups,
     )  # fmt: skip
     _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, True), conv)
+
+
+def conv_as_2d(values: Sequence[int], *, padding: bool = False, fill: int = 0) -> list[int]:
+    """A 1-D conv's shape, padding, pad widths, strides or dilation as those of the 2-D conv
+    over H = 1 that computes it: [N, C, L] -> [N, C, 1, L]; padding [l, r] -> [0, l, 0, r];
+    pad widths (pairs per axis) get a zero pair for H; [s] -> [fill, s]. 2-D values pass."""
+    values = list(values)
+    if padding:
+        if len(values) == 2:  # a conv's [left, right]
+            return [0, values[0], 0, values[1]]
+        return values[:4] + [0, 0] + values[4:] if len(values) == 6 else values
+    if len(values) == 1:
+        return [fill, values[0]]
+    return values if len(values) != 3 else [*values[:2], 1, values[2]]
 
 
 def _has_prelu(ctx: PatternCheckContext) -> bool:

@@ -1,7 +1,7 @@
 """Data movement of modern models on the MLIP, end to end against onnxruntime (issue 21):
 copies through rank 5 and 6 (attention's q/k/v split, Swin's window partition), slices with a
-negative step, Gather with constant indices, Tile and Expand, reflect and edge Pad, and
-batches beyond 8. Each model is built in code,
+negative step, Gather with constant indices, Tile and Expand, reflect and edge Pad, conv1d
+(a conv2d over H = 1) and batches beyond 8. Each model is built in code,
 must be offloaded whole (in one region), and must pass the fp16 acceptance rule."""
 
 from __future__ import annotations
@@ -388,6 +388,50 @@ def test_reflect_and_edge_pads_are_strided_copies(mode, num_tiles):
 
 
 # ---------------------------------------------------------------------------------------------
+# Conv1d: a conv2d over H = 1
+
+
+def conv1d_net(batch=2, c=6, length=40):
+    """A keyword-spotting style 1-D stack: conv1d (k 3, pads 1) + BatchNormalization + Relu,
+    a depthwise conv1d (k 5, stride 2, dilation 2) after a zero Pad, a residual Add of a
+    strided 1x1 conv1d, a conv1d with bias and Clip."""
+    rng = np.random.default_rng(31)
+    out_len = (length - 1) // 2 + 1  # the depthwise conv's (pads 4 + 4, extent 9, stride 2)
+    nodes = [
+        node("Conv", ["x", "w1"], ["a"], name="conv1", kernel_shape=[3], pads=[1, 1]),
+        node("BatchNormalization", ["a", "g", "b", "m", "v"], ["bn"], name="bn"),
+        node("Relu", ["bn"], ["r"], name="relu"),
+        node("Pad", ["r", "p"], ["pr"], name="pad"),
+        node("Conv", ["pr", "w2"], ["dw"], name="depthwise", kernel_shape=[5], strides=[2],
+             dilations=[2], group=c),
+        node("Conv", ["r", "w3"], ["sk"], name="skip", kernel_shape=[1], strides=[2]),
+        node("Add", ["dw", "sk"], ["s"], name="add"),
+        node("Conv", ["s", "w4", "b4"], ["c4"], name="conv4", kernel_shape=[3], pads=[1, 1]),
+        node("Clip", ["c4", "lo", "hi"], ["y"], name="clip"),
+    ]  # fmt: skip
+    inits = [
+        const(rng, "w1", (c, 3, 3)),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, c).astype(np.float32), "g"),
+        const(rng, "b", (c,)),
+        const(rng, "m", (c,)),
+        numpy_helper.from_array(rng.uniform(0.5, 2.0, c).astype(np.float32), "v"),
+        ints("p", [0, 0, 4, 0, 0, 4]),
+        const(rng, "w2", (c, 1, 5)),
+        const(rng, "w3", (c, c, 1)),
+        const(rng, "w4", (8, c, 3)),
+        const(rng, "b4", (8,)),
+        numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
+        numpy_helper.from_array(np.array(6.0, np.float32), "hi"),
+    ]
+    return model(nodes, inits, [("x", [batch, 3, length])], [("y", [batch, 8, out_len])])
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+def test_conv1d_stack_runs_in_one_region(num_tiles):
+    check_offloaded_and_accurate(conv1d_net(), num_tiles=num_tiles)
+
+
+# ---------------------------------------------------------------------------------------------
 # The two engines give the same bytes on these copies (negative and zero strides, walks)
 
 
@@ -399,6 +443,7 @@ ENGINE_NETS = {
     "heads": folded_heads_net,
     "tile": lambda: repeat_net("Tile", [1, 1, 2, 3]),
     "reflect": lambda: border_pad_net("reflect"),
+    "conv1d": conv1d_net,
     "gather": lambda: gather_net([5, 0, 2, 2, -1], 1),
 }
 
