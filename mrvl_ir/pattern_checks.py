@@ -328,9 +328,9 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
 
 
 def conv_as_2d(values: Sequence[int], *, padding: bool = False, fill: int = 0) -> list[int]:
-    """A 1-D conv's shape, padding, pad widths, strides or dilation as those of the 2-D conv
-    over H = 1 that computes it: [N, C, L] -> [N, C, 1, L]; padding [l, r] -> [0, l, 0, r];
-    pad widths (pairs per axis) get a zero pair for H; [s] -> [fill, s]. 2-D values pass."""
+    """A 1-D conv's shape, padding, pad widths, strides or dilation as the 2-D conv's over
+    H = 1: [N, C, L] -> [N, C, 1, L]; [l, r] -> [0, l, 0, r]; pad widths get a zero pair for
+    H; [s] -> [fill, s]. 2-D values pass."""
     values = list(values)
     if padding:
         if len(values) == 2:  # a conv's [left, right]
@@ -697,8 +697,39 @@ COPY_RANKS = (2, 3, 4, 5, 6)
 a window partition) the tensor stays in Relax's order and only copies read it."""
 
 
+def _high_rank_neighbour(ctx: PatternCheckContext, exprs: list[relax.Expr]) -> str | None:
+    """The first op other than data movement that makes or reads a tensor of rank 5 or 6
+    connected to `exprs` through data movement at those ranks; None if there is none (the
+    tensors are the model's inputs and outputs or pass only between moves)."""
+    collector = _COLLECTOR.get()
+    high = lambda v: len(getattr(getattr(v, "ty", None), "shape", None) or ()) > 4  # noqa: E731
+    if collector is None or not any(high(e) for e in exprs):
+        return None
+    var_of = {value: var for var, value in collector.bound.items()}
+    todo = [ctx.value_to_bound_var.get(e, var_of.get(_bound(ctx, e), e)) for e in exprs]
+    seen: set = set()
+    while todo:
+        var = todo.pop()
+        if not isinstance(var, relax.Var) or var in seen or not high(var):
+            continue
+        seen.add(var)
+        calls = [collector.bound.get(var), *collector.users.get(var, [])]
+        for call in calls:
+            if not isinstance(call, relax.Call):
+                continue  # a model input
+            if _op_name(call) not in strided.MOVE_OPS:
+                return _op_name(call)
+            todo += [a for a in call.args if isinstance(a, relax.Var)]
+            todo.append(var_of.get(call))
+    return None
+
+
 def check_copy(ctx: PatternCheckContext) -> None:
-    """A chain of data-movement ops whose composition is a strided copy (`strided.py`)."""
+    """A chain of data-movement ops whose composition is a strided copy (`strided.py`).
+
+    Only copies read and write tensors of rank 5 and 6: a copy connected through moves at
+    those ranks to another op making or reading one (YOLOv5's detect head, a Sigmoid at rank
+    5) stays on the CPU, or the moves around that op would be regions of copies alone."""
     ann = ctx.annotated_expr
     calls = [ann[key] for key in ("op0", "op1", "op2") if key in ann]
     _no_leaks(ctx)
@@ -706,8 +737,12 @@ def check_copy(ctx: PatternCheckContext) -> None:
     in_shape = _activation(ann["data"], COPY_RANKS, calls[0], any_batch=True)
     for call in calls:
         _tensor_shape(call, call)
-    if len(_tensor_shape(calls[-1], calls[-1])) not in COPY_RANKS:
-        raise _Reject(f"result rank {len(_tensor_shape(calls[-1], calls[-1]))}", calls[-1])
+    out_rank = len(_tensor_shape(calls[-1], calls[-1]))
+    if out_rank not in COPY_RANKS:
+        raise _Reject(f"result rank {out_rank}", calls[-1])
+    other = _high_rank_neighbour(ctx, [ann["data"], ctx.matched_expr])
+    if other is not None:
+        raise _Reject(f"a tensor of rank 5 or 6 that {other} makes or reads", calls[-1])
     try:
         strided.chain_form(calls, in_shape)
     except strided.NotACopy as err:

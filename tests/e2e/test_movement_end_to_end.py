@@ -115,6 +115,33 @@ def test_nodes_json_of_rank_5_and_6_copies_pass_the_schema(make):
         assert json_emitter.check_pair(compiled.nodes_json, compiled.consts_json) == []
 
 
+def test_rank5_moves_around_a_cpu_op_stay_on_the_cpu():
+    """YOLOv5's detect head: reshape to [N, 3, 85, H, W], transpose, a Sigmoid at rank 5 (no
+    MLIP layer computes at rank 5), then slices and reshapes. Offloading the moves alone
+    would cut them into regions of copies around the Sigmoid, so they stay with it."""
+    rng = np.random.default_rng(32)
+    nodes = [
+        node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+        node("Reshape", ["c", "s5"], ["r"], name="reshape"),
+        node("Transpose", ["r"], ["t"], name="transpose", perm=[0, 1, 3, 4, 2]),
+        node("Sigmoid", ["t"], ["g"], name="sigmoid"),
+        node("Split", ["g", "sp"], ["xy", "rest"], name="split", axis=4),
+        node("Reshape", ["xy", "s3"], ["y"], name="flatten"),
+    ]
+    inits = [
+        const(rng, "w", (12, 4, 1, 1)),
+        ints("s5", [1, 3, 4, 5, 5]),
+        ints("sp", [2, 2]),
+        ints("s3", [1, 75, 2]),
+    ]
+    onnx_model = model(
+        nodes, inits, [("x", [1, 4, 5, 5])], [("y", [1, 75, 2]), ("rest", [1, 3, 5, 5, 2])]
+    )
+    where = placement(onnx_model)
+    assert where["conv"] != "cpu"
+    assert all(where[n] == "cpu" for n in ("reshape", "transpose", "split", "flatten")), where
+
+
 # ---------------------------------------------------------------------------------------------
 # Slices with a negative step: a DMA whose source stride is negative
 
