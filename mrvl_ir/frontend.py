@@ -12,6 +12,7 @@ conversion is kept):
 
 - `Clip` with constant bounds → `relax.clip(x, min, max)` (TVM: `call_tir` maximum + minimum);
 - `Pad` in constant mode with constant pads and value → `relax.nn.pad` (TVM: `call_tir` pad);
+  in reflect or edge mode → one `relax.take` of constant indices per padded axis;
 - `Sum` of same-shape tensors → a chain of `relax.add` (TVM: broadcast_to + stack + sum);
 - `BatchNormalization` in inference mode with constant parameters → `relax.multiply` by the
   per-channel scale and `relax.add` of the shift (TVM: `batch_norm` + `TupleGetItem`, and a
@@ -25,6 +26,7 @@ conversion is kept):
   an op no region can hold, which splits VGG's and AlexNet's classifiers off their regions);
 - `Max` / `Min` by a scalar constant → `relax.clip`, `Neg` → `x * -1`, and the empty-`scales`
   Resize that TVM rejects (`onnx_forms.py`).
+- `Tile` with constant repeats → reshape, `broadcast_to`, reshape (`frontend_moves.py`).
 
 Before TVM sees a model that has `Shape` nodes, shape arithmetic on statically known shapes
 (Shape -> Gather -> Div -> Slice, as torchvision's `chunk` exports) is folded into constants,
@@ -52,6 +54,7 @@ from tvm import relax
 from tvm.ir.expr import GenericConst
 from tvm.relax.frontend.onnx.onnx_frontend import ONNXGraphImporter
 
+from . import frontend_moves
 from .errors import ModelImportError
 from .onnx_forms import INPUT_FIXES, NORMALIZATIONS
 
@@ -232,13 +235,15 @@ def _clip(bb, inputs, attrs, opset) -> relax.Expr | None:
 
 
 def _pad(bb, inputs, attrs, opset) -> relax.Expr | None:
-    """Pad in constant mode, constant non-negative pads and value → relax.nn.pad."""
+    """Pad in constant mode, constant non-negative pads and value → relax.nn.pad; in reflect
+    or edge mode → one constant-index `take` per padded axis (`frontend_moves.pad_by_takes`)."""
     x = inputs[0]
     ty = _float_tensor(x)
     if ty is None:
         return None
     mode = attrs.get("mode", b"constant")
-    if (mode.decode() if isinstance(mode, bytes) else str(mode)) != "constant":
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode not in ("constant", "reflect", "edge"):
         return None
     rank = ty.ndim
     if opset < 11:
@@ -266,6 +271,8 @@ def _pad(bb, inputs, attrs, opset) -> relax.Expr | None:
     before, after = [0] * rank, [0] * rank
     for i, axis in enumerate(axes):
         before[axis], after[axis] = pads[i], pads[len(axes) + i]
+    if mode != "constant":
+        return frontend_moves.pad_by_takes(bb, x, before, after, mode)
     pad_width = [p for pair in zip(before, after) for p in pair]
     return relax.op.nn.pad(x, pad_width, "constant", value)
 
@@ -401,6 +408,7 @@ _NORMALIZATIONS: dict[str, Callable] = {
     "Sum": _sum,
     "BatchNormalization": _batch_norm,
     **NORMALIZATIONS,
+    "Tile": frontend_moves.tile,
 }
 
 

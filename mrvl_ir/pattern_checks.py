@@ -41,7 +41,12 @@ from .passes.sched.tiling import (
 from .target import Target
 
 MAX_BATCH = 8
-"""Largest batch (N) a region accepts: the MLIP processes batches of up to 8."""
+"""Largest batch (N) of a conv, transposed conv, pool, global pool or resize. No ISA field
+bounds it (`in_shape[0] >= 1`); their lowering does: the window tiling cuts rows, columns and
+channels but every piece holds all N images, so a large batch makes every piece large. The
+layers whose lowering cuts the batch take any (`any_batch`): FC rows, and the copies, concats,
+adds, products, scale/shifts, reshapes and layout changes, which are cut into chunks of
+elements, pixels or images, or are one DDR-to-DDR transfer."""
 
 MAX_AFFINE_STEPS = 3
 """A layer's affine steps (see `_check_tail`): up to this many."""
@@ -173,7 +178,7 @@ def _activation(
     expr: relax.Expr, ranks: Sequence[int], at: relax.Expr, *, any_batch: bool = False
 ) -> tuple[int, ...]:
     """The shape of a runtime float32 tensor of one of `ranks` with batch ≤ MAX_BATCH (any
-    batch if `any_batch`: an FC's rows, a strided copy's outer dimension)."""
+    batch if `any_batch`: a layer whose lowering cuts the batch, see `MAX_BATCH`)."""
     if isinstance(expr, GenericConst):
         raise _Reject("constant input", at)
     shape = _tensor_shape(expr, at)
@@ -277,14 +282,17 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
     conv = ann["conv"]
     _no_leaks(ctx)
     attrs = conv.attrs
-    _activation(ann["data"], (4,), conv)
+    one_d = _op_name(conv) == "relax.nn.conv1d"  # a conv2d of H = 1 (conv_as_2d)
+    rank = 3 if one_d else 4
+    _activation(ann["data"], (rank,), conv)
     if "pad" in ann:
         _check_pad(ann["pad"])
-    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != ("NCHW", "OIHW", "NCHW"):
+    layouts = ("NCW", "OIW", "NCW") if one_d else ("NCHW", "OIHW", "NCHW")
+    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != layouts:
         raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
     _f32_result(conv)
     weight = _constant(ann["weight"], "weights", conv)
-    if weight.ndim != 4:
+    if weight.ndim != rank:
         raise _Reject(f"weight rank {weight.ndim}", conv)
     channels = _tensor_shape(conv.args[0], conv)[1]
     out_ch, groups = weight.shape[0], int(attrs.groups)
@@ -293,20 +301,21 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
     core = [conv] + [ann[k] for k in ("pad", "bn") if k in ann]
     if "bn" in ann:
         bn = ann["bn"]
-        if bool(bn.attrs.training) or int(bn.attrs.axis) not in (1, -3):
+        if bool(bn.attrs.training) or int(bn.attrs.axis) not in (1, 1 - rank):
             raise _Reject("batch norm in training mode or not on channels", bn)
         for param in bn.args[1:]:
             if _constant(param, "batch-norm parameters", bn).shape != (out_ch,):
                 raise _Reject("batch-norm parameter shape", bn)
-    _check_tail(ctx, core, out_ch, 4, prelu=True)
-    n, c, h, w = _tensor_shape(ann["data"], conv)
-    _, _, oh, ow = _tensor_shape(conv, conv)
-    _, cg, kh, kw = weight.shape
-    pt, pl, _, pr = _int_list(attrs.padding)
+    _check_tail(ctx, core, out_ch, rank, prelu=True)
+    n, c, h, w = conv_as_2d(_tensor_shape(ann["data"], conv))
+    _, _, oh, ow = conv_as_2d(_tensor_shape(conv, conv))
+    _, cg, kh, kw = conv_as_2d(weight.shape)
+    pt, pl, _, pr = conv_as_2d(_int_list(attrs.padding), padding=True)
     if "pad" in ann:
-        widths = _int_list(ann["pad"].attrs.pad_width)
+        widths = conv_as_2d(_int_list(ann["pad"].attrs.pad_width), padding=True)
         pt, pl, pr = pt + widths[4], pl + widths[6], pr + widths[7]
-    (sh, sw), (dh, dw) = _int_list(attrs.strides), _int_list(attrs.dilation)
+    (sh, sw) = conv_as_2d(_int_list(attrs.strides), fill=1)
+    (dh, dw) = conv_as_2d(_int_list(attrs.dilation), fill=1)
     extent = (kw - 1) * dw + 1
     if max(pl, pr) > 2 * (extent + w):
         # the ISA bounds a conv's column padding by twice the kernel's extent and the
@@ -321,6 +330,20 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
         sw=sw, pad_left=pl, dw=dw, groups=groups,
     )  # fmt: skip
     _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, True), conv)
+
+
+def conv_as_2d(values: Sequence[int], *, padding: bool = False, fill: int = 0) -> list[int]:
+    """A 1-D conv's shape, padding, pad widths, strides or dilation as the 2-D conv's over
+    H = 1: [N, C, L] -> [N, C, 1, L]; [l, r] -> [0, l, 0, r]; pad widths get a zero pair for
+    H; [s] -> [fill, s]. 2-D values pass."""
+    values = list(values)
+    if padding:
+        if len(values) == 2:  # a conv's [left, right]
+            return [0, values[0], 0, values[1]]
+        return values[:4] + [0, 0] + values[4:] if len(values) == 6 else values
+    if len(values) == 1:
+        return [fill, values[0]]
+    return values if len(values) != 3 else [*values[:2], 1, values[2]]
 
 
 def _has_prelu(ctx: PatternCheckContext) -> bool:
@@ -472,8 +495,8 @@ def check_add(ctx: PatternCheckContext) -> None:
     ann = ctx.annotated_expr
     add = ann["add"]
     _no_leaks(ctx)
-    lhs = _activation(add.args[0], (2, 3, 4), add)
-    rhs = _activation(add.args[1], (2, 3, 4), add)
+    lhs = _activation(add.args[0], (2, 3, 4), add, any_batch=True)
+    rhs = _activation(add.args[1], (2, 3, 4), add, any_batch=True)
     if lhs != rhs:
         raise _Reject(f"broadcast add {lhs} + {rhs}", add)
     _check_tail(ctx, [add], _elementwise_channels(lhs), len(lhs), prelu=True)
@@ -494,8 +517,8 @@ def check_mul(ctx: PatternCheckContext) -> None:
     mul = ann["mul"]
     _no_leaks(ctx)
     _whole_onnx_ops(ctx, _AFFINE_ONNX_OPS)
-    lhs = _activation(mul.args[0], (2, 3, 4), mul)
-    rhs = _activation(mul.args[1], (2, 3, 4), mul)
+    lhs = _activation(mul.args[0], (2, 3, 4), mul, any_batch=True)
+    rhs = _activation(mul.args[1], (2, 3, 4), mul, any_batch=True)
     form, _ = split_activation(mul, lambda e: _bound(ctx, e))
     if form is not None:
         raise _Reject(f"the product is the activation {form.kind} of a layer", mul)
@@ -600,7 +623,7 @@ def check_scale_shift(ctx: PatternCheckContext) -> None:
         owner = node_name_of(origin)
         if owner in collector.forced:
             raise _Reject(f"{collector.forced[owner]} (at {owner})", first)
-    shape = _activation(data, (2, 3, 4), first)
+    shape = _activation(data, (2, 3, 4), first, any_batch=True)
     _check_tail(ctx, [], _elementwise_channels(shape), len(shape), prelu=True)
 
 
@@ -676,22 +699,62 @@ def check_resize(ctx: PatternCheckContext) -> None:
 
 _MOVE_ONNX_OPS = frozenset(
     {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Split", "Resize",
-     "Upsample", "Identity", "DepthToSpace", "SpaceToDepth"}
+     "Upsample", "Identity", "DepthToSpace", "SpaceToDepth", "Gather",
+     "Expand", "Tile", "Pad"}
 )  # fmt: skip
 """ONNX ops a strided copy can be made of."""
 
+COPY_RANKS = (2, 3, 4, 5, 6)
+"""Ranks of a strided copy's input and result: at 5 and 6 (attention's `[B, T, 3, heads, d]`,
+a window partition) the tensor stays in Relax's order and only copies read it."""
+
+
+def _high_rank_neighbour(ctx: PatternCheckContext, exprs: list[relax.Expr]) -> str | None:
+    """The first op other than data movement that makes or reads a tensor of rank 5 or 6
+    connected to `exprs` through data movement at those ranks; None if there is none (the
+    tensors are the model's inputs and outputs or pass only between moves)."""
+    collector = _COLLECTOR.get()
+    high = lambda v: len(getattr(getattr(v, "ty", None), "shape", None) or ()) > 4  # noqa: E731
+    if collector is None or not any(high(e) for e in exprs):
+        return None
+    var_of = {value: var for var, value in collector.bound.items()}
+    todo = [ctx.value_to_bound_var.get(e, var_of.get(_bound(ctx, e), e)) for e in exprs]
+    seen: set = set()
+    while todo:
+        var = todo.pop()
+        if not isinstance(var, relax.Var) or var in seen or not high(var):
+            continue
+        seen.add(var)
+        calls = [collector.bound.get(var), *collector.users.get(var, [])]
+        for call in calls:
+            if not isinstance(call, relax.Call):
+                continue  # a model input
+            if _op_name(call) not in strided.MOVE_OPS:
+                return _op_name(call)
+            todo += [a for a in call.args if isinstance(a, relax.Var)]
+            todo.append(var_of.get(call))
+    return None
+
 
 def check_copy(ctx: PatternCheckContext) -> None:
-    """A chain of data-movement ops whose composition is a strided copy (`strided.py`)."""
+    """A chain of data-movement ops whose composition is a strided copy (`strided.py`).
+
+    Only copies read and write tensors of rank 5 and 6: a copy connected through moves at
+    those ranks to another op making or reading one (YOLOv5's detect head, a Sigmoid at rank
+    5) stays on the CPU, or the moves around that op would be regions of copies alone."""
     ann = ctx.annotated_expr
     calls = [ann[key] for key in ("op0", "op1", "op2") if key in ann]
     _no_leaks(ctx)
     _whole_onnx_ops(ctx, _MOVE_ONNX_OPS)
-    in_shape = _activation(ann["data"], (2, 3, 4), calls[0], any_batch=True)
+    in_shape = _activation(ann["data"], COPY_RANKS, calls[0], any_batch=True)
     for call in calls:
         _tensor_shape(call, call)
-    if len(_tensor_shape(calls[-1], calls[-1])) not in (2, 3, 4):
-        raise _Reject(f"result rank {len(_tensor_shape(calls[-1], calls[-1]))}", calls[-1])
+    out_rank = len(_tensor_shape(calls[-1], calls[-1]))
+    if out_rank not in COPY_RANKS:
+        raise _Reject(f"result rank {out_rank}", calls[-1])
+    other = _high_rank_neighbour(ctx, [ann["data"], ctx.matched_expr])
+    if other is not None:
+        raise _Reject(f"a tensor of rank 5 or 6 that {other} makes or reads", calls[-1])
     try:
         strided.chain_form(calls, in_shape)
     except strided.NotACopy as err:
@@ -700,7 +763,7 @@ def check_copy(ctx: PatternCheckContext) -> None:
 
 def check_reshape(ctx: PatternCheckContext) -> None:
     reshape = ctx.annotated_expr["root"]
-    in_shape = _activation(ctx.annotated_expr["data"], (2, 4), reshape)
+    in_shape = _activation(ctx.annotated_expr["data"], (2, 4), reshape, any_batch=True)
     out_shape = _tensor_shape(reshape, reshape)
     if len(out_shape) not in (2, 4):
         raise _Reject(f"rank {len(out_shape)}", reshape)
@@ -712,7 +775,7 @@ def check_reshape(ctx: PatternCheckContext) -> None:
 
 def check_transpose(ctx: PatternCheckContext) -> None:
     transpose = ctx.annotated_expr["root"]
-    _activation(ctx.annotated_expr["data"], (4,), transpose)
+    _activation(ctx.annotated_expr["data"], (4,), transpose, any_batch=True)
     axes = _int_list(transpose.attrs.axes)
     if axes not in ([0, 2, 3, 1], [0, 3, 1, 2]):
         raise _Reject(f"attribute perm={axes if axes is not None else 'reversed'}", transpose)

@@ -5,7 +5,8 @@ compiler's Relax importer would not handle, so that an unsupported op stays on t
 instead of failing the build. The composite names and what each composite may contain are a
 contract with `relax_import.py`:
 
-    mrvl.conv2d            [pad] conv2d [[+bias] batch_norm] [steps] [activation]
+    mrvl.conv2d            [pad] conv2d|conv1d [[+bias] batch_norm] [steps] [activation]
+                           (a conv1d is a conv2d over H = 1)
     mrvl.conv_transpose    conv2d_transpose [+bias] [activation] (zero insertion + conv2d)
     mrvl.resize            resize2d, linear (bilinear) or a nearest that is no strided copy
     mrvl.fc                [*alpha] matmul [steps] [activation], [N, K] or [N, T, K] rows
@@ -20,9 +21,10 @@ contract with `relax_import.py`:
     mrvl.reshape           reshape / squeeze / flatten between rank 4 and rank 2
     mrvl.transpose         permute_dims NCHW <-> NHWC
     mrvl.copy              a chain of 1 to 3 data-movement ops (reshape, squeeze, expand_dims,
-                           flatten, permute_dims, strided_slice, nearest resize2d) that is a
-                           strided copy (`strided.py`): slices, split outputs, transposes,
-                           channel shuffles, integer nearest upsampling
+                           flatten, permute_dims, strided_slice, nearest resize2d, take with
+                           constant indices, broadcast_to) that is a strided copy (`strided.py`): slices
+                           (any step), split outputs, transposes, channel shuffles, integer
+                           nearest upsampling, Gather, Expand (broadcast_to)
     steps                  up to 3 of +c, -c, c-, *c, /c, with c per channel or scalar, on
                            either side where the op commutes (folded into scale and shift)
     activation             relu | clip(min, max) | leakyrelu | prelu | sigmoid | tanh |
@@ -84,7 +86,8 @@ LAYER_OPS = frozenset(
         "relax.subtract", "relax.divide", "relax.sigmoid", "relax.tanh", "relax.nn.prelu",
         "relax.exp", "relax.log",
         "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
-        "relax.nn.conv2d_transpose", "relax.power", *UNARY_TABLES,
+        "relax.nn.conv2d_transpose", "relax.power", *UNARY_TABLES, "relax.take",
+        "relax.broadcast_to", "relax.nn.conv1d",
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
@@ -189,7 +192,9 @@ def _conv2d_pattern(with_pad: bool):
     conv_input = data
     if with_pad:
         conv_input = ann["pad"] = is_op("relax.nn.pad")(data)
-    conv = ann["conv"] = is_op("relax.nn.conv2d")(conv_input, weight)
+    conv = ann["conv"] = is_op("relax.nn.conv2d")(conv_input, weight) | is_op(
+        "relax.nn.conv1d"
+    )(conv_input, weight)
     biased = conv | is_op("relax.add")(conv, is_const())
     ann["bn"] = is_op("relax.nn.batch_norm")(biased, is_const(), is_const(), is_const(), is_const())
     root = _with_activation(_affine(conv | is_tuple_get_item(ann["bn"], 0)))

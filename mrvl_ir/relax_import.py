@@ -27,8 +27,10 @@ from mrvl.errors import UnsupportedOpError, layer_boundary
 from mrvl.frontend import constant_view, node_name_of
 from mrvl.locations import name_location
 from mrvl.matmul import import_bmm
+from mrvl.pattern_checks import conv_as_2d
 
-RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC"}
+RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC", 5: "NCDHW", 6: "NCTDHW"}
+"""The layout of a Relax tensor of each rank, in Relax's own order (NCHW at rank 4)."""
 
 
 def _shape(expr: relax.Expr) -> tuple[int, ...]:
@@ -68,7 +70,7 @@ class _RegionImporter:
         shape = _shape(expr)
         if _dtype(expr) != "float32" or len(shape) not in RELAX_LAYOUT:
             raise UnsupportedOpError(
-                f"region {self.symbol}: tensor {expr.ty} is not a float32 tensor of rank 2 to 4",
+                f"region {self.symbol}: tensor {expr.ty} is not a float32 tensor of rank 2 to 6",
                 node,
             )
         return mrvl.tensor(shape, f32, RELAX_LAYOUT[len(shape)])
@@ -248,42 +250,54 @@ class _RegionImporter:
     # -- layers ---------------------------------------------------------------------------------
 
     def conv2d(self, chain: _Chain, inner: dict) -> SSAValue:
+        """A conv2d, or a conv1d as the conv2d over H = 1 (`conv_as_2d`): its [N, C, L]
+        input seen as [N, C, 1, L] (the same bytes), its result viewed back."""
         pad = chain.take("relax.nn.pad")
-        call = chain.take_one("relax.nn.conv2d")
+        call = chain.take_one("relax.nn.conv2d", "relax.nn.conv1d")
         node = node_name_of(call)
         attrs = call.attrs
-        if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW":
+        one_d = call.op.name == "relax.nn.conv1d"
+        if (attrs.data_layout, attrs.kernel_layout) not in (("NCHW", "OIHW"), ("NCW", "OIW")):
             raise UnsupportedOpError("conv2d: only NCHW data and OIHW weights", node)
-        pt, pl, pb, pr = _ints(attrs.padding)
+        pt, pl, pb, pr = conv_as_2d(_ints(attrs.padding), padding=True)
         source = call.args[0]
         if pad is not None:  # a zero Pad in front folds into the conv's own padding
-            widths = _ints(pad.attrs.pad_width)
+            widths = conv_as_2d(_ints(pad.attrs.pad_width), padding=True)
             if any(widths[:4]) or float(pad.attrs.pad_value) != 0.0:
                 raise UnsupportedOpError(
                     "pad: only zero padding of H and W folds into a conv", node
                 )
             pt, pb, pl, pr = pt + widths[4], pb + widths[5], pl + widths[6], pr + widths[7]
             source = pad.args[0]
-        x = self._in_layout(self._operand(inner, source, node), "NHWC", node)
-        out_n, out_c, out_h, out_w = _shape(call)
+        x = self._operand(inner, source, node)
+        if one_d:
+            view = mrvl.tensor(conv_as_2d(_shape(source)), f32, "NCHW")
+            x = self._located(mrvl.ReshapeOp(self._in_layout(x, "NCW", node), view), node)
+        x = self._in_layout(x, "NHWC", node)
+        out_n, out_c, out_h, out_w = conv_as_2d(_shape(call))
         has_bias = chain.peek_any(*_AFFINE_CALLS)
         bias_const = chain.first_const_of(*_AFFINE_CALLS)
         scale, shift = self._affine_after(chain, out_c)
         w_const = call.args[1]
-        w = _scaled_rows(constant_view(w_const), scale, lambda block: block.transpose(0, 2, 3, 1))
+        w = constant_view(w_const)
+        w = _scaled_rows(w.reshape(conv_as_2d(w.shape)), scale, lambda b: b.transpose(0, 2, 3, 1))
         weight = self._constant(w_const, w, "OHWI")
         op = mrvl.Conv2DOp(
             x,
             weight,
             self._bias_constant(bias_const, shift, has_bias),
             mrvl.tensor((out_n, out_h, out_w, out_c), f32, "NHWC"),
-            strides=_ints(attrs.strides),
+            strides=conv_as_2d(_ints(attrs.strides), fill=1),
             pads=(pt, pl, pb, pr),
-            dilations=_ints(attrs.dilation),
+            dilations=conv_as_2d(_ints(attrs.dilation), fill=1),
             groups=int(attrs.groups),
             activation=self._activation(chain, out_c),
         )
-        return self._located(op, node)
+        result = self._located(op, node)
+        if one_d:
+            view = mrvl.tensor(_shape(call), f32, "NCW")
+            result = self._located(mrvl.ReshapeOp(self._in_layout(result, "NCHW", node), view), node)
+        return result
 
     def conv_transpose(self, chain: _Chain, inner: dict) -> SSAValue:
         """A transposed conv as zero insertion (`mrvl.dilate`, DMA only) and an ordinary conv
@@ -595,7 +609,7 @@ class _RegionImporter:
                 if best is None or cost < best[0]:
                     best = (cost, in_layout, out_layout, form)
         if best is None:
-            raise UnsupportedOpError("data movement that is not a strided copy", node)
+            return self._copy_pieces(calls, source, node)
         _, in_layout, out_layout, form = best
         x = self._in_layout(source, in_layout, node)
         out_type = mrvl.tensor(
@@ -604,6 +618,41 @@ class _RegionImporter:
         if form.is_identity:  # the same bytes: a relabelling, no copy
             return self._located(mrvl.ReshapeOp(x, out_type), node)
         op = mrvl.StridedCopyOp(x, out_type, offset=form.offset, strides=form.strides, box=form.box)
+        return self._located(op, node)
+
+
+    def _copy_pieces(self, calls: list[relax.Call], source: SSAValue, node) -> SSAValue:
+        """A copy with no one strided form (a Gather of indices that are no progression), in
+        Relax's layouts: one strided copy per piece of the result along one axis
+        (`strided.piecewise_forms`), concatenated along it."""
+        in_shape, out_shape = _shape(calls[0].args[0]), _shape(calls[-1])
+        x = self._in_layout(source, RELAX_LAYOUT[len(in_shape)], node)
+        positions = np.arange(int(np.prod(in_shape)), dtype=np.int64).reshape(in_shape)
+        try:
+            result = strided.source_positions(calls, positions)
+        except strided.NotACopy as err:
+            raise UnsupportedOpError(err.reason, node) from None
+        cut = strided.piecewise_forms(result)
+        if cut is None:
+            raise UnsupportedOpError("data movement that is not a strided copy", node)
+        axis, pieces = cut
+        layout = RELAX_LAYOUT[len(out_shape)]
+        parts = []
+        for piece in pieces:
+            shape = list(out_shape)
+            shape[axis] = piece.stop - piece.start
+            form = piece.form
+            op = mrvl.StridedCopyOp(
+                x, mrvl.tensor(shape, f32, layout), offset=form.offset, strides=form.strides,
+                box=form.box,
+            )  # fmt: skip
+            parts.append(self._located(op, node))
+        if len(parts) == 1:
+            return parts[0]
+        channels = layout.index("C")
+        op = mrvl.ConcatOp(
+            parts, mrvl.tensor(out_shape, f32, layout), None if axis == channels else axis
+        )
         return self._located(op, node)
 
 

@@ -30,7 +30,7 @@ FOLDED_REASON = "no runtime op (folded away by TVM)"
 
 # ONNX ops that become another Relax op at another rank: the reason is the rank.
 _RANK_OF_OP = {
-    "Conv": {"relax.nn.conv1d": 3, "relax.nn.conv3d": 5},
+    "Conv": {"relax.nn.conv3d": 5},
     "MaxPool": {"relax.nn.max_pool1d": 3, "relax.nn.max_pool3d": 5},
     "AveragePool": {"relax.nn.avg_pool1d": 3, "relax.nn.avg_pool3d": 5},
 }

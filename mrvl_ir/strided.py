@@ -1,11 +1,12 @@
 """Data movement as strided copies: which Relax ops only move elements, and how.
 
-Reshape, squeeze, expand_dims, flatten, permute_dims, strided_slice (steps 1) and
+Reshape, squeeze, expand_dims, flatten, permute_dims, strided_slice (any step) and
 nearest-neighbour resize2d compute nothing: every result element is one input element.
 `source_positions` applies a chain of them to an array of storage positions, so the result
 says, for each element, which input element it copies. `strided_form` then asks whether that
 map is a strided walk: an offset plus at most 6 (extent, stride) dimensions, strides in
-elements and >= 0 (0 repeats an element, as nearest-neighbour upsampling does).
+elements (0 repeats an element, as nearest-neighbour upsampling does; a negative one walks
+backwards, as a slice with a negative step does).
 
 The partition check and the Relax importer both use these two functions, so a chain the
 check accepts is exactly a chain the importer can lower.
@@ -30,8 +31,11 @@ MOVE_OPS = (
     "relax.permute_dims",
     "relax.strided_slice",
     "relax.image.resize2d",
+    "relax.take",
+    "relax.broadcast_to",
 )
-"""Relax ops that only move elements (resize2d only with method nearest_neighbor)."""
+"""Relax ops that only move elements (resize2d only with method nearest_neighbor, take only
+with constant indices: ONNX Gather; broadcast_to is ONNX Expand, a stride of 0)."""
 
 MAX_DIMS = 6
 """Dimensions of a strided copy. One DMA descriptor has 4; the lowering issues one descriptor
@@ -91,6 +95,10 @@ def source_positions(calls: Sequence[relax.Call], positions: np.ndarray) -> np.n
                 positions = _strided_slice(call, positions)
             elif name == "relax.image.resize2d":
                 positions = _resize_nearest(call, positions)
+            elif name == "relax.take":
+                positions = _take(call, positions)
+            elif name == "relax.broadcast_to":
+                positions = np.broadcast_to(positions, out_shape)
             else:
                 raise NotACopy(f"{name} is not data movement", call)
         except (TypeError, ValueError, AttributeError, IndexError) as err:
@@ -110,12 +118,31 @@ def _strided_slice(call: relax.Call, positions: np.ndarray) -> np.ndarray:
     if given is not None and not isinstance(given, relax.Tuple):
         raise NotACopy("slice steps computed at run time", call)
     steps = _ints(given.fields) if given is not None else [1] * len(axes)
-    if any(s != 1 for s in steps):
-        raise NotACopy(f"slice steps {steps} (only 1 is supported)", call)
+    if 0 in steps:
+        raise NotACopy(f"slice steps {steps}", call)
     index = [slice(None)] * positions.ndim
-    for axis, lo, hi in zip(axes, begin, end):
-        index[axis % positions.ndim] = slice(lo, hi)
+    for axis, lo, hi, step in zip(axes, begin, end, steps):
+        index[axis % positions.ndim] = slice(lo, hi, step)
     return positions[tuple(index)]
+
+
+def _take(call: relax.Call, positions: np.ndarray) -> np.ndarray:
+    """ONNX Gather with constant indices (negative ones count from the end)."""
+    from tvm.ir.expr import GenericConst
+
+    indices = call.args[1]
+    if not isinstance(indices, GenericConst):
+        raise NotACopy("gather indices computed at run time", call)
+    index = np.asarray(indices.value.numpy())
+    if index.dtype.kind not in "iu":
+        raise NotACopy(f"gather indices of type {index.dtype}", call)
+    axis = int(call.attrs.axis) if call.attrs.axis is not None else None
+    if axis is None:
+        raise NotACopy("gather over the flattened tensor", call)
+    size = positions.shape[axis]
+    if index.size and (index.min() < -size or index.max() >= size):
+        raise NotACopy(f"gather index outside [-{size}, {size})", call)
+    return np.take(positions, np.where(index < 0, index + size, index), axis=axis)
 
 
 RESIZE_MODES = tuple(ResizeCoordinates)
@@ -179,7 +206,7 @@ def _resize_nearest(call: relax.Call, positions: np.ndarray) -> np.ndarray:
 
 def strided_form(positions: np.ndarray, max_dims: int = MAX_DIMS) -> StridedForm | None:
     """The descriptor that copies `positions` (flattened in C order), or None if it needs
-    more than `max_dims` dimensions or a negative stride.
+    more than `max_dims` dimensions.
 
     Greedy from the innermost dimension: the first run of equal steps is the extent of the
     innermost (merged) dimension; every other block must repeat it; the blocks' first
@@ -206,14 +233,14 @@ def strided_form(positions: np.ndarray, max_dims: int = MAX_DIMS) -> StridedForm
             return None
     if not dims:
         dims = [(1, 1)]
-    if any(stride < 0 for _, stride in dims):
-        return None
     dims.reverse()
     return StridedForm(offset, tuple(s for _, s in dims), tuple(n for n, _ in dims))
 
 
-def chain_form(calls: Sequence[relax.Call], in_shape: Sequence[int]) -> StridedForm:
-    """The strided form of `calls` on a dense row-major input of `in_shape`, or `NotACopy`."""
+def chain_form(calls: Sequence[relax.Call], in_shape: Sequence[int]) -> StridedForm | None:
+    """The strided form of `calls` on a dense row-major input of `in_shape`; None if the copy
+    has none but gathers and is a few strided pieces (`piecewise_forms`); else `NotACopy`.
+    (A nearest resize that is no repeat is a table-driven `resize` layer instead.)"""
     for call in calls:  # reject cheaply, before building an index map of the whole tensor
         name = _op_name(call)
         if name not in MOVE_OPS:
@@ -223,11 +250,58 @@ def chain_form(calls: Sequence[relax.Call], in_shape: Sequence[int]) -> StridedF
     count = math.prod(in_shape)
     positions = source_positions(calls, np.arange(count, dtype=np.int64).reshape(in_shape))
     form = strided_form(positions)
-    if form is None:
+    if form is not None:
+        return form
+    gathers = any(_op_name(call) == "relax.take" for call in calls)
+    if not gathers or piecewise_forms(positions) is None:
         raise NotACopy(
-            f"not a strided copy of at most {MAX_DIMS} dimensions", calls[-1] if calls else None
+            f"not a strided copy of at most {MAX_DIMS} dimensions"
+            + (f", nor of {MAX_PIECES} pieces" if gathers else ""),
+            calls[-1] if calls else None,
         )
-    return form
+    return None
+
+
+MAX_PIECES = 64
+"""Most pieces a copy without one strided form is cut into (`piecewise_forms`)."""
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Result elements [start, stop) along `axis` are the strided copy `form`."""
+
+    start: int
+    stop: int
+    form: StridedForm
+
+
+def piecewise_forms(
+    positions: np.ndarray, max_pieces: int = MAX_PIECES
+) -> tuple[int, list[Piece]] | None:
+    """The map `positions` cut along one axis into the fewest runs (at most `max_pieces`) that
+    each have a strided form, as (axis, pieces); None if no axis allows it. A Gather with
+    constant indices that are no arithmetic progression is such a copy: each run of indices
+    that is one (any two are) is one piece. Each run is grown while it keeps a form."""
+    best: tuple[int, list[Piece]] | None = None
+    for axis in range(positions.ndim):
+        size = positions.shape[axis]
+        pieces: list[Piece] = []
+        start = 0
+        while start < size and len(pieces) < max_pieces:
+            form = strided_form(np.take(positions, [start], axis=axis))
+            if form is None:
+                break
+            stop = start + 1
+            while stop < size:
+                longer = strided_form(np.take(positions, range(start, stop + 1), axis=axis))
+                if longer is None:
+                    break
+                form, stop = longer, stop + 1
+            pieces.append(Piece(start, stop, form))
+            start = stop
+        if start == size and (best is None or len(pieces) < len(best[1])):
+            best = (axis, pieces)
+    return best
 
 
 def interpolation_table(

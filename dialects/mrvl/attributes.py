@@ -34,8 +34,10 @@ from xdsl.utils.str_enum import StrEnum
 
 from mrvl.isa import Activation
 
-KNOWN_LAYOUTS = ("NCHW", "NHWC", "OIHW", "OHWI", "NC", "NCW", "OI", "O")
-"""`NCW` is a rank-3 activation in Relax's own order (a detection head's `[N, C, H*W]`)."""
+KNOWN_LAYOUTS = ("NCHW", "NHWC", "OIHW", "OHWI", "NC", "NCW", "NCDHW", "NCTDHW", "OI", "O")
+"""`NCW`, `NCDHW` and `NCTDHW` are activations of rank 3, 5 and 6 in Relax's own order (a
+detection head's `[N, C, H*W]`; attention's `[B, T, 3, heads, d]`, a window partition's
+`[B, H/w, w, W/w, w, C]`), which only data movement reads and writes."""
 
 
 @irdl_attr_definition

@@ -283,7 +283,7 @@ class StridedCopyOp(IRDLOperation):
     Element i (a multi-index over `box`, outermost first) of the result's dense storage (row
     major in its layout) is element `offset + sum(i[d] * strides[d])` of the input's dense
     storage. Strides are in elements and may be 0 (a repeated element: nearest-neighbour
-    upsampling). Slices, transposes, reshapes across layouts, channel shuffles and integer
+    upsampling) or negative (a slice with a negative step: a reversed sequence). Slices, transposes, reshapes across layouts, channel shuffles and integer
     nearest-neighbour resizes are all such copies; each is one DMA descriptor per piece.
     """
 
@@ -328,19 +328,18 @@ class StridedCopyOp(IRDLOperation):
                 f"mrvl.strided_copy: box and strides need one value per dimension, 1 to "
                 f"{MAX_COPY_DIMS} dimensions, got {list(box)} and {list(strides)}"
             )
-        if min(box) < 1 or min(strides) < 0 or offset < 0:
-            raise VerifyException(
-                "mrvl.strided_copy: box extents must be >= 1, strides and offset >= 0"
-            )
+        if min(box) < 1:
+            raise VerifyException("mrvl.strided_copy: box extents must be >= 1")
         if prod(box) != prod(shape_of(self.output)):
             raise VerifyException(
                 f"mrvl.strided_copy: box {list(box)} does not hold the "
                 f"{prod(shape_of(self.output))} elements of the result"
             )
-        last = offset + sum((b - 1) * s for b, s in zip(box, strides))
-        if last >= prod(shape_of(self.input)):
+        first = offset + sum((b - 1) * s for b, s in zip(box, strides) if s < 0)
+        last = offset + sum((b - 1) * s for b, s in zip(box, strides) if s > 0)
+        if first < 0 or last >= prod(shape_of(self.input)):
             raise VerifyException(
-                f"mrvl.strided_copy: element {last} is outside the input's "
+                f"mrvl.strided_copy: elements {first} to {last} are outside the input's "
                 f"{prod(shape_of(self.input))} elements"
             )
         if element_type_of(self.input) != element_type_of(self.output):

@@ -97,8 +97,8 @@ class DmaBase(TaskBase):
 
     With `src_strides` (or `dst_strides`) that side is a flat, 1-D buffer: its offset is one
     element index and the box steps through it by the given element strides, which may be 0
-    on the source (a repeated element) and skip elements on the destination (zero
-    insertion). The box then has one extent per stride, at most 4.
+    or negative on the source (a repeated element, a reversal) and skip elements on the
+    destination (zero insertion). The box then has one extent per stride, at most 4.
     """
 
     source = operand_def(BufferType)
@@ -137,12 +137,14 @@ class DmaBase(TaskBase):
                         f"{self.name}: a strided {what} is a 1-D buffer with one offset and one "
                         "stride per box dimension (at most 4)"
                     )
-                if min(steps) < 0 or min(box) < 1 or offs[0] < 0:
-                    raise VerifyException(f"{self.name}: negative {what} stride or offset")
-                last = offs[0] + sum((b - 1) * st for b, st in zip(box, steps))
-                if last >= bt.dims[0]:
+                if min(box) < 1 or (what == "dest" and min(steps) < 0):
+                    raise VerifyException(f"{self.name}: negative {what} stride or empty box")
+                first = offs[0] + sum((b - 1) * st for b, st in zip(box, steps) if st < 0)
+                last = offs[0] + sum((b - 1) * st for b, st in zip(box, steps) if st > 0)
+                if first < 0 or last >= bt.dims[0]:
                     raise VerifyException(
-                        f"{self.name}: {what} element {last} is outside the buffer {list(bt.dims)}"
+                        f"{self.name}: {what} elements {first} to {last} are outside the buffer "
+                        f"{list(bt.dims)}"
                     )
                 continue
             if not (len(offs) == len(box) == len(bt.dims)):

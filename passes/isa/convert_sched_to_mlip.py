@@ -54,6 +54,24 @@ def _pad4(values, fill: int) -> list[int]:
     return [fill] * (4 - len(values)) + values
 
 
+def _merged_dims(dims, perm) -> tuple[list[int], list[int]]:
+    """A conversion of more than 4 dimensions (a rank-5 or 6 region input or output) as the
+    same one over fewer: source dimensions that stay next to each other, in order, in the
+    permutation are one. At rank 4 or less nothing is merged."""
+    dims, perm = list(dims), list(perm)
+    if len(dims) <= 4:
+        return dims, perm
+    groups = [[perm[0]]]  # runs of source dimensions, in destination order
+    for p in perm[1:]:
+        if p == groups[-1][-1] + 1:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    by_source = sorted(groups)
+    merged = [int(np.prod([dims[d] for d in group])) for group in by_source]
+    return merged, [by_source.index(group) for group in groups]
+
+
 class SelectionState:
     """What the patterns of one program share: token numbers, and the instructions selected
     so far, in program order."""
@@ -200,12 +218,13 @@ class SelectConvert(InstructionSelection):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.ConvertOp, rewriter: PatternRewriter) -> None:
         s, d = sched.buffer_type(op.source), sched.buffer_type(op.dest)
-        lead = 4 - len(s.dims)
-        perm = list(range(lead)) + [p + lead for p in op.perm.get_values()]
+        dims, perm = _merged_dims(s.dims, op.perm.get_values())
+        lead = 4 - len(dims)
+        perm = list(range(lead)) + [p + lead for p in perm]
         fields = {
             "src_addr": self.state.address(op.source),
             "src_dtype": _dtype(s),
-            "src_shape": _pad4(s.dims, 1),
+            "src_shape": _pad4(dims, 1),
             "dst_addr": self.state.address(op.dest),
             "dst_dtype": _dtype(d),
             "perm": perm,

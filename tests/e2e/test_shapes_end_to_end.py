@@ -275,16 +275,6 @@ def test_rank3_elementwise_decode_is_offloaded(num_tiles):
     check_offloaded_and_accurate(rank3_decode_net(), num_tiles=num_tiles)
 
 
-def test_a_gather_that_is_no_strided_copy_stays_on_the_cpu():
-    """A reversing slice (step -1) is no strided copy: the check names the reason."""
-    nodes = [node("Slice", ["x", "st", "en", "ax", "steps"], ["y"], name="reverse")]
-    inits = [ints("st", [-1]), ints("en", [-100]), ints("ax", [3]), ints("steps", [-1])]
-    onnx_model = model(nodes, inits, [("x", [1, 2, 3, 4])], [("y", [1, 2, 3, 4])])
-    report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model)))
-    (row,) = report.rows
-    assert row.target == "cpu" and "steps" in row.reason, row
-
-
 # ---------------------------------------------------------------------------------------------
 # Resize / Upsample, nearest: a DMA with zero source strides
 

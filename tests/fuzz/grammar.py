@@ -17,8 +17,9 @@ Max / Min by a constant); MaxPool/AveragePool with pads, ceil_mode and count_inc
 global pools; Gemm/MatMul; MatMul of two activations (attention's Q·Kᵀ and A·V, a shared
 operand, reductions longer than a tile); Add and Concat of two tensors; Reshape/Flatten/Squeeze;
 Transpose; zero Pad) and some it does not (Softmax, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU,
-Resize, Slice,
-Sub/Div by constants, Mul of two tensors, channel shuffle, concat on other axes, reflect Pad). It also makes reused
+Resize, Slice, Sub/Div by constants, Mul of two tensors, channel shuffle, concat on other axes,
+reflect and edge Pad; and, from `grammar_moves.py`, Slice with any step, Gather with constant
+indices, Tile, Expand and a window scramble through rank 6). It also makes reused
 identical blocks (one sub-graph with the same weights at two places), odd sizes (1x1 planes,
 one channel, prime widths) and layers too big for one tile's OCM.
 
@@ -33,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+import grammar_moves
 import numpy as np
 import onnx
 from grammar_unary import draw_unary, emit_unary
@@ -577,20 +579,20 @@ def emit_slice(g: Graph, p: dict) -> bool:
         return False
     axis = p["axis"]
     size = x.shape[axis]
-    if size < 2:
+    bounds = grammar_moves.slice_bounds(size, p) if size >= 2 else None
+    if bounds is None:
         return False
-    start = p["start"] % size
-    end = start + 1 + (p["len"] % (size - start))
-    if end - start == size:
-        return False
+    start, end, step, kept = bounds
     shape = list(x.shape)
-    shape[axis] = end - start
+    shape[axis] = kept
     ins = [
         x.name,
         g.const(np.array([start], np.int64), "st"),
-        g.const(np.array([end], np.int64), "en"),
+        g.const(np.array([end if end >= 0 else -(2**62)], np.int64), "en"),
         g.const(np.array([axis], np.int64), "ax"),
     ]
+    if step != 1:
+        ins.append(g.const(np.array([step], np.int64), "sp"))
     g.set(g.node("Slice", ins, tuple(shape)))
     return True
 
@@ -719,6 +721,7 @@ EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     "bmm": emit_bmm,
     "block": emit_block,
     "unary": emit_unary,
+    **grammar_moves.EMITTERS,
 }
 
 
@@ -805,11 +808,13 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
                  "const", "pool", "pool", "global_pool",
                  "to_rank2", "add", "concat", "block", "transpose", "reshape4", "se",
                  "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4",
-                 "bmm", "unary", "unary")  # fmt: skip
+                 "bmm", "unary", "unary", *grammar_moves.KINDS)  # fmt: skip
     else:
         kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act",
                  "unary")  # fmt: skip
     kind = ch.choice(kinds)
+    if kind in grammar_moves.KINDS:
+        return Layer(kind, grammar_moves.draw(kind, ch, seed))
     if kind == "conv":
         p = _draw_conv(ch, g, seed)
         return Layer("conv", p) if p else None
@@ -893,7 +898,8 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         return Layer("resize", dict(mode=mode, ctm=ctm, scale=ch.choice((2, 3))))
     if kind == "slice":
         return Layer("slice", dict(axis=ch.choice((1, 2, 3)), start=ch.integer(0, 9),
-                                   len=ch.integer(0, 9)))  # fmt: skip
+                                   len=ch.integer(0, 9),
+                                   step=ch.choice((1, 1, -1, 2, -2))))  # fmt: skip
     if kind == "fc":
         return Layer("fc", dict(op=ch.choice(("Gemm", "MatMul")), out=ch.choice((1, 3, 10, 17, 64)),
                                 alpha=ch.choice((1.0, 0.5, 2.0)), beta=ch.choice((1.0, 0.5)),

@@ -588,14 +588,14 @@ REJECTED = {
         "/c/Conv",
         "non-constant weights",
     ),
-    "Conv 1-D": (
-        [node("Conv", ["v", "w1"], "c", "/c1", kernel_shape=[3])],
-        {"v": [2, 4, 6]},
-        {"c": [2, 4, 4]},
-        [rand("w1", (4, 4, 3))],
+    "Conv 3-D (a 1-D conv is a 2-D one of H 1, offloaded)": (
+        [node("Conv", ["v", "w1"], "c", "/c1", kernel_shape=[3, 3, 3])],
+        {"v": [1, 2, 4, 4, 4]},
+        {"c": [1, 2, 2, 2, 2]},
+        [rand("w1", (2, 2, 3, 3, 3))],
         {},
         "/c1",
-        "rank 3",
+        "rank 5",
     ),
     "Pad value 1 (conv offloaded without it)": (
         [node("Pad", ["x", "p", "one"], "q", "/pad"), conv("q", pads=[0, 0, 0, 0])],

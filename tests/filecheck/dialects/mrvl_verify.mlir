@@ -149,7 +149,15 @@ func.func @f(%x: tensor<1x4x6xf16, #mrvl.layout<NCW>>) {
   %y = mrvl.strided_copy %x offset 1 strides [6, 1] box [4, 6] : tensor<1x4x6xf16, #mrvl.layout<NCW>> -> tensor<1x4x6xf16, #mrvl.layout<NCW>>
   func.return
 }
-// CHECK: mrvl.strided_copy: element 24 is outside the input's 24 elements
+// CHECK: mrvl.strided_copy: elements 1 to 24 are outside the input's 24 elements
+
+// -----
+
+func.func @f(%x: tensor<1x4x6xf16, #mrvl.layout<NCW>>) {
+  %y = mrvl.strided_copy %x offset 17 strides [-6, 1] box [4, 6] : tensor<1x4x6xf16, #mrvl.layout<NCW>> -> tensor<1x4x6xf16, #mrvl.layout<NCW>>
+  func.return
+}
+// CHECK: mrvl.strided_copy: elements -1 to 22 are outside the input's 24 elements
 
 // -----
 
