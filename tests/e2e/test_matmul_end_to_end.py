@@ -178,11 +178,6 @@ def test_the_cycle_model_times_the_product_and_finds_every_token(num_tiles, opti
     assert int(timeline.end.max()) >= macs / rate
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a region tensor of rank 5 needs the layouts of the rank-5/6 data-movement work "
-    "(branch `movement`); with it merged the layer takes any rank RELAX_LAYOUT has",
-)
 def test_rank_5():
     check_offloaded_and_accurate(matmul_model([2, 2, 3, 6, 8], [2, 2, 3, 5, 8], trans_b=True))
 
