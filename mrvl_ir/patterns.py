@@ -17,6 +17,8 @@ contract with `relax_import.py`:
     mrvl.concat            concat on any axis, ranks 2 to 4
     mrvl.reshape           reshape / squeeze / flatten between rank 4 and rank 2
     mrvl.transpose         permute_dims NCHW <-> NHWC
+    mrvl.softmax           softmax on any axis, or reshape(softmax(reshape(x))) of an opset <= 12
+                           export (normalization.py)
     mrvl.copy              a chain of 1 to 3 data-movement ops (reshape, squeeze, expand_dims,
                            flatten, permute_dims, strided_slice, nearest resize2d) that is a
                            strided copy (`strided.py`): slices, split outputs, transposes,
@@ -46,6 +48,7 @@ from tvm.relax.dpl import DFPattern, is_const, is_op, is_tuple_get_item, wildcar
 from tvm.relax.transform import PatternCheckContext
 
 from . import strided
+from .normalization import softmax_pattern
 from .pattern_checks import (
     MAX_AFFINE_STEPS,
     check_add,
@@ -77,7 +80,7 @@ LAYER_OPS = frozenset(
         "relax.subtract", "relax.divide", "relax.sigmoid", "relax.tanh", "relax.nn.prelu",
         "relax.exp", "relax.log",
         "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
-        "relax.nn.conv2d_transpose",
+        "relax.nn.conv2d_transpose", "relax.nn.softmax",
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
@@ -243,6 +246,8 @@ def _pattern_table() -> list[tuple]:
         _single_op_pattern("mrvl.global_avgpool2d", ["relax.mean"], check_global_pool2d),
         _single_op_pattern("mrvl.global_maxpool2d", ["relax.max"], check_global_pool2d),
         _single_op_pattern("mrvl.concat", ["relax.concat"], check_concat),
+        softmax_pattern(flattened=True),  # before the copies: its reshapes are its own
+        softmax_pattern(flattened=False),
         # a chain of moves is one copy (a channel shuffle's reshape-transpose-reshape)...
         _copy_pattern(3),
         _copy_pattern(2),

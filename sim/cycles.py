@@ -147,6 +147,12 @@ def _elementwise(f: dict, target: Target) -> tuple[Cost, int]:
     return cost.vector(target, f["count"]), 0
 
 
+@costs("softmax")
+def _softmax(f: dict, target: Target) -> tuple[Cost, int]:
+    count = f["outer"] * f["length"] * f["inner"]
+    return cost.vector(target, cost.softmax_element_ops(count)), 0
+
+
 @costs("end")
 def _end(f: dict, target: Target) -> tuple[Cost, int]:
     return Cost(Unit.DMA, 0), 0

@@ -213,6 +213,15 @@ def _mul(f: dict, ins: Instruction) -> Operands:
     return reads, [dense(OCM, f["out_addr"], DType.F16, (count,))]
 
 
+@operands_of("softmax")
+def _softmax(f: dict, ins: Instruction) -> Operands:
+    shape = (f["outer"], f["length"], f["inner"])
+    return (
+        [dense(OCM, f["in_addr"], DType.F16, shape)],
+        [dense(OCM, f["out_addr"], DType.F16, shape)],
+    )
+
+
 @operands_of("end")
 def _end(f: dict, ins: Instruction) -> Operands:
     return [], []

@@ -458,6 +458,14 @@ def _check_mul(ins: Instruction, bounds: Bounds) -> None:
     check_activation(ins, bounds, None)
 
 
+@checks("softmax")
+def _check_softmax(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    shape = (f["outer"], f["length"], f["inner"])
+    bounds.dense(MemSpace.OCM, ins.tile, f["out_addr"], DType.F16, shape, "output")
+    bounds.dense(MemSpace.OCM, ins.tile, f["in_addr"], DType.F16, shape, "input")
+
+
 @checks("end")
 def _check_end(ins: Instruction, bounds: Bounds) -> None:
     pass

@@ -15,6 +15,7 @@ from xdsl.irdl import IRDLOperation
 from mrvl.dialects.mrvl.attributes import *
 from mrvl.dialects.mrvl.data_movement import *
 from mrvl.dialects.mrvl.layers import *
+from mrvl.dialects.mrvl.normalization import *
 
 LAYER_OPS: tuple[type[IRDLOperation], ...] = (
     Conv2DOp,
@@ -25,6 +26,7 @@ LAYER_OPS: tuple[type[IRDLOperation], ...] = (
     MulOp,
     ConcatOp,
     ScaleShiftOp,
+    SoftmaxOp,
 )
 """Ops that are MLIP layers (each becomes a node of the Nodes-JSON)."""
 
@@ -41,6 +43,7 @@ Mrvl = Dialect(
         MulOp,
         ConcatOp,
         ScaleShiftOp,
+        SoftmaxOp,
         StridedCopyOp,
         DilateOp,
         ResizeOp,

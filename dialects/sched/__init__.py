@@ -34,6 +34,7 @@ Sched = Dialect(
         AddTaskOp,
         ScaleTaskOp,
         MulTaskOp,
+        SoftmaxTaskOp,
         LutTaskOp,
     ],
     [BufferType, MemorySpaceAttr, PoolKindAttr, TokenType, WindowPlanAttr, FcPlanAttr],

@@ -492,6 +492,28 @@ class MulTaskOp(FusedActivation, TaskBase):
 
 
 @irdl_op_definition
+class SoftmaxTaskOp(TaskBase):
+    """Softmax of an OCM block [outer, length, inner] over its middle axis into an OCM block
+    of the same shape."""
+
+    name = "sched.softmax"
+    input = operand_def(BufferType)
+    output = operand_def(BufferType)
+    assembly_format = (
+        "`tile` $tile $input `->` $output (`after` `(` $deps^ `)`)? attr-dict "
+        "`:` type($input) `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        _check_ocm(self, self.tile.value.data, self.input, self.output)
+        dims = buffer_type(self.input).dims
+        if len(dims) != 3 or buffer_type(self.output).dims != dims:
+            raise VerifyException(
+                "sched.softmax: input and output must be one [outer, length, inner] shape"
+            )
+
+
+@irdl_op_definition
 class LutTaskOp(FusedActivation, TaskBase):
     """Load the table of a table activation from DDR into the tile's activation-table memory;
     the tile's compute tasks with that activation wait for it."""

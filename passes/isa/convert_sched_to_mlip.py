@@ -346,6 +346,22 @@ class SelectLut(InstructionSelection):
         self.select(op, rewriter, fields)
 
 
+class SelectSoftmax(InstructionSelection):
+    opcode = "softmax"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.SoftmaxTaskOp, rewriter: PatternRewriter) -> None:
+        outer, length, inner = sched.buffer_type(op.input).dims
+        fields = {
+            "in_addr": self.state.address(op.input),
+            "out_addr": self.state.address(op.output),
+            "outer": outer,
+            "length": length,
+            "inner": inner,
+        }
+        self.select(op, rewriter, fields)
+
+
 INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectDma,
     SelectConvert,
@@ -356,6 +372,7 @@ INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectAdd,
     SelectScale,
     SelectMul,
+    SelectSoftmax,
     SelectLut,
 )
 """The instruction selection of every `sched` task, by pattern (the completeness test checks

@@ -35,6 +35,7 @@ from mrvl.sim.memory import Memory
 from mrvl.sim.numerics import (
     F16Counts,
     activate,
+    exp32,
     f16_counts,
     fp32_mac,
     fp32_max,
@@ -331,6 +332,25 @@ def _mul(memory: Memory, ins: Instruction) -> F16Counts:
     result, counts = _activate(memory, ins, acc)
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result)
     return counts
+
+
+@implements("softmax")
+def _softmax(memory: Memory, ins: Instruction) -> F16Counts:
+    """Per row (outer index, inner index): the max, exp32(x - max), their sum in fp32 in order
+    of the reduced axis, then one division per element (docs/isa.md, `softmax`)."""
+    f = ins.fields
+    shape = (f["outer"], f["length"], f["inner"])
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, shape).astype(np.float32)
+    m = np.full((shape[0], shape[2]), -np.inf, np.float32)
+    for i in range(shape[1]):
+        m = fp32_max(m, x[:, i])
+    e = exp32(x - m[:, None, :])
+    total = np.zeros_like(m)
+    for i in range(shape[1]):
+        total = total + e[:, i]
+    y = e / total[:, None, :]
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(y))
+    return f16_counts(y)
 
 
 @implements("end")

@@ -330,6 +330,14 @@ def emit_activation(g: Graph, p: dict) -> bool:
     return True
 
 
+def emit_softmax(g: Graph, p: dict) -> bool:
+    """Softmax on any axis of a rank-2 or rank-4 tensor: after `to_rank2` a row is the whole
+    feature vector, up to 600,000 elements, beyond a tile's OCM (it must stay on the CPU)."""
+    x = g.current
+    g.set(g.node("Softmax", [x.name], x.shape, axis=p["axis"] % len(x.shape)))
+    return True
+
+
 def emit_pool(g: Graph, p: dict) -> bool:
     x = g.current
     if len(x.shape) != 4:
@@ -657,6 +665,7 @@ EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     "bn": emit_bn,
     "const": emit_binary_const,
     "act": emit_activation,
+    "softmax": emit_softmax,
     "pool": emit_pool,
     "global_pool": emit_global_pool,
     "pad": emit_pad,
@@ -758,9 +767,11 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         kinds = ("conv", "conv", "conv", "conv", "conv", "act", "act", "act", "bn", "const",
                  "const", "pool", "pool", "global_pool",
                  "to_rank2", "add", "concat", "block", "transpose", "reshape4", "se",
-                 "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4")  # fmt: skip
+                 "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4",
+                 "softmax")  # fmt: skip
     else:
-        kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act")
+        kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act",
+                 "softmax")  # fmt: skip
     kind = ch.choice(kinds)
     if kind == "conv":
         p = _draw_conv(ch, g, seed)
@@ -778,6 +789,8 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         return Layer("act", dict(act=act, side=ch.choice(("right", "left"))))
     if kind == "bn":
         return Layer("bn", dict(seed=seed))
+    if kind == "softmax":
+        return Layer("softmax", dict(axis=ch.choice((1, 2, 3, -1))))
     if kind == "const":
         op = ch.choice(("Mul", "Add", "Mul", "Add", "Sub", "Div"))
         return Layer("const", dict(op=op, side=ch.choice(("right", "left")),
