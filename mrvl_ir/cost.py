@@ -184,5 +184,11 @@ def softmax_element_ops(count: int) -> int:
     return 4 * count
 
 
+def layernorm_element_ops(count: int) -> int:
+    """Vector-unit operations of a layer normalization over `count` elements: five per
+    element (the sum, the squared deviation, the normalization, the scale, the shift)."""
+    return 5 * count
+
+
 def resize_element_ops(out_shape: tuple[int, ...]) -> int:
     return math.prod(out_shape) * RESIZE_TAPS

@@ -486,6 +486,23 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("inner", "i32", "extent of the axes after it (a row's stride)", legal="inner >= 1"),
         ),
     ),
+    OpcodeSpec(
+        "layernorm",
+        0x51,
+        "vector",
+        "Layer normalization of each row of a dense f16 [rows, length] tensor: mean and variance "
+        "in fp32 (two passes), rstd = 1 / sqrt(var + eps), then (x - mean) * rstd * g + b in "
+        "fp32, rounded once to f16 (docs/isa.md).",
+        (
+            _f("in_addr", "i32", "OCM byte address of the input [rows, length], f16"),
+            _f("out_addr", "i32", "OCM byte address of the result [rows, length], f16"),
+            _f("rows", "i32", "rows normalized", legal="rows >= 1"),
+            _f("length", "i32", "elements of a row", legal="length >= 1"),
+            _f("g_addr", "i32", "OCM byte address of the scales [length], f32"),
+            _f("b_addr", "i32", "OCM byte address of the shifts [length], f32"),
+            _f("eps", "f32", "epsilon added to the variance"),
+        ),
+    ),
     OpcodeSpec("end", 0x7F, "control", "End of the program.", ()),
 )
 

@@ -19,6 +19,8 @@ contract with `relax_import.py`:
     mrvl.transpose         permute_dims NCHW <-> NHWC
     mrvl.softmax           softmax on any axis, or reshape(softmax(reshape(x))) of an opset <= 12
                            export (normalization.py)
+    mrvl.layernorm         layer_norm over the trailing axes, or its decomposed form
+                           (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div [, Mul] [, Add])
     mrvl.copy              a chain of 1 to 3 data-movement ops (reshape, squeeze, expand_dims,
                            flatten, permute_dims, strided_slice, nearest resize2d) that is a
                            strided copy (`strided.py`): slices, split outputs, transposes,
@@ -48,7 +50,7 @@ from tvm.relax.dpl import DFPattern, is_const, is_op, is_tuple_get_item, wildcar
 from tvm.relax.transform import PatternCheckContext
 
 from . import strided
-from .normalization import softmax_pattern
+from .normalization import decomposed_layernorm_pattern, layernorm_pattern, softmax_pattern
 from .pattern_checks import (
     MAX_AFFINE_STEPS,
     check_add,
@@ -80,7 +82,8 @@ LAYER_OPS = frozenset(
         "relax.subtract", "relax.divide", "relax.sigmoid", "relax.tanh", "relax.nn.prelu",
         "relax.exp", "relax.log",
         "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
-        "relax.nn.conv2d_transpose", "relax.nn.softmax",
+        "relax.nn.conv2d_transpose", "relax.nn.softmax", "relax.nn.layer_norm",
+        "relax.power", "relax.sqrt",
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
@@ -234,6 +237,8 @@ def _reshape_pattern():
 def _pattern_table() -> list[tuple]:
     """All patterns, highest priority first: larger layers before their parts."""
     return [
+        layernorm_pattern(),  # first: its trailing multiply and add are its scale and shift
+        decomposed_layernorm_pattern(),
         _conv2d_pattern(with_pad=True),
         _conv2d_pattern(with_pad=False),
         _conv_transpose_pattern(),

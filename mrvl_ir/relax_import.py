@@ -26,7 +26,7 @@ from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError, layer_boundary
 from mrvl.frontend import constant_view, node_name_of
 from mrvl.locations import name_location
-from mrvl.normalization import import_softmax
+from mrvl.normalization import import_layernorm, import_softmax
 
 RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC"}
 
@@ -728,6 +728,7 @@ _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.copy": _RegionImporter.copy,
     "mrvl.resize": _RegionImporter.resize,
     "mrvl.softmax": import_softmax,
+    "mrvl.layernorm": import_layernorm,
 }
 
 

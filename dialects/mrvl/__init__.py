@@ -27,6 +27,7 @@ LAYER_OPS: tuple[type[IRDLOperation], ...] = (
     ConcatOp,
     ScaleShiftOp,
     SoftmaxOp,
+    LayerNormOp,
 )
 """Ops that are MLIP layers (each becomes a node of the Nodes-JSON)."""
 
@@ -44,6 +45,7 @@ Mrvl = Dialect(
         ConcatOp,
         ScaleShiftOp,
         SoftmaxOp,
+        LayerNormOp,
         StridedCopyOp,
         DilateOp,
         ResizeOp,

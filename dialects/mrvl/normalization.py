@@ -1,4 +1,5 @@
-"""`mrvl`'s normalization layers: softmax over a run of consecutive axes."""
+"""`mrvl`'s normalization layers: softmax over a run of consecutive axes, and layer
+normalization over the trailing axes."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Sequence
 from math import prod
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I64, DenseArrayBase, TensorType
+from xdsl.dialects.builtin import I64, DenseArrayBase, Float32Type, FloatAttr, TensorType, f32
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -21,7 +22,13 @@ from xdsl.irdl import (
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-from mrvl.dialects.mrvl.attributes import _i64_array, layout_of, shape_of
+from mrvl.dialects.mrvl.attributes import (
+    _check_tensor,
+    _i64_array,
+    element_type_of,
+    layout_of,
+    shape_of,
+)
 
 
 def reduced_view(shape: Sequence[int], axes: Sequence[int]) -> tuple[int, int, int]:
@@ -68,3 +75,59 @@ class SoftmaxOp(IRDLOperation):
     def verify_(self) -> None:
         layout_of(self.input)
         _check_axes(self, self.axis_list, len(shape_of(self.input)))
+
+
+@irdl_op_definition
+class LayerNormOp(IRDLOperation):
+    """Layer normalization over `axes`, the trailing dimensions of the operand in its layout
+    (each row: the elements that differ only in them), with f32 scale and shift constants of
+    one value per element of a row (the row's elements in order), and `epsilon`."""
+
+    name = "mrvl.layernorm"
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    shift = operand_def(TensorType)
+    output = result_def(TensorType)
+    axes = prop_def(DenseArrayBase[I64])
+    epsilon = prop_def(FloatAttr[Float32Type])
+    assembly_format = (
+        "$input `,` $scale `,` $shift `axes` $axes `epsilon` $epsilon attr-dict "
+        "`:` functional-type(operands, results)"
+    )
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(
+        self, input: SSAValue, scale: SSAValue, shift: SSAValue, axes: Sequence[int], eps: float
+    ):
+        super().__init__(
+            operands=[input, scale, shift],
+            result_types=[input.type],
+            properties={"axes": _i64_array(axes), "epsilon": FloatAttr(float(eps), f32)},
+        )
+
+    @property
+    def axis_list(self) -> tuple[int, ...]:
+        return tuple(self.axes.get_values())
+
+    def rows(self) -> tuple[int, int]:
+        """(rows, length): the operand as [rows, length], a row the normalized elements."""
+        outer, length, _ = reduced_view(shape_of(self.input), self.axis_list)
+        return outer, length
+
+    def verify_(self) -> None:
+        layout_of(self.input)
+        rank = len(shape_of(self.input))
+        _check_axes(self, self.axis_list, rank)
+        if self.axis_list[-1] != rank - 1:
+            raise VerifyException(
+                f"mrvl.layernorm: axes {list(self.axis_list)} must end with the last axis"
+            )
+        if self.output.type != self.input.type:
+            raise VerifyException("mrvl.layernorm: input and result must have one type")
+        length = self.rows()[1]
+        for what, value in (("scale", self.scale), ("shift", self.shift)):
+            _check_tensor(self, what, value, 1, "O")
+            if shape_of(value) != (length,) or not isinstance(element_type_of(value), Float32Type):
+                raise VerifyException(
+                    f"mrvl.layernorm: {what} must be f32 with {length} elements (a row)"
+                )

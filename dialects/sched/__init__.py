@@ -35,6 +35,7 @@ Sched = Dialect(
         ScaleTaskOp,
         MulTaskOp,
         SoftmaxTaskOp,
+        LayerNormTaskOp,
         LutTaskOp,
     ],
     [BufferType, MemorySpaceAttr, PoolKindAttr, TokenType, WindowPlanAttr, FcPlanAttr],

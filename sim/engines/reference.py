@@ -353,6 +353,31 @@ def _softmax(memory: Memory, ins: Instruction) -> F16Counts:
     return f16_counts(y)
 
 
+@implements("layernorm")
+def _layernorm(memory: Memory, ins: Instruction) -> F16Counts:
+    """Per row: the mean and the variance in fp32 (two passes, in order of the row), one
+    rstd, then each element's (x - mean) * rstd * g + b in fp32 (docs/isa.md, `layernorm`)."""
+    f = ins.fields
+    rows, length = f["rows"], f["length"]
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (rows, length)).astype(np.float32)
+    g = memory.read(MemSpace.OCM, ins.tile, f["g_addr"], F32, (length,))
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F32, (length,))
+    count = np.float32(length)
+    total = np.zeros(rows, np.float32)
+    for i in range(length):
+        total = total + x[:, i]
+    mean = total / count
+    squares = np.zeros(rows, np.float32)
+    for i in range(length):
+        d = x[:, i] - mean
+        squares = squares + d * d
+    var = squares / count
+    rstd = np.float32(1.0) / np.sqrt(var + np.float32(f["eps"]))
+    y = ((x - mean[:, None]) * rstd[:, None]) * g + b
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(y))
+    return f16_counts(y)
+
+
 @implements("end")
 def _end(memory: Memory, ins: Instruction) -> None:
     pass

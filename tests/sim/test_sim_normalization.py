@@ -114,3 +114,72 @@ def test_a_softmax_reaching_outside_the_ocm_fails_validation():
     program.code[1] = instruction("softmax", **{**ins.fields, "outer": 1 << 20})
     with pytest.raises(SimulatorError, match="softmax.*outside tile 0's OCM"):
         prepare(program)
+
+
+# ------------------------------------------------------------------------------- layernorm
+
+
+def layernorm_program(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float):
+    rows, length = x.shape
+    staging = Staging()
+    in_addr = staging.add(x)
+    g_addr, b_addr = staging.add(g.astype(np.float32)), staging.add(b.astype(np.float32))
+    out_addr = staging.reserve(x.size * 2)
+    ins = instruction(
+        "layernorm", in_addr=in_addr, out_addr=out_addr, rows=rows, length=length,
+        g_addr=g_addr, b_addr=b_addr, eps=eps,
+    )  # fmt: skip
+    return layer_program(staging, [ins], out_addr, x.shape)
+
+
+def test_layernorm_matches_float64_on_both_engines():
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((9, 192)) * 3 + 1).astype(np.float16)
+    g, b = rng.standard_normal(192), rng.standard_normal(192)
+    (y,) = run_both(layernorm_program(x, g, b, 1e-5), [])
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=1, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=1, keepdims=True)
+    want = (x64 - mean) / np.sqrt(var + 1e-5) * g.astype(np.float32) + b.astype(np.float32)
+    np.testing.assert_allclose(y.astype(np.float64), want, rtol=2**-11, atol=1e-5)
+
+
+def test_layernorm_spec_order_by_hand():
+    """The documented steps for one row in numpy float32: two passes in order, one rstd."""
+    x = np.array([[0.5, -2.0, 3.25, 1.0, -0.125]], np.float16)
+    g = np.array([1.0, 0.5, -1.0, 2.0, 1.5], np.float32)
+    b = np.array([0.0, 0.25, 0.0, -1.0, 0.5], np.float32)
+    (y,) = run_both(layernorm_program(x, g, b, 1e-3), [])
+    v = x[0].astype(np.float32)
+    total = np.float32(0.0)
+    for e in v:
+        total = np.float32(total + e)
+    mean = np.float32(total / np.float32(5))
+    squares = np.float32(0.0)
+    for e in v:
+        d = np.float32(e - mean)
+        squares = np.float32(squares + np.float32(d * d))
+    var = np.float32(squares / np.float32(5))
+    rstd = np.float32(np.float32(1.0) / np.sqrt(np.float32(var + np.float32(1e-3))))
+    want = (((v - mean) * rstd) * g + b).astype(np.float16)
+    np.testing.assert_array_equal(y[0], want)
+
+
+@SETTINGS
+@given(
+    rows=st.integers(1, 6),
+    length=st.integers(1, 300),
+    scale=st.sampled_from([0.01, 1.0, 300.0]),
+    eps=st.sampled_from([0.0, 1e-12, 1e-5, 0.1]),
+    special=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_layernorm_engines_agree(rows, length, scale, eps, special, seed):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((rows, length)) * scale + rng.standard_normal()).astype(np.float16)
+    if special:
+        picks = rng.random(x.shape) < 0.1
+        x[picks] = rng.choice(SPECIAL_F16, size=int(picks.sum()))
+    g = rng.standard_normal(length) * rng.choice([0.1, 1.0, 1e4])
+    b = rng.standard_normal(length)
+    run_both(layernorm_program(x, g, b, eps), [])

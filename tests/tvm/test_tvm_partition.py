@@ -19,6 +19,7 @@ COMPOSITES = {
     "mrvl.global_avgpool2d", "mrvl.global_maxpool2d", "mrvl.concat", "mrvl.reshape",
     "mrvl.transpose", "mrvl.scale_shift", "mrvl.copy",
     "mrvl.conv_transpose", "mrvl.resize", "mrvl.softmax",
+    "mrvl.layernorm",
 }  # fmt: skip
 
 

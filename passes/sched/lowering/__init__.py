@@ -17,7 +17,7 @@ from mrvl.passes.sched.lowering.data_movement import (
 )
 from mrvl.passes.sched.lowering.elementwise import LowerAdd, LowerMul, LowerScaleShift
 from mrvl.passes.sched.lowering.fc import LowerFullyConnected
-from mrvl.passes.sched.lowering.normalization import LowerSoftmax
+from mrvl.passes.sched.lowering.normalization import LowerLayerNorm, LowerSoftmax
 from mrvl.passes.sched.lowering.resize import LowerResize
 from mrvl.passes.sched.lowering.state import LayerLowering, LoweringState
 from mrvl.passes.sched.lowering.window import LowerConv2D, LowerPool2D
@@ -38,6 +38,7 @@ LAYER_LOWERINGS: tuple[type[LayerLowering], ...] = (
     LowerDilate,
     LowerResize,
     LowerSoftmax,
+    LowerLayerNorm,
 )
 
 __all__ = ["LAYER_LOWERINGS", "LayerLowering", "LoweringState"]

@@ -23,7 +23,7 @@ from mrvl.sim.engines.numba.fields import OP_END
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.mac import conv, fc
 from mrvl.sim.engines.numba.mac_tiles import NARROW, packed_size
-from mrvl.sim.engines.numba.normalization import softmax
+from mrvl.sim.engines.numba.normalization import layernorm, softmax
 from mrvl.sim.engines.numba.numerics import F16_TO_F32, F16_TO_F32_BITS
 from mrvl.sim.engines.numba.sharing import (
     SYNC_EXTRA,
@@ -150,6 +150,13 @@ def _mul(i, row, frow, machine, tally, weights, skip, sync, worker, workers, ste
 @jit
 def _softmax(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
     softmax(row, machine[1][row[1]], machine[3], tally)
+    return step
+
+
+@implements("layernorm")
+@jit
+def _layernorm(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    layernorm(row, frow, machine[1][row[1]], machine[3], tally)
     return step
 
 

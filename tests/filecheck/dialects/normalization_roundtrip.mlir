@@ -32,3 +32,30 @@ builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles
   mlip.end tile 0
 }
 // CHECK: mlip.softmax tile 0 signal 2 wait [1] : in_addr 0, out_addr 128, outer 6, length 8, inner 1 loc("/sm/Softmax")
+
+// -----
+
+func.func @layernorm(%x: tensor<1x197x192xf16, #mrvl.layout<NCW>>, %g: tensor<192xf32, #mrvl.layout<O>>, %b: tensor<192xf32, #mrvl.layout<O>>) -> tensor<1x197x192xf16, #mrvl.layout<NCW>> {
+  %y = mrvl.layernorm %x, %g, %b axes [2] epsilon 1.000000e-05 : (tensor<1x197x192xf16, #mrvl.layout<NCW>>, tensor<192xf32, #mrvl.layout<O>>, tensor<192xf32, #mrvl.layout<O>>) -> tensor<1x197x192xf16, #mrvl.layout<NCW>> loc("/ln/LayerNormalization")
+  func.return %y : tensor<1x197x192xf16, #mrvl.layout<NCW>>
+}
+// CHECK: %y = mrvl.layernorm %x, %g, %b axes [2] epsilon 1.000000e-05 : (tensor<1x197x192xf16, #mrvl.layout<NCW>>, tensor<192xf32, #mrvl.layout<O>>, tensor<192xf32, #mrvl.layout<O>>) -> tensor<1x197x192xf16, #mrvl.layout<NCW>> loc("/ln/LayerNormalization")
+
+// -----
+
+builtin.module {
+  %x = sched.alloc tile(0) : !sched.buffer<ocm, 25x192xf16>
+  %g = sched.alloc tile(0) : !sched.buffer<ocm, 192xf32>
+  %b = sched.alloc tile(0) : !sched.buffer<ocm, 192xf32>
+  %y = sched.alloc tile(0) : !sched.buffer<ocm, 25x192xf16>
+  %t = sched.layernorm tile 0 %x, %g, %b -> %y epsilon 1.000000e-05 : !sched.buffer<ocm, 25x192xf16>, !sched.buffer<ocm, 192xf32>, !sched.buffer<ocm, 192xf32> -> !sched.buffer<ocm, 25x192xf16> loc("/ln/LayerNormalization")
+}
+// CHECK: %t = sched.layernorm tile 0 %x, %g, %b -> %y epsilon 1.000000e-05 : !sched.buffer<ocm, 25x192xf16>, !sched.buffer<ocm, 192xf32>, !sched.buffer<ocm, 192xf32> -> !sched.buffer<ocm, 25x192xf16> loc("/ln/LayerNormalization")
+
+// -----
+
+builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles = 1, ddr_size = 4096, const_base = 4096>} {
+  mlip.layernorm tile 0 : in_addr 0, out_addr 1024, rows 2, length 192, g_addr 2048, b_addr 2816, eps 1.0e-05 loc("/ln/LayerNormalization")
+  mlip.end tile 0
+}
+// CHECK: mlip.layernorm tile 0 : in_addr 0, out_addr 1024, rows 2, length 192, g_addr 2048, b_addr 2816, eps 9.999999747378752e-06 loc("/ln/LayerNormalization")
