@@ -178,5 +178,17 @@ RESIZE_TAPS = 4
 """A two-tap-by-two-tap interpolation combines four input elements per output element."""
 
 
+def softmax_element_ops(count: int) -> int:
+    """Vector-unit operations of a softmax over `count` elements: four passes over them (the
+    max, the exponential, the sum, the division)."""
+    return 4 * count
+
+
+def layernorm_element_ops(count: int) -> int:
+    """Vector-unit operations of a layer normalization over `count` elements: five per
+    element (the sum, the squared deviation, the normalization, the scale, the shift)."""
+    return 5 * count
+
+
 def resize_element_ops(out_shape: tuple[int, ...]) -> int:
     return math.prod(out_shape) * RESIZE_TAPS

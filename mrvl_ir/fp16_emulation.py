@@ -47,6 +47,7 @@ __all__ = [
     "fp16_storage_model",
     "judge",
     "judge_model",
+    "layernorm_f32_tensors",
     "redrawn_errors",
     "redrawn_feeds",
 ]
@@ -60,15 +61,19 @@ def fp16_storage_model(model: onnx.ModelProto) -> onnx.ModelProto:
 
     Float initializers and `Constant` values are rounded to fp16 in place. Every float graph
     input and every float node output is followed by Cast(float16) → Cast(float); consumers
-    and graph outputs read the rounded tensor under its original name. Types come from ONNX
+    and graph outputs read the rounded tensor under its original name. What the MLIP keeps in
+    fp32 stays fp32 (`layernorm_f32_tensors`): a layer normalization's scale and shift, and
+    the intermediate tensors of its decomposed form. (Softmax and LayerNormalization nodes
+    keep their sums in fp32 inside onnxruntime already.) Types come from ONNX
     shape inference; a node output whose type it cannot tell raises `ValueError`, so no
     tensor silently escapes the rounding.
     """
     out = onnx.ModelProto()
     out.CopyFrom(model)
     graph = out.graph
+    on_chip_f32 = layernorm_f32_tensors(graph)
     for init in graph.initializer:
-        if init.data_type == TensorProto.FLOAT:
+        if init.data_type == TensorProto.FLOAT and init.name not in on_chip_f32:
             init.CopyFrom(numpy_helper.from_array(_round(numpy_helper.to_array(init)), init.name))
     types = _element_types(out)
 
@@ -95,12 +100,63 @@ def fp16_storage_model(model: onnx.ModelProto) -> onnx.ModelProto:
                 raise ValueError(
                     f"no type for {name!r} (output of node {node.name or node.op_type})"
                 )
+            if name in on_chip_f32:  # a layernorm's accumulator: fp32 on the MLIP too
+                continue
             if elem == TensorProto.FLOAT:  # the node writes fp32; readers see it rounded
                 node.output[index] = name + _UNROUNDED
                 nodes.extend(_round_trip(name + _UNROUNDED, name))
     del graph.node[:]
     graph.node.extend(nodes)
     return out
+
+
+_DECOMPOSED_LAYERNORM = ("ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div")
+
+
+def layernorm_f32_tensors(graph: onnx.GraphProto) -> set[str]:
+    """Tensors of `graph` the MLIP keeps in fp32 around a layer normalization: the scale and
+    shift initializers of each LayerNormalization node, and in the decomposed form (ReduceMean,
+    Sub, Pow, ReduceMean, Add, Sqrt, Div, then an optional Mul and Add by constants, matched
+    by their data flow) every tensor but the last one's output, and the Mul/Add constants."""
+    initializers = {i.name for i in graph.initializer}
+    producer = {out: node for node in graph.node for out in node.output}
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    kept: set[str] = set()
+    for node in graph.node:
+        if node.op_type == "LayerNormalization":
+            kept.update(n for n in node.input[1:] if n in initializers)
+        if node.op_type != "Div" or len(node.input) != 2:
+            continue
+        chain, ok = [node], True
+        std = producer.get(node.input[1])
+        for op_type in ("Sqrt", "Add", "ReduceMean", "Pow"):
+            if std is None or std.op_type != op_type:
+                ok = False
+                break
+            chain.append(std)
+            data = [n for n in std.input[:2] if n and n not in initializers]
+            std = producer.get(data[0]) if len(data) == 1 else None
+        centered = producer.get(node.input[0])
+        if not ok or std is not centered or centered is None or centered.op_type != "Sub":
+            continue
+        mean = producer.get(centered.input[1])
+        if mean is None or mean.op_type != "ReduceMean" or mean.input[0] != centered.input[0]:
+            continue
+        chain += [centered, mean]
+        last = node
+        for op_type in ("Mul", "Add"):
+            users = readers.get(last.output[0], [])
+            if len(users) == 1 and users[0].op_type == op_type:
+                consts = [n for n in users[0].input if n in initializers]
+                if len(consts) == 1:
+                    kept.update(consts)
+                    chain.append(users[0])
+                    last = users[0]
+        kept.update(n.output[0] for n in chain if n is not last)
+    return kept
 
 
 def _emulation_session(model: onnx.ModelProto):

@@ -559,6 +559,37 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             *_ACT_FIELDS,
         ),
     ),
+    OpcodeSpec(
+        "softmax",
+        0x50,
+        "vector",
+        "Softmax of a dense f16 [outer, length, inner] tensor over its middle axis: the row "
+        "max, exp32(x - max) (docs/isa.md), their fp32 sum, then f16(fp32(e / sum)).",
+        (
+            _f("in_addr", "i32", "OCM byte address of the input [outer, length, inner], f16"),
+            _f("out_addr", "i32", "OCM byte address of the result [outer, length, inner], f16"),
+            _f("outer", "i32", "extent of the axes before the reduced one", legal="outer >= 1"),
+            _f("length", "i32", "extent of the reduced axis (a row)", legal="length >= 1"),
+            _f("inner", "i32", "extent of the axes after it (a row's stride)", legal="inner >= 1"),
+        ),
+    ),
+    OpcodeSpec(
+        "layernorm",
+        0x51,
+        "vector",
+        "Layer normalization of each row of a dense f16 [rows, length] tensor: mean and variance "
+        "in fp32 (two passes), rstd = 1 / sqrt(var + eps), then (x - mean) * rstd * g + b in "
+        "fp32, rounded once to f16 (docs/isa.md).",
+        (
+            _f("in_addr", "i32", "OCM byte address of the input [rows, length], f16"),
+            _f("out_addr", "i32", "OCM byte address of the result [rows, length], f16"),
+            _f("rows", "i32", "rows normalized", legal="rows >= 1"),
+            _f("length", "i32", "elements of a row", legal="length >= 1"),
+            _f("g_addr", "i32", "OCM byte address of the scales [length], f32"),
+            _f("b_addr", "i32", "OCM byte address of the shifts [length], f32"),
+            _f("eps", "f32", "epsilon added to the variance"),
+        ),
+    ),
     OpcodeSpec("end", 0x7F, "control", "End of the program.", ()),
 )
 
@@ -695,6 +726,17 @@ def _shown(spec: FieldSpec, value: object) -> str:
         return spec.enum(value).name
     return repr(value)
 
+
+EXP_LOW = -80.0
+"""exp32 (docs/isa.md §4) takes arguments below this as it (exp(-80) = 1.8e-35: nothing an
+f16 result can show)."""
+EXP_LOG2E = 1.44269504088896341
+EXP_LN2_HI = 0.693359375
+"""ln 2 in two parts (HI + LO): HI has 9 significant bits, so k * HI is exact in fp32."""
+EXP_LN2_LO = -2.12194440e-4
+EXP_POLY = tuple(1.0 / f for f in (5040, 720, 120, 24, 6, 2, 1, 1))
+"""exp32's polynomial, 1/7! .. 1/0!, highest degree first; every constant is used as the
+nearest fp32 value."""
 
 NO_SIGNAL = 0
 """Token 0 means "signals nothing"; real tokens are 1..2**32 - 1 (u32 in the binary)."""

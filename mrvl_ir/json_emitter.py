@@ -688,6 +688,41 @@ class _Emitter:
             attrs={"coordinate_transformation_mode": [op.mode.data]},
         )
 
+    def _softmax_node(self, op: mrvl.SoftmaxOp) -> None:
+        """Softmax over a run of consecutive axes of its input, in the input's layout."""
+        layout = mrvl.layout_of(op.input)
+        self._layer_node(
+            op,
+            "Softmax",
+            [op.input],
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.input),
+            out_layout=layout,
+            composite="mrvl.softmax",
+            attrs={"axes": _strs(op.axis_list)},
+        )
+
+    def _layernorm_node(self, op: mrvl.LayerNormOp) -> None:
+        """Layer normalization over the trailing axes, its f32 scale and shift in gamma/beta."""
+        layout = mrvl.layout_of(op.input)
+        scale, shift = self._constant(op, op.scale), self._constant(op, op.shift)
+        self._layer_node(
+            op,
+            "LayerNorm",
+            [op.input],
+            num_constants=2,
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.input),
+            out_layout=layout,
+            composite="mrvl.layernorm",
+            attrs={
+                "gamma_const": self._const_ref(scale),
+                "beta_const": self._const_ref(shift),
+                "axes": _strs(op.axis_list),
+                "epsilon": [_float_str(op.epsilon.value.data)],
+            },
+        )
+
     def _dilate_node(self, op: mrvl.DilateOp) -> None:
         self._layer_node(
             op,
@@ -740,6 +775,8 @@ NODE_BUILDERS: dict[type[Operation], Callable[[_Emitter, Operation], None]] = {
     mrvl.StridedCopyOp: _Emitter._strided_copy_node,
     mrvl.DilateOp: _Emitter._dilate_node,
     mrvl.ResizeOp: _Emitter._resize_node,
+    mrvl.SoftmaxOp: _Emitter._softmax_node,
+    mrvl.LayerNormOp: _Emitter._layernorm_node,
 }
 """The Nodes-JSON form of each `mrvl` layer op, by op class (constants are entries of the
 Constants-JSON, not nodes: `_constant_entry`). The completeness test checks that every layer

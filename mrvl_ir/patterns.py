@@ -20,6 +20,10 @@ contract with `relax_import.py`:
     mrvl.concat            concat on any axis, ranks 2 to 4
     mrvl.reshape           reshape / squeeze / flatten between rank 4 and rank 2
     mrvl.transpose         permute_dims NCHW <-> NHWC
+    mrvl.softmax           softmax on any axis, or reshape(softmax(reshape(x))) of an opset <= 12
+                           export (normalization.py)
+    mrvl.layernorm         layer_norm over the trailing axes, or its decomposed form
+                           (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div [, Mul] [, Add])
     mrvl.copy              a chain of 1 to 3 data-movement ops (reshape, squeeze, expand_dims,
                            flatten, permute_dims, strided_slice, nearest resize2d, take with
                            constant indices, broadcast_to) that is a strided copy (`strided.py`): slices
@@ -55,6 +59,7 @@ from tvm.relax.transform import PatternCheckContext
 from . import strided
 from .activation_forms import UNARY_TABLES
 from .matmul import bmm_patterns
+from .normalization import decomposed_layernorm_pattern, layernorm_pattern, softmax_pattern
 from .pattern_checks import (
     MAX_AFFINE_STEPS,
     check_add,
@@ -87,7 +92,8 @@ LAYER_OPS = frozenset(
         "relax.exp", "relax.log",
         "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
         "relax.nn.conv2d_transpose", "relax.power", *UNARY_TABLES, "relax.take",
-        "relax.broadcast_to", "relax.nn.conv1d",
+        "relax.broadcast_to", "relax.nn.conv1d", "relax.nn.softmax", "relax.nn.layer_norm",
+        "relax.sqrt",
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
@@ -280,6 +286,8 @@ def _reshape_pattern():
 def _pattern_table() -> list[tuple]:
     """All patterns, highest priority first: larger layers before their parts."""
     return [
+        layernorm_pattern(),  # first: its trailing multiply and add are its scale and shift
+        decomposed_layernorm_pattern(),
         _conv2d_pattern(with_pad=True),
         _conv2d_pattern(with_pad=False),
         _conv_transpose_pattern(),
@@ -294,6 +302,8 @@ def _pattern_table() -> list[tuple]:
         _single_op_pattern("mrvl.global_avgpool2d", ["relax.mean"], check_global_pool2d),
         _single_op_pattern("mrvl.global_maxpool2d", ["relax.max"], check_global_pool2d),
         _single_op_pattern("mrvl.concat", ["relax.concat"], check_concat),
+        softmax_pattern(flattened=True),  # before the copies: its reshapes are its own
+        softmax_pattern(flattened=False),
         # a chain of moves is one copy (a channel shuffle's reshape-transpose-reshape)...
         _copy_pattern(3),
         _copy_pattern(2),

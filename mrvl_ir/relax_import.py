@@ -28,6 +28,7 @@ from mrvl.frontend import constant_view, node_name_of
 from mrvl.locations import name_location
 from mrvl.matmul import import_bmm
 from mrvl.pattern_checks import conv_as_2d
+from mrvl.normalization import import_layernorm, import_softmax
 
 RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC", 5: "NCDHW", 6: "NCTDHW"}
 """The layout of a Relax tensor of each rank, in Relax's own order (NCHW at rank 4)."""
@@ -780,6 +781,8 @@ _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.transpose": _RegionImporter.transpose,
     "mrvl.copy": _RegionImporter.copy,
     "mrvl.resize": _RegionImporter.resize,
+    "mrvl.softmax": import_softmax,
+    "mrvl.layernorm": import_layernorm,
 }
 
 

@@ -153,6 +153,17 @@ def _elementwise(f: dict, target: Target) -> tuple[Cost, int]:
     return cost.vector(target, f["count"]), 0
 
 
+@costs("softmax")
+def _softmax(f: dict, target: Target) -> tuple[Cost, int]:
+    count = f["outer"] * f["length"] * f["inner"]
+    return cost.vector(target, cost.softmax_element_ops(count)), 0
+
+
+@costs("layernorm")
+def _layernorm(f: dict, target: Target) -> tuple[Cost, int]:
+    return cost.vector(target, cost.layernorm_element_ops(f["rows"] * f["length"])), 0
+
+
 @costs("end")
 def _end(f: dict, target: Target) -> tuple[Cost, int]:
     return Cost(Unit.DMA, 0), 0

@@ -224,6 +224,28 @@ def _mul(f: dict, ins: Instruction) -> Operands:
     return reads, [dense(OCM, f["out_addr"], DType.F16, (count,))]
 
 
+@operands_of("softmax")
+def _softmax(f: dict, ins: Instruction) -> Operands:
+    shape = (f["outer"], f["length"], f["inner"])
+    return (
+        [dense(OCM, f["in_addr"], DType.F16, shape)],
+        [dense(OCM, f["out_addr"], DType.F16, shape)],
+    )
+
+
+@operands_of("layernorm")
+def _layernorm(f: dict, ins: Instruction) -> Operands:
+    shape = (f["rows"], f["length"])
+    return (
+        [
+            dense(OCM, f["in_addr"], DType.F16, shape),
+            dense(OCM, f["g_addr"], DType.F32, (f["length"],)),
+            dense(OCM, f["b_addr"], DType.F32, (f["length"],)),
+        ],
+        [dense(OCM, f["out_addr"], DType.F16, shape)],
+    )
+
+
 @operands_of("end")
 def _end(f: dict, ins: Instruction) -> Operands:
     return [], []

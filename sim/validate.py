@@ -472,6 +472,24 @@ def _check_mul(ins: Instruction, bounds: Bounds) -> None:
     check_activation(ins, bounds, None)
 
 
+@checks("softmax")
+def _check_softmax(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    shape = (f["outer"], f["length"], f["inner"])
+    bounds.dense(MemSpace.OCM, ins.tile, f["out_addr"], DType.F16, shape, "output")
+    bounds.dense(MemSpace.OCM, ins.tile, f["in_addr"], DType.F16, shape, "input")
+
+
+@checks("layernorm")
+def _check_layernorm(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    shape, tile = (f["rows"], f["length"]), ins.tile
+    bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, shape, "output")
+    bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, shape, "input")
+    bounds.dense(MemSpace.OCM, tile, f["g_addr"], DType.F32, (f["length"],), "scales")
+    bounds.dense(MemSpace.OCM, tile, f["b_addr"], DType.F32, (f["length"],), "shifts")
+
+
 @checks("end")
 def _check_end(ins: Instruction, bounds: Bounds) -> None:
     pass

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
+    Float32Type,
+    FloatAttr,
     IntegerAttr,
     UnitAttr,
 )
@@ -537,6 +539,55 @@ class MulTaskOp(FusedActivation, TaskBase):
         if channels and count % channels:
             raise VerifyException(f"sched.mul: {count} elements are not whole pixels of {channels}")
         self.verify_activation()
+
+
+@irdl_op_definition
+class SoftmaxTaskOp(TaskBase):
+    """Softmax of an OCM block [outer, length, inner] over its middle axis into an OCM block
+    of the same shape."""
+
+    name = "sched.softmax"
+    input = operand_def(BufferType)
+    output = operand_def(BufferType)
+    assembly_format = (
+        "`tile` $tile $input `->` $output (`after` `(` $deps^ `)`)? attr-dict "
+        "`:` type($input) `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        _check_ocm(self, self.tile.value.data, self.input, self.output)
+        dims = buffer_type(self.input).dims
+        if len(dims) != 3 or buffer_type(self.output).dims != dims:
+            raise VerifyException(
+                "sched.softmax: input and output must be one [outer, length, inner] shape"
+            )
+
+
+@irdl_op_definition
+class LayerNormTaskOp(TaskBase):
+    """Layer normalization of each row of an OCM block [rows, length], with f32 scales and
+    shifts [length] in OCM, into an OCM block of the same shape."""
+
+    name = "sched.layernorm"
+    input = operand_def(BufferType)
+    scale = operand_def(BufferType)
+    shift = operand_def(BufferType)
+    output = operand_def(BufferType)
+    epsilon = prop_def(FloatAttr[Float32Type])
+    assembly_format = (
+        "`tile` $tile $input `,` $scale `,` $shift `->` $output `epsilon` $epsilon "
+        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($scale) `,` "
+        "type($shift) `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        _check_ocm(self, self.tile.value.data, self.input, self.scale, self.shift, self.output)
+        dims = buffer_type(self.input).dims
+        if len(dims) != 2 or buffer_type(self.output).dims != dims:
+            raise VerifyException("sched.layernorm: input and output must be one [rows, length]")
+        for what, value in (("scale", self.scale), ("shift", self.shift)):
+            if buffer_type(value).dims != (dims[1],):
+                raise VerifyException(f"sched.layernorm: {what} must hold {dims[1]} values")
 
 
 @irdl_op_definition

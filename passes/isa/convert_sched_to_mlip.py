@@ -391,6 +391,40 @@ class SelectLut(InstructionSelection):
         self.select(op, rewriter, fields)
 
 
+class SelectSoftmax(InstructionSelection):
+    opcode = "softmax"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.SoftmaxTaskOp, rewriter: PatternRewriter) -> None:
+        outer, length, inner = sched.buffer_type(op.input).dims
+        fields = {
+            "in_addr": self.state.address(op.input),
+            "out_addr": self.state.address(op.output),
+            "outer": outer,
+            "length": length,
+            "inner": inner,
+        }
+        self.select(op, rewriter, fields)
+
+
+class SelectLayerNorm(InstructionSelection):
+    opcode = "layernorm"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.LayerNormTaskOp, rewriter: PatternRewriter) -> None:
+        rows, length = sched.buffer_type(op.input).dims
+        fields = {
+            "in_addr": self.state.address(op.input),
+            "out_addr": self.state.address(op.output),
+            "rows": rows,
+            "length": length,
+            "g_addr": self.state.address(op.scale),
+            "b_addr": self.state.address(op.shift),
+            "eps": op.epsilon.value.data,
+        }
+        self.select(op, rewriter, fields)
+
+
 INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectDma,
     SelectConvert,
@@ -402,6 +436,8 @@ INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectAdd,
     SelectScale,
     SelectMul,
+    SelectSoftmax,
+    SelectLayerNorm,
     SelectLut,
 )
 """The instruction selection of every `sched` task, by pattern (the completeness test checks

@@ -36,6 +36,7 @@ from mrvl.sim.memory import Memory
 from mrvl.sim.numerics import (
     F16Counts,
     activate,
+    exp32,
     f16_counts,
     fp32_mac,
     fp32_max,
@@ -353,6 +354,50 @@ def _mul(memory: Memory, ins: Instruction) -> F16Counts:
     result, counts = _activate(memory, ins, acc)
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], result)
     return counts
+
+
+@implements("softmax")
+def _softmax(memory: Memory, ins: Instruction) -> F16Counts:
+    """Per row (outer index, inner index): the max, exp32(x - max), their sum in fp32 in order
+    of the reduced axis, then one division per element (docs/isa.md, `softmax`)."""
+    f = ins.fields
+    shape = (f["outer"], f["length"], f["inner"])
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, shape).astype(np.float32)
+    m = np.full((shape[0], shape[2]), -np.inf, np.float32)
+    for i in range(shape[1]):
+        m = fp32_max(m, x[:, i])
+    e = exp32(x - m[:, None, :])
+    total = np.zeros_like(m)
+    for i in range(shape[1]):
+        total = total + e[:, i]
+    y = e / total[:, None, :]
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(y))
+    return f16_counts(y)
+
+
+@implements("layernorm")
+def _layernorm(memory: Memory, ins: Instruction) -> F16Counts:
+    """Per row: the mean and the variance in fp32 (two passes, in order of the row), one
+    rstd, then each element's (x - mean) * rstd * g + b in fp32 (docs/isa.md, `layernorm`)."""
+    f = ins.fields
+    rows, length = f["rows"], f["length"]
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (rows, length)).astype(np.float32)
+    g = memory.read(MemSpace.OCM, ins.tile, f["g_addr"], F32, (length,))
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F32, (length,))
+    count = np.float32(length)
+    total = np.zeros(rows, np.float32)
+    for i in range(length):
+        total = total + x[:, i]
+    mean = total / count
+    squares = np.zeros(rows, np.float32)
+    for i in range(length):
+        d = x[:, i] - mean
+        squares = squares + d * d
+    var = squares / count
+    rstd = np.float32(1.0) / np.sqrt(var + np.float32(f["eps"]))
+    y = ((x - mean[:, None]) * rstd[:, None]) * g + b
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(y))
+    return f16_counts(y)
 
 
 @implements("end")

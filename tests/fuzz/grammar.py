@@ -336,6 +336,40 @@ def emit_activation(g: Graph, p: dict) -> bool:
     return True
 
 
+def emit_softmax(g: Graph, p: dict) -> bool:
+    """Softmax on any axis of a rank-2 or rank-4 tensor: after `to_rank2` a row is the whole
+    feature vector, up to 600,000 elements, beyond a tile's OCM (it must stay on the CPU)."""
+    x = g.current
+    g.set(g.node("Softmax", [x.name], x.shape, axis=p["axis"] % len(x.shape)))
+    return True
+
+
+def emit_layernorm(g: Graph, p: dict) -> bool:
+    """LayerNormalization over the last k axes, or the decomposed form older exports write
+    (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add); a row of a wide or flattened
+    tensor can exceed a tile's OCM (it must stay on the CPU)."""
+    x = g.current
+    k = min(p["k"], len(x.shape) - 1)
+    row = x.shape[-k:]
+    rng = _rng(p["seed"])
+    scale = g.const(_f32(1 + 0.2 * rng.standard_normal(row)), "g")
+    shift = g.const(_f32(0.2 * rng.standard_normal(row)), "b")
+    if not p["decomposed"]:
+        g.set(g.node("LayerNormalization", [x.name, scale, shift], x.shape, axis=-k, epsilon=1e-5))
+        return True
+    axes = list(range(len(x.shape) - k, len(x.shape)))  # an attribute at opset 17
+    reduced = x.shape[: len(x.shape) - k] + (1,) * k
+    mean = g.node("ReduceMean", [x.name], reduced, axes=axes)
+    d = g.node("Sub", [x.name, mean.name], x.shape)
+    sq = g.node("Pow", [d.name, g.const(_f32(2.0), "two")], x.shape)
+    var = g.node("ReduceMean", [sq.name], reduced, axes=axes)
+    std = g.node("Sqrt", [g.node("Add", [var.name, g.const(_f32(1e-5), "eps")], reduced).name],
+                 reduced)  # fmt: skip
+    n = g.node("Div", [d.name, std.name], x.shape)
+    g.set(g.node("Add", [g.node("Mul", [n.name, scale], x.shape).name, shift], x.shape))
+    return True
+
+
 def emit_pool(g: Graph, p: dict) -> bool:
     x = g.current
     if len(x.shape) != 4:
@@ -703,6 +737,8 @@ EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     "bn": emit_bn,
     "const": emit_binary_const,
     "act": emit_activation,
+    "softmax": emit_softmax,
+    "layernorm": emit_layernorm,
     "pool": emit_pool,
     "global_pool": emit_global_pool,
     "pad": emit_pad,
@@ -808,10 +844,10 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
                  "const", "pool", "pool", "global_pool",
                  "to_rank2", "add", "concat", "block", "transpose", "reshape4", "se",
                  "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4",
-                 "bmm", "unary", "unary", *grammar_moves.KINDS)  # fmt: skip
+                 "bmm", "unary", "unary", *grammar_moves.KINDS, "softmax", "layernorm")  # fmt: skip
     else:
         kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act",
-                 "unary")  # fmt: skip
+                 "unary", "softmax", "layernorm")  # fmt: skip
     kind = ch.choice(kinds)
     if kind in grammar_moves.KINDS:
         return Layer(kind, grammar_moves.draw(kind, ch, seed))
@@ -833,6 +869,11 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         return Layer("act", dict(act=act, side=ch.choice(("right", "left"))))
     if kind == "bn":
         return Layer("bn", dict(seed=seed))
+    if kind == "softmax":
+        return Layer("softmax", dict(axis=ch.choice((1, 2, 3, -1))))
+    if kind == "layernorm":
+        return Layer("layernorm", dict(k=ch.choice((1, 1, 2, 3)), decomposed=ch.chance(0.4),
+                                       seed=seed))  # fmt: skip
     if kind == "const":
         op = ch.choice(("Mul", "Add", "Mul", "Add", "Sub", "Div"))
         return Layer("const", dict(op=op, side=ch.choice(("right", "left")),

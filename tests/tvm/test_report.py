@@ -46,7 +46,7 @@ def test_mnist_report(mnist_model, mnist_partitioned):
     *offloaded, softmax = report.rows
     assert {r.target for r in offloaded} == {"mrvl_region_0"}
     assert all(r.reason is None for r in offloaded)
-    assert (softmax.target, softmax.reason) == ("cpu", "unsupported op Softmax")
+    assert (softmax.target, softmax.reason) == ("cpu", "final softmax kept on the CPU in fp32 (nothing on the MLIP reads it)")
     assert report.offloaded_mac_fraction == 1.0
     assert report.regions == ["mrvl_region_0"]
 
@@ -81,7 +81,7 @@ def test_report_prints_a_table(mnist_partitioned):
         "MLIP",
     ]
     assert any(line.startswith("/conv1/Conv") and "451,584" in line for line in lines)
-    assert "unsupported op Softmax" in lines[-2]
+    assert "final softmax kept on the CPU in fp32 (nothing on the MLIP reads it)" in lines[-2]
     assert lines[-1] == (
         "10 of 11 ONNX nodes on the MLIP in 1 region(s), 1 on the CPU; "
         "4,468,224 of 4,468,224 MACs (100.0 %) on the MLIP"
@@ -195,6 +195,6 @@ def test_mrvlc_report(mnist_model, tmp_path, capsys):
     onnx.save(mnist_model, path)
     assert main([str(path), "--report"]) == 0
     out = capsys.readouterr().out
-    assert "/softmax/Softmax" in out and "unsupported op Softmax" in out
+    assert "/softmax/Softmax" in out and "final softmax kept on the CPU in fp32 (nothing on the MLIP reads it)" in out
     assert out.strip().endswith("(100.0 %) on the MLIP")
     assert not (tmp_path / "model.so").exists()

@@ -23,6 +23,7 @@ from mrvl.sim.engines.numba.fields import OP_END
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.mac import bmm, conv, fc
 from mrvl.sim.engines.numba.mac_tiles import NARROW, packed_size
+from mrvl.sim.engines.numba.normalization import layernorm, softmax
 from mrvl.sim.engines.numba.numerics import F16_TO_F32, F16_TO_F32_BITS
 from mrvl.sim.engines.numba.sharing import (
     SYNC_EXTRA,
@@ -149,6 +150,20 @@ def _scale(i, row, frow, machine, tally, weights, skip, sync, worker, workers, s
 def _mul(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
     tile = row[1]
     mul(row, frow, machine[1][tile], machine[3], machine[2][tile], tally)
+    return step
+
+
+@implements("softmax")
+@jit
+def _softmax(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    softmax(row, machine[1][row[1]], machine[3], tally)
+    return step
+
+
+@implements("layernorm")
+@jit
+def _layernorm(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    layernorm(row, frow, machine[1][row[1]], machine[3], tally)
     return step
 
 
