@@ -61,8 +61,8 @@ from mrvl.isa import (
     FieldSpec,
     IOKind,
     OpcodeSpec,
-    broken_rule,
 )
+from mrvl.isa_rules import broken_rule
 
 DTYPE_NAMES = {d: DTypeName[d.name] for d in DType}
 

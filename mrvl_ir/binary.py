@@ -29,8 +29,8 @@ from mrvl.isa import (
     IOEntry,
     OpcodeSpec,
     Program,
-    broken_rule,
 )
+from mrvl.isa_rules import broken_rule
 
 MAGIC = b"MLIPBIN\0"
 VERSION = (2, 2)

@@ -38,8 +38,8 @@ from mrvl.isa import (
     OpcodeSpec,
     OpcodeTable,
     Program,
-    broken_rule,
 )
+from mrvl.isa_rules import broken_rule
 from mrvl.sim.errors import Fault, SimulatorError
 from mrvl.target import Target, UnknownTargetError, get_target
 

@@ -13,7 +13,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from mrvl import binary
 from mrvl.dialects.mlip import INSTRUCTION_OPS
-from mrvl.isa import OPCODES, PoolMode, broken_rule, legal_rules
+from mrvl.isa import OPCODES, PoolMode
+from mrvl.isa_rules import broken_rule, legal_rules
 from mrvl.sim import SimulatorError, validate
 
 
