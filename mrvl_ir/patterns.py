@@ -59,6 +59,7 @@ from tvm.relax.transform import PatternCheckContext
 from . import strided
 from .activation_forms import UNARY_TABLES
 from .matmul import bmm_patterns
+from .move_checks import check_copy, check_reshape, check_transpose
 from .normalization import decomposed_layernorm_pattern, layernorm_pattern, softmax_pattern
 from .pattern_checks import (
     MAX_AFFINE_STEPS,
@@ -66,15 +67,12 @@ from .pattern_checks import (
     check_concat,
     check_conv2d,
     check_conv_transpose,
-    check_copy,
     check_fc,
     check_global_pool2d,
     check_mul,
     check_pool2d,
-    check_reshape,
     check_resize,
     check_scale_shift,
-    check_transpose,
     checked,
     current_collector,
 )
