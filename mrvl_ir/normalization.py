@@ -29,15 +29,15 @@ from mrvl.frontend import node_name_of
 from mrvl.passes.sched.lowering.normalization import plan_rows
 from mrvl.pattern_checks import (
     _activation,
-    _constant,
     _check_fits,
+    _constant,
+    _int_list,
     _no_leaks,
     _op_name,
     _producer_call,
     _Reject,
     _tensor_shape,
     _whole_onnx_ops,
-    _int_list,
     checked,
 )
 

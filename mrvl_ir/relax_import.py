@@ -27,8 +27,8 @@ from mrvl.errors import UnsupportedOpError, layer_boundary
 from mrvl.frontend import constant_view, node_name_of
 from mrvl.locations import name_location
 from mrvl.matmul import import_bmm
-from mrvl.pattern_checks import conv_as_2d
 from mrvl.normalization import import_layernorm, import_softmax
+from mrvl.pattern_checks import conv_as_2d
 
 RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC", 5: "NCDHW", 6: "NCTDHW"}
 """The layout of a Relax tensor of each rank, in Relax's own order (NCHW at rank 4)."""

@@ -25,7 +25,6 @@ from enum import IntEnum
 import numpy as np
 
 from mrvl.isa import (
-    bmm_shapes,
     ACT_TABLE_ENTRIES,
     DTYPE_BYTES,
     OPCODE_BY_NAME,
@@ -38,6 +37,7 @@ from mrvl.isa import (
     OpcodeSpec,
     OpcodeTable,
     Program,
+    bmm_shapes,
 )
 from mrvl.isa_rules import broken_rule
 from mrvl.sim.errors import Fault, SimulatorError

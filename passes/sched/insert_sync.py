@@ -27,6 +27,7 @@ from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.isa.convert_sched_to_mlip import opcode_of
 from mrvl.passes.sched.liveness import Access, accesses, byte_range
 
+
 def queue_of(op: sched.TaskBase) -> int:
     """The in-order queue that runs `op`: its tile's queue for the engine of the instruction
     it becomes (`isa.queue_slot`)."""

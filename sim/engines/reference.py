@@ -23,12 +23,12 @@ from mrvl.isa import (
     DTYPE_NUMPY,
     TABLE_ACTIVATIONS,
     Activation,
-    bmm_shapes,
     DType,
     Instruction,
     MemSpace,
     OpcodeTable,
     PoolMode,
+    bmm_shapes,
     destination_tiles,
 )
 from mrvl.sim.errors import Fault, SimulatorError

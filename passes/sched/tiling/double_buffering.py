@@ -11,7 +11,6 @@ from mrvl.passes.sched.liveness import Span
 from mrvl.passes.sched.tiling.geometry import F16, F32, FcLayer, WindowLayer, WindowPiece
 from mrvl.passes.sched.tiling.layout import WindowPlan, _bands
 
-
 DOUBLE_BUFFER_SLACK = 8
 """Alignments of OCM a plan leaves free when it counts on two pieces' loads fitting at once
 (`sched-pipeline` then loads the next piece while this one computes)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from math import ceil
 
-
 F16 = 2
 F32 = 4
 

@@ -8,7 +8,6 @@ from functools import cache
 
 from mrvl.passes.sched.tiling.geometry import FcPiece, WindowLayer, WindowPiece
 
-
 SPLITS = ("dealt", "channels", "rows", "columns")
 """How a window layer's pieces go to the tiles: `dealt` round-robin in channel-major order;
 `channels`, `rows`, `columns`: each tile takes a contiguous range of the pieces ordered by
