@@ -11,10 +11,32 @@ import math
 
 import numpy as np
 from helpers import assert_same_bytes  # noqa: F401 - re-exported for the sim tests
+from hypothesis import HealthCheck, settings
 
 from mrvl.isa import NO_LOC, Activation, DType, Instruction, IOEntry, MemSpace, Program
 
 ALIGN = 64
+
+ENGINE_SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+"""Hypothesis settings of the engines' bit-identity properties (derandomized: CI-stable)."""
+
+# Values that exercise every rounding path: specials, subnormals, ties, saturation.
+SPECIAL_F16 = np.array(
+    [0.0, -0.0, np.inf, -np.inf, np.nan, 65504, -65504, 6e-8, -6e-8, 6.1e-5, 1.0, -1.0, 2049],
+    np.float16,
+)
+
+
+def f16_data(seed: int, shape, special: bool) -> np.ndarray:
+    """Seeded f16 data at one of three scales, a tenth of it special values if `special`."""
+    rng = np.random.default_rng(seed)
+    values = (rng.standard_normal(shape) * rng.choice([0.01, 1.0, 100.0])).astype(np.float16)
+    if special and values.size:
+        picks = rng.random(shape) < 0.1
+        values[picks] = rng.choice(SPECIAL_F16, size=int(picks.sum()))
+    return values
 
 
 def instruction(

@@ -6,30 +6,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from sim_builders import Staging, assert_same_bytes, instruction, layer_program, run_both
+from sim_builders import (
+    ENGINE_SETTINGS,
+    Staging,
+    assert_same_bytes,
+    f16_data,
+    instruction,
+    layer_program,
+    run_both,
+)
 
 from mrvl.sim import SimulatorError, validate
 
 pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
 
-SETTINGS = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
-)
-SPECIAL_F16 = np.array(
-    [0.0, -0.0, np.inf, -np.inf, np.nan, 65504, -65504, 6e-8, -6e-8, 6.1e-5, 1.0, -1.0, 2049],
-    np.float16,
-)
-
-
-def f16_data(seed: int, shape, special: bool) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    values = (rng.standard_normal(shape) * rng.choice([0.01, 1.0, 100.0])).astype(np.float16)
-    if special and values.size:
-        picks = rng.random(shape) < 0.1
-        values[picks] = rng.choice(SPECIAL_F16, size=int(picks.sum()))
-    return values
+SETTINGS = ENGINE_SETTINGS
 
 
 def bmm(a_addr, b_addr, out_addr, batch, m, k, n, **fields) -> object:
@@ -134,7 +127,9 @@ def test_a_reduction_cut_into_blocks_gives_the_bits_of_one_instruction(
     staging = Staging()
     whole_out = staging.reserve(batch * m * n * 2)
     a_addr, b_addr = staging.add(a), staging.add(b)
-    whole = [bmm(a_addr, b_addr, whole_out, batch, m, k, n, trans_a=int(trans_a), trans_b=int(trans_b))]
+    whole = [
+        bmm(a_addr, b_addr, whole_out, batch, m, k, n, trans_a=int(trans_a), trans_b=int(trans_b))
+    ]
     (expected,) = run_both(layer_program(staging, whole, whole_out, (batch, m, n)), [])
 
     staging = Staging()

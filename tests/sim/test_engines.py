@@ -11,15 +11,17 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from sim_builders import (
+    ENGINE_SETTINGS,
     Staging,
     assert_same_bytes,
     conv,
     copy_bytes,
     dma,
     end,
+    f16_data,
     fc,
     instruction,
     layer_program,
@@ -28,10 +30,6 @@ from sim_builders import (
 )
 
 import mrvl.sim.engines.numba as numba_engine
-from mrvl.sim.engines.numba import mac_tiles, numerics
-from mrvl.sim.engines.numba import sharing as engine_threads
-from mrvl.sim.engines.numba.dispatch import PACKING
-from mrvl.sim.weight_cache import CONSTANT, weight_cache
 from mrvl.act_tables import activation_table
 from mrvl.isa import (
     CONV_CI_BLOCK,
@@ -53,30 +51,17 @@ from mrvl.sim import (
     use_engine,
     validate,
 )
+from mrvl.sim.engines.numba import mac_tiles, numerics
+from mrvl.sim.engines.numba import sharing as engine_threads
+from mrvl.sim.engines.numba.dispatch import PACKING
 from mrvl.sim.numerics import round_to_f16
+from mrvl.sim.weight_cache import CONSTANT, weight_cache
 
 # The generated programs saturate and make NaNs on purpose; the warning is tested on its own.
 pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
 
 
-SETTINGS = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
-)
-
-# Values that exercise every rounding path: specials, subnormals, ties, saturation.
-SPECIAL_F16 = np.array(
-    [0.0, -0.0, np.inf, -np.inf, np.nan, 65504, -65504, 6e-8, -6e-8, 6.1e-5, 1.0, -1.0, 2049],
-    np.float16,
-)
-
-
-def f16_data(seed: int, shape, special: bool) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    values = (rng.standard_normal(shape) * rng.choice([0.01, 1.0, 100.0])).astype(np.float16)
-    if special and values.size:
-        picks = rng.random(shape) < 0.1
-        values[picks] = rng.choice(SPECIAL_F16, size=int(picks.sum()))
-    return values
+SETTINGS = ENGINE_SETTINGS
 
 
 def activation(staging: Staging, act: Activation, act_a: float, act_b: float, channels: int, seed):

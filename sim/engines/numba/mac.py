@@ -273,7 +273,7 @@ def fc(row, frow, ocm, lut, table, tally, cache):
     if cache[0].size > 0:
         if packing_stale(ocm, row[FC_W_ADDR], cache):
             repack(ocm, row[FC_W_ADDR], np.arange(inner), outs, cache, lut)
-        fc_run_blocked(x, cache[1], rows, inner, outs, bias, out)
+        fc_run_blocked(x, cache[1], rows, inner, outs, bias, 0, out)
     else:
         w = load_f16(ocm, row[FC_W_ADDR], outs * inner, lut)
         wt = np.empty(inner * outs, np.float32)  # [K, O]: output innermost
@@ -293,10 +293,12 @@ def fc(row, frow, ocm, lut, table, tally, cache):
 
 
 @jit
-def fc_run_blocked(x, packed, rows, inner, outs, bias, out):
-    """out[i, j] = bias[j] + sum over k of x[i, k] * w[j, k] in order of k, by mac_tile over
-    the packed weights (pack_weights with steps in order): the rows are its positions, the
-    reduction one segment; every tile goes through a scratch tile (rows are few)."""
+def fc_run_blocked(x, packed, rows, inner, outs, start, start_stride, out):
+    """out[i, j] = start[i * start_stride + j] + sum over k of x[i, k] * w[j, k] in order of
+    k, by mac_tile over the packed weights (pack_weights with steps in order): the rows are
+    its positions, the reduction one segment; every tile goes through a scratch tile (rows
+    are few). An fc starts every row from its bias (`start_stride` 0); a bmm block from the
+    partial sums it continues (`start` is `out`: each element is read before it is written)."""
     lengths = np.full(1, inner, np.int64)
     at = np.empty(MAC_PIXELS, np.int64)
     acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
@@ -309,7 +311,8 @@ def fc_run_blocked(x, packed, rows, inner, outs, bias, out):
             width = min(MAC_CHANNELS, outs - lo)
             for q in range(MAC_PIXELS):
                 tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
-                tile[:width] = bias[lo : lo + width]
+                at_start = (first + min(q, count - 1)) * start_stride + lo
+                tile[:width] = start[at_start : at_start + width]
                 tile[width:] = 0.0
             w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
             mac_tile(x, at, lengths, 1, packed, w_off, acc, acc_at, acc, acc_at)
@@ -355,34 +358,9 @@ def bmm(row, ocm, lut, tally):
                     for kk in range(k):
                         w[j * k + kk] = b[b0 + kk * n + j]
             pack_weights(w, tap, 0, n, packed)
-        bmm_run_blocked(x, packed, m, k, n, out[q * m * n : (q + 1) * m * n])
+        partial = out[q * m * n : (q + 1) * m * n]
+        fc_run_blocked(x, packed, m, k, n, partial, n, partial)
     if row[BMM_ACC_OUT]:
         store_f32(ocm, row[BMM_OUT_ADDR], out)
     else:
         store_f16(ocm, row[BMM_OUT_ADDR], out, tally)
-
-
-@jit
-def bmm_run_blocked(x, packed, rows, inner, outs, acc_io):
-    """acc_io[i, j] += sum over k of x[i, k] * w[j, k] in order of k, by mac_tile over the
-    packed weights, as fc_run_blocked but starting from acc_io's partial sums."""
-    lengths = np.full(1, inner, np.int64)
-    at = np.empty(MAC_PIXELS, np.int64)
-    acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
-    acc_at = np.arange(MAC_PIXELS) * MAC_CHANNELS
-    for first in range(0, rows, MAC_PIXELS):
-        count = min(MAC_PIXELS, rows - first)
-        for q in range(MAC_PIXELS):  # rows past the end repeat the last one
-            at[q] = (first + min(q, count - 1)) * inner
-        for lo in range(0, outs, MAC_CHANNELS):
-            width = min(MAC_CHANNELS, outs - lo)
-            for q in range(MAC_PIXELS):
-                tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
-                start = (first + min(q, count - 1)) * outs + lo
-                tile[:width] = acc_io[start : start + width]
-                tile[width:] = 0.0
-            w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
-            mac_tile(x, at, lengths, 1, packed, w_off, acc, acc_at, acc, acc_at)
-            for q in range(count):
-                start = (first + q) * outs + lo
-                acc_io[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
