@@ -293,12 +293,12 @@ def fc(row, frow, ocm, lut, table, tally, cache):
 
 
 @jit
-def fc_run_blocked(x, packed, rows, inner, outs, start, start_stride, out):
-    """out[i, j] = start[i * start_stride + j] + sum over k of x[i, k] * w[j, k] in order of
+def fc_run_blocked(x, packed, rows, inner, outs, init, init_stride, out):
+    """out[i, j] = init[i * init_stride + j] + sum over k of x[i, k] * w[j, k] in order of
     k, by mac_tile over the packed weights (pack_weights with steps in order): the rows are
     its positions, the reduction one segment; every tile goes through a scratch tile (rows
-    are few). An fc starts every row from its bias (`start_stride` 0); a bmm block from the
-    partial sums it continues (`start` is `out`: each element is read before it is written)."""
+    are few). An fc starts every row from its bias (`init_stride` 0); a bmm block from the
+    partial sums it continues (`init` is `out`: each element is read before it is written)."""
     lengths = np.full(1, inner, np.int64)
     at = np.empty(MAC_PIXELS, np.int64)
     acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
@@ -311,8 +311,8 @@ def fc_run_blocked(x, packed, rows, inner, outs, start, start_stride, out):
             width = min(MAC_CHANNELS, outs - lo)
             for q in range(MAC_PIXELS):
                 tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
-                at_start = (first + min(q, count - 1)) * start_stride + lo
-                tile[:width] = start[at_start : at_start + width]
+                at_init = (first + min(q, count - 1)) * init_stride + lo
+                tile[:width] = init[at_init : at_init + width]
                 tile[width:] = 0.0
             w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
             mac_tile(x, at, lengths, 1, packed, w_off, acc, acc_at, acc, acc_at)
