@@ -451,6 +451,11 @@ def check_global_pool2d(ctx: PatternCheckContext) -> None:
         raise _Reject(f"attribute axes={axes if axes is not None else 'all'}", reduce)
     # keepdims=0 ([N, C], as torchvision's ShuffleNetV2 and MNASNet write x.mean([2, 3])):
     # the same bytes as [N, C, 1, 1], relabelled by the importer
+    n, c, h, w = _tensor_shape(ctx.annotated_expr["data"], reduce)
+    # a pool whose window is the whole plane (the importer's form): a plane whose one output
+    # row, all of its input rows, exceeds a tile's OCM stays on the CPU with the bytes
+    layer = WindowLayer(n, h, w, c, 1, 1, c, h, w, 1, 0, 1, 0, True, sw=1, pad_left=0)
+    _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, False), reduce)
 
 
 def check_fc(ctx: PatternCheckContext) -> None:

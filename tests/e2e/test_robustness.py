@@ -215,3 +215,23 @@ def test_input_channel_blocks_continue_the_accumulation_bit_exactly():
         (outputs[mcpu],) = sim.run(region.binary, [x])
     assert outputs["cn10ka"].tobytes() == outputs["cnf10kb"].tobytes()
     _run_and_compare(onnx_model, mod, [1, 4096, 3, 3])
+
+
+def test_a_global_pool_too_large_for_a_tile_stays_on_the_cpu():
+    """A squeeze-excitation gate over a 400x400 plane (an EfficientNet U-Net at high
+    resolution): the global pool's one output row needs the whole plane in a tile's OCM
+    (320,002 bytes a channel, cn10ka has 262,144), so it stays on the CPU with the bytes,
+    and the build goes on (it once ended with the tiler's DoesNotFit)."""
+    x_shape = [1, 2, 400, 400]
+    nodes = [
+        node("GlobalAveragePool", ["x"], ["g"], name="gap"),
+        node("Sigmoid", ["g"], ["s"], name="gate"),
+        node("Mul", ["x", "s"], ["y"], name="scale"),
+    ]
+    model = _model(nodes, [], x_shape, x_shape)
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), mcpu="cn10ka")
+    rows = {row.node: row for row in mrvl.partition_report(mod).rows}
+    assert rows["gap"].target == "cpu"
+    assert "does not fit on chip: one output row needs 320002 bytes" in rows["gap"].reason
+    assert rows["scale"].offloaded
+    _run_and_compare(model, mod, x_shape)
