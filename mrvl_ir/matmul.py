@@ -37,10 +37,8 @@ from mrvl.pattern_checks import (
 
 def ranks() -> tuple[int, ...]:
     """Ranks of the operands and the result: those a region's tensors may have (every rank
-    of relax_import.RELAX_LAYOUT, which imports this module)."""
-    from mrvl.relax_import import RELAX_LAYOUT
-
-    return tuple(sorted(RELAX_LAYOUT))
+    of `mrvl.RELAX_LAYOUT`)."""
+    return tuple(sorted(mrvl.RELAX_LAYOUT))
 
 
 def _bmm_pattern(trans_a: bool, trans_b: bool):
@@ -124,8 +122,6 @@ def check_bmm(ctx: PatternCheckContext, trans_a: bool, trans_b: bool) -> None:
 def import_bmm(importer, chain, inner: dict) -> SSAValue:
     """The composite as one `mrvl.bmm` on rank-3 views, its result viewed back at the
     matmul's rank. `importer` is relax_import's region importer."""
-    from mrvl.relax_import import RELAX_LAYOUT  # which imports this module
-
     call = next(c for c in chain.calls if getattr(c.op, "name", "") == "relax.matmul")
     node = node_name_of(call)
     views, transposed = [], []
@@ -134,7 +130,7 @@ def import_bmm(importer, chain, inner: dict) -> SSAValue:
         source = perm.args[0] if perm is not None else arg
         shape = tuple(int(d) for d in source.ty.shape.values)
         x = importer._operand(inner, source, node)
-        x = importer._in_layout(x, RELAX_LAYOUT[len(shape)], node)
+        x = importer._in_layout(x, mrvl.RELAX_LAYOUT[len(shape)], node)
         if len(shape) != 3:
             view = mrvl.tensor((prod(shape[:-2]), *shape[-2:]), f32, "NCW")
             x = importer._located(mrvl.ReshapeOp(x, view), node)
@@ -146,6 +142,6 @@ def import_bmm(importer, chain, inner: dict) -> SSAValue:
     result = importer._located(op, node)
     if len(out) != 3:
         result = importer._located(
-            mrvl.ReshapeOp(result, mrvl.tensor(out, f32, RELAX_LAYOUT[len(out)])), node
+            mrvl.ReshapeOp(result, mrvl.tensor(out, f32, mrvl.RELAX_LAYOUT[len(out)])), node
         )
     return result

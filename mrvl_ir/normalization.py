@@ -235,7 +235,7 @@ def check_layernorm(ctx: PatternCheckContext) -> None:
 
 # --------------------------------------------------------------------------------- import
 
-RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC"}
+RELAX_LAYOUT = mrvl.RELAX_LAYOUT
 
 
 def import_softmax(importer, chain, inner: dict):

@@ -30,8 +30,7 @@ from mrvl.matmul import import_bmm
 from mrvl.normalization import import_layernorm, import_softmax
 from mrvl.pattern_checks import conv_as_2d
 
-RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC", 5: "NCDHW", 6: "NCTDHW"}
-"""The layout of a Relax tensor of each rank, in Relax's own order (NCHW at rank 4)."""
+RELAX_LAYOUT = mrvl.RELAX_LAYOUT
 
 
 def _shape(expr: relax.Expr) -> tuple[int, ...]:
@@ -297,7 +296,8 @@ class _RegionImporter:
         result = self._located(op, node)
         if one_d:
             view = mrvl.tensor(_shape(call), f32, "NCW")
-            result = self._located(mrvl.ReshapeOp(self._in_layout(result, "NCHW", node), view), node)
+            nchw = self._in_layout(result, "NCHW", node)
+            result = self._located(mrvl.ReshapeOp(nchw, view), node)
         return result
 
     def conv_transpose(self, chain: _Chain, inner: dict) -> SSAValue:

@@ -39,6 +39,10 @@ KNOWN_LAYOUTS = ("NCHW", "NHWC", "OIHW", "OHWI", "NC", "NCW", "NCDHW", "NCTDHW",
 detection head's `[N, C, H*W]`; attention's `[B, T, 3, heads, d]`, a window partition's
 `[B, H/w, w, W/w, w, C]`), which only data movement reads and writes."""
 
+RELAX_LAYOUT = {4: "NCHW", 3: "NCW", 2: "NC", 5: "NCDHW", 6: "NCTDHW"}
+"""The layout of a Relax tensor of each rank, in Relax's own order (NCHW at rank 4): what
+the importers give a tensor that is not converted to NHWC."""
+
 
 @irdl_attr_definition
 class LayoutAttr(ParametrizedAttribute):
