@@ -41,9 +41,7 @@ def fp16_agreement(result: np.ndarray, reference: np.ndarray) -> Agreement:
         return Agreement(result.size, 0, float("inf"), float("inf"), False)
     abs_err = np.abs(result - reference)
     scale = np.abs(reference).max(initial=0.0)
-    significant = np.abs(reference) >= scale * FP16_IGNORE_BELOW
-    if scale == 0.0:
-        significant = np.zeros_like(significant)
+    significant = _significant(reference)
     rel = abs_err[significant] / np.abs(reference[significant])
     max_rel = float(rel.max(initial=0.0))
     return Agreement(
@@ -56,3 +54,27 @@ def fp16_agreement(result: np.ndarray, reference: np.ndarray) -> Agreement:
         and max_rel <= FP16_MAX_RELATIVE_ERROR
         and (scale > 0 or abs_err.max(initial=0) == 0),
     )
+
+
+def _significant(reference: np.ndarray) -> np.ndarray:
+    """The elements the rule judges: |ref| at least max|ref|/100 (none of an all-zero ref)."""
+    magnitude = np.abs(reference)
+    scale = magnitude.max(initial=0.0)
+    if scale == 0.0:
+        return np.zeros(reference.shape, bool)
+    return magnitude >= scale * FP16_IGNORE_BELOW
+
+
+def relative_errors(result: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """The relative error of every element the fp16 rule judges (float64, flat; +inf where
+    the result is not finite)."""
+    result = np.asarray(result, dtype=np.float64)
+    reference = np.asarray(reference, dtype=np.float64)
+    if result.shape != reference.shape:
+        raise ValueError(f"shape {result.shape} does not match the reference {reference.shape}")
+    significant = _significant(reference)
+    with np.errstate(invalid="ignore"):
+        error = np.abs(result[significant] - reference[significant]) / np.abs(
+            reference[significant]
+        )
+    return np.where(np.isfinite(error), error, np.inf)

@@ -21,7 +21,7 @@ error is 0.39 % of the output's RMS on LRASPP, 0.40 % on DeepLabV3 and 0.09 % on
 scores. Their large max relative errors (27 % on the segmentation logits) come from the
 acceptance rule's statistic, not from the weights: outputs that pass through zero have
 elements just above the ignore threshold max|ref|/100, where 0.4 % of max|ref| is 40 %
-(see `mrvl.fp16_emulation.redrawn_errors`). Normalising every conv per output channel
+(see `mrvl.fp16_emulation.Distribution`). Normalising every conv per output channel
 to zero mean and unit variance instead (batch-norm statistics from one calibration input,
 Krähenbühl et al. 2016) made them worse: the emulation's max relative error became 92 % on
 LRASPP, 106 % on DeepLabV3 and 71 % on YOLOv8n's scores, its RMS error 3 to 15 times larger,

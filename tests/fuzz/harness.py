@@ -159,11 +159,11 @@ def check(spec: Spec) -> Outcome:
         )
 
     # The rule of issue 6 (DESIGN §9): within max(3 %, the fp16-storage emulation's own
-    # error), with the second look over re-drawn roundings for an output that misses it.
-    def run_redrawn(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    # error), with the second look at the error distribution for an output that misses it.
+    def run_again(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         return run_on("numba", feeds["x"])
 
-    verdict = judge_model(results, run_redrawn, model, {"x": x}, expected)
+    verdict = judge_model(results, run_again, model, {"x": x}, expected)
     for index, (output, result, wanted) in enumerate(
         zip(verdict.outputs, results, expected, strict=True)
     ):
@@ -177,7 +177,7 @@ def check(spec: Spec) -> Outcome:
         kind = "fp16-noise" if ratio <= 2 else "values"
         detail = (
             f"output {index}: {output.error}; the fp16-storage emulation's error is "
-            f"{output.emulation.max_relative_error:.3e}; {output.redrawn}; RMS error "
+            f"{output.emulation.max_relative_error:.3e}; {output.distribution}; RMS error "
             f"{ratio:.2f}x the emulation's, max absolute error {worst:.2f}x"
         )
         return Outcome(FAILED, detail, f"mismatch:{kind}", offloaded, regions)
