@@ -18,9 +18,7 @@ import harness
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-KNOWN = {
-    "mismatch:fp16-noise": "test_fp16_noise_at_the_ignore_threshold",
-}
+KNOWN: dict[str, str] = {}
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

@@ -105,25 +105,29 @@ def test_scale_shift_over_many_channels():
     assert_decided_at_partition(Spec((1, 23040, 1, 1), (Layer("bn", {"seed": 5}),)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="inherent fp16 noise under issue 6's rule, not a compiler bug: max relative error "
-    "3.36 % against the fp16-storage emulation's 3.30 % (limit 3.30 %), with the same RMS error "
-    "(0.050 % of the output's RMS, 1.00x) and the same max absolute error (0.070 % of max|ref|). "
-    "An emulation that keeps fused chains in fp32, as the MLIP does, also gives 3.30 %. The worst "
-    "element sits just above the max|ref|/100 threshold after a relu, where fp16 noise of 0.07 % "
-    "of max|ref| is 3 %; which of two equally rounded computations draws the larger value there "
-    "is chance. The rule's second look does not help here: moving the input by two fp32 ulps "
-    "re-draws no rounding that reaches the worst element (9 draws, all 3.36 % and 3.30 %), "
-    "so this stays a strict xfail",
-)
 def test_fp16_noise_at_the_ignore_threshold():
     """cn10ka/1 tiles, x 1x8x4x257: concat(axis=1, with=branch) -> act(Relu) ->
-    block(groups=1, times=2, bias=False, shared=False)."""
+    block(groups=1, times=2, bias=False, shared=False).
+
+    Was a strict xfail: 3.36 % against the emulation's 3.30 %, fp16 noise on an element just
+    above max|ref|/100 after a relu, that no re-drawn rounding moved. The emulation now keeps
+    in f32 what the MLIP keeps in f32 (the conv's affine chain: `on_chip_f32_tensors`) and
+    draws the same 3.36 %, so it passes the first comparison."""
     concat = Layer("concat", {"axis": 1, "with": "branch", "pick": 0, "order": 0, "k": 1,
                               "relu": False, "cout": 2, "seed": 1310000})  # fmt: skip
     relu = Layer("act", {"act": "Relu"})
     block = Layer("block", {"groups": "1", "times": 2, "bias": False, "shared": False,
                             "seed": 1310020})  # fmt: skip
     assert_property(Spec((1, 8, 4, 257), (concat, relu, block), seed=1310))
+
+
+def test_all_zero_output_matched_exactly():
+    """cn10ka/1 tiles, x 1x1x2x4: global_pool(op=GlobalMaxPool) -> add(with=branch, pick=2,
+    order=1, k=3, relu=False, op=Mul) -> se(order=1, gate=HardSigmoid). The reference output is
+    all zeros, so the fp16 rule judges no element: the result's exact zeros pass (the second
+    look on the distribution once failed them for having nothing to count)."""
+    pool = Layer("global_pool", {"op": "GlobalMaxPool"})
+    mul = Layer("add", {"with": "branch", "pick": 2, "order": 1, "k": 3, "relu": False,
+                        "seed": 56908020, "op": "Mul"})  # fmt: skip
+    se = Layer("se", {"order": 1, "gate": "HardSigmoid", "seed": 56908040})
+    assert_property(Spec((1, 1, 2, 4), (pool, mul, se), seed=56908))

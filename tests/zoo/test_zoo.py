@@ -316,6 +316,11 @@ def test_distribution_second_look_passes_noise_and_fails_a_bug():
     nan = unlucky.copy()
     nan[0, 0] = np.nan
     assert not judge([nan], [reference], [lucky]).passed
+    # an all-zero reference (a ReLU of negatives): nothing to judge; exact zeros pass, and
+    # anything else fails (an empty comparison proves nothing)
+    zeros = np.zeros((2, 3), np.float32)
+    assert judge([zeros], [zeros], [zeros]).passed
+    assert not judge([zeros + np.float32(1e-3)], [zeros], [zeros]).passed
 
 
 def test_fp16_emulation_keeps_in_f32_what_the_mlip_keeps_in_f32():
