@@ -72,6 +72,25 @@ def _merged_dims(dims, perm) -> tuple[list[int], list[int]]:
     return merged, [by_source.index(group) for group in groups]
 
 
+def _merged_box(src_strides, dst_strides, box) -> tuple[list[int], list[int], list[int]]:
+    """A DMA of more than 4 dimensions (a rank-5 or 6 copy or concat part) as the same one
+    over fewer: dimensions of extent 1 go, and a dimension that both sides walk contiguously
+    into the next one (its stride is the next one's stride times its extent, on both
+    sides) is one with it. At rank 4 or less nothing changes."""
+    src, dst, box = list(src_strides), list(dst_strides), list(box)
+    if len(box) <= 4:
+        return src, dst, box
+    kept = [d for d in range(len(box)) if box[d] != 1] or [len(box) - 1]
+    src, dst, box = [src[d] for d in kept], [dst[d] for d in kept], [box[d] for d in kept]
+    d = len(box) - 2
+    while d >= 0 and len(box) > 4:
+        if src[d] == src[d + 1] * box[d + 1] and dst[d] == dst[d + 1] * box[d + 1]:
+            src[d], dst[d], box[d] = src[d + 1], dst[d + 1], box[d] * box[d + 1]
+            del src[d + 1], dst[d + 1], box[d + 1]
+        d -= 1
+    return src, dst, box
+
+
 class SelectionState:
     """What the patterns of one program share: token numbers, and the instructions selected
     so far, in program order."""
@@ -192,6 +211,9 @@ class SelectDma(InstructionSelection):
         item = numpy_dtype(s.element_type).itemsize
         src_addr, src_strides = self.state.dma_side(op.source, op.src_offsets, op.src_strides)
         dst_addr, dst_strides = self.state.dma_side(op.dest, op.dst_offsets, op.dst_strides)
+        src_strides, dst_strides, box = _merged_box(
+            src_strides, dst_strides, op.box.get_values()
+        )
         fields = {
             "src_space": self.state.space(op.source),
             "src_addr": src_addr,
@@ -199,7 +221,7 @@ class SelectDma(InstructionSelection):
             "dst_space": self.state.space(op.dest),
             "dst_addr": dst_addr,
             "dst_strides": _pad4(dst_strides, 0),
-            "box": _pad4(op.box.get_values(), 1),
+            "box": _pad4(box, 1),
             "elem_bytes": item,
             "dst_tiles": (
                 sum(1 << t for t in op.dest_tiles)

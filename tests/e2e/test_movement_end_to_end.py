@@ -102,8 +102,14 @@ def test_rank5_transpose_as_region_input_and_output(perm):
     check_offloaded_and_accurate(onnx_model, num_tiles=2)
 
 
-@pytest.mark.parametrize("make", [qkv_split_net, window_partition_net], ids=["qkv", "windows"])
+@pytest.mark.parametrize(
+    "make",
+    [qkv_split_net, window_partition_net, lambda: reverse_sequence_net()],
+    ids=["qkv", "windows", "reverse"],
+)
 def test_nodes_json_of_rank_5_and_6_copies_pass_the_schema(make):
+    """The Nodes-JSON of rank-5/6 copies and of a reversed copy (a negative source stride)
+    passes the schema."""
     from helpers import region_functions
 
     from mrvl import json_emitter

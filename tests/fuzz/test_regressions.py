@@ -131,3 +131,16 @@ def test_all_zero_output_matched_exactly():
                         "seed": 56908020, "op": "Mul"})  # fmt: skip
     se = Layer("se", {"order": 1, "gate": "HardSigmoid", "seed": 56908040})
     assert_property(Spec((1, 1, 2, 4), (pool, mul, se), seed=56908))
+
+
+def test_gather_then_tile_concatenates_at_rank_5():
+    """cn10ka/1 tiles, x 1x1x2x1: gather(axis=2, picks=(11, 0, 0, 4, 11), negative=(False,
+    False, True, True, False)) -> repeat(op=Tile, rh=1, rw=3, size=2). TVM tiles through a
+    rank-5 tensor, so the pieces of the gather are concatenated at rank 5: each piece's DMA
+    had 5 dimensions and the build ended ("rank 5 exceeds the 4 dimensions of a
+    descriptor"); they are merged to 4 now. Its Nodes-JSON also failed the schema, which
+    refused the negative source stride of the reversed piece."""
+    gather = Layer("gather", {"axis": 2, "picks": (11, 0, 0, 4, 11),
+                              "negative": (False, False, True, True, False)})  # fmt: skip
+    tile = Layer("repeat", {"op": "Tile", "rh": 1, "rw": 3, "size": 2})
+    assert_decided_at_partition(Spec((1, 1, 2, 1), (gather, tile), seed=2682))
