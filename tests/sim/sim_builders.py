@@ -13,7 +13,16 @@ import numpy as np
 from helpers import assert_same_bytes  # noqa: F401 - re-exported for the sim tests
 from hypothesis import HealthCheck, settings
 
-from mrvl.isa import NO_LOC, Activation, DType, Instruction, IOEntry, MemSpace, Program
+from mrvl.isa import (
+    DTYPE_BYTES,
+    NO_LOC,
+    Activation,
+    DType,
+    Instruction,
+    IOEntry,
+    MemSpace,
+    Program,
+)
 
 ALIGN = 64
 
@@ -239,9 +248,11 @@ def layer_program(
     num_tiles: int = 1,
     srcmap=(),
     target: str = "cn10ka",
+    dtype: DType = DType.F16,
 ) -> Program:
-    """Constants -> OCM of `tile`, `compute`, output tile (f16) -> DDR output entry 'y'."""
-    nbytes = math.prod(out_shape) * 2
+    """Constants -> OCM of `tile`, `compute`, output tile (f16, or `dtype`) -> DDR output
+    entry 'y'."""
+    nbytes = math.prod(out_shape) * DTYPE_BYTES[dtype]
     consts = bytes(staging.blob)
     out_ddr = len(consts)
     code = [
@@ -254,7 +265,7 @@ def layer_program(
         target=target,
         num_tiles=num_tiles,
         ddr_size=out_ddr + nbytes,
-        io=[IOEntry("y", False, tuple(out_shape), DType.F16, out_ddr)],
+        io=[IOEntry("y", False, tuple(out_shape), dtype, out_ddr)],
         code=code,
         const_base=0,
         consts=consts,
