@@ -220,6 +220,38 @@ def end(**header) -> Instruction:
     return instruction("end", **header)
 
 
+def conversion_program(opcode: str, shape, perm, src: DType, dst: DType, scale, zp) -> Program:
+    """One `quant` or `dequant` from input 'x' at DDR 0 to output 'y'."""
+    count = int(np.prod(shape))
+    dst_addr = -(-count * 4 // 64) * 64
+    dtype_field = {"src_dtype": int(src)} if opcode == "quant" else {"dst_dtype": int(dst)}
+    return Program(
+        target="cn10ka",
+        num_tiles=1,
+        ddr_size=dst_addr + count * 4,
+        io=[
+            IOEntry("x", True, tuple(shape), src, 0),
+            IOEntry("y", False, tuple(shape[p] for p in perm), dst, dst_addr),
+        ],
+        code=[
+            instruction(
+                opcode,
+                src_addr=0,
+                src_shape=tuple(shape),
+                dst_addr=dst_addr,
+                perm=tuple(perm),
+                scale=scale,
+                zp=zp,
+                **dtype_field,
+            ),
+            end(),
+        ],
+        const_base=0,
+        consts=b"",
+        srcmap=[],
+    )
+
+
 class Staging:
     """Tensors laid out at 64-byte-aligned offsets; the same offsets serve in DDR and OCM."""
 

@@ -8,10 +8,17 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sim_builders import ENGINE_SETTINGS, Staging, end, instruction, layer_program, run_both
+from sim_builders import (
+    ENGINE_SETTINGS,
+    Staging,
+    conversion_program,
+    instruction,
+    layer_program,
+    run_both,
+)
 
 from mrvl import int8
-from mrvl.isa import DType, IOEntry, PoolMode, Program
+from mrvl.isa import DType, PoolMode, Program
 from mrvl.sim import SimulatorError, validate
 
 # dequant to f16 saturates on purpose; the warning is tested on its own.
@@ -278,38 +285,6 @@ def test_qpool_engines_agree(
         rq=rq,
     )
     run_both(layer_program(staging, [ins], out, out_shape, dtype=DType.I8), [])
-
-
-def conversion_program(opcode: str, shape, perm, src: DType, dst: DType, scale, zp) -> Program:
-    """One `quant` or `dequant` from input 'x' at DDR 0 to output 'y'."""
-    count = int(np.prod(shape))
-    dst_addr = -(-count * 4 // 64) * 64
-    dtype_field = {"src_dtype": int(src)} if opcode == "quant" else {"dst_dtype": int(dst)}
-    return Program(
-        target="cn10ka",
-        num_tiles=1,
-        ddr_size=dst_addr + count * 4,
-        io=[
-            IOEntry("x", True, tuple(shape), src, 0),
-            IOEntry("y", False, tuple(shape[p] for p in perm), dst, dst_addr),
-        ],
-        code=[
-            instruction(
-                opcode,
-                src_addr=0,
-                src_shape=tuple(shape),
-                dst_addr=dst_addr,
-                perm=tuple(perm),
-                scale=scale,
-                zp=zp,
-                **dtype_field,
-            ),
-            end(),
-        ],
-        const_base=0,
-        consts=b"",
-        srcmap=[],
-    )
 
 
 @ENGINE_SETTINGS
