@@ -39,9 +39,9 @@ class Int8RangeError(ValueError):
 def quantize_multiplier(real: float) -> tuple[int, int]:
     """(multiplier, shift) with real = multiplier * 2^(shift - 31), multiplier a Q31 value in
     [2^30, 2^31) rounded to nearest (ties away from zero), shift in [RQ_SHIFT_MIN,
-    RQ_SHIFT_MAX]. 0, and a factor below 2^-32 (which sends every int32 accumulator to 0 or
-    -1 before rounding... to 0 after it), give (0, 0). A negative, NaN or too large factor
-    (>= 2^30) raises Int8RangeError."""
+    RQ_SHIFT_MAX]: a relative error below 2^-31. 0 and factors below 2^-32 give (0, 0) (the
+    rule then sends every int32 value to 0); a negative or NaN factor, or one that rounds to
+    2^30 or more, raises Int8RangeError."""
     if not math.isfinite(real) or real < 0:
         raise Int8RangeError(f"rescale factor {real!r} is not a finite non-negative number")
     if real == 0:
