@@ -24,6 +24,9 @@ RQ_SHIFT_MIN, RQ_SHIFT_MAX = -31, 30
 the right shift 31 - shift of the rule lies in [1, 62]. A pair read from OCM (data) is
 clamped into this range; a pair in the instruction's fields must lie in it."""
 
+INT8_MAC_OPCODES = frozenset({"qconv", "qfc"})
+"""The int8 instructions of the MAC array: they run at `int8_macs_per_cycle_per_tile`."""
+
 INT8_LUT_ENTRIES = 256
 """An int8 table maps every int8 value q (entry q + 128) to an int8 result."""
 

@@ -238,3 +238,31 @@ def test_quantize_and_dequantize_move_one_byte_per_int8_element():
     )
     assert [a.nbytes for a in operands(quant)[1]] == [count]
     assert [a.nbytes for a in operands(dequant)[0]] == [count]
+
+
+def test_the_profile_counts_int8_macs_at_the_int8_rate():
+    """A qconv alone in its layer: its roofline is its MACs at 2,048 a cycle, and it runs at
+    that peak but for the MAC array's set-up (utilization near 1, not near 2)."""
+    from mrvl.sim import validate
+    from mrvl.sim.cycles import model_cycles
+    from mrvl.sim.profile import profile_timeline
+
+    staging = Staging()
+    x = staging.add(np.zeros((1, 28, 28, 64), np.int8))
+    w = staging.add(np.zeros((64, 3, 3, 64), np.int8))
+    rq = staging.add(np.zeros((64, 2), np.int32))
+    out = staging.reserve(28 * 28 * 64)
+    fields = dict(_qconv().fields, in_addr=x, in_shape=(1, 28, 28, 64), out_addr=out)
+    ins = instruction("qconv", loc=0, **{**fields, "out_shape": (1, 28, 28, 64), "w_addr": w})
+    ins.fields["rq_addr"] = rq
+    program = layer_program(staging, [ins], out, (1, 28, 28, 64), dtype=DType.I8, srcmap=["/c"])
+    load, _, store, _ = program.code  # ordered by tokens, as the cycle model requires
+    load.signal, ins.waits, ins.signal, store.waits = 1, (1,), 2, (2,)
+    _, layers = profile_timeline(model_cycles(validate(program)), "region")
+    (conv,) = [layer for layer in layers if layer.onnx_node == "/c"]
+    macs = 28 * 28 * 64 * 9 * 64
+    target = get_target("cn10ka")
+    assert conv.macs == macs
+    assert conv.cycles == target.mac_setup_cycles + math.ceil(macs / 2048)
+    assert conv.roofline_cycles == math.ceil(macs / 2048)
+    assert conv.utilization == pytest.approx((macs / 2048) / conv.cycles)
