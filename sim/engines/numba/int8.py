@@ -213,45 +213,20 @@ def _dequant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, w
 
 
 @jit
-def _qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
-    """Per output pixel and channel: the start (partial sums or bias), then per tap inside the
-    window the dot product of the group's channels (x - in_zp) with the weights, in int64."""
-    ocm = machine[1][row[1]]
-    n, ih, iw, c = (
-        row[QC_IN_SHAPE],
-        row[QC_IN_SHAPE + 1],
-        row[QC_IN_SHAPE + 2],
-        row[QC_IN_SHAPE + 3],
-    )
-    oh, ow, oc = row[QC_OUT_SHAPE + 1], row[QC_OUT_SHAPE + 2], row[QC_OUT_SHAPE + 3]
-    kh_count, kw_count = row[QC_KERNEL], row[QC_KERNEL + 1]
-    sh, sw, top, left = row[QC_STRIDE], row[QC_STRIDE + 1], row[QC_PAD], row[QC_PAD + 1]
-    dh, dw = row[QC_DILATION], row[QC_DILATION + 1]
-    groups, in_zp = row[QC_GROUPS], np.int64(row[QC_IN_ZP])
-    cg = c // groups
-    per_group = row[QC_OC_TOTAL] // groups
-    x = load_i8(ocm, np.int64(row[QC_IN_ADDR]), n * ih * iw * c)
-    for k in range(x.size):
-        x[k] -= in_zp  # a padding tap would read in_zp: it contributes 0 and is skipped
-    w = load_i8(ocm, np.int64(row[QC_W_ADDR]), oc * kh_count * kw_count * cg)
-    count = n * oh * ow * oc
-    acc_addr, b_addr = row[QC_ACC_ADDR], row[QC_B_ADDR]
-    if acc_addr != -1:
-        acc = load_i32(ocm, np.int64(acc_addr), count)
-    else:
-        bias = load_i32(ocm, np.int64(b_addr), oc) if b_addr != -1 else np.zeros(oc, np.int64)
-        acc = np.empty(count, np.int64)
-        for k in range(count):
-            acc[k] = bias[k % oc]
-    group_base = np.empty(oc, np.int64)
-    for o in range(oc):
-        group_base[o] = ((row[QC_OC0] + o) // per_group) * cg
+def _accumulate_taps(x, wt, acc, geometry, group_base, broadcast):
+    """acc[pixel, o] += sum over the taps inside the window and the group's channels of
+    x * wt, in int32 arrays that wrap modulo 2^32 (the ISA's accumulator exactly, in any
+    order). Vectorized across output channels: each (tap, channel) step adds a row of
+    weights, scaled by one input value when `broadcast` (one group), else by the value of
+    each channel's group (gathered through `group_base`)."""
+    n, ih, iw, c, oh, ow, kh_count, kw_count, sh, sw, rows_at, cols_at, dh, dw, cg = geometry
+    oc = acc.shape[1]
     for b in range(n):
         for r in range(oh):
-            rows0 = (row[QC_OROW0] + r) * sh - top - row[QC_ROW0]
+            rows0 = r * sh + rows_at
             for q in range(ow):
-                cols0 = q * sw - left
-                at = ((b * oh + r) * ow + q) * oc
+                cols0 = q * sw + cols_at
+                out = acc[(b * oh + r) * ow + q]
                 for kh in range(kh_count):
                     wr = rows0 + kh * dh
                     if wr < 0 or wr >= ih:
@@ -261,24 +236,80 @@ def _qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, wor
                         if wc < 0 or wc >= iw:
                             continue
                         pixel = ((b * ih + wr) * iw + wc) * c
-                        for o in range(oc):
-                            xs = pixel + group_base[o]
-                            ws = ((o * kh_count + kh) * kw_count + kw) * cg
-                            s = np.int64(0)
-                            for ci in range(cg):
-                                s += x[xs + ci] * w[ws + ci]
-                            acc[at + o] += s
-    for k in range(count):
-        acc[k] = wrap_int32(acc[k])
+                        taps = wt[kh, kw]
+                        for ci in range(cg):
+                            weights = taps[ci]
+                            if broadcast:
+                                v = x[pixel + ci]
+                                for o in range(oc):
+                                    out[o] += v * weights[o]
+                            else:
+                                for o in range(oc):
+                                    out[o] += x[pixel + group_base[o] + ci] * weights[o]
+
+
+@jit
+def _qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    """The window less in_zp (a padding tap would read in_zp and add 0, so it is skipped),
+    the weights as [KH, KW, Cg, OCt], the int32 start (partial sums or bias), the taps
+    (`_accumulate_taps`), then the int32 result or its requantization per channel."""
+    ocm = machine[1][row[1]]
+    n, ih, iw, c = (
+        row[QC_IN_SHAPE],
+        row[QC_IN_SHAPE + 1],
+        row[QC_IN_SHAPE + 2],
+        row[QC_IN_SHAPE + 3],
+    )
+    oh, ow, oc = row[QC_OUT_SHAPE + 1], row[QC_OUT_SHAPE + 2], row[QC_OUT_SHAPE + 3]
+    kh_count, kw_count = row[QC_KERNEL], row[QC_KERNEL + 1]
+    groups, in_zp = row[QC_GROUPS], np.int32(row[QC_IN_ZP])
+    cg = c // groups
+    per_group = row[QC_OC_TOTAL] // groups
+    raw = ocm[row[QC_IN_ADDR] : row[QC_IN_ADDR] + n * ih * iw * c].view(np.int8)
+    x = np.empty(raw.size, np.int32)
+    for k in range(raw.size):
+        x[k] = np.int32(raw[k]) - in_zp
+    w = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + oc * kh_count * kw_count * cg].view(np.int8)
+    wt = np.empty((kh_count, kw_count, cg, oc), np.int32)
+    for o in range(oc):
+        for kh in range(kh_count):
+            for kw in range(kw_count):
+                for ci in range(cg):
+                    wt[kh, kw, ci, o] = w[((o * kh_count + kh) * kw_count + kw) * cg + ci]
+    pixels = n * oh * ow
+    acc = np.empty((pixels, oc), np.int32)
+    acc_addr, b_addr = row[QC_ACC_ADDR], row[QC_B_ADDR]
+    if acc_addr != -1:
+        start = load_i32(ocm, np.int64(acc_addr), pixels * oc)
+        for k in range(pixels * oc):
+            acc[k // oc, k % oc] = start[k]
+    else:
+        bias = load_i32(ocm, np.int64(b_addr), oc) if b_addr != -1 else np.zeros(oc, np.int64)
+        for p in range(pixels):
+            for o in range(oc):
+                acc[p, o] = bias[o]
+    group_base = np.empty(oc, np.int64)
+    for o in range(oc):
+        group_base[o] = ((row[QC_OC0] + o) // per_group) * cg
+    rows_at = row[QC_OROW0] * row[QC_STRIDE] - row[QC_PAD] - row[QC_ROW0]
+    geometry = (
+        n, ih, iw, c, oh, ow, kh_count, kw_count, row[QC_STRIDE], row[QC_STRIDE + 1],
+        rows_at, -row[QC_PAD + 1], row[QC_DILATION], row[QC_DILATION + 1], cg,
+    )  # fmt: skip
+    _accumulate_taps(x, wt, acc, geometry, group_base, groups == 1)
     out = np.int64(row[QC_OUT_ADDR])
+    flat = acc.reshape(pixels * oc)
     if row[QC_ACC_OUT]:
-        store_i32(ocm, out, acc)
+        if out % 4 == 0:
+            ocm[out : out + 4 * flat.size].view(np.int32)[:] = flat
+        else:
+            store_i32(ocm, out, flat.astype(np.int64))
         return step
     pairs = load_i32(ocm, np.int64(row[QC_RQ_ADDR]), 2 * oc)
     lo, hi, lut, out_zp = row[QC_CLAMP], row[QC_CLAMP + 1], row[QC_LUT_ADDR], row[QC_OUT_ZP]
-    for k in range(count):
+    for k in range(flat.size):
         o = k % oc
-        y = out_zp + requantize(acc[k], pairs[2 * o], pairs[2 * o + 1])
+        y = out_zp + requantize(flat[k], pairs[2 * o], pairs[2 * o + 1])
         store_i8(ocm, out + k, finish(y, lo, hi, ocm, lut))
     return step
 
