@@ -404,3 +404,88 @@ def test_a_qconv_whose_pairs_or_partial_sums_leave_the_ocm_is_refused():
         ins = instruction("qconv", **{**base, **fields})
         with pytest.raises(SimulatorError, match=message):
             validate(layer_program(staging, [ins], out, (1, 2, 2, 1), dtype=DType.I8))
+
+
+def _int8_program() -> Program:
+    """Every int8 instruction once, on small data: quant and dequant in DDR, the others in
+    OCM (each reads the staged constants; their results are not chained)."""
+    rng = np.random.default_rng(11)
+    staging = Staging()
+    x = staging.add(int8_values(rng, (1, 4, 4, 8)))
+    w = staging.add(int8_values(rng, (4, 3, 3, 8)))
+    b = staging.add(rng.integers(-1000, 1000, 4).astype(np.int32))
+    rq = staging.add(rescale_pairs(rng, 8, False))
+    lut = staging.add(int8_values(rng, 256))
+    f32 = staging.add((rng.standard_normal(32) * 4).astype(np.float32))
+    out = staging.reserve(1024)
+    finish = {"clamp": (-100, 120), "lut_addr": lut}
+    window = dict(in_addr=x, in_shape=(1, 4, 4, 8), row0=0, orow0=0, stride=(1, 1), pad=(1, 1))
+    code = [
+        instruction(
+            "qconv", **window, out_addr=out, out_shape=(1, 4, 4, 4), kernel=(3, 3),
+            dilation=(1, 1), groups=1, oc0=0, oc_total=4, w_addr=w, b_addr=b, in_zp=3,
+            out_zp=-2, rq_addr=rq, acc_addr=-1, acc_out=0, **finish,
+        ),
+        instruction(
+            "qpool", **window, out_addr=out, out_shape=(1, 4, 4, 8), kernel=(3, 3),
+            mode=int(PoolMode.AVG), in_hw=(4, 4), pad_end=(1, 1), count_include_pad=1,
+            in_zp=3, out_zp=0, rq=(1 << 30, 1),
+        ),
+        instruction(
+            "qfc", in_addr=x, n=2, k=16, o=8, w_addr=w, b_addr=-1, out_addr=out, in_zp=1,
+            out_zp=2, rq_addr=rq, **finish,
+        ),
+        instruction(
+            "qadd", a_addr=x, b_addr=w, out_addr=out, count=64, a_zp=1, b_zp=-1, out_zp=0,
+            **int8.qadd_params(0.1, 0.2, 0.15), **finish,
+        ),
+        instruction(
+            "requant", in_addr=x, out_addr=out, count=64, in_zp=0, out_zp=5,
+            rq=(1 << 30, 0), **finish,
+        ),
+    ]  # fmt: skip
+    program = layer_program(staging, code, out, (1024,), dtype=DType.I8)
+    ddr_out = program.ddr_size
+    program.ddr_size += 1024
+    conversions = [
+        instruction(
+            "quant", src_addr=f32, src_dtype=int(DType.F32), src_shape=(1, 2, 4, 4),
+            dst_addr=ddr_out, perm=(0, 2, 3, 1), scale=0.05, zp=-3,
+        ),
+        instruction(
+            "dequant", src_addr=x, src_shape=(1, 4, 4, 8), dst_addr=ddr_out + 64,
+            dst_dtype=int(DType.F16), perm=(0, 3, 1, 2), scale=0.5, zp=1,
+        ),
+    ]  # fmt: skip
+    program.code[-1:-1] = conversions
+    return program
+
+
+@ENGINE_SETTINGS
+@given(data=st.data())
+def test_random_corruption_of_int8_instructions_is_rejected_or_runs_the_same(data):
+    """Any integer field of an int8 instruction set to an arbitrary value: validation rejects
+    it with SimulatorError, or both engines run it to the same bytes (and neither crashes:
+    the Numba engine checks nothing itself)."""
+    program = _int8_program()
+    int8_indices = [i for i, ins in enumerate(program.code) if ins.opcode not in ("dma", "end")]
+    ins = program.code[data.draw(st.sampled_from(int8_indices))]
+    names = sorted(n for n, v in ins.fields.items() if not isinstance(v, float))
+    name = data.draw(st.sampled_from(names))
+    value = ins.fields[name]
+    arbitrary = st.integers(-3, 300) | st.integers(-(2**31), 2**31 - 1)
+    if isinstance(value, tuple):
+        position = data.draw(st.integers(0, len(value) - 1))
+        value = value[:position] + (data.draw(arbitrary),) + value[position + 1 :]
+    else:
+        value = data.draw(arbitrary)
+    ins.fields[name] = value
+    try:
+        valid = validate(program)
+    except SimulatorError:
+        return
+    run_both(valid, [])
+
+
+def test_the_int8_program_runs_the_same_uncorrupted():
+    run_both(_int8_program(), [])
