@@ -489,3 +489,37 @@ def test_random_corruption_of_int8_instructions_is_rejected_or_runs_the_same(dat
 
 def test_the_int8_program_runs_the_same_uncorrupted():
     run_both(_int8_program(), [])
+
+
+def test_a_damaged_binary_of_int8_instructions_is_a_clear_error():
+    """The binary carries the int8 instructions losslessly; a wrong field-word count, an
+    opcode byte changed to one no table has, and a cut file are each named."""
+    import struct
+    import zlib
+
+    from mrvl.binary import HEADER_SIZE, BinaryFormatError, SectionType, decode, encode, read_header
+
+    program = _int8_program()
+    data = encode(program)
+    decoded = decode(data)  # f32 fields come back as their binary32 values
+    assert [ins.opcode for ins in decoded.code] == [ins.opcode for ins in program.code]
+    assert encode(decoded) == data
+    code = next(s for s in read_header(data).sections if s.type == SectionType.CODE)
+    at = code.offset + 4  # the instruction count, then the instructions
+    at += 12 + 4 * data[at + 2] + 4 * data[at + 3]  # past the first dma, to the qconv
+    assert data[at] == 0x11
+
+    def resealed(changed: bytearray) -> bytes:
+        struct.pack_into("<I", changed, HEADER_SIZE - 4, zlib.crc32(bytes(changed[HEADER_SIZE:])))
+        return bytes(changed)
+
+    wrong_count = bytearray(data)
+    wrong_count[at + 3] = 31  # conv's count, not qconv's 33
+    with pytest.raises(BinaryFormatError, match=r"instruction 1 \(qconv\): field count wrong"):
+        decode(resealed(wrong_count))
+    unknown = bytearray(data)
+    unknown[at] = 0x12
+    with pytest.raises(BinaryFormatError, match="unknown opcode 0x12 at instruction 1"):
+        decode(resealed(unknown))
+    with pytest.raises(BinaryFormatError, match="truncated|size"):
+        decode(data[: at + 20])
