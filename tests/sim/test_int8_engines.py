@@ -12,13 +12,15 @@ from sim_builders import (
     ENGINE_SETTINGS,
     Staging,
     conversion_program,
+    copy_bytes,
+    end,
     instruction,
     layer_program,
     run_both,
 )
 
 from mrvl import int8
-from mrvl.isa import DType, PoolMode, Program
+from mrvl.isa import DType, IOEntry, MemSpace, PoolMode, Program
 from mrvl.sim import SimulatorError, validate
 
 # dequant to f16 saturates on purpose; the warning is tested on its own.
@@ -523,3 +525,42 @@ def test_a_damaged_binary_of_int8_instructions_is_a_clear_error():
         decode(resealed(unknown))
     with pytest.raises(BinaryFormatError, match="truncated|size"):
         decode(data[: at + 20])
+
+
+@pytest.mark.parametrize("engine", ["numba", "interp"])
+@pytest.mark.parametrize("opcode", ["quant", "dequant"])
+def test_a_reused_memory_reloads_a_constant_pool_a_conversion_wrote(engine, opcode):
+    """y = the pool's first 8 bytes, read before a quant (or dequant) overwrites them from
+    the input: each run on a reused Memory must see the pool of the binary."""
+    from mrvl.sim import new_memory, prepare, run
+    from mrvl.sim.simulator import writes_constant_pool
+
+    pool = bytes(range(100, 132))
+    src, dst = (DType.F32, DType.I8) if opcode == "quant" else (DType.I8, DType.F32)
+    dtype_field = {"src_dtype": int(src)} if opcode == "quant" else {"dst_dtype": int(dst)}
+    shape = (1, 1, 1, 8)
+    program = Program(
+        target="cn10ka",
+        num_tiles=1,
+        ddr_size=128,
+        io=[IOEntry("x", True, shape, src, 0), IOEntry("y", False, (32,), DType.I8, 64)],
+        code=[
+            copy_bytes(MemSpace.DDR, 32, MemSpace.DDR, 64, 32),
+            instruction(
+                opcode, src_addr=0, src_shape=shape, dst_addr=32, perm=(0, 1, 2, 3),
+                scale=0.5, zp=1, **dtype_field,
+            ),
+            end(),
+        ],
+        const_base=32,
+        consts=pool,
+        srcmap=[],
+    )  # fmt: skip
+    valid = prepare(program)
+    assert writes_constant_pool(valid)
+    memory = new_memory(valid)
+    for seed in range(3):
+        x = np.random.default_rng(seed).integers(-100, 100, shape)
+        x = x.astype(np.float32 if opcode == "quant" else np.int8)
+        (y,) = run(valid, [x], engine=engine, memory=memory)
+        assert y.tobytes() == pool
