@@ -58,7 +58,7 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
 
 
 def requantize(values, multiplier, shift) -> np.ndarray:
-    """The machine's requantization (docs/isa.md §4, int8): round(v * multiplier / 2^(31 -
+    """The machine's requantization (docs/isa.md §4b): round(v * multiplier / 2^(31 -
     shift)) with ties toward +inf, in int64, one rounding. `shift` is clamped into
     [RQ_SHIFT_MIN, RQ_SHIFT_MAX] (a pair read from OCM may hold anything). Broadcasts."""
     v = np.asarray(values, np.int64)

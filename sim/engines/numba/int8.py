@@ -85,7 +85,7 @@ RQ_CLAMP, RQ_LUT_ADDR = _requant["clamp"], _requant["lut_addr"]
 @jit
 def requantize(v, multiplier, shift):
     """round(v * multiplier / 2^(31 - shift)), ties toward +inf, in int64; shift clamped into
-    [RQ_SHIFT_MIN, RQ_SHIFT_MAX] (docs/isa.md §4, int8)."""
+    [RQ_SHIFT_MIN, RQ_SHIFT_MAX] (docs/isa.md §4b)."""
     s = min(max(np.int64(shift), RQ_SHIFT_MIN), RQ_SHIFT_MAX)
     right = 31 - s
     return (np.int64(v) * np.int64(multiplier) + (np.int64(1) << (right - 1))) >> right
