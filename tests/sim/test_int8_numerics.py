@@ -567,3 +567,58 @@ def test_a_qconv_cut_by_rows_channels_and_input_blocks_gives_the_bytes_of_one():
     ]  # fmt: skip
     (chained,) = run_both(layer_program(staging, chain, out, out_shape, dtype=DType.I8), [])
     np.testing.assert_array_equal(chained, whole_c)
+
+
+# ------------------------------------------------------------- qpool against onnxruntime
+
+
+@pytest.mark.parametrize("mode", ["MaxPool", "AveragePool", "GlobalAveragePool"])
+def test_qpool_is_within_one_step_of_onnxruntime_qdq_pools(mode, record_property):
+    """DequantizeLinear -> pool -> QuantizeLinear in fp32 with the same scale and zero point
+    on both sides (what onnxruntime's quantizer writes for pools), against `qpool` with the
+    identity pair. Max is exact; an average rounds its ties to even there and away from zero
+    here (TFLite's rule), so it may be one step off; the share exact is reported."""
+    from mrvl.isa import PoolMode
+
+    rng = np.random.default_rng(9)
+    s, z = 0.05, -7
+    x = rng.integers(-128, 128, (2, 9, 11, 5)).astype(np.int8)
+    global_pool = mode == "GlobalAveragePool"
+    kernel, stride, pads = (
+        ((9, 11), (1, 1), (0, 0, 0, 0)) if global_pool else ((3, 3), (2, 2), (1, 1, 1, 1))
+    )
+    attrs = (
+        {}
+        if global_pool
+        else dict(kernel_shape=list(kernel), strides=list(stride), pads=list(pads))
+    )
+    if mode == "AveragePool":
+        attrs["count_include_pad"] = 0
+    session = _session(
+        [
+            helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"]),
+            helper.make_node(mode, ["xf"], ["yf"], **attrs),
+            helper.make_node("QuantizeLinear", ["yf", "s", "z"], ["y"]),
+        ],
+        [helper.make_tensor_value_info("x", TensorProto.INT8, None)],
+        [helper.make_tensor_value_info("y", TensorProto.INT8, None)],
+        [_scalar("s", s, TensorProto.FLOAT), _scalar("z", z, TensorProto.INT8)],
+    )
+    (expected,) = session.run(None, {"x": x.transpose(0, 3, 1, 2).copy()})
+    expected = expected.transpose(0, 2, 3, 1)
+    out_shape = expected.shape
+    staging = Staging()
+    xa, out = staging.add(x), staging.reserve(int(np.prod(out_shape)))
+    ins = instruction(
+        "qpool", in_addr=xa, in_shape=x.shape, row0=0, out_addr=out, out_shape=out_shape,
+        orow0=0, kernel=kernel, stride=stride, pad=pads[:2],
+        mode=int(PoolMode.MAX if mode == "MaxPool" else PoolMode.AVG), in_hw=(9, 11),
+        pad_end=pads[2:], count_include_pad=0, in_zp=z, out_zp=z, rq=(1 << 30, 1),
+    )  # fmt: skip
+    (actual,) = run_both(layer_program(staging, [ins], out, out_shape, dtype=DType.I8), [])
+    steps = np.abs(actual.astype(np.int64) - expected.astype(np.int64))
+    assert steps.max() <= (0 if mode == "MaxPool" else 1)
+    share = float((steps == 0).mean())
+    record_property(f"qpool_{mode}_exact_share_vs_onnxruntime", share)
+    print(f"qpool {mode} vs onnxruntime QDQ: {share:.2%} exact")
+    assert share > 0.9
