@@ -67,7 +67,11 @@ def dma_cycles(target: Target, dma_cost: Cost, port_cycles: int) -> int:
 
 
 def dma(
-    target: Target, nbytes: int, *, runs: int = 1, reads_ddr: bool = False,
+    target: Target,
+    nbytes: int,
+    *,
+    runs: int = 1,
+    reads_ddr: bool = False,
     writes_ddr: bool = False,
 ) -> Cost:
     """A `dma` of `nbytes` in `runs` contiguous runs on one tile's DMA engine."""
@@ -110,10 +114,17 @@ def vector(target: Target, element_ops: int) -> Cost:
     )
 
 
-def roofline_cycles(target: Target, num_tiles: int, macs: int, ddr_bytes_: int) -> int:
+def roofline_cycles(
+    target: Target, num_tiles: int, macs: int, ddr_bytes_: int, *, int8_macs: int = 0
+) -> int:
     """The bound no schedule beats: all tiles' MAC arrays busy, or the DDR port busy moving
-    the compulsory bytes, whichever takes longer."""
-    compute = ceil(macs / (target.fp16_macs_per_cycle_per_tile * num_tiles))
+    the compulsory bytes, whichever takes longer. `int8_macs` of the `macs` run at the int8
+    rate."""
+    if int8_macs:
+        fp16, int8 = target.fp16_macs_per_cycle_per_tile, target.int8_macs_per_cycle_per_tile
+        compute = ceil(((macs - int8_macs) * int8 + int8_macs * fp16) / (fp16 * int8 * num_tiles))
+    else:
+        compute = ceil(macs / (target.fp16_macs_per_cycle_per_tile * num_tiles))
     return max(compute, ddr_port_cycles(target, ddr_bytes_))
 
 

@@ -11,7 +11,8 @@ compiles and runs an ONNX model once and calls it. What each field means (docs/i
   - `cycles`: busy time, the cycles during which at least one of its instructions runs (the
     union of their intervals). Layers that overlap in time each count the overlap, so the
     layers can add up to more than the total.
-  - `macs`; `utilization` = macs / (cycles × fp16 MACs per cycle of the tiles it uses).
+  - `macs`; `utilization` = macs / (cycles × MACs per cycle of the tiles it uses), each MAC
+    at its own rate (fp16, or int8 for `qconv` and `qfc`).
   - `ocm_peak_bytes`: the most OCM bytes in use (all tiles) at any time between its first
     start and its last end; a value is in use from its writer's start to its last reader's end.
   - `ddr_read_bytes` / `ddr_write_bytes`: what the DDR port moved for it, in whole bursts.
@@ -33,6 +34,7 @@ import numpy as np
 
 from mrvl import cost
 from mrvl.isa import NO_LOC
+from mrvl.isa_int8 import INT8_MAC_OPCODES
 from mrvl.sim.cycles import CONTROL, Access, Timeline, model_cycles
 from mrvl.sim.stats import RunStats
 from mrvl.sim.validate import ValidProgram
@@ -217,6 +219,8 @@ def profile_timeline(
     code = valid.code
     saturated = stats.by_node(program) if stats is not None and len(stats.saturated) else {}
     rate = target.fp16_macs_per_cycle_per_tile
+    int8_rate = target.int8_macs_per_cycle_per_tile
+    int8_macs = np.array([ins.opcode in INT8_MAC_OPCODES for ins in code]) * timeline.macs
     times, level = timeline.ocm_in_use()
 
     groups: dict[str, list[int]] = {}
@@ -232,7 +236,14 @@ def profile_timeline(
         starts, ends = timeline.start[idx], timeline.end[idx]
         cycles = union_length(starts, ends)
         macs = int(timeline.macs[idx].sum())
+        int8 = int(int8_macs[idx].sum())
         tiles = len({code[i].tile for i in members})
+        if not cycles:
+            utilization = 0.0
+        elif int8:  # each MAC at its own peak rate
+            utilization = ((macs - int8) / rate + int8 / int8_rate) / (cycles * tiles)
+        else:
+            utilization = macs / (cycles * rate * tiles)
         compulsory = distinct_bytes([a for i in members for a in timeline.ddr_reads[i]])
         compulsory += distinct_bytes([a for i in members for a in timeline.ddr_writes[i]])
         values, nans = saturated.get(node, (0, 0))
@@ -242,11 +253,13 @@ def profile_timeline(
                 region=region,
                 cycles=cycles,
                 macs=macs,
-                utilization=macs / (cycles * rate * tiles) if cycles else 0.0,
+                utilization=utilization,
                 ocm_peak_bytes=_peak(times, level, int(starts.min()), int(ends.max())),
                 ddr_read_bytes=int(timeline.ddr_read[idx].sum()),
                 ddr_write_bytes=int(timeline.ddr_write[idx].sum()),
-                roofline_cycles=cost.roofline_cycles(target, program.num_tiles, macs, compulsory),
+                roofline_cycles=cost.roofline_cycles(
+                    target, program.num_tiles, macs, compulsory, int8_macs=int8
+                ),
                 compulsory_ddr_bytes=compulsory,
                 saturated={"values": int(values), "nans": int(nans)},
                 instructions=len(members),

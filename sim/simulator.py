@@ -59,7 +59,7 @@ def prepare(
 
 def writes_constant_pool(valid: ValidProgram) -> bool:
     """Whether any instruction may write a byte of the program's constant pool in DDR (only
-    `dma` and `cvt` write DDR)."""
+    `dma`, `cvt`, `quant` and `dequant` write DDR)."""
     program = valid.program
     lo, hi = program.const_base, program.const_base + len(program.consts)
     for ins in valid.code:
@@ -70,6 +70,10 @@ def writes_constant_pool(valid: ValidProgram) -> bool:
         elif ins.opcode == "cvt":
             size = math.prod(f["src_shape"]) * DTYPE_BYTES[DType(f["dst_dtype"])]
             start, stop = f["dst_addr"], f["dst_addr"] + size
+        elif ins.opcode in ("quant", "dequant"):  # dense, int8 or the dst_dtype of dequant
+            dtype = DType.I8 if ins.opcode == "quant" else DType(f["dst_dtype"])
+            start = f["dst_addr"]
+            stop = start + math.prod(f["src_shape"]) * DTYPE_BYTES[dtype]
         else:
             continue
         if start < hi and lo < stop:
