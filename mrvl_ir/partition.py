@@ -22,6 +22,7 @@ from .frontend import fold_constants, node_name_of, onnx_nodes_of
 from .pattern_checks import MAX_BATCH, Collector, bound_values, collecting, users_of
 from .patterns import CODEGEN, LAYER_OPS, mrvl_patterns
 from .placement import CPU, node_targets
+from .qdq import quantized_constants
 from .target import TILE_COUNTS, Target, get_target, valid_tile_count
 
 __all__ = [
@@ -97,6 +98,7 @@ def partition_for_mrvl(
     mod = fold_constants(mod)
     bound = bound_values(mod)
     op_types = onnx_nodes_of(mod) or {}
+    quantized = quantized_constants(mod)
     while True:
         collector = Collector(
             forced,
@@ -105,6 +107,7 @@ def partition_for_mrvl(
             users=users_of(bound),
             target=get_target(mcpu),
             num_tiles=num_tiles,
+            quantized=quantized,
         )
         with collecting(collector):
             partitioned = _fuse(mod)
