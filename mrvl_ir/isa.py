@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 
+from mrvl.isa_int8 import with_int8_opcodes
+
 
 class MemSpace(IntEnum):
     """Where an address points: DDR (shared, byte-addressed) or the OCM slice of the
@@ -587,6 +589,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
     ),
     OpcodeSpec("end", 0x7F, "control", "End of the program.", ()),
 )
+OPCODES = with_int8_opcodes(OPCODES)  # quant, dequant, qconv, ... (mrvl_ir/isa_int8.py)
 
 OPCODE_BY_NAME = {spec.name: spec for spec in OPCODES}
 OPCODE_BY_VALUE = {spec.opcode: spec for spec in OPCODES}

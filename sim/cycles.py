@@ -164,6 +164,38 @@ def _layernorm(f: dict, target: Target) -> tuple[Cost, int]:
     return cost.vector(target, cost.layernorm_element_ops(f["rows"] * f["length"])), 0
 
 
+@costs("quant")
+@costs("dequant")
+def _quant(f: dict, target: Target) -> tuple[Cost, int]:
+    """A conversion like `cvt`'s: its f32 or f16 side and its int8 side, one byte each."""
+    count = math.prod(f["src_shape"])
+    wide = DTYPE_BYTES[f["src_dtype"] if "src_dtype" in f else f["dst_dtype"]]
+    return cost.convert(target, count * wide, count), 0
+
+
+@costs("qconv")
+def _qconv(f: dict, target: Target) -> tuple[Cost, int]:
+    macs = cost.conv_macs(f["out_shape"], f["kernel"], f["in_shape"][3] // f["groups"])
+    return cost.mac(target, macs, int8=True), macs
+
+
+@costs("qfc")
+def _qfc(f: dict, target: Target) -> tuple[Cost, int]:
+    macs = f["n"] * f["k"] * f["o"]
+    return cost.mac(target, macs, int8=True), macs
+
+
+@costs("qpool")
+def _qpool(f: dict, target: Target) -> tuple[Cost, int]:
+    return cost.vector(target, cost.pool_element_ops(f["out_shape"], f["kernel"])), 0
+
+
+@costs("qadd")
+@costs("requant")
+def _int8_elementwise(f: dict, target: Target) -> tuple[Cost, int]:
+    return cost.vector(target, f["count"]), 0
+
+
 @costs("end")
 def _end(f: dict, target: Target) -> tuple[Cost, int]:
     return Cost(Unit.DMA, 0), 0

@@ -21,6 +21,7 @@ from mrvl.isa import (
     bmm_shapes,
     destination_tiles,
 )
+from mrvl.isa_int8 import INT8_LUT_ENTRIES
 
 DDR, OCM, TABLE = 0, 1, 2
 """The memories an access can name; TABLE is a tile's activation-table memory."""
@@ -244,6 +245,93 @@ def _layernorm(f: dict, ins: Instruction) -> Operands:
         ],
         [dense(OCM, f["out_addr"], DType.F16, shape)],
     )
+
+
+def _int8_finish(f: dict, channels: int | None) -> list[Access]:
+    """What an int8 result reads besides its inputs: the requantization pairs (per channel,
+    when `channels` is given) and the int8 table."""
+    reads = [dense(OCM, f["rq_addr"], DType.I32, (channels, 2))] if channels is not None else []
+    if f["lut_addr"] != -1:
+        reads.append(dense(OCM, f["lut_addr"], DType.I8, (INT8_LUT_ENTRIES,)))
+    return reads
+
+
+def _int32_bias(f: dict, count: int) -> list[Access]:
+    return [dense(OCM, f["b_addr"], DType.I32, (count,))] if f["b_addr"] != -1 else []
+
+
+@operands_of("quant")
+def _quant(f: dict, ins: Instruction) -> Operands:
+    shape = f["src_shape"]
+    if math.prod(shape) == 0:
+        return [], []
+    return (
+        [dense(DDR, f["src_addr"], f["src_dtype"], shape)],
+        [dense(DDR, f["dst_addr"], DType.I8, shape)],
+    )
+
+
+@operands_of("dequant")
+def _dequant(f: dict, ins: Instruction) -> Operands:
+    shape = f["src_shape"]
+    if math.prod(shape) == 0:
+        return [], []
+    return (
+        [dense(DDR, f["src_addr"], DType.I8, shape)],
+        [dense(DDR, f["dst_addr"], f["dst_dtype"], shape)],
+    )
+
+
+@operands_of("qconv")
+def _qconv(f: dict, ins: Instruction) -> Operands:
+    out_channels = f["out_shape"][3]
+    kh, kw = f["kernel"]
+    weights = (out_channels, kh, kw, f["in_shape"][3] // f["groups"])
+    reads = [
+        dense(OCM, f["in_addr"], DType.I8, f["in_shape"]),
+        dense(OCM, f["w_addr"], DType.I8, weights),
+        *_int32_bias(f, out_channels),
+    ]
+    if f["acc_addr"] != -1:
+        reads.append(dense(OCM, f["acc_addr"], DType.I32, f["out_shape"]))
+    if f["acc_out"]:
+        return reads, [dense(OCM, f["out_addr"], DType.I32, f["out_shape"])]
+    reads += _int8_finish(f, out_channels)
+    return reads, [dense(OCM, f["out_addr"], DType.I8, f["out_shape"])]
+
+
+@operands_of("qpool")
+def _qpool(f: dict, ins: Instruction) -> Operands:
+    return (
+        [dense(OCM, f["in_addr"], DType.I8, f["in_shape"])],
+        [dense(OCM, f["out_addr"], DType.I8, f["out_shape"])],
+    )
+
+
+@operands_of("qfc")
+def _qfc(f: dict, ins: Instruction) -> Operands:
+    n, k, o = f["n"], f["k"], f["o"]
+    reads = [
+        dense(OCM, f["in_addr"], DType.I8, (n, k)),
+        dense(OCM, f["w_addr"], DType.I8, (o, k)),
+        *_int32_bias(f, o),
+        *_int8_finish(f, o),
+    ]
+    return reads, [dense(OCM, f["out_addr"], DType.I8, (n, o))]
+
+
+@operands_of("qadd")
+def _qadd(f: dict, ins: Instruction) -> Operands:
+    count = (f["count"],)
+    reads = [dense(OCM, f[a], DType.I8, count) for a in ("a_addr", "b_addr")]
+    return reads + _int8_finish(f, None), [dense(OCM, f["out_addr"], DType.I8, count)]
+
+
+@operands_of("requant")
+def _requant(f: dict, ins: Instruction) -> Operands:
+    count = (f["count"],)
+    reads = [dense(OCM, f["in_addr"], DType.I8, count), *_int8_finish(f, None)]
+    return reads, [dense(OCM, f["out_addr"], DType.I8, count)]
 
 
 @operands_of("end")

@@ -41,6 +41,7 @@ from mrvl.isa import (
 )
 from mrvl.isa_rules import broken_rule
 from mrvl.sim.errors import Fault, SimulatorError
+from mrvl.sim.validate_int8 import INT8_CHECKS
 from mrvl.target import Target, UnknownTargetError, get_target
 
 # ------------------------------------------------------------------------- typed instructions
@@ -494,6 +495,9 @@ def _check_layernorm(ins: Instruction, bounds: Bounds) -> None:
 def _check_end(ins: Instruction, bounds: Bounds) -> None:
     pass
 
+
+for _opcode, _check in INT8_CHECKS.items():  # quant, dequant, qconv, ... (validate_int8.py)
+    checks(_opcode)(_check)
 
 _CHECKS.require_complete()
 

@@ -31,6 +31,7 @@ from mrvl.isa import (
     bmm_shapes,
     destination_tiles,
 )
+from mrvl.sim.engines.reference_int8 import INT8_KERNELS
 from mrvl.sim.errors import Fault, SimulatorError
 from mrvl.sim.memory import Memory
 from mrvl.sim.numerics import (
@@ -404,6 +405,9 @@ def _layernorm(memory: Memory, ins: Instruction) -> F16Counts:
 def _end(memory: Memory, ins: Instruction) -> None:
     pass
 
+
+for _opcode, _kernel in INT8_KERNELS.items():  # quant, dequant, qconv, ... (reference_int8.py)
+    implements(_opcode)(_kernel)
 
 KERNELS.require_complete()
 

@@ -79,7 +79,26 @@ def test_every_selection_names_an_opcode_of_the_isa():
         assert pattern.opcode in OPCODE_NAMES, f"{pattern.__name__}: opcode {pattern.opcode!r}"
 
 
-@pytest.mark.parametrize("opcode", OPCODE_NAMES)
+NOT_YET_SELECTED = frozenset({"quant", "dequant", "qconv", "qpool", "qfc", "qadd", "requant"})
+"""The int8 instructions, which the machine (ISA table, both engines, validation, cycle model)
+has and the compiler does not select yet: the int8 compiler work (issue 20) selects them and
+takes each from this set. Strict, so an opcode that becomes selected fails here until it is."""
+
+
+@pytest.mark.parametrize(
+    "opcode",
+    [
+        pytest.param(
+            name,
+            marks=pytest.mark.xfail(
+                strict=True, reason="an int8 instruction the compiler does not select yet"
+            ),
+        )
+        if name in NOT_YET_SELECTED
+        else name
+        for name in OPCODE_NAMES
+    ],
+)
 def test_every_opcode_is_selected_from_sched(opcode):
     from mrvl.passes.isa.convert_sched_to_mlip import INSTRUCTION_SELECTIONS
 

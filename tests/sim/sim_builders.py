@@ -13,7 +13,16 @@ import numpy as np
 from helpers import assert_same_bytes  # noqa: F401 - re-exported for the sim tests
 from hypothesis import HealthCheck, settings
 
-from mrvl.isa import NO_LOC, Activation, DType, Instruction, IOEntry, MemSpace, Program
+from mrvl.isa import (
+    DTYPE_BYTES,
+    NO_LOC,
+    Activation,
+    DType,
+    Instruction,
+    IOEntry,
+    MemSpace,
+    Program,
+)
 
 ALIGN = 64
 
@@ -211,6 +220,38 @@ def end(**header) -> Instruction:
     return instruction("end", **header)
 
 
+def conversion_program(opcode: str, shape, perm, src: DType, dst: DType, scale, zp) -> Program:
+    """One `quant` or `dequant` from input 'x' at DDR 0 to output 'y'."""
+    count = int(np.prod(shape))
+    dst_addr = -(-count * 4 // 64) * 64
+    dtype_field = {"src_dtype": int(src)} if opcode == "quant" else {"dst_dtype": int(dst)}
+    return Program(
+        target="cn10ka",
+        num_tiles=1,
+        ddr_size=dst_addr + count * 4,
+        io=[
+            IOEntry("x", True, tuple(shape), src, 0),
+            IOEntry("y", False, tuple(shape[p] for p in perm), dst, dst_addr),
+        ],
+        code=[
+            instruction(
+                opcode,
+                src_addr=0,
+                src_shape=tuple(shape),
+                dst_addr=dst_addr,
+                perm=tuple(perm),
+                scale=scale,
+                zp=zp,
+                **dtype_field,
+            ),
+            end(),
+        ],
+        const_base=0,
+        consts=b"",
+        srcmap=[],
+    )
+
+
 class Staging:
     """Tensors laid out at 64-byte-aligned offsets; the same offsets serve in DDR and OCM."""
 
@@ -239,9 +280,11 @@ def layer_program(
     num_tiles: int = 1,
     srcmap=(),
     target: str = "cn10ka",
+    dtype: DType = DType.F16,
 ) -> Program:
-    """Constants -> OCM of `tile`, `compute`, output tile (f16) -> DDR output entry 'y'."""
-    nbytes = math.prod(out_shape) * 2
+    """Constants -> OCM of `tile`, `compute`, output tile (f16, or `dtype`) -> DDR output
+    entry 'y'."""
+    nbytes = math.prod(out_shape) * DTYPE_BYTES[dtype]
     consts = bytes(staging.blob)
     out_ddr = len(consts)
     code = [
@@ -254,7 +297,7 @@ def layer_program(
         target=target,
         num_tiles=num_tiles,
         ddr_size=out_ddr + nbytes,
-        io=[IOEntry("y", False, tuple(out_shape), DType.F16, out_ddr)],
+        io=[IOEntry("y", False, tuple(out_shape), dtype, out_ddr)],
         code=code,
         const_base=0,
         consts=consts,

@@ -20,6 +20,7 @@ from numba.core.errors import NumbaExperimentalFeatureWarning
 from mrvl.isa import OPCODE_BY_NAME, OpcodeTable
 from mrvl.sim.engines.numba.dma import cvt, dma, load_table
 from mrvl.sim.engines.numba.fields import OP_END
+from mrvl.sim.engines.numba.int8 import INT8_KERNELS
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.mac import bmm, conv, fc
 from mrvl.sim.engines.numba.mac_tiles import NARROW, packed_size
@@ -172,6 +173,9 @@ def _layernorm(i, row, frow, machine, tally, weights, skip, sync, worker, worker
 def _end(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
     return STOP
 
+
+for _opcode, _kernel in INT8_KERNELS.items():  # quant, dequant, qconv, ... (int8.py)
+    implements(_opcode)(_kernel)
 
 KERNELS.require_complete()
 

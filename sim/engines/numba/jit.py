@@ -16,7 +16,12 @@ from pathlib import Path
 
 from numba.core import config as _numba_config
 
-STAMPED_MODULES = ("mrvl.isa", "mrvl.sim.validate", "mrvl.sim.weight_cache")
+STAMPED_MODULES = (
+    "mrvl.isa",
+    "mrvl.isa_int8",
+    "mrvl.sim.validate",
+    "mrvl.sim.weight_cache",
+)
 """Modules outside this package whose constants the kernels bake in."""
 
 

@@ -1,0 +1,416 @@
+"""The Numba engine's int8 instructions (docs/isa.md, the int8 instructions and "Numerics
+(int8 mode)"): `quant`, `dequant`, `qconv`, `qpool`, `qfc`, `qadd` and `requant`.
+
+Integer sums are exact in int64 and wrapped to int32 once, which is the ISA's int32
+accumulation modulo 2^32 whatever the order: so these loops run in whatever order is fast and
+still give the reference interpreter's bytes. `dispatch.py` registers `INT8_KERNELS`; each has
+the dispatch signature.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mrvl.isa import OPCODE_BY_NAME
+from mrvl.isa_int8 import QADD_LEFT_SHIFT, RQ_SHIFT_MAX, RQ_SHIFT_MIN
+from mrvl.sim.engines.numba.dma import gather_permuted
+from mrvl.sim.engines.numba.fields import F32, POOL_MAX
+from mrvl.sim.engines.numba.jit import jit
+from mrvl.sim.engines.numba.numerics import load_f16, load_f32, store_f16, store_f32
+from mrvl.sim.validate import field_words
+
+_quant = field_words(OPCODE_BY_NAME["quant"])
+_dequant = field_words(OPCODE_BY_NAME["dequant"])
+_qconv = field_words(OPCODE_BY_NAME["qconv"])
+_qpool = field_words(OPCODE_BY_NAME["qpool"])
+_qfc = field_words(OPCODE_BY_NAME["qfc"])
+_qadd = field_words(OPCODE_BY_NAME["qadd"])
+_requant = field_words(OPCODE_BY_NAME["requant"])
+
+Q_SRC_ADDR, Q_SRC_DTYPE, Q_SRC_SHAPE = _quant["src_addr"], _quant["src_dtype"], _quant["src_shape"]
+Q_DST_ADDR, Q_PERM, Q_SCALE, Q_ZP = (
+    _quant["dst_addr"],
+    _quant["perm"],
+    _quant["scale"],
+    _quant["zp"],
+)
+DQ_SRC_ADDR, DQ_SRC_SHAPE, DQ_DST_ADDR = (
+    _dequant["src_addr"],
+    _dequant["src_shape"],
+    _dequant["dst_addr"],
+)
+DQ_DST_DTYPE, DQ_PERM = _dequant["dst_dtype"], _dequant["perm"]
+DQ_SCALE, DQ_ZP = _dequant["scale"], _dequant["zp"]
+
+QC_IN_ADDR, QC_IN_SHAPE, QC_ROW0 = _qconv["in_addr"], _qconv["in_shape"], _qconv["row0"]
+QC_OUT_ADDR, QC_OUT_SHAPE, QC_OROW0 = _qconv["out_addr"], _qconv["out_shape"], _qconv["orow0"]
+QC_KERNEL, QC_STRIDE, QC_PAD = _qconv["kernel"], _qconv["stride"], _qconv["pad"]
+QC_DILATION, QC_GROUPS = _qconv["dilation"], _qconv["groups"]
+QC_OC0, QC_OC_TOTAL = _qconv["oc0"], _qconv["oc_total"]
+QC_W_ADDR, QC_B_ADDR = _qconv["w_addr"], _qconv["b_addr"]
+QC_IN_ZP, QC_OUT_ZP, QC_RQ_ADDR = _qconv["in_zp"], _qconv["out_zp"], _qconv["rq_addr"]
+QC_CLAMP, QC_LUT_ADDR = _qconv["clamp"], _qconv["lut_addr"]
+QC_ACC_ADDR, QC_ACC_OUT = _qconv["acc_addr"], _qconv["acc_out"]
+
+QP_IN_ADDR, QP_IN_SHAPE, QP_ROW0 = _qpool["in_addr"], _qpool["in_shape"], _qpool["row0"]
+QP_OUT_ADDR, QP_OUT_SHAPE, QP_OROW0 = _qpool["out_addr"], _qpool["out_shape"], _qpool["orow0"]
+QP_KERNEL, QP_STRIDE, QP_PAD = _qpool["kernel"], _qpool["stride"], _qpool["pad"]
+QP_MODE, QP_IN_HW, QP_PAD_END = _qpool["mode"], _qpool["in_hw"], _qpool["pad_end"]
+QP_COUNT_INCLUDE_PAD = _qpool["count_include_pad"]
+QP_IN_ZP, QP_OUT_ZP, QP_RQ = _qpool["in_zp"], _qpool["out_zp"], _qpool["rq"]
+
+QF_IN_ADDR, QF_N, QF_K, QF_O = _qfc["in_addr"], _qfc["n"], _qfc["k"], _qfc["o"]
+QF_W_ADDR, QF_B_ADDR, QF_OUT_ADDR = _qfc["w_addr"], _qfc["b_addr"], _qfc["out_addr"]
+QF_IN_ZP, QF_OUT_ZP, QF_RQ_ADDR = _qfc["in_zp"], _qfc["out_zp"], _qfc["rq_addr"]
+QF_CLAMP, QF_LUT_ADDR = _qfc["clamp"], _qfc["lut_addr"]
+
+QA_A_ADDR, QA_B_ADDR, QA_OUT_ADDR = _qadd["a_addr"], _qadd["b_addr"], _qadd["out_addr"]
+QA_COUNT, QA_A_ZP, QA_B_ZP, QA_OUT_ZP = (
+    _qadd["count"],
+    _qadd["a_zp"],
+    _qadd["b_zp"],
+    _qadd["out_zp"],
+)
+QA_A_RQ, QA_B_RQ, QA_OUT_RQ = _qadd["a_rq"], _qadd["b_rq"], _qadd["out_rq"]
+QA_CLAMP, QA_LUT_ADDR = _qadd["clamp"], _qadd["lut_addr"]
+
+RQ_IN_ADDR, RQ_OUT_ADDR, RQ_COUNT = _requant["in_addr"], _requant["out_addr"], _requant["count"]
+RQ_IN_ZP, RQ_OUT_ZP, RQ_RQ = _requant["in_zp"], _requant["out_zp"], _requant["rq"]
+RQ_CLAMP, RQ_LUT_ADDR = _requant["clamp"], _requant["lut_addr"]
+
+
+# ------------------------------------------------------------------------------- arithmetic
+
+
+@jit
+def requantize(v, multiplier, shift):
+    """round(v * multiplier / 2^(31 - shift)), ties toward +inf, in int64; shift clamped into
+    [RQ_SHIFT_MIN, RQ_SHIFT_MAX] (docs/isa.md §4, int8)."""
+    s = min(max(np.int64(shift), RQ_SHIFT_MIN), RQ_SHIFT_MAX)
+    right = 31 - s
+    return (np.int64(v) * np.int64(multiplier) + (np.int64(1) << (right - 1))) >> right
+
+
+@jit
+def wrap_int32(v):
+    """An int64 sum modulo 2^32, as a two's-complement int32 value (held in int64)."""
+    return ((v + (np.int64(1) << 31)) & np.int64(0xFFFFFFFF)) - (np.int64(1) << 31)
+
+
+@jit
+def load_i32(buf, addr, count):
+    """int64[count] from the little-endian int32 values at buf[addr:]."""
+    out = np.empty(count, np.int64)
+    if addr % 4 == 0:
+        values = buf[addr : addr + 4 * count].view(np.int32)
+        for i in range(count):
+            out[i] = values[i]
+        return out
+    for i in range(count):
+        p = addr + 4 * i
+        u = (
+            np.int64(buf[p])
+            | (np.int64(buf[p + 1]) << 8)
+            | (np.int64(buf[p + 2]) << 16)
+            | (np.int64(buf[p + 3]) << 24)
+        )
+        out[i] = u - (np.int64(1) << 32) if u >= (np.int64(1) << 31) else u
+    return out
+
+
+@jit
+def store_i32(buf, addr, values):
+    """Store int64 `values` (already int32 values) at buf[addr:] as little-endian int32."""
+    for i in range(values.size):
+        u = values[i] & 0xFFFFFFFF
+        for e in range(4):
+            buf[addr + 4 * i + e] = np.uint8((u >> (8 * e)) & 0xFF)
+
+
+@jit
+def load_i8(buf, addr, count):
+    """int64[count] from the int8 values at buf[addr:]."""
+    out = np.empty(count, np.int64)
+    raw = buf[addr : addr + count].view(np.int8)
+    for i in range(count):
+        out[i] = raw[i]
+    return out
+
+
+@jit
+def finish(y, lo, hi, ocm, lut_addr):
+    """An int8 result's last steps: the clamp [lo, hi], then the table at lut_addr (or -1)."""
+    if y < lo:
+        y = np.int64(lo)
+    elif y > hi:
+        y = np.int64(hi)
+    if lut_addr != -1:
+        t = np.int64(ocm[lut_addr + y + 128])
+        y = t - 256 if t >= 128 else t
+    return y
+
+
+@jit
+def store_i8(buf, addr, value):
+    buf[addr] = np.uint8(value & 0xFF)
+
+
+# ------------------------------------------------------------------------- the instructions
+
+
+@jit
+def quantize_value(x, scale, zp):
+    """The `quant` rule on one fp32 value: saturate(round_half_even(x / scale) + zp); NaN -> -128."""
+    q = x / scale  # both float32: one IEEE fp32 division
+    if q != q:
+        q = np.float32(-1024.0)
+    if q > np.float32(1024.0):
+        q = np.float32(1024.0)
+    elif q < np.float32(-1024.0):
+        q = np.float32(-1024.0)
+    v = np.int64(np.rint(q)) + zp
+    return min(max(v, -128), 127)
+
+
+@jit
+def _quant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    ddr = machine[0]
+    shape = row[Q_SRC_SHAPE : Q_SRC_SHAPE + 4].astype(np.int64)
+    perm = row[Q_PERM : Q_PERM + 4]
+    count = shape[0] * shape[1] * shape[2] * shape[3]
+    src = np.int64(row[Q_SRC_ADDR])
+    source = (
+        load_f32(ddr, src, count)
+        if row[Q_SRC_DTYPE] == F32
+        else load_f16(ddr, src, count, machine[3])
+    )
+    values = np.empty(count, np.float32)
+    gather_permuted(source, shape, perm, values)
+    scale, zp, dst = frow[Q_SCALE], np.int64(row[Q_ZP]), np.int64(row[Q_DST_ADDR])
+    for k in range(count):
+        store_i8(ddr, dst + k, quantize_value(values[k], scale, zp))
+    return step
+
+
+@jit
+def _dequant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    ddr = machine[0]
+    shape = row[DQ_SRC_SHAPE : DQ_SRC_SHAPE + 4].astype(np.int64)
+    perm = row[DQ_PERM : DQ_PERM + 4]
+    count = shape[0] * shape[1] * shape[2] * shape[3]
+    source = load_i8(ddr, np.int64(row[DQ_SRC_ADDR]), count)
+    permuted = np.empty(count, np.int64)
+    gather_permuted(source, shape, perm, permuted)
+    scale, zp = frow[DQ_SCALE], np.int64(row[DQ_ZP])
+    values = np.empty(count, np.float32)
+    for k in range(count):
+        values[k] = np.float32(permuted[k] - zp) * scale  # one fp32 multiply
+    if row[DQ_DST_DTYPE] == F32:
+        store_f32(ddr, np.int64(row[DQ_DST_ADDR]), values)
+    else:
+        store_f16(ddr, np.int64(row[DQ_DST_ADDR]), values, tally)
+    return step
+
+
+@jit
+def _qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    """Per output pixel and channel: the start (partial sums or bias), then per tap inside the
+    window the dot product of the group's channels (x - in_zp) with the weights, in int64."""
+    ocm = machine[1][row[1]]
+    n, ih, iw, c = (
+        row[QC_IN_SHAPE],
+        row[QC_IN_SHAPE + 1],
+        row[QC_IN_SHAPE + 2],
+        row[QC_IN_SHAPE + 3],
+    )
+    oh, ow, oc = row[QC_OUT_SHAPE + 1], row[QC_OUT_SHAPE + 2], row[QC_OUT_SHAPE + 3]
+    kh_count, kw_count = row[QC_KERNEL], row[QC_KERNEL + 1]
+    sh, sw, top, left = row[QC_STRIDE], row[QC_STRIDE + 1], row[QC_PAD], row[QC_PAD + 1]
+    dh, dw = row[QC_DILATION], row[QC_DILATION + 1]
+    groups, in_zp = row[QC_GROUPS], np.int64(row[QC_IN_ZP])
+    cg = c // groups
+    per_group = row[QC_OC_TOTAL] // groups
+    x = load_i8(ocm, np.int64(row[QC_IN_ADDR]), n * ih * iw * c)
+    for k in range(x.size):
+        x[k] -= in_zp  # a padding tap would read in_zp: it contributes 0 and is skipped
+    w = load_i8(ocm, np.int64(row[QC_W_ADDR]), oc * kh_count * kw_count * cg)
+    count = n * oh * ow * oc
+    acc_addr, b_addr = row[QC_ACC_ADDR], row[QC_B_ADDR]
+    if acc_addr != -1:
+        acc = load_i32(ocm, np.int64(acc_addr), count)
+    else:
+        bias = load_i32(ocm, np.int64(b_addr), oc) if b_addr != -1 else np.zeros(oc, np.int64)
+        acc = np.empty(count, np.int64)
+        for k in range(count):
+            acc[k] = bias[k % oc]
+    group_base = np.empty(oc, np.int64)
+    for o in range(oc):
+        group_base[o] = ((row[QC_OC0] + o) // per_group) * cg
+    for b in range(n):
+        for r in range(oh):
+            rows0 = (row[QC_OROW0] + r) * sh - top - row[QC_ROW0]
+            for q in range(ow):
+                cols0 = q * sw - left
+                at = ((b * oh + r) * ow + q) * oc
+                for kh in range(kh_count):
+                    wr = rows0 + kh * dh
+                    if wr < 0 or wr >= ih:
+                        continue
+                    for kw in range(kw_count):
+                        wc = cols0 + kw * dw
+                        if wc < 0 or wc >= iw:
+                            continue
+                        pixel = ((b * ih + wr) * iw + wc) * c
+                        for o in range(oc):
+                            xs = pixel + group_base[o]
+                            ws = ((o * kh_count + kh) * kw_count + kw) * cg
+                            s = np.int64(0)
+                            for ci in range(cg):
+                                s += x[xs + ci] * w[ws + ci]
+                            acc[at + o] += s
+    for k in range(count):
+        acc[k] = wrap_int32(acc[k])
+    out = np.int64(row[QC_OUT_ADDR])
+    if row[QC_ACC_OUT]:
+        store_i32(ocm, out, acc)
+        return step
+    pairs = load_i32(ocm, np.int64(row[QC_RQ_ADDR]), 2 * oc)
+    lo, hi, lut, out_zp = row[QC_CLAMP], row[QC_CLAMP + 1], row[QC_LUT_ADDR], row[QC_OUT_ZP]
+    for k in range(count):
+        o = k % oc
+        y = out_zp + requantize(acc[k], pairs[2 * o], pairs[2 * o + 1])
+        store_i8(ocm, out + k, finish(y, lo, hi, ocm, lut))
+    return step
+
+
+@jit
+def _qfc_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    ocm = machine[1][row[1]]
+    rows, inner, outs = row[QF_N], row[QF_K], row[QF_O]
+    in_zp = np.int64(row[QF_IN_ZP])
+    x = load_i8(ocm, np.int64(row[QF_IN_ADDR]), rows * inner)
+    for k in range(x.size):
+        x[k] -= in_zp
+    w = load_i8(ocm, np.int64(row[QF_W_ADDR]), outs * inner)
+    b_addr = row[QF_B_ADDR]
+    bias = load_i32(ocm, np.int64(b_addr), outs) if b_addr != -1 else np.zeros(outs, np.int64)
+    pairs = load_i32(ocm, np.int64(row[QF_RQ_ADDR]), 2 * outs)
+    lo, hi, lut, out_zp = row[QF_CLAMP], row[QF_CLAMP + 1], row[QF_LUT_ADDR], row[QF_OUT_ZP]
+    out = np.int64(row[QF_OUT_ADDR])
+    for r in range(rows):
+        for j in range(outs):
+            s = np.int64(0)
+            for kk in range(inner):
+                s += x[r * inner + kk] * w[j * inner + kk]
+            acc = wrap_int32(bias[j] + s)
+            y = out_zp + requantize(acc, pairs[2 * j], pairs[2 * j + 1])
+            store_i8(ocm, out + r * outs + j, finish(y, lo, hi, ocm, lut))
+    return step
+
+
+@jit
+def _qadd_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    ocm = machine[1][row[1]]
+    count = row[QA_COUNT]
+    a = load_i8(ocm, np.int64(row[QA_A_ADDR]), count)
+    b = load_i8(ocm, np.int64(row[QA_B_ADDR]), count)
+    a_zp, b_zp, out_zp = np.int64(row[QA_A_ZP]), np.int64(row[QA_B_ZP]), row[QA_OUT_ZP]
+    lo, hi, lut = row[QA_CLAMP], row[QA_CLAMP + 1], row[QA_LUT_ADDR]
+    out = np.int64(row[QA_OUT_ADDR])
+    for k in range(count):
+        sa = requantize((a[k] - a_zp) << QADD_LEFT_SHIFT, row[QA_A_RQ], row[QA_A_RQ + 1])
+        sb = requantize((b[k] - b_zp) << QADD_LEFT_SHIFT, row[QA_B_RQ], row[QA_B_RQ + 1])
+        y = out_zp + requantize(sa + sb, row[QA_OUT_RQ], row[QA_OUT_RQ + 1])
+        store_i8(ocm, out + k, finish(y, lo, hi, ocm, lut))
+    return step
+
+
+@jit
+def _requant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    ocm = machine[1][row[1]]
+    count = row[RQ_COUNT]
+    x = load_i8(ocm, np.int64(row[RQ_IN_ADDR]), count)
+    in_zp, out_zp = np.int64(row[RQ_IN_ZP]), row[RQ_OUT_ZP]
+    lo, hi, lut = row[RQ_CLAMP], row[RQ_CLAMP + 1], row[RQ_LUT_ADDR]
+    out = np.int64(row[RQ_OUT_ADDR])
+    for k in range(count):
+        y = out_zp + requantize(x[k] - in_zp, row[RQ_RQ], row[RQ_RQ + 1])
+        store_i8(ocm, out + k, finish(y, lo, hi, ocm, lut))
+    return step
+
+
+@jit
+def _qpool_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    """Per output position and channel: the max of the valid taps, or the sum of their
+    differences from in_zp divided by the divisor (ties away from zero); then rescaled."""
+    ocm = machine[1][row[1]]
+    n, ih, iw, c = (
+        row[QP_IN_SHAPE],
+        row[QP_IN_SHAPE + 1],
+        row[QP_IN_SHAPE + 2],
+        row[QP_IN_SHAPE + 3],
+    )
+    oh, ow = row[QP_OUT_SHAPE + 1], row[QP_OUT_SHAPE + 2]
+    kh_count, kw_count = row[QP_KERNEL], row[QP_KERNEL + 1]
+    sh, sw, top, left = row[QP_STRIDE], row[QP_STRIDE + 1], row[QP_PAD], row[QP_PAD + 1]
+    height, width = row[QP_IN_HW], row[QP_IN_HW + 1]
+    bottom, right = row[QP_PAD_END], row[QP_PAD_END + 1]
+    is_max, include_pad = row[QP_MODE] == POOL_MAX, row[QP_COUNT_INCLUDE_PAD] != 0
+    in_zp, out_zp = np.int64(row[QP_IN_ZP]), row[QP_OUT_ZP]
+    multiplier, shift = row[QP_RQ], row[QP_RQ + 1]
+    x = load_i8(ocm, np.int64(row[QP_IN_ADDR]), n * ih * iw * c)
+    out = np.int64(row[QP_OUT_ADDR])
+    acc = np.empty(c, np.int64)
+    for b in range(n):
+        for r in range(oh):
+            rows0 = (row[QP_OROW0] + r) * sh - top  # input-tensor row of the first tap
+            for q in range(ow):
+                cols0 = q * sw - left
+                for ch in range(c):
+                    acc[ch] = -(np.int64(1) << 40) if is_max else 0
+                valid = 0
+                for kh in range(kh_count):
+                    wr = rows0 + kh - row[QP_ROW0]
+                    if wr < 0 or wr >= ih:
+                        continue
+                    for kw in range(kw_count):
+                        wc = cols0 + kw
+                        if wc < 0 or wc >= iw:
+                            continue
+                        valid += 1
+                        pixel = ((b * ih + wr) * iw + wc) * c
+                        for ch in range(c):
+                            v = x[pixel + ch]
+                            if is_max:
+                                if v > acc[ch]:
+                                    acc[ch] = v
+                            else:
+                                acc[ch] += v - in_zp
+                divisor = valid
+                if include_pad:
+                    rows_in = min(rows0 + kh_count, height + bottom) - max(rows0, -top)
+                    cols_in = min(cols0 + kw_count, width + right) - max(cols0, -left)
+                    divisor = rows_in * cols_in
+                at = ((b * oh + r) * ow + q) * c
+                for ch in range(c):
+                    if is_max:
+                        value = acc[ch] - in_zp
+                    else:
+                        s = acc[ch]
+                        magnitude = (abs(s) + divisor // 2) // divisor
+                        value = magnitude if s >= 0 else -magnitude
+                    y = out_zp + requantize(value, multiplier, shift)
+                    store_i8(ocm, out + at + ch, min(max(y, -128), 127))
+    return step
+
+
+INT8_KERNELS = {
+    "quant": _quant_kernel,
+    "dequant": _dequant_kernel,
+    "qconv": _qconv_kernel,
+    "qpool": _qpool_kernel,
+    "qfc": _qfc_kernel,
+    "qadd": _qadd_kernel,
+    "requant": _requant_kernel,
+}
+"""The int8 opcodes' kernels, which `dispatch.py` registers."""

@@ -1,0 +1,406 @@
+"""The int8 instructions give the same bytes on both engines (no tolerance), on generated
+shapes, zero points, rescale pairs, clamps and tables; and validation refuses their illegal
+fields and out-of-bounds operands with a message naming the instruction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sim_builders import (
+    ENGINE_SETTINGS,
+    Staging,
+    conversion_program,
+    instruction,
+    layer_program,
+    run_both,
+)
+
+from mrvl import int8
+from mrvl.isa import DType, PoolMode, Program
+from mrvl.sim import SimulatorError, validate
+
+# dequant to f16 saturates on purpose; the warning is tested on its own.
+pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
+
+ZERO_POINTS = st.integers(-128, 127)
+SHIFTS = st.integers(-31, 30)
+MULTIPLIERS = st.integers(0, 2**31 - 1) | st.integers(2**30, 2**31 - 1)
+
+
+@st.composite
+def clamps(draw):
+    lo = draw(st.integers(-128, 127))
+    return lo, draw(st.integers(lo, 127))
+
+
+@st.composite
+def int8_finish(draw, staging: Staging, rng: np.random.Generator) -> dict:
+    """clamp and lut_addr: a random clamp, and a random table or none."""
+    table = draw(st.booleans())
+    lut = staging.add(rng.integers(-128, 128, 256).astype(np.int8)) if table else -1
+    return {"clamp": draw(clamps()), "lut_addr": lut}
+
+
+def int8_values(rng: np.random.Generator, shape) -> np.ndarray:
+    """int8 data over the whole range, with the extremes on purpose."""
+    values = rng.integers(-128, 128, shape).astype(np.int8)
+    flat = values.reshape(-1)
+    flat[:: max(1, flat.size // 5)] = rng.choice([-128, 127], flat[:: max(1, flat.size // 5)].size)
+    return values
+
+
+def rescale_pairs(rng: np.random.Generator, count: int, wild: bool) -> np.ndarray:
+    """int32 [count, 2] pairs: realistic ones (a conv's factors near 2^-8), or any int32
+    multiplier and shift (data in OCM: every value has a defined meaning)."""
+    if wild:
+        return np.stack(
+            [rng.integers(-(2**31), 2**31, count), rng.integers(-40, 40, count)], axis=1
+        ).astype(np.int32)
+    factors = rng.uniform(1e-4, 2e-2, count)
+    return np.array([int8.quantize_multiplier(f) for f in factors], np.int32).reshape(count, 2)
+
+
+@st.composite
+def qconv_layers(draw):
+    depthwise = draw(st.booleans())
+    if depthwise:
+        groups, cg, per_group = draw(st.sampled_from([3, 8, 17])), 1, draw(st.integers(1, 2))
+    else:
+        groups = draw(st.sampled_from([1, 1, 2, 3]))
+        cg, per_group = draw(st.sampled_from([1, 2, 5, 33])), draw(st.integers(1, 6))
+    kernel = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    stride = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    dilation = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    height, width = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    pad = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
+    extent = [(k - 1) * d + 1 for k, d in zip(kernel, dilation)]
+    out_h = max(1, (height + 2 * pad[0] - extent[0]) // stride[0] + 1)
+    out_w = max(1, (width + 2 * pad[1] - extent[1]) // stride[1] + 1)
+    oc_total = groups * per_group
+    oc0 = draw(st.integers(0, oc_total - 1))
+    return dict(
+        n=draw(st.integers(1, 2)),
+        in_hwc=(height, width, groups * cg),
+        out_hw=(out_h, out_w),
+        kernel=kernel,
+        stride=stride,
+        dilation=dilation,
+        pad=pad,
+        groups=groups,
+        oc0=oc0,
+        oc_total=oc_total,
+        tile_channels=draw(st.integers(1, oc_total - oc0)),
+        bias=draw(st.booleans()),
+        in_zp=draw(ZERO_POINTS),
+        out_zp=draw(ZERO_POINTS),
+        wild_pairs=draw(st.booleans()),
+        partial=draw(st.booleans()),
+        acc_out=draw(st.booleans()),
+        seed=draw(st.integers(0, 2**16)),
+        data=draw(st.data()),
+    )
+
+
+@ENGINE_SETTINGS
+@given(qconv_layers())
+def test_qconv_engines_agree(layer):
+    rng = np.random.default_rng(layer["seed"])
+    height, width, channels = layer["in_hwc"]
+    in_shape = (layer["n"], height, width, channels)
+    out_shape = (layer["n"], *layer["out_hw"], layer["tile_channels"])
+    oc = out_shape[3]
+    staging = Staging()
+    x = staging.add(int8_values(rng, in_shape))
+    w = staging.add(int8_values(rng, (oc, *layer["kernel"], channels // layer["groups"])))
+    b = staging.add(rng.integers(-(2**20), 2**20, oc).astype(np.int32))
+    rq = staging.add(rescale_pairs(rng, oc, layer["wild_pairs"]))
+    partial = staging.add(rng.integers(-(2**31), 2**31, out_shape).astype(np.int32))
+    out = staging.reserve(4 * int(np.prod(out_shape)))
+    finish = layer["data"].draw(int8_finish(staging, rng))
+    ins = instruction(
+        "qconv",
+        in_addr=x,
+        in_shape=in_shape,
+        row0=0,
+        out_addr=out,
+        out_shape=out_shape,
+        orow0=0,
+        kernel=layer["kernel"],
+        stride=layer["stride"],
+        pad=layer["pad"],
+        dilation=layer["dilation"],
+        groups=layer["groups"],
+        oc0=layer["oc0"],
+        oc_total=layer["oc_total"],
+        w_addr=w,
+        b_addr=b if layer["bias"] else -1,
+        in_zp=layer["in_zp"],
+        out_zp=layer["out_zp"],
+        rq_addr=rq,
+        acc_addr=partial if layer["partial"] else -1,
+        acc_out=int(layer["acc_out"]),
+        **finish,
+    )
+    dtype = DType.I32 if layer["acc_out"] else DType.I8
+    run_both(layer_program(staging, [ins], out, out_shape, dtype=dtype), [])
+
+
+@ENGINE_SETTINGS
+@given(
+    rows=st.integers(1, 3),
+    inner=st.integers(1, 70),
+    outs=st.integers(1, 12),
+    bias=st.booleans(),
+    in_zp=ZERO_POINTS,
+    out_zp=ZERO_POINTS,
+    wild=st.booleans(),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_qfc_engines_agree(rows, inner, outs, bias, in_zp, out_zp, wild, seed, data):
+    rng = np.random.default_rng(seed)
+    staging = Staging()
+    x = staging.add(int8_values(rng, (rows, inner)))
+    w = staging.add(int8_values(rng, (outs, inner)))
+    b = staging.add(rng.integers(-(2**31), 2**31, outs).astype(np.int32))
+    rq = staging.add(rescale_pairs(rng, outs, wild))
+    out = staging.reserve(rows * outs)
+    ins = instruction(
+        "qfc",
+        in_addr=x,
+        n=rows,
+        k=inner,
+        o=outs,
+        w_addr=w,
+        b_addr=b if bias else -1,
+        out_addr=out,
+        in_zp=in_zp,
+        out_zp=out_zp,
+        rq_addr=rq,
+        **data.draw(int8_finish(staging, rng)),
+    )
+    run_both(layer_program(staging, [ins], out, (rows, outs), dtype=DType.I8), [])
+
+
+@ENGINE_SETTINGS
+@given(
+    count=st.integers(1, 200),
+    zps=st.tuples(ZERO_POINTS, ZERO_POINTS, ZERO_POINTS),
+    scales=st.tuples(*[st.floats(1e-3, 1.0)] * 3),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_qadd_engines_agree(count, zps, scales, seed, data):
+    rng = np.random.default_rng(seed)
+    staging = Staging()
+    a, b = staging.add(int8_values(rng, count)), staging.add(int8_values(rng, count))
+    out = staging.reserve(count)
+    ins = instruction(
+        "qadd",
+        a_addr=a,
+        b_addr=b,
+        out_addr=out,
+        count=count,
+        a_zp=zps[0],
+        b_zp=zps[1],
+        out_zp=zps[2],
+        **int8.qadd_params(*scales),
+        **data.draw(int8_finish(staging, rng)),
+    )
+    run_both(layer_program(staging, [ins], out, (count,), dtype=DType.I8), [])
+
+
+@ENGINE_SETTINGS
+@given(
+    count=st.integers(1, 200),
+    zps=st.tuples(ZERO_POINTS, ZERO_POINTS),
+    rq=st.tuples(MULTIPLIERS, SHIFTS),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_requant_engines_agree(count, zps, rq, seed, data):
+    rng = np.random.default_rng(seed)
+    staging = Staging()
+    x, out = staging.add(int8_values(rng, count)), staging.reserve(count)
+    ins = instruction(
+        "requant",
+        in_addr=x,
+        out_addr=out,
+        count=count,
+        in_zp=zps[0],
+        out_zp=zps[1],
+        rq=rq,
+        **data.draw(int8_finish(staging, rng)),
+    )
+    run_both(layer_program(staging, [ins], out, (count,), dtype=DType.I8), [])
+
+
+@ENGINE_SETTINGS
+@given(
+    n=st.integers(1, 2),
+    in_hw=st.tuples(st.integers(1, 7), st.integers(1, 7)),
+    channels=st.integers(1, 9),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    mode=st.sampled_from(list(PoolMode)),
+    count_include_pad=st.integers(0, 1),
+    zps=st.tuples(ZERO_POINTS, ZERO_POINTS),
+    rq=st.tuples(MULTIPLIERS, SHIFTS),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_qpool_engines_agree(
+    n, in_hw, channels, kernel, stride, mode, count_include_pad, zps, rq, seed, data
+):
+    kernel = tuple(min(k, h) for k, h in zip(kernel, in_hw))
+    pad = tuple(data.draw(st.integers(0, min(k - 1, h))) for k, h in zip(kernel, in_hw))
+    pad_end = tuple(data.draw(st.integers(0, min(k - 1, h))) for k, h in zip(kernel, in_hw))
+    out_hw = tuple(
+        (h + p + e - k) // s + 1 for h, p, e, k, s in zip(in_hw, pad, pad_end, kernel, stride)
+    )
+    rng = np.random.default_rng(seed)
+    staging = Staging()
+    x = staging.add(int8_values(rng, (n, *in_hw, channels)))
+    out_shape = (n, *out_hw, channels)
+    out = staging.reserve(int(np.prod(out_shape)))
+    ins = instruction(
+        "qpool",
+        in_addr=x,
+        in_shape=(n, *in_hw, channels),
+        row0=0,
+        out_addr=out,
+        out_shape=out_shape,
+        orow0=0,
+        kernel=kernel,
+        stride=stride,
+        pad=pad,
+        mode=int(mode),
+        in_hw=in_hw,
+        pad_end=pad_end,
+        count_include_pad=count_include_pad,
+        in_zp=zps[0],
+        out_zp=zps[1],
+        rq=rq,
+    )
+    run_both(layer_program(staging, [ins], out, out_shape, dtype=DType.I8), [])
+
+
+@ENGINE_SETTINGS
+@given(
+    shape=st.tuples(*[st.integers(1, 4)] * 4),
+    perm=st.permutations(range(4)),
+    src=st.sampled_from([DType.F32, DType.F16]),
+    scale=st.floats(2**-13, 8.0, width=32),
+    zp=ZERO_POINTS,
+    seed=st.integers(0, 2**16),
+)
+def test_quant_engines_agree(shape, perm, src, scale, zp, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape) * 128 * scale
+    x.reshape(-1)[::5] = np.round(x.reshape(-1)[::5] / scale) * scale + scale / 2  # near ties
+    x.reshape(-1)[::7] = rng.choice([np.nan, np.inf, -np.inf, 1e30, -0.0])
+    with np.errstate(over="ignore"):
+        x = x.astype(np.float32 if src == DType.F32 else np.float16)
+    run_both(conversion_program("quant", shape, perm, src, DType.I8, scale, zp), [x])
+
+
+@ENGINE_SETTINGS
+@given(
+    shape=st.tuples(*[st.integers(1, 4)] * 4),
+    perm=st.permutations(range(4)),
+    dst=st.sampled_from([DType.F32, DType.F16]),
+    scale=st.floats(2**-13, 1024.0, width=32),
+    zp=ZERO_POINTS,
+    seed=st.integers(0, 2**16),
+)
+def test_dequant_engines_agree(shape, perm, dst, scale, zp, seed):
+    """To F16, large scales saturate: the counts must agree too (run_both checks them)."""
+    q = int8_values(np.random.default_rng(seed), shape)
+    run_both(conversion_program("dequant", shape, perm, DType.I8, dst, scale, zp), [q])
+
+
+# ------------------------------------------------------------------------------- validation
+
+
+def _requant_program(**fields) -> Program:
+    staging = Staging()
+    x, out = staging.add(np.zeros(16, np.int8)), staging.reserve(16)
+    defaults = dict(in_addr=x, out_addr=out, count=16, in_zp=0, out_zp=0, rq=(1 << 30, 1))
+    finish = {"clamp": (-128, 127), "lut_addr": -1}
+    ins = instruction("requant", loc=0, **{**defaults, **finish, **fields})
+    return layer_program(staging, [ins], out, (16,), dtype=DType.I8, srcmap=["/relu/Relu"])
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"in_zp": 128}, r"in_zp=128 breaks `-128 <= in_zp <= 127`"),
+        ({"out_zp": -129}, r"out_zp=-129 breaks `-128 <= out_zp <= 127`"),
+        ({"clamp": (5, 4)}, r"clamp=\[5, 4\] breaks `clamp\[0\] <= clamp\[1\]`"),
+        ({"clamp": (-200, 4)}, r"clamp=\[-200, 4\] breaks `-128 <= clamp\[d\] <= 127`"),
+        ({"rq": (1 << 30, 31)}, r"rq=\[1073741824, 31\] breaks `-31 <= rq\[1\] <= 30`"),
+        ({"count": 0}, r"count=0 breaks `count >= 1`"),
+        ({"count": 1 << 20}, r"output \[.*\) is outside tile 0's OCM"),
+        ({"lut_addr": 262143}, r"int8 table \[.*\) is outside tile 0's OCM"),
+    ],
+)
+def test_illegal_int8_fields_are_refused_naming_the_instruction(fields, message):
+    with pytest.raises(SimulatorError, match=r"instruction 1 \(requant, ONNX node '/relu/Relu'\)"):
+        validate(_requant_program(**fields))
+    with pytest.raises(SimulatorError, match=message):
+        validate(_requant_program(**fields))
+
+
+def test_quant_and_dequant_refuse_other_types_and_bad_scales():
+    shape, perm = (1, 2, 3, 4), (0, 1, 2, 3)
+    for program, message in [
+        (conversion_program("quant", shape, perm, DType.I32, DType.I8, 1.0, 0), "src_dtype"),
+        (conversion_program("dequant", shape, perm, DType.I8, DType.I8, 1.0, 0), "dst_dtype"),
+        (conversion_program("quant", shape, perm, DType.F32, DType.I8, 0.0, 0), "scale=0.0"),
+        (conversion_program("quant", shape, perm, DType.F32, DType.I8, np.inf, 0), "scale=inf"),
+        (conversion_program("dequant", shape, perm, DType.I8, DType.F32, np.nan, 0), "scale=nan"),
+        (conversion_program("dequant", shape, perm, DType.I8, DType.F32, 1.0, 300), "zp=300"),
+    ]:
+        with pytest.raises(SimulatorError, match=message):
+            validate(program)
+
+
+def test_a_qconv_whose_pairs_or_partial_sums_leave_the_ocm_is_refused():
+    staging = Staging()
+    x, w = staging.add(np.zeros((1, 2, 2, 4), np.int8)), staging.add(np.zeros(4, np.int8))
+    out = staging.reserve(16)
+    base = dict(
+        in_addr=x,
+        in_shape=(1, 2, 2, 4),
+        row0=0,
+        out_addr=out,
+        out_shape=(1, 2, 2, 1),
+        orow0=0,
+        kernel=(1, 1),
+        stride=(1, 1),
+        pad=(0, 0),
+        dilation=(1, 1),
+        groups=1,
+        oc0=0,
+        oc_total=1,
+        w_addr=w,
+        b_addr=-1,
+        in_zp=0,
+        out_zp=0,
+        rq_addr=0,
+        clamp=(-128, 127),
+        lut_addr=-1,
+        acc_addr=-1,
+        acc_out=0,
+    )
+    for fields, message in [
+        ({"rq_addr": 262144 - 4}, "requantization pairs"),
+        ({"acc_addr": 262144 - 8}, "partial sums"),
+        ({"b_addr": 262144 - 2}, "bias"),
+        ({"out_addr": 262144 - 8, "acc_out": 1}, "output tile"),  # int32: 16 bytes
+    ]:
+        ins = instruction("qconv", **{**base, **fields})
+        with pytest.raises(SimulatorError, match=message):
+            validate(layer_program(staging, [ins], out, (1, 2, 2, 1), dtype=DType.I8))
