@@ -44,6 +44,9 @@ REGION_PREFIX = "mrvl_region_"
 REASONS_ATTR = "mrvl.partition_reasons"
 """Module attribute: ONNX node name → why that node stayed on the CPU."""
 
+INT8_ATTR = "mrvl.int8_nodes"
+"""Module attribute: the ONNX nodes that run in int8 on the MLIP (set only when some do)."""
+
 MAC_COMPOSITES = ("mrvl.conv2d", "mrvl.conv_transpose", "mrvl.fc")
 """The layers that use the MAC arrays; `require_mac_layer` wants one in every region."""
 
@@ -132,7 +135,16 @@ def partition_for_mrvl(
         for name, reason in collector.reasons().items()
         if targets.get(name, CPU) == CPU
     }
-    return partitioned.with_attr(REASONS_ATTR, reasons)
+    partitioned = partitioned.with_attr(REASONS_ATTR, reasons)
+    int8 = sorted(n for n in collector.int8_nodes if targets.get(n, CPU) != CPU)
+    return partitioned.with_attr(INT8_ATTR, int8) if int8 else partitioned
+
+
+def int8_nodes(mod: tvm.IRModule) -> frozenset[str]:
+    """The ONNX nodes of a partitioned module that run in int8 on the MLIP."""
+    if mod.attrs is None or INT8_ATTR not in mod.attrs:
+        return frozenset()
+    return frozenset(str(n) for n in mod.attrs[INT8_ATTR])
 
 
 def partition_reasons(mod: tvm.IRModule) -> dict[str, str]:

@@ -83,6 +83,8 @@ class Collector:
     """Numbers the accepted matches (see `patterns.site_attrs`)."""
     quantized: dict = field(default_factory=dict)
     """The integer origin of each dequantized constant (`qdq.quantized_constants`)."""
+    int8_nodes: set = field(default_factory=set)
+    """The ONNX nodes of the accepted matches that are int8 layers (`qdq_match`)."""
 
     def reject(self, culprit: str | None, reason: str, involved: Sequence[str]) -> None:
         if culprit is not None:
@@ -166,25 +168,25 @@ def checked(check: Callable[[PatternCheckContext], None]) -> Callable[[PatternCh
 
 def _check_quantized(ctx: PatternCheckContext, kind: str, collector: Collector | None) -> None:
     """A match in QDQ form (dequantized inputs, quantized result) must be an int8 layer the
-    MLIP runs exactly (`qdq.check_match`); a float layer passes."""
+    MLIP runs exactly (`qdq_match.check_match`); a float layer passes."""
     if collector is None:
         return
-    result = ctx.value_to_bound_var.get(ctx.matched_expr)
-    if result is None:
-        return
+    from .qdq_match import check_match, module_index
+
     calls = [c for c in ctx.matched_bindings.values() if isinstance(c, relax.Call)]
     try:
-        qdq.check_match(
+        layer = check_match(
             kind,
             calls,
-            list(ctx.matched_bindings.keys()),
-            result,
-            collector.bound,
+            ctx.matched_expr,
+            module_index(collector.bound),
             collector.users,
             collector.quantized,
         )
     except qdq.NotInt8 as err:
         raise _Reject(err.reason, err.at, partial=err.partial) from None
+    if layer is not None or kind in ("quantize", "dequantize"):
+        collector.int8_nodes.update(n for c in calls if (n := node_name_of(c)) is not None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -350,65 +350,13 @@ def check_quantized_io(
 MAC_OPS = {"relax.nn.conv2d": 0, "relax.nn.conv1d": 0, "relax.matmul": 1}
 """MAC layers with constant weights, and the axis of the weight's output channels."""
 
-INT8_READY: frozenset[str] = frozenset()
+INT8_READY: frozenset[str] = frozenset(
+    {
+        "conv2d", "fc", "add", "pool2d", "global_pool2d", "reshape", "transpose",
+        "quantize", "dequantize",
+    }
+)  # fmt: skip
 """Composites whose int8 form the compiler lowers to the MLIP's int8 instructions. Until a
 kind is here, its quantized layers stay on the CPU (`NOT_LOWERED`), never in fp16."""
 
-NOT_LOWERED = (
-    "int8 {kind}: this compiler does not lower quantized layers of this kind to the MLIP's "
-    "int8 instructions yet (it would not run a quantized layer in fp16)"
-)
-
-
-def check_match(
-    kind: str,
-    calls: Sequence[relax.Call],
-    matched_vars: Sequence[relax.Var],
-    result: relax.Var,
-    bound: Mapping[relax.Var, relax.Expr],
-    users: Mapping[relax.Var, list[relax.Call]],
-    quantized: Mapping[GenericConst, QuantizedConstant],
-) -> QuantizedLayer | None:
-    """The match's quantized form, None for a float layer; `NotInt8` for a quantized layer
-    the MLIP cannot run in int8 (or that this compiler does not lower yet)."""
-    inner = set(matched_vars)
-    inputs = list(
-        dict.fromkeys(
-            a for c in calls for a in c.args if isinstance(a, relax.Var) and a not in inner
-        )
-    )
-    weights = [
-        (c, c.args[1]) for c in calls if _op(c) in MAC_OPS and isinstance(c.args[1], GenericConst)
-    ]
-    has_quantized_const = any(
-        isinstance(a, GenericConst) and a in quantized for c in calls for a in c.args
-    )
-    form = quantized_form(inputs, result, bound.get, lambda v: users.get(v, []))
-    if form is None:
-        if has_quantized_const:
-            raise NotInt8(
-                "dequantized int8 weights in a float layer (no quantize around it)", calls[0]
-            )
-        return None
-    dequantizes, quantizes = form
-    at = weights[0][0] if weights else calls[0]
-    ins, out = check_quantized_io(
-        inputs, result, dequantizes, quantizes, bound.get, lambda v: users.get(v, []), at
-    )
-    weight_scale: tuple[float, ...] = ()
-    bias: tuple[int, ...] = ()
-    if weights:
-        call, weight = weights[0]
-        axis = MAC_OPS[_op(call)]
-        channels = int(weight.ty.shape[axis])
-        s_w = weight_quant(quantized.get(weight), channels, axis, call)
-        weight_scale = tuple(float(s) for s in s_w)
-        biases = [
-            a for c in calls if _op(c) == "relax.add" for a in c.args if isinstance(a, GenericConst)
-        ]
-        if biases:
-            b = bias_quant(quantized.get(biases[0]), channels, ins[0].scale, s_w, call)
-            bias = tuple(int(v) for v in b)
-    if kind not in INT8_READY:
-        raise NotInt8(NOT_LOWERED.format(kind=kind), at)
-    return QuantizedLayer(tuple(ins), out, weight_scale, bias)
+NOT_LOWERED = "int8 {kind}: not lowered to the MLIP's int8 instructions yet (never run in fp16)"

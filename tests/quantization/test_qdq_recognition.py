@@ -59,18 +59,31 @@ def test_imported_qdq_model_computes_what_onnxruntime_does(qdq_model, imported):
     assert np.abs(got - want).max() <= 1.5 * scale
 
 
-def test_quantized_layers_never_run_in_fp16(imported):
+def test_quantized_layers_run_in_int8(imported):
     part = mrvl.partition_for_mrvl(imported, num_tiles=1)
-    rows = _layer_rows(mrvl.partition_report(part))
+    report = mrvl.partition_report(part)
+    rows = _layer_rows(report)
     for node in ("/conv1/Conv", "/conv2/Conv", "/add/Add", "/pool/GlobalAveragePool", "/fc/Gemm"):
-        assert rows[node].target == "cpu", node
-        assert rows[node].reason.startswith("int8 "), rows[node].reason
+        assert rows[node].target == "mrvl_region_0" and rows[node].dtype == "int8", rows[node]
+    assert report.int8_mac_fraction == 1.0
+    assert "100.0 % in int8" in report.summary()
+
+
+def test_a_kind_not_lowered_in_int8_stays_on_the_cpu(imported, monkeypatch):
+    """A quantized layer whose kind has no int8 lowering is never run in fp16 instead."""
+    monkeypatch.setattr(qdq, "INT8_READY", qdq.INT8_READY - {"add"})
+    part = mrvl.partition_for_mrvl(imported, num_tiles=1)
+    row = _layer_rows(mrvl.partition_report(part))["/add/Add"]
+    assert row.target == "cpu" and row.dtype is None
+    assert row.reason == qdq.NOT_LOWERED.format(kind="add")
 
 
 def test_float_model_is_partitioned_as_before():
     part = mrvl.partition_for_mrvl(mrvl.from_onnx(small_cnn()), num_tiles=1)
     report = mrvl.partition_report(part)
     assert len(report.regions) == 1 and not report.on_cpu()
+    assert {r.dtype for r in report.rows if r.offloaded} == {"float16"}
+    assert report.int8_mac_fraction == 0.0
 
 
 @pytest.mark.parametrize(
