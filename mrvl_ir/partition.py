@@ -53,7 +53,11 @@ MAC_COMPOSITES = ("mrvl.conv2d", "mrvl.conv_transpose", "mrvl.fc")
 DENIED_NODE = "denied by user (deny_nodes)"
 DENIED_OP = "denied by user (deny_ops)"
 NO_MAC_LAYER = "region without conv/fc (require_mac_layer)"
-FORCED_REASONS = (DENIED_NODE, DENIED_OP, NO_MAC_LAYER)
+EDGES_ONLY = "a quantize / dequantize with no layer on the MLIP to convert for (runs on the CPU)"
+FORCED_REASONS = (DENIED_NODE, DENIED_OP, NO_MAC_LAYER, EDGES_ONLY)
+
+EDGE_COMPOSITES = ("mrvl.quantize", "mrvl.dequantize")
+"""The edges of int8 code: a region of nothing else would only round-trip a tensor."""
 
 
 def validate_target_options(mcpu: str, num_tiles: int) -> Target:
@@ -115,9 +119,11 @@ def partition_for_mrvl(
         with collecting(collector):
             partitioned = _fuse(mod)
         without_mac = _nodes_of_regions_without_mac(partitioned) if require_mac_layer else []
-        if not without_mac:
+        edges_only = _nodes_of_regions_of_only(partitioned, EDGE_COMPOSITES)
+        if not without_mac and not edges_only:
             break
         forced = {**forced, **{name: NO_MAC_LAYER for name in without_mac}}
+        forced = {**forced, **{name: EDGES_ONLY for name in edges_only}}
 
     for index, gvar in enumerate(_regions_in_call_order(partitioned)):
         partitioned[gvar] = (
@@ -266,6 +272,18 @@ def _composites(region: relax.Function) -> list[relax.Function]:
         for b in block.bindings
         if isinstance(b.value, relax.Function)
     ]
+
+
+def _nodes_of_regions_of_only(mod: tvm.IRModule, kinds: Iterable[str]) -> list[str]:
+    """The ONNX nodes of the regions whose every layer is of `kinds`."""
+    names: list[str] = []
+    for _, func in mod.functions_items():
+        if not _is_region(func):
+            continue
+        found = {str(c.attrs["Composite"]) for c in _composites(func) if c.attrs is not None}
+        if found and found <= set(kinds):
+            names += _span_names(func)
+    return list(dict.fromkeys(names))
 
 
 def _nodes_of_regions_without_mac(mod: tvm.IRModule) -> list[str]:

@@ -14,7 +14,7 @@ from onnx import helper as oh
 INPUT_SHAPE = (1, 3, 16, 16)
 
 
-def small_cnn(seed: int = 0) -> onnx.ModelProto:
+def small_cnn(seed: int = 0, softmax: bool = False) -> onnx.ModelProto:
     """conv-relu-conv-add-relu-global pool-flatten-fc: every kind of layer an int8 classifier
     has (a residual add, a pool, an fc)."""
     rng = np.random.default_rng(seed)
@@ -40,8 +40,10 @@ def small_cnn(seed: int = 0) -> onnx.ModelProto:
         oh.make_node("Relu", ["a"], ["r2"], name="/relu2/Relu"),
         oh.make_node("GlobalAveragePool", ["r2"], ["p"], name="/pool/GlobalAveragePool"),
         oh.make_node("Flatten", ["p"], ["f"], name="/flatten/Flatten"),
-        oh.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="/fc/Gemm"),
+        oh.make_node("Gemm", ["f", "wf", "bf"], ["logits" if softmax else "y"], name="/fc/Gemm"),
     ]
+    if softmax:
+        nodes.append(oh.make_node("Softmax", ["logits"], ["y"], name="/Softmax", axis=1))
     graph = oh.make_graph(
         nodes,
         "small_cnn",
