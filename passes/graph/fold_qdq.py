@@ -72,11 +72,11 @@ class MoveIntoInt8(RewritePattern):
                 ),
             )
         moved.location = op.location
-        rewriter.insert_op(moved)
+        rewriter.insert(moved)
         scale, zero = edge.quant.values
         new_edge = type(edge)(moved.results[0], scale, zero, op.output.type)
         new_edge.location = edge.location
-        rewriter.replace_op(op, new_edge)
+        rewriter.replace(op, new_edge)
 
 
 class CancelQdqPair(RewritePattern):
@@ -87,7 +87,7 @@ class CancelQdqPair(RewritePattern):
         source = op.input.owner
         if isinstance(source, mrvl.DequantizeOp) and source.quant == op.quant:
             if source.input.type == op.output.type:
-                rewriter.replace_op(op, [], [source.input])
+                rewriter.replace(op, [], [source.input])
 
 
 def _dequantized_inputs(values: list[SSAValue]) -> list[mrvl.DequantizeOp] | None:
@@ -139,9 +139,9 @@ class FoldQuantizedLayer(RewritePattern):
             raise CompileError(f"{_what(layer)}: int8 with activation {act} is not supported yet")
         if isinstance(layer, mrvl.AvgPool2DOp) and _one_divisor(layer):
             new = self._average_as_conv(layer, dequantizes[0], op, rewriter)
-            rewriter.replace_op(op, [], [new.results[0]])
+            rewriter.replace(op, [], [new.results[0]])
             if not layer.output.uses:
-                rewriter.erase_op(layer)
+                rewriter.erase(layer)
             return
         new = layer.clone()
         for index, dq in enumerate(dequantizes):
@@ -152,10 +152,10 @@ class FoldQuantizedLayer(RewritePattern):
             self._integer_constants(layer, new, dequantizes[0], rewriter)
         Rewriter.replace_value_with_new_type(new.results[0], _as_i8(layer.output.type))
         new.location = layer.location
-        rewriter.insert_op(new)
-        rewriter.replace_op(op, [], [new.results[0]])
+        rewriter.insert(new)
+        rewriter.replace(op, [], [new.results[0]])
         if not layer.output.uses:
-            rewriter.erase_op(layer)
+            rewriter.erase(layer)
 
     @staticmethod
     def _average_as_conv(
@@ -174,7 +174,7 @@ class FoldQuantizedLayer(RewritePattern):
             "OHWI",
         )
         ones.location = layer.location
-        rewriter.insert_op(ones)
+        rewriter.insert(ones)
         conv = mrvl.Conv2DOp(
             dq.input,
             ones.result,
@@ -190,7 +190,7 @@ class FoldQuantizedLayer(RewritePattern):
             f32, [float(np.float32(1.0 / (kh * kw)))] * channels
         )
         conv.location = layer.location
-        rewriter.insert_op(conv)
+        rewriter.insert(conv)
         return conv
 
     @staticmethod
@@ -211,7 +211,7 @@ class FoldQuantizedLayer(RewritePattern):
 def _constant(old: mrvl.ConstantOp, data: np.ndarray, rewriter: PatternRewriter) -> SSAValue:
     new = mrvl.ConstantOp(old.const_name.data, data, mrvl.layout_of(old.result))
     new.location = old.location
-    rewriter.insert_op(new)
+    rewriter.insert(new)
     return new.result
 
 

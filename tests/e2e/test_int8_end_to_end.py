@@ -83,3 +83,20 @@ def test_float_layers_of_a_qdq_model_are_not_fp16_in_disguise(static_qdq):
     report, _ = built(static_qdq, 1)
     assert {r.dtype for r in report.rows if r.offloaded} == {"int8"}
     assert INPUT_SHAPE == (1, 3, 16, 16)
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+def test_int8_region_is_bit_identical_on_both_engines(static_qdq, num_tiles):
+    """The interpreter and the Numba engine give the same bytes on the compiled int8 region
+    (every int8 instruction the compiler selects: quant, qconv, qadd, qfc, dequant)."""
+    from mrvl.sim import run
+
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(static_qdq), num_tiles=num_tiles)
+    (region,) = mrvl.build(mod, target="llvm").mrvl_regions
+    opcodes = {ins.opcode for ins in region.program.code}
+    assert {"quant", "qconv", "qadd", "qfc", "dequant"} <= opcodes, opcodes
+    for feed in calibration(2, seed=5):
+        by_interp = run(region.binary, [feed["x"]], engine="interp")
+        by_numba = run(region.binary, [feed["x"]], engine="numba")
+        for a, b in zip(by_interp, by_numba):
+            assert a.tobytes() == b.tobytes()
