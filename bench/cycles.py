@@ -20,7 +20,8 @@ speed-up, and their ratio (goal: >= 0.75). Each (model, tiles) is compiled witho
 pinning and cascading each save are side by side (`--pin off|on|both`,
 `--cascade off|on|both`). `--layers N` also prints, per (model, tiles, options), the N
 layers furthest above their roofline: cycles, roofline, DDR bytes read and the compulsory
-bytes.
+bytes. `--dtypes fp16 int8` also runs each model quantized by `mrvl.quantize` (8 seeded
+calibration samples), whose layers run in int8, next to its fp16 form.
 """
 
 from __future__ import annotations
@@ -43,6 +44,23 @@ def load(name: str):
     from mrvl.models.light import load_light_model
 
     return load_light_model(name, calibrate=False)
+
+
+def quantized(model):
+    """`model` as `mrvl.quantize` writes it, calibrated on 8 seeded normal samples."""
+    import numpy as np
+
+    import mrvl
+
+    import onnx
+
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    if opset < 13:  # per-channel DequantizeLinear (its axis) needs opset 13
+        model = onnx.version_converter.convert_version(model, 13)
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    shape = [d.dim_value for d in dims]
+    calibration = np.random.default_rng(0).standard_normal((8, *shape[1:])).astype(np.float32)
+    return mrvl.quantize(model, calibration)
 
 
 def regions(model, num_tiles: int, wb_pin_ocm: bool, cascade: bool):
@@ -95,13 +113,14 @@ def main() -> None:
     parser.add_argument("--pin", choices=("off", "on", "both"), default="both")
     parser.add_argument("--cascade", choices=("off", "on", "both"), default="both")
     parser.add_argument("--layers", type=int, default=0, help="print the N worst layers")
+    parser.add_argument("--dtypes", nargs="+", choices=("fp16", "int8"), default=["fp16"])
     args = parser.parse_args()
 
     from mrvl.sim.profile import profile_regions
 
     rows, speedups = [], []
-    for name in args.models:
-        model = load(name)
+    for name, dtype in ((n, d) for n in args.models for d in args.dtypes):
+        model = load(name) if dtype == "fp16" else quantized(load(name))
         results = {}
         choice = {"off": (False,), "on": (True,), "both": (False, True)}
         pins, cascades = choice[args.pin], choice[args.cascade]
@@ -121,6 +140,7 @@ def main() -> None:
             rows.append(
                 (
                     name,
+                    dtype,
                     tiles,
                     "on" if pin else "off",
                     "on" if cascade else "off",
@@ -142,6 +162,7 @@ def main() -> None:
             speedups.append(
                 (
                     name,
+                    dtype,
                     "on" if pin else "off",
                     "on" if cascade else "off",
                     f"{low}->{high}",
@@ -150,12 +171,13 @@ def main() -> None:
                     f"{modelled / bound:.2f}",
                 )
             )
-    print(f"fp16, {MCPU}: modelled cycles against the sum of per-layer roofline bounds")
+    print(f"{MCPU}: modelled cycles against the sum of per-layer roofline bounds")
     print(
         tabulate(
             rows,
             headers=[
                 "model",
+                "dtype",
                 "tiles",
                 "wb_pin_ocm",
                 "cascade",
@@ -177,6 +199,7 @@ def main() -> None:
                 speedups,
                 headers=[
                     "model",
+                    "dtype",
                     "wb_pin_ocm",
                     "cascade",
                     "tiles",

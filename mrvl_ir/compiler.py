@@ -121,6 +121,17 @@ def _fewer_collections():
         gc.set_threshold(*thresholds)
 
 
+def _has_qdq(module: ModuleOp) -> bool:
+    """Whether a region holds int8 code (quantize / dequantize, or layers with int8 weights)."""
+    from mrvl.dialects import mrvl
+
+    return any(
+        isinstance(op, mrvl.QuantizeOp | mrvl.DequantizeOp)
+        or getattr(op, "weight_scales", None) is not None
+        for op in module.walk()
+    )
+
+
 def compile_region(
     func,
     *,
@@ -153,11 +164,6 @@ def compile_region(
     with layer_boundary("importing a region"):
         module = import_region(func, constant_names)
     symbol = next(iter(module.body.block.ops)).sym_name.data
-    nodes_json, consts, arrays = json_emitter.emit_json_parts(module, symbol)
-    if json_dir is not None:
-        json_emitter.write_region_json(json_dir, symbol, nodes_json, consts, arrays)
-    consts_json = json_emitter.with_data(consts, arrays) if constants_json else None
-    del arrays  # views of the f32 weights, which mrvl-cast-fp16 replaces
 
     def print_ir(m: ModuleOp) -> str:
         return printing.print_ir(m, elide_larger_than=elide_constants_larger_than)
@@ -177,11 +183,23 @@ def compile_region(
         if keep_stages and name in stage_ends:
             stages[stage_ends[name]] = print_ir(m)
 
+    # the JSON describes the layers as the MLIP runs them: int8 ones too (mrvl-fold-qdq first)
+    folding, rest = DEFAULT_PIPELINE[:1], DEFAULT_PIPELINE[1:]
+    if _has_qdq(module):
+        run_pipeline(module, folding, after_pass=after_pass, verify_each_pass=dump is not None)
+    else:  # nothing to fold (and no second verification of a float region)
+        after_pass(0, folding[0], module)
+    nodes_json, consts, arrays = json_emitter.emit_json_parts(module, symbol)
+    if json_dir is not None:
+        json_emitter.write_region_json(json_dir, symbol, nodes_json, consts, arrays)
+    consts_json = json_emitter.with_data(consts, arrays) if constants_json else None
+    del arrays  # views of the f32 weights, which mrvl-cast-fp16 replaces
+
     with _fewer_collections():
         run_pipeline(
             module,
-            DEFAULT_PIPELINE,
-            after_pass=after_pass,
+            rest,
+            after_pass=lambda index, name, m: after_pass(index + len(folding), name, m),
             verify_each_pass=verify_each_pass or dump is not None,
             options={
                 "convert-mrvl-to-sched": {

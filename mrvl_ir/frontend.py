@@ -54,7 +54,7 @@ from tvm import relax
 from tvm.ir.expr import GenericConst
 from tvm.relax.frontend.onnx.onnx_frontend import ONNXGraphImporter
 
-from . import frontend_moves
+from . import frontend_moves, qdq
 from .errors import ModelImportError
 from .onnx_forms import INPUT_FIXES, NORMALIZATIONS
 
@@ -628,7 +628,7 @@ def fold_constants(mod: tvm.IRModule) -> tvm.IRModule:
     folded op with LLVM first (about 15 ms apiece, seconds on a real network), so it runs only
     when something else is left to fold (`ConstantOfShape` weights, say).
     """
-    mod = _fold_layout_ops(mod)
+    mod = _fold_layout_ops(mod)  # and dequantizes of constants, remembered (qdq.py)
     if not has_foldable_calls(mod["main"]):
         return mod
     unnamed_before = len(_unnamed_calls(mod["main"]))
@@ -706,6 +706,8 @@ def _fold_layout_ops(mod: tvm.IRModule) -> tvm.IRModule:
     """Replace the layout ops of constants in `main` by constants, computed in numpy."""
     func = mod["main"]
     folded: dict[relax.Var, GenericConst] = {}
+    quantized = qdq.quantized_constants(mod)
+    known = len(quantized)
 
     def substitute(expr):
         if isinstance(expr, relax.Var):
@@ -724,9 +726,13 @@ def _fold_layout_ops(mod: tvm.IRModule) -> tvm.IRModule:
             value = binding.value
             if isinstance(binding, relax.VarBinding) and isinstance(value, relax.Call):
                 args = [substitute(a) for a in value.args]
-                result = _numpy_layout_op(value, args)
+                result, origin = qdq.fold_constant_call(
+                    value, args, _numpy_layout_op(value, args), quantized
+                )
                 if result is not None:
                     folded[binding.var] = relax.const(result)
+                    if origin is not None:
+                        quantized[folded[binding.var]] = origin
                     continue
                 if any(not a.same_as(b) for a, b in zip(args, value.args)):
                     value = relax.Call(
@@ -747,7 +753,7 @@ def _fold_layout_ops(mod: tvm.IRModule) -> tvm.IRModule:
     new_func = relax.Function(func.params, body, func.ret_ty, func.is_pure, func.attrs, func.span)
     mod = tvm.IRModule(dict(mod.functions_items()), attrs=mod.attrs)
     mod["main"] = new_func
-    return mod
+    return qdq.attach(mod, quantized) if len(quantized) > known else mod
 
 
 def _with_name(binding: relax.Binding, name: str | None) -> relax.Binding:

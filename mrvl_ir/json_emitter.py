@@ -96,7 +96,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from mrvl.dialects import mrvl
 from mrvl.errors import CompileError, layer_boundary
 from mrvl.json_files import write_json, write_region_json
-from mrvl.json_nodes import NODE_BUILDERS, LayerNodes, _float_str, _strs
+from mrvl.json_nodes import NODE_BUILDERS, LayerNodes, _float_str, _strs, quant_attrs
 from mrvl.json_schema import (
     CONST_MAPS,
     CONSTS_SCHEMA,
@@ -402,6 +402,7 @@ class _Emitter(LayerNodes):
             "dtype": [_dtype_name(mrvl.element_type_of(out))],
         }
         node_attrs.update(attrs or {})
+        node_attrs.update(quant_attrs(op))
         node_attrs.update(
             {
                 "func_node_name": [self.symbol],

@@ -30,6 +30,24 @@ def _values(attr) -> list[int]:
     return [int(v) for v in attr.get_values()]
 
 
+def quant_attrs(op: Operation) -> dict[str, Any]:
+    """An int8 layer's quantization: each input's scale and zero point, its result's, and
+    its weights' scales (none for a float layer)."""
+    in_quant, out_quant = getattr(op, "in_quant", None), getattr(op, "out_quant", None)
+    if in_quant is None or out_quant is None:
+        return {}
+    ins = [q.values for q in in_quant.data]
+    attrs: dict[str, Any] = {
+        "input_scale": [_float_str(s) for s, _ in ins],
+        "input_zero_point": [str(z) for _, z in ins],
+        "output_scale": [_float_str(out_quant.values[0])],
+        "output_zero_point": [str(out_quant.values[1])],
+    }
+    if getattr(op, "weight_scales", None) is not None:
+        attrs["weight_scales"] = [_float_str(s) for s in op.weight_scales.get_values()]
+    return attrs
+
+
 class LayerNodes:
     """The per-layer builders of the Nodes-JSON (a mixin of `json_emitter._Emitter`)."""
 
@@ -325,6 +343,20 @@ class LayerNodes:
             attrs={"strides": _strs(op.strides.get_values())},
         )
 
+    def _quantize_node(self, op: mrvl.QuantizeOp | mrvl.DequantizeOp) -> None:
+        """Where float data enters int8 code (Quantize) or leaves it (Dequantize)."""
+        layout = mrvl.layout_of(op.output)
+        scale, zero = op.quant.values
+        self._layer_node(
+            op,
+            "Quantize" if isinstance(op, mrvl.QuantizeOp) else "Dequantize",
+            [op.input],
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.input),
+            out_layout=layout,
+            attrs={"output_scale": [_float_str(scale)], "output_zero_point": [str(zero)]},
+        )
+
     def _cast(self, op: mrvl.CastOp) -> None:
         """A cast is no node: the MLIP's layers convert at their boundaries."""
         self._alias(op, op.input, op.output)
@@ -367,6 +399,8 @@ NODE_BUILDERS: dict[type[Operation], Callable[[LayerNodes, Operation], None]] = 
     mrvl.ResizeOp: LayerNodes._resize_node,
     mrvl.SoftmaxOp: LayerNodes._softmax_node,
     mrvl.LayerNormOp: LayerNodes._layernorm_node,
+    mrvl.QuantizeOp: LayerNodes._quantize_node,
+    mrvl.DequantizeOp: LayerNodes._quantize_node,
 }
 """The Nodes-JSON form of each `mrvl` layer op, by op class (constants are entries of the
 Constants-JSON, not nodes: `_constant_entry`). The completeness test checks that every layer

@@ -128,7 +128,7 @@ def _structure_messages(doc: dict) -> list[str]:
     return messages
 
 
-_ITEMSIZE = {"float32": 4, "float16": 2, "int8": 1}
+_ITEMSIZE = {"float32": 4, "float16": 2, "int8": 1, "int32": 4}
 
 
 def check_nodes(doc: Any) -> list[str]:

@@ -22,6 +22,7 @@ from .frontend import fold_constants, node_name_of, onnx_nodes_of
 from .pattern_checks import MAX_BATCH, Collector, bound_values, collecting, users_of
 from .patterns import CODEGEN, LAYER_OPS, mrvl_patterns
 from .placement import CPU, node_targets
+from .qdq import quantized_constants
 from .target import TILE_COUNTS, Target, get_target, valid_tile_count
 
 __all__ = [
@@ -43,13 +44,20 @@ REGION_PREFIX = "mrvl_region_"
 REASONS_ATTR = "mrvl.partition_reasons"
 """Module attribute: ONNX node name → why that node stayed on the CPU."""
 
+INT8_ATTR = "mrvl.int8_nodes"
+"""Module attribute: the ONNX nodes that run in int8 on the MLIP (set only when some do)."""
+
 MAC_COMPOSITES = ("mrvl.conv2d", "mrvl.conv_transpose", "mrvl.fc")
 """The layers that use the MAC arrays; `require_mac_layer` wants one in every region."""
 
 DENIED_NODE = "denied by user (deny_nodes)"
 DENIED_OP = "denied by user (deny_ops)"
 NO_MAC_LAYER = "region without conv/fc (require_mac_layer)"
-FORCED_REASONS = (DENIED_NODE, DENIED_OP, NO_MAC_LAYER)
+EDGES_ONLY = "a quantize / dequantize with no layer on the MLIP to convert for (runs on the CPU)"
+FORCED_REASONS = (DENIED_NODE, DENIED_OP, NO_MAC_LAYER, EDGES_ONLY)
+
+EDGE_COMPOSITES = ("mrvl.quantize", "mrvl.dequantize")
+"""The edges of int8 code: a region of nothing else would only round-trip a tensor."""
 
 
 def validate_target_options(mcpu: str, num_tiles: int) -> Target:
@@ -97,6 +105,7 @@ def partition_for_mrvl(
     mod = fold_constants(mod)
     bound = bound_values(mod)
     op_types = onnx_nodes_of(mod) or {}
+    quantized = quantized_constants(mod)
     while True:
         collector = Collector(
             forced,
@@ -105,13 +114,16 @@ def partition_for_mrvl(
             users=users_of(bound),
             target=get_target(mcpu),
             num_tiles=num_tiles,
+            quantized=quantized,
         )
         with collecting(collector):
             partitioned = _fuse(mod)
         without_mac = _nodes_of_regions_without_mac(partitioned) if require_mac_layer else []
-        if not without_mac:
+        edges_only = _nodes_of_regions_of_only(partitioned, EDGE_COMPOSITES)
+        if not without_mac and not edges_only:
             break
         forced = {**forced, **{name: NO_MAC_LAYER for name in without_mac}}
+        forced = {**forced, **{name: EDGES_ONLY for name in edges_only}}
 
     for index, gvar in enumerate(_regions_in_call_order(partitioned)):
         partitioned[gvar] = (
@@ -129,7 +141,16 @@ def partition_for_mrvl(
         for name, reason in collector.reasons().items()
         if targets.get(name, CPU) == CPU
     }
-    return partitioned.with_attr(REASONS_ATTR, reasons)
+    partitioned = partitioned.with_attr(REASONS_ATTR, reasons)
+    int8 = sorted(n for n in collector.int8_nodes if targets.get(n, CPU) != CPU)
+    return partitioned.with_attr(INT8_ATTR, int8) if int8 else partitioned
+
+
+def int8_nodes(mod: tvm.IRModule) -> frozenset[str]:
+    """The ONNX nodes of a partitioned module that run in int8 on the MLIP."""
+    if mod.attrs is None or INT8_ATTR not in mod.attrs:
+        return frozenset()
+    return frozenset(str(n) for n in mod.attrs[INT8_ATTR])
 
 
 def partition_reasons(mod: tvm.IRModule) -> dict[str, str]:
@@ -251,6 +272,18 @@ def _composites(region: relax.Function) -> list[relax.Function]:
         for b in block.bindings
         if isinstance(b.value, relax.Function)
     ]
+
+
+def _nodes_of_regions_of_only(mod: tvm.IRModule, kinds: Iterable[str]) -> list[str]:
+    """The ONNX nodes of the regions whose every layer is of `kinds`."""
+    names: list[str] = []
+    for _, func in mod.functions_items():
+        if not _is_region(func):
+            continue
+        found = {str(c.attrs["Composite"]) for c in _composites(func) if c.attrs is not None}
+        if found and found <= set(kinds):
+            names += _span_names(func)
+    return list(dict.fromkeys(names))
 
 
 def _nodes_of_regions_without_mac(mod: tvm.IRModule) -> list[str]:

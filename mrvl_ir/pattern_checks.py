@@ -23,7 +23,7 @@ from tvm.ir.expr import GenericConst
 from tvm.relax.backend.utils import has_leaking_intermediate_variables
 from tvm.relax.transform import PatternCheckContext
 
-from . import strided
+from . import qdq, strided
 from .activation_forms import (
     ONNX_ACTIVATION_OPS,
     UNARY_TABLES,
@@ -81,6 +81,10 @@ class Collector:
     """What the regions are partitioned for: layers are planned for it (`_check_fits`)."""
     sites: itertools.count = field(default_factory=itertools.count)
     """Numbers the accepted matches (see `patterns.site_attrs`)."""
+    quantized: dict = field(default_factory=dict)
+    """The integer origin of each dequantized constant (`qdq.quantized_constants`)."""
+    int8_nodes: set = field(default_factory=set)
+    """The ONNX nodes of the accepted matches that are int8 layers (`qdq_match`)."""
 
     def reject(self, culprit: str | None, reason: str, involved: Sequence[str]) -> None:
         if culprit is not None:
@@ -116,10 +120,13 @@ def current_collector() -> Collector | None:
 class _Reject(Exception):
     """Raised by a check: `reason` why the match cannot be a layer, blaming the call `at`."""
 
-    def __init__(self, reason: str, at: relax.Expr | None = None):
+    def __init__(self, reason: str, at: relax.Expr | None = None, *, partial: bool = False):
         super().__init__(reason)
         self.reason = reason
         self.at = at
+        self.partial = partial
+        """A part of a layer that a longer match may complete: the reason blames no node,
+        so the longer match's reason wins."""
 
 
 def checked(check: Callable[[PatternCheckContext], None]) -> Callable[[PatternCheckContext], bool]:
@@ -145,16 +152,41 @@ def checked(check: Callable[[PatternCheckContext], None]) -> Callable[[PatternCh
                     return False
         try:
             check(ctx)
+            _check_quantized(ctx, check.__name__.removeprefix("check_"), collector)
         except _Reject as rejection:
             if collector is not None:
                 at = rejection.at if rejection.at is not None else ctx.matched_expr
-                collector.reject(node_name_of(at), rejection.reason, involved)
+                culprit = None if rejection.partial else node_name_of(at)
+                collector.reject(culprit, rejection.reason, involved)
             return False
         return True
 
     run.__name__ = run.__qualname__ = check.__name__
     run.__doc__ = check.__doc__
     return run
+
+
+def _check_quantized(ctx: PatternCheckContext, kind: str, collector: Collector | None) -> None:
+    """A match in QDQ form (dequantized inputs, quantized result) must be an int8 layer the
+    MLIP runs exactly (`qdq_match.check_match`); a float layer passes."""
+    if collector is None:
+        return
+    from .qdq_match import check_match, module_index
+
+    calls = [c for c in ctx.matched_bindings.values() if isinstance(c, relax.Call)]
+    try:
+        layer = check_match(
+            kind,
+            calls,
+            ctx.matched_expr,
+            module_index(collector.bound),
+            collector.users,
+            collector.quantized,
+        )
+    except qdq.NotInt8 as err:
+        raise _Reject(err.reason, err.at, partial=err.partial) from None
+    if layer is not None or kind in ("quantize", "dequantize"):
+        collector.int8_nodes.update(n for c in calls if (n := node_name_of(c)) is not None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ contract with `relax_import.py`:
     mrvl.scale_shift       x steps [activation] | activation(x)
     mrvl.maxpool2d, mrvl.avgpool2d, mrvl.global_avgpool2d (mean), mrvl.global_maxpool2d (max)
     mrvl.concat            concat on any axis, ranks 2 to 4
+    mrvl.quantize, mrvl.dequantize   relax.quantize / relax.dequantize of an activation, per
+                           tensor, int8 or uint8 (qdq_layers.py)
     mrvl.reshape           reshape / squeeze / flatten between rank 4 and rank 2
     mrvl.transpose         permute_dims NCHW <-> NHWC
     mrvl.softmax           softmax on any axis, or reshape(softmax(reshape(x))) of an opset <= 12
@@ -54,7 +56,6 @@ from collections.abc import Callable, Sequence
 
 from tvm.relax.backend.pattern_registry import get_patterns_with_prefix, register_patterns
 from tvm.relax.dpl import DFPattern, is_const, is_op, is_tuple_get_item, wildcard
-from tvm.relax.transform import PatternCheckContext
 
 from . import strided
 from .activation_forms import UNARY_TABLES
@@ -76,6 +77,7 @@ from .pattern_checks import (
     checked,
     current_collector,
 )
+from .qdq_layers import quant_patterns, weight_scale_attrs
 
 CODEGEN = "mrvl"
 """The codegen the regions are annotated for; every pattern name starts with `mrvl.`."""
@@ -91,7 +93,7 @@ LAYER_OPS = frozenset(
         "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
         "relax.nn.conv2d_transpose", "relax.power", *UNARY_TABLES, "relax.take",
         "relax.broadcast_to", "relax.nn.conv1d", "relax.nn.softmax", "relax.nn.layer_norm",
-        "relax.sqrt",
+        "relax.sqrt", "relax.quantize", "relax.dequantize",
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
@@ -300,6 +302,7 @@ def _pattern_table() -> list[tuple]:
         _single_op_pattern("mrvl.global_avgpool2d", ["relax.mean"], check_global_pool2d),
         _single_op_pattern("mrvl.global_maxpool2d", ["relax.max"], check_global_pool2d),
         _single_op_pattern("mrvl.concat", ["relax.concat"], check_concat),
+        *quant_patterns(),  # the edges of int8 code (qdq_layers.py)
         softmax_pattern(flattened=True),  # before the copies: its reshapes are its own
         softmax_pattern(flattened=False),
         # a chain of moves is one copy (a channel shuffle's reshape-transpose-reshape)...
@@ -319,7 +322,7 @@ _SITE_ATTR = "mrvl.site"
 _SITES = itertools.count()
 
 
-def site_attrs(ctx: PatternCheckContext) -> dict[str, str]:
+def site_attrs(annotated) -> dict[str, str]:
     """A number unique to each accepted match, set on its composite function.
 
     TVM's BlockBuilder shares structurally equal functions, so two identical layers (the same
@@ -330,7 +333,7 @@ def site_attrs(ctx: PatternCheckContext) -> dict[str, str]:
     """
     collector = current_collector()
     counter = collector.sites if collector is not None else _SITES
-    return {_SITE_ATTR: str(next(counter))}
+    return {_SITE_ATTR: str(next(counter)), **weight_scale_attrs(annotated)}
 
 
 def mrvl_patterns() -> list:

@@ -29,6 +29,7 @@ from mrvl.locations import name_location
 from mrvl.matmul import import_bmm
 from mrvl.normalization import import_layernorm, import_softmax
 from mrvl.pattern_checks import conv_as_2d
+from mrvl.qdq_layers import QUANT_LAYERS, with_weight_scales
 
 RELAX_LAYOUT = mrvl.RELAX_LAYOUT
 
@@ -193,7 +194,7 @@ class _RegionImporter:
             chain = _Chain(calls, form)
             chain.activation_input = act_input
             chain.bound = bound
-            return handler(self, chain, inner)
+            return with_weight_scales(handler(self, chain, inner), composite.attrs)
 
     # -- fused pieces ---------------------------------------------------------------------------
 
@@ -621,7 +622,6 @@ class _RegionImporter:
         op = mrvl.StridedCopyOp(x, out_type, offset=form.offset, strides=form.strides, box=form.box)
         return self._located(op, node)
 
-
     def _copy_pieces(self, calls: list[relax.Call], source: SSAValue, node) -> SSAValue:
         """A copy with no one strided form (a Gather of indices that are no progression), in
         Relax's layouts: one strided copy per piece of the result along one axis
@@ -783,6 +783,7 @@ _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.resize": _RegionImporter.resize,
     "mrvl.softmax": import_softmax,
     "mrvl.layernorm": import_layernorm,
+    **QUANT_LAYERS,
 }
 
 

@@ -21,7 +21,7 @@ import tvm
 from tvm import relax
 
 from .frontend import node_name_of, onnx_node_name, onnx_nodes_of
-from .partition import FORCED_REASONS, LAYER_OPS, partition_reasons
+from .partition import FORCED_REASONS, LAYER_OPS, int8_nodes, partition_reasons
 from .placement import CPU, FOLDED, calls_by_function
 
 __all__ = ["CPU", "FOLDED", "PartitionReport", "ReportRow", "call_macs", "partition_report"]
@@ -50,6 +50,7 @@ class ReportRow:
     target: str  # a region symbol, "cpu", or "folded" (no runtime op left)
     reason: str | None  # why the node is not on the MLIP; None when it is
     macs: int  # multiply-accumulates: conv N·OH·OW·O·KH·KW·C/groups, matmul N·K·O, else 0
+    dtype: str | None = None  # "int8" or "float16" on the MLIP, None on the CPU or folded
 
     @property
     def offloaded(self) -> bool:
@@ -75,6 +76,17 @@ class PartitionReport:
         return self.offloaded_macs / total if total else 0.0
 
     @property
+    def int8_macs(self) -> int:
+        """MACs of the layers that run in int8 on the MLIP."""
+        return sum(row.macs for row in self.rows if row.dtype == "int8")
+
+    @property
+    def int8_mac_fraction(self) -> float:
+        """The fraction of the model's MACs that run in int8 on the MLIP."""
+        total = self.total_macs
+        return self.int8_macs / total if total else 0.0
+
+    @property
     def regions(self) -> list[str]:
         return list(dict.fromkeys(row.target for row in self.rows if row.offloaded))
 
@@ -83,21 +95,23 @@ class PartitionReport:
 
     def summary(self) -> str:
         offloaded = sum(row.offloaded for row in self.rows)
+        int8 = f", {100 * self.int8_mac_fraction:.1f} % in int8" if self.int8_macs else ""
         return (
             f"{offloaded} of {len(self.rows)} ONNX nodes on the MLIP in "
             f"{len(self.regions)} region(s), {len(self.on_cpu())} on the CPU; "
             f"{self.offloaded_macs:,} of {self.total_macs:,} MACs "
-            f"({100 * self.offloaded_mac_fraction:.1f} %) on the MLIP"
+            f"({100 * self.offloaded_mac_fraction:.1f} %) on the MLIP{int8}"
         )
 
     def __str__(self) -> str:
         from tabulate import tabulate
 
         table = [
-            (r.node, r.op_type, r.target, f"{r.macs:,}" if r.macs else "", r.reason or "")
+            (r.node, r.op_type, r.target, r.dtype or "", f"{r.macs:,}" if r.macs else "")
+            + (r.reason or "",)
             for r in self.rows
         ]
-        headers = ["ONNX node", "op", "runs on", "MACs", "why not on the MLIP"]
+        headers = ["ONNX node", "op", "runs on", "dtype", "MACs", "why not on the MLIP"]
         return tabulate(table, headers=headers, disable_numparse=True) + "\n" + self.summary()
 
 
@@ -132,6 +146,7 @@ def partition_report(mod: tvm.IRModule, model: onnx.ModelProto | None = None) ->
                 cpu_ops[name].append(call.op.name)
 
     reasons = partition_reasons(mod)
+    int8 = int8_nodes(mod)
     rows = []
     for name, op_type in nodes:
         target = targets.get(name, FOLDED)
@@ -141,7 +156,10 @@ def partition_report(mod: tvm.IRModule, model: onnx.ModelProto | None = None) ->
             reason = reasons.get(name, FOLDED_REASON)
         else:
             reason = None
-        rows.append(ReportRow(name, op_type, target, reason, macs.get(name, 0)))
+        dtype = None if reason is not None or target in (CPU, FOLDED) else "float16"
+        if dtype is not None and name in int8:
+            dtype = "int8"
+        rows.append(ReportRow(name, op_type, target, reason, macs.get(name, 0), dtype))
     return PartitionReport(rows)
 
 

@@ -22,6 +22,12 @@ def _canonicalize():
     return CanonicalizePass
 
 
+def _fold_qdq():
+    from mrvl.passes.graph.fold_qdq import FoldQdqPass
+
+    return FoldQdqPass
+
+
 def _fold_flatten():
     from mrvl.passes.graph.fold_flatten_into_fc import FoldFlattenIntoFcPass
 
@@ -98,6 +104,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "mrvl-cast-fp16": _cast_fp16,
     "mrvl-canonicalize": _canonicalize,
     "mrvl-fold-flatten-into-fc": _fold_flatten,
+    "mrvl-fold-qdq": _fold_qdq,
     "sched-plan-tiling": _plan_tiling,
     "convert-mrvl-to-sched": _to_sched,
     "sched-fuse-converts": _fuse_converts,
@@ -111,7 +118,12 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-sched-to-mlip": _to_mlip,
 }
 
-GRAPH_PIPELINE = ("mrvl-cast-fp16", "mrvl-canonicalize", "mrvl-fold-flatten-into-fc")
+GRAPH_PIPELINE = (
+    "mrvl-fold-qdq",
+    "mrvl-cast-fp16",
+    "mrvl-canonicalize",
+    "mrvl-fold-flatten-into-fc",
+)
 SCHED_PIPELINE = (
     "sched-plan-tiling",
     "convert-mrvl-to-sched",

@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     f16,
     f32,
     i8,
+    i32,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
@@ -118,13 +119,13 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
         return np.dtype(np.float32)
     if isinstance(element_type, Float16Type):
         return np.dtype(np.float16)
-    if isinstance(element_type, IntegerType) and element_type.width.data == 8:
-        return np.dtype(np.int8)
+    if isinstance(element_type, IntegerType) and element_type.width.data in (8, 32):
+        return np.dtype(np.int8 if element_type.width.data == 8 else np.int32)
     raise VerifyException(f"no numpy equivalent of element type {element_type}")
 
 
 def element_type_for(dtype: np.dtype) -> Attribute:
-    return {"float32": f32, "float16": f16, "int8": i8}[np.dtype(dtype).name]
+    return {"float32": f32, "float16": f16, "int8": i8, "int32": i32}[np.dtype(dtype).name]
 
 
 ActivationKind = StrEnum(

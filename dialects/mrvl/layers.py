@@ -38,11 +38,13 @@ from mrvl.dialects.mrvl.attributes import (
     layout_of,
     shape_of,
 )
+from mrvl.dialects.mrvl.quantized import INT8_FORMAT, Int8Properties, is_int8
 
 
 @irdl_op_definition
-class Conv2DOp(FusedActivation, IRDLOperation):
-    """2-D convolution, NHWC input, OHWI weights, optional f32 bias, fused activation.
+class Conv2DOp(FusedActivation, Int8Properties, IRDLOperation):
+    """2-D convolution, NHWC input, OHWI weights, optional f32 bias, fused activation; or
+    the same in int8 (i8 tensors, i32 bias, `Int8Properties`).
 
     `pads` are [top, left, bottom, right], as the Nodes-JSON writes them.
     """
@@ -62,6 +64,8 @@ class Conv2DOp(FusedActivation, IRDLOperation):
         "$input `,` $weight (`bias` $bias^)? (`strides` $strides^)? (`pads` $pads^)? "
         "(`dilations` $dilations^)? (`groups` $groups^)? "
         + ACTIVATION_FORMAT
+        + " "
+        + INT8_FORMAT
         + " attr-dict `:` functional-type(operands, results)"
     )
     traits = traits_def(NoMemoryEffect())
@@ -100,6 +104,7 @@ class Conv2DOp(FusedActivation, IRDLOperation):
         _check_tensor(self, "weight", self.weight, 4, "OHWI")
         _check_tensor(self, "output", self.output, 4, "NHWC")
         self.verify_activation(shape_of(self.weight)[0])
+        self.verify_int8([self.input], self.output, self.weight, self.bias)
         n, h, w, c = shape_of(self.input)
         o, kh, kw, ci = shape_of(self.weight)
         on, oh, ow, oc = shape_of(self.output)
@@ -129,7 +134,7 @@ class Conv2DOp(FusedActivation, IRDLOperation):
                 raise VerifyException(
                     f"mrvl.conv2d: bias must have {o} elements, got {shape_of(self.bias)}"
                 )
-            if not isinstance(element_type_of(self.bias), Float32Type):
+            if not is_int8(self.output) and not isinstance(element_type_of(self.bias), Float32Type):
                 raise VerifyException("mrvl.conv2d: bias must be f32 (the MLIP adds it in fp32)")
 
 
@@ -145,8 +150,8 @@ def pooled_size(
     return out
 
 
-class Pool2DBase(IRDLOperation):
-    """Shared form of the 2-D pooling layers (NHWC in and out)."""
+class Pool2DBase(Int8Properties, IRDLOperation):
+    """Shared form of the 2-D pooling layers (NHWC in and out), f16 or int8."""
 
     input = operand_def(TensorType)
     output = result_def(TensorType)
@@ -157,7 +162,8 @@ class Pool2DBase(IRDLOperation):
 
     assembly_format = (
         "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? "
-        "(`ceil_mode` $ceil_mode^)? attr-dict `:` type($input) `->` type($output)"
+        "(`ceil_mode` $ceil_mode^)? " + INT8_FORMAT + " attr-dict `:` type($input) `->` "
+        "type($output)"
     )
     traits = traits_def(NoMemoryEffect())
 
@@ -185,6 +191,7 @@ class Pool2DBase(IRDLOperation):
     def verify_(self) -> None:
         _check_tensor(self, "input", self.input, 4, "NHWC")
         _check_tensor(self, "output", self.output, 4, "NHWC")
+        self.verify_int8([self.input], self.output)
         n, h, w, c = shape_of(self.input)
         on, oh, ow, oc = shape_of(self.output)
         kh, kw = self.kernel.get_values()
@@ -218,13 +225,15 @@ class AvgPool2DOp(Pool2DBase):
     assembly_format = (
         "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? "
         "(`ceil_mode` $ceil_mode^)? (`count_include_pad` $count_include_pad^)? "
-        "attr-dict `:` type($input) `->` type($output)"
+        + INT8_FORMAT
+        + " attr-dict `:` type($input) `->` type($output)"
     )
 
 
 @irdl_op_definition
-class FullyConnectedOp(FusedActivation, IRDLOperation):
-    """Fully connected layer: [N, K] input, [O, K] weights (layout OI), optional f32 bias."""
+class FullyConnectedOp(FusedActivation, Int8Properties, IRDLOperation):
+    """Fully connected layer: [N, K] input, [O, K] weights (layout OI), optional f32 bias;
+    or the same in int8 (i8 tensors, i32 bias, `Int8Properties`)."""
 
     name = "mrvl.fc"
     input = operand_def(TensorType)
@@ -235,6 +244,8 @@ class FullyConnectedOp(FusedActivation, IRDLOperation):
     assembly_format = (
         "$input `,` $weight (`bias` $bias^)? "
         + ACTIVATION_FORMAT
+        + " "
+        + INT8_FORMAT
         + " attr-dict `:` functional-type(operands, results)"
     )
     traits = traits_def(NoMemoryEffect())
@@ -259,6 +270,7 @@ class FullyConnectedOp(FusedActivation, IRDLOperation):
         _check_tensor(self, "weight", self.weight, 2, "OI")
         _check_tensor(self, "output", self.output, 2, "NC")
         self.verify_activation(shape_of(self.weight)[0])
+        self.verify_int8([self.input], self.output, self.weight, self.bias)
         n, k = shape_of(self.input)
         o, wk = shape_of(self.weight)
         if wk != k:
@@ -271,21 +283,24 @@ class FullyConnectedOp(FusedActivation, IRDLOperation):
             _check_tensor(self, "bias", self.bias, 1, "O")
             if shape_of(self.bias) != (o,):
                 raise VerifyException(f"mrvl.fc: bias must have {o} elements")
-            if not isinstance(element_type_of(self.bias), Float32Type):
+            if not is_int8(self.output) and not isinstance(element_type_of(self.bias), Float32Type):
                 raise VerifyException("mrvl.fc: bias must be f32 (the MLIP adds it in fp32)")
 
 
 @irdl_op_definition
-class AddOp(FusedActivation, IRDLOperation):
+class AddOp(FusedActivation, Int8Properties, IRDLOperation):
     """Elementwise sum of two tensors of one type (a residual connection), fused activation
-    (PRELU with one slope per channel, the innermost dimension of the layout)."""
+    (PRELU with one slope per channel, the innermost dimension of the layout); in int8, each
+    operand has its own quantization (`in_quant`)."""
 
     name = "mrvl.add"
     T: ClassVar = VarConstraint("T", base(TensorType))
     lhs = operand_def(T)
     rhs = operand_def(T)
     output = result_def(T)
-    assembly_format = "$lhs `,` $rhs " + ACTIVATION_FORMAT + " attr-dict `:` type($output)"
+    assembly_format = (
+        "$lhs `,` $rhs " + ACTIVATION_FORMAT + " " + INT8_FORMAT + " attr-dict `:` type($output)"
+    )
     traits = traits_def(NoMemoryEffect())
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, *, activation=None):
@@ -301,6 +316,7 @@ class AddOp(FusedActivation, IRDLOperation):
             )
         layout_of(self.output)
         self.verify_activation(shape_of(self.output)[-1])
+        self.verify_int8([self.lhs, self.rhs], self.output)
 
 
 @irdl_op_definition

@@ -520,12 +520,6 @@ def _quantized(args) -> str:
                 "even with every ranked layer in float",
                 file=sys.stderr,
             )
-    print(
-        "mrvlc: warning: the MLIP runs the quantized layers in fp16 on their dequantized "
-        "weights, and QuantizeLinear/DequantizeLinear stay on the CPU: int8 execution is not "
-        "built yet",
-        file=sys.stderr,
-    )
     return str(path)
 
 

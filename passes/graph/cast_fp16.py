@@ -3,6 +3,11 @@
 Weights become f16 constants (biases stay f32: the MAC array adds them to its fp32
 accumulator), every layer's result type becomes f16, and `mrvl.cast` ops convert at the
 region boundary, where TVM hands over and takes back f32.
+
+int8 code is left as it is (its types are i8 and i32), and so is the f32 of its edges that
+ONNX computes in f32: what only quantizes read (a region input, through layout changes) and
+what a dequantize makes for the region's result. Rounding either to f16 would change the
+int8 values or the outputs that QuantizeLinear / DequantizeLinear define.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType, f16
+from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from mrvl.dialects import mrvl
@@ -37,7 +43,7 @@ class CastFp16Pass(MrvlModulePass):
     def _cast_function(self, fn: func.FuncOp) -> None:
         block = fn.body.block
         for arg in block.args:
-            if not isinstance(mrvl.element_type_of(arg), Float32Type):
+            if not isinstance(mrvl.element_type_of(arg), Float32Type) or _only_quantized(arg):
                 continue
             first_user = next(iter(arg.uses), None)
             cast = mrvl.CastOp(arg, f16)
@@ -66,7 +72,37 @@ class CastFp16Pass(MrvlModulePass):
                     op.operands[i] = cast.output
             elif op.name.startswith("mrvl.") and not isinstance(op, mrvl.CastOp):
                 for result in op.results:
-                    if isinstance(result.type, TensorType) and isinstance(
-                        result.type.element_type, Float32Type
+                    if (
+                        isinstance(result.type, TensorType)
+                        and isinstance(result.type.element_type, Float32Type)
+                        and not _f32_move_into_quantize(op)
+                        and not (isinstance(op, mrvl.DequantizeOp) and _only_returned(result))
                     ):
                         Rewriter.replace_value_with_new_type(result, _as_f16(result.type))
+
+
+_MOVES = (mrvl.LayoutConvertOp, mrvl.ReshapeOp)
+
+
+def _only_quantized(value: SSAValue) -> bool:
+    """Whether only quantizes read `value`, directly or through layout changes."""
+    uses = list(value.uses)
+    return bool(uses) and all(
+        isinstance(u.operation, mrvl.QuantizeOp)
+        or (isinstance(u.operation, _MOVES) and _only_quantized(u.operation.results[0]))
+        for u in uses
+    )
+
+
+def _f32_move_into_quantize(op) -> bool:
+    """A layout change of f32 data (a region input) that only quantizes read."""
+    return (
+        isinstance(op, _MOVES)
+        and isinstance(mrvl.element_type_of(op.input), Float32Type)
+        and _only_quantized(op.results[0])
+    )
+
+
+def _only_returned(value: SSAValue) -> bool:
+    uses = list(value.uses)
+    return bool(uses) and all(isinstance(u.operation, func.ReturnOp) for u in uses)

@@ -447,6 +447,8 @@ class SelectLayerNorm(InstructionSelection):
         self.select(op, rewriter, fields)
 
 
+from mrvl.passes.isa.select_int8 import INT8_SELECTIONS  # noqa: E402 - it extends the above
+
 INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectDma,
     SelectConvert,
@@ -461,9 +463,10 @@ INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectSoftmax,
     SelectLayerNorm,
     SelectLut,
+    *INT8_SELECTIONS,
 )
 """The instruction selection of every `sched` task, by pattern (the completeness test checks
-that every task op has one)."""
+that every task op has one); the int8 tasks' are in `select_int8.py`."""
 
 @cache
 def opcode_of(op_class: type[Operation]) -> str:

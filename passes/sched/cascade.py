@@ -263,7 +263,7 @@ def _whole(dma: sched.DmaOp, source: SSAValue, dest: SSAValue) -> bool:
 
 
 def _written_by(op: Operation, value: SSAValue) -> bool:
-    if isinstance(op, sched.DmaOp | sched.ConvertOp):
+    if isinstance(op, sched.DmaOp | sched.DDR_CONVERSIONS):
         return op.dest is value
     names = [name for name, _ in type(op).get_irdl_definition().operands]
     return any(getattr(op, n) is value for n in names if n in WRITTEN_OPERANDS)

@@ -102,7 +102,8 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
             for value, io in zip(ret.arguments, outputs):
                 if low.buffers.get(value) is not io:
                     raise CompileError(
-                        "a region output must be produced by a cast or layout conversion "
+                        "a region output must be produced by a cast, layout conversion or "
+                        "dequantize "
                         "(run mrvl-cast-fp16 so that outputs are converted back to f32)"
                     )
         program = sched.ProgramOp(

@@ -151,7 +151,7 @@ def written(op: sched.TaskBase) -> tuple[SSAValue, ...]:
     if isinstance(op, sched.MulticastDmaOp):
         return (op.dest, *op.mirrors)
     value = (
-        op.dest if isinstance(op, sched.DmaOp | sched.ConvertOp) else getattr(op, "output", None)
+        op.dest if isinstance(op, sched.DmaOp | sched.DDR_CONVERSIONS) else getattr(op, "output", None)
     )
     return (value,) if value is not None else ()
 

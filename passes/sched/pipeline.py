@@ -51,12 +51,12 @@ def _is_load(op: Operation) -> bool:
 
 def _is_compute(op: Operation) -> bool:
     return isinstance(op, sched.TaskBase) and not isinstance(
-        op, sched.DmaBase | sched.ConvertOp | sched.LutTaskOp
+        op, sched.DmaBase | sched.DDR_CONVERSIONS | sched.LutTaskOp
     )
 
 
 def _writes_ddr(op: Operation):
-    if isinstance(op, sched.DmaOp | sched.ConvertOp):
+    if isinstance(op, sched.DmaOp | sched.DDR_CONVERSIONS):
         dest = op.dest
         if sched.buffer_type(dest).space.data == "ddr":
             return root(dest)

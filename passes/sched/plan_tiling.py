@@ -67,6 +67,8 @@ def window_geometry(op: mrvl.Conv2DOp | mrvl.Pool2DBase) -> WindowLayer:
         per_oc = conv_weight_bytes_per_oc(
             kh, kw, cg, bias=op.bias is not None, slopes=op.slopes is not None
         )
+        if mrvl.is_int8(op.output):  # planned as fp16 (every piece of int8 is smaller) plus
+            per_oc += 8  # the (multiplier, shift) pair of each output channel
         groups = op.group_count
     else:
         kh, kw = op.kernel.get_values()
@@ -170,9 +172,10 @@ def recorded_fc_pieces(
 def plan_fc(op: mrvl.FullyConnectedOp, target: Target, num_tiles: int, pinned: bool):
     n, k = mrvl.shape_of(op.input)
     o, _ = mrvl.shape_of(op.weight)
+    int8 = mrvl.is_int8(op.output)  # planned as fp16, its requant pair in the slopes' place
     return plan_fc_layer_priced(
         n, k, o, target, num_tiles, _what(op),
-        slopes=op.slopes is not None, bias=op.bias is not None, pinned=pinned,
+        slopes=op.slopes is not None or int8, bias=op.bias is not None or int8, pinned=pinned,
     )  # fmt: skip
 
 

@@ -73,6 +73,7 @@ def test_report_prints_a_table(mnist_partitioned):
         "op",
         "runs",
         "on",
+        "dtype",
         "MACs",
         "why",
         "not",
@@ -80,7 +81,9 @@ def test_report_prints_a_table(mnist_partitioned):
         "the",
         "MLIP",
     ]
-    assert any(line.startswith("/conv1/Conv") and "451,584" in line for line in lines)
+    assert any(
+        line.startswith("/conv1/Conv") and "float16" in line and "451,584" in line for line in lines
+    )
     assert "final softmax kept on the CPU in fp32 (nothing on the MLIP reads it)" in lines[-2]
     assert lines[-1] == (
         "10 of 11 ONNX nodes on the MLIP in 1 region(s), 1 on the CPU; "

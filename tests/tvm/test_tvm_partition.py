@@ -19,7 +19,7 @@ COMPOSITES = {
     "mrvl.global_avgpool2d", "mrvl.global_maxpool2d", "mrvl.concat", "mrvl.reshape",
     "mrvl.transpose", "mrvl.scale_shift", "mrvl.copy",
     "mrvl.conv_transpose", "mrvl.resize", "mrvl.bmm", "mrvl.softmax",
-    "mrvl.layernorm",
+    "mrvl.layernorm", "mrvl.quantize", "mrvl.dequantize",
 }  # fmt: skip
 
 

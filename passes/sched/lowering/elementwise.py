@@ -9,6 +9,7 @@ from math import prod
 from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from mrvl.dialects import mrvl, sched
+from mrvl.passes.sched.lowering.int8_compute import is_int8_layer, lower_qadd
 from mrvl.passes.sched.lowering.state import F16_BYTES, LayerLowering, buffer_type, int_attr
 from mrvl.passes.sched.tiling import F32, ChannelChunk, Chunk, plan_elementwise, plan_per_channel
 
@@ -21,6 +22,9 @@ class LowerAdd(LayerLowering):
     def lower(self, op: mrvl.AddOp) -> None:
         """Chunks of the flat sum; with PRELU, chunks of whole pixels (or channel groups of one
         pixel) with their slice of the slopes, cut as scale_shift cuts them."""
+        if is_int8_layer(op):
+            lower_qadd(self.low, op)
+            return
         self.low.require_f16(op)
         count = prod(mrvl.shape_of(op.output))
         et = mrvl.element_type_of(op.output)

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 
-from xdsl.dialects.builtin import Float32Type, UnitAttr
+from xdsl.dialects.builtin import Float32Type, IntegerType, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from mrvl.dialects import mrvl, sched
 from mrvl.errors import CompileError
+from mrvl.passes.sched.lowering.int8_compute import (
+    is_int8_layer,
+    qconv_task,
+    qpool_task,
+    requant_pairs,
+    require_int8,
+)
 from mrvl.passes.sched.lowering.state import (
     LayerLowering,
     activation_props,
@@ -33,7 +40,8 @@ from mrvl.passes.sched.tiling import (
 
 class _LowerWindowLayer(LayerLowering):
     def lower(self, op: mrvl.Conv2DOp | mrvl.Pool2DBase) -> None:
-        self.low.require_f16(op)
+        int8 = is_int8_layer(op)
+        require_int8(op) if int8 else self.low.require_f16(op)
         is_conv = isinstance(op, mrvl.Conv2DOp)
         n, h, w, c = mrvl.shape_of(op.input)
         oc = mrvl.shape_of(op.output)[3]
@@ -65,7 +73,8 @@ class _LowerWindowLayer(LayerLowering):
         groups = op.group_count if is_conv else 1
         cg = c // groups
         src, dst = self.low.ddr_buffer(op.input), self.low.new_ddr(op.output)
-        slopes = self.low.slopes(op) if is_conv else None
+        # an int8 conv's requantization pairs are loaded per piece where PRELU's slopes are
+        slopes = (requant_pairs(self.low, op) if int8 else self.low.slopes(op)) if is_conv else None
         chains = []  # the chains of input-channel blocks of one round (a piece per tile)
         windows = {}  # tile -> (its last piece, the window it loaded, the load's token)
         # each output allocated before its tile's previous store, where that still fits
@@ -123,16 +132,19 @@ class _LowerWindowLayer(LayerLowering):
                     **activation_props(op),
                 }
                 deps += self.low.activation_deps(op, tile)
-                task = sched.Conv2DTaskOp.make(
-                    props,
-                    deps=deps,
-                    input=window,
-                    output=out,
-                    weight=wbuf,
-                    bias=bias,
-                    prelu_slopes=prelu,
-                    acc=[],
-                )
+                if int8:
+                    task = qconv_task(op, props, deps, window, out, wbuf, bias, prelu, [])
+                else:
+                    task = sched.Conv2DTaskOp.make(
+                        props,
+                        deps=deps,
+                        input=window,
+                        output=out,
+                        weight=wbuf,
+                        bias=bias,
+                        prelu_slopes=prelu,
+                        acc=[],
+                    )
             else:
                 props = {
                     **common,
@@ -145,7 +157,10 @@ class _LowerWindowLayer(LayerLowering):
                 }
                 if isinstance(op, mrvl.AvgPool2DOp) and op.count_include_pad is not None:
                     props["count_include_pad"] = UnitAttr()
-                task = sched.Pool2DTaskOp.make(props, deps=deps, input=window, output=out)
+                if int8:
+                    task = qpool_task(op, props, deps, window, out)
+                else:
+                    task = sched.Pool2DTaskOp.make(props, deps=deps, input=window, output=out)
             t_c = self.low.emit(task).results[0]
             if is_conv:
                 self.low.computed(op, tile, t_c)
@@ -171,8 +186,9 @@ class _LowerWindowLayer(LayerLowering):
             bbuf, t_b = self.low.load(self.low.ddr_buffer(op.bias), [p.oc0], [p.ocs], tile)
             tokens.append(t_b)
             bias = [bbuf]
-        if slopes is not None:
-            sbuf, t_s = self.low.load(slopes, [p.oc0], [p.ocs], tile)
+        if slopes is not None:  # (or an int8 conv's requantization pairs [O, 2])
+            rest = sched.buffer_type(slopes).dims[1:]
+            sbuf, t_s = self.low.load(slopes, [p.oc0, *[0] * len(rest)], [p.ocs, *rest], tile)
             tokens.append(t_s)
             prelu = [sbuf]
         return wbuf, bias, prelu, tokens
@@ -255,25 +271,33 @@ class _LowerWindowLayer(LayerLowering):
             if t_acc is not None:
                 deps.append(t_acc)
             prelu = []
-            if last:  # the activation: PRELU's slopes, a table activation's lut
+            int8 = is_int8_layer(op)
+            if last or (int8 and slopes is not None):  # PRELU's slopes (or int8 requant pairs)
                 if slopes is not None:
-                    sbuf, t_s = self.low.load(slopes, [p.oc0], [p.ocs], tile)
+                    rest = sched.buffer_type(slopes).dims[1:]
+                    box = [p.ocs, *rest]
+                    sbuf, t_s = self.low.load(slopes, [p.oc0, *[0] * len(rest)], box, tile)
                     deps.append(t_s)
                     prelu = [sbuf]
-                deps += self.low.activation_deps(op, tile)
-            element = mrvl.element_type_of(op.output) if last else Float32Type()
+                if last:  # a table activation's lut
+                    deps += self.low.activation_deps(op, tile)
+            partial = IntegerType(32) if int8 else Float32Type()
+            element = mrvl.element_type_of(op.output) if last else partial
             out = self.low.ocm([n, p.rows, p.cols, p.ocs], element, tile)
             block_props = {**props, **(activation_props(op) if last else {"acc_out": UnitAttr()})}
-            task = sched.Conv2DTaskOp.make(
-                block_props,
-                deps=deps,
-                input=window,
-                output=out,
-                weight=wbuf,
-                bias=bias,
-                prelu_slopes=prelu,
-                acc=acc,
-            )
+            if int8:
+                task = qconv_task(op, block_props, deps, window, out, wbuf, bias, prelu, acc)
+            else:
+                task = sched.Conv2DTaskOp.make(
+                    block_props,
+                    deps=deps,
+                    input=window,
+                    output=out,
+                    weight=wbuf,
+                    bias=bias,
+                    prelu_slopes=prelu,
+                    acc=acc,
+                )
             t_acc = self.low.emit(task).results[0]
             if last:
                 self.low.computed(op, tile, t_acc)

@@ -1,0 +1,132 @@
+"""One partition match (a would-be layer) in its QDQ neighbourhood: is it a quantized layer,
+and can the MLIP run it in int8 (`check_match`)?
+
+`FuseOpsByPattern` rebuilds the function after each pattern, so a check sees fresh variables
+and calls: what produced a match's input, or what reads its result, can only be asked of the
+module as partitioning found it. `ModuleIndex` finds each matched call's original there (by
+its ONNX node, op and type) and answers from the original bindings.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+import tvm_ffi
+from tvm import relax
+from tvm.ir.expr import GenericConst
+
+from mrvl import qdq
+from mrvl.qdq import (
+    MAC_OPS,
+    NOT_LOWERED,
+    NotInt8,
+    QuantizedConstant,
+    QuantizedLayer,
+    _op,
+    bias_quant,
+    check_quantized_io,
+    quantized_form,
+    weight_quant,
+)
+
+QDQ_OPS = ("relax.quantize", "relax.dequantize")
+
+
+class ModuleIndex:
+    """The original module's calls by ONNX node and op, and the variable each is bound to."""
+
+    def __init__(self, bound: Mapping[relax.Var, relax.Expr]):
+        from mrvl.frontend import node_name_of
+
+        self.bound = bound
+        self.var_of: dict[relax.Call, relax.Var] = {}
+        self.by_node: dict[tuple[str | None, str | None], list[relax.Call]] = defaultdict(list)
+        self.has_qdq = False
+        for var, value in bound.items():
+            if isinstance(value, relax.Call):
+                self.var_of[value] = var
+                self.by_node[(node_name_of(value), _op(value))].append(value)
+                self.has_qdq = self.has_qdq or _op(value) in QDQ_OPS
+
+    def original(self, call: relax.Call) -> relax.Call | None:
+        """The call of the original module that `call` (from a match) is, if one is."""
+        from mrvl.frontend import node_name_of
+
+        candidates = [
+            c
+            for c in self.by_node.get((node_name_of(call), _op(call)), [])
+            if tvm_ffi.structural_equal(c.ty, call.ty)
+            and tvm_ffi.structural_equal(c.attrs, call.attrs)
+        ]
+        return candidates[0] if len(candidates) == 1 else None
+
+
+_INDEX: list = [None, None]
+"""The bindings `module_index` last indexed, and their index."""
+
+
+def module_index(bound: Mapping[relax.Var, relax.Expr]) -> ModuleIndex:
+    if _INDEX[0] is not bound:
+        _INDEX[:] = [bound, ModuleIndex(bound)]
+    return _INDEX[1]
+
+
+def check_match(
+    kind: str,
+    matched: Sequence[relax.Call],
+    root: relax.Expr,
+    index: ModuleIndex,
+    users: Mapping[relax.Var, list[relax.Call]],
+    quantized: Mapping[GenericConst, QuantizedConstant],
+) -> QuantizedLayer | None:
+    """The match's quantized form, None for a float layer; `NotInt8` for a quantized layer
+    the MLIP cannot run in int8 (or that this compiler does not lower yet)."""
+    if not index.has_qdq:
+        return None  # a float model
+    calls = [index.original(c) for c in matched]
+    if any(c is None for c in calls) or index.original(root) is None:
+        raise NotInt8("cannot tell this layer's calls in the model apart (QDQ model)", root)
+    result = index.var_of.get(index.original(root))
+    inner = {index.var_of.get(c) for c in calls}
+    inputs = list(
+        dict.fromkeys(
+            a for c in calls for a in c.args if isinstance(a, relax.Var) and a not in inner
+        )
+    )
+    weights = [
+        (c, c.args[1]) for c in calls if _op(c) in MAC_OPS and isinstance(c.args[1], GenericConst)
+    ]
+    has_quantized_const = any(
+        isinstance(a, GenericConst) and a in quantized for c in calls for a in c.args
+    )
+    readers = lambda v: users.get(v, [])  # noqa: E731
+    form = quantized_form(inputs, result, index.bound.get, readers)
+    if form is None:
+        if has_quantized_const:
+            raise NotInt8("dequantized int8 weights in a float layer (no quantize around it)", root)
+        return None
+    dequantizes, quantizes = form
+    if weights and quantized.get(weights[0][1]) is None:
+        return None  # float weights between int8 tensors: a layer kept in fp16 on purpose
+    at = weights[0][0] if weights else root
+    ins, out = check_quantized_io(
+        inputs, result, dequantizes, quantizes, index.bound.get, readers, at
+    )
+    weight_scale: tuple[float, ...] = ()
+    bias: tuple[int, ...] = ()
+    if weights:
+        call, weight = weights[0]
+        axis = MAC_OPS[_op(call)]
+        channels = int(weight.ty.shape[axis])
+        s_w = weight_quant(quantized.get(weight), channels, axis, call)
+        weight_scale = tuple(float(s) for s in s_w)
+        biases = [
+            a for c in calls if _op(c) == "relax.add" for a in c.args if isinstance(a, GenericConst)
+        ]
+        if biases:
+            b = bias_quant(quantized.get(biases[0]), channels, ins[0].scale, s_w, call)
+            bias = tuple(int(v) for v in b)
+    if kind not in qdq.INT8_READY:
+        raise NotInt8(NOT_LOWERED.format(kind=kind), at)
+    return QuantizedLayer(tuple(ins), out, weight_scale, bias)

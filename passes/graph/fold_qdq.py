@@ -1,0 +1,246 @@
+"""mrvl-fold-qdq: a QDQ region's layers become int8 layers.
+
+A region imported from a QDQ model computes in float between `mrvl.dequantize` and
+`mrvl.quantize` ops, as the model is written: `quantize(conv(dequantize(x), W), s_y, z_y)`,
+where W dequantizes int8 weights (the conv's `weight_scales`). That is what an int8 conv
+means (ONNX's QDQ convention), so the pass folds each such sandwich into the layer on `i8`
+tensors with its quantization as properties, its weights int8 again and its bias int32 at
+s_x·s_w. Both are recovered from the floats exactly (`_exact_integers`), or the pass stops with
+a CompileError: a quantized layer is never left to run in fp16.
+
+Layout conversions and reshapes move across a dequantize or quantize (they move the same
+values), so the int8 layers meet each other directly; a dequantize feeding a quantize of the
+same scale and zero point is no op. What stays is a quantize where float data enters int8
+code and a dequantize where it leaves (region inputs and outputs, fp16 layers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, ModuleOp, TensorType, f32, i8
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import Rewriter
+
+from mrvl.dialects import mrvl
+from mrvl.errors import CompileError
+from mrvl.locations import location_name
+from mrvl.passes.common import InheritLocation, MrvlModulePass
+
+INT8_ACTIVATIONS = (None, "relu", "clip")
+"""Activations an int8 layer runs as saturation bounds (tables are not folded yet)."""
+
+
+def _as_i8(t: TensorType) -> TensorType:
+    return mrvl.tensor(t.get_shape(), i8, mrvl.layout_of(t))
+
+
+def _what(op: Operation) -> str:
+    return f"{op.name} at {location_name(op.location)}"
+
+
+class MoveIntoInt8(RewritePattern):
+    """`layout_convert` or `reshape` of a dequantize -> the dequantize of the int8 tensor's
+    conversion; of a quantize's result -> the quantize of the float tensor's conversion."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: mrvl.LayoutConvertOp | mrvl.ReshapeOp, rewriter: PatternRewriter
+    ) -> None:
+        edge = op.input.owner
+        if not isinstance(edge, mrvl.DequantizeOp | mrvl.QuantizeOp):
+            return
+        inner = edge.input
+        if isinstance(op, mrvl.LayoutConvertOp):
+            moved = mrvl.LayoutConvertOp(inner, mrvl.layout_of(op.output))
+        else:
+            moved = mrvl.ReshapeOp(
+                inner,
+                mrvl.tensor(
+                    mrvl.shape_of(op.output),
+                    mrvl.element_type_of(inner),
+                    mrvl.layout_of(op.output),
+                ),
+            )
+        moved.location = op.location
+        rewriter.insert(moved)
+        scale, zero = edge.quant.values
+        new_edge = type(edge)(moved.results[0], scale, zero, op.output.type)
+        new_edge.location = edge.location
+        rewriter.replace(op, new_edge)
+
+
+class CancelQdqPair(RewritePattern):
+    """`quantize(dequantize(q))` of one scale and zero point is q."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
+        source = op.input.owner
+        if isinstance(source, mrvl.DequantizeOp) and source.quant == op.quant:
+            if source.input.type == op.output.type:
+                rewriter.replace(op, [], [source.input])
+
+
+def _dequantized_inputs(values: list[SSAValue]) -> list[mrvl.DequantizeOp] | None:
+    owners = [v.owner for v in values]
+    if all(isinstance(o, mrvl.DequantizeOp) for o in owners):
+        return owners  # type: ignore[return-value]
+    return None
+
+
+def _exact_integers(
+    floats: np.ndarray, scale: np.ndarray, dtype: type, what: str, op: Operation
+) -> np.ndarray:
+    """The integers `floats` dequantize at `scale` (broadcast on axis 0), exactly."""
+    shape = (-1,) + (1,) * (floats.ndim - 1)
+    s = scale.astype(np.float32).reshape(shape)
+    q = np.rint(floats.astype(np.float64) / s.astype(np.float64))
+    info = np.iinfo(dtype)
+    if (
+        not np.all(np.isfinite(q))
+        or q.min(initial=0) < info.min
+        or q.max(initial=0) > info.max
+        or not np.array_equal(q.astype(np.float32) * s, floats)
+    ):
+        raise CompileError(f"{_what(op)}: its {what} are not {np.dtype(dtype).name} at its scales")
+    return q.astype(dtype)
+
+
+class FoldQuantizedLayer(RewritePattern):
+    """`quantize(layer(dequantize(x)...))` -> the layer on int8 tensors."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
+        layer = op.input.owner
+        if not isinstance(
+            layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp | mrvl.AddOp | mrvl.Pool2DBase
+        ):
+            return
+        if not op.input.has_one_use() or mrvl.is_int8(layer.output):
+            return
+        if isinstance(layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp) and layer.weight_scales is None:
+            return  # float weights: kept in fp16 on purpose (mixed precision)
+        inputs = [layer.lhs, layer.rhs] if isinstance(layer, mrvl.AddOp) else [layer.input]
+        dequantizes = _dequantized_inputs(inputs)
+        if dequantizes is None:
+            return
+        activation = getattr(layer, "activation", None)
+        act = None if activation is None else activation.data.value
+        if act not in INT8_ACTIVATIONS:
+            raise CompileError(f"{_what(layer)}: int8 with activation {act} is not supported yet")
+        if isinstance(layer, mrvl.AvgPool2DOp) and _one_divisor(layer):
+            new = self._average_as_conv(layer, dequantizes[0], op, rewriter)
+            rewriter.replace(op, [], [new.results[0]])
+            if not layer.output.uses:
+                rewriter.erase(layer)
+            return
+        new = layer.clone()
+        for index, dq in enumerate(dequantizes):
+            new.operands[index] = dq.input
+        new.properties["in_quant"] = ArrayAttr([dq.quant for dq in dequantizes])
+        new.properties["out_quant"] = op.quant
+        if isinstance(layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp):
+            self._integer_constants(layer, new, dequantizes[0], rewriter)
+        Rewriter.replace_value_with_new_type(new.results[0], _as_i8(layer.output.type))
+        new.location = layer.location
+        rewriter.insert(new)
+        rewriter.replace(op, [], [new.results[0]])
+        if not layer.output.uses:
+            rewriter.erase(layer)
+
+    @staticmethod
+    def _average_as_conv(
+        layer: mrvl.AvgPool2DOp, dq: mrvl.DequantizeOp, q: mrvl.QuantizeOp, rewriter
+    ) -> mrvl.Conv2DOp:
+        """An average of a fixed number of taps as a depthwise int8 conv with weights 1 and
+        the divisor in its weight scale: one rounding, from the exact int32 sum to the
+        output's scale, as onnxruntime's float mean then QuantizeLinear round once (`qpool`
+        rounds the average at the input's scale first, then rescales: up to half an input
+        step, several output steps when the output's scale is finer)."""
+        kh, kw = layer.kernel.get_values()
+        channels = mrvl.shape_of(layer.input)[-1]
+        ones = mrvl.ConstantOp(
+            f"mrvl_average_{location_name(layer.location) or 'pool'}_ones",
+            np.ones((channels, kh, kw, 1), np.int8),
+            "OHWI",
+        )
+        ones.location = layer.location
+        rewriter.insert(ones)
+        conv = mrvl.Conv2DOp(
+            dq.input,
+            ones.result,
+            None,
+            _as_i8(layer.output.type),
+            strides=layer.strides.get_values(),
+            pads=layer.pads.get_values(),
+            groups=channels,
+        )
+        conv.properties["in_quant"] = ArrayAttr([dq.quant])
+        conv.properties["out_quant"] = q.quant
+        conv.properties["weight_scales"] = DenseArrayBase.from_list(
+            f32, [float(np.float32(1.0 / (kh * kw)))] * channels
+        )
+        conv.location = layer.location
+        rewriter.insert(conv)
+        return conv
+
+    @staticmethod
+    def _integer_constants(layer, new, dq: mrvl.DequantizeOp, rewriter: PatternRewriter) -> None:
+        weight = layer.weight.owner
+        if not isinstance(weight, mrvl.ConstantOp):
+            raise CompileError(f"{_what(layer)}: its weights are not a constant")
+        s_w = np.array(layer.weight_scales.get_values(), np.float32)
+        q = _exact_integers(weight.numpy(), s_w, np.int8, "weights", layer)
+        new.operands[1] = _constant(weight, q, rewriter)
+        if layer.bias is not None:
+            bias = layer.bias.owner
+            s_x = np.float32(dq.quant.values[0])
+            b = _exact_integers(bias.numpy(), s_x * s_w, np.int32, "bias", layer)
+            new.operands[2] = _constant(bias, b, rewriter)
+
+
+def _constant(old: mrvl.ConstantOp, data: np.ndarray, rewriter: PatternRewriter) -> SSAValue:
+    new = mrvl.ConstantOp(old.const_name.data, data, mrvl.layout_of(old.result))
+    new.location = old.location
+    rewriter.insert(new)
+    return new.result
+
+
+def _one_divisor(op: mrvl.AvgPool2DOp) -> bool:
+    """Whether every output of an average pool divides by the whole window (no partial
+    windows: no padding, or padding counted, and no ceil-mode overhang)."""
+    if op.ceil_mode is not None:
+        return False
+    return op.count_include_pad is not None or not any(op.pads.get_values())
+
+
+def check_folded(module: ModuleOp) -> None:
+    """Every layer with int8 weights was folded: none is left to run in fp16."""
+    for op in module.walk():
+        if isinstance(op, mrvl.Conv2DOp | mrvl.FullyConnectedOp) and op.weight_scales is not None:
+            if not mrvl.is_int8(op.output):
+                raise CompileError(
+                    f"{_what(op)}: its weights are int8 but it is not between a dequantize and "
+                    "a quantize (it would run in fp16)"
+                )
+
+
+@dataclass(frozen=True)
+class FoldQdqPass(MrvlModulePass):
+    name = "mrvl-fold-qdq"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        patterns = [MoveIntoInt8(), CancelQdqPair(), FoldQuantizedLayer()]
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([InheritLocation(p) for p in patterns])
+        ).rewrite_module(op)
+        check_folded(op)

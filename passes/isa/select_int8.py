@@ -1,0 +1,159 @@
+"""Instruction selection of the int8 tasks (docs/isa.md, int8 mode): one pattern per task,
+as `convert_sched_to_mlip.py` has for the fp16 ones, which gathers these into
+`INSTRUCTION_SELECTIONS`. The compile-time numbers (requantization pairs, clamps) were made
+when the tasks were (`passes/sched/lowering/int8_compute.py`); here they become fields."""
+
+from __future__ import annotations
+
+from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
+
+from mrvl.dialects import sched
+from mrvl.isa import PoolMode
+from mrvl.passes.isa.convert_sched_to_mlip import (
+    InstructionSelection,
+    _dtype,
+    _merged_dims,
+    _pad4,
+)
+
+
+def _quant_fields(state, op: sched.QuantizeTaskOp | sched.DequantizeTaskOp) -> dict:
+    s = sched.buffer_type(op.source)
+    dims, perm = _merged_dims(s.dims, op.perm.get_values())
+    lead = 4 - len(dims)
+    scale, zero = op.quant.values
+    return {
+        "src_addr": state.address(op.source),
+        "src_shape": _pad4(dims, 1),
+        "dst_addr": state.address(op.dest),
+        "perm": list(range(lead)) + [p + lead for p in perm],
+        "scale": scale,
+        "zp": zero,
+    }
+
+
+def _int8_fields(op) -> dict:
+    return {
+        "in_zp": op.in_zp.value.data,
+        "out_zp": op.out_zp.value.data,
+        "clamp": list(op.clamp.get_values()),
+        "lut_addr": -1,
+    }
+
+
+class SelectQuantize(InstructionSelection):
+    """A region input (or an fp16 result) quantized to int8 is one `quant`."""
+
+    opcode = "quant"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.QuantizeTaskOp, rewriter: PatternRewriter) -> None:
+        fields = _quant_fields(self.state, op)
+        fields["src_dtype"] = _dtype(sched.buffer_type(op.source))
+        self.select(op, rewriter, fields)
+
+
+class SelectDequantize(InstructionSelection):
+    """An int8 result dequantized (a region output, an fp16 layer's input) is one `dequant`."""
+
+    opcode = "dequant"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.DequantizeTaskOp, rewriter: PatternRewriter) -> None:
+        fields = _quant_fields(self.state, op)
+        fields["dst_dtype"] = _dtype(sched.buffer_type(op.dest))
+        self.select(op, rewriter, fields)
+
+
+class SelectQConv2D(InstructionSelection):
+    opcode = "qconv"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.QConv2DTaskOp, rewriter: PatternRewriter) -> None:
+        fields = self.state.window_fields(op)
+        fields.update(
+            dilation=list(op.dilations.get_values()),
+            groups=op.groups.value.data,
+            oc0=op.oc0.value.data,
+            oc_total=op.oc_total.value.data,
+            w_addr=self.state.address(op.weight),
+            b_addr=self.state.address(op.bias) if op.bias is not None else -1,
+            rq_addr=self.state.address(op.requant),
+            acc_addr=self.state.address(op.acc) if op.acc is not None else -1,
+            acc_out=int(op.acc_out is not None),
+            **_int8_fields(op),
+        )
+        self.select(op, rewriter, fields)
+
+
+class SelectQFullyConnected(InstructionSelection):
+    opcode = "qfc"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: sched.QFullyConnectedTaskOp, rewriter: PatternRewriter
+    ) -> None:
+        n, k = sched.buffer_type(op.input).dims
+        fields = {
+            "in_addr": self.state.address(op.input),
+            "n": n,
+            "k": k,
+            "o": sched.buffer_type(op.weight).dims[0],
+            "w_addr": self.state.address(op.weight),
+            "b_addr": self.state.address(op.bias) if op.bias is not None else -1,
+            "out_addr": self.state.address(op.output),
+            "rq_addr": self.state.address(op.requant),
+            **_int8_fields(op),
+        }
+        self.select(op, rewriter, fields)
+
+
+class SelectQAdd(InstructionSelection):
+    opcode = "qadd"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.QAddTaskOp, rewriter: PatternRewriter) -> None:
+        fields = {
+            "a_addr": self.state.address(op.lhs),
+            "b_addr": self.state.address(op.rhs),
+            "out_addr": self.state.address(op.output),
+            "count": sched.buffer_type(op.output).dims[0],
+            "a_zp": op.a_zp.value.data,
+            "b_zp": op.b_zp.value.data,
+            "out_zp": op.out_zp.value.data,
+            "a_rq": list(op.a_rq.get_values()),
+            "b_rq": list(op.b_rq.get_values()),
+            "out_rq": list(op.out_rq.get_values()),
+            "clamp": list(op.clamp.get_values()),
+            "lut_addr": -1,
+        }
+        self.select(op, rewriter, fields)
+
+
+class SelectQPool2D(InstructionSelection):
+    opcode = "qpool"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.QPool2DTaskOp, rewriter: PatternRewriter) -> None:
+        fields = self.state.window_fields(op)
+        pads = op.pads.get_values()
+        fields.update(
+            mode=PoolMode[op.mode.data.name],
+            in_hw=list(op.in_hw.get_values()),
+            pad_end=[pads[2], pads[3]],
+            count_include_pad=int(op.count_include_pad is not None),
+            in_zp=op.in_zp.value.data,
+            out_zp=op.out_zp.value.data,
+            rq=list(op.rq.get_values()),
+        )
+        self.select(op, rewriter, fields)
+
+
+INT8_SELECTIONS: tuple[type[InstructionSelection], ...] = (
+    SelectQuantize,
+    SelectDequantize,
+    SelectQConv2D,
+    SelectQFullyConnected,
+    SelectQAdd,
+    SelectQPool2D,
+)

@@ -1,0 +1,38 @@
+"""Lowering of the edges of int8 code: a quantize or dequantize is one `sched.quantize` /
+`sched.dequantize` on tile 0, DDR to DDR (into the region's output buffer when it produces
+an output), as a cast is one `sched.convert`. `sched-fuse-converts` folds a layout change
+of the float side into it (its permutation)."""
+
+from __future__ import annotations
+
+from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
+
+from mrvl.dialects import mrvl, sched
+from mrvl.passes.sched.lowering.state import LayerLowering
+
+
+class _LowerQuantConvert(LayerLowering):
+    def lower(self, op: mrvl.QuantizeOp | mrvl.DequantizeOp) -> None:
+        dest = self.low.outputs.get(op.output)
+        src = self.low.ddr_buffer(op.input)
+        if dest is None:
+            dest = self.low.new_ddr(op.output)
+        else:
+            self.low.buffers[op.output] = dest
+        task = sched.QuantizeTaskOp if isinstance(op, mrvl.QuantizeOp) else sched.DequantizeTaskOp
+        perm = list(range(len(mrvl.shape_of(op.input))))
+        deps = self.low.write_deps(dest, 0, *self.low.writes_to(src))
+        tok = self.low.emit(task(src, dest, perm, op.quant, 0, deps)).token
+        self.low.record_write(dest, 0, tok)
+
+
+class LowerQuantize(_LowerQuantConvert):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
+        self.rewrite(op, rewriter)
+
+
+class LowerDequantize(_LowerQuantConvert):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mrvl.DequantizeOp, rewriter: PatternRewriter) -> None:
+        self.rewrite(op, rewriter)

@@ -1,0 +1,92 @@
+"""Small float CNNs built with onnx.helper and their QDQ forms from onnxruntime's
+`quantize_static` (seeded weights and calibration data)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, numpy_helper
+from onnx import helper as oh
+
+INPUT_SHAPE = (1, 3, 16, 16)
+
+
+def small_cnn(seed: int = 0, softmax: bool = False) -> onnx.ModelProto:
+    """conv-relu-conv-add-relu-global pool-flatten-fc: every kind of layer an int8 classifier
+    has (a residual add, a pool, an fc)."""
+    rng = np.random.default_rng(seed)
+
+    def weight(name, shape, scale):
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) * scale).astype(np.float32), name
+        )
+
+    inits = [
+        weight("w1", (8, 3, 3, 3), 0.3),
+        weight("b1", (8,), 0.1),
+        weight("w2", (8, 8, 3, 3), 0.2),
+        weight("b2", (8,), 0.1),
+        weight("wf", (8, 10), 0.3),
+        weight("bf", (10,), 0.1),
+    ]
+    nodes = [
+        oh.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="/conv1/Conv", pads=[1, 1, 1, 1]),
+        oh.make_node("Relu", ["c1"], ["r1"], name="/relu1/Relu"),
+        oh.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="/conv2/Conv", pads=[1, 1, 1, 1]),
+        oh.make_node("Add", ["c2", "r1"], ["a"], name="/add/Add"),
+        oh.make_node("Relu", ["a"], ["r2"], name="/relu2/Relu"),
+        oh.make_node("GlobalAveragePool", ["r2"], ["p"], name="/pool/GlobalAveragePool"),
+        oh.make_node("Flatten", ["p"], ["f"], name="/flatten/Flatten"),
+        oh.make_node("Gemm", ["f", "wf", "bf"], ["logits" if softmax else "y"], name="/fc/Gemm"),
+    ]
+    if softmax:
+        nodes.append(oh.make_node("Softmax", ["logits"], ["y"], name="/Softmax", axis=1))
+    graph = oh.make_graph(
+        nodes,
+        "small_cnn",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, list(INPUT_SHAPE))],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        inits,
+    )
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def calibration(count: int = 8, seed: int = 1) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [{"x": rng.standard_normal(INPUT_SHAPE).astype(np.float32)} for _ in range(count)]
+
+
+def quantize_static_qdq(model: onnx.ModelProto, **options) -> onnx.ModelProto:
+    """`model` through onnxruntime's `quantize_static` in QDQ format (per channel, int8
+    unless `options` say otherwise), calibrated on `calibration()`."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter(calibration())
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    settings = {
+        "quant_format": QuantFormat.QDQ,
+        "per_channel": True,
+        "activation_type": QuantType.QInt8,
+        "weight_type": QuantType.QInt8,
+        **options,
+    }
+    with tempfile.TemporaryDirectory() as work:
+        source, target = Path(work) / "float.onnx", Path(work) / "qdq.onnx"
+        onnx.save(model, source)
+        quantize_static(source, target, Reader(), **settings)
+        return onnx.load(target)
