@@ -309,16 +309,16 @@ def fc_run_blocked(x, packed, rows, inner, outs, init, init_stride, out):
             at[q] = (first + min(q, count - 1)) * inner
         for lo in range(0, outs, MAC_CHANNELS):
             width = min(MAC_CHANNELS, outs - lo)
-            for q in range(MAC_PIXELS):
-                tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
+            for q in range(MAC_PIXELS):  # indices, not slices (atomic reference counts)
                 at_init = (first + min(q, count - 1)) * init_stride + lo
-                tile[:width] = init[at_init : at_init + width]
-                tile[width:] = 0.0
+                for j in range(MAC_CHANNELS):
+                    acc[q * MAC_CHANNELS + j] = init[at_init + j] if j < width else 0.0
             w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
             mac_tile(x, at, lengths, 1, packed, w_off, acc, acc_at, acc, acc_at)
             for q in range(count):
                 start = (first + q) * outs + lo
-                out[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
+                for j in range(width):
+                    out[start + j] = acc[q * MAC_CHANNELS + j]
 
 
 @jit
