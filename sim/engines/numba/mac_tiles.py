@@ -480,14 +480,15 @@ def conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base):
 
 
 @jit
-def conv_depthwise(row, x, w, bias, partial, out):
+def conv_depthwise(row, x, w, bias, partial, out, first_row, stop_row):
     """A conv whose groups have one input channel each (depthwise), output row by output row:
     the row starts from the bias or the partial sums, then each tap in order (kh, kw) adds its
     multiply-adds to every output of the row, over all the tile's output channels at once, so
     each output's sum runs over its taps in the documented order (a tap in the padding adds
     +0.0 times its weight, as the window's zeros would). With one output channel per group
     and stride 1, a tap's inputs for the row's columns inside the window are one contiguous
-    run, multiplied by its weight repeated along the row.
+    run, multiplied by its weight repeated along the row. Only the output rows [first_row,
+    stop_row) of the N*OH rows (a thread's share).
 
     Every loop is here, with unsigned indices: a Numba function call or slice costs atomic
     reference counts (per column they were a fifth of a depthwise conv's time), and a signed
@@ -525,52 +526,52 @@ def conv_depthwise(row, x, w, bias, partial, out):
                 for o in range(channels):
                     repeated[t * row_size + c * channels + o] = wt[t * channels + o]
     zero = np.float32(0.0)
-    for n in range(n_count):
-        for r in range(out_rows):
-            wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
-            at = np.uint64((n * out_rows + r) * out_cols * out_channels)
-            if partial.size > 0:
-                for e in range(row_size):
-                    out[at + e] = partial[at + e]
-            else:
-                for c in range(np.uint64(out_cols)):
+    for image_row in range(first_row, min(stop_row, n_count * out_rows)):
+        n, r = image_row // out_rows, image_row % out_rows
+        wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
+        at = np.uint64(image_row * out_cols * out_channels)
+        if partial.size > 0:
+            for e in range(row_size):
+                out[at + e] = partial[at + e]
+        else:
+            for c in range(np.uint64(out_cols)):
+                for o in range(channels):
+                    out[at + c * channels + o] = bias[o]
+        for kh in range(kh_count):
+            wr = wr0 + kh * row[CONV_DILATION]
+            inside = 0 <= wr < height
+            for kw in range(kw_count):
+                # the output columns whose tap column lies in the window: [lo, hi)
+                offset = kw * dilation_w - pad_w
+                lo, hi = out_cols, out_cols
+                if inside:
+                    lo = min(out_cols, max(0, (-offset + stride_w - 1) // stride_w))
+                    hi = max(lo, min(out_cols, (width - 1 - offset) // stride_w + 1))
+                t = np.uint64(kh * kw_count + kw)
+                for c in range(np.uint64(out_cols)):  # the padding: +0.0 times the weight
+                    if lo <= c < hi:
+                        continue
+                    a = at + c * channels
                     for o in range(channels):
-                        out[at + c * channels + o] = bias[o]
-            for kh in range(kh_count):
-                wr = wr0 + kh * row[CONV_DILATION]
-                inside = 0 <= wr < height
-                for kw in range(kw_count):
-                    # the output columns whose tap column lies in the window: [lo, hi)
-                    offset = kw * dilation_w - pad_w
-                    lo, hi = out_cols, out_cols
-                    if inside:
-                        lo = min(out_cols, max(0, (-offset + stride_w - 1) // stride_w))
-                        hi = max(lo, min(out_cols, (width - 1 - offset) // stride_w + 1))
-                    t = np.uint64(kh * kw_count + kw)
-                    for c in range(np.uint64(out_cols)):  # the padding: +0.0 times the weight
-                        if lo <= c < hi:
-                            continue
-                        a = at + c * channels
+                        out[a + o] = out[a + o] + zero * wt[t * channels + o]
+                if hi <= lo:
+                    continue
+                base = ((n * height + wr) * width + offset) * in_channels
+                if runs:  # columns [lo, hi) in one run
+                    span = np.uint64((hi - lo) * out_channels)
+                    a = at + np.uint64(lo * out_channels)
+                    b = np.uint64(base + lo * in_channels)
+                    rw = t * row_size
+                    for e in range(span):
+                        out[a + e] = out[a + e] + x[b + e] * repeated[rw + e]
+                    continue
+                for c in range(lo, hi):
+                    a = at + np.uint64(c * out_channels)
+                    b = np.uint64(base + c * stride_w * in_channels)
+                    if contiguous:  # whole pixels: channel o is input o
                         for o in range(channels):
-                            out[a + o] = out[a + o] + zero * wt[t * channels + o]
-                    if hi <= lo:
-                        continue
-                    base = ((n * height + wr) * width + offset) * in_channels
-                    if runs:  # columns [lo, hi) in one run
-                        span = np.uint64((hi - lo) * out_channels)
-                        a = at + np.uint64(lo * out_channels)
-                        b = np.uint64(base + lo * in_channels)
-                        rw = t * row_size
-                        for e in range(span):
-                            out[a + e] = out[a + e] + x[b + e] * repeated[rw + e]
-                        continue
-                    for c in range(lo, hi):
-                        a = at + np.uint64(c * out_channels)
-                        b = np.uint64(base + c * stride_w * in_channels)
-                        if contiguous:  # whole pixels: channel o is input o
-                            for o in range(channels):
-                                out[a + o] = out[a + o] + x[b + o] * wt[t * channels + o]
-                        else:
-                            for o in range(channels):
-                                x_o = x[b + channel[o]]
-                                out[a + o] = out[a + o] + x_o * wt[t * channels + o]
+                            out[a + o] = out[a + o] + x[b + o] * wt[t * channels + o]
+                    else:
+                        for o in range(channels):
+                            x_o = x[b + channel[o]]
+                            out[a + o] = out[a + o] + x_o * wt[t * channels + o]
