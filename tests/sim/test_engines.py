@@ -313,6 +313,56 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     _same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, flat))
 
 
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(
+    hw=st.tuples(st.integers(20, 22), st.integers(20, 22)),
+    group_outputs=st.sampled_from([1, 2]),
+    chain=st.sampled_from(["whole", "first", "next", "next_in_place"]),
+    on_input=st.booleans(),
+    act=ACTIVATIONS,
+    seed=st.integers(0, 2**16),
+)
+def test_depthwise_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
+    hw, group_outputs, chain, on_input, act, seed
+):
+    """Depthwise convs with at least SHARED_DEPTHWISE_MACS multiply-adds are split by whole
+    output rows over the threads (a row band's tiles), each thread converting the window rows
+    and the weights it reads; the output may overwrite the input (and, with two outputs a
+    group, the weights after it), or continue fp32 partial sums in place. (Sizes that fit a
+    256 KiB tile with fp32 partial sums and results.)"""
+    out_channels = 48
+    channels = out_channels // group_outputs
+    in_shape = (1, *hw, channels)
+    out_shape = (1, *hw, out_channels)
+    staging = Staging()
+    x = f16_data(seed, in_shape, chain == "whole")
+    in_addr = staging.add(x)
+    w_addr = staging.add(f16_data(seed + 1, (out_channels, 3, 3, 1), False))
+    b_addr = staging.add(f16_data(seed + 2, out_channels, False).astype(np.float32))
+    positions = out_shape[1] * out_shape[2]
+    acc_addr = -1
+    if chain.startswith("next"):
+        partial = f16_data(seed + 3, positions * out_channels, False).astype(np.float32)
+        acc_addr = staging.add(partial)
+    acc_out = chain != "whole"
+    out_bytes = positions * out_channels * (4 if acc_out else 2)
+    if chain == "next_in_place":
+        out_addr = acc_addr
+    else:
+        out_addr = in_addr if on_input else staging.reserve(out_bytes)
+    code, act_fields = [], {}  # fp32 results take no activation (nor its table's OCM)
+    if not acc_out:
+        code, act_fields = activation(staging, act, 0.25, 1.5, out_channels, seed)
+    ins = conv(
+        in_addr, in_shape, out_addr, out_shape, w_addr, kernel=(3, 3), b_addr=b_addr,
+        pad=(1, 1), groups=channels, acc_addr=acc_addr, acc_out=int(acc_out),
+        **act_fields,
+    )  # fmt: skip
+    assert positions * 9 * out_channels >= engine_threads.SHARED_DEPTHWISE_MACS
+    flat = (out_bytes // 2,)
+    _same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, flat))
+
+
 @settings(max_examples=10, deadline=None, derandomize=True)
 @given(
     extra=st.integers(0, 40),

@@ -46,7 +46,8 @@ from mrvl.sim.engines.numba.numerics import (
 def dma_move(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
     """Copy the strided box at src[src_addr:] to the box at dst[dst_addr:] (two distinct
     buffers), in runs as long as both innermost strides allow, in units of `src.itemsize`
-    bytes (addresses and strides are multiples of it)."""
+    bytes (addresses and strides are multiples of it). Indices, not slices: a slice per run
+    (often one element) cost two atomic reference counts."""
     unit = src.itemsize
     if src_strides[3] == elem_bytes and dst_strides[3] == elem_bytes:
         run, inner = box[3] * elem_bytes // unit, 1
@@ -58,11 +59,10 @@ def dma_move(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_b
                 p = src_addr + i0 * src_strides[0] + i1 * src_strides[1] + i2 * src_strides[2]
                 q = dst_addr + i0 * dst_strides[0] + i1 * dst_strides[1] + i2 * dst_strides[2]
                 for i3 in range(inner):
-                    a = (p + i3 * src_strides[3]) // unit
-                    b = (q + i3 * dst_strides[3]) // unit
-                    source, target = src[a : a + run], dst[b : b + run]
-                    for e in range(run):  # from 0: no negative-index handling, vectorized
-                        target[e] = source[e]
+                    a = np.uint64((p + i3 * src_strides[3]) // unit)
+                    b = np.uint64((q + i3 * dst_strides[3]) // unit)
+                    for e in range(np.uint64(run)):  # unsigned: no wraparound, vectorized
+                        dst[b + e] = src[a + e]
 
 
 @jit

@@ -164,7 +164,8 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
 
     A conv with a slot computed by several threads (`workers` > 1, every one calling this)
     is shared by output positions: thread 0 packs the weights, then each computes and stores
-    a contiguous span of whole mac_tile calls, each output in the documented order, so the
+    a contiguous span of whole mac_tile calls (a depthwise conv: of whole output rows, and
+    every thread converts the weights), each output in the documented order, so the
     bits do not depend on the number of threads. The threads meet (`arrive`) before
     computing, before storing if the output overlaps bytes they read (so no store reaches
     them while another still loads; output_apart), and after storing. Returns the thread's
@@ -192,7 +193,9 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
         step = arrive(sync, worker, workers, step)
         if step < 0:
             return step
-        start, stop = share(positions, MAC_PIXELS, worker, workers)  # whole mac_tile calls
+        # whole mac_tile calls; a depthwise conv's whole output rows (conv_depthwise)
+        unit = MAC_PIXELS if raw.size > 0 else out_cols
+        start, stop = share(positions, unit, worker, workers)
     merged = raw.size > 0 and merges_kernel_rows(row)  # a segment per kernel row
     x = load_window(row, ocm, start, stop, lut, merged)
     bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
@@ -212,7 +215,7 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
         )
     elif group_channels == 1:
         w = load_f16(ocm, w_addr, out_channels * steps, lut)
-        conv_depthwise(row, x, w, bias, partial, out)
+        conv_depthwise(row, x, w, bias, partial, out, start // out_cols, -(-stop // out_cols))
     else:
         w = load_f16(ocm, w_addr, out_channels * steps, lut)
         tap = conv_order(kh_count, kw_count, group_channels)
@@ -243,7 +246,9 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
                 )
             o_lo = o_hi
     out_bytes = (4 if row[CONV_ACC_OUT] == 1 else 2) * positions * out_channels
-    if workers > 1 and not output_apart(row, out_bytes):  # no store while another thread reads
+    # no store while another thread reads (without a slot, each thread reads the weights)
+    weights_apart = raw.size > 0 or apart(w_addr, 2 * out_channels * steps, out_addr, out_bytes)
+    if workers > 1 and not (output_apart(row, out_bytes) and weights_apart):
         step = arrive(sync, worker, workers, step)
         if step < 0:
             return step
@@ -309,16 +314,16 @@ def fc_run_blocked(x, packed, rows, inner, outs, init, init_stride, out):
             at[q] = (first + min(q, count - 1)) * inner
         for lo in range(0, outs, MAC_CHANNELS):
             width = min(MAC_CHANNELS, outs - lo)
-            for q in range(MAC_PIXELS):
-                tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
+            for q in range(MAC_PIXELS):  # indices, not slices (atomic reference counts)
                 at_init = (first + min(q, count - 1)) * init_stride + lo
-                tile[:width] = init[at_init : at_init + width]
-                tile[width:] = 0.0
+                for j in range(MAC_CHANNELS):
+                    acc[q * MAC_CHANNELS + j] = init[at_init + j] if j < width else 0.0
             w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
             mac_tile(x, at, lengths, 1, packed, w_off, acc, acc_at, acc, acc_at)
             for q in range(count):
                 start = (first + q) * outs + lo
-                out[start : start + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
+                for j in range(width):
+                    out[start + j] = acc[q * MAC_CHANNELS + j]
 
 
 @jit

@@ -140,6 +140,15 @@ def mac_tile(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out
     return sig, mac_tile_codegen(MAC_PIXELS, MAC_CHANNELS // LANES)
 
 
+@intrinsic
+def mac_tile_half(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out, out_at):
+    """mac_tile over its MAC_PIXELS positions and only the first LANES of the MAC_CHANNELS
+    output channels: the last block of a run of 8 mod 16 channels (24, 40, 56 ... in mobile
+    networks), computed straight into the output instead of 16 lanes through a scratch tile."""
+    sig = types.void(x, rows, lengths, segments, w, w_off, init, init_at, out, out_at)
+    return sig, mac_tile_codegen(MAC_PIXELS, 1)
+
+
 NARROW_PIXELS = 12
 """Output positions of one `mac_tile_narrow` call."""
 
@@ -248,10 +257,14 @@ def window_columns(row):
 
 
 @jit
-def segment_rows(row, position, c_base, zeros, rows, q, pixels, left, padded_width, merged):
-    """rows[s * pixels + q] = the offset in the window (of `padded_width` columns, the
-    first at `left`) of output `position`'s inputs of segment s (conv_segments), or `zeros`,
-    where the window holds zeros, for a tap that falls outside the window (padding)."""
+def segment_rows(row, first, count, c_base, zeros, rows, pixels, left, padded_width, merged):
+    """For the `pixels` output positions of one mac_tile call from `first` (those past
+    first + count - 1 repeat the last), rows[s * pixels + q] = the offset in the window (of
+    `padded_width` columns, the first at `left`) of position q's inputs of segment s
+    (conv_segments), or `zeros`, where the window holds zeros, for a tap that falls outside
+    the window (padding). One call per tile, scalars and loops only: every array a Numba
+    function takes or slices costs an atomic reference count, which per position cost a 1x1
+    conv a third of its time."""
     height, width, in_channels = (
         row[CONV_IN_SHAPE + 1],
         row[CONV_IN_SHAPE + 2],
@@ -259,28 +272,39 @@ def segment_rows(row, position, c_base, zeros, rows, q, pixels, left, padded_wid
     )
     out_rows, out_cols = row[CONV_OUT_SHAPE + 1], row[CONV_OUT_SHAPE + 2]
     kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
+    stride_h, stride_w = row[CONV_STRIDE], row[CONV_STRIDE + 1]
+    dilation_h, dilation_w = row[CONV_DILATION], row[CONV_DILATION + 1]
+    top = row[CONV_PAD] + row[CONV_ROW0] - row[CONV_OROW0] * stride_h
     group_channels = in_channels // row[CONV_GROUPS]
     block_size = group_channels if kh_count * kw_count == 1 or merged else CI_BLOCK
     taps_per_row = 1 if merged else kw_count  # a merged segment covers the kernel row
-    n = position // (out_rows * out_cols)
-    r = (position // out_cols) % out_rows
-    c = position % out_cols
-    wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
-    iw0 = c * row[CONV_STRIDE + 1] - row[CONV_PAD + 1]
-    s = 0
-    for block in range(0, group_channels, block_size):
-        for kh in range(kh_count):
-            wr = wr0 + kh * row[CONV_DILATION]
-            for kw in range(taps_per_row):
-                iw = iw0 + kw * row[CONV_DILATION + 1]
-                if 0 <= wr < height and (merged or 0 <= iw < width):
-                    column = iw + left
-                    rows[s * pixels + q] = (
-                        ((n * height + wr) * padded_width + column) * in_channels + c_base + block
-                    )
-                else:
-                    rows[s * pixels + q] = zeros
-                s += 1
+    n = first // (out_rows * out_cols)
+    r = (first // out_cols) % out_rows
+    c = first % out_cols
+    for q in range(pixels):
+        if 0 < q < count:  # the next position (divisions per position cost more than its MACs)
+            c += 1
+            if c == out_cols:
+                c = 0
+                r += 1
+                if r == out_rows:
+                    r = 0
+                    n += 1
+        wr0 = r * stride_h - top
+        iw0 = c * stride_w - row[CONV_PAD + 1]
+        s = q
+        for block in range(0, group_channels, block_size):
+            for kh in range(kh_count):
+                wr = wr0 + kh * dilation_h
+                inside = 0 <= wr < height
+                at = (n * height + wr) * padded_width + left
+                for kw in range(taps_per_row):
+                    iw = iw0 + kw * dilation_w
+                    if inside and (merged or 0 <= iw < width):
+                        rows[s] = (at + iw) * in_channels + c_base + block
+                    else:
+                        rows[s] = zeros
+                    s += pixels
 
 
 @jit
@@ -343,7 +367,8 @@ def conv_run_blocked(
 ):
     """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
     positions x MAC_CHANNELS channels per mac_tile call (NARROW_PIXELS x LANES per
-    mac_tile_narrow call for a run of at most LANES channels), with their `packed` weights,
+    mac_tile_narrow call for a run of at most LANES channels; a last block of at most LANES
+    channels by mac_tile_half), with their `packed` weights,
     reading the inputs in the window `x` in place, segment by segment (conv_segments;
     `merged`: a segment per kernel row, the window having the zero columns of
     window_columns). The window ends with zeros as long as the longest segment, for the taps
@@ -364,42 +389,47 @@ def conv_run_blocked(
     acc_at = np.arange(pixels) * MAC_CHANNELS
     init_at = np.empty(pixels, np.int64)
     out_at = np.empty(pixels, np.int64)
+    init = partial if partial.size > 0 else bias
+    from_partial = partial.size > 0
     for first in range(start, stop, pixels):
         count = min(pixels, stop - first)
-        for q in range(pixels):  # positions past the end repeat the last one
-            position = first + min(q, count - 1)
-            segment_rows(row, position, c_base, zeros, rows, q, pixels, left, padded_width, merged)
+        segment_rows(row, first, count, c_base, zeros, rows, pixels, left, padded_width, merged)
         for block in range(blocks):
             lo = o_lo + block * MAC_CHANNELS
             width = min(lanes, o_hi - lo)
             w_off = block * steps * MAC_CHANNELS
-            if width == lanes and count == pixels:  # from bias or partial straight to out
+            half = not narrow and width <= LANES  # the last block, at most LANES channels
+            direct = width == lanes or (half and width == LANES)
+            if direct and count == pixels:  # from bias or partial straight to out
                 for q in range(pixels):
                     out_at[q] = (first + q) * out_channels + lo
-                    init_at[q] = out_at[q] if partial.size > 0 else lo
-                init = partial if partial.size > 0 else bias
+                    init_at[q] = out_at[q] if from_partial else lo
                 if narrow:
                     mac_tile_narrow(
+                        x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at
+                    )
+                elif half:
+                    mac_tile_half(
                         x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at
                     )
                 else:
                     mac_tile(x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at)
                 continue
             for q in range(pixels):  # a partial tile: through acc, zeros past the edges
-                tile = acc[q * MAC_CHANNELS : (q + 1) * MAC_CHANNELS]
-                if partial.size > 0 and q < count:
-                    at = (first + q) * out_channels + lo
-                    tile[:width] = partial[at : at + width]
-                else:
-                    tile[:width] = bias[lo : lo + width]
-                tile[width:] = 0.0
+                at = (first + q) * out_channels + lo if from_partial and q < count else lo
+                source = partial if from_partial and q < count else bias
+                for j in range(MAC_CHANNELS):
+                    acc[q * MAC_CHANNELS + j] = source[at + j] if j < width else 0.0
             if narrow:
                 mac_tile_narrow(x, rows, lengths, segments, packed, w_off, acc, acc_at, acc, acc_at)
+            elif half:
+                mac_tile_half(x, rows, lengths, segments, packed, w_off, acc, acc_at, acc, acc_at)
             else:
                 mac_tile(x, rows, lengths, segments, packed, w_off, acc, acc_at, acc, acc_at)
             for q in range(count):
                 at = (first + q) * out_channels + lo
-                out[at : at + width] = acc[q * MAC_CHANNELS : q * MAC_CHANNELS + width]
+                for j in range(width):
+                    out[at + j] = acc[q * MAC_CHANNELS + j]
 
 
 NARROW = 8
@@ -450,44 +480,19 @@ def conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base):
 
 
 @jit
-def multiply_add(acc, src, weights):
-    """acc[k] += src[k] * weights[k] (each rounding; slices from 0, so LLVM vectorizes)."""
-    for k in range(acc.size):
-        acc[k] = acc[k] + src[k] * weights[k]
-
-
-@jit
-def depthwise_tap_row(out, at, x, base, weights, repeated, count, lo, hi, x_step):
-    """out[at + c*C + o] += x[base + c*x_step + o] * weights[o] for the `count` output columns
-    c of one output row and one tap, C = weights.size; outside the columns [lo, hi) the tap
-    falls in the padding and the input is +0.0, as the window's zeros would be. `repeated`:
-    the weights repeated for every column (one run over the row when x_step is C)."""
-    channels = weights.size
-    zeros = np.zeros(channels, np.float32)
-    for c in range(count):
-        if c == lo and x_step == channels and hi > lo:  # columns [lo, hi) in one run
-            span = (hi - lo) * channels
-            acc = out[at + lo * channels : at + lo * channels + span]
-            start = base + lo * x_step
-            multiply_add(acc, x[start : start + span], repeated[:span])
-            continue
-        if lo <= c < hi and x_step == channels:
-            continue
-        acc = out[at + c * channels : at + (c + 1) * channels]
-        if lo <= c < hi:
-            start = base + c * x_step
-            multiply_add(acc, x[start : start + channels], weights)
-        else:
-            multiply_add(acc, zeros, weights)
-
-
-@jit
-def conv_depthwise(row, x, w, bias, partial, out):
+def conv_depthwise(row, x, w, bias, partial, out, first_row, stop_row):
     """A conv whose groups have one input channel each (depthwise), output row by output row:
     the row starts from the bias or the partial sums, then each tap in order (kh, kw) adds its
     multiply-adds to every output of the row, over all the tile's output channels at once, so
-    each output's sum runs over its taps in the documented order. With one output channel per
-    group, the channels are contiguous in the window; otherwise gathered per tap."""
+    each output's sum runs over its taps in the documented order (a tap in the padding adds
+    +0.0 times its weight, as the window's zeros would). With one output channel per group
+    and stride 1, a tap's inputs for the row's columns inside the window are one contiguous
+    run, multiplied by its weight repeated along the row. Only the output rows [first_row,
+    stop_row) of the N*OH rows (a thread's share).
+
+    Every loop is here, with unsigned indices: a Numba function call or slice costs atomic
+    reference counts (per column they were a fifth of a depthwise conv's time), and a signed
+    index keeps a loop scalar (Numba's negative-index wraparound), 5x slower than vectors."""
     n_count, height, width, in_channels = (
         row[CONV_IN_SHAPE],
         row[CONV_IN_SHAPE + 1],
@@ -503,51 +508,70 @@ def conv_depthwise(row, x, w, bias, partial, out):
     steps = kh_count * kw_count
     oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // row[CONV_GROUPS]
     stride_w, pad_w, dilation_w = row[CONV_STRIDE + 1], row[CONV_PAD + 1], row[CONV_DILATION + 1]
-    wt = np.empty((steps, out_channels), np.float32)  # row t: every channel's weight of tap t
+    channels = np.uint64(out_channels)
+    row_size = np.uint64(out_cols) * channels
+    wt = np.empty(steps * out_channels, np.float32)  # wt[t * C + o]: channel o's weight of tap t
     for o in range(out_channels):
         for t in range(steps):
-            wt[t, o] = w[o * steps + t]
-    contiguous = group_outputs == 1 and oc0 == 0
-    channel = np.empty(out_channels, np.int64)  # the input channel of each output channel
+            wt[t * out_channels + o] = w[o * steps + t]
+    contiguous = group_outputs == 1 and oc0 == 0 and in_channels == out_channels
+    runs = contiguous and stride_w == 1
+    channel = np.empty(out_channels, np.uint64)  # the input channel of each output channel
     for o in range(out_channels):
-        channel[o] = (oc0 + o) // group_outputs
-    gathered = np.empty(out_cols * out_channels, np.float32)  # a tap's inputs, if not contiguous
-    repeated = np.empty((steps, out_cols * out_channels), np.float32)  # wt[t] per column
-    for t in range(steps):
-        for c in range(out_cols):
-            repeated[t, c * out_channels : (c + 1) * out_channels] = wt[t]
-    row_size = out_cols * out_channels
-    for n in range(n_count):
-        for r in range(out_rows):
-            wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
-            at = (n * out_rows + r) * row_size
-            if partial.size > 0:
-                out[at : at + row_size] = partial[at : at + row_size]
-            else:
-                for c in range(out_cols):
-                    out[at + c * out_channels : at + (c + 1) * out_channels] = bias
-            for kh in range(kh_count):
-                wr = wr0 + kh * row[CONV_DILATION]
-                inside = 0 <= wr < height
-                for kw in range(kw_count):
-                    # the output columns whose tap column lies in the window: [lo, hi)
-                    offset = kw * dilation_w - pad_w
-                    lo, hi = out_cols, out_cols
-                    if inside:
-                        lo = min(out_cols, max(0, (-offset + stride_w - 1) // stride_w))
-                        hi = max(lo, min(out_cols, (width - 1 - offset) // stride_w + 1))
-                    t = kh * kw_count + kw
-                    base = ((n * height + wr) * width + offset) * in_channels
-                    step = stride_w * in_channels
-                    if contiguous and in_channels == out_channels:  # whole pixels: runs
-                        depthwise_tap_row(
-                            out, at, x, base, wt[t], repeated[t], out_cols, lo, hi, step
-                        )
+        channel[o] = np.uint64((oc0 + o) // group_outputs)
+    repeated = np.empty(steps * out_cols * out_channels if runs else 0, np.float32)
+    if runs:  # repeated[t * row_size + c * C + o] = wt[t * C + o]
+        for t in range(np.uint64(steps)):
+            for c in range(np.uint64(out_cols)):
+                for o in range(channels):
+                    repeated[t * row_size + c * channels + o] = wt[t * channels + o]
+    zero = np.float32(0.0)
+    for image_row in range(first_row, min(stop_row, n_count * out_rows)):
+        n, r = image_row // out_rows, image_row % out_rows
+        wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
+        at = np.uint64(image_row * out_cols * out_channels)
+        if partial.size > 0:
+            for e in range(row_size):
+                out[at + e] = partial[at + e]
+        else:
+            for c in range(np.uint64(out_cols)):
+                for o in range(channels):
+                    out[at + c * channels + o] = bias[o]
+        for kh in range(kh_count):
+            wr = wr0 + kh * row[CONV_DILATION]
+            inside = 0 <= wr < height
+            for kw in range(kw_count):
+                # the output columns whose tap column lies in the window: [lo, hi)
+                offset = kw * dilation_w - pad_w
+                lo, hi = out_cols, out_cols
+                if inside:
+                    lo = min(out_cols, max(0, (-offset + stride_w - 1) // stride_w))
+                    hi = max(lo, min(out_cols, (width - 1 - offset) // stride_w + 1))
+                t = np.uint64(kh * kw_count + kw)
+                for c in range(np.uint64(out_cols)):  # the padding: +0.0 times the weight
+                    if lo <= c < hi:
                         continue
-                    for c in range(lo, hi):
-                        b = base + c * step
-                        for o in range(out_channels):
-                            gathered[c * out_channels + o] = x[b + channel[o]]
-                    depthwise_tap_row(
-                        out, at, gathered, 0, wt[t], repeated[t], out_cols, lo, hi, out_channels
-                    )
+                    a = at + c * channels
+                    for o in range(channels):
+                        out[a + o] = out[a + o] + zero * wt[t * channels + o]
+                if hi <= lo:
+                    continue
+                base = ((n * height + wr) * width + offset) * in_channels
+                if runs:  # columns [lo, hi) in one run
+                    span = np.uint64((hi - lo) * out_channels)
+                    a = at + np.uint64(lo * out_channels)
+                    b = np.uint64(base + lo * in_channels)
+                    rw = t * row_size
+                    for e in range(span):
+                        out[a + e] = out[a + e] + x[b + e] * repeated[rw + e]
+                    continue
+                for c in range(lo, hi):
+                    a = at + np.uint64(c * out_channels)
+                    b = np.uint64(base + c * stride_w * in_channels)
+                    if contiguous:  # whole pixels: channel o is input o
+                        for o in range(channels):
+                            out[a + o] = out[a + o] + x[b + o] * wt[t * channels + o]
+                    else:
+                        for o in range(channels):
+                            x_o = x[b + channel[o]]
+                            out[a + o] = out[a + o] + x_o * wt[t * channels + o]
