@@ -122,6 +122,11 @@ class _Reject(Exception):
         self.at = at
 
 
+class _Defer(_Reject):
+    """Raised by a check that leaves the match to a later pattern (a global pool the window
+    pool cannot take is a reduction's): not recorded, the later pattern's check says why."""
+
+
 def checked(check: Callable[[PatternCheckContext], None]) -> Callable[[PatternCheckContext], bool]:
     """A FusionPattern check from `check`, which raises `_Reject` for an unsupported match.
 
@@ -146,7 +151,7 @@ def checked(check: Callable[[PatternCheckContext], None]) -> Callable[[PatternCh
         try:
             check(ctx)
         except _Reject as rejection:
-            if collector is not None:
+            if collector is not None and not isinstance(rejection, _Defer):
                 at = rejection.at if rejection.at is not None else ctx.matched_expr
                 collector.reject(node_name_of(at), rejection.reason, involved)
             return False
@@ -444,6 +449,16 @@ def check_pool2d(ctx: PatternCheckContext) -> None:
 
 
 def check_global_pool2d(ctx: PatternCheckContext) -> None:
+    """mean / max over H and W of a rank-4 tensor, batch <= 8, whose plane fits a tile as the
+    window of one pool; anything else is left to `mrvl.reduce` (`reductions.py`), which
+    splits a plane larger than a tile into bands and takes any batch."""
+    try:
+        _check_global_pool2d(ctx)
+    except _Reject as rejection:
+        raise _Defer(rejection.reason, rejection.at) from None
+
+
+def _check_global_pool2d(ctx: PatternCheckContext) -> None:
     reduce = ctx.annotated_expr["root"]
     _activation(ctx.annotated_expr["data"], (4,), reduce)
     axes = _int_list(reduce.attrs.axis)
@@ -452,8 +467,7 @@ def check_global_pool2d(ctx: PatternCheckContext) -> None:
     # keepdims=0 ([N, C], as torchvision's ShuffleNetV2 and MNASNet write x.mean([2, 3])):
     # the same bytes as [N, C, 1, 1], relabelled by the importer
     n, c, h, w = _tensor_shape(ctx.annotated_expr["data"], reduce)
-    # a pool whose window is the whole plane (the importer's form): a plane whose one output
-    # row, all of its input rows, exceeds a tile's OCM stays on the CPU with the bytes
+    # a pool whose window is the whole plane (the importer's form)
     layer = WindowLayer(n, h, w, c, 1, 1, c, h, w, 1, 0, 1, 0, True, sw=1, pad_left=0)
     _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, False), reduce)
 

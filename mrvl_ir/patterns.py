@@ -24,6 +24,9 @@ contract with `relax_import.py`:
                            export (normalization.py)
     mrvl.layernorm         layer_norm over the trailing axes, or its decomposed form
                            (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div [, Mul] [, Add])
+    mrvl.reduce            sum / mean / max / min over consecutive axes (reductions.py)
+    mrvl.binary            add / sub / mul / div / max / min of two tensors that broadcast
+                           (reductions.py), after every other pattern
     mrvl.copy              a chain of 1 to 3 data-movement ops (reshape, squeeze, expand_dims,
                            flatten, permute_dims, strided_slice, nearest resize2d, take with
                            constant indices, broadcast_to) that is a strided copy (`strided.py`): slices
@@ -76,6 +79,7 @@ from .pattern_checks import (
     checked,
     current_collector,
 )
+from .reductions import BINARY_OPS, REDUCE_OPS, binary_pattern, reduce_pattern
 
 CODEGEN = "mrvl"
 """The codegen the regions are annotated for; every pattern name starts with `mrvl.`."""
@@ -91,7 +95,7 @@ LAYER_OPS = frozenset(
         "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
         "relax.nn.conv2d_transpose", "relax.power", *UNARY_TABLES, "relax.take",
         "relax.broadcast_to", "relax.nn.conv1d", "relax.nn.softmax", "relax.nn.layer_norm",
-        "relax.sqrt",
+        "relax.sqrt", *REDUCE_OPS, *BINARY_OPS,
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
@@ -299,6 +303,8 @@ def _pattern_table() -> list[tuple]:
         _single_op_pattern("mrvl.avgpool2d", ["relax.nn.avg_pool2d"], check_pool2d),
         _single_op_pattern("mrvl.global_avgpool2d", ["relax.mean"], check_global_pool2d),
         _single_op_pattern("mrvl.global_maxpool2d", ["relax.max"], check_global_pool2d),
+        # what the global pools leave: other axes, planes larger than a tile, batches over 8
+        reduce_pattern(),
         _single_op_pattern("mrvl.concat", ["relax.concat"], check_concat),
         softmax_pattern(flattened=True),  # before the copies: its reshapes are its own
         softmax_pattern(flattened=False),
@@ -312,6 +318,8 @@ def _pattern_table() -> list[tuple]:
         _single_op_pattern("mrvl.resize", ["relax.image.resize2d"], check_resize, wildcard),
         # last: only what no conv / fc / add absorbed
         _scale_shift_pattern(),
+        # two tensors that broadcast: after every layer that takes an add, mul or activation
+        binary_pattern(),
     ]
 
 

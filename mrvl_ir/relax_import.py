@@ -29,6 +29,7 @@ from mrvl.locations import name_location
 from mrvl.matmul import import_bmm
 from mrvl.normalization import import_layernorm, import_softmax
 from mrvl.pattern_checks import conv_as_2d
+from mrvl.reductions import import_binary, import_reduce
 
 RELAX_LAYOUT = mrvl.RELAX_LAYOUT
 
@@ -783,6 +784,8 @@ _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.resize": _RegionImporter.resize,
     "mrvl.softmax": import_softmax,
     "mrvl.layernorm": import_layernorm,
+    "mrvl.reduce": import_reduce,
+    "mrvl.binary": import_binary,
 }
 
 

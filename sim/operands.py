@@ -21,6 +21,7 @@ from mrvl.isa import (
     bmm_shapes,
     destination_tiles,
 )
+from mrvl.sim.validate import broadcast_span, reduce_output_dtype
 
 DDR, OCM, TABLE = 0, 1, 2
 """The memories an access can name; TABLE is a tile's activation-table memory."""
@@ -244,6 +245,25 @@ def _layernorm(f: dict, ins: Instruction) -> Operands:
         ],
         [dense(OCM, f["out_addr"], DType.F16, shape)],
     )
+
+
+@operands_of("reduce")
+def _reduce(f: dict, ins: Instruction) -> Operands:
+    out = (f["outer"], f["inner"])
+    reads = [dense(OCM, f["in_addr"], DType.F16, (f["outer"], f["length"], f["inner"]))]
+    if f["acc_addr"] != -1:
+        reads.append(dense(OCM, f["acc_addr"], DType.F32, out))
+    return reads, [dense(OCM, f["out_addr"], reduce_output_dtype(f), out)]
+
+
+@operands_of("binary")
+def _binary(f: dict, ins: Instruction) -> Operands:
+    shape = f["shape"]
+    reads = [
+        dense(OCM, f[f"{x}_addr"], DType.F16, (broadcast_span(shape, f[f"{x}_strides"]),))
+        for x in ("a", "b")
+    ]
+    return reads, [dense(OCM, f["out_addr"], DType.F16, shape)]
 
 
 @operands_of("end")

@@ -12,13 +12,15 @@ from __future__ import annotations
 from xdsl.ir import Dialect
 
 from mrvl.dialects import defined_ops_and_attributes
-from mrvl.dialects.mrvl import attributes, data_movement, layers, normalization
+from mrvl.dialects.mrvl import attributes, data_movement, layers, normalization, reductions
 from mrvl.dialects.mrvl.attributes import *
 from mrvl.dialects.mrvl.data_movement import *
 from mrvl.dialects.mrvl.layers import *
 from mrvl.dialects.mrvl.normalization import *
+from mrvl.dialects.mrvl.reductions import *
 
 Mrvl = Dialect(
-    "mrvl", *defined_ops_and_attributes(attributes, data_movement, layers, normalization)
+    "mrvl",
+    *defined_ops_and_attributes(attributes, data_movement, layers, normalization, reductions),
 )
 """Every op and attribute that the package's modules define."""

@@ -19,7 +19,8 @@ operand, reductions longer than a tile); Add and Concat of two tensors; Reshape/
 Transpose; zero Pad) and some it does not (Softmax, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU,
 Resize, Slice, Sub/Div by constants, Mul of two tensors, channel shuffle, concat on other axes,
 reflect and edge Pad; and, from `grammar_moves.py`, Slice with any step, Gather with constant
-indices, Tile, Expand and a window scramble through rank 6). It also makes reused
+indices, Tile, Expand and a window scramble through rank 6; from `grammar_reduce.py`, the
+reductions over any axes and Sub / Div / Max / Min / Add / Mul that broadcast). It also makes reused
 identical blocks (one sub-graph with the same weights at two places), odd sizes (1x1 planes,
 one channel, prime widths) and layers too big for one tile's OCM.
 
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import grammar_moves
+import grammar_reduce
 import numpy as np
 import onnx
 from grammar_unary import draw_unary, emit_unary
@@ -758,6 +760,7 @@ EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     "block": emit_block,
     "unary": emit_unary,
     **grammar_moves.EMITTERS,
+    **grammar_reduce.EMITTERS,
 }
 
 
@@ -844,13 +847,16 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
                  "const", "pool", "pool", "global_pool",
                  "to_rank2", "add", "concat", "block", "transpose", "reshape4", "se",
                  "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4",
-                 "bmm", "unary", "unary", *grammar_moves.KINDS, "softmax", "layernorm")  # fmt: skip
+                 "bmm", "unary", "unary", *grammar_moves.KINDS, "softmax", "layernorm",
+                 *grammar_reduce.KINDS)  # fmt: skip
     else:
         kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act",
                  "unary", "softmax", "layernorm")  # fmt: skip
     kind = ch.choice(kinds)
     if kind in grammar_moves.KINDS:
         return Layer(kind, grammar_moves.draw(kind, ch, seed))
+    if kind in grammar_reduce.KINDS:
+        return Layer(kind, grammar_reduce.draw(kind, ch, seed))
     if kind == "conv":
         p = _draw_conv(ch, g, seed)
         return Layer("conv", p) if p else None
