@@ -3,7 +3,9 @@ checks and import.
 
     mrvl.reduce   sum / mean / max / min over one or several consecutive axes, keepdims
                   either way (ONNX ReduceSum, ReduceMean, ReduceMax, ReduceMin; a global pool
-                  the window pool cannot take: a plane larger than a tile, a batch over 8)
+                  the window pool cannot take: a plane larger than a tile, a batch over 8),
+                  and argmax over one axis (ONNX ArgMax: its int64 result is a region
+                  output of exact f32 indices, which TVM's side converts, `runtime.py`)
     mrvl.binary   add / subtract / multiply / divide / maximum / minimum of two runtime
                   tensors whose shapes broadcast (ONNX Add, Sub, Mul, Div, Max, Min). Add and
                   Mul of one shape, and Mul by an [N, C, 1, 1] gate, stay `mrvl.add` /
@@ -39,7 +41,13 @@ from mrvl.pattern_checks import (
     checked,
 )
 
-REDUCE_OPS = {"relax.sum": "sum", "relax.mean": "mean", "relax.max": "max", "relax.min": "min"}
+REDUCE_OPS = {
+    "relax.sum": "sum",
+    "relax.mean": "mean",
+    "relax.max": "max",
+    "relax.min": "min",
+    "relax.argmax": "argmax",
+}
 """Relax reductions and the `mrvl.reduce` kind of each."""
 BINARY_OPS = {
     "relax.add": "add",
@@ -52,8 +60,9 @@ BINARY_OPS = {
 """Relax elementwise ops of two tensors and the `mrvl.binary` kind of each."""
 
 _REDUCE_ONNX_OPS = frozenset(
-    {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "GlobalAveragePool", "GlobalMaxPool"}
-)
+    {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ArgMax", "GlobalAveragePool",
+     "GlobalMaxPool"}
+)  # fmt: skip
 _BINARY_ONNX_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"})
 
 # ------------------------------------------------------------------------------- patterns
@@ -85,7 +94,8 @@ def binary_pattern():
 
 def reduce_axes(call, shape: tuple[int, ...]) -> list[int]:
     """The Relax axes a reduction reduces over, sorted; they must be consecutive."""
-    axes = _int_list(call.attrs.axis)
+    axis = call.attrs.axis
+    axes = [int(axis)] if isinstance(axis, int) or hasattr(axis, "value") else _int_list(axis)
     rank = len(shape)
     if axes is None:
         return list(range(rank))
@@ -105,17 +115,31 @@ def check_reduce(ctx: PatternCheckContext) -> None:
     _whole_onnx_ops(ctx, _REDUCE_ONNX_OPS)
     shape = _activation(ctx.annotated_expr["data"], (2, 3, 4), call, any_batch=True)
     axes = reduce_axes(call, shape)
-    result = _tensor_shape(call, call)
+    argmax = _op_name(call) == "relax.argmax"
+    result = _index_shape(call) if argmax else _tensor_shape(call, call)
     if len(result) not in (2, 3, 4):
         raise _Reject(f"a rank-{len(result)} result", call)
     outer, length = prod(shape[: axes[0]]), prod(shape[a] for a in axes)
     inner = prod(shape[axes[-1] + 1 :])
     _check_fits(
         lambda target, tiles: plan_reduce(
-            outer, length, inner, target.ocm_bytes_per_tile, tiles, target.ocm_alignment, "layer"
+            outer, length, inner, target.ocm_bytes_per_tile, tiles, target.ocm_alignment, "layer",
+            bands=not argmax,
         ),
         call,
-    )
+    )  # fmt: skip
+
+
+def _index_shape(call) -> tuple[int, ...]:
+    """The static shape of argmax's int64 indices (which no other layer of a region reads:
+    every check takes float32 only, so they are always a region output)."""
+    ty = call.ty
+    if str(getattr(ty, "dtype", "")) != "int64" or getattr(ty.shape, "values", None) is None:
+        raise _Reject(f"argmax giving {ty}", call)
+    try:
+        return tuple(int(d) for d in ty.shape.values)
+    except TypeError:
+        raise _Reject("dynamic shape", call) from None
 
 
 def broadcast_ranks(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple[tuple, tuple, tuple]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import I64, DenseArrayBase, StringAttr, TensorType
+from xdsl.dialects.builtin import I64, DenseArrayBase, StringAttr, TensorType, f32
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -22,7 +22,7 @@ from xdsl.utils.exceptions import VerifyException
 from mrvl.dialects.mrvl.attributes import _i64_array, element_type_of, layout_of, shape_of, tensor
 from mrvl.dialects.mrvl.normalization import _check_axes, reduced_view
 
-REDUCE_KINDS = ("sum", "mean", "max", "min")
+REDUCE_KINDS = ("sum", "mean", "max", "min", "argmax")
 BINARY_KINDS = ("add", "sub", "mul", "div", "max", "min")
 
 
@@ -35,9 +35,10 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | Non
 
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
-    """`kind` (sum, mean, max or min) over `axes`, a run of consecutive dimensions of the
-    operand in its own layout; the result has the operand's layout and rank, the reduced
-    dimensions 1 (a reduction without keepdims is this and a reshape)."""
+    """`kind` (sum, mean, max, min or argmax) over `axes`, a run of consecutive dimensions of
+    the operand in its own layout; the result has the operand's layout and rank, the reduced
+    dimensions 1 (a reduction without keepdims is this and a reshape). Argmax's result is the
+    indices as exact f32 values, which stay f32 (the CPU converts them to ONNX's int64)."""
 
     name = "mrvl.reduce"
     input = operand_def(TensorType)
@@ -53,7 +54,8 @@ class ReduceOp(IRDLOperation):
         shape = list(shape_of(input))
         for a in axes:
             shape[a] = 1
-        out = tensor(shape, element_type_of(input), layout_of(input))
+        element = f32 if kind == "argmax" else element_type_of(input)
+        out = tensor(shape, element, layout_of(input))
         super().__init__(
             operands=[input],
             result_types=[out],
@@ -78,6 +80,20 @@ class ReduceOp(IRDLOperation):
             raise VerifyException(
                 f"mrvl.reduce: the result must be {list(want)} in the input's layout"
             )
+        if self.kind.data == "argmax" and element_type_of(self.output) != f32:
+            raise VerifyException("mrvl.reduce: argmax gives f32 indices")
+
+
+def holds_indices(value: SSAValue) -> bool:
+    """Whether `value` is argmax's f32 indices, as made or relabelled / moved by reshapes and
+    layout conversions (which keep them f32: `mrvl-cast-fp16` leaves them, the region hands
+    them out as they are)."""
+    from mrvl.dialects.mrvl.data_movement import LayoutConvertOp, ReshapeOp
+
+    owner = value.owner
+    while isinstance(owner, ReshapeOp | LayoutConvertOp):
+        owner = owner.input.owner
+    return isinstance(owner, ReduceOp) and owner.kind.data == "argmax"
 
 
 @irdl_op_definition

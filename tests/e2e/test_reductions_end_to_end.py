@@ -186,6 +186,41 @@ def test_two_tensors_that_broadcast(op, a_shape, b_shape, num_tiles):
     run_checked(binary_model(op, a_shape, b_shape), feeds, num_tiles=num_tiles)
 
 
+@pytest.mark.parametrize("num_tiles", [1, 8])
+@pytest.mark.parametrize(
+    "shape, axis, keepdims",
+    [((2, 8, 5, 6), 1, 1), ((2, 8, 5, 6), 1, 0), ((2, 8, 5, 6), 2, 1), ((3, 10, 16), -1, 0)],
+)
+def test_argmax_leaves_the_region_as_exact_indices(shape, axis, keepdims, num_tiles):
+    """ArgMax after a conv or an fc: the MLIP writes f32 indices, the region's output, which
+    TVM's side converts to ONNX's int64. The input makes each maximum lead by far more than
+    fp16's noise (one element raised by 4), so the indices must be onnxruntime's exactly."""
+    rng = np.random.default_rng(6)
+    rank4 = len(shape) == 4
+    op = "Conv" if rank4 else "MatMul"
+    w = np.eye(shape[1], dtype=np.float32).reshape(shape[1], shape[1], 1, 1) if rank4 else (
+        np.eye(shape[-1], dtype=np.float32))  # fmt: skip
+    out = reduced_shape(shape, [axis], keepdims)
+    nodes = [
+        node(op, ["x", "w"], ["a"], name=f"/c/{op}"),
+        node("ArgMax", ["a"], ["y"], name="/am/ArgMax", axis=axis, keepdims=keepdims),
+    ]
+    graph = helper.make_graph(
+        nodes, "argmax", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, out)],
+        [numpy_helper.from_array(w, "w")],
+    )  # fmt: skip
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    x = rng.random(shape).astype(np.float32)
+    lead = rng.integers(0, shape[axis], size=reduced_shape(shape, [axis], True))
+    np.put_along_axis(x, lead, 4.0 + rng.random(lead.shape).astype(np.float32), axis=axis)
+    got = build_and_run(m, {"x": x}, num_tiles=num_tiles)
+    (want,) = onnxruntime_outputs(m, {"x": x})
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
+
+
 def test_what_stays_on_the_cpu_says_why():
     """Axes that are not consecutive, and a reduction to a scalar."""
     rng = np.random.default_rng(5)

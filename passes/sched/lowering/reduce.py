@@ -19,10 +19,11 @@ from __future__ import annotations
 from math import ceil, prod
 from typing import NamedTuple
 
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, f32, i64
+from xdsl.dialects.builtin import Float16Type, IntegerAttr, StringAttr, UnitAttr, f32, i64
 from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from mrvl.dialects import mrvl, sched
+from mrvl.errors import CompileError
 from mrvl.passes.sched.lowering.normalization import _require_f16
 from mrvl.passes.sched.lowering.state import (
     F16_BYTES,
@@ -57,12 +58,21 @@ f16 elements wastes most of each DDR burst."""
 
 
 def plan_reduce(
-    outer: int, length: int, inner: int, ocm_bytes: int, num_tiles: int, alignment: int, what: str
+    outer: int,
+    length: int,
+    inner: int,
+    ocm_bytes: int,
+    num_tiles: int,
+    alignment: int,
+    what: str,
+    *,
+    bands: bool = True,
 ) -> list[list[ReducePiece]]:
     """Chains of pieces, each chain on one tile. While a row fits, one piece of whole rows
     per chain: whole outer slices where a slice fits (and there are as many as tiles, or
     the slice is narrow), else runs of at least `MIN_RUN` inner indices of one slice. Else
-    bands of the reduced axis over a run of inner indices, chained by fp32 partials."""
+    bands of the reduced axis over a run of inner indices, chained by fp32 partials; without
+    `bands` (argmax, which takes no partials) a row that does not fit is `DoesNotFit`."""
     budget = ocm_bytes - 4 * alignment
     if budget < F16_BYTES + PARTIAL_BYTES:
         raise DoesNotFit(what, "element", F16_BYTES + PARTIAL_BYTES + 4 * alignment, ocm_bytes)
@@ -80,6 +90,8 @@ def plan_reduce(
             for o in range(outer)
             for i in range(0, inner, ic)
         ]
+    if not bands:
+        raise DoesNotFit(what, f"row of {length} elements", per_row + 4 * alignment, ocm_bytes)
     # a row does not fit: bands of at least 16 elements of the axis where the budget allows
     ic = max(1, min(inner, budget // (16 * F16_BYTES + PARTIAL_BYTES)))
     lc = (budget - ic * PARTIAL_BYTES) // (ic * F16_BYTES)
@@ -100,15 +112,20 @@ class LowerReduce(LayerLowering):
     def lower(self, op: mrvl.ReduceOp) -> None:
         """Each chain: per band a (strided) load and a reduce task, the partials handed on in
         OCM; the last band's result stored."""
-        _require_f16(self.low, op)
+        argmax = op.kind.data == "argmax"
+        if not argmax:
+            _require_f16(self.low, op)
+        elif not isinstance(mrvl.element_type_of(op.input), Float16Type):
+            raise CompileError(f"{self.low.what(op)}: argmax reads f16; run mrvl-cast-fp16 first")
         outer, length, inner = op.rows()
         chains = plan_reduce(
             outer, length, inner, self.low.ocm_bytes(op), self.low.num_tiles,
-            self.low.target.ocm_alignment, self.low.what(op),
+            self.low.target.ocm_alignment, self.low.what(op), bands=not argmax,
         )  # fmt: skip
         et = mrvl.element_type_of(op.output)
         src = self.low.flat_view(
-            self.low.ddr_buffer(op.input), buffer_type("ddr", (outer, length, inner), et)
+            self.low.ddr_buffer(op.input),
+            buffer_type("ddr", (outer, length, inner), mrvl.element_type_of(op.input)),
         )
         dst = self.low.new_ddr(op.output)
         out = self.low.flat_view(dst, buffer_type("ddr", (outer, inner), et))
@@ -128,6 +145,18 @@ class LowerReduce(LayerLowering):
                 token = self.low.emit(task).results[0]
                 acc, t_acc = [y], [token]
             self.low.store(y, out, [chain[0].o0, chain[0].i0], tile, token)
+
+
+def store_index_output(low, value, io) -> None:
+    """Argmax's f32 indices leave the region as they are: a `cvt` copy (F32 to F32) into the
+    output buffer; whoever reads them converts them (TVM's runtime, to ONNX's int64)."""
+    src = low.ddr_buffer(value)
+    rank = len(sched.buffer_type(io).dims)
+    token = low.emit(
+        sched.ConvertOp(src, io, list(range(rank)), 0, low.write_deps(io, 0, *low.writes_to(src)))
+    ).token
+    low.record_write(io, 0, token)
+    low.buffers[value] = io
 
 
 def merged_broadcast(

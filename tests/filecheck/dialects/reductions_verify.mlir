@@ -14,7 +14,7 @@ func.func @f(%x: tensor<1x3x5x7xf16, #mrvl.layout<NCHW>>) {
   %a = mrvl.reduce "prod" %x axes [1] : tensor<1x3x5x7xf16, #mrvl.layout<NCHW>> -> tensor<1x1x5x7xf16, #mrvl.layout<NCHW>>
   func.return
 }
-// CHECK: mrvl.reduce: kind 'prod' not in ('sum', 'mean', 'max', 'min')
+// CHECK: mrvl.reduce: kind 'prod' not in ('sum', 'mean', 'max', 'min', 'argmax')
 
 // -----
 
@@ -85,3 +85,11 @@ builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles
   mlip.end tile 0
 }
 // CHECK: acc_out=1 breaks `mode != 4 or (acc_out == 0 and acc_addr == -1)`
+
+// -----
+
+func.func @f(%x: tensor<1x3x5x7xf16, #mrvl.layout<NCHW>>) {
+  %a = mrvl.reduce "argmax" %x axes [1] : tensor<1x3x5x7xf16, #mrvl.layout<NCHW>> -> tensor<1x1x5x7xf16, #mrvl.layout<NCHW>>
+  func.return
+}
+// CHECK: mrvl.reduce: argmax gives f32 indices
