@@ -327,6 +327,23 @@ class LayerNodes:
             attrs={"axes": _strs(op.axis_list), "mode": [op.kind.data]},
         )
 
+    def _pad_node(self, op: mrvl.PadOp) -> None:
+        """A constant pad in its input's layout: widths before, then after, each dimension."""
+        layout = mrvl.layout_of(op.input)
+        self._layer_node(
+            op,
+            "Pad",
+            [op.input],
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.input),
+            out_layout=layout,
+            composite="mrvl.pad",
+            attrs={
+                "pad_width": _strs(op.pads.get_values()),
+                "pad_value": [_float_str(op.value.value.data)],
+            },
+        )
+
     def _binary_node(self, op: mrvl.BinaryOp) -> None:
         """An elementwise op of two activations that broadcast, in their layout."""
         layout = mrvl.layout_of(op.output)
@@ -395,6 +412,7 @@ NODE_BUILDERS: dict[type[Operation], Callable[[LayerNodes, Operation], None]] = 
     mrvl.ResizeOp: LayerNodes._resize_node,
     mrvl.SoftmaxOp: LayerNodes._softmax_node,
     mrvl.LayerNormOp: LayerNodes._layernorm_node,
+    mrvl.PadOp: LayerNodes._pad_node,
     mrvl.ReduceOp: LayerNodes._reduce_node,
     mrvl.BinaryOp: LayerNodes._binary_node,
 }

@@ -24,7 +24,8 @@ contract with `relax_import.py`:
                            export (normalization.py)
     mrvl.layernorm         layer_norm over the trailing axes, or its decomposed form
                            (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div [, Mul] [, Add])
-    mrvl.reduce            sum / mean / max / min over consecutive axes (reductions.py)
+    mrvl.pad               a constant pad that no conv took (padding.py)
+    mrvl.reduce            sum / mean / max / min / argmax over consecutive axes (reductions.py)
     mrvl.binary            add / sub / mul / div / max / min of two tensors that broadcast
                            (reductions.py), after every other pattern
     mrvl.copy              a chain of 1 to 3 data-movement ops (reshape, squeeze, expand_dims,
@@ -64,6 +65,7 @@ from .activation_forms import UNARY_TABLES
 from .matmul import bmm_patterns
 from .move_checks import check_copy, check_reshape, check_transpose
 from .normalization import decomposed_layernorm_pattern, layernorm_pattern, softmax_pattern
+from .padding import pad_pattern
 from .pattern_checks import (
     MAX_AFFINE_STEPS,
     check_add,
@@ -293,6 +295,7 @@ def _pattern_table() -> list[tuple]:
         _conv2d_pattern(with_pad=True),
         _conv2d_pattern(with_pad=False),
         _conv_transpose_pattern(),
+        pad_pattern(),  # a pad no conv took as its padding
         # a product of two activations, before fc claims the matmul and rejects it
         *bmm_patterns(),
         _fc_pattern(with_alpha=True),

@@ -19,7 +19,7 @@ COMPOSITES = {
     "mrvl.global_avgpool2d", "mrvl.global_maxpool2d", "mrvl.concat", "mrvl.reshape",
     "mrvl.transpose", "mrvl.scale_shift", "mrvl.copy",
     "mrvl.conv_transpose", "mrvl.resize", "mrvl.bmm", "mrvl.softmax",
-    "mrvl.layernorm", "mrvl.reduce", "mrvl.binary",
+    "mrvl.layernorm", "mrvl.reduce", "mrvl.binary", "mrvl.pad",
 }  # fmt: skip
 
 
@@ -634,24 +634,6 @@ REJECTED = {
         "/c1",
         "rank 5",
     ),
-    "Pad value 1 (conv offloaded without it)": (
-        [node("Pad", ["x", "p", "one"], "q", "/pad"), conv("q", pads=[0, 0, 0, 0])],
-        X4,
-        {"c": [2, 4, 6, 6]},
-        [ints("p", [0, 0, 1, 1, 0, 0, 1, 1]), scalar("one", 1.0), CONV_W],
-        {},
-        "/pad",
-        "attribute constant_value=1",
-    ),
-    "Pad on channels": (
-        [node("Pad", ["x", "p"], "q", "/pad"), conv("q", pads=[0, 0, 0, 0])],
-        X4,
-        {"c": [2, 4, 4, 4]},
-        [ints("p", [0, 1, 0, 0, 0, 0, 0, 0]), rand("w", (4, 5, 3, 3))],
-        {},
-        "/pad",
-        "pads on the batch or channel axis",
-    ),
     "per-pixel Mul after conv": (
         [conv(), node("Mul", ["c", "s"], "m", "/mul"), node("Add", ["m", "t"], "y", "/add")],
         X4,
@@ -761,12 +743,31 @@ def test_layer_is_rejected_with_its_reason(onnx_model, case):
     assert reason(report, name) == expected
 
 
-def test_conv_with_a_bad_pad_is_offloaded_without_it(onnx_model):
-    case = REJECTED["Pad value 1 (conv offloaded without it)"]
-    nodes, inputs, outputs, inits, options, _, _ = case
-    mod, report = partitioned(onnx_model, nodes, inputs, outputs, inits, **options)
-    assert layer_ops(mod) == [("mrvl.conv2d", ["relax.nn.conv2d"])]
-    assert host_ops(mod) == ["relax.nn.pad"]
+PADS_NO_CONV_TAKES = {
+    "Pad value 1": (
+        [node("Pad", ["x", "p", "one"], "q", "/pad"), conv("q", pads=[0, 0, 0, 0])],
+        {"c": [2, 4, 6, 6]},
+        [ints("p", [0, 0, 1, 1, 0, 0, 1, 1]), scalar("one", 1.0), CONV_W],  # not zero
+    ),
+    "Pad on channels": (
+        [node("Pad", ["x", "p"], "q", "/pad"), conv("q", pads=[0, 0, 0, 0])],
+        {"c": [2, 4, 4, 4]},
+        [ints("p", [0, 1, 0, 0, 0, 0, 0, 0]), rand("w", (4, 5, 3, 3))],  # not H or W
+    ),
+}
+
+
+@pytest.mark.parametrize("case", PADS_NO_CONV_TAKES.values(), ids=PADS_NO_CONV_TAKES.keys())
+def test_a_pad_the_conv_cannot_take_is_a_layer_of_its_own(onnx_model, case):
+    """The conv is offloaded without the pad (its check refuses it), and the standalone pad
+    pattern takes the pad: both on the MLIP, nothing on the host."""
+    nodes, outputs, inits = case
+    mod, report = partitioned(onnx_model, nodes, X4, outputs, inits)
+    assert layer_ops(mod) == [
+        ("mrvl.pad", ["relax.nn.pad"]),
+        ("mrvl.conv2d", ["relax.nn.conv2d"]),
+    ]
+    assert host_ops(mod) == []
 
 
 def test_bad_activation_leaves_the_conv_offloaded(onnx_model):
