@@ -31,6 +31,7 @@ from .activation_forms import (
     split_activation,
 )
 from .frontend import constant_view, node_name_of
+from .passes.graph.split_batch import BATCH_GROUP
 from .passes.sched.tiling import (
     DoesNotFit,
     WindowLayer,
@@ -40,13 +41,13 @@ from .passes.sched.tiling import (
 )
 from .target import Target
 
-MAX_BATCH = 8
-"""Largest batch (N) of a conv, transposed conv, pool, global pool or resize. No ISA field
-bounds it (`in_shape[0] >= 1`); their lowering does: the window tiling cuts rows, columns and
-channels but every piece holds all N images, so a large batch makes every piece large. The
-layers whose lowering cuts the batch take any (`any_batch`): FC rows, and the copies, concats,
-adds, products, scale/shifts, reshapes and layout changes, which are cut into chunks of
-elements, pixels or images, or are one DDR-to-DDR transfer."""
+MAX_BATCH = BATCH_GROUP
+"""Images a conv, transposed conv, pool or resize layer computes at once. No ISA field bounds
+the batch (`in_shape[0] >= 1`); their window tiling cuts rows, columns and channels but every
+piece holds all N images, so `mrvl-split-batch` cuts a larger batch into groups of this many
+(a layer per group) and these layers take any batch, planned here for one group. A global
+pool keeps the bound: over more images it is a reduction (`reductions.py`). Every other layer
+cuts the batch in its own lowering (`any_batch`)."""
 
 MAX_AFFINE_STEPS = 3
 """A layer's affine steps (see `_check_tail`): up to this many."""
@@ -289,7 +290,7 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
     attrs = conv.attrs
     one_d = _op_name(conv) == "relax.nn.conv1d"  # a conv2d of H = 1 (conv_as_2d)
     rank = 3 if one_d else 4
-    _activation(ann["data"], (rank,), conv)
+    _activation(ann["data"], (rank,), conv, any_batch=True)  # groups of MAX_BATCH images
     if "pad" in ann:
         _check_pad(ann["pad"])
     layouts = ("NCW", "OIW", "NCW") if one_d else ("NCHW", "OIHW", "NCHW")
@@ -331,7 +332,7 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
     # counts a bias whether or not the conv has one (the lowering loads one only if it has)
     per_oc = conv_weight_bytes_per_oc(kh, kw, cg, bias=True, slopes=prelu)
     layer = WindowLayer(
-        n, h, w, c, oh, ow, out_ch, kh, kw, sh, pt, dh, per_oc, False,
+        min(n, MAX_BATCH), h, w, c, oh, ow, out_ch, kh, kw, sh, pt, dh, per_oc, False,
         sw=sw, pad_left=pl, dw=dw, groups=groups,
     )  # fmt: skip
     _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, True), conv)
@@ -393,7 +394,7 @@ def check_conv_transpose(ctx: PatternCheckContext) -> None:
     conv = ann["conv"]
     _no_leaks(ctx)
     attrs = conv.attrs
-    _activation(ann["data"], (4,), conv)
+    _activation(ann["data"], (4,), conv, any_batch=True)
     if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != ("NCHW", "IOHW", "NCHW"):
         raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
     _f32_result(conv)
@@ -429,7 +430,7 @@ def _check_pad(pad: relax.Call) -> None:
 def check_pool2d(ctx: PatternCheckContext) -> None:
     pool = ctx.annotated_expr["root"]
     attrs = pool.attrs
-    _activation(ctx.annotated_expr["data"], (4,), pool)
+    _activation(ctx.annotated_expr["data"], (4,), pool, any_batch=True)
     if (attrs.layout, attrs.out_layout) != ("NCHW", "NCHW"):
         raise _Reject(f"layout {attrs.layout}", pool)
     dilation = _int_list(attrs.dilation)
@@ -444,6 +445,7 @@ def check_pool2d(ctx: PatternCheckContext) -> None:
         # the ISA's pool pads at most the input's extent (docs/isa.md, `pool`): a window
         # that is mostly padding stays on the CPU
         raise _Reject(f"padding {pads} beyond the {h}x{w} input", pool)
+    n = min(n, MAX_BATCH)  # planned for one group of images (mrvl-split-batch)
     layer = WindowLayer(n, h, w, c, oh, ow, c, kh, kw, sh, pt, 1, 0, True, sw=sw, pad_left=pl)
     _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, False), pool)
 
@@ -703,7 +705,7 @@ def check_resize(ctx: PatternCheckContext) -> None:
     resize = ctx.annotated_expr["root"]
     _whole_onnx_ops(ctx, frozenset({"Resize", "Upsample"}))
     attrs = resize.attrs
-    _activation(ctx.annotated_expr["data"], (4,), resize)
+    _activation(ctx.annotated_expr["data"], (4,), resize, any_batch=True)
     _tensor_shape(resize, resize)
     if str(attrs.layout) != "NCHW":
         raise _Reject(f"layout {attrs.layout}", resize)

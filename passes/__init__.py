@@ -28,6 +28,12 @@ def _fold_flatten():
     return FoldFlattenIntoFcPass
 
 
+def _split_batch():
+    from mrvl.passes.graph.split_batch import SplitBatchPass
+
+    return SplitBatchPass
+
+
 def _plan_tiling():
     from mrvl.passes.sched.plan_tiling import PlanTilingPass
 
@@ -98,6 +104,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "mrvl-cast-fp16": _cast_fp16,
     "mrvl-canonicalize": _canonicalize,
     "mrvl-fold-flatten-into-fc": _fold_flatten,
+    "mrvl-split-batch": _split_batch,
     "sched-plan-tiling": _plan_tiling,
     "convert-mrvl-to-sched": _to_sched,
     "sched-fuse-converts": _fuse_converts,
@@ -111,7 +118,9 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-sched-to-mlip": _to_mlip,
 }
 
-GRAPH_PIPELINE = ("mrvl-cast-fp16", "mrvl-canonicalize", "mrvl-fold-flatten-into-fc")
+GRAPH_PIPELINE = (
+    "mrvl-cast-fp16", "mrvl-canonicalize", "mrvl-fold-flatten-into-fc", "mrvl-split-batch"
+)  # fmt: skip
 SCHED_PIPELINE = (
     "sched-plan-tiling",
     "convert-mrvl-to-sched",

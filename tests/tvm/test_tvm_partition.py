@@ -167,7 +167,7 @@ def conv_model(
         ({"relu": False}, True),
         ({"bias": False, "relu": False}, True),
         ({"batch": 8}, True),
-        ({"batch": 9}, False),
+        ({"batch": 9}, True),  # in groups of 8 images (mrvl-split-batch)
         ({"groups": 4}, True),  # depthwise
         ({"groups": 2}, True),  # grouped
         ({"groups": 4, "out_channels": 8}, True),  # depthwise with a channel multiplier
@@ -540,6 +540,21 @@ OFFLOADED = {
         [],
         [("mrvl.copy", ["relax.permute_dims"])],
     ),
+    # batches beyond 8 images: in groups of 8 (mrvl-split-batch)
+    "conv batch 9": (
+        [conv()],
+        {"x": [9, 4, 6, 6]},
+        {"c": [9, 4, 6, 6]},
+        [CONV_W],
+        [("mrvl.conv2d", ["relax.nn.conv2d"])],
+    ),
+    "AveragePool batch 16": (
+        [node("AveragePool", ["x"], "y", "/p", kernel_shape=[2, 2])],
+        {"x": [16, 4, 6, 6]},
+        {"y": [16, 4, 5, 5]},
+        [],
+        [("mrvl.avgpool2d", ["relax.nn.avg_pool2d"])],
+    ),
     # reductions and two tensors that broadcast
     "ReduceMean over channels": (
         [node("ReduceMean", ["x"], "y", "/rm", axes=[1])],
@@ -589,15 +604,6 @@ def test_layer_is_offloaded(onnx_model, case):
 
 REJECTED = {
     # node that stays on the CPU, its reason
-    "conv batch 9": (
-        [conv()],
-        {"x": [9, 4, 6, 6]},
-        {"c": [9, 4, 6, 6]},
-        [CONV_W],
-        {},
-        "/c/Conv",
-        "batch 9 > 8",
-    ),
     "conv float64": (
         [conv(w="w64")],
         X4,
@@ -678,15 +684,6 @@ REJECTED = {
         {},
         "/p",
         "rank 5",
-    ),
-    "AveragePool batch 16": (
-        [node("AveragePool", ["x"], "y", "/p", kernel_shape=[2, 2])],
-        {"x": [16, 4, 6, 6]},
-        {"y": [16, 4, 5, 5]},
-        [],
-        {},
-        "/p",
-        "batch 16 > 8",
     ),
     "ReduceMean over axes that are not consecutive": (
         [node("ReduceMean", ["x", "ax"], "y", "/rm")],
