@@ -111,6 +111,12 @@ class PoolMode(IntEnum):
     AVG = 1
 
 
+ReduceMode = IntEnum("ReduceMode", {"SUM": 0, "MEAN": 1, "MAX": 2, "MIN": 3, "ARGMAX": 4})
+"""What `reduce` computes over a row (docs/isa.md, `reduce`)."""
+BinaryMode = IntEnum("BinaryMode", {"ADD": 0, "SUB": 1, "MUL": 2, "DIV": 3, "MAX": 4, "MIN": 5})
+"""The operation of `binary` on its two operands (docs/isa.md, `binary`)."""
+
+
 @dataclass(frozen=True)
 class FieldSpec:
     name: str
@@ -585,6 +591,50 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f("g_addr", "i32", "OCM byte address of the scales [length], f32"),
             _f("b_addr", "i32", "OCM byte address of the shifts [length], f32"),
             _f("eps", "f32", "epsilon added to the variance"),
+        ),
+    ),
+    OpcodeSpec(
+        "reduce",
+        0x52,
+        "vector",
+        "Sum, mean, max, min or argmax of a dense f16 [outer, length, inner] tensor over its "
+        "middle axis, in fp32 in order of the axis (docs/isa.md), optionally from or to fp32 "
+        "partials.",
+        (
+            _f("in_addr", "i32", "OCM byte address of the input [outer, length, inner], f16"),
+            _f("out_addr", "i32", "OCM byte address of the result [outer, inner]"),
+            _f("outer", "i32", "extent of the axes before the reduced ones", legal="outer >= 1"),
+            _f("length", "i32", "extent of the reduced axes (a row)", legal="length >= 1"),
+            _f("inner", "i32", "extent of the axes after them (a row's stride)", legal="inner >= 1"),
+            _f("mode", "i32", "ReduceMode", ReduceMode),
+            _f("divisor", "i32", "MEAN divides the sum by it", legal="divisor >= 1"),
+            _f(
+                "acc_addr",
+                "i32",
+                "OCM byte address of fp32 partials [outer, inner] to start from, or -1",
+            ),
+            _f(
+                "acc_out",
+                "i32",
+                "1: write the fp32 partials (no division, no rounding) instead of the result",
+                legal=("acc_out in (0, 1)", "mode != 4 or (acc_out == 0 and acc_addr == -1)"),
+            ),
+        ),
+    ),
+    OpcodeSpec(
+        "binary",
+        0x45,
+        "vector",
+        "Elementwise add, sub, mul, div, max or min of two f16 tensors broadcast (stride 0) to "
+        "a dense 4-D result, in fp32, rounded to f16.",
+        (
+            _f("a_addr", "i32", "OCM byte address of the first operand, f16"),
+            _f("b_addr", "i32", "OCM byte address of the second operand, f16"),
+            _f("out_addr", "i32", "OCM byte address of the dense result, f16"),
+            _f("shape", "i32x4", "result shape", legal="shape[d] >= 1"),
+            _f("a_strides", "i32x4", "element strides of a (0: broadcast)", legal="a_strides[d] >= 0"),
+            _f("b_strides", "i32x4", "element strides of b (0: broadcast)", legal="b_strides[d] >= 0"),
+            _f("mode", "i32", "BinaryMode", BinaryMode),
         ),
     ),
     OpcodeSpec("end", 0x7F, "control", "End of the program.", ()),

@@ -331,6 +331,51 @@ class LayerNodes:
             },
         )
 
+    def _reduce_node(self, op: mrvl.ReduceOp) -> None:
+        """A reduction over a run of consecutive axes of its input, in the input's layout."""
+        layout = mrvl.layout_of(op.input)
+        self._layer_node(
+            op,
+            "Reduce",
+            [op.input],
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.input),
+            out_layout=layout,
+            composite="mrvl.reduce",
+            attrs={"axes": _strs(op.axis_list), "mode": [op.kind.data]},
+        )
+
+    def _pad_node(self, op: mrvl.PadOp) -> None:
+        """A constant pad in its input's layout: widths before, then after, each dimension."""
+        layout = mrvl.layout_of(op.input)
+        self._layer_node(
+            op,
+            "Pad",
+            [op.input],
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.input),
+            out_layout=layout,
+            composite="mrvl.pad",
+            attrs={
+                "pad_width": _strs(op.pads.get_values()),
+                "pad_value": [_float_str(op.value.value.data)],
+            },
+        )
+
+    def _binary_node(self, op: mrvl.BinaryOp) -> None:
+        """An elementwise op of two activations that broadcast, in their layout."""
+        layout = mrvl.layout_of(op.output)
+        self._layer_node(
+            op,
+            "Binary",
+            [op.lhs, op.rhs],
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.lhs),
+            out_layout=layout,
+            composite="mrvl.binary",
+            attrs={"mode": [op.kind.data]},
+        )
+
     def _dilate_node(self, op: mrvl.DilateOp) -> None:
         self._layer_node(
             op,
@@ -401,6 +446,9 @@ NODE_BUILDERS: dict[type[Operation], Callable[[LayerNodes, Operation], None]] = 
     mrvl.LayerNormOp: LayerNodes._layernorm_node,
     mrvl.QuantizeOp: LayerNodes._quantize_node,
     mrvl.DequantizeOp: LayerNodes._quantize_node,
+    mrvl.PadOp: LayerNodes._pad_node,
+    mrvl.ReduceOp: LayerNodes._reduce_node,
+    mrvl.BinaryOp: LayerNodes._binary_node,
 }
 """The Nodes-JSON form of each `mrvl` layer op, by op class (constants are entries of the
 Constants-JSON, not nodes: `_constant_entry`). The completeness test checks that every layer

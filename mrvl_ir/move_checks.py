@@ -33,7 +33,7 @@ COPY_RANKS = (2, 3, 4, 5, 6)
 a window partition) the tensor stays in Relax's order and only copies read it."""
 
 
-def _high_rank_neighbour(ctx: PatternCheckContext, exprs: list[relax.Expr]) -> str | None:
+def high_rank_neighbour(ctx: PatternCheckContext, exprs: list[relax.Expr]) -> str | None:
     """The first op other than data movement that makes or reads a tensor of rank 5 or 6
     connected to `exprs` through data movement at those ranks; None if there is none (the
     tensors are the model's inputs and outputs or pass only between moves)."""
@@ -53,8 +53,8 @@ def _high_rank_neighbour(ctx: PatternCheckContext, exprs: list[relax.Expr]) -> s
         for call in calls:
             if not isinstance(call, relax.Call):
                 continue  # a model input
-            if _op_name(call) not in strided.MOVE_OPS:
-                return _op_name(call)
+            if _op_name(call) not in strided.MOVE_OPS and _op_name(call) != "relax.nn.pad":
+                return _op_name(call)  # (a standalone pad moves data by DMA too)
             todo += [a for a in call.args if isinstance(a, relax.Var)]
             todo.append(var_of.get(call))
     return None
@@ -76,7 +76,7 @@ def check_copy(ctx: PatternCheckContext) -> None:
     out_rank = len(_tensor_shape(calls[-1], calls[-1]))
     if out_rank not in COPY_RANKS:
         raise _Reject(f"result rank {out_rank}", calls[-1])
-    other = _high_rank_neighbour(ctx, [ann["data"], ctx.matched_expr])
+    other = high_rank_neighbour(ctx, [ann["data"], ctx.matched_expr])
     if other is not None:
         raise _Reject(f"a tensor of rank 5 or 6 that {other} makes or reads", calls[-1])
     try:

@@ -8,6 +8,9 @@ Two kinds, each applied only when the node's inputs are what the rewrite needs:
     `relax.clip(x, -inf, c)`, the same values in fp32 (TVM: broadcast_to + stack + max, which
     no pattern can read). A clip fuses into the layer before it as its CLIP bounds; a clip of
     a relu or a clip is one clip (`activation_forms.py`).
+  - `Max` / `Min` of two or more float tensors (no constants) → a chain of
+    `relax.maximum` / `relax.minimum`, which broadcast as ONNX's multidirectional rule does
+    (TVM: broadcast_to + stack + max); `mrvl.binary` reads each.
   - `Neg` of a float tensor → `relax.multiply(x, -1)`, exact in fp32, so it folds into the
     layer before it as a scale of -1 like any other affine step.
 - **Valid inputs TVM rejects** (`INPUT_FIXES`: each returns the inputs to convert with, or
@@ -58,16 +61,34 @@ def _tensor_and_scalar(inputs: list) -> tuple[relax.Expr, float] | None:
     return None
 
 
+def _pairwise(bb, inputs, op) -> relax.Expr | None:
+    """op folded over two or more runtime float tensors of static shapes, or None."""
+    if len(inputs) < 2 or any(
+        i is None or isinstance(i, GenericConst) or not _float_tensor(i) for i in inputs
+    ):
+        return None
+    if any(getattr(i.ty.shape, "values", None) is None for i in inputs):
+        return None
+    total = inputs[0]
+    for operand in inputs[1:-1]:
+        total = bb.emit(op(total, operand))
+    return op(total, inputs[-1])
+
+
 def _max(bb, inputs, attrs, opset) -> relax.Expr | None:
-    """Max(x, c) with c a scalar constant → clip(x, c, +inf)."""
+    """Max(x, c) with c a scalar constant → clip(x, c, +inf); Max of tensors → maximum."""
     pair = _tensor_and_scalar(inputs)
-    return None if pair is None else relax.op.clip(pair[0], pair[1], math.inf)
+    if pair is None:
+        return _pairwise(bb, inputs, relax.op.maximum)
+    return relax.op.clip(pair[0], pair[1], math.inf)
 
 
 def _min(bb, inputs, attrs, opset) -> relax.Expr | None:
-    """Min(x, c) with c a scalar constant → clip(x, -inf, c)."""
+    """Min(x, c) with c a scalar constant → clip(x, -inf, c); Min of tensors → minimum."""
     pair = _tensor_and_scalar(inputs)
-    return None if pair is None else relax.op.clip(pair[0], -math.inf, pair[1])
+    if pair is None:
+        return _pairwise(bb, inputs, relax.op.minimum)
+    return relax.op.clip(pair[0], -math.inf, pair[1])
 
 
 def _neg(bb, inputs, attrs, opset) -> relax.Expr | None:

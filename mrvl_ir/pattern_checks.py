@@ -31,6 +31,7 @@ from .activation_forms import (
     split_activation,
 )
 from .frontend import constant_view, node_name_of
+from .passes.graph.split_batch import BATCH_GROUP
 from .passes.sched.tiling import (
     DoesNotFit,
     WindowLayer,
@@ -40,13 +41,13 @@ from .passes.sched.tiling import (
 )
 from .target import Target
 
-MAX_BATCH = 8
-"""Largest batch (N) of a conv, transposed conv, pool, global pool or resize. No ISA field
-bounds it (`in_shape[0] >= 1`); their lowering does: the window tiling cuts rows, columns and
-channels but every piece holds all N images, so a large batch makes every piece large. The
-layers whose lowering cuts the batch take any (`any_batch`): FC rows, and the copies, concats,
-adds, products, scale/shifts, reshapes and layout changes, which are cut into chunks of
-elements, pixels or images, or are one DDR-to-DDR transfer."""
+MAX_BATCH = BATCH_GROUP
+"""Images a conv, transposed conv, pool or resize layer computes at once. No ISA field bounds
+the batch (`in_shape[0] >= 1`); their window tiling cuts rows, columns and channels but every
+piece holds all N images, so `mrvl-split-batch` cuts a larger batch into groups of this many
+(a layer per group) and these layers take any batch, planned here for one group. A global
+pool keeps the bound: over more images it is a reduction (`reductions.py`). Every other layer
+cuts the batch in its own lowering (`any_batch`)."""
 
 MAX_AFFINE_STEPS = 3
 """A layer's affine steps (see `_check_tail`): up to this many."""
@@ -129,6 +130,11 @@ class _Reject(Exception):
         so the longer match's reason wins."""
 
 
+class _Defer(_Reject):
+    """Raised by a check that leaves the match to a later pattern (a global pool the window
+    pool cannot take is a reduction's): not recorded, the later pattern's check says why."""
+
+
 def checked(check: Callable[[PatternCheckContext], None]) -> Callable[[PatternCheckContext], bool]:
     """A FusionPattern check from `check`, which raises `_Reject` for an unsupported match.
 
@@ -154,7 +160,7 @@ def checked(check: Callable[[PatternCheckContext], None]) -> Callable[[PatternCh
             check(ctx)
             _check_quantized(ctx, check.__name__.removeprefix("check_"), collector)
         except _Reject as rejection:
-            if collector is not None:
+            if collector is not None and not isinstance(rejection, _Defer):
                 at = rejection.at if rejection.at is not None else ctx.matched_expr
                 culprit = None if rejection.partial else node_name_of(at)
                 collector.reject(culprit, rejection.reason, involved)
@@ -316,7 +322,7 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
     attrs = conv.attrs
     one_d = _op_name(conv) == "relax.nn.conv1d"  # a conv2d of H = 1 (conv_as_2d)
     rank = 3 if one_d else 4
-    _activation(ann["data"], (rank,), conv)
+    _activation(ann["data"], (rank,), conv, any_batch=True)  # groups of MAX_BATCH images
     if "pad" in ann:
         _check_pad(ann["pad"])
     layouts = ("NCW", "OIW", "NCW") if one_d else ("NCHW", "OIHW", "NCHW")
@@ -358,7 +364,7 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
     # counts a bias whether or not the conv has one (the lowering loads one only if it has)
     per_oc = conv_weight_bytes_per_oc(kh, kw, cg, bias=True, slopes=prelu)
     layer = WindowLayer(
-        n, h, w, c, oh, ow, out_ch, kh, kw, sh, pt, dh, per_oc, False,
+        min(n, MAX_BATCH), h, w, c, oh, ow, out_ch, kh, kw, sh, pt, dh, per_oc, False,
         sw=sw, pad_left=pl, dw=dw, groups=groups,
     )  # fmt: skip
     _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, True), conv)
@@ -420,7 +426,7 @@ def check_conv_transpose(ctx: PatternCheckContext) -> None:
     conv = ann["conv"]
     _no_leaks(ctx)
     attrs = conv.attrs
-    _activation(ann["data"], (4,), conv)
+    _activation(ann["data"], (4,), conv, any_batch=True)
     if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != ("NCHW", "IOHW", "NCHW"):
         raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
     _f32_result(conv)
@@ -456,7 +462,7 @@ def _check_pad(pad: relax.Call) -> None:
 def check_pool2d(ctx: PatternCheckContext) -> None:
     pool = ctx.annotated_expr["root"]
     attrs = pool.attrs
-    _activation(ctx.annotated_expr["data"], (4,), pool)
+    _activation(ctx.annotated_expr["data"], (4,), pool, any_batch=True)
     if (attrs.layout, attrs.out_layout) != ("NCHW", "NCHW"):
         raise _Reject(f"layout {attrs.layout}", pool)
     dilation = _int_list(attrs.dilation)
@@ -471,11 +477,22 @@ def check_pool2d(ctx: PatternCheckContext) -> None:
         # the ISA's pool pads at most the input's extent (docs/isa.md, `pool`): a window
         # that is mostly padding stays on the CPU
         raise _Reject(f"padding {pads} beyond the {h}x{w} input", pool)
+    n = min(n, MAX_BATCH)  # planned for one group of images (mrvl-split-batch)
     layer = WindowLayer(n, h, w, c, oh, ow, c, kh, kw, sh, pt, 1, 0, True, sw=sw, pad_left=pl)
     _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, False), pool)
 
 
 def check_global_pool2d(ctx: PatternCheckContext) -> None:
+    """mean / max over H and W of a rank-4 tensor, batch <= 8, whose plane fits a tile as the
+    window of one pool; anything else is left to `mrvl.reduce` (`reductions.py`), which
+    splits a plane larger than a tile into bands and takes any batch."""
+    try:
+        _check_global_pool2d(ctx)
+    except _Reject as rejection:
+        raise _Defer(rejection.reason, rejection.at) from None
+
+
+def _check_global_pool2d(ctx: PatternCheckContext) -> None:
     reduce = ctx.annotated_expr["root"]
     _activation(ctx.annotated_expr["data"], (4,), reduce)
     axes = _int_list(reduce.attrs.axis)
@@ -484,8 +501,7 @@ def check_global_pool2d(ctx: PatternCheckContext) -> None:
     # keepdims=0 ([N, C], as torchvision's ShuffleNetV2 and MNASNet write x.mean([2, 3])):
     # the same bytes as [N, C, 1, 1], relabelled by the importer
     n, c, h, w = _tensor_shape(ctx.annotated_expr["data"], reduce)
-    # a pool whose window is the whole plane (the importer's form): a plane whose one output
-    # row, all of its input rows, exceeds a tile's OCM stays on the CPU with the bytes
+    # a pool whose window is the whole plane (the importer's form)
     layer = WindowLayer(n, h, w, c, 1, 1, c, h, w, 1, 0, 1, 0, True, sw=1, pad_left=0)
     _check_fits(lambda target, tiles: _plan_window(layer, target, tiles, False), reduce)
 
@@ -721,7 +737,7 @@ def check_resize(ctx: PatternCheckContext) -> None:
     resize = ctx.annotated_expr["root"]
     _whole_onnx_ops(ctx, frozenset({"Resize", "Upsample"}))
     attrs = resize.attrs
-    _activation(ctx.annotated_expr["data"], (4,), resize)
+    _activation(ctx.annotated_expr["data"], (4,), resize, any_batch=True)
     _tensor_shape(resize, resize)
     if str(attrs.layout) != "NCHW":
         raise _Reject(f"layout {attrs.layout}", resize)

@@ -26,6 +26,10 @@ contract with `relax_import.py`:
                            export (normalization.py)
     mrvl.layernorm         layer_norm over the trailing axes, or its decomposed form
                            (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div [, Mul] [, Add])
+    mrvl.pad               a constant pad that no conv took (padding.py)
+    mrvl.reduce            sum / mean / max / min / argmax over consecutive axes (reductions.py)
+    mrvl.binary            add / sub / mul / div / max / min of two tensors that broadcast
+                           (reductions.py), after every other pattern
     mrvl.copy              a chain of 1 to 3 data-movement ops (reshape, squeeze, expand_dims,
                            flatten, permute_dims, strided_slice, nearest resize2d, take with
                            constant indices, broadcast_to) that is a strided copy (`strided.py`): slices
@@ -62,6 +66,7 @@ from .activation_forms import UNARY_TABLES
 from .matmul import bmm_patterns
 from .move_checks import check_copy, check_reshape, check_transpose
 from .normalization import decomposed_layernorm_pattern, layernorm_pattern, softmax_pattern
+from .padding import pad_pattern
 from .pattern_checks import (
     MAX_AFFINE_STEPS,
     check_add,
@@ -78,6 +83,7 @@ from .pattern_checks import (
     current_collector,
 )
 from .qdq_layers import quant_patterns, weight_scale_attrs
+from .reductions import BINARY_OPS, REDUCE_OPS, binary_pattern, reduce_pattern
 
 CODEGEN = "mrvl"
 """The codegen the regions are annotated for; every pattern name starts with `mrvl.`."""
@@ -93,7 +99,7 @@ LAYER_OPS = frozenset(
         "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
         "relax.nn.conv2d_transpose", "relax.power", *UNARY_TABLES, "relax.take",
         "relax.broadcast_to", "relax.nn.conv1d", "relax.nn.softmax", "relax.nn.layer_norm",
-        "relax.sqrt", "relax.quantize", "relax.dequantize",
+        "relax.sqrt", "relax.quantize", "relax.dequantize", *REDUCE_OPS, *BINARY_OPS,
     }
 )  # fmt: skip
 """Every Relax op some pattern contains; a node with any other op cannot be offloaded."""
@@ -291,6 +297,7 @@ def _pattern_table() -> list[tuple]:
         _conv2d_pattern(with_pad=True),
         _conv2d_pattern(with_pad=False),
         _conv_transpose_pattern(),
+        pad_pattern(),  # a pad no conv took as its padding
         # a product of two activations, before fc claims the matmul and rejects it
         *bmm_patterns(),
         _fc_pattern(with_alpha=True),
@@ -301,6 +308,8 @@ def _pattern_table() -> list[tuple]:
         _single_op_pattern("mrvl.avgpool2d", ["relax.nn.avg_pool2d"], check_pool2d),
         _single_op_pattern("mrvl.global_avgpool2d", ["relax.mean"], check_global_pool2d),
         _single_op_pattern("mrvl.global_maxpool2d", ["relax.max"], check_global_pool2d),
+        # what the global pools leave: other axes, planes larger than a tile, batches over 8
+        reduce_pattern(),
         _single_op_pattern("mrvl.concat", ["relax.concat"], check_concat),
         *quant_patterns(),  # the edges of int8 code (qdq_layers.py)
         softmax_pattern(flattened=True),  # before the copies: its reshapes are its own
@@ -315,6 +324,8 @@ def _pattern_table() -> list[tuple]:
         _single_op_pattern("mrvl.resize", ["relax.image.resize2d"], check_resize, wildcard),
         # last: only what no conv / fc / add absorbed
         _scale_shift_pattern(),
+        # two tensors that broadcast: after every layer that takes an add, mul or activation
+        binary_pattern(),
     ]
 
 

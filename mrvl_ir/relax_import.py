@@ -28,8 +28,10 @@ from mrvl.frontend import constant_view, node_name_of
 from mrvl.locations import name_location
 from mrvl.matmul import import_bmm
 from mrvl.normalization import import_layernorm, import_softmax
+from mrvl.padding import import_pad
 from mrvl.pattern_checks import conv_as_2d
 from mrvl.qdq_layers import QUANT_LAYERS, with_weight_scales
+from mrvl.reductions import import_binary, import_reduce
 
 RELAX_LAYOUT = mrvl.RELAX_LAYOUT
 
@@ -756,12 +758,8 @@ def _per_channel(expr, channels: int) -> np.ndarray:
 
 
 _AFFINE_CALLS = (
-    "relax.add",
-    "relax.subtract",
-    "relax.multiply",
-    "relax.divide",
-    "relax.nn.batch_norm",
-)
+    "relax.add", "relax.subtract", "relax.multiply", "relax.divide", "relax.nn.batch_norm"
+)  # fmt: skip
 """The calls `_affine_after` folds into a layer's scale and shift."""
 
 _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
@@ -784,6 +782,9 @@ _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.softmax": import_softmax,
     "mrvl.layernorm": import_layernorm,
     **QUANT_LAYERS,
+    "mrvl.pad": import_pad,
+    "mrvl.reduce": import_reduce,
+    "mrvl.binary": import_binary,
 }
 
 

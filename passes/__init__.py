@@ -34,6 +34,12 @@ def _fold_flatten():
     return FoldFlattenIntoFcPass
 
 
+def _split_batch():
+    from mrvl.passes.graph.split_batch import SplitBatchPass
+
+    return SplitBatchPass
+
+
 def _plan_tiling():
     from mrvl.passes.sched.plan_tiling import PlanTilingPass
 
@@ -105,6 +111,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "mrvl-canonicalize": _canonicalize,
     "mrvl-fold-flatten-into-fc": _fold_flatten,
     "mrvl-fold-qdq": _fold_qdq,
+    "mrvl-split-batch": _split_batch,
     "sched-plan-tiling": _plan_tiling,
     "convert-mrvl-to-sched": _to_sched,
     "sched-fuse-converts": _fuse_converts,
@@ -123,6 +130,7 @@ GRAPH_PIPELINE = (
     "mrvl-cast-fp16",
     "mrvl-canonicalize",
     "mrvl-fold-flatten-into-fc",
+    "mrvl-split-batch",
 )
 SCHED_PIPELINE = (
     "sched-plan-tiling",

@@ -196,6 +196,16 @@ def _int8_elementwise(f: dict, target: Target) -> tuple[Cost, int]:
     return cost.vector(target, f["count"]), 0
 
 
+@costs("reduce")
+def _reduce(f: dict, target: Target) -> tuple[Cost, int]:
+    return cost.vector(target, f["outer"] * f["length"] * f["inner"]), 0
+
+
+@costs("binary")
+def _binary(f: dict, target: Target) -> tuple[Cost, int]:
+    return cost.vector(target, math.prod(f["shape"])), 0
+
+
 @costs("end")
 def _end(f: dict, target: Target) -> tuple[Cost, int]:
     return Cost(Unit.DMA, 0), 0

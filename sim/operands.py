@@ -22,6 +22,7 @@ from mrvl.isa import (
     destination_tiles,
 )
 from mrvl.isa_int8 import INT8_LUT_ENTRIES
+from mrvl.sim.validate import broadcast_span, reduce_output_dtype
 
 DDR, OCM, TABLE = 0, 1, 2
 """The memories an access can name; TABLE is a tile's activation-table memory."""
@@ -332,6 +333,25 @@ def _requant(f: dict, ins: Instruction) -> Operands:
     count = (f["count"],)
     reads = [dense(OCM, f["in_addr"], DType.I8, count), *_int8_finish(f, None)]
     return reads, [dense(OCM, f["out_addr"], DType.I8, count)]
+
+
+@operands_of("reduce")
+def _reduce(f: dict, ins: Instruction) -> Operands:
+    out = (f["outer"], f["inner"])
+    reads = [dense(OCM, f["in_addr"], DType.F16, (f["outer"], f["length"], f["inner"]))]
+    if f["acc_addr"] != -1:
+        reads.append(dense(OCM, f["acc_addr"], DType.F32, out))
+    return reads, [dense(OCM, f["out_addr"], reduce_output_dtype(f), out)]
+
+
+@operands_of("binary")
+def _binary(f: dict, ins: Instruction) -> Operands:
+    shape = f["shape"]
+    reads = [
+        dense(OCM, f[f"{x}_addr"], DType.F16, (broadcast_span(shape, f[f"{x}_strides"]),))
+        for x in ("a", "b")
+    ]
+    return reads, [dense(OCM, f["out_addr"], DType.F16, shape)]
 
 
 @operands_of("end")

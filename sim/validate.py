@@ -37,6 +37,7 @@ from mrvl.isa import (
     OpcodeSpec,
     OpcodeTable,
     Program,
+    ReduceMode,
     bmm_shapes,
 )
 from mrvl.isa_rules import broken_rule
@@ -489,6 +490,36 @@ def _check_layernorm(ins: Instruction, bounds: Bounds) -> None:
     bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, shape, "input")
     bounds.dense(MemSpace.OCM, tile, f["g_addr"], DType.F32, (f["length"],), "scales")
     bounds.dense(MemSpace.OCM, tile, f["b_addr"], DType.F32, (f["length"],), "shifts")
+
+
+def reduce_output_dtype(f: dict) -> DType:
+    """What `reduce` writes: fp32 partials (acc_out) or argmax's indices, else f16."""
+    return DType.F32 if f["acc_out"] or f["mode"] == ReduceMode.ARGMAX else DType.F16
+
+
+@checks("reduce")
+def _check_reduce(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    shape, out, tile = (f["outer"], f["length"], f["inner"]), (f["outer"], f["inner"]), ins.tile
+    bounds.dense(MemSpace.OCM, tile, f["out_addr"], reduce_output_dtype(f), out, "output")
+    bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, shape, "input")
+    if f["acc_addr"] != -1:
+        bounds.dense(MemSpace.OCM, tile, f["acc_addr"], DType.F32, out, "partials")
+
+
+def broadcast_span(shape: Sequence[int], strides: Sequence[int]) -> int:
+    """Elements from the first to the last one a `binary` operand of element `strides` reads."""
+    return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+
+
+@checks("binary")
+def _check_binary(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    shape, tile = tuple(f["shape"]), ins.tile
+    bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, shape, "output")
+    for name, what in (("a", "operand a"), ("b", "operand b")):
+        span = broadcast_span(shape, f[f"{name}_strides"])
+        bounds.dense(MemSpace.OCM, tile, f[f"{name}_addr"], DType.F16, (span,), what)
 
 
 @checks("end")

@@ -12,14 +12,27 @@ from __future__ import annotations
 from xdsl.ir import Dialect
 
 from mrvl.dialects import defined_ops_and_attributes
-from mrvl.dialects.mrvl import attributes, data_movement, layers, normalization, quantized
+from mrvl.dialects.mrvl import (
+    attributes,
+    data_movement,
+    layers,
+    normalization,
+    padding,
+    quantized,
+    reductions,
+)
 from mrvl.dialects.mrvl.attributes import *
 from mrvl.dialects.mrvl.data_movement import *
 from mrvl.dialects.mrvl.layers import *
 from mrvl.dialects.mrvl.normalization import *
+from mrvl.dialects.mrvl.padding import *
 from mrvl.dialects.mrvl.quantized import *
+from mrvl.dialects.mrvl.reductions import *
 
 Mrvl = Dialect(
-    "mrvl", *defined_ops_and_attributes(attributes, data_movement, layers, normalization, quantized)
+    "mrvl",
+    *defined_ops_and_attributes(
+        attributes, data_movement, layers, normalization, quantized, reductions, padding
+    ),
 )
 """Every op and attribute that the package's modules define."""

@@ -12,14 +12,16 @@ from __future__ import annotations
 from xdsl.ir import Dialect
 
 from mrvl.dialects import defined_ops_and_attributes
-from mrvl.dialects.sched import attributes, buffers, int8_tasks, program, tasks
+from mrvl.dialects.sched import attributes, buffers, int8_tasks, program, reductions, tasks
 from mrvl.dialects.sched.attributes import *
 from mrvl.dialects.sched.buffers import *
 from mrvl.dialects.sched.int8_tasks import *
 from mrvl.dialects.sched.program import *
+from mrvl.dialects.sched.reductions import *
 from mrvl.dialects.sched.tasks import *
 
 Sched = Dialect(
-    "sched", *defined_ops_and_attributes(attributes, buffers, int8_tasks, program, tasks)
+    "sched",
+    *defined_ops_and_attributes(attributes, buffers, int8_tasks, program, tasks, reductions),
 )
 """Every op and attribute that the package's modules define."""

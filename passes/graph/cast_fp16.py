@@ -1,8 +1,8 @@
 """mrvl-cast-fp16: run the region in fp16, as the MLIP computes.
 
 Weights become f16 constants (biases stay f32: the MAC array adds them to its fp32
-accumulator), every layer's result type becomes f16, and `mrvl.cast` ops convert at the
-region boundary, where TVM hands over and takes back f32.
+accumulator), every layer's result type becomes f16 (argmax's indices stay exact f32), and
+`mrvl.cast` ops convert at the region boundary, where TVM hands over and takes back f32.
 
 int8 code is left as it is (its types are i8 and i32), and so is the f32 of its edges that
 ONNX computes in f32: what only quantizes read (a region input, through layout changes) and
@@ -70,6 +70,8 @@ class CastFp16Pass(MrvlModulePass):
                     cast.location = value.owner.location
                     Rewriter.insert_op(cast, InsertPoint.before(op))
                     op.operands[i] = cast.output
+            elif any(mrvl.holds_indices(r) for r in op.results):
+                continue  # argmax's indices and their moves: exact f32 values, not f16
             elif op.name.startswith("mrvl.") and not isinstance(op, mrvl.CastOp):
                 for result in op.results:
                     if (

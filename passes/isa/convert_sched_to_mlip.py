@@ -29,7 +29,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from mrvl.dialects import mlip, sched
 from mrvl.dialects.mrvl import numpy_dtype
 from mrvl.errors import CompileError, layer_boundary
-from mrvl.isa import NO_SIGNAL, Activation, DType, MemSpace, PoolMode
+from mrvl.isa import NO_SIGNAL, Activation, BinaryMode, DType, MemSpace, PoolMode, ReduceMode
 from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass, matched_op_types
 
@@ -447,6 +447,43 @@ class SelectLayerNorm(InstructionSelection):
         self.select(op, rewriter, fields)
 
 
+class SelectReduce(InstructionSelection):
+    opcode = "reduce"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.ReduceTaskOp, rewriter: PatternRewriter) -> None:
+        outer, length, inner = sched.buffer_type(op.input).dims
+        fields = {
+            "in_addr": self.state.address(op.input),
+            "out_addr": self.state.address(op.output),
+            "outer": outer,
+            "length": length,
+            "inner": inner,
+            "mode": ReduceMode[op.mode.data.upper()],
+            "divisor": op.divisor.value.data,
+            "acc_addr": self.state.address(op.acc) if op.acc is not None else -1,
+            "acc_out": int(op.acc_out is not None),
+        }
+        self.select(op, rewriter, fields)
+
+
+class SelectBinary(InstructionSelection):
+    opcode = "binary"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.BinaryTaskOp, rewriter: PatternRewriter) -> None:
+        fields = {
+            "a_addr": self.state.address(op.lhs),
+            "b_addr": self.state.address(op.rhs),
+            "out_addr": self.state.address(op.output),
+            "shape": list(sched.buffer_type(op.output).dims),
+            "a_strides": list(op.lhs_strides.get_values()),
+            "b_strides": list(op.rhs_strides.get_values()),
+            "mode": BinaryMode[op.mode.data.upper()],
+        }
+        self.select(op, rewriter, fields)
+
+
 from mrvl.passes.isa.select_int8 import INT8_SELECTIONS  # noqa: E402 - it extends the above
 
 INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
@@ -462,6 +499,8 @@ INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectMul,
     SelectSoftmax,
     SelectLayerNorm,
+    SelectReduce,
+    SelectBinary,
     SelectLut,
     *INT8_SELECTIONS,
 )

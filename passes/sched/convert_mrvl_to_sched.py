@@ -28,6 +28,7 @@ from mrvl.locations import location_name
 from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.cascade import plan_resident
 from mrvl.passes.sched.lowering import LAYER_LOWERINGS, LoweringState
+from mrvl.passes.sched.lowering.reduce import store_index_output
 from mrvl.passes.sched.lowering.state import buffer_type
 from mrvl.target import get_target, valid_tile_count
 
@@ -86,6 +87,7 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
             low.outputs[value] = low.emit(sched.IOOp(f"output{i}", False, t)).buffer
             low.writers[low.outputs[value]] = {}
         outputs = list(low.outputs.values())
+        indices = [mrvl.holds_indices(value) for value in ret.arguments]  # argmax's, f32
         # The patterns are applied once each, in program order (the order of the schedule),
         # and not by a PatternRewriteWalker, which would re-raise a pattern's CompileError
         # with the whole module printed into it.
@@ -99,7 +101,9 @@ class ConvertMrvlToSchedPass(MrvlModulePass):
                 with layer_boundary(f"{self.name} of {layer.name}", location_name(layer.location)):
                     raise CompileError(f"convert-mrvl-to-sched: cannot lower {layer.name}")
         with layer_boundary(f"{self.name} of {ret.name}", location_name(ret.location)):
-            for value, io in zip(ret.arguments, outputs):
+            for value, io, index in zip(ret.arguments, outputs, indices):
+                if low.buffers.get(value) is not io and index:
+                    store_index_output(low, value, io)
                 if low.buffers.get(value) is not io:
                     raise CompileError(
                         "a region output must be produced by a cast, layout conversion or "

@@ -23,11 +23,13 @@ from mrvl.isa import (
     DTYPE_NUMPY,
     TABLE_ACTIVATIONS,
     Activation,
+    BinaryMode,
     DType,
     Instruction,
     MemSpace,
     OpcodeTable,
     PoolMode,
+    ReduceMode,
     bmm_shapes,
     destination_tiles,
 )
@@ -45,7 +47,7 @@ from mrvl.sim.numerics import (
     two_tap,
 )
 from mrvl.sim.stats import RunStats
-from mrvl.sim.validate import ValidProgram, describe
+from mrvl.sim.validate import ValidProgram, broadcast_span, describe
 
 F16 = "float16"
 F32 = "float32"
@@ -397,6 +399,79 @@ def _layernorm(memory: Memory, ins: Instruction) -> F16Counts:
     var = squares / count
     rstd = np.float32(1.0) / np.sqrt(var + np.float32(f["eps"]))
     y = ((x - mean[:, None]) * rstd[:, None]) * g + b
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(y))
+    return f16_counts(y)
+
+
+@implements("reduce")
+def _reduce(memory: Memory, ins: Instruction) -> F16Counts | None:
+    """Per row (outer index, inner index), in order of the reduced axis: the fp32 sum (MEAN
+    then divides it once), the max or min by the pool MAX rule, or the index of the first
+    maximum (docs/isa.md, `reduce`)."""
+    f = ins.fields
+    outer, length, inner = f["outer"], f["length"], f["inner"]
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (outer, length, inner))
+    x = x.astype(np.float32)
+    mode = ReduceMode(f["mode"])
+    if mode == ReduceMode.ARGMAX:
+        m = np.full((outer, inner), -np.inf, np.float32)
+        index = np.zeros((outer, inner), np.float32)
+        for i in range(length):
+            take = (x[:, i] > m) | (np.isnan(x[:, i]) & ~np.isnan(m))
+            m, index = np.where(take, x[:, i], m), np.where(take, np.float32(i), index)
+        memory.write(MemSpace.OCM, ins.tile, f["out_addr"], index)
+        return None
+    if f["acc_addr"] != -1:
+        acc = memory.read(MemSpace.OCM, ins.tile, f["acc_addr"], F32, (outer, inner)).copy()
+    else:
+        start = {ReduceMode.MAX: -np.inf, ReduceMode.MIN: np.inf}.get(mode, 0.0)
+        acc = np.full((outer, inner), start, np.float32)
+    for i in range(length):
+        if mode == ReduceMode.MAX:
+            acc = fp32_max(acc, x[:, i])
+        elif mode == ReduceMode.MIN:
+            acc = np.where((x[:, i] < acc) | np.isnan(x[:, i]), x[:, i], acc)
+        else:
+            acc = acc + x[:, i]
+    if f["acc_out"]:
+        memory.write(MemSpace.OCM, ins.tile, f["out_addr"], acc)
+        return None
+    if mode == ReduceMode.MEAN:
+        acc = acc / np.float32(f["divisor"])
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(acc))
+    return f16_counts(acc)
+
+
+def broadcast_read(memory: Memory, tile: int, addr: int, strides, shape) -> np.ndarray:
+    """A `binary` operand as fp32 values of the result's `shape`: element (i0..i3) is the f16
+    at element offset sum(i_d * strides[d]) (a stride of 0 repeats)."""
+    flat = memory.read(MemSpace.OCM, tile, addr, F16, (broadcast_span(shape, strides),))
+    offsets = np.zeros(shape, np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        offsets += (np.arange(n) * s).reshape([n if k == d else 1 for k in range(len(shape))])
+    return flat[offsets].astype(np.float32)
+
+
+@implements("binary")
+def _binary(memory: Memory, ins: Instruction) -> F16Counts:
+    """One fp32 operation per result element (IEEE, round to nearest even), then f16."""
+    f = ins.fields
+    shape = tuple(f["shape"])
+    a = broadcast_read(memory, ins.tile, f["a_addr"], f["a_strides"], shape)
+    b = broadcast_read(memory, ins.tile, f["b_addr"], f["b_strides"], shape)
+    mode = BinaryMode(f["mode"])
+    if mode == BinaryMode.ADD:
+        y = a + b
+    elif mode == BinaryMode.SUB:
+        y = a - b
+    elif mode == BinaryMode.MUL:
+        y = a * b
+    elif mode == BinaryMode.DIV:
+        y = a / b
+    elif mode == BinaryMode.MAX:
+        y = np.where((a > b) | np.isnan(a), a, b)
+    else:
+        y = np.where((a < b) | np.isnan(a), a, b)
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(y))
     return f16_counts(y)
 

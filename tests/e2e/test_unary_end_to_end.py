@@ -20,8 +20,8 @@ from onnx import TensorProto, helper, numpy_helper
 from tvm import relax
 
 import mrvl
-from mrvl.fp16_emulation import fp16_emulation_outputs, judge
 from mrvl.compiler import compile_region
+from mrvl.fp16_emulation import fp16_emulation_outputs, judge
 from mrvl.partition import partition_reasons
 from mrvl.placement import node_targets
 
@@ -313,7 +313,8 @@ def test_gelu_of_a_transformer_mlp_is_fused_into_its_fc():
 
 
 def test_what_the_mlip_cannot_take_stays_on_the_cpu_with_a_reason():
-    """Pow by a tensor exponent and Max of two tensors: on the CPU, named, the build intact."""
+    """Pow by a tensor exponent: on the CPU, named, the build intact. (Max of two tensors,
+    once on the CPU here too, is `mrvl.binary` since issue 21.)"""
     nodes = [
         node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
         node("Pow", ["c", "x"], ["p"], name="pow_by_tensor"),
@@ -324,9 +325,9 @@ def test_what_the_mlip_cannot_take_stays_on_the_cpu_with_a_reason():
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model))
     targets = node_targets(mod)
     assert targets["conv"] != "cpu"
-    assert targets["pow_by_tensor"] == "cpu" and targets["max_of_tensors"] == "cpu"
+    assert targets["pow_by_tensor"] == "cpu" and targets["max_of_tensors"] != "cpu"
     report = {row.node: row for row in mrvl.partition_report(mod).rows}
-    assert report["pow_by_tensor"].reason and report["max_of_tensors"].reason
+    assert report["pow_by_tensor"].reason
     feeds = {"x": np.random.default_rng(1).uniform(0.5, 1.5, [1, 3, 4, 4]).astype(np.float32)}
     run_and_judge(onnx_model, mod, feeds)
 

@@ -16,10 +16,11 @@ LeakyRelu; the unary layers of `grammar_unary.py` (GELU, Erf, Exp, Log, Sqrt, Po
 Max / Min by a constant); MaxPool/AveragePool with pads, ceil_mode and count_include_pad; the
 global pools; Gemm/MatMul; MatMul of two activations (attention's Q·Kᵀ and A·V, a shared
 operand, reductions longer than a tile); Add and Concat of two tensors; Reshape/Flatten/Squeeze;
-Transpose; zero Pad) and some it does not (Softmax, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU,
+Transpose; constant Pad, fused or standalone, rank 2 and 4) and some it does not (Softmax, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU,
 Resize, Slice, Sub/Div by constants, Mul of two tensors, channel shuffle, concat on other axes,
 reflect and edge Pad; and, from `grammar_moves.py`, Slice with any step, Gather with constant
-indices, Tile, Expand and a window scramble through rank 6). It also makes reused
+indices, Tile, Expand and a window scramble through rank 6; from `grammar_reduce.py`, the
+reductions over any axes and Sub / Div / Max / Min / Add / Mul that broadcast). It also makes reused
 identical blocks (one sub-graph with the same weights at two places), odd sizes (1x1 planes,
 one channel, prime widths) and layers too big for one tile's OCM.
 
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import grammar_moves
+import grammar_reduce
 import numpy as np
 import onnx
 from grammar_unary import draw_unary, emit_unary
@@ -398,8 +400,16 @@ def emit_pool(g: Graph, p: dict) -> bool:
 
 def emit_pad(g: Graph, p: dict) -> bool:
     """Pad with constant pads: zero (folds into a following conv), another value, or the
-    reflect/edge modes; on H and W, or (rarely) on channels too."""
+    reflect/edge modes; on H and W, or (rarely) on channels too; at rank 2 (a standalone
+    constant pad), on the features by the left and right pads."""
     x = g.current
+    if len(x.shape) == 2 and p["mode"] == "constant":
+        n, f = x.shape
+        _, left, _, right = p["pads"]
+        pads = g.const(np.array([0, left, 0, right], np.int64), "pads")
+        value = g.const(_f32(p.get("value", 0.0)), "pv")
+        g.set(g.node("Pad", [x.name, pads, value], (n, f + left + right), mode="constant"))
+        return True
     if len(x.shape) != 4:
         return False
     n, c, h, w = x.shape
@@ -758,6 +768,7 @@ EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     "block": emit_block,
     "unary": emit_unary,
     **grammar_moves.EMITTERS,
+    **grammar_reduce.EMITTERS,
 }
 
 
@@ -844,13 +855,16 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
                  "const", "pool", "pool", "global_pool",
                  "to_rank2", "add", "concat", "block", "transpose", "reshape4", "se",
                  "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4",
-                 "bmm", "unary", "unary", *grammar_moves.KINDS, "softmax", "layernorm")  # fmt: skip
+                 "bmm", "unary", "unary", *grammar_moves.KINDS, "softmax", "layernorm",
+                 *grammar_reduce.KINDS)  # fmt: skip
     else:
         kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act",
-                 "unary", "softmax", "layernorm")  # fmt: skip
+                 "unary", "softmax", "layernorm", "pad")  # fmt: skip
     kind = ch.choice(kinds)
     if kind in grammar_moves.KINDS:
         return Layer(kind, grammar_moves.draw(kind, ch, seed))
+    if kind in grammar_reduce.KINDS:
+        return Layer(kind, grammar_reduce.draw(kind, ch, seed))
     if kind == "conv":
         p = _draw_conv(ch, g, seed)
         return Layer("conv", p) if p else None

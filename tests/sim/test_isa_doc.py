@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mrvl.isa import OPCODES, Activation, DType, MemSpace, OpcodeSpec, PoolMode
+from mrvl.isa import (
+    OPCODES,
+    Activation,
+    BinaryMode,
+    DType,
+    MemSpace,
+    OpcodeSpec,
+    PoolMode,
+    ReduceMode,
+)
 from mrvl.target import available_targets, get_target
 
 ISA_DOC = Path(__file__).resolve().parents[2] / "docs" / "isa.md"
@@ -30,7 +39,7 @@ def field_table(spec: OpcodeSpec) -> str:
 
 def enum_table() -> str:
     rows = ["| enumeration | values |", "| --- | --- |"]
-    for kind in (MemSpace, DType, Activation, PoolMode):
+    for kind in (MemSpace, DType, Activation, PoolMode, ReduceMode, BinaryMode):
         rows.append(
             f"| `{kind.__name__}` | " + ", ".join(f"{m.name} = {m.value}" for m in kind) + " |"
         )

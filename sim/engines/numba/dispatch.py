@@ -26,6 +26,7 @@ from mrvl.sim.engines.numba.mac import bmm, conv, fc
 from mrvl.sim.engines.numba.mac_tiles import NARROW, packed_size
 from mrvl.sim.engines.numba.normalization import layernorm, softmax
 from mrvl.sim.engines.numba.numerics import F16_TO_F32, F16_TO_F32_BITS
+from mrvl.sim.engines.numba.reduce import binary, reduce
 from mrvl.sim.engines.numba.sharing import (
     SYNC_EXTRA,
     _helper_pool,
@@ -165,6 +166,20 @@ def _softmax(i, row, frow, machine, tally, weights, skip, sync, worker, workers,
 @jit
 def _layernorm(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
     layernorm(row, frow, machine[1][row[1]], machine[3], tally)
+    return step
+
+
+@implements("reduce")
+@jit
+def _reduce(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    reduce(row, machine[1][row[1]], machine[3], tally)
+    return step
+
+
+@implements("binary")
+@jit
+def _binary(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+    binary(row, machine[1][row[1]], machine[3], tally)
     return step
 
 
