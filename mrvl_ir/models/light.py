@@ -244,6 +244,10 @@ def _random_weight(rng, role, shape: tuple[int, ...], original: np.ndarray) -> n
         data = rng.standard_normal(shape) * BN_SHIFT_STD
     elif op == "BatchNormalization" and index == 4:
         data = rng.uniform(*BN_VAR_RANGE, shape)
+    elif op == "LayerNormalization" and index == 1:  # the scale, as a batch norm's
+        data = 1.0 + rng.uniform(-BN_SCALE_SPREAD, BN_SCALE_SPREAD, shape)
+    elif op == "LayerNormalization" and index == 2:
+        data = rng.standard_normal(shape) * BN_SHIFT_STD
     elif op == "Mul":
         data = 1.0 + rng.uniform(-BN_SCALE_SPREAD, BN_SCALE_SPREAD, shape)
     elif op in ("Add", "Sum"):
