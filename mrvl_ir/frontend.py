@@ -12,7 +12,8 @@ conversion is kept):
 
 - `Clip` with constant bounds → `relax.clip(x, min, max)` (TVM: `call_tir` maximum + minimum);
 - `Pad` in constant mode with constant pads and value → `relax.nn.pad` (TVM: `call_tir` pad);
-  in reflect or edge mode → one `relax.take` of constant indices per padded axis;
+  in reflect or edge mode → one `relax.take` of constant indices per padded axis; with
+  all pads zero → its input;
 - `Sum` of same-shape tensors → a chain of `relax.add` (TVM: broadcast_to + stack + sum);
 - `BatchNormalization` in inference mode with constant parameters → `relax.multiply` by the
   per-channel scale and `relax.add` of the shift (TVM: `batch_norm` + `TupleGetItem`, and a
@@ -271,6 +272,8 @@ def _pad(bb, inputs, attrs, opset) -> relax.Expr | None:
     before, after = [0] * rank, [0] * rank
     for i, axis in enumerate(axes):
         before[axis], after[axis] = pads[i], pads[len(axes) + i]
+    if not any(pads):
+        return x  # nothing to pad (Swin's window pads when the windows tile the plane)
     if mode != "constant":
         return frontend_moves.pad_by_takes(bb, x, before, after, mode)
     pad_width = [p for pair in zip(before, after) for p in pair]
@@ -417,7 +420,8 @@ _NORMALIZATIONS: dict[str, Callable] = {
 
 _SHAPE_ARITHMETIC = frozenset(
     {"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Div", "Mul", "Add", "Sub",
-     "Cast", "Constant", "Reshape", "Floor", "Ceil", "Identity"}
+     "Cast", "Constant", "Reshape", "Floor", "Ceil", "Identity", "Mod",
+     "ConstantOfShape", "Transpose", "Range", "Equal", "Where", "Not", "Expand"}
 )  # fmt: skip
 """ONNX ops a shape computation is made of (`_fold_shape_computations` evaluates them)."""
 

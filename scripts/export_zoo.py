@@ -1,47 +1,68 @@
 #!/usr/bin/env python3
 """Export the model zoo (`mrvl_ir/models/zoo_onnx/*.onnx`) from PyTorch, once, weight-free.
 
-Torch is not a dependency of mrvl. Run this in a venv of its own:
+Torch is not a dependency of mrvl. Run this in a venv of its own (timm makes ViT and
+MobileViT):
 
     python3.11 -m venv .torchvenv
     .torchvenv/bin/pip install torch==2.14.1 torchvision==0.29.1 onnx==1.23.2 onnxruntime==1.31.1
+    .torchvenv/bin/pip install timm==1.0.31
     .torchvenv/bin/python scripts/export_zoo.py            # every model
     .torchvenv/bin/python scripts/export_zoo.py resnet18   # some of them
 
-What is exported:
+What is exported (`ZOO` below says where each architecture comes from):
 - torchvision classifiers at 224x224, each followed by a Softmax over the 1000 classes (the
-  form a deployed classifier takes);
+  form a deployed classifier takes): CNNs, EfficientNetV2-S, ConvNeXt-T and Swin-T; and
+  from timm, created offline without weights, ViT-Ti/16 and the hybrid MobileViT-XXS
+  (256x256);
 - torchvision segmentation models (LRASPP and DeepLabV3 on a MobileNetV3-Large backbone) at
   256x256, returning the `out` logits at input resolution;
 - two single-stage detectors written here as small torch modules after the public
-  YOLOv5n (v7.0) and YOLOv8n layouts, at 320x320: Conv-BN-SiLU, C3 / C2f blocks, SPPF,
-  nearest upsampling, concatenations, and the detect heads with their decoding (reshape,
-  permute, sigmoid, grid and anchor arithmetic, YOLOv8's DFL softmax). Each returns two
-  outputs, `boxes` and `scores` (the head's single tensor split in two), so that the
-  acceptance rule, which ignores elements below max|ref|/100, judges the class scores
-  instead of letting pixel coordinates hide them.
+  YOLOv5n (v7.0) and YOLOv8n layouts, at 320x320 (`zoo_detectors.py`): Conv-BN-SiLU, C3 /
+  C2f blocks, SPPF, nearest upsampling, concatenations, and the detect heads with their
+  decoding (reshape, permute, sigmoid, grid and anchor arithmetic, YOLOv8's DFL softmax).
+  Each returns two outputs, `boxes` and `scores` (the head's single tensor split in two), so
+  that the acceptance rule, which ignores elements below max|ref|/100, judges the class
+  scores instead of letting pixel coordinates hide them;
+- modules written here after public layouts of the other families people deploy
+  (`zoo_detectors.py`, `zoo_modules.py`; each class names its layout): a RetinaFace
+  face detector (MobileNet-0.25, FPN with LeakyReLU, nearest upsampling and lateral adds;
+  640x640; outputs `boxes`, `scores`, `landmarks`), a BERT-Mini encoder from its summed
+  embeddings (1x128x256), PP-OCRv3's text recognizer (conv backbone, SVTR attention neck,
+  CTC softmax; 48x320), a U-Net with PixelShuffle upsampling (256x256), the TC-ResNet8
+  keyword spotter (conv1d over 40 MFCCs x 98 frames) and MobileFaceNet (112x112 to an
+  L2-normalized embedding).
 
-Every model: `weights=None` (random init, nothing is downloaded), batch 1, static shapes,
-opset 17, the TorchScript exporter (`dynamo=False`; in eval mode it folds each batch norm
-into the conv before it, as deployed exports do). Then the weights are dropped, as the `onnx`
-package's light models store theirs: each learned weight (a Conv / Gemm / MatMul weight or
-bias, a BatchNormalization parameter) becomes `ConstantOfShape(<name>__SHAPE)` of 0.02.
+Every model: random init (nothing is downloaded), batch 1, static shapes, opset 17, the
+TorchScript exporter (`dynamo=False`; in eval mode it folds each batch norm into the conv
+before it, as deployed exports do). Where an export computes constants from shapes at run
+time (torchvision's Swin: its window pads and shifted-window masks; timm's ViT: its class
+token's batch), those are folded into constants (`fold_constants`, as onnx-simplifier does).
+Then the weights are dropped, as the `onnx` package's light models store theirs: each
+learned weight becomes `ConstantOfShape(<name>__SHAPE)` of 0.02. A learned weight is a float
+initializer that moves when the module is exported again with its parameters moved
+(`learned_weights`): a Conv / Gemm / MatMul weight or bias, a folded BatchNormalization, a
+LayerNorm's scale and shift, a position embedding, Swin's relative position bias.
 Everything else stays as exported: the shape tensors, fixed constants (HardSwish's 3 and 6,
-YOLO grids, anchors and strides) and non-trainable parameters (YOLOv8's DFL bins).
-`mrvl.models.zoo.load_zoo_model` puts seeded random weights back. The files are IR version
-10 (onnxruntime 1.31 reads up to 13) and are checked with onnx's checker and onnxruntime.
-The export is deterministic: running it again writes byte-identical files.
+YOLO grids, anchors and strides, Swin's attention masks) and non-trainable parameters
+(YOLOv8's DFL bins). `mrvl.models.zoo.load_zoo_model` puts seeded random weights back. The
+files are IR version 10 (onnxruntime 1.31 reads up to 13) and are checked with onnx's
+checker and onnxruntime. The export is deterministic: running it again writes byte-identical
+files.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import io
 import json
 import math
 import sys
 import warnings
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +71,14 @@ import torch
 import torchvision
 from onnx import TensorProto, helper, numpy_helper
 from torch import nn
+from zoo_detectors import DETECTOR_SIZE, RETINAFACE_SIZE, RetinaFaceMNet, YoloV5n, YoloV8n
+from zoo_modules import (
+    BertEncoder,
+    MobileFaceNet,
+    PixelShuffleUNet,
+    PPOCRv3Recognizer,
+    TCResNet8,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 ZOO_DIR = ROOT / "mrvl_ir" / "models" / "zoo_onnx"
@@ -58,272 +87,6 @@ ONNX_IR_VERSION = 10
 PLACEHOLDER = 0.02  # the light models' ConstantOfShape value
 CLASSIFIER_SIZE = 224
 SEGMENTATION_SIZE = 256
-DETECTOR_SIZE = 320
-
-# (op type, input index) of the learned weights that are dropped.
-WEIGHT_ROLES = {
-    ("Conv", 1),
-    ("Conv", 2),
-    ("Gemm", 1),
-    ("Gemm", 2),
-    ("MatMul", 1),
-    ("BatchNormalization", 1),
-    ("BatchNormalization", 2),
-    ("BatchNormalization", 3),
-    ("BatchNormalization", 4),
-}
-
-
-# ---------------------------------------------------------------------------------------------
-# YOLO-style detectors (after the public YOLOv5 v7.0 and YOLOv8 layouts, "n" scale)
-
-
-class ConvBnSiLU(nn.Module):
-    def __init__(self, c1: int, c2: int, k: int = 1, s: int = 1, p: int | None = None):
-        super().__init__()
-        self.conv = nn.Conv2d(c1, c2, k, s, k // 2 if p is None else p, bias=False)
-        self.bn = nn.BatchNorm2d(c2, eps=1e-3, momentum=0.03)
-        self.act = nn.SiLU()
-
-    def forward(self, x):
-        return self.act(self.bn(self.conv(x)))
-
-
-class Bottleneck(nn.Module):
-    def __init__(self, c1: int, c2: int, shortcut: bool = True, k=(1, 3), e: float = 0.5):
-        super().__init__()
-        c_ = int(c2 * e)
-        self.cv1 = ConvBnSiLU(c1, c_, k[0])
-        self.cv2 = ConvBnSiLU(c_, c2, k[1])
-        self.add = shortcut and c1 == c2
-
-    def forward(self, x):
-        y = self.cv2(self.cv1(x))
-        return x + y if self.add else y
-
-
-class C3(nn.Module):
-    """YOLOv5's CSP block: two 1x1 branches, n bottlenecks on one, concat, 1x1."""
-
-    def __init__(self, c1: int, c2: int, n: int = 1, shortcut: bool = True):
-        super().__init__()
-        c_ = c2 // 2
-        self.cv1 = ConvBnSiLU(c1, c_)
-        self.cv2 = ConvBnSiLU(c1, c_)
-        self.cv3 = ConvBnSiLU(2 * c_, c2)
-        self.m = nn.Sequential(*(Bottleneck(c_, c_, shortcut, e=1.0) for _ in range(n)))
-
-    def forward(self, x):
-        return self.cv3(torch.cat((self.m(self.cv1(x)), self.cv2(x)), 1))
-
-
-class C2f(nn.Module):
-    """YOLOv8's CSP block: 1x1, split in two, n bottlenecks chained on one half, every
-    intermediate result concatenated, 1x1."""
-
-    def __init__(self, c1: int, c2: int, n: int = 1, shortcut: bool = False):
-        super().__init__()
-        self.c = c2 // 2
-        self.cv1 = ConvBnSiLU(c1, 2 * self.c)
-        self.cv2 = ConvBnSiLU((2 + n) * self.c, c2)
-        self.m = nn.ModuleList(
-            Bottleneck(self.c, self.c, shortcut, k=(3, 3), e=1.0) for _ in range(n)
-        )
-
-    def forward(self, x):
-        y = list(self.cv1(x).split((self.c, self.c), 1))
-        y.extend(m(y[-1]) for m in self.m)
-        return self.cv2(torch.cat(y, 1))
-
-
-class SPPF(nn.Module):
-    def __init__(self, c1: int, c2: int, k: int = 5):
-        super().__init__()
-        c_ = c1 // 2
-        self.cv1 = ConvBnSiLU(c1, c_)
-        self.cv2 = ConvBnSiLU(c_ * 4, c2)
-        self.m = nn.MaxPool2d(kernel_size=k, stride=1, padding=k // 2)
-
-    def forward(self, x):
-        x = self.cv1(x)
-        y1 = self.m(x)
-        y2 = self.m(y1)
-        return self.cv2(torch.cat((x, y1, y2, self.m(y2)), 1))
-
-
-def _upsample() -> nn.Module:
-    return nn.Upsample(scale_factor=2, mode="nearest")
-
-
-class YoloV5Detect(nn.Module):
-    """YOLOv5's head as exported: per level a 1x1 conv to na*(5+nc) channels, viewed as
-    (1, na, 5+nc, ny, nx), permuted to (1, na, ny, nx, 5+nc), sigmoid, and decoded:
-    xy = (2*sig + grid) * stride, wh = (2*sig)^2 * anchor."""
-
-    ANCHORS = ((10, 13, 16, 30, 33, 23), (30, 61, 62, 45, 59, 119), (116, 90, 156, 198, 373, 326))
-    STRIDES = (8, 16, 32)
-
-    def __init__(self, nc: int, ch: tuple[int, ...], size: int):
-        super().__init__()
-        self.nc, self.no, self.na = nc, nc + 5, 3
-        self.m = nn.ModuleList(nn.Conv2d(c, self.no * self.na, 1) for c in ch)
-        for i, stride in enumerate(self.STRIDES):
-            ny = nx = size // stride
-            yv, xv = torch.meshgrid(torch.arange(ny), torch.arange(nx), indexing="ij")
-            grid = torch.stack((xv, yv), 2).expand(1, self.na, ny, nx, 2).float() - 0.5
-            anchors = torch.tensor(self.ANCHORS[i], dtype=torch.float32).view(1, self.na, 1, 1, 2)
-            self.register_buffer(f"grid{i}", grid.contiguous(), persistent=False)
-            self.register_buffer(
-                f"anchor_grid{i}", anchors.expand(1, self.na, ny, nx, 2).contiguous(), False
-            )
-
-    def forward(self, xs):
-        boxes, scores = [], []
-        for i, x in enumerate(xs):
-            x = self.m[i](x)
-            _, _, ny, nx = x.shape
-            x = x.view(1, self.na, self.no, ny, nx).permute(0, 1, 3, 4, 2).contiguous()
-            xy, wh, conf = x.sigmoid().split((2, 2, self.nc + 1), 4)
-            xy = (xy * 2 + getattr(self, f"grid{i}")) * self.STRIDES[i]
-            wh = (wh * 2) ** 2 * getattr(self, f"anchor_grid{i}")
-            boxes.append(torch.cat((xy, wh), 4).view(1, self.na * ny * nx, 4))
-            scores.append(conf.reshape(1, self.na * ny * nx, self.nc + 1))
-        return torch.cat(boxes, 1), torch.cat(scores, 1)
-
-
-class YoloV5n(nn.Module):
-    """YOLOv5n (v7.0 layout: width 0.25, depth 0.33): CSP backbone with C3 blocks and SPPF,
-    PANet neck with nearest upsampling and concatenations, 3-level anchor head."""
-
-    def __init__(self, nc: int = 80, size: int = DETECTOR_SIZE):
-        super().__init__()
-        self.b0 = ConvBnSiLU(3, 16, 6, 2, 2)
-        self.b1 = ConvBnSiLU(16, 32, 3, 2)
-        self.b2 = C3(32, 32, 1)
-        self.b3 = ConvBnSiLU(32, 64, 3, 2)
-        self.b4 = C3(64, 64, 2)
-        self.b5 = ConvBnSiLU(64, 128, 3, 2)
-        self.b6 = C3(128, 128, 3)
-        self.b7 = ConvBnSiLU(128, 256, 3, 2)
-        self.b8 = C3(256, 256, 1)
-        self.b9 = SPPF(256, 256, 5)
-        self.h10 = ConvBnSiLU(256, 128, 1, 1)
-        self.h11 = _upsample()
-        self.h13 = C3(256, 128, 1, False)
-        self.h14 = ConvBnSiLU(128, 64, 1, 1)
-        self.h15 = _upsample()
-        self.h17 = C3(128, 64, 1, False)
-        self.h18 = ConvBnSiLU(64, 64, 3, 2)
-        self.h20 = C3(128, 128, 1, False)
-        self.h21 = ConvBnSiLU(128, 128, 3, 2)
-        self.h23 = C3(256, 256, 1, False)
-        self.detect = YoloV5Detect(nc, (64, 128, 256), size)
-
-    def forward(self, x):
-        p4 = self.b4(self.b3(self.b2(self.b1(self.b0(x)))))
-        p6 = self.b6(self.b5(p4))
-        p9 = self.b9(self.b8(self.b7(p6)))
-        h10 = self.h10(p9)
-        h14 = self.h14(self.h13(torch.cat((self.h11(h10), p6), 1)))
-        h17 = self.h17(torch.cat((self.h15(h14), p4), 1))
-        h20 = self.h20(torch.cat((self.h18(h17), h14), 1))
-        h23 = self.h23(torch.cat((self.h21(h20), h10), 1))
-        return self.detect((h17, h20, h23))
-
-
-class DFL(nn.Module):
-    """Distribution focal loss decoding: softmax over 16 bins, then their expectation (a fixed
-    1x1 conv with weights 0..15, not a learned weight)."""
-
-    def __init__(self, anchors: int, c1: int = 16):
-        super().__init__()
-        self.c1, self.anchors = c1, anchors  # static, as a simplified export has it
-        self.conv = nn.Conv2d(c1, 1, 1, bias=False).requires_grad_(False)
-        self.conv.weight.data[:] = torch.arange(c1, dtype=torch.float32).view(1, c1, 1, 1)
-
-    def forward(self, x):
-        a = self.anchors
-        return self.conv(x.view(1, 4, self.c1, a).transpose(2, 1).softmax(1)).view(1, 4, a)
-
-
-class YoloV8Detect(nn.Module):
-    """YOLOv8's anchor-free decoupled head as exported: per level two conv branches (box: 4x16
-    DFL bins, class: nc), concatenated and flattened over the three levels, split, DFL, boxes
-    decoded against the anchor points (xywh) times the strides, sigmoid on the classes."""
-
-    STRIDES = (8, 16, 32)
-
-    def __init__(self, nc: int, ch: tuple[int, ...], size: int, reg_max: int = 16):
-        super().__init__()
-        self.nc, self.reg_max = nc, reg_max
-        c2, c3 = max(16, ch[0] // 4, reg_max * 4), max(ch[0], min(nc, 100))
-        self.cv2 = nn.ModuleList(
-            nn.Sequential(
-                ConvBnSiLU(c, c2, 3), ConvBnSiLU(c2, c2, 3), nn.Conv2d(c2, 4 * reg_max, 1)
-            )
-            for c in ch
-        )
-        self.cv3 = nn.ModuleList(
-            nn.Sequential(ConvBnSiLU(c, c3, 3), ConvBnSiLU(c3, c3, 3), nn.Conv2d(c3, nc, 1))
-            for c in ch
-        )
-        self.dfl = DFL(sum((size // s) ** 2 for s in self.STRIDES), reg_max)
-        points, strides = [], []
-        for stride in self.STRIDES:
-            n = size // stride
-            sy, sx = torch.meshgrid(torch.arange(n) + 0.5, torch.arange(n) + 0.5, indexing="ij")
-            points.append(torch.stack((sx, sy), -1).view(-1, 2))
-            strides.append(torch.full((n * n, 1), float(stride)))
-        self.register_buffer("anchors", torch.cat(points).T.unsqueeze(0).contiguous(), False)
-        self.register_buffer("strides", torch.cat(strides).T.contiguous(), False)
-
-    def forward(self, xs):
-        no = self.nc + 4 * self.reg_max
-        x = [torch.cat((self.cv2[i](xi), self.cv3[i](xi)), 1) for i, xi in enumerate(xs)]
-        x_cat = torch.cat([xi.view(1, no, xi.shape[2] * xi.shape[3]) for xi in x], 2)
-        box, cls = x_cat.split((4 * self.reg_max, self.nc), 1)
-        lt, rb = self.dfl(box).chunk(2, 1)
-        x1y1 = self.anchors - lt
-        x2y2 = self.anchors + rb
-        dbox = torch.cat(((x1y1 + x2y2) / 2, x2y2 - x1y1), 1) * self.strides
-        return dbox, cls.sigmoid()
-
-
-class YoloV8n(nn.Module):
-    """YOLOv8n (width 0.25, depth 0.33): C2f backbone and neck, SPPF, nearest upsampling,
-    concatenations, anchor-free decoupled head with DFL."""
-
-    def __init__(self, nc: int = 80, size: int = DETECTOR_SIZE):
-        super().__init__()
-        self.b0 = ConvBnSiLU(3, 16, 3, 2)
-        self.b1 = ConvBnSiLU(16, 32, 3, 2)
-        self.b2 = C2f(32, 32, 1, True)
-        self.b3 = ConvBnSiLU(32, 64, 3, 2)
-        self.b4 = C2f(64, 64, 2, True)
-        self.b5 = ConvBnSiLU(64, 128, 3, 2)
-        self.b6 = C2f(128, 128, 2, True)
-        self.b7 = ConvBnSiLU(128, 256, 3, 2)
-        self.b8 = C2f(256, 256, 1, True)
-        self.b9 = SPPF(256, 256, 5)
-        self.h10 = _upsample()
-        self.h12 = C2f(384, 128, 1)
-        self.h13 = _upsample()
-        self.h15 = C2f(192, 64, 1)
-        self.h16 = ConvBnSiLU(64, 64, 3, 2)
-        self.h18 = C2f(192, 128, 1)
-        self.h19 = ConvBnSiLU(128, 128, 3, 2)
-        self.h21 = C2f(384, 256, 1)
-        self.detect = YoloV8Detect(nc, (64, 128, 256), size)
-
-    def forward(self, x):
-        p4 = self.b4(self.b3(self.b2(self.b1(self.b0(x)))))
-        p6 = self.b6(self.b5(p4))
-        p9 = self.b9(self.b8(self.b7(p6)))
-        h12 = self.h12(torch.cat((self.h10(p9), p6), 1))
-        h15 = self.h15(torch.cat((self.h13(h12), p4), 1))
-        h18 = self.h18(torch.cat((self.h16(h15), h12), 1))
-        h21 = self.h21(torch.cat((self.h19(h18), p9), 1))
-        return self.detect((h15, h18, h21))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,50 +119,133 @@ def _segmentation(factory):
     return lambda: SegmentationOut(factory(weights=None, weights_backbone=None, aux_loss=False))
 
 
+def _timm_classifier(name: str):
+    def factory():
+        import timm
+        from timm.layers import set_fused_attn
+
+        # attention as q·kᵀ, softmax, ·v (as timm exports it for ONNX), not the fused
+        # scaled_dot_product_attention that the exporter decomposes into a Sqrt of the scale
+        set_fused_attn(False)
+        return WithSoftmax(timm.create_model(name, pretrained=False))
+
+    return factory
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """How one zoo model is made: its kind, torch factory, input shape, output names and
+    where its architecture comes from (`{name}` is the model's name)."""
+
+    kind: str
+    factory: Callable[[], nn.Module]
+    input: tuple[int, ...]
+    source: str
+    outputs: tuple[str, ...] = ("output",)
+    fold: bool = False  # fold the shape arithmetic and constant subgraphs (`fold_constants`)
+
+
 tv = torchvision.models
 seg = torchvision.models.segmentation
+IMAGE = (1, 3, CLASSIFIER_SIZE, CLASSIFIER_SIZE)
+TORCHVISION = "torchvision.models.{name}(weights=None), then a Softmax"
+TIMM = "timm.create_model('{name}', pretrained=False), then a Softmax"
+SEGMENTATION = "torchvision.models.segmentation.{name}(weights=None), output 'out'"
+YOLO = "scripts/export_zoo.py, after the public {name} layout"
 
-# name → (kind, torch module factory, input size, where the architecture comes from)
+
+def _torchvision(factory, **kwargs) -> ZooEntry:
+    return ZooEntry("classifier", _classifier(factory, **kwargs), IMAGE, TORCHVISION)
+
+
 ZOO = {
-    "mobilenet_v2": ("classifier", _classifier(tv.mobilenet_v2), CLASSIFIER_SIZE),
-    "mobilenet_v3_small": ("classifier", _classifier(tv.mobilenet_v3_small), CLASSIFIER_SIZE),
-    "mobilenet_v3_large": ("classifier", _classifier(tv.mobilenet_v3_large), CLASSIFIER_SIZE),
-    "efficientnet_b0": ("classifier", _classifier(tv.efficientnet_b0), CLASSIFIER_SIZE),
-    "regnet_x_400mf": ("classifier", _classifier(tv.regnet_x_400mf), CLASSIFIER_SIZE),
-    "regnet_y_400mf": ("classifier", _classifier(tv.regnet_y_400mf), CLASSIFIER_SIZE),
-    "shufflenet_v2_x1_0": ("classifier", _classifier(tv.shufflenet_v2_x1_0), CLASSIFIER_SIZE),
-    "mnasnet1_0": ("classifier", _classifier(tv.mnasnet1_0), CLASSIFIER_SIZE),
-    "resnet18": ("classifier", _classifier(tv.resnet18), CLASSIFIER_SIZE),
-    "resnet50": ("classifier", _classifier(tv.resnet50), CLASSIFIER_SIZE),
-    "googlenet": (
-        "classifier",
-        _classifier(tv.googlenet, aux_logits=False, init_weights=True),
-        CLASSIFIER_SIZE,
-    ),
-    "densenet121": ("classifier", _classifier(tv.densenet121), CLASSIFIER_SIZE),
-    "squeezenet1_1": ("classifier", _classifier(tv.squeezenet1_1), CLASSIFIER_SIZE),
-    "lraspp_mobilenet_v3_large": (
+    "mobilenet_v2": _torchvision(tv.mobilenet_v2),
+    "mobilenet_v3_small": _torchvision(tv.mobilenet_v3_small),
+    "mobilenet_v3_large": _torchvision(tv.mobilenet_v3_large),
+    "efficientnet_b0": _torchvision(tv.efficientnet_b0),
+    "regnet_x_400mf": _torchvision(tv.regnet_x_400mf),
+    "regnet_y_400mf": _torchvision(tv.regnet_y_400mf),
+    "shufflenet_v2_x1_0": _torchvision(tv.shufflenet_v2_x1_0),
+    "mnasnet1_0": _torchvision(tv.mnasnet1_0),
+    "resnet18": _torchvision(tv.resnet18),
+    "resnet50": _torchvision(tv.resnet50),
+    "googlenet": _torchvision(tv.googlenet, aux_logits=False, init_weights=True),
+    "densenet121": _torchvision(tv.densenet121),
+    "squeezenet1_1": _torchvision(tv.squeezenet1_1),
+    "lraspp_mobilenet_v3_large": ZooEntry(
         "segmentation",
         lambda: SegmentationOut(seg.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)),
-        SEGMENTATION_SIZE,
+        (1, 3, SEGMENTATION_SIZE, SEGMENTATION_SIZE),
+        SEGMENTATION,
     ),
-    "deeplabv3_mobilenet_v3_large": (
+    "deeplabv3_mobilenet_v3_large": ZooEntry(
         "segmentation",
         _segmentation(seg.deeplabv3_mobilenet_v3_large),
-        SEGMENTATION_SIZE,
+        (1, 3, SEGMENTATION_SIZE, SEGMENTATION_SIZE),
+        SEGMENTATION,
     ),
-    "yolov5n": ("detector", lambda: YoloV5n(size=DETECTOR_SIZE), DETECTOR_SIZE),
-    "yolov8n": ("detector", lambda: YoloV8n(size=DETECTOR_SIZE), DETECTOR_SIZE),
+    "yolov5n": ZooEntry(
+        "detector", YoloV5n, (1, 3, DETECTOR_SIZE, DETECTOR_SIZE), YOLO, ("boxes", "scores")
+    ),
+    "yolov8n": ZooEntry(
+        "detector", YoloV8n, (1, 3, DETECTOR_SIZE, DETECTOR_SIZE), YOLO, ("boxes", "scores")
+    ),
+    # issue 21: transformers, hybrids and the other families people deploy
+    "efficientnet_v2_s": _torchvision(tv.efficientnet_v2_s),
+    "convnext_tiny": _torchvision(tv.convnext_tiny),
+    "swin_t": ZooEntry("classifier", _classifier(tv.swin_t), IMAGE, TORCHVISION, fold=True),
+    "vit_tiny_patch16_224": ZooEntry(
+        "classifier", _timm_classifier("vit_tiny_patch16_224"), IMAGE, TIMM, fold=True
+    ),
+    "mobilevit_xxs": ZooEntry(
+        "classifier", _timm_classifier("mobilevit_xxs"), (1, 3, 256, 256), TIMM
+    ),
+    "bert_mini": ZooEntry(
+        "encoder",
+        BertEncoder,
+        (1, 128, 256),
+        "scripts/zoo_modules.py, after Hugging Face's BertModel at BERT-Mini's size (4 layers, "
+        "hidden 256, 4 heads), from the summed embeddings of 128 tokens to the last hidden state",
+    ),
+    "mobilefacenet": ZooEntry(
+        "encoder",
+        MobileFaceNet,
+        (1, 3, 112, 112),
+        "scripts/zoo_modules.py, after MobileFaceNet (Chen et al. 2018) as in "
+        "TreB1eN/InsightFace_Pytorch: a 112x112 face to an L2-normalized 128-d embedding",
+    ),
+    "ppocrv3_rec": ZooEntry(
+        "recognizer",
+        PPOCRv3Recognizer,
+        (1, 3, 48, 320),
+        "scripts/zoo_modules.py, after PaddleOCR's PP-OCRv3 English recognizer (SVTR_LCNet: "
+        "MobileNetV1Enhance, an SVTR neck, a CTC head with a softmax over 97 symbols)",
+    ),
+    "unet_pixelshuffle": ZooEntry(
+        "segmentation",
+        PixelShuffleUNet,
+        (1, 3, SEGMENTATION_SIZE, SEGMENTATION_SIZE),
+        "scripts/zoo_modules.py, after milesial/Pytorch-UNet at a quarter width, upsampling "
+        "by 1x1 conv + PixelShuffle (DepthToSpace)",
+    ),
+    "retinaface_mnet025": ZooEntry(
+        "detector",
+        RetinaFaceMNet,
+        (1, 3, RETINAFACE_SIZE, RETINAFACE_SIZE),
+        "scripts/zoo_detectors.py, after biubug6/Pytorch_Retinaface (MobileNet-0.25, FPN, SSH)",
+        ("boxes", "scores", "landmarks"),
+    ),
+    "tc_resnet8": ZooEntry(
+        "audio",
+        TCResNet8,
+        (1, 40, 98),
+        "scripts/zoo_modules.py, after TC-ResNet8 (Choi et al. 2019): conv1d over 98 frames "
+        "of 40 MFCCs, a softmax over 12 keywords",
+    ),
 }
 
-SOURCES = {
-    "classifier": "torchvision.models.{name}(weights=None), then a Softmax",
-    "segmentation": "torchvision.models.segmentation.{name}(weights=None), output 'out'",
-    "detector": "scripts/export_zoo.py, after the public {name} layout",
-}
 
-
-def _randomize_parameters(module: nn.Module) -> None:
+def _randomize_parameters(module: nn.Module, seed: int = 0) -> None:
     """Distinct random values in every parameter and batch-norm statistic before export.
 
     The stored weights are dropped anyway; this only keeps the exporter from sharing one
@@ -407,7 +253,7 @@ def _randomize_parameters(module: nn.Module) -> None:
     biases to zero and batch norms to the identity, so folded biases would all be equal).
     Non-trainable parameters keep their values.
     """
-    generator = torch.Generator().manual_seed(0)
+    generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for sub in module.modules():
             if isinstance(sub, nn.modules.batchnorm._BatchNorm):
@@ -419,41 +265,139 @@ def _randomize_parameters(module: nn.Module) -> None:
                 param.add_(torch.randn(param.shape, generator=generator) * 1e-3)
 
 
-def export(name: str) -> tuple[onnx.ModelProto, dict]:
-    kind, factory, size = ZOO[name]
-    torch.manual_seed(0)
-    module = factory().eval()
-    _randomize_parameters(module)
-    fixed = {n for n, p in module.named_parameters() if not p.requires_grad}
-    x = torch.randn(1, 3, size, size)
-    outputs = ["boxes", "scores"] if kind == "detector" else ["output"]
+def _export_onnx(module: nn.Module, entry: ZooEntry) -> onnx.ModelProto:
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
             module,
-            (x,),
+            (torch.randn(*entry.input),),
             buffer,
             dynamo=False,
             opset_version=OPSET,
             input_names=["input"],
-            output_names=outputs,
+            output_names=list(entry.outputs),
             do_constant_folding=True,
         )
     model = onnx.load_from_string(buffer.getvalue())
-    model = strip_weights(model, fixed)
+    return fold_constants(model) if entry.fold else model
+
+
+FOLDED_MAX = 2**20
+"""Elements of the largest tensor `fold_constants` writes as an initializer."""
+
+
+def fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Every node computed only from constants and statically known shapes becomes an
+    initializer (what onnx-simplifier does before deployment).
+
+    torchvision's Swin computes its window pads, shifted-window attention masks and relative
+    position bias from `Shape` at run time: 4,000 nodes of shape arithmetic (Shape, Mod,
+    Range, Where, ScatterND...) around 80 layers, which TVM's importer cannot read as
+    static pads. Folded, the masks and biases are constants of the model. Nodes are
+    evaluated by `onnx.reference` in graph order, until nothing more folds.
+    """
+    from onnx.reference import ReferenceEvaluator
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    while True:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        static = {}
+        for info in [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]:
+            dims = info.type.tensor_type.shape.dim
+            if all(d.HasField("dim_value") for d in dims):
+                static[info.name] = [d.dim_value for d in dims]
+        known = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+        folded = []
+        for node in graph.node:
+            if node.op_type == "Shape" and node.input[0] in static:
+                attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+                shape = np.array(static[node.input[0]], np.int64)
+                values = [shape[attrs.get("start", 0) : attrs.get("end", len(shape))]]
+            elif node.input and all(not i or i in known for i in node.input):
+                inputs = {i: known[i] for i in node.input if i}
+                values = ReferenceEvaluator(_single_node_model(node, inputs, model)).run(
+                    None, inputs
+                )
+            elif node.op_type == "Constant":
+                values = [numpy_helper.to_array(node.attribute[0].t)]
+            else:
+                continue
+            if any(np.asarray(v).size > FOLDED_MAX for v in values):
+                continue
+            for out, value in zip(node.output, values):
+                known[out] = np.asarray(value)
+            folded.append(node)
+        if not folded:
+            break
+        for node in folded:
+            graph.node.remove(node)
+            for out in node.output:
+                graph.initializer.append(numpy_helper.from_array(known[out], out))
+        used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
+        kept = [i for i in graph.initializer if i.name in used]
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
+    return model
+
+
+def _single_node_model(node, inputs: dict, model: onnx.ModelProto) -> onnx.ModelProto:
+    undefined = TensorProto.UNDEFINED
+    graph = helper.make_graph(
+        [node],
+        "fold",
+        [helper.make_tensor_value_info(i, undefined, None) for i in inputs],
+        [helper.make_tensor_value_info(o, undefined, None) for o in node.output],
+    )
+    return helper.make_model(graph, opset_imports=model.opset_import)
+
+
+def learned_weights(module: nn.Module, entry: ZooEntry, model: onnx.ModelProto) -> set[str]:
+    """The float initializers of `model` that are made from learned parameters: those that
+    change when the module is exported again with its parameters (and batch-norm statistics)
+    moved. This finds a weight whatever op reads it (a conv, a Linear's Add of its bias, a
+    LayerNorm's scale, a folded table of relative position biases); fixed constants (a
+    detector's grid, HardSwish's 3, a shifted window's attention mask) do not move."""
+    moved = copy.deepcopy(module)
+    _randomize_parameters(moved, seed=1)
+    again = _export_onnx(moved, entry)
+    before = {i.name: i for i in model.graph.initializer}
+    after = {i.name: i for i in again.graph.initializer}
+    if set(before) != set(after):
+        raise RuntimeError("two exports of the same module named their initializers differently")
+    return {
+        name
+        for name, init in before.items()
+        if init.data_type == TensorProto.FLOAT and init.raw_data != after[name].raw_data
+    }
+
+
+def export(name: str) -> tuple[onnx.ModelProto, dict]:
+    entry = ZOO[name]
+    torch.manual_seed(0)
+    module = entry.factory().eval()
+    _randomize_parameters(module)
+    fixed = {n for n, p in module.named_parameters() if not p.requires_grad}
+    model = _export_onnx(module, entry)
+    model = strip_weights(model, learned_weights(module, entry, model) - fixed)
+    source = entry.source.format(name=name)
     model.producer_name = "mrvl scripts/export_zoo.py"
     model.producer_version = f"torch {torch.__version__}, torchvision {torchvision.__version__}"
+    if entry.source == TIMM:
+        import timm
+
+        model.producer_version += f", timm {timm.__version__}"
     model.doc_string = (
-        f"{name}: {SOURCES[kind].format(name=name)}; input 1x3x{size}x{size}; opset {OPSET}; "
+        f"{name}: {source}; input {'x'.join(map(str, entry.input))}; opset {OPSET}; "
         f"weights stored as ConstantOfShape({PLACEHOLDER}): mrvl.models.zoo re-weights them"
     )
     onnx.checker.check_model(model, full_check=True)
     info = {
-        "kind": kind,
-        "input": [1, 3, size, size],
-        "outputs": outputs,
-        "source": SOURCES[kind].format(name=name),
+        "kind": entry.kind,
+        "input": list(entry.input),
+        "outputs": list(entry.outputs),
+        "source": source,
         "params": sum(p.numel() for p in module.parameters()),
         "macs": _macs(model),
         "ops": dict(sorted(Counter(n.op_type for n in model.graph.node).items())),
@@ -461,11 +405,12 @@ def export(name: str) -> tuple[onnx.ModelProto, dict]:
     return model, info
 
 
-def strip_weights(model: onnx.ModelProto, fixed: set[str]) -> onnx.ModelProto:
-    """Learned weights → `ConstantOfShape(<name>__SHAPE)`; every initializer that is not a
-    learned weight (or is in `fixed`) stays; each weight gets a consumer of its own."""
+def strip_weights(model: onnx.ModelProto, learned: set[str]) -> onnx.ModelProto:
+    """The `learned` weights → `ConstantOfShape(<name>__SHAPE)`; every other initializer
+    stays; each weight gets a consumer of its own."""
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
+    learned = set(learned)
 
     # Identity nodes on initializers (the exporter's way of sharing equal constants) become
     # initializers of their own.
@@ -476,16 +421,16 @@ def strip_weights(model: onnx.ModelProto, fixed: set[str]) -> onnx.ModelProto:
             copy.CopyFrom(inits[node.input[0]])
             copy.name = node.output[0]
             inits[copy.name] = copy
+            if node.input[0] in learned:
+                learned.add(copy.name)
             continue
         nodes.append(node)
 
     uses: Counter = Counter(name for node in nodes for name in node.input)
     weights: dict[str, onnx.TensorProto] = {}
     for node in nodes:
-        for index, name in enumerate(node.input):
-            if (node.op_type, index) not in WEIGHT_ROLES or name not in inits or name in fixed:
-                continue
-            if inits[name].data_type != TensorProto.FLOAT:
+        for name in node.input:
+            if name not in learned or name not in inits or name in weights:
                 continue
             if uses[name] != 1:
                 raise RuntimeError(f"weight {name} is shared by {uses[name]} uses")

@@ -244,6 +244,10 @@ def _random_weight(rng, role, shape: tuple[int, ...], original: np.ndarray) -> n
         data = rng.standard_normal(shape) * BN_SHIFT_STD
     elif op == "BatchNormalization" and index == 4:
         data = rng.uniform(*BN_VAR_RANGE, shape)
+    elif op == "LayerNormalization" and index == 1:  # the scale, as a batch norm's
+        data = 1.0 + rng.uniform(-BN_SCALE_SPREAD, BN_SCALE_SPREAD, shape)
+    elif op == "LayerNormalization" and index == 2:
+        data = rng.standard_normal(shape) * BN_SHIFT_STD
     elif op == "Mul":
         data = 1.0 + rng.uniform(-BN_SCALE_SPREAD, BN_SCALE_SPREAD, shape)
     elif op in ("Add", "Sum"):
@@ -425,11 +429,13 @@ _NONHOMOGENEOUS = {
 
 def _predicted_scale(node, ins, mult, tensors, constants) -> float | None:
     """How much `node`'s output grows when its inputs grow by `mult`, for the ops where the
-    rms-weighted rule is wrong: the functions above, and the product of two tensors (the
-    squeeze-excitation gate, SiLU written as x·sigmoid(x)), which scales by the product.
-    None for every other op."""
+    rms-weighted rule is wrong: the functions above, the product of two tensors (the
+    squeeze-excitation gate, SiLU written as x·sigmoid(x)), which scales by the product, and
+    LayerNormalization, which does not scale. None for every other op."""
     if node.op_type == "Mul" and len(ins) == 2:
         return mult[ins[0]] * mult[ins[1]]
+    if node.op_type == "LayerNormalization":
+        return 1.0  # normalizes its input: its output does not scale with it
     function = _NONHOMOGENEOUS.get(node.op_type)
     if function is None or node.input[0] != ins[0] or tensors.get(ins[0]) is None:
         return None

@@ -1,20 +1,31 @@
 """A zoo of architectures people deploy, stored weight-free and re-weighted by seed.
 
 `zoo_onnx/<name>.onnx` next to this module are exported once from PyTorch by
-`scripts/export_zoo.py` (torch is not a dependency of mrvl): thirteen torchvision
-classifiers at 224x224 ending in a Softmax, two torchvision segmentation models on a
-MobileNetV3-Large backbone at 256x256, and two YOLO-style detectors with their decoding heads
-at 320x320. All are batch 1, static shapes, opset 17, IR version 10. As in the `onnx`
-package's light models, every learned weight is `ConstantOfShape(0.02)`, so the files take
-about 1.4 MB together; `zoo_onnx/manifest.json` records each model's kind, input and output
-names, source, MACs, parameter count and op counts.
+`scripts/export_zoo.py` (torch is not a dependency of mrvl), 28 architectures:
+- classifiers at 224x224 ending in a Softmax: thirteen torchvision CNNs, EfficientNetV2-S,
+  ConvNeXt-T and Swin-T, and from timm ViT-Ti/16 and the hybrid MobileViT-XXS (256x256);
+- segmentation: LRASPP and DeepLabV3 on a MobileNetV3-Large backbone, and a U-Net with
+  PixelShuffle upsampling, at 256x256;
+- detectors: YOLOv5n- and YOLOv8n-like with their decoding heads at 320x320, and a
+  RetinaFace (MobileNet-0.25, FPN) at 640x640;
+- encoders: a BERT-Mini text encoder from its summed embeddings (1x128x256) and the
+  MobileFaceNet face embedding (112x112);
+- a recognizer: PP-OCRv3's text line recognizer (SVTR neck, CTC softmax; 48x320);
+- audio: the TC-ResNet8 keyword spotter (conv1d over 40 MFCCs x 98 frames).
+All are batch 1, static shapes, opset 17, IR version 10. As in the `onnx` package's light
+models, every learned weight is `ConstantOfShape(0.02)`, so the files take about 3.3 MB
+together (a third of it Swin's fixed shifted-window attention masks);
+`zoo_onnx/manifest.json` records each model's kind, input and output names, source, MACs,
+parameter count and op counts.
 
 `load_zoo_model(name, seed)` puts seeded random weights back with the light models'
-machinery (`mrvl.models.light.reweight`): He-normal conv and FC weights, batch-norm
-parameters near the identity, then each Conv/Gemm rescaled to unit output RMS on a seeded
-input (LSUV-style data-dependent initialisation, one scalar per layer; deterministic per seed,
-about a second per model). Initializers are fixed constants here (HardSwish's 3 and 6, YOLO
-grids, anchors, strides and DFL bins) and keep their values.
+machinery (`mrvl.models.light.reweight`): He-normal conv and FC weights, batch-norm and
+LayerNorm parameters near the identity, small biases, then each Conv/Gemm/MatMul rescaled to
+unit output RMS on a seeded input (LSUV-style data-dependent initialisation, one scalar per
+layer; deterministic per seed, about a second per model). Weights that none of these roles
+fits (ViT's class token, PReLU slopes) keep the stored 0.02. Initializers are fixed
+constants here (HardSwish's 3 and 6, YOLO grids, anchors, strides and DFL bins, Swin's
+attention masks) and keep their values.
 
 These networks are well conditioned for fp16: with seed 0, the fp16-storage emulation's RMS
 error is 0.39 % of the output's RMS on LRASPP, 0.40 % on DeepLabV3 and 0.09 % on YOLOv8n's
@@ -60,7 +71,7 @@ ZOO_DIR = Path(__file__).parent / "zoo_onnx"
 @dataclass(frozen=True)
 class ZooModel:
     name: str
-    kind: str  # "classifier", "segmentation" or "detector"
+    kind: str  # classifier, segmentation, detector, encoder, recognizer or audio
     input_shape: tuple[int, ...]
     outputs: tuple[str, ...]
     source: str

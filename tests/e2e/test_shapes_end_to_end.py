@@ -535,6 +535,53 @@ def test_slices_computed_from_shape_are_folded_and_offloaded():
     assert targets["slice_a"] == targets["slice_b"] == "mrvl_region_0", targets
 
 
+def window_pad_net(width: int, window: int = 7):
+    """torchvision's Swin pads each plane to whole windows with pads computed from its shape:
+    pad_r = (window - W % window) % window, through Shape, Gather, Mod, Sub, ConstantOfShape,
+    Concat and Transpose + Reshape into the Pad's pads."""
+    rng = np.random.default_rng(12)
+    nodes = [
+        node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+        node("Shape", ["c"], ["shape"], name="shape"),
+        node("Gather", ["shape", "three"], ["w_size"], name="gather", axis=0),
+        node("Mod", ["w_size", "window"], ["rest"], name="mod"),
+        node("Sub", ["window", "rest"], ["short"], name="sub"),
+        node("Mod", ["short", "window"], ["pad_r"], name="mod_1"),
+        node("Unsqueeze", ["pad_r", "zero"], ["pad_r1"], name="unsqueeze"),
+        node("ConstantOfShape", ["seven"], ["zeros"], name="zeros"),
+        node("Concat", ["zeros", "pad_r1"], ["pairs"], name="concat", axis=0),
+        node("Reshape", ["pairs", "pair_shape"], ["pairs2"], name="reshape"),
+        node("Transpose", ["pairs2"], ["pairs3"], name="transpose", perm=[1, 0]),
+        node("Reshape", ["pairs3", "flat"], ["pads"], name="reshape_1"),
+        node("Pad", ["c", "pads"], ["padded"], name="pad"),
+        node("Relu", ["padded"], ["y"], name="relu"),
+    ]
+    zeros = helper.make_tensor("", TensorProto.INT64, [1], [0])
+    nodes[7] = node("ConstantOfShape", ["seven"], ["zeros"], name="zeros", value=zeros)
+    inits = [
+        const(rng, "w", (8, 3, 1, 1)),
+        numpy_helper.from_array(np.array(3, np.int64), "three"),
+        numpy_helper.from_array(np.array(window, np.int64), "window"),
+        ints("zero", [0]),
+        ints("seven", [7]),
+        ints("pair_shape", [2, 4]),
+        ints("flat", [8]),
+    ]
+    padded = width + (window - width % window) % window
+    return model(nodes, inits, [("x", [1, 3, 7, width])], [("y", [1, 8, 7, padded])])
+
+
+def test_pads_computed_from_shape_fold_and_zero_pads_vanish():
+    """Swin's window pads (Mod, ConstantOfShape, Transpose among the shape arithmetic) fold at
+    import; where the windows tile the plane the pads are all zero and the Pad is its input,
+    so the conv and the relu run in one region. A non-zero pad folds to a static one."""
+    onnx_model = window_pad_net(14)
+    check_offloaded_and_accurate(onnx_model)
+    mod = mrvl.from_onnx(window_pad_net(12))
+    calls = [b.value.op.name for b in mod["main"].body.blocks[0].bindings]
+    assert "relax.nn.pad" in calls, calls
+
+
 def test_global_pool_without_keepdims_feeds_an_fc():
     """x.mean([2, 3]) as torchvision's ShuffleNetV2 and MNASNet write it: ReduceMean with
     keepdims=0, an [N, C] result, then the classifier; one region."""

@@ -9,7 +9,8 @@ the MLIP, and for a classifier at most 3 regions with only its final Softmax on 
 
 What does not work yet is marked `xfail(strict=True)` with the failure seen, so that a model
 that starts to pass fails its xfail and its mark must be removed. SqueezeNet 1.1 runs by
-default; the other models are `slow`.
+default; the other models are `slow`. The heaviest (`zoo_report.PARTITION_ONLY_IN_SUITE`) are
+only partitioned here (their MAC and region goals); the report builds, runs and judges them.
 """
 
 from __future__ import annotations
@@ -55,12 +56,34 @@ def _load_harness():
 zoo_report = _load_harness()
 
 FAST_MODELS = frozenset({"squeezenet1_1"})
-CLASSIFIERS = tuple(n for n in ZOO_MODELS if zoo_model_info(n).kind == "classifier")
+# Built, run and judged here; the others (zoo_report.PARTITION_ONLY_IN_SUITE) are partitioned
+# here and built, run and judged by scripts/zoo_report.py into docs/zoo.md.
+RUN_MODELS = tuple(n for n in ZOO_MODELS if n not in zoo_report.PARTITION_ONLY_IN_SUITE)
+KINDS = ("classifier", "segmentation", "detector", "encoder", "recognizer", "audio")
+FEW_REGION_MODELS = tuple(
+    n for n in ZOO_MODELS if zoo_model_info(n).kind in zoo_report.FEW_REGION_KINDS
+)
 
 # What each model does today (model → the failure seen). Remove an entry when it passes.
+_RANK4_LINEAR = (
+    "its Linear layers on channels-last windows or planes are MatMuls of a rank-4 activation "
+    "by a weight, which stay on the CPU ('rank 4') with their bias Adds, layer-scale Muls and "
+    "the GELUs between them"
+)
 HYBRID_FAILURES: dict[str, str] = {}
-MAC_GOAL_FAILURES: dict[str, str] = {}
-REGION_GOAL_FAILURES: dict[str, str] = {}
+MAC_GOAL_FAILURES: dict[str, str] = {
+    "convnext_tiny": f"6.6 % of its MACs on the MLIP, 19 regions: {_RANK4_LINEAR}",
+    "swin_t": f"34.4 % of its MACs on the MLIP, 28 regions: {_RANK4_LINEAR}",
+}
+REGION_GOAL_FAILURES: dict[str, str] = {
+    "convnext_tiny": f"19 regions: {_RANK4_LINEAR}",
+    "swin_t": f"28 regions: {_RANK4_LINEAR}; also its window-attention bias Adds (rank 4 and 5)",
+    "vit_tiny_patch16_224": (
+        "2 regions: the class token's Concat (a constant input) and the position embedding's "
+        "Add (a constant of shape (1, 197, 192)) stay on the CPU"
+    ),
+    "mobilefacenet": "its L2 normalization (ReduceL2, then Div: unsupported ops) stays on the CPU",
+}
 
 
 def _params(names, failures: dict[str, str]):
@@ -77,13 +100,15 @@ _runs: dict[str, object] = {}
 
 
 def zoo_run(name: str):
-    """The model partitioned, built, run and judged once per session (three tests read it)."""
+    """The model partitioned, built, run and judged once per session (three tests read it);
+    only partitioned if it is one of zoo_report.PARTITION_ONLY_IN_SUITE."""
     if name not in _runs:
-        _runs[name] = zoo_report.run_model(name)
+        partition_only = name in zoo_report.PARTITION_ONLY_IN_SUITE
+        _runs[name] = zoo_report.run_model(name, partition_only=partition_only)
     return _runs[name]
 
 
-@pytest.mark.parametrize("name", _params(ZOO_MODELS, HYBRID_FAILURES))
+@pytest.mark.parametrize("name", _params(RUN_MODELS, HYBRID_FAILURES))
 def test_zoo_model_runs_hybrid_within_fp16(name, record_property):
     run = zoo_run(name)
     for key, value in run.seconds.items():
@@ -95,7 +120,7 @@ def test_zoo_model_runs_hybrid_within_fp16(name, record_property):
     assert run.verdict.passed, f"{name}:\n{run.verdict}"
 
 
-@pytest.mark.parametrize("name", _params(ZOO_MODELS, {}))
+@pytest.mark.parametrize("name", _params(RUN_MODELS, {}))
 def test_zoo_model_gives_the_same_bytes_on_both_engines(name):
     """The hybrid run once more with the regions on the reference interpreter: the same
     output bytes as on the Numba engine (issue 8's engine identity, over the zoo)."""
@@ -113,14 +138,22 @@ def test_zoo_model_mac_fraction_on_mlip(name):
     )
 
 
-@pytest.mark.parametrize("name", _params(CLASSIFIERS, REGION_GOAL_FAILURES))
-def test_zoo_classifier_runs_in_few_regions(name):
-    """Everything but the final Softmax on the MLIP, in at most 3 regions."""
+@pytest.mark.parametrize("name", _params(FEW_REGION_MODELS, REGION_GOAL_FAILURES))
+def test_zoo_classifier_or_encoder_runs_in_few_regions(name):
+    """Everything but a final Softmax on the MLIP, in at most 3 regions."""
     run = zoo_run(name)
     assert run.regions is not None, run.failure
     cpu = {reason: dict(ops) for reason, ops in run.cpu_ops.items()}
-    assert run.only_final_softmax, f"{name}: on the CPU: {cpu}"
+    assert not cpu or run.only_final_softmax, f"{name}: on the CPU: {cpu}"
     assert run.regions <= zoo_report.REGION_GOAL, f"{name}: {run.regions} regions"
+
+
+def test_docs_zoo_md_reports_every_zoo_model():
+    """docs/zoo.md (scripts/zoo_report.py) has a row for every model, in the zoo's order: the
+    models the suite only partitions are built, run and judged there."""
+    table = (ROOT / "docs" / "zoo.md").read_text().split("\n| --- |")[1]
+    rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")]
+    assert rows == list(ZOO_MODELS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,22 +161,32 @@ def test_zoo_classifier_runs_in_few_regions(name):
 
 
 def test_zoo_files_are_weight_free_and_small():
+    """No file stores a learned weight; what float constants stay are fixed ones (YOLOv8's
+    DFL bins, ViT's scalars, Swin's shifted-window attention masks: 0.86 MB, the most)."""
     files = sorted(ZOO_DIR.glob("*.onnx"))
     assert [f.stem for f in files] == sorted(ZOO_MODELS)
-    assert len(ZOO_MODELS) >= 15
+    assert len(ZOO_MODELS) >= 28
+    assert {zoo_model_info(n).kind for n in ZOO_MODELS} == set(KINDS)
     total = sum(f.stat().st_size for f in ZOO_DIR.iterdir())
-    assert total < 3 * 2**20, f"{total / 2**20:.2f} MiB"
+    assert total < 4 * 2**20, f"{total / 2**20:.2f} MiB"
     for name in ZOO_MODELS:
         model = onnx.load(zoo_model_path(name))
         assert model.ir_version <= 10 and model.opset_import[0].version == 17, name
         made = {n.output[0] for n in model.graph.node if n.op_type == "ConstantOfShape"}
+        stored = {
+            i.name: len(i.raw_data)
+            for i in model.graph.initializer
+            if i.data_type == TensorProto.FLOAT
+        }
         for node in model.graph.node:
             if node.op_type in ("Conv", "Gemm") and node.name != "/detect/dfl/conv/Conv":
                 assert node.input[1] in made, f"{name}: {node.name} stores its weight"
-        weights = sum(i.data_type == TensorProto.FLOAT for i in model.graph.initializer)
+            if node.op_type in ("MatMul", "LayerNormalization", "PRelu"):
+                assert not set(node.input[1:]) & set(stored), f"{name}: {node.name} stores one"
         info = zoo_model_info(name)
         shapes = [[d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input]
-        assert shapes == [list(info.input_shape)] and weights <= 8, name
+        assert shapes == [list(info.input_shape)], name
+        assert sum(stored.values()) < 2**20, f"{name}: {sum(stored.values())} bytes of floats"
 
 
 def test_load_zoo_model_is_seeded_and_keeps_fixed_constants():
@@ -165,6 +208,17 @@ def test_load_zoo_model_is_seeded_and_keeps_fixed_constants():
     boxes, scores = session.run(None, random_inputs(model, seed=0))
     assert boxes.shape == (1, 4, 2100) and scores.shape == (1, 80, 2100)
     assert np.all(np.isfinite(boxes)) and scores.std() > 0.05  # not a degenerate output
+
+
+def test_calibration_carries_through_layernorm():
+    """A LayerNormalization's output does not scale with its input, and the calibration
+    predicts so: MobileViT's logits stay near unit scale and its softmax is not one-hot (with
+    the rms-weighted guess its activations reached 150 and one class held all the mass)."""
+    model = load_zoo_model("mobilevit_xxs", seed=0)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (probabilities,) = session.run(None, random_inputs(model, seed=0))
+    assert probabilities.max() < 0.1
+    assert (probabilities > probabilities.max() / 100).sum() > 500
 
 
 # ---------------------------------------------------------------------------------------------
