@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""The model zoo in int8 (issue 20's zoo goals): quantize, build, run and judge each model.
+
+    .venv/bin/python scripts/zoo_int8.py                      # every model, a markdown table
+    .venv/bin/python scripts/zoo_int8.py resnet18 --inputs 64 -o /tmp/zoo_int8.md
+
+Each model of `mrvl.models.zoo` (seeded random weights, seed 0) is quantized by
+`mrvl.quantize` (min-max, per channel) on `CALIBRATION` seeded standard-normal inputs, then
+goes `mrvl.from_onnx` → `mrvl.partition_for_mrvl` (8 tiles) → `mrvl.build` like its float
+form. Measured per model:
+
+- **regions** and **int8 MACs**: MLIP regions, and the share of the model's MACs that run in
+  int8 on the MLIP (`PartitionReport.int8_mac_fraction`); **fp16 layers**: the layers with
+  MACs that run in fp16 on the MLIP or on the CPU (none asked for here);
+- **steps vs onnxruntime-QDQ** (DESIGN §9: at most 3): every element of each output's last
+  quantized tensor (the graph output, or the dequantized tensor a float op on the CPU such
+  as the final Softmax reads) against onnxruntime running the same QDQ model on the same
+  input, in quantization steps of that tensor's scale: the share exact, within 1 and within
+  3, and the largest;
+- **top-1 vs fp32** (classifiers): the share of `--inputs` seeded inputs on which the int8
+  build's top class is the float model's in onnxruntime: what quantization itself costs;
+- **cycles int8 / fp16**: modelled cycles of the QDQ build's regions against the float
+  build's (`mrvl.sim.profile`, cn10ka, 8 tiles).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+NUM_TILES = 8
+MCPU = "cn10ka"
+SEED = 0
+CALIBRATION = 16
+TOP1_INPUTS = 64
+STEP_GOAL = 3
+
+
+@dataclass
+class Int8Run:
+    """What one quantized model did; stages not reached stay None."""
+
+    name: str
+    kind: str
+    regions: int | None = None
+    int8_mac_fraction: float | None = None
+    fp16_layers: list[str] = field(default_factory=list)
+    steps: dict[str, float] = field(default_factory=dict)  # exact, within 1, within 3, max
+    top1: float | None = None
+    top1_inputs: int = 0
+    cycles: tuple[int, int] | None = None  # (int8 build, float build)
+    failure: str | None = None
+
+    @property
+    def within_goal(self) -> bool:
+        return self.failure is None and self.steps.get("max", np.inf) <= STEP_GOAL
+
+
+def quantized_zoo_model(name: str, seed: int = SEED):
+    """The float zoo model and its QDQ form by `mrvl.quantize` on seeded inputs."""
+    import mrvl
+    from mrvl.models.light import random_inputs
+    from mrvl.models.zoo import load_zoo_model
+
+    model = load_zoo_model(name, seed=seed)
+    calibration = [random_inputs(model, seed=seed + 1000 + i) for i in range(CALIBRATION)]
+    return model, mrvl.quantize(model, calibration)
+
+
+def last_quantized(model) -> list[tuple[str, float]]:
+    """For each graph output of a QDQ model, the dequantized tensor it comes from and that
+    tensor's scale: the output itself when a DequantizeLinear writes it, else the
+    DequantizeLinear output that the float ops after it (a CPU Softmax) read."""
+    from onnx import numpy_helper
+
+    producer = {out: node for node in model.graph.node for out in node.output}
+    constants = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    found = []
+    for output in model.graph.output:
+        name, seen = output.name, set()
+        while name in producer and name not in seen:
+            seen.add(name)
+            node = producer[name]
+            if node.op_type == "DequantizeLinear":
+                scale = constants.get(node.input[1])
+                if scale is not None and scale.size == 1:
+                    found.append((name, float(scale.reshape(()))))
+                break
+            data = [i for i in node.input if i and i not in constants]
+            if len(data) != 1:
+                break
+            name = data[0]
+    return found
+
+
+def with_outputs(model, names: list[str]):
+    """`model` with the tensors `names` as further graph outputs (float, shape inferred)."""
+    import onnx
+    from onnx import helper
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    have = {o.name for o in out.graph.output}
+    for name in names:
+        if name not in have:
+            out.graph.output.append(
+                helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
+            )
+    return onnx.shape_inference.infer_shapes(out)
+
+
+def _session(model):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+
+
+def _vm_runner(lib):
+    import tvm
+    from tvm import relax
+
+    vm = relax.VirtualMachine(lib, tvm.cpu())
+
+    def run(feeds):
+        out = vm["main"](*[tvm.runtime.tensor(x) for x in feeds.values()])
+        out = [out] if isinstance(out, tvm.runtime.Tensor) else list(out)
+        return [np.asarray(o.numpy()) for o in out]
+
+    return run
+
+
+def modelled_cycles(model) -> int:
+    """Total modelled cycles of `model`'s MLIP regions (cn10ka, `NUM_TILES` tiles)."""
+    from tvm import relax
+
+    import mrvl
+    from mrvl.compiler import compile_region
+    from mrvl.sim import prepare
+    from mrvl.sim.profile import profile_regions
+
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), mcpu=MCPU, num_tiles=NUM_TILES)
+    programs = []
+    for gv, func in mod.functions.items():
+        attrs = func.attrs if isinstance(func, relax.Function) and func.attrs else {}
+        if "Codegen" in attrs and str(attrs["Codegen"]) == "mrvl":
+            func = func.with_attr("global_symbol", gv.name_hint)
+            region = compile_region(func, mcpu=MCPU, num_tiles=NUM_TILES)
+            programs.append((region.symbol, prepare(region.binary), None))
+    return int(profile_regions(programs).total_cycles)
+
+
+def run_int8(
+    name: str, inputs: int = TOP1_INPUTS, seed: int = SEED, cycles: bool = True
+) -> Int8Run:
+    """Quantize, partition, build, run and judge one zoo model; exceptions become `failure`."""
+    import mrvl
+    from mrvl.models.light import random_inputs
+    from mrvl.models.zoo import zoo_model_info
+
+    run = Int8Run(name, zoo_model_info(name).kind)
+    stage = "quantize"
+    try:
+        model, qdq = quantized_zoo_model(name, seed)
+        judged = last_quantized(qdq)
+        qdq = with_outputs(qdq, [n for n, _ in judged])
+        stage = "partition"
+        mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), mcpu=MCPU, num_tiles=NUM_TILES)
+        report = mrvl.partition_report(mod, qdq)
+        run.regions = len(report.regions)
+        run.int8_mac_fraction = report.int8_mac_fraction
+        run.fp16_layers = [r.node for r in report.rows if r.macs and r.dtype != "int8"]
+        stage = "build"
+        lib = mrvl.build(mod, mcpu=MCPU, num_tiles=NUM_TILES)
+        run_mlip = _vm_runner(lib)
+        stage = "run"
+        feeds = random_inputs(qdq, seed=seed)
+        names = [o.name for o in qdq.graph.output]
+        results = dict(zip(names, run_mlip(feeds)))
+        expected = dict(zip(names, _session(qdq).run(None, feeds)))
+        steps = np.concatenate(
+            [np.abs(results[n].astype(np.float64) - expected[n]).ravel() / s for n, s in judged]
+        )
+        steps = np.rint(steps)
+        run.steps = {
+            "exact": float(np.mean(steps == 0)),
+            "1": float(np.mean(steps <= 1)),
+            "3": float(np.mean(steps <= 3)),
+            "max": float(steps.max(initial=0)),
+        }
+        if run.kind == "classifier" and inputs:
+            stage = "top-1"
+            reference = _session(model)
+            agree = 0
+            for i in range(inputs):
+                x = random_inputs(model, seed=seed + 1 + i)
+                mine = run_mlip(x)[0]
+                agree += int(np.argmax(mine) == np.argmax(reference.run(None, x)[0]))
+            run.top1, run.top1_inputs = agree / inputs, inputs
+        if cycles:
+            stage = "cycles"
+            run.cycles = (modelled_cycles(qdq), modelled_cycles(model))
+    except Exception as error:  # noqa: BLE001 - the table records what a user would see
+        message = " ".join(str(error).split())
+        run.failure = f"{stage}: {type(error).__name__}: {message[:300]}"
+        traceback.print_exc()
+    return run
+
+
+def _pct(x) -> str:
+    return "" if x is None else f"{100 * x:.2f} %"
+
+
+def markdown(runs: list[Int8Run], elapsed: float) -> str:
+    lines = [
+        "## int8 (issue 20)",
+        "",
+        (
+            f"Generated by `scripts/zoo_int8.py` in {elapsed / 60:.1f} minutes: each model "
+            f"quantized by `mrvl.quantize` (min-max, per channel) on {CALIBRATION} seeded "
+            f"inputs, {NUM_TILES} tiles. Steps: the last quantized tensor of each output against "
+            "onnxruntime running the same QDQ model (goal: at most 3); top-1: the int8 build's "
+            "top class against the float model's in onnxruntime, over seeded inputs; cycles: "
+            "modelled, cn10ka, the QDQ build's regions against the float build's."
+        ),
+        "",
+        "| model | regions | int8 MACs | fp16 layers | steps: exact / ≤1 / ≤3 / max "
+        "| top-1 vs fp32 | cycles int8 / fp16 |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for run in runs:
+        if run.failure:
+            lines.append(
+                f"| {run.name} | {run.regions or ''} | {_pct(run.int8_mac_fraction)} "
+                f"| | {run.failure.replace('|', '/')} | | |"
+            )
+            continue
+        s = run.steps
+        steps = f"{_pct(s['exact'])} / {_pct(s['1'])} / {_pct(s['3'])} / {s['max']:.0f}"
+        top1 = "" if run.top1 is None else f"{_pct(run.top1)} of {run.top1_inputs}"
+        ratio = "" if not run.cycles else f"{run.cycles[0] / run.cycles[1]:.2f}"
+        layers = ", ".join(run.fp16_layers) if run.fp16_layers else "none"
+        lines.append(
+            f"| {run.name} | {run.regions} | {_pct(run.int8_mac_fraction)} | {layers} | {steps} "
+            f"| {top1} | {ratio} |"
+        )
+    within = sum(r.within_goal for r in runs)
+    lines += [
+        "",
+        f"{within} of {len(runs)} models within {STEP_GOAL} steps of onnxruntime-QDQ.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    from mrvl.models.zoo import ZOO_MODELS
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="models (default: all)")
+    parser.add_argument("-o", "--output", type=Path)
+    parser.add_argument("--inputs", type=int, default=TOP1_INPUTS, help="top-1 inputs")
+    parser.add_argument("--no-cycles", action="store_true")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    runs = []
+    for name in args.names or list(ZOO_MODELS):
+        run = run_int8(name, args.inputs, cycles=not args.no_cycles)
+        runs.append(run)
+        print(f"{name}: {run}", flush=True)
+    text = markdown(runs, time.perf_counter() - start)
+    if args.output:
+        args.output.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
