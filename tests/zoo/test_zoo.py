@@ -70,7 +70,14 @@ _RANK4_LINEAR = (
     "by a weight, which stay on the CPU ('rank 4') with their bias Adds, layer-scale Muls and "
     "the GELUs between them"
 )
-HYBRID_FAILURES: dict[str, str] = {}
+HYBRID_FAILURES: dict[str, str] = {
+    "unet_pixelshuffle": (
+        "fp16 noise judged on few elements: 8.45 % against the emulation's 7.31 % (one element), "
+        "and on the distribution 45 elements beyond 3 % against the emulation's 37 of 127,838 "
+        "(1.1x is 40.7; a count of about 40 varies by about 6 from draw to draw) with the same "
+        "99th percentile (1.110 % against 1.085 %)"
+    ),
+}
 MAC_GOAL_FAILURES: dict[str, str] = {
     "convnext_tiny": f"6.6 % of its MACs on the MLIP, 19 regions: {_RANK4_LINEAR}",
     "swin_t": f"34.4 % of its MACs on the MLIP, 28 regions: {_RANK4_LINEAR}",
