@@ -164,6 +164,19 @@ class SelectionState:
             "pad": [pads[0], pads[1]],
         }
 
+    def conv_fields(self, op) -> dict:
+        """The window, group and weight fields that `conv` and `qconv` share."""
+        fields = self.window_fields(op)
+        fields.update(
+            dilation=list(op.dilations.get_values()),
+            groups=op.groups.value.data,
+            oc0=op.oc0.value.data,
+            oc_total=op.oc_total.value.data,
+            w_addr=self.address(op.weight),
+            b_addr=self.address(op.bias) if op.bias is not None else -1,
+        )
+        return fields
+
     @staticmethod
     def activation_fields(op: Operation) -> dict:
         """act, act_a, act_b of a task (docs/isa.md section 4 says what a and b mean)."""
@@ -259,14 +272,8 @@ class SelectConv2D(InstructionSelection):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.Conv2DTaskOp, rewriter: PatternRewriter) -> None:
-        fields = self.state.window_fields(op)
+        fields = self.state.conv_fields(op)
         fields.update(
-            dilation=list(op.dilations.get_values()),
-            groups=op.groups.value.data,
-            oc0=op.oc0.value.data,
-            oc_total=op.oc_total.value.data,
-            w_addr=self.state.address(op.weight),
-            b_addr=self.state.address(op.bias) if op.bias is not None else -1,
             **self.state.activation_fields(op),
             act_addr=self.state.slopes_address(op),
             acc_addr=self.state.address(op.acc) if op.acc is not None else -1,

@@ -70,14 +70,8 @@ class SelectQConv2D(InstructionSelection):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.QConv2DTaskOp, rewriter: PatternRewriter) -> None:
-        fields = self.state.window_fields(op)
+        fields = self.state.conv_fields(op)
         fields.update(
-            dilation=list(op.dilations.get_values()),
-            groups=op.groups.value.data,
-            oc0=op.oc0.value.data,
-            oc_total=op.oc_total.value.data,
-            w_addr=self.state.address(op.weight),
-            b_addr=self.state.address(op.bias) if op.bias is not None else -1,
             rq_addr=self.state.address(op.requant),
             acc_addr=self.state.address(op.acc) if op.acc is not None else -1,
             acc_out=int(op.acc_out is not None),
