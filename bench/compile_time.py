@@ -5,7 +5,8 @@
     .venv/bin/python bench/compile_time.py squeezenet --repeat 2
     .venv/bin/python bench/compile_time.py resnet50 --profile /tmp/mrvl.prof   # + cProfile
 
-For each model (`mrvl.models.light`: the light model with seeded random weights, written to a
+For each model (`mrvl.models.light`: the light model with seeded random weights; `zoo:NAME`
+from `mrvl.models.zoo`, re-weighted by seed; each written to a
 temporary .onnx file first), in one process and after a warm-up build of the bundled MNIST
 model by both flows (LLVM and the import machinery load once per process):
 
@@ -264,7 +265,7 @@ def top_passes(timer, depth_limit: int = 1, count: int = 8) -> list[tuple[str, f
 def report(name: str, best: dict) -> str:
     watch, timer = best["watch"], best["timer"]
     lines = [
-        f"== light_{name}: {best['regions']} MLIP region(s)",
+        f"== {name}: {best['regions']} MLIP region(s)",
         "",
         f"{'flow':44s} {'seconds':>8s}",
         f"{'mrvl: ONNX file -> exported executable':44s} {best['mrvl']:8.2f}",
@@ -344,19 +345,25 @@ def profile(path: str, work: str, out: str, count: int = 30) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("models", nargs="*", default=list(MODELS), help="light model names")
+    parser.add_argument(
+        "models", nargs="*", default=list(MODELS), help="light model names, or zoo:NAME"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per flow (best is kept)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", metavar="FILE", help="also cProfile the mrvl flow")
     args = parser.parse_args(argv)
 
     from mrvl.models.light import load_light_model
+    from mrvl.models.zoo import load_zoo_model
 
     with tempfile.TemporaryDirectory(prefix="mrvl-bench-") as work:
         warm_up(work)
         for name in args.models:
-            model = load_light_model(name, seed=args.seed)
-            path = os.path.join(work, f"light_{name}.onnx")
+            if name.startswith("zoo:"):
+                model = load_zoo_model(name.removeprefix("zoo:"), seed=args.seed)
+            else:
+                model = load_light_model(name, seed=args.seed)
+            path = os.path.join(work, f"{name.replace(':', '_')}.onnx")
             onnx.save(model, path)
             del model
             best = measure(path, work, args.repeat)

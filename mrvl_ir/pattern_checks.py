@@ -49,6 +49,10 @@ piece holds all N images, so `mrvl-split-batch` cuts a larger batch into groups 
 pool keeps the bound: over more images it is a reduction (`reductions.py`). Every other layer
 cuts the batch in its own lowering (`any_batch`)."""
 
+FC_RANKS = (2, 3, 4, 5)
+"""Ranks of an fc's activation [..., K]: its rows are the leading axes flattened (a batch of
+vectors, a sequence, a channels-last plane or window), the same bytes in Relax's order."""
+
 MAX_AFFINE_STEPS = 3
 """A layer's affine steps (see `_check_tail`): up to this many."""
 
@@ -510,8 +514,9 @@ def check_fc(ctx: PatternCheckContext) -> None:
     ann = ctx.annotated_expr
     matmul = ann["matmul"]
     _no_leaks(ctx)
-    # rows are tiled: any number, also a sequence [N, T, K] (its rows are N * T)
-    data_shape = _activation(ann["data"], (2, 3), matmul, any_batch=True)
+    # rows are tiled: any number, also a sequence [N, T, K] or a channels-last plane or
+    # window [N, H, W, K] / [N, G, H, W, K] (a Linear of ConvNeXt or Swin): the leading axes
+    data_shape = _activation(ann["data"], FC_RANKS, matmul, any_batch=True)
     k = data_shape[-1]
     _f32_result(matmul)
     weight = _constant(ann["weight"], "weights (right operand)", matmul)

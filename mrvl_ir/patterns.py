@@ -9,7 +9,8 @@ contract with `relax_import.py`:
                            (a conv1d is a conv2d over H = 1)
     mrvl.conv_transpose    conv2d_transpose [+bias] [activation] (zero insertion + conv2d)
     mrvl.resize            resize2d, linear (bilinear) or a nearest that is no strided copy
-    mrvl.fc                [*alpha] matmul [steps] [activation], [N, K] or [N, T, K] rows
+    mrvl.fc                [*alpha] matmul [steps] [activation], rows [N, K] or [..., K] at
+                           rank 3 to 5 (a sequence, a channels-last plane or window)
     mrvl.bmm               matmul of two activations, either one through a permute_dims of
                            its last two axes (`matmul.py`)
     mrvl.add               add(a, b) of two same-shape tensors [activation]

@@ -454,10 +454,10 @@ class _RegionImporter:
             source = alpha_call.args[1 if isinstance(alpha_call.args[0], GenericConst) else 0]
         in_shape = _shape(source)
         x = self._operand(inner, source, node)
-        if len(in_shape) == 3:  # a sequence [N, T, K]: its N * T rows, the same bytes
-            x = self._in_layout(x, "NCW", node)
-            n_t = in_shape[0] * in_shape[1]
-            x = self._located(mrvl.ReshapeOp(x, mrvl.tensor((n_t, in_shape[2]), f32, "NC")), node)
+        if len(in_shape) > 2:  # [..., K], a sequence, plane or windows: the leading axes' rows
+            x = self._in_layout(x, mrvl.RELAX_LAYOUT[len(in_shape)], node)
+            rows = (int(np.prod(in_shape[:-1])), in_shape[-1])
+            x = self._located(mrvl.ReshapeOp(x, mrvl.tensor(rows, f32, "NC")), node)
         x = self._in_layout(x, "NC", node)
         w_const = call.args[1]
         if not isinstance(w_const, GenericConst) or len(_shape(w_const)) != 2:
@@ -479,8 +479,8 @@ class _RegionImporter:
             activation=self._activation(chain, o),
         )
         result = self._located(op, node)
-        if len(in_shape) == 3:
-            out_type = mrvl.tensor((*in_shape[:2], o), f32, "NCW")
+        if len(in_shape) > 2:
+            out_type = mrvl.tensor((*in_shape[:-1], o), f32, mrvl.RELAX_LAYOUT[len(in_shape)])
             result = self._located(mrvl.ReshapeOp(result, out_type), node)
         return result
 

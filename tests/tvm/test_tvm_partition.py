@@ -704,14 +704,14 @@ REJECTED = {
         "/mm",
         "the left operand's leading axes [2, 1] broadcast to [2, 4]: that needs a copy of it",
     ),
-    "MatMul rank 4": (  # rank 3 ([N, T, K], a sequence) is an FC over N * T rows
+    "MatMul rank 6": (  # ranks 3 to 5 ([..., K]) are an FC over the leading axes' rows
         [node("MatMul", ["v", "wf"], "y", "/mm")],
-        {"v": [1, 2, 5, 6]},
-        {"y": [1, 2, 5, 3]},
+        {"v": [1, 2, 1, 2, 5, 6]},
+        {"y": [1, 2, 1, 2, 5, 3]},
         [rand("wf", (6, 3))],
         {},
         "/mm",
-        "rank 4",
+        "rank 6",
     ),
     "ReduceSum to a scalar": (
         [node("ReduceSum", ["x"], "y", "/rs", keepdims=0)],
