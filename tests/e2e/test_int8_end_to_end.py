@@ -24,6 +24,7 @@ from qdq_models import (  # noqa: E402
     calibration,
     concat_cnn,
     quantize_static_qdq,
+    shuffle_cnn,
     small_cnn,
 )
 
@@ -141,3 +142,18 @@ def test_int8_concat_and_copies_in_one_region(concat_qdq):
     by_interp = run(region.binary, [x], engine="interp")
     by_numba = run(region.binary, [x], engine="numba")
     assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
+
+
+def test_int8_channel_shuffle_is_one_copy():
+    """A channel shuffle with a QDQ pair after each move (reshape, transpose, reshape) is one
+    int8 copy in the region: the pairs between the moves are exact no-ops and are dropped."""
+    model = quantize_static_qdq(shuffle_cnn())
+    report, vm = built(model, 8)
+    assert len(report.regions) == 1, report
+    rows = {r.node: r for r in report.rows}
+    assert rows["/shuffle/Transpose"].dtype == "int8"
+    assert rows["gt_QuantizeLinear"].target == "folded"
+    session = ort.InferenceSession(model.SerializeToString())
+    for v in calibration(4, seed=11):
+        got = vm["main"](tvm.runtime.tensor(v["x"])).numpy()
+        assert steps(model, got, session.run(None, v)[0]).max() <= 1
