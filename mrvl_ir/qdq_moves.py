@@ -5,8 +5,8 @@ channel shuffle too (ShuffleNet's reshape -> transpose -> reshape through rank 5
 only copies values, so the values after `dequantize(q, s, z) -> moves` lie on the grid of
 (s, z), and a `quantize -> dequantize` of the same (s, z) after them gives back the same
 floats, exactly (an integer below 256 times an f32 scale, divided by it, rounds to the
-integer). `drop_move_qdq_pairs` binds such a pair's dequantize to the moved tensor itself where only
-moves read it, so the moves meet as one chain that the `mrvl.copy` pattern reads (and the int8 region copies
+integer). `drop_move_qdq_pairs` binds such a pair's dequantize to the moved tensor itself where it is
+on a tensor of rank 5 or 6 that only moves read, so the moves meet as one chain that the `mrvl.copy` pattern reads (and the int8 region copies
 as one strided copy); what the model computes is unchanged.
 """
 
@@ -28,6 +28,11 @@ MOVE_OPS = frozenset(
 """Ops that only move values (each element of the result is one of the input)."""
 
 
+MAX_TENSOR_RANK = 4
+"""A pair on a tensor of at most this rank stays: the MLIP holds that tensor, and it is where
+one move chain ends and the next (a split's slices) begins."""
+
+
 def _params(call: relax.Call):
     """(int dtype, scale, zero point) of a per-tensor quantize or dequantize, else None."""
     scale, zero = call.args[1], call.args[2]
@@ -41,14 +46,16 @@ def _params(call: relax.Call):
 
 
 def _redundant(bound: dict, users: dict, var: relax.Var) -> relax.Var | None:
-    """The moved float tensor a dequantize `var` equals, when its pair sits between moves:
-    after moves of a tensor dequantized at the same parameters, and read only by moves (the
-    pair before a layer stays: it is the layer's quantized input); else None."""
+    """The moved float tensor a dequantize `var` equals, when its pair sits inside a chain of
+    moves: on a tensor of rank 5 or 6 (a channel shuffle's groups), after moves of a tensor
+    dequantized at the same parameters, and read only by moves; else None."""
     dq = bound.get(var)
     if _op(dq) != "relax.dequantize" or str(dq.attrs.out_dtype) != "float32":
         return None
     readers = users.get(var, [])
-    if not readers or any(_op(r) not in MOVE_OPS for r in readers):
+    if len(dq.ty.shape.values) <= MAX_TENSOR_RANK or not readers:
+        return None
+    if any(_op(r) not in MOVE_OPS for r in readers):
         return None
     q = bound.get(dq.args[0])
     if _op(q) != "relax.quantize" or (params := _params(q)) is None or _params(dq) != params:
