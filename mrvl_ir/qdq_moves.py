@@ -53,7 +53,8 @@ def _redundant(bound: dict, users: dict, var: relax.Var) -> relax.Var | None:
     if _op(dq) != "relax.dequantize" or str(dq.attrs.out_dtype) != "float32":
         return None
     readers = users.get(var, [])
-    if len(dq.ty.shape.values) <= MAX_TENSOR_RANK or not readers:
+    rank = getattr(dq.ty, "ndim", -1)
+    if rank <= MAX_TENSOR_RANK or not readers:
         return None
     if any(_op(r) not in MOVE_OPS for r in readers):
         return None
