@@ -402,6 +402,18 @@ class LayerNodes:
             attrs={"output_scale": [_float_str(scale)], "output_zero_point": [str(zero)]},
         )
 
+    def _requantize_node(self, op: mrvl.RequantizeOp) -> None:
+        """An int8 tensor rescaled to another scale and zero point (its `quant_attrs`)."""
+        layout = mrvl.layout_of(op.output)
+        self._layer_node(
+            op,
+            "Requantize",
+            [op.input],
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.input),
+            out_layout=layout,
+        )
+
     def _cast(self, op: mrvl.CastOp) -> None:
         """A cast is no node: the MLIP's layers convert at their boundaries."""
         self._alias(op, op.input, op.output)
@@ -446,6 +458,7 @@ NODE_BUILDERS: dict[type[Operation], Callable[[LayerNodes, Operation], None]] = 
     mrvl.LayerNormOp: LayerNodes._layernorm_node,
     mrvl.QuantizeOp: LayerNodes._quantize_node,
     mrvl.DequantizeOp: LayerNodes._quantize_node,
+    mrvl.RequantizeOp: LayerNodes._requantize_node,
     mrvl.PadOp: LayerNodes._pad_node,
     mrvl.ReduceOp: LayerNodes._reduce_node,
     mrvl.BinaryOp: LayerNodes._binary_node,

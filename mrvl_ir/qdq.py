@@ -352,8 +352,8 @@ MAC_OPS = {"relax.nn.conv2d": 0, "relax.nn.conv1d": 0, "relax.matmul": 1}
 
 INT8_READY: frozenset[str] = frozenset(
     {
-        "conv2d", "fc", "add", "pool2d", "global_pool2d", "reshape", "transpose",
-        "quantize", "dequantize",
+        "conv2d", "fc", "add", "pool2d", "global_pool2d", "reshape", "transpose", "concat",
+        "copy", "quantize", "dequantize",
     }
 )  # fmt: skip
 """Composites whose int8 form the compiler lowers to the MLIP's int8 instructions. Until a

@@ -89,11 +89,10 @@ def check_match(
         raise NotInt8("cannot tell this layer's calls in the model apart (QDQ model)", root)
     result = index.var_of.get(index.original(root))
     inner = {index.var_of.get(c) for c in calls}
-    inputs = list(
-        dict.fromkeys(
-            a for c in calls for a in c.args if isinstance(a, relax.Var) and a not in inner
-        )
-    )
+    args = [  # a concat's inputs are the fields of its tuple
+        f for c in calls for a in c.args for f in (a.fields if isinstance(a, relax.Tuple) else [a])
+    ]
+    inputs = list(dict.fromkeys(a for a in args if isinstance(a, relax.Var) and a not in inner))
     weights = [
         (c, c.args[1]) for c in calls if _op(c) in MAC_OPS and isinstance(c.args[1], GenericConst)
     ]

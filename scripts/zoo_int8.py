@@ -20,7 +20,9 @@ form. Measured per model:
 - **top-1 vs fp32** (classifiers): the share of `--inputs` seeded inputs on which the int8
   build's top class is the float model's in onnxruntime: what quantization itself costs;
 - **cycles int8 / fp16**: modelled cycles of the QDQ build's regions against the float
-  build's (`mrvl.sim.profile`, cn10ka, 8 tiles).
+  build's (`mrvl.sim.profile`, cn10ka, 8 tiles);
+- **on the CPU**: the nodes the partition left on the CPU, counted by op type and reason
+  (the quantizes and dequantizes that only convert for them left out): what splits regions.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Int8Run:
     top1: float | None = None
     top1_inputs: int = 0
     cycles: tuple[int, int] | None = None  # (int8 build, float build)
+    on_cpu: dict[str, int] = field(default_factory=dict)  # "op: reason" -> nodes
     failure: str | None = None
 
     @property
@@ -179,6 +182,7 @@ def run_int8(
         run.regions = len(report.regions)
         run.int8_mac_fraction = report.int8_mac_fraction
         run.fp16_layers = [r.node for r in report.rows if r.macs and r.dtype != "int8"]
+        run.on_cpu = cpu_reasons(report)
         stage = "build"
         lib = mrvl.build(mod, mcpu=MCPU, num_tiles=NUM_TILES)
         run_mlip = _vm_runner(lib)
@@ -216,8 +220,28 @@ def run_int8(
     return run
 
 
+def cpu_reasons(report) -> dict[str, int]:
+    """How many nodes stay on the CPU for each (op type, reason), the quantizes and
+    dequantizes that only convert for them left out, most frequent first."""
+    from collections import Counter
+
+    counts = Counter(
+        f"{r.op_type}: {r.reason}"
+        for r in report.rows
+        if r.target == "cpu"
+        and not (
+            r.op_type in ("QuantizeLinear", "DequantizeLinear") and "no layer" in (r.reason or "")
+        )
+    )
+    return dict(counts.most_common())
+
+
 def _pct(x) -> str:
     return "" if x is None else f"{100 * x:.2f} %"
+
+
+def _reasons(run: Int8Run) -> str:
+    return "; ".join(f"{n} {why}" for why, n in run.on_cpu.items()).replace("|", "/")
 
 
 def markdown(runs: list[Int8Run], elapsed: float) -> str:
@@ -234,14 +258,14 @@ def markdown(runs: list[Int8Run], elapsed: float) -> str:
         ),
         "",
         "| model | regions | int8 MACs | fp16 layers | steps: exact / ≤1 / ≤3 / max "
-        "| top-1 vs fp32 | cycles int8 / fp16 |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| top-1 vs fp32 | cycles int8 / fp16 | on the CPU (nodes: why) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for run in runs:
         if run.failure:
             lines.append(
                 f"| {run.name} | {run.regions or ''} | {_pct(run.int8_mac_fraction)} "
-                f"| | {run.failure.replace('|', '/')} | | |"
+                f"| | {run.failure.replace('|', '/')} | | | {_reasons(run)} |"
             )
             continue
         s = run.steps
@@ -251,7 +275,7 @@ def markdown(runs: list[Int8Run], elapsed: float) -> str:
         layers = ", ".join(run.fp16_layers) if run.fp16_layers else "none"
         lines.append(
             f"| {run.name} | {run.regions} | {_pct(run.int8_mac_fraction)} | {layers} | {steps} "
-            f"| {top1} | {ratio} |"
+            f"| {top1} | {ratio} | {_reasons(run)} |"
         )
     within = sum(r.within_goal for r in runs)
     lines += [

@@ -206,6 +206,40 @@ class DequantizeOp(IRDLOperation):
             raise VerifyException("mrvl.dequantize: the result is f32 or f16")
 
 
-def _same_tensor(op: QuantizeOp | DequantizeOp) -> None:
+@irdl_op_definition
+class RequantizeOp(IRDLOperation):
+    """int8 -> int8 at another scale and zero point: what `quantize(dequantize(x))` with
+    different parameters means (a concat input whose scale is not the result's). One
+    `requant` instruction: y = saturate(out_zp + requantize(x - in_zp, s_in / s_out))."""
+
+    name = "mrvl.requantize"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    in_quant = prop_def(ArrayAttr[QuantAttr])
+    out_quant = prop_def(QuantAttr)
+    assembly_format = (
+        "$input `from` $in_quant `to` $out_quant attr-dict `:` type($input) `->` type($output)"
+    )
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue, in_quant: QuantAttr, out_quant: QuantAttr):
+        super().__init__(
+            operands=[input],
+            result_types=[input.type],
+            properties={"in_quant": ArrayAttr([in_quant]), "out_quant": out_quant},
+        )
+
+    def verify_(self) -> None:
+        _same_tensor(self)
+        if not is_int8(self.input) or not is_int8(self.output):
+            raise VerifyException("mrvl.requantize: the input and the result are i8")
+        if len(self.in_quant) != 1:
+            raise VerifyException("mrvl.requantize: one in_quant, for its one input")
+
+    def quant_of_input(self, index: int = 0) -> tuple[float, int]:
+        return self.in_quant.data[index].values
+
+
+def _same_tensor(op: QuantizeOp | DequantizeOp | RequantizeOp) -> None:
     if shape_of(op.input) != shape_of(op.output) or layout_of(op.input) != layout_of(op.output):
         raise VerifyException(f"{op.name}: only the element type may change")

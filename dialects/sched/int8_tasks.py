@@ -236,6 +236,31 @@ class QAddTaskOp(TaskBase):
 
 
 @irdl_op_definition
+class RequantTaskOp(Int8TaskBase):
+    """An OCM int8 vector rescaled to another scale and zero point by one (multiplier,
+    shift) pair `rq` (isa.md `requant`): a concat input of another scale, a requantization."""
+
+    name = "sched.requant"
+    input = operand_def(BufferType)
+    output = operand_def(BufferType)
+    rq = prop_def(DenseArrayBase[I64])
+    assembly_format = (
+        "`tile` $tile $input `->` $output `rq` $rq "
+        + INT8_FORMAT
+        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        self.verify_int8()
+        _check_ocm(self, self.tile.value.data, self.input, self.output)
+        _int_buffer(self, "the input", self.input, 8)
+        _int_buffer(self, "the output", self.output, 8)
+        shapes = {buffer_type(v).dims for v in (self.input, self.output)}
+        if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+            raise VerifyException(f"{self.name}: input and result must be 1-D of one length")
+
+
+@irdl_op_definition
 class QPool2DTaskOp(TaskBase):
     """int8 max or average pooling of an OCM window (the `sched.pool2d` geometry), the pooled
     value rescaled to the result's scale and zero point by one (multiplier, shift) pair."""

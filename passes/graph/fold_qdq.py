@@ -8,9 +8,11 @@ tensors with its quantization as properties, its weights int8 again and its bias
 s_x·s_w. Both are recovered from the floats exactly (`_exact_integers`), or the pass stops with
 a CompileError: a quantized layer is never left to run in fp16.
 
-Layout conversions and reshapes move across a dequantize or quantize (they move the same
-values), so the int8 layers meet each other directly; a dequantize feeding a quantize of the
-same scale and zero point is no op. What stays is a quantize where float data enters int8
+Layout conversions, reshapes and strided copies (slices, transposes) move across a dequantize
+or quantize (they move the same values), so the int8 layers meet each other directly; a
+dequantize feeding a quantize of the same scale and zero point is no op, of another one a
+`mrvl.requantize`. A concat of dequantized inputs is the concat of the int8 inputs, each
+requantized to the result's scale where its own differs. What stays is a quantize where float data enters int8
 code and a dequantize where it leaves (region inputs and outputs, fp16 layers).
 """
 
@@ -49,12 +51,15 @@ def _what(op: Operation) -> str:
 
 
 class MoveIntoInt8(RewritePattern):
-    """`layout_convert` or `reshape` of a dequantize -> the dequantize of the int8 tensor's
-    conversion; of a quantize's result -> the quantize of the float tensor's conversion."""
+    """`layout_convert`, `reshape` or `strided_copy` (a slice, transpose, channel shuffle:
+    the same values moved) of a dequantize -> the dequantize of the int8 tensor's move; of a
+    quantize's result -> the quantize of the float tensor's move."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(
-        self, op: mrvl.LayoutConvertOp | mrvl.ReshapeOp, rewriter: PatternRewriter
+        self,
+        op: mrvl.LayoutConvertOp | mrvl.ReshapeOp | mrvl.StridedCopyOp,
+        rewriter: PatternRewriter,
     ) -> None:
         edge = op.input.owner
         if not isinstance(edge, mrvl.DequantizeOp | mrvl.QuantizeOp):
@@ -62,6 +67,14 @@ class MoveIntoInt8(RewritePattern):
         inner = edge.input
         if isinstance(op, mrvl.LayoutConvertOp):
             moved = mrvl.LayoutConvertOp(inner, mrvl.layout_of(op.output))
+        elif isinstance(op, mrvl.StridedCopyOp):
+            moved = mrvl.StridedCopyOp(
+                inner,
+                _with_element(op.output.type, mrvl.element_type_of(inner)),
+                offset=op.offset.value.data,
+                strides=op.strides.get_values(),
+                box=op.box.get_values(),
+            )
         else:
             moved = mrvl.ReshapeOp(
                 inner,
@@ -79,15 +92,57 @@ class MoveIntoInt8(RewritePattern):
         rewriter.replace(op, new_edge)
 
 
+def _with_element(t: TensorType, element) -> TensorType:
+    return mrvl.tensor(t.get_shape(), element, mrvl.layout_of(t))
+
+
 class CancelQdqPair(RewritePattern):
-    """`quantize(dequantize(q))` of one scale and zero point is q."""
+    """`quantize(dequantize(q))` of one scale and zero point is q; of two, it is q
+    requantized (`mrvl.requantize`, the `requant` instruction: within one step of the pair,
+    exact but at ties and in the fp32 rounding of the factor, docs/isa.md §4b)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
         source = op.input.owner
-        if isinstance(source, mrvl.DequantizeOp) and source.quant == op.quant:
-            if source.input.type == op.output.type:
-                rewriter.replace(op, [], [source.input])
+        if not isinstance(source, mrvl.DequantizeOp) or source.input.type != op.output.type:
+            return
+        if source.quant == op.quant:
+            rewriter.replace(op, [], [source.input])
+        else:
+            rewriter.replace(op, mrvl.RequantizeOp(source.input, source.quant, op.quant))
+
+
+class FoldQuantizedConcat(RewritePattern):
+    """`quantize(concat(dequantize(x_i)...))` -> the concat of the int8 x_i, each requantized
+    to the result's scale and zero point where its own differ (isa.md `requant`); a concat of
+    inputs that share the result's quantization is a byte copy."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
+        concat = op.input.owner
+        if not isinstance(concat, mrvl.ConcatOp) or not op.input.has_one_use():
+            return
+        dequantizes = _dequantized_inputs(list(concat.inputs))
+        if dequantizes is None:
+            return
+        parts = []
+        for dq in dequantizes:
+            part = dq.input
+            if dq.quant != op.quant:
+                requant = mrvl.RequantizeOp(part, dq.quant, op.quant)
+                requant.location = concat.location
+                rewriter.insert(requant)
+                part = requant.output
+            parts.append(part)
+        new = mrvl.ConcatOp(parts, _as_i8(concat.output.type), _axis_of(concat))
+        new.location = concat.location
+        rewriter.replace(op, new)
+        if not concat.output.uses:
+            rewriter.erase(concat)
+
+
+def _axis_of(concat: mrvl.ConcatOp) -> int | None:
+    return None if concat.axis is None else concat.axis.value.data
 
 
 def _dequantized_inputs(values: list[SSAValue]) -> list[mrvl.DequantizeOp] | None:
@@ -239,7 +294,7 @@ class FoldQdqPass(MrvlModulePass):
     name = "mrvl-fold-qdq"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = [MoveIntoInt8(), CancelQdqPair(), FoldQuantizedLayer()]
+        patterns = [MoveIntoInt8(), CancelQdqPair(), FoldQuantizedLayer(), FoldQuantizedConcat()]
         PatternRewriteWalker(
             GreedyRewritePatternApplier([InheritLocation(p) for p in patterns])
         ).rewrite_module(op)

@@ -124,6 +124,21 @@ class SelectQAdd(InstructionSelection):
         self.select(op, rewriter, fields)
 
 
+class SelectRequant(InstructionSelection):
+    opcode = "requant"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.RequantTaskOp, rewriter: PatternRewriter) -> None:
+        fields = {
+            "in_addr": self.state.address(op.input),
+            "out_addr": self.state.address(op.output),
+            "count": sched.buffer_type(op.output).dims[0],
+            "rq": list(op.rq.get_values()),
+            **_int8_fields(op),
+        }
+        self.select(op, rewriter, fields)
+
+
 class SelectQPool2D(InstructionSelection):
     opcode = "qpool"
 
@@ -150,4 +165,5 @@ INT8_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectQFullyConnected,
     SelectQAdd,
     SelectQPool2D,
+    SelectRequant,
 )

@@ -19,7 +19,14 @@ from tvm import relax
 import mrvl
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "quantization"))
-from qdq_models import INPUT_SHAPE, calibration, quantize_static_qdq, small_cnn  # noqa: E402
+from qdq_models import (  # noqa: E402
+    INPUT_SHAPE,
+    calibration,
+    concat_cnn,
+    quantize_static_qdq,
+    shuffle_cnn,
+    small_cnn,
+)
 
 LAYERS = ("/conv1/Conv", "/conv2/Conv", "/add/Add", "/pool/GlobalAveragePool", "/fc/Gemm")
 
@@ -100,3 +107,53 @@ def test_int8_region_is_bit_identical_on_both_engines(static_qdq, num_tiles):
         by_numba = run(region.binary, [feed["x"]], engine="numba")
         for a, b in zip(by_interp, by_numba):
             assert a.tobytes() == b.tobytes()
+
+
+@pytest.fixture(scope="module")
+def concat_qdq():
+    return quantize_static_qdq(concat_cnn())
+
+
+def test_int8_concat_and_copies_in_one_region(concat_qdq):
+    """A concat of inputs at their own scales (`requant` rescales them) and a slice run in int8 in the one region, within 1 step of onnxruntime on the same QDQ model,
+    and both engines give the same bytes."""
+    from mrvl.sim import run
+
+    report, vm = built(concat_qdq, 8)
+    assert len(report.regions) == 1, report
+    kinds = {r.op_type for r in report.rows if r.dtype == "int8"}
+    assert {"Concat", "Slice", "Conv"} <= kinds, kinds
+    assert {r.dtype for r in report.rows if r.offloaded} == {"int8"}
+    session = ort.InferenceSession(concat_qdq.SerializeToString())
+    off = np.concatenate(
+        [
+            steps(
+                concat_qdq, vm["main"](tvm.runtime.tensor(v["x"])).numpy(), session.run(None, v)[0]
+            )
+            for v in calibration(8, seed=11)
+        ]
+    )
+    assert off.max() <= 1, off.max()
+    print(f"concat: exact {(off == 0).mean():.3f}")
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(concat_qdq), num_tiles=8)
+    (region,) = mrvl.build(mod, target="llvm").mrvl_regions
+    assert "requant" in {ins.opcode for ins in region.program.code}
+    x = calibration(1, seed=5)[0]["x"]
+    by_interp = run(region.binary, [x], engine="interp")
+    by_numba = run(region.binary, [x], engine="numba")
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
+
+
+def test_int8_channel_shuffle_is_one_copy():
+    """A channel shuffle with a QDQ pair after each move (reshape, transpose, reshape) is one
+    int8 copy in the region: the pairs between the moves are exact no-ops and are dropped."""
+    model = quantize_static_qdq(shuffle_cnn())
+    report, vm = built(model, 8)
+    assert len(report.regions) == 1, report
+    rows = {r.node: r for r in report.rows}
+    assert rows["/shuffle/Transpose"].dtype == "int8"
+    assert rows["gt_QuantizeLinear"].target == "folded"
+    session = ort.InferenceSession(model.SerializeToString())
+    for v in calibration(4, seed=11):
+        got = vm["main"](tvm.runtime.tensor(v["x"])).numpy()
+        assert steps(model, got, session.run(None, v)[0]).max() <= 1

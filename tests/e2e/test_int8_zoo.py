@@ -19,7 +19,9 @@ from mrvl.models.zoo import load_zoo_model
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+@pytest.mark.parametrize(
+    "name", ["resnet18", "mobilenet_v2", "googlenet", "squeezenet1_1", "shufflenet_v2_x1_0"]
+)
 def test_zoo_classifier_runs_in_int8_within_3_steps(name):
     model = load_zoo_model(name)
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]

@@ -56,6 +56,104 @@ def small_cnn(seed: int = 0, softmax: bool = False) -> onnx.ModelProto:
     return model
 
 
+def concat_cnn(seed: int = 0) -> onnx.ModelProto:
+    """conv-relu, two branches (1x1 and 3x3 convs) concatenated, a slice, conv, global
+    pool, fc: the data movement of an int8 Inception or ShuffleNet, whose concat inputs have
+    scales of their own."""
+    rng = np.random.default_rng(seed)
+
+    def weight(name, shape, scale):
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) * scale).astype(np.float32), name
+        )
+
+    def ints(name, values):
+        return numpy_helper.from_array(np.array(values, np.int64), name)
+
+    inits = [
+        weight("w1", (8, 3, 3, 3), 0.3),
+        weight("b1", (8,), 0.1),
+        weight("wa", (4, 8, 1, 1), 0.5),
+        weight("ba", (4,), 0.1),
+        weight("wb", (4, 8, 3, 3), 0.1),
+        weight("bb", (4,), 0.1),
+        weight("w2", (8, 6, 3, 3), 0.2),
+        weight("b2", (8,), 0.1),
+        weight("wf", (8, 10), 0.3),
+        weight("bf", (10,), 0.1),
+        ints("starts", [1]),
+        ints("ends", [7]),
+        ints("axes", [1]),
+    ]
+    nodes = [
+        oh.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="/conv1/Conv", pads=[1, 1, 1, 1]),
+        oh.make_node("Relu", ["c1"], ["r1"], name="/relu1/Relu"),
+        oh.make_node("Conv", ["r1", "wa", "ba"], ["ca"], name="/a/Conv"),
+        oh.make_node("Conv", ["r1", "wb", "bb"], ["cb"], name="/b/Conv", pads=[1, 1, 1, 1]),
+        oh.make_node("Concat", ["ca", "cb"], ["cat"], name="/cat/Concat", axis=1),
+        oh.make_node("Slice", ["cat", "starts", "ends", "axes"], ["sl"], name="/slice/Slice"),
+        oh.make_node("Conv", ["sl", "w2", "b2"], ["c2"], name="/conv2/Conv", pads=[1, 1, 1, 1]),
+        oh.make_node("Relu", ["c2"], ["r2"], name="/relu2/Relu"),
+        oh.make_node("GlobalAveragePool", ["r2"], ["p"], name="/pool/GlobalAveragePool"),
+        oh.make_node("Flatten", ["p"], ["f"], name="/flatten/Flatten"),
+        oh.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="/fc/Gemm"),
+    ]
+    graph = oh.make_graph(
+        nodes,
+        "concat_cnn",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, list(INPUT_SHAPE))],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        inits,
+    )
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def shuffle_cnn(seed: int = 0) -> onnx.ModelProto:
+    """conv-relu, a channel shuffle (reshape to groups at rank 5, transpose, reshape back,
+    as ShuffleNet has), conv, global pool, fc: a quantizer puts a QDQ pair after each move."""
+    rng = np.random.default_rng(seed)
+
+    def weight(name, shape, scale):
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) * scale).astype(np.float32), name
+        )
+
+    inits = [
+        weight("w1", (8, 3, 3, 3), 0.3),
+        weight("b1", (8,), 0.1),
+        weight("w2", (8, 8, 3, 3), 0.2),
+        weight("b2", (8,), 0.1),
+        weight("wf", (8, 10), 0.3),
+        weight("bf", (10,), 0.1),
+        numpy_helper.from_array(np.array([1, 2, 4, 16, 16], np.int64), "groups"),
+        numpy_helper.from_array(np.array([1, 8, 16, 16], np.int64), "flat"),
+    ]
+    nodes = [
+        oh.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="/conv1/Conv", pads=[1, 1, 1, 1]),
+        oh.make_node("Relu", ["c1"], ["r1"], name="/relu1/Relu"),
+        oh.make_node("Reshape", ["r1", "groups"], ["g"], name="/shuffle/Reshape"),
+        oh.make_node("Transpose", ["g"], ["gt"], name="/shuffle/Transpose", perm=[0, 2, 1, 3, 4]),
+        oh.make_node("Reshape", ["gt", "flat"], ["sh"], name="/shuffle/Reshape_1"),
+        oh.make_node("Conv", ["sh", "w2", "b2"], ["c2"], name="/conv2/Conv", pads=[1, 1, 1, 1]),
+        oh.make_node("Relu", ["c2"], ["r2"], name="/relu2/Relu"),
+        oh.make_node("GlobalAveragePool", ["r2"], ["p"], name="/pool/GlobalAveragePool"),
+        oh.make_node("Flatten", ["p"], ["f"], name="/flatten/Flatten"),
+        oh.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="/fc/Gemm"),
+    ]
+    graph = oh.make_graph(
+        nodes,
+        "shuffle_cnn",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, list(INPUT_SHAPE))],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        inits,
+    )
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
 def calibration(count: int = 8, seed: int = 1) -> list[dict[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     return [{"x": rng.standard_normal(INPUT_SHAPE).astype(np.float32)} for _ in range(count)]
