@@ -386,14 +386,36 @@ def _positive(name: str, value: str, what: str) -> int:
 
 def threads() -> int:
     """The threads of a run: $MRVL_SIM_THREADS, else the CPUs this process may run on divided
-    among the $MRVL_SIM_WORKERS processes that share them (at least one)."""
+    among the $MRVL_SIM_WORKERS processes that share them, and no more than those of them
+    that other tasks leave free at the start of the run (`free_cpus`; at least one)."""
     value = os.environ.get(THREADS_ENV)
     if value is not None:
         return _positive(THREADS_ENV, value, "threads")
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     workers = os.environ.get(WORKERS_ENV)
     sharing = _positive(WORKERS_ENV, workers, "worker processes") if workers else 1
-    return max(1, (cpus or 1) // sharing)
+    return max(1, min((cpus or 1) // sharing, free_cpus(cpus or 1)))
+
+
+LOADAVG = "/proc/loadavg"
+"""Linux's load figures; the fourth field is `running/total`, the tasks runnable right now
+(the one reading it included) of all of them."""
+
+
+def free_cpus(cpus: int, loadavg: str | None = None) -> int:
+    """How many of this process's `cpus` no other runnable task wants right now: `cpus` less
+    the others runnable this instant, counted evenly over the online CPUs (Linux's count in
+    `loadavg`, default LOADAVG; elsewhere, or if unreadable, `cpus`). A helper thread on a core another task
+    wants gets a part of it and holds up each shared instruction whose chunk it was computing
+    when it lost the core; a one-minute load average (as libgomp's dynamic threads use) would
+    answer a minute late."""
+    try:
+        with open(loadavg or LOADAVG) as figures:
+            running = int(figures.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return cpus
+    others = max(0, running - 1) * cpus / max(os.cpu_count() or cpus, cpus)
+    return max(1, cpus - int(others + 0.5))
 
 
 _helpers: ThreadPoolExecutor | None = None
