@@ -299,7 +299,8 @@ def chunk_size(total, unit, workers):
 
 SHARED_MACS = 1 << 19
 """The fewest multiply-adds of a conv whose output positions the engine's threads share
-(`conv`); a smaller one costs less on one thread than the threads' meeting points."""
+(`conv`); a smaller one costs less on one thread than sharing it does (opening it, claiming
+chunks, waiting for the last)."""
 
 
 @jit
