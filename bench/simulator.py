@@ -23,9 +23,12 @@ in the Relax VM. Per model the table gives:
   interp gave the same bits, and
   the child's peak resident memory (compile and runs included).
 
-`--contention` also starts, in each child, a process that loops on one core, and times the
-warm run with the default thread count (`busy`) and with one thread (`busy 1t`) while it
-runs: on a shared machine the default should be within 1.2x of one thread.
+`--contention` also starts, in each child, a process that loops on one core, and times warm
+runs with the default thread count (`busy`), with one thread (`busy 1t`) and with one thread a
+CPU (`busy all`) while it runs, in turn: the best of `--repeat` each, their ratios to one
+thread, and the median of each run's ratio to the one-thread run next to it (on a machine
+shared with other work, best-of wall times are luck; the median ratio says more). On a shared
+machine the default should be within 1.2x of one thread.
 """
 
 from __future__ import annotations
@@ -59,31 +62,43 @@ def _load(name: str, seed: int):
     return model, random_inputs(model, seed=seed)
 
 
-def _best_warm(vm_run, repeat: int, threads: str | None) -> float:
-    """The best of `repeat` warm runs with $MRVL_SIM_THREADS set to `threads` (None: unset)."""
+def _warm_run(vm_run, threads: str | None) -> float:
+    """One warm run's seconds with $MRVL_SIM_THREADS set to `threads` (None: unset)."""
     saved = os.environ.pop("MRVL_SIM_THREADS", None)
     if threads is not None:
         os.environ["MRVL_SIM_THREADS"] = threads
     try:
-        return min(vm_run()[0] for _ in range(repeat))
+        return vm_run()[0]
     finally:
         os.environ.pop("MRVL_SIM_THREADS", None)
         if saved is not None:
             os.environ["MRVL_SIM_THREADS"] = saved
 
 
+CONTENTION_SETTINGS = {"busy": None, "busy_1t": "1", "busy_all": str(len(os.sched_getaffinity(0)))}
+"""The thread counts timed while a process loops on a core: the default, one, and one a CPU."""
+
+
 def contention(vm_run, repeat: int) -> dict:
-    """Warm runs with the default threads and with one while another process loops on a core."""
+    """Warm runs with the default threads, with one and with one a CPU while another process
+    loops on a core, taken in turn (so a change of the machine's load meets all three alike):
+    the best of `repeat` each, and the median of each run's ratio to the one-thread run next
+    to it."""
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.2)  # let it take its core
-        return {
-            "busy": _best_warm(vm_run, repeat, None),
-            "busy_1t": _best_warm(vm_run, repeat, "1"),
-        }
+        times: dict[str, list[float]] = {name: [] for name in CONTENTION_SETTINGS}
+        for _ in range(repeat):
+            for name, threads in CONTENTION_SETTINGS.items():
+                times[name].append(_warm_run(vm_run, threads))
     finally:
         busy.kill()
         busy.wait()
+    row = {name: min(seconds) for name, seconds in times.items()}
+    for name in ("busy", "busy_all"):
+        ratios = np.divide(times[name], times["busy_1t"])
+        row[f"{name}_ratio_median"] = float(np.median(ratios))
+    return row
 
 
 def bench_model(name: str, seed: int, repeat: int, interp: bool, busy: bool = False) -> dict:
@@ -172,7 +187,11 @@ def _format(row: dict) -> str:
         cells += [
             f"{row['busy']:8.3f}",
             f"{row['busy_1t']:8.3f}",
-            f"{row['busy'] / row['busy_1t']:10.2f}",
+            f"{row['busy_all']:8.3f}",
+            f"{row['busy'] / row['busy_1t']:8.2f}",
+            f"{row['busy_ratio_median']:8.2f}",
+            f"{row['busy_all'] / row['busy_1t']:7.2f}",
+            f"{row['busy_all_ratio_median']:7.2f}",
         ]
     return " ".join(cells)
 
@@ -205,7 +224,8 @@ def main(argv=None) -> int:
         f"{'peak MB':>8s}"
     )
     if args.contention:
-        header += f" {'busy':>8s} {'busy 1t':>8s} {'busy/1t':>10s}"
+        header += f" {'busy':>8s} {'busy 1t':>8s} {'busy all':>8s} {'busy/1t':>8s} {'(median)':>8s}"
+        header += f" {'all/1t':>7s} {'(median)':>7s}"
     print("seconds per inference (VM run, regions on the simulator)")
     print(header)
     print("-" * len(header), flush=True)

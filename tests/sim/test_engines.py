@@ -423,9 +423,17 @@ def test_a_bad_thread_count_is_a_clear_error(monkeypatch):
         run(_valid_conv_program(), [], engine="numba")
 
 
-def test_parallel_workers_divide_the_cores_among_them(monkeypatch):
+def _loadavg(tmp_path, running: int) -> str:
+    """A /proc/loadavg whose fourth field says `running` tasks are runnable."""
+    path = tmp_path / f"loadavg-{running}"
+    path.write_text(f"1.00 0.50 0.25 {running}/300 4321\n")
+    return str(path)
+
+
+def test_parallel_workers_divide_the_cores_among_them(monkeypatch, tmp_path):
     """$MRVL_SIM_WORKERS processes share the cores: each defaults to its part, at least one."""
     monkeypatch.delenv(numba_engine.THREADS_ENV, raising=False)
+    monkeypatch.setattr(engine_threads, "LOADAVG", _loadavg(tmp_path, 1))  # an idle machine
     cpus = len(os.sched_getaffinity(0))
     monkeypatch.setenv(engine_threads.WORKERS_ENV, "1")
     assert numba_engine.threads() == cpus
@@ -437,6 +445,23 @@ def test_parallel_workers_divide_the_cores_among_them(monkeypatch):
     monkeypatch.setenv(engine_threads.WORKERS_ENV, "none")
     with pytest.raises(SimulatorInputError, match="MRVL_SIM_WORKERS"):
         run(_valid_conv_program(), [], engine="numba")
+
+
+def test_the_default_leaves_the_cores_other_tasks_want(monkeypatch, tmp_path):
+    """By default a run takes only the CPUs that other runnable tasks leave free (at least
+    one), so no helper thread shares a core with another process from the start."""
+    monkeypatch.delenv(numba_engine.THREADS_ENV, raising=False)
+    monkeypatch.delenv(engine_threads.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(engine_threads.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(engine_threads.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    for running, free in [(1, 4), (2, 3), (4, 1), (9, 1)]:
+        monkeypatch.setattr(engine_threads, "LOADAVG", _loadavg(tmp_path, running))
+        assert numba_engine.threads() == free
+    assert engine_threads.free_cpus(4, str(tmp_path / "missing")) == 4
+    # two of eight online CPUs: the others' tasks are spread over all eight
+    monkeypatch.setattr(engine_threads.os, "cpu_count", lambda: 8)
+    assert engine_threads.free_cpus(2, _loadavg(tmp_path, 2)) == 2
+    assert engine_threads.free_cpus(2, _loadavg(tmp_path, 9)) == 1
 
 
 @SETTINGS

@@ -12,7 +12,7 @@ bounds, and Numba does no bounds checking, so nothing here checks anything. By j
 - `dma`: `dma`, `cvt` and `lut`;
 - `mac_tiles` and `mac`: the multiply-accumulate blocks, and the `conv` and `fc` instructions;
 - `vector`: `pool`, `resize`, `add`, `scale` and `mul`;
-- `sharing`: which instructions the threads share, and their meeting points;
+- `sharing`: which instructions the threads share, and how they take their work in chunks;
 - `dispatch`: one kernel per opcode in a table, the compiled loop, and `execute`.
 
 The weight cache and multicast expansion, which any engine can use, are `mrvl.sim.weight_cache`

@@ -3,10 +3,10 @@ reference engine's), the compiled loop over a program's rows (`run_program`), an
 which runs it on the engine's threads.
 
 Every kernel has one signature, `kernel(i, row, frow, machine, tally, weights, skip, sync,
-worker, workers, step) -> status`: instruction i's integer and float words, the machine's
+worker, workers) -> status`: instruction i's integer and float words, the machine's
 memories `machine` = (ddr, ocm, tables, lut, lut_bits), its (saturated, NaN) counts, the weight
-cache's arrays and DMA skips, and the threads' meeting state. The status is the thread's new
-step count (>= 0), STOP (the program ends here for this thread), or FAULT - fault.
+cache's arrays and DMA skips, and the threads' shared state (`sharing.py`). The status is 0
+(done), STOP (the program ends here for this thread), or FAULT - fault.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from mrvl.sim.engines.numba.normalization import layernorm, softmax
 from mrvl.sim.engines.numba.numerics import F16_TO_F32, F16_TO_F32_BITS
 from mrvl.sim.engines.numba.reduce import binary, reduce
 from mrvl.sim.engines.numba.sharing import (
-    SYNC_EXTRA,
+    SYNC_WORKERS,
     _helper_pool,
     abandon,
     new_sync,
@@ -74,118 +74,118 @@ def cache_slot(weights, i):
 
 @implements("dma")
 @jit
-def _dma(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _dma(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     if skip[i] == 0:  # WeightCache.skip
         dma(row, machine[0], machine[1][row[1]])
-    return step
+    return 0
 
 
 @implements("cvt")
 @jit
-def _cvt(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _cvt(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     cvt(row, machine[0], machine[4], tally)
-    return step
+    return 0
 
 
 @implements("lut")
 @jit
-def _lut(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _lut(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     load_table(row, machine[0], machine[2][row[1]])
-    return step
+    return 0
 
 
 @implements("conv")
 @jit
-def _conv(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _conv(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     tile = row[1]
     cache = cache_slot(weights, i)
     ocm, table = machine[1][tile], machine[2][tile]
-    return conv(row, frow, ocm, machine[3], table, tally, cache, sync, worker, workers, step)
+    return conv(row, frow, ocm, machine[3], table, tally, cache, sync, i, worker, workers)
 
 
 @implements("fc")
 @jit
-def _fc(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _fc(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     tile = row[1]
     fc(row, frow, machine[1][tile], machine[3], machine[2][tile], tally, cache_slot(weights, i))
-    return step
+    return 0
 
 
 @implements("bmm")
 @jit
-def _bmm(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _bmm(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     bmm(row, machine[1][row[1]], machine[3], tally)
-    return step
+    return 0
 
 
 @implements("pool")
 @jit
-def _pool(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
-    return pool(row, machine[1][row[1]], machine[3], tally, sync, worker, workers, step)
+def _pool(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
+    return pool(row, machine[1][row[1]], machine[3], tally, sync, i, worker, workers)
 
 
 @implements("resize")
 @jit
-def _resize(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _resize(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     fault = resize(row, machine[1][row[1]], machine[3], tally)
-    return FAULT - fault if fault else step
+    return FAULT - fault if fault else 0
 
 
 @implements("add")
 @jit
-def _add(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _add(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     tile = row[1]
     ocm, table = machine[1][tile], machine[2][tile]
-    return add(row, frow, ocm, machine[3], table, tally, sync, worker, workers, step)
+    return add(row, frow, ocm, machine[3], table, tally, sync, i, worker, workers)
 
 
 @implements("scale")
 @jit
-def _scale(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _scale(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     tile = row[1]
     scale(row, frow, machine[1][tile], machine[3], machine[2][tile], tally)
-    return step
+    return 0
 
 
 @implements("mul")
 @jit
-def _mul(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _mul(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     tile = row[1]
     mul(row, frow, machine[1][tile], machine[3], machine[2][tile], tally)
-    return step
+    return 0
 
 
 @implements("softmax")
 @jit
-def _softmax(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _softmax(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     softmax(row, machine[1][row[1]], machine[3], tally)
-    return step
+    return 0
 
 
 @implements("layernorm")
 @jit
-def _layernorm(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _layernorm(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     layernorm(row, frow, machine[1][row[1]], machine[3], tally)
-    return step
+    return 0
 
 
 @implements("reduce")
 @jit
-def _reduce(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _reduce(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     reduce(row, machine[1][row[1]], machine[3], tally)
-    return step
+    return 0
 
 
 @implements("binary")
 @jit
-def _binary(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _binary(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     binary(row, machine[1][row[1]], machine[3], tally)
-    return step
+    return 0
 
 
 @implements("end")
 @jit
-def _end(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _end(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     return STOP
 
 
@@ -209,12 +209,11 @@ def run_program(words, floats, machine, counts, weights, skip, sync, worker):
     cache's arrays (WeightCache.arrays); `skip[i]` = 1 skips DMA i (WeightCache.skip).
 
     Several threads may run one program together, each calling this with its `worker` index
-    and its own `counts`, and one `sync` array (`threads.new_sync`): thread 0 runs every
-    instruction, and the others join it in the convs, adds and pools it shares (`shared_work`)
-    and skip the rest. `abandon(sync)` ends the run for all (thread 0 does on a fault)."""
+    and its own `counts`, and one `sync` array (`sharing.new_sync`): thread 0 runs every
+    instruction, and the others join it in the convs, adds and pools it shares (`shared_work`),
+    taking chunks of their work, and skip the rest. `abandon(sync)` ends the run for all (thread 0 does on a fault)."""
     slots = weights[0]
-    workers = sync.size - SYNC_EXTRA
-    step = 0
+    workers = sync[SYNC_WORKERS]
     for i in range(words.shape[0]):
         row, frow = words[i], floats[i]
         op = row[0]
@@ -228,10 +227,9 @@ def run_program(words, floats, machine, counts, weights, skip, sync, worker):
         for entry in literal_unroll(KERNEL_TABLE):
             if entry[0] == op:
                 status = entry[1](
-                    i, row, frow, machine, counts[i], weights, skip, sync, worker, together, step
+                    i, row, frow, machine, counts[i], weights, skip, sync, worker, together
                 )
         if status >= 0:
-            step = status
             continue
         if status == STOP:
             return -1
@@ -268,7 +266,7 @@ def execute(
     owned = cache.lock.acquire(blocking=False)  # another thread's run may be filling it
     arrays = cache.arrays if owned else WeightCache.none(rows)
     skip = cache.skip() if owned else np.zeros(len(rows.words), np.uint8)
-    sync = new_sync(workers)
+    sync = new_sync(workers, len(rows.words))
     machine = (memory.ddr, memory.ocm, memory.tables, F16_TO_F32, F16_TO_F32_BITS)
     args = (rows.words, rows.floats, machine)
     try:

@@ -173,7 +173,7 @@ def quantize_value(x, scale, zp):
 
 
 @jit
-def _quant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _quant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     ddr = machine[0]
     shape = row[Q_SRC_SHAPE : Q_SRC_SHAPE + 4].astype(np.int64)
     perm = row[Q_PERM : Q_PERM + 4]
@@ -189,11 +189,11 @@ def _quant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, wor
     scale, zp, dst = frow[Q_SCALE], np.int64(row[Q_ZP]), np.int64(row[Q_DST_ADDR])
     for k in range(count):
         store_i8(ddr, dst + k, quantize_value(values[k], scale, zp))
-    return step
+    return 0
 
 
 @jit
-def _dequant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _dequant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     ddr = machine[0]
     shape = row[DQ_SRC_SHAPE : DQ_SRC_SHAPE + 4].astype(np.int64)
     perm = row[DQ_PERM : DQ_PERM + 4]
@@ -209,7 +209,7 @@ def _dequant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, w
         store_f32(ddr, np.int64(row[DQ_DST_ADDR]), values)
     else:
         store_f16(ddr, np.int64(row[DQ_DST_ADDR]), values, tally)
-    return step
+    return 0
 
 
 @jit
@@ -249,7 +249,7 @@ def _accumulate_taps(x, wt, acc, geometry, group_base, broadcast):
 
 
 @jit
-def _qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     """The window less in_zp (a padding tap would read in_zp and add 0, so it is skipped),
     the weights as [KH, KW, Cg, OCt], the int32 start (partial sums or bias), the taps
     (`_accumulate_taps`), then the int32 result or its requantization per channel."""
@@ -304,18 +304,18 @@ def _qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, wor
             ocm[out : out + 4 * flat.size].view(np.int32)[:] = flat
         else:
             store_i32(ocm, out, flat.astype(np.int64))
-        return step
+        return 0
     pairs = load_i32(ocm, np.int64(row[QC_RQ_ADDR]), 2 * oc)
     lo, hi, lut, out_zp = row[QC_CLAMP], row[QC_CLAMP + 1], row[QC_LUT_ADDR], row[QC_OUT_ZP]
     for k in range(flat.size):
         o = k % oc
         y = out_zp + requantize(flat[k], pairs[2 * o], pairs[2 * o + 1])
         store_i8(ocm, out + k, finish(y, lo, hi, ocm, lut))
-    return step
+    return 0
 
 
 @jit
-def _qfc_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _qfc_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     ocm = machine[1][row[1]]
     rows, inner, outs = row[QF_N], row[QF_K], row[QF_O]
     in_zp = np.int64(row[QF_IN_ZP])
@@ -336,11 +336,11 @@ def _qfc_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, worke
             acc = wrap_int32(bias[j] + s)
             y = out_zp + requantize(acc, pairs[2 * j], pairs[2 * j + 1])
             store_i8(ocm, out + r * outs + j, finish(y, lo, hi, ocm, lut))
-    return step
+    return 0
 
 
 @jit
-def _qadd_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _qadd_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     ocm = machine[1][row[1]]
     count = row[QA_COUNT]
     a = load_i8(ocm, np.int64(row[QA_A_ADDR]), count)
@@ -353,11 +353,11 @@ def _qadd_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
         sb = requantize((b[k] - b_zp) << QADD_LEFT_SHIFT, row[QA_B_RQ], row[QA_B_RQ + 1])
         y = out_zp + requantize(sa + sb, row[QA_OUT_RQ], row[QA_OUT_RQ + 1])
         store_i8(ocm, out + k, finish(y, lo, hi, ocm, lut))
-    return step
+    return 0
 
 
 @jit
-def _requant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _requant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     ocm = machine[1][row[1]]
     count = row[RQ_COUNT]
     x = load_i8(ocm, np.int64(row[RQ_IN_ADDR]), count)
@@ -367,11 +367,11 @@ def _requant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, w
     for k in range(count):
         y = out_zp + requantize(x[k] - in_zp, row[RQ_RQ], row[RQ_RQ + 1])
         store_i8(ocm, out + k, finish(y, lo, hi, ocm, lut))
-    return step
+    return 0
 
 
 @jit
-def _qpool_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers, step):
+def _qpool_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     """Per output position and channel: the max of the valid taps, or the sum of their
     differences from in_zp divided by the divisor (ties away from zero); then rescaled."""
     ocm = machine[1][row[1]]
@@ -432,7 +432,7 @@ def _qpool_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, wor
                         value = magnitude if s >= 0 else -magnitude
                     y = out_zp + requantize(value, multiplier, shift)
                     store_i8(ocm, out + at + ch, min(max(y, -128), 127))
-    return step
+    return 0
 
 
 INT8_KERNELS = {

@@ -79,16 +79,25 @@ from mrvl.sim.engines.numba.numerics import (
     store_f16,
     store_f32,
 )
-from mrvl.sim.engines.numba.sharing import apart, arrive, share
+from mrvl.sim.engines.numba.sharing import (
+    COMPUTED,
+    STORED,
+    all_done,
+    apart,
+    chunk_size,
+    claim,
+    count_done,
+    end_shared,
+    start_shared,
+)
 
 
 @jit
-def load_window(row, ocm, start, stop, lut, merged):
-    """The conv's input window as fp32 (float32[N*H*W'*C], then zeros as long as the longest
-    segment for the taps in the padding), converted only in the window rows that output
-    positions [start, stop) read: a thread sharing the conv converts its own rows (the rest of
-    the array is never read). One image only; with several, all of it. W' = W, or with
-    `merged` (conv_run_blocked) W plus the zero columns of window_columns on each side."""
+def new_window(row, merged):
+    """The conv's input window as fp32, unconverted (float32[N*H*W'*C], then zeros as long as
+    the longest segment for the taps in the padding): `load_window` converts its rows. W' = W,
+    or with `merged` (conv_run_blocked) W plus the zero columns of window_columns on each
+    side."""
     n_count, height, width, in_channels = (
         row[CONV_IN_SHAPE],
         row[CONV_IN_SHAPE + 1],
@@ -98,11 +107,28 @@ def load_window(row, ocm, start, stop, lut, merged):
     group_channels = in_channels // row[CONV_GROUPS]
     left, right = window_columns(row) if merged else (0, 0)
     tail = row[CONV_KERNEL + 1] * group_channels if merged else group_channels
-    out_cols = row[CONV_OUT_SHAPE + 2]
-    padded_row = (width + left + right) * in_channels
-    size = n_count * height * padded_row
+    size = n_count * height * (width + left + right) * in_channels
     x = np.empty(size + tail, np.float32)
     x[size:] = 0.0
+    return x
+
+
+@jit
+def load_window(row, ocm, x, start, stop, loaded, lut, merged):
+    """Convert the window rows (`new_window`) that output positions [start, stop) read and
+    that are not among the first `loaded`; returns the new `loaded`. A thread sharing the conv
+    converts only its chunks' rows (the rest of its window is never read), each once: its
+    chunks come in increasing order, so their rows do. One image only; with several, all of
+    it."""
+    n_count, height, width, in_channels = (
+        row[CONV_IN_SHAPE],
+        row[CONV_IN_SHAPE + 1],
+        row[CONV_IN_SHAPE + 2],
+        row[CONV_IN_SHAPE + 3],
+    )
+    left, right = window_columns(row) if merged else (0, 0)
+    out_cols = row[CONV_OUT_SHAPE + 2]
+    padded_row = (width + left + right) * in_channels
     lo, hi = 0, n_count * height  # rows of all the images, [N*H, W, C]
     if n_count == 1 and stop > start:
         first = (row[CONV_OROW0] + start // out_cols) * row[CONV_STRIDE] - row[CONV_PAD]
@@ -112,19 +138,22 @@ def load_window(row, ocm, start, stop, lut, merged):
         hi = max(min(last - row[CONV_ROW0] + 1, height), lo)
     elif stop <= start:
         hi = 0
+    lo = max(lo, loaded)
+    if hi <= lo:
+        return loaded
     per_row = width * in_channels
     if left + right == 0:
         load_f16_into(
             ocm, row[CONV_IN_ADDR] + 2 * lo * per_row, x[lo * per_row : hi * per_row], lut
         )
-        return x
+        return hi
     for r in range(lo, hi):
         base = r * padded_row
         inside = base + left * in_channels
         x[base:inside] = 0.0
         load_f16_into(ocm, row[CONV_IN_ADDR] + 2 * r * per_row, x[inside : inside + per_row], lut)
         x[inside + per_row : base + padded_row] = 0.0
-    return x
+    return hi
 
 
 @jit
@@ -156,20 +185,20 @@ def fp32_result_apart(row, nbytes):
 
 
 @jit
-def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
+def conv(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
     """`cache` is this instruction's slot of the weight cache (WeightCache): empty arrays if it
     has none, else (raw, packed, filled), the f16 bits last packed, their packing, and the
     slot's flag (PACKED, CONSTANT): a packing of constant weights is used as it is, any other
     only if the weights in OCM still equal the bits it was made from.
 
     A conv with a slot computed by several threads (`workers` > 1, every one calling this)
-    is shared by output positions: thread 0 packs the weights, then each computes and stores
-    a contiguous span of whole mac_tile calls (a depthwise conv: of whole output rows, and
-    every thread converts the weights), each output in the documented order, so the
-    bits do not depend on the number of threads. The threads meet (`arrive`) before
-    computing, before storing if the output overlaps bytes they read (so no store reaches
-    them while another still loads; output_apart), and after storing. Returns the thread's
-    step count, or -1 if the run was abandoned."""
+    is shared by output positions: thread 0 packs the weights and opens it (start_shared),
+    then each thread claims chunks of whole mac_tile calls (a depthwise conv: of whole output
+    rows, and every thread converts the weights) until none is left, computing each output in
+    the documented order, so the bits do not depend on who computes what. A thread stores a
+    chunk as soon as it is computed, unless the output overlaps bytes the conv reads
+    (output_apart): then it stores its chunks once every chunk is computed, so no store
+    reaches a byte another thread still loads. Returns 0, or -1 if the run was abandoned."""
     n_count, in_channels = row[CONV_IN_SHAPE], row[CONV_IN_SHAPE + 3]
     out_rows, out_cols, out_channels = (
         row[CONV_OUT_SHAPE + 1],
@@ -179,7 +208,6 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
     groups = row[CONV_GROUPS]
     group_channels = in_channels // groups
-    oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // groups
     steps = kh_count * kw_count * group_channels
     positions = n_count * out_rows * out_cols
     raw, cached, _ = cache
@@ -188,16 +216,17 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     if raw.size > 0 and worker == 0 and packing_stale(ocm, w_addr, cache):
         tap = conv_order(kh_count, kw_count, group_channels)
         repack(ocm, w_addr, tap, out_channels, cache, lut)
-    start, stop = 0, positions
-    if workers > 1:
-        step = arrive(sync, worker, workers, step)
-        if step < 0:
-            return step
-        # whole mac_tile calls; a depthwise conv's whole output rows (conv_depthwise)
-        unit = MAC_PIXELS if raw.size > 0 else out_cols
-        start, stop = share(positions, unit, worker, workers)
+    if workers > 1 and not start_shared(sync, i, worker):
+        return -1
+    # whole mac_tile calls; a depthwise conv's whole output rows (conv_depthwise)
+    size = chunk_size(positions, MAC_PIXELS if raw.size > 0 else out_cols, workers)
+    chunks = (positions + size - 1) // size
+    chunk = claim(sync, i, workers, chunks, 0)
+    if chunk >= chunks:
+        return end_shared(sync, i, worker, workers, chunks)
     merged = raw.size > 0 and merges_kernel_rows(row)  # a segment per kernel row
-    x = load_window(row, ocm, start, stop, lut, merged)
+    x = new_window(row, merged)
+    loaded = 0  # the window rows converted
     bias = load_bias(ocm, row[CONV_B_ADDR], out_channels)
     out_addr = row[CONV_OUT_ADDR]
     direct = raw.size > 0 and fp32_result_apart(row, 4 * positions * out_channels)
@@ -209,61 +238,86 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, worker, workers, step):
     # fp32 partial sums of the earlier input-channel blocks (the bias is in them), or none
     # (read in place: no thread stores over them while another reads, output_apart)
     partial = read_f32(ocm, acc_addr, positions * out_channels) if acc_addr != -1 else out[:0]
-    if raw.size > 0:
+    w = cached[:0]
+    if raw.size == 0:
+        w = load_f16(ocm, w_addr, out_channels * steps, lut)
+    out_bytes = (4 if row[CONV_ACC_OUT] == 1 else 2) * positions * out_channels
+    # without a slot, each thread reads the weights in OCM too
+    weights_apart = raw.size > 0 or apart(w_addr, 2 * out_channels * steps, out_addr, out_bytes)
+    deferred = workers > 1 and not (output_apart(row, out_bytes) and weights_apart)
+    slopes = load_slopes(ocm, row[CONV_ACT], row[CONV_ACT_ADDR], out_channels)
+    mine = np.empty(chunks, np.int64)  # the chunks this thread took
+    taken = 0
+    while chunk < chunks:
+        start, stop = chunk * size, min(positions, (chunk + 1) * size)
+        loaded = load_window(row, ocm, x, start, stop, loaded, lut, merged)
+        conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged)
+        mine[taken] = chunk
+        taken += 1
+        if not deferred:
+            conv_store(row, frow, ocm, table, tally, out, slopes, start, stop, direct)
+        chunk = claim(sync, i, workers, chunks, taken)
+    if workers == 1:
+        return 0
+    if deferred:
+        count_done(sync, i, COMPUTED, taken)
+        if not all_done(sync, i, COMPUTED, chunks):
+            return -1
+        for k in range(taken):
+            start, stop = mine[k] * size, min(positions, (mine[k] + 1) * size)
+            conv_store(row, frow, ocm, table, tally, out, slopes, start, stop, direct)
+    count_done(sync, i, STORED, taken)
+    return end_shared(sync, i, worker, workers, chunks)
+
+
+@jit
+def conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged):
+    """Compute output positions [start, stop) of every output channel into `out`, from the
+    window `x` (load_window), the slot's packing `cached` if it has one, else the weights `w`
+    (fp32)."""
+    kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
+    out_cols, out_channels = row[CONV_OUT_SHAPE + 2], row[CONV_OUT_SHAPE + 3]
+    group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
+    steps = kh_count * kw_count * group_channels
+    if cached.size > 0:
         conv_run_blocked(
             row, x, cached, steps, bias, partial, out, 0, out_channels, 0, start, stop, merged
         )
-    elif group_channels == 1:
-        w = load_f16(ocm, w_addr, out_channels * steps, lut)
+        return
+    if group_channels == 1:
         conv_depthwise(row, x, w, bias, partial, out, start // out_cols, -(-stop // out_cols))
-    else:
-        w = load_f16(ocm, w_addr, out_channels * steps, lut)
-        tap = conv_order(kh_count, kw_count, group_channels)
-        o_lo = 0
-        while o_lo < out_channels:  # runs of output channels that belong to one group
-            group = (oc0 + o_lo) // group_outputs
-            o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
-            c_base = group * group_channels
-            if o_hi - o_lo < NARROW:
-                conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base)
-            else:
-                packed = np.empty(packed_size(o_hi - o_lo, steps), np.float32)
-                pack_weights(w, tap, o_lo, o_hi, packed)
-                conv_run_blocked(
-                    row,
-                    x,
-                    packed,
-                    steps,
-                    bias,
-                    partial,
-                    out,
-                    o_lo,
-                    o_hi,
-                    c_base,
-                    0,
-                    positions,
-                    False,
-                )
-            o_lo = o_hi
-    out_bytes = (4 if row[CONV_ACC_OUT] == 1 else 2) * positions * out_channels
-    # no store while another thread reads (without a slot, each thread reads the weights)
-    weights_apart = raw.size > 0 or apart(w_addr, 2 * out_channels * steps, out_addr, out_bytes)
-    if workers > 1 and not (output_apart(row, out_bytes) and weights_apart):
-        step = arrive(sync, worker, workers, step)
-        if step < 0:
-            return step
+        return
+    oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // row[CONV_GROUPS]
+    tap = conv_order(kh_count, kw_count, group_channels)
+    o_lo = 0
+    while o_lo < out_channels:  # runs of output channels that belong to one group
+        group = (oc0 + o_lo) // group_outputs
+        o_hi = min(out_channels, (group + 1) * group_outputs - oc0)
+        c_base = group * group_channels
+        if o_hi - o_lo < NARROW:
+            conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base)
+        else:
+            packed = np.empty(packed_size(o_hi - o_lo, steps), np.float32)
+            pack_weights(w, tap, o_lo, o_hi, packed)
+            conv_run_blocked(
+                row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop, False
+            )
+        o_lo = o_hi
+
+
+@jit
+def conv_store(row, frow, ocm, table, tally, out, slopes, start, stop, direct):
+    """Store output positions [start, stop) of `out`: the fp32 accumulator itself (for the next
+    input-channel block to continue; `direct`: already in place), or finished to f16."""
+    out_channels = row[CONV_OUT_SHAPE + 3]
     span = out[start * out_channels : stop * out_channels]
-    if row[CONV_ACC_OUT] == 1:  # the fp32 accumulator itself, for the next block to continue
+    if row[CONV_ACC_OUT] == 1:
         if not direct:
-            store_f32(ocm, out_addr + 4 * start * out_channels, span)
-    else:
-        act = row[CONV_ACT]
-        slopes = load_slopes(ocm, act, row[CONV_ACT_ADDR], out_channels)
-        addr = out_addr + 2 * start * out_channels
-        finish(span, act, frow[CONV_ACT_A], frow[CONV_ACT_B], slopes, table, ocm, addr, tally)
-    if workers > 1:
-        step = arrive(sync, worker, workers, step)
-    return step
+            store_f32(ocm, row[CONV_OUT_ADDR] + 4 * start * out_channels, span)
+        return
+    addr = row[CONV_OUT_ADDR] + 2 * start * out_channels
+    act_a, act_b = frow[CONV_ACT_A], frow[CONV_ACT_B]
+    finish(span, row[CONV_ACT], act_a, act_b, slopes, table, ocm, addr, tally)
 
 
 @jit

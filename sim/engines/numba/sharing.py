@@ -1,11 +1,14 @@
-"""How the Numba engine's threads share a run: which instructions they share, each one's part,
-and their meeting points (`arrive`).
+"""How the Numba engine's threads share a run: which instructions they share, and how they
+share each one's work.
 
 Thread 0 runs every instruction; the others join it only in the convs, adds and pools large
-enough to be worth sharing (`shared_work`), and meet it before and after each. A meeting point
-spins briefly, then sleeps (a futex on Linux) until the last thread arrives, as OpenMP's and
-onnxruntime's pools do: a thread whose core another process has taken is then waited for by a
-thread that sleeps, not by one that spins on the other core.
+enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
+thread takes the next chunk nobody has taken from a shared atomic counter (`claim`) until none
+is left: a thread that another process keeps off its core simply takes fewer chunks, and one
+that comes late finds none and goes on, so nobody waits for a thread, only for chunks being
+computed. Thread 0 opens an instruction without waiting for the others (`start_shared`), and
+waits for its last chunk stored before it goes on (`all_done`). A waiting thread spins briefly,
+then sleeps (a futex on Linux) until an announcement, as OpenMP's and onnxruntime's pools do.
 """
 
 from __future__ import annotations
@@ -161,81 +164,143 @@ def relax(typingctx):
     return sig, codegen
 
 
-# -------------------------------------------------------------------------- meeting points
+# ---------------------------------------------------------------------------- shared work
 
-SYNC_EXTRA = 3
-"""A run's `sync` array: each thread's step count, then the abandon flag (nonzero: the run is
-over), the futex word that every arrival changes, and the count of sleeping threads."""
+SYNC_OPENED, SYNC_ABANDONED, SYNC_FUTEX, SYNC_SLEEPERS, SYNC_WORKERS = 0, 1, 2, 3, 4
+"""A run's `sync` array: the index + 1 of the last instruction thread 0 opened to the others
+(`open_work`), the abandon flag (nonzero: the run is over), the futex word that every
+announcement changes, the count of sleeping threads, the number of threads; then SYNC_COUNTERS
+counters per instruction (`counter`)."""
+SYNC_EXTRA = 5
+CLAIMED, COMPUTED, STORED = 0, 1, 2
+"""An instruction's counters: its chunks claimed (`claim`), computed and stored."""
+SYNC_COUNTERS = 3
 SPINS = 1 << 11
 """Spin-wait hints (about 50-100 us) a waiting thread spends before it sleeps: long enough
-for the other threads' part of a shared instruction on an idle machine, short enough not to
-take a core from a thread that another process has pushed off its own."""
+for the other threads' last chunks on an idle machine, short enough not to take a core from a
+thread that another process has pushed off its own."""
 SLEEP_NS = 1_000_000
-"""Longest sleep before a waiting thread looks again (a safety net: arrivals wake it)."""
+"""Longest sleep before a waiting thread looks again (a safety net: announcements wake it)."""
+CHUNKS_PER_THREAD = 8
+"""How many chunks a shared instruction is cut into per thread (`chunk_size`): enough that a
+thread slowed by another process takes fewer of them instead of holding the others up, few
+enough that a chunk's fixed cost (a claim, a window's edge rows) stays small."""
 
 
-def new_sync(workers: int):
-    """The `sync` array of a run on `workers` threads (SYNC_EXTRA)."""
+def new_sync(workers: int, rows: int):
+    """The `sync` array of a run of `rows` instructions on `workers` threads (SYNC_OPENED)."""
     import numpy as np
 
-    return np.zeros(workers + SYNC_EXTRA, np.int64)
+    sync = np.zeros(SYNC_EXTRA + SYNC_COUNTERS * rows, np.int64)
+    sync[SYNC_WORKERS] = workers
+    return sync
 
 
 @jit
-def wake(sync, workers):
-    """Announce a change (an arrival, or the run abandoned) to the threads that sleep."""
-    fetch_add(sync, workers + 1, 1)
-    if fetch_add(sync, workers + 2, 0) > 0:
-        wake_all(sync, workers + 1)
+def counter(i, which):
+    """The index in `sync` of instruction i's counter `which` (CLAIMED, COMPUTED, STORED)."""
+    return SYNC_EXTRA + SYNC_COUNTERS * i + which
+
+
+@jit
+def wake(sync):
+    """Announce a change (work opened or done, or the run abandoned) to the threads that
+    sleep."""
+    fetch_add(sync, SYNC_FUTEX, 1)
+    if fetch_add(sync, SYNC_SLEEPERS, 0) > 0:
+        wake_all(sync, SYNC_FUTEX)
 
 
 @jit
 def abandon(sync):
-    """End the run for every thread waiting in `arrive` (thread 0 does, when it is done)."""
-    workers = sync.size - SYNC_EXTRA
-    publish(sync, workers, 1)
-    wake(sync, workers)
+    """End the run for every thread waiting (`wait_until`; thread 0 does, when it is done)."""
+    publish(sync, SYNC_ABANDONED, 1)
+    wake(sync)
 
 
 @jit
-def wait_for(sync, other, step, workers):
-    """Wait until thread `other` has reached `step`: spin SPINS hints, then sleep until an
-    arrival. False if the run was abandoned meanwhile. A sleeper counts itself before it looks
-    once more, and an arrival publishes before it reads the count, so no arrival goes
-    unseen (both are sequentially consistent)."""
+def wait_until(sync, index, target):
+    """Wait until sync[index] >= target: spin SPINS hints, then sleep until an announcement
+    (`wake`). False if the run was abandoned meanwhile. A sleeper counts itself before it
+    looks once more, and an announcement changes its value before it reads the count, so none
+    goes unseen (both are sequentially consistent)."""
     spins = 0
-    while observe(sync, other) < step:
-        if observe(sync, workers) != 0:
+    while observe(sync, index) < target:
+        if observe(sync, SYNC_ABANDONED) != 0:
             return False
         if spins < SPINS:
             spins += 1
             relax()
             continue
-        word = fetch_add(sync, workers + 1, 0)
-        fetch_add(sync, workers + 2, 1)
-        if fetch_add(sync, other, 0) < step and observe(sync, workers) == 0:
-            sleep(sync, workers + 1, word, SLEEP_NS)
-        fetch_add(sync, workers + 2, -1)
+        word = fetch_add(sync, SYNC_FUTEX, 0)
+        fetch_add(sync, SYNC_SLEEPERS, 1)
+        if fetch_add(sync, index, 0) < target and observe(sync, SYNC_ABANDONED) == 0:
+            sleep(sync, SYNC_FUTEX, word, SLEEP_NS)
+        fetch_add(sync, SYNC_SLEEPERS, -1)
     return True
 
 
 @jit
-def arrive(sync, worker, workers, step):
-    """A meeting point of the `workers` threads running one program (`run_program`): this one
-    publishes that it reached its `step`-th, then waits for every other to reach it. Returns
-    the new step, or -1 if the run was abandoned while waiting."""
-    step += 1
-    publish(sync, worker, step)
-    wake(sync, workers)
-    for other in range(workers):
-        if not wait_for(sync, other, step, workers):
-            return -1
-    return step
+def start_shared(sync, i, worker):
+    """Begin shared instruction i: thread 0 (having run everything before it and packed its
+    weights) opens it to the others; another thread waits until it is open. False if the run
+    was abandoned meanwhile. Thread 0 never waits for the others here: a thread that comes
+    late finds the chunks taken and goes on."""
+    if worker == 0:
+        publish(sync, SYNC_OPENED, i + 1)
+        wake(sync)
+        return True
+    return wait_until(sync, SYNC_OPENED, i + 1)
+
+
+@jit
+def claim(sync, i, workers, chunks, taken):
+    """The next chunk of instruction i that no thread has taken (>= chunks: none is left);
+    `taken`: how many this thread took before. One thread takes chunk 0, without atomics."""
+    if workers <= 1:
+        return chunks if taken > 0 else 0
+    return fetch_add(sync, counter(i, CLAIMED), 1)
+
+
+@jit
+def count_done(sync, i, which, chunks):
+    """Add `chunks` to instruction i's counter `which` (COMPUTED, STORED) and announce it; the
+    writes before it are visible to whoever sees the new count."""
+    fetch_add(sync, counter(i, which), chunks)
+    wake(sync)
+
+
+@jit
+def all_done(sync, i, which, chunks):
+    """Wait until all `chunks` of instruction i are `which` (COMPUTED, STORED). False if the
+    run was abandoned meanwhile."""
+    return wait_until(sync, counter(i, which), chunks)
+
+
+@jit
+def end_shared(sync, i, worker, workers, chunks):
+    """A thread's end of shared instruction i: 0, once every chunk is stored for thread 0
+    (which goes on to the next instruction); -1 if the run was abandoned first."""
+    if worker > 0 or workers <= 1 or all_done(sync, i, STORED, chunks):
+        return 0
+    return -1
+
+
+@jit
+def chunk_size(total, unit, workers):
+    """The items of a chunk of a shared instruction of `total` items: whole units, about
+    CHUNKS_PER_THREAD chunks a thread (all of it on one thread)."""
+    if workers <= 1:
+        return max(total, 1)
+    units = (total + unit - 1) // unit
+    per_chunk = max(1, units // (CHUNKS_PER_THREAD * workers))
+    return per_chunk * unit
 
 
 SHARED_MACS = 1 << 19
 """The fewest multiply-adds of a conv whose output positions the engine's threads share
-(`conv`); a smaller one costs less on one thread than the threads' meeting points."""
+(`conv`); a smaller one costs less on one thread than sharing it does (opening it, claiming
+chunks, waiting for the last)."""
 
 
 @jit
@@ -301,14 +366,6 @@ def apart(addr, size, other, other_size):
     return addr == -1 or addr + size <= other or other + other_size <= addr
 
 
-@jit
-def share(total, unit, worker, workers):
-    """[start, stop) of `worker`'s contiguous part of `total` items, in whole units."""
-    units = (total + unit - 1) // unit
-    start = min(total, units * worker // workers * unit)
-    return start, min(total, units * (worker + 1) // workers * unit)
-
-
 THREADS_ENV = "MRVL_SIM_THREADS"
 """Environment variable: how many threads a run uses; read at each run. Any number gives the
 same bits."""
@@ -330,14 +387,36 @@ def _positive(name: str, value: str, what: str) -> int:
 
 def threads() -> int:
     """The threads of a run: $MRVL_SIM_THREADS, else the CPUs this process may run on divided
-    among the $MRVL_SIM_WORKERS processes that share them (at least one)."""
+    among the $MRVL_SIM_WORKERS processes that share them, and no more than those of them
+    that other tasks leave free at the start of the run (`free_cpus`; at least one)."""
     value = os.environ.get(THREADS_ENV)
     if value is not None:
         return _positive(THREADS_ENV, value, "threads")
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     workers = os.environ.get(WORKERS_ENV)
     sharing = _positive(WORKERS_ENV, workers, "worker processes") if workers else 1
-    return max(1, (cpus or 1) // sharing)
+    return max(1, min((cpus or 1) // sharing, free_cpus(cpus or 1)))
+
+
+LOADAVG = "/proc/loadavg"
+"""Linux's load figures; the fourth field is `running/total`, the tasks runnable right now
+(the one reading it included) of all of them."""
+
+
+def free_cpus(cpus: int, loadavg: str | None = None) -> int:
+    """How many of this process's `cpus` no other runnable task wants right now: `cpus` less
+    the others runnable this instant, counted evenly over the online CPUs (Linux's count in
+    `loadavg`, default LOADAVG; elsewhere, or if unreadable, `cpus`). A helper thread on a core another task
+    wants gets a part of it and holds up each shared instruction whose chunk it was computing
+    when it lost the core; a one-minute load average (as libgomp's dynamic threads use) would
+    answer a minute late."""
+    try:
+        with open(loadavg or LOADAVG) as figures:
+            running = int(figures.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return cpus
+    others = max(0, running - 1) * cpus / max(os.cpu_count() or cpus, cpus)
+    return max(1, cpus - int(others + 0.5))
 
 
 _helpers: ThreadPoolExecutor | None = None

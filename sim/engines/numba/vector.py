@@ -60,21 +60,80 @@ from mrvl.sim.engines.numba.numerics import (
     NO_SLOPES,
     finish,
     load_f16,
+    load_f16_into,
     load_f32,
     load_slopes,
     store_f16,
 )
-from mrvl.sim.engines.numba.sharing import apart, arrive, share
+from mrvl.sim.engines.numba.sharing import (
+    COMPUTED,
+    STORED,
+    all_done,
+    apart,
+    chunk_size,
+    claim,
+    count_done,
+    end_shared,
+    start_shared,
+)
 
 
 @jit
-def pool(row, ocm, lut, tally, sync, worker, workers, step):
-    """Shared by `workers` > 1 threads (every one calling this) by output positions, like
-    conv: each computes and stores its own, meeting before computing, before storing if the
-    output overlaps the input, and after. Returns the thread's step count, or -1 if the run
-    was abandoned."""
+def pool(row, ocm, lut, tally, sync, i, worker, workers):
+    """Shared by `workers` > 1 threads (every one calling this) by chunks of output positions,
+    like conv: each thread claims chunks until none is left and stores each as soon as it is
+    computed, or, if the output overlaps the input, once every chunk is computed. Returns 0,
+    or -1 if the run was abandoned."""
     n_count, height, width, channels = (
         row[POOL_IN_SHAPE],
+        row[POOL_IN_SHAPE + 1],
+        row[POOL_IN_SHAPE + 2],
+        row[POOL_IN_SHAPE + 3],
+    )
+    positions = n_count * row[POOL_OUT_SHAPE + 1] * row[POOL_OUT_SHAPE + 2]
+    if workers > 1 and not start_shared(sync, i, worker):
+        return -1
+    size = chunk_size(positions, 1, workers)
+    chunks = (positions + size - 1) // size
+    chunk = claim(sync, i, workers, chunks, 0)
+    if chunk >= chunks:
+        return end_shared(sync, i, worker, workers, chunks)
+    x = load_f16(ocm, row[POOL_IN_ADDR], n_count * height * width * channels, lut)
+    out = np.empty(positions * channels, np.float32)
+    in_bytes = 2 * n_count * height * width * channels
+    out_addr = row[POOL_OUT_ADDR]
+    deferred = workers > 1 and not apart(
+        row[POOL_IN_ADDR], in_bytes, out_addr, 2 * positions * channels
+    )
+    mine = np.empty(chunks, np.int64)  # the chunks this thread took
+    taken = 0
+    while chunk < chunks:
+        first, stop = chunk * size, min(positions, (chunk + 1) * size)
+        pool_positions(row, x, out, first, stop)
+        mine[taken] = chunk
+        taken += 1
+        if not deferred:
+            span = out[first * channels : stop * channels]
+            store_f16(ocm, out_addr + 2 * first * channels, span, tally)
+        chunk = claim(sync, i, workers, chunks, taken)
+    if workers == 1:
+        return 0
+    if deferred:
+        count_done(sync, i, COMPUTED, taken)
+        if not all_done(sync, i, COMPUTED, chunks):
+            return -1
+        for k in range(taken):
+            first, stop = mine[k] * size, min(positions, (mine[k] + 1) * size)
+            span = out[first * channels : stop * channels]
+            store_f16(ocm, out_addr + 2 * first * channels, span, tally)
+    count_done(sync, i, STORED, taken)
+    return end_shared(sync, i, worker, workers, chunks)
+
+
+@jit
+def pool_positions(row, x, out, first, stop):
+    """Pool output positions [first, stop) of the input `x` (fp32) into `out`."""
+    height, width, channels = (
         row[POOL_IN_SHAPE + 1],
         row[POOL_IN_SHAPE + 2],
         row[POOL_IN_SHAPE + 3],
@@ -86,15 +145,6 @@ def pool(row, ocm, lut, tally, sync, worker, workers, step):
     full_h, full_w = row[POOL_IN_HW], row[POOL_IN_HW + 1]
     bottom, right = row[POOL_PAD_END], row[POOL_PAD_END + 1]
     is_max = row[POOL_MODE] == POOL_MAX
-    positions = n_count * out_rows * out_cols
-    first, stop = 0, positions
-    if workers > 1:
-        step = arrive(sync, worker, workers, step)
-        if step < 0:
-            return step
-        first, stop = share(positions, 1, worker, workers)
-    x = load_f16(ocm, row[POOL_IN_ADDR], n_count * height * width * channels, lut)
-    out = np.empty((stop - first) * channels, np.float32)
     initial = np.float32(-np.inf) if is_max else np.float32(0.0)
     for position in range(first, stop):
         n = position // (out_rows * out_cols)
@@ -102,7 +152,7 @@ def pool(row, ocm, lut, tally, sync, worker, workers, step):
         c = position % out_cols
         ih0 = (row[POOL_OROW0] + r) * stride_h - top  # input-tensor row of tap 0
         iw0 = c * stride_w - left
-        base = (position - first) * channels
+        base = position * channels
         acc = out[base : base + channels]
         acc[:] = initial
         valid = 0
@@ -131,17 +181,6 @@ def pool(row, ocm, lut, tally, sync, worker, workers, step):
             divisor = np.float32(count)
             for ch in range(channels):
                 acc[ch] = acc[ch] / divisor
-    in_bytes = 2 * n_count * height * width * channels
-    if workers > 1 and not apart(
-        row[POOL_IN_ADDR], in_bytes, row[POOL_OUT_ADDR], 2 * positions * channels
-    ):
-        step = arrive(sync, worker, workers, step)  # no store while another thread reads
-        if step < 0:
-            return step
-    store_f16(ocm, row[POOL_OUT_ADDR] + 2 * first * channels, out, tally)
-    if workers > 1:
-        step = arrive(sync, worker, workers, step)
-    return step
 
 
 TABLE_NOT_INTEGER, TABLE_OUTSIDE = 1, 2
@@ -215,11 +254,11 @@ def resize(row, ocm, lut, tally):
 
 
 @jit
-def add(row, frow, ocm, lut, table, tally, sync, worker, workers, step):
-    """Shared by `workers` > 1 threads (every one calling this) by output values, like conv:
-    each computes and stores its own, meeting before computing, before storing if an operand
-    overlaps the output at another offset, and after. Returns the thread's step count, or -1
-    if the run was abandoned."""
+def add(row, frow, ocm, lut, table, tally, sync, i, worker, workers):
+    """Shared by `workers` > 1 threads (every one calling this) by chunks of output values,
+    like conv: each thread claims chunks until none is left and stores each as soon as it is
+    computed, or, if an operand overlaps the output at another offset, once every chunk is
+    computed. Returns 0, or -1 if the run was abandoned."""
     count = row[ADD_COUNT]
     a_addr, b_addr, out_addr, act = (
         row[ADD_A_ADDR],
@@ -228,30 +267,48 @@ def add(row, frow, ocm, lut, table, tally, sync, worker, workers, step):
         row[ADD_ACT],
     )
     act_a, act_b = frow[ADD_ACT_A], frow[ADD_ACT_B]
-    start, stop = 0, count
-    if workers > 1:  # never with PRELU (shared_values): its slope follows the index
-        step = arrive(sync, worker, workers, step)
-        if step < 0:
-            return step
-        start, stop = share(count, F16_LANES, worker, workers)
-    a = load_f16(ocm, a_addr + 2 * start, stop - start, lut)
-    b = load_f16(ocm, b_addr + 2 * start, stop - start, lut)
-    for i in range(stop - start):
-        a[i] = a[i] + b[i]
+    if workers > 1 and not start_shared(sync, i, worker):
+        return -1
+    size = chunk_size(count, F16_LANES, workers)
+    chunks = (count + size - 1) // size
+    chunk = claim(sync, i, workers, chunks, 0)
+    if chunk >= chunks:
+        return end_shared(sync, i, worker, workers, chunks)
+    # never shared with PRELU (shared_values): its slope follows the index from 0
     slopes = load_slopes(ocm, act, row[ADD_ACT_ADDR], row[ADD_CHANNELS])
-    # each thread reads and writes its own span: only an operand at another offset of the
-    # output's bytes needs every thread to have read before any stores
+    # each thread reads and writes its own chunks: only an operand at another offset of the
+    # output's bytes needs every chunk read before any is stored
     nbytes = 2 * count
     a_safe = a_addr == out_addr or apart(a_addr, nbytes, out_addr, nbytes)
     b_safe = b_addr == out_addr or apart(b_addr, nbytes, out_addr, nbytes)
-    if workers > 1 and not (a_safe and b_safe):
-        step = arrive(sync, worker, workers, step)
-        if step < 0:
-            return step
-    finish(a, act, act_a, act_b, slopes, table, ocm, out_addr + 2 * start, tally)
-    if workers > 1:
-        step = arrive(sync, worker, workers, step)
-    return step
+    deferred = workers > 1 and not (a_safe and b_safe)
+    sums = np.empty(count, np.float32)
+    mine = np.empty(chunks, np.int64)  # the chunks this thread took
+    taken = 0
+    while chunk < chunks:
+        start, stop = chunk * size, min(count, (chunk + 1) * size)
+        span = sums[start:stop]
+        load_f16_into(ocm, a_addr + 2 * start, span, lut)
+        b = load_f16(ocm, b_addr + 2 * start, stop - start, lut)
+        for k in range(stop - start):
+            span[k] = span[k] + b[k]
+        mine[taken] = chunk
+        taken += 1
+        if not deferred:
+            finish(span, act, act_a, act_b, slopes, table, ocm, out_addr + 2 * start, tally)
+        chunk = claim(sync, i, workers, chunks, taken)
+    if workers == 1:
+        return 0
+    if deferred:
+        count_done(sync, i, COMPUTED, taken)
+        if not all_done(sync, i, COMPUTED, chunks):
+            return -1
+        for k in range(taken):
+            start, stop = mine[k] * size, min(count, (mine[k] + 1) * size)
+            span = sums[start:stop]
+            finish(span, act, act_a, act_b, slopes, table, ocm, out_addr + 2 * start, tally)
+    count_done(sync, i, STORED, taken)
+    return end_shared(sync, i, worker, workers, chunks)
 
 
 @jit
