@@ -4,10 +4,12 @@
     .venv/bin/python bench/compile_time.py                       # resnet50, densenet121
     .venv/bin/python bench/compile_time.py squeezenet --repeat 2
     .venv/bin/python bench/compile_time.py resnet50 --profile /tmp/mrvl.prof   # + cProfile
+    .venv/bin/python bench/compile_time.py resnet50 --dtypes fp16 int8     # + its QDQ form
 
 For each model (`mrvl.models.light`: the light model with seeded random weights; `zoo:NAME`
-from `mrvl.models.zoo`, re-weighted by seed; each written to a
-temporary .onnx file first), in one process and after a warm-up build of the bundled MNIST
+from `mrvl.models.zoo`, re-weighted by seed; each written to a temporary .onnx file first;
+with `--dtypes ... int8`, also its QDQ form from `mrvl.quantize` on 8 seeded normal samples,
+the quantization itself not timed), in one process and after a warm-up build of the bundled MNIST
 model by both flows (LLVM and the import machinery load once per process):
 
 - **mrvl**: `onnx.load` → `mrvl.from_onnx` → `mrvl.partition_for_mrvl(num_tiles=8)` →
@@ -343,6 +345,18 @@ def profile(path: str, work: str, out: str, count: int = 30) -> str:
     return text.getvalue()
 
 
+def _quantized(model):
+    """`model` as `mrvl.quantize` writes it, calibrated on 8 seeded normal samples (as
+    `bench/cycles.py --dtypes int8` does)."""
+    import numpy as np
+
+    import mrvl
+
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    calibration = np.random.default_rng(0).standard_normal((8, *shape[1:])).astype(np.float32)
+    return mrvl.quantize(model, calibration)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -351,6 +365,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per flow (best is kept)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", metavar="FILE", help="also cProfile the mrvl flow")
+    parser.add_argument("--dtypes", nargs="+", choices=("fp16", "int8"), default=["fp16"])
     args = parser.parse_args(argv)
 
     from mrvl.models.light import load_light_model
@@ -358,18 +373,23 @@ def main(argv=None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="mrvl-bench-") as work:
         warm_up(work)
-        for name in args.models:
+        for name, dtype in ((n, d) for n in args.models for d in args.dtypes):
             if name.startswith("zoo:"):
                 model = load_zoo_model(name.removeprefix("zoo:"), seed=args.seed)
             else:
                 model = load_light_model(name, seed=args.seed)
-            path = os.path.join(work, f"{name.replace(':', '_')}.onnx")
+            if dtype == "int8":
+                model = _quantized(model)
+                name = f"{name} (QDQ int8)"
+            path = os.path.join(work, f"{name.split()[0].replace(':', '_')}_{dtype}.onnx")
             onnx.save(model, path)
             del model
             best = measure(path, work, args.repeat)
             print(report(name, best), flush=True)
             if args.profile:
-                out = args.profile if len(args.models) == 1 else f"{args.profile}.{name}"
+                out = f"{args.profile}.{name.split()[0]}.{dtype}"
+                if len(args.models) == 1 and len(args.dtypes) == 1:
+                    out = args.profile
                 print(f"\ncProfile of the mrvl flow ({out}):")
                 print(profile(path, work, out))
             print()

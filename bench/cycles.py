@@ -52,11 +52,6 @@ def quantized(model):
 
     import mrvl
 
-    import onnx
-
-    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
-    if opset < 13:  # per-channel DequantizeLinear (its axis) needs opset 13
-        model = onnx.version_converter.convert_version(model, 13)
     dims = model.graph.input[0].type.tensor_type.shape.dim
     shape = [d.dim_value for d in dims]
     calibration = np.random.default_rng(0).standard_normal((8, *shape[1:])).astype(np.float32)

@@ -8,6 +8,11 @@ adds is the form the MLIP runs exactly, and the checks that make bad input one c
 - biases: int32 at the scale s_in * s_w, which onnxruntime's QDQ writer gives a bias of a
   Conv or Gemm whose input and weight are quantized.
 
+Each BatchNormalization that follows a Conv is folded into it first (`batchnorm_folding`), as
+onnxruntime's pre-processing does: the pair is then one int8 layer. A model below opset 13 is first converted to opset 13 (`onnx.version_converter`): the
+per-channel DequantizeLinear of its weights needs the `axis` that opset 13 gave it, and the
+ONNX checker refuses it below.
+
 Calibration data is an array with a leading batch axis (a model with one input), a dict of
 such arrays keyed by input name, or an iterable of feed dicts; every feed is checked against
 the model's inputs (names, shapes after the batch axis, dtypes) before calibration starts, so
@@ -210,6 +215,28 @@ class _QdqWriter:
         return onnx.load(target)
 
 
+PER_CHANNEL_OPSET = 13
+"""The first opset whose QuantizeLinear / DequantizeLinear have an `axis` (per channel)."""
+
+
+def _at_least_opset_13(model):
+    """`model` converted to opset 13 when it is older (node names are kept, so `keep_fp16`
+    still names its nodes)."""
+    from onnx import version_converter
+
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    if opset is None or opset >= PER_CHANNEL_OPSET:
+        return model
+    try:
+        return version_converter.convert_version(model, PER_CHANNEL_OPSET)
+    except Exception as err:  # noqa: BLE001 - the converter raises plain errors
+        text = next((ln for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
+        raise QuantizeError(
+            f"the model is at opset {opset}, and per-channel quantization needs opset "
+            f"{PER_CHANNEL_OPSET}; onnx could not convert it: {text}"
+        ) from None
+
+
 @contextlib.contextmanager
 def _onnxruntime_errors():
     """onnxruntime's failures as one QuantizeError line; its pre-processing hint muted."""
@@ -246,6 +273,7 @@ def quantize(
     """
     import onnx
 
+    from mrvl.batchnorm_folding import fold_batch_norms
     from mrvl.mixed_precision import search, write_report
 
     if method not in METHODS:
@@ -263,6 +291,7 @@ def quantize(
         raise QuantizeError(
             f"keep_fp16: the model has no node named {', '.join(map(repr, unknown))}"
         )
+    model = fold_batch_norms(_at_least_opset_13(model), keep=set(keep_fp16))
     feeds = calibration_feeds(model, calibration)
     with tempfile.TemporaryDirectory(prefix="mrvl-quantize-") as work:
         writer = _QdqWriter(model, feeds, method, per_channel, work)

@@ -21,6 +21,8 @@ compiles and runs an ONNX model once and calls it. What each field means (docs/i
     write, each byte once (no burst rounding). With a schedule that goes through DDR between
     layers, that is its weights and bias and its input read once and its output written once.
   - `saturated`: `{"values", "nans"}` the run counted for it (`RunStats`).
+  - `dtype`: "int8" when it runs int8 instructions (`quant`, `qconv`, ...) or only moves
+    1-byte elements, "float16" otherwise (`layer_dtype`).
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from mrvl import cost
-from mrvl.isa import NO_LOC
-from mrvl.isa_int8 import INT8_MAC_OPCODES
+from mrvl.isa import NO_LOC, OPCODES
+from mrvl.isa_int8 import INT8_MAC_OPCODES, int8_opcodes
 from mrvl.sim.cycles import CONTROL, Access, Timeline, model_cycles
 from mrvl.sim.stats import RunStats
 from mrvl.sim.validate import ValidProgram
@@ -63,6 +65,8 @@ class Layer:
     instructions: int
     tiles: int
     """Tiles its instructions run on."""
+    dtype: str
+    """The data type it computes in: "int8" or "float16" (`layer_dtype`)."""
 
     @property
     def roofline_ratio(self) -> float:
@@ -199,6 +203,25 @@ def distinct_bytes(accesses: Sequence[Access]) -> int:
     return union_length(starts, starts + lengths)
 
 
+INT8_OPCODES = frozenset(spec.name for spec in int8_opcodes({s.name: s for s in OPCODES}))
+"""The instructions of the ISA's int8 mode (docs/isa.md §4b)."""
+
+INT8 = "int8"
+FLOAT16 = "float16"
+
+
+def layer_dtype(code, members: Sequence[int]) -> str:
+    """The data type of a layer of the instructions `members` of `code`: int8 when one of them
+    is an int8 instruction, or when they only move data (`dma`) of 1-byte elements, as an
+    int8 reshape or concat does; float16 otherwise."""
+    opcodes = {code[i].opcode for i in members}
+    if opcodes & INT8_OPCODES:
+        return INT8
+    if opcodes == {"dma"} and all(code[i].fields["elem_bytes"] == 1 for i in members):
+        return INT8
+    return FLOAT16
+
+
 def _peak(times: np.ndarray, level: np.ndarray, begin: int, finish: int) -> int:
     """The highest level of the step function in [begin, finish)."""
     if len(times) == 0:
@@ -264,6 +287,7 @@ def profile_timeline(
                 saturated={"values": int(values), "nans": int(nans)},
                 instructions=len(members),
                 tiles=tiles,
+                dtype=layer_dtype(code, members),
             )
         )
     summary = RegionProfile(

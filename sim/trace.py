@@ -4,7 +4,8 @@ open, in the Trace Event Format.
 - one process per tile (`pid` = region offset + tile) and one thread per engine (`tid` 0 dma,
   1 mac, 2 vector), named by `M` (metadata) events;
 - one `X` (complete) event per instruction, named by its ONNX node, with the instruction
-  (region, index, opcode, its fields) in `args`;
+  (region, index, opcode, its fields) and its layer's `dtype` ("int8" or "float16", as in
+  profile.json) in `args`;
 - a `C` (counter) track "OCM bytes" per tile: the bytes in use (see `mrvl.sim.cycles`).
 
 Time is in microseconds at the target's clock (`ts` = cycle / clock_mhz). Regions run one
@@ -26,6 +27,7 @@ def chrome_trace(profile: Profile) -> dict:
     clock = profile.clock_mhz
     offset = 0
     first_pid = 0
+    dtypes = {(layer.region, layer.onnx_node): layer.dtype for layer in profile.layers}
     for region in profile.regions:
         timeline = region.timeline
         program, code = timeline.program, timeline.valid.code
@@ -51,10 +53,11 @@ def chrome_trace(profile: Profile) -> dict:
             if queue == CONTROL:
                 continue
             start, end = int(timeline.start[index]), int(timeline.end[index])
+            node = program.srcmap[ins.loc] if ins.loc != NO_LOC else NO_NODE
             events.append(
                 {
                     "ph": "X",
-                    "name": program.srcmap[ins.loc] if ins.loc != NO_LOC else NO_NODE,
+                    "name": node,
                     "cat": ins.opcode,
                     "pid": first_pid + ins.tile,
                     "tid": queue % 3,
@@ -64,6 +67,7 @@ def chrome_trace(profile: Profile) -> dict:
                         "region": region.region,
                         "index": index,
                         "opcode": ins.opcode,
+                        "dtype": dtypes[region.region, node],
                         "start_cycle": offset + start,
                         "cycles": end - start,
                         "macs": int(timeline.macs[index]),

@@ -49,7 +49,7 @@ from mrvl.errors import CompileError
 from mrvl.passes.common import MrvlModulePass
 from mrvl.passes.sched.allocate import overflowing_layers
 from mrvl.passes.sched.liveness import WRITTEN_OPERANDS, LiveRange, live_ranges, root
-from mrvl.passes.sched.tiling import F16, WindowPiece, plan_window_layer_priced
+from mrvl.passes.sched.tiling import WindowPiece, plan_window_layer_priced
 from mrvl.target import Target
 
 RESIDENT_SHARE = 0.75
@@ -181,9 +181,9 @@ def _window_ddr_bytes(layer: Operation, budget: int, target: Target) -> int | No
     for p in pieces:
         in_cols = p.in_cols or geometry.w
         ics = p.ics or geometry.input_channels(p.oc0, p.ocs)[1]
-        moved += geometry.n * p.in_rows * in_cols * ics * F16
+        moved += geometry.n * p.in_rows * in_cols * ics * geometry.elem
         moved += p.ocs * geometry.weight_bytes_per_oc
-        moved += geometry.n * p.rows * (p.cols or geometry.ow) * p.ocs * F16
+        moved += geometry.n * p.rows * (p.cols or geometry.ow) * p.ocs * geometry.elem
     return moved
 
 
@@ -203,9 +203,9 @@ def _resident_input_pieces(
 
     def need(ocs: int) -> int:
         ics = g.input_channels(0, ocs)[1]
-        window = 0 if ics == g.c and in_rows == g.h else g.n * in_rows * g.w * ics * F16
+        window = 0 if ics == g.c and in_rows == g.h else g.n * in_rows * g.w * ics * g.elem
         weights = ocs * g.weight_bytes_per_oc
-        out = g.n * g.oh * g.ow * ocs * F16
+        out = g.n * g.oh * g.ow * ocs * g.elem
         return sum(_align(b, alignment) for b in (window, weights, out)) + 2 * alignment
 
     ocs = g.oc
@@ -222,8 +222,8 @@ def _resident_input_pieces(
                 ocol0=0, cols=g.ow, in_col0=0, in_cols=g.w, ic0=ic0, ics=ics,
             )
         )  # fmt: skip
-    moved = g.n * g.h * g.w * g.c * F16 + g.oc * g.weight_bytes_per_oc
-    return moved + g.n * g.oh * g.ow * g.oc * F16, pieces
+    moved = g.n * g.h * g.w * g.c * g.elem + g.oc * g.weight_bytes_per_oc
+    return moved + g.n * g.oh * g.ow * g.oc * g.elem, pieces
 
 
 def _align(value: int, alignment: int) -> int:

@@ -61,14 +61,13 @@ def window_geometry(op: mrvl.Conv2DOp | mrvl.Pool2DBase) -> WindowLayer:
     Relax before there is an op)."""
     n, h, w, c = mrvl.shape_of(op.input)
     _, oh, ow, oc = mrvl.shape_of(op.output)
+    int8 = mrvl.is_int8(op.output)  # 1-byte elements: twice the elements of fp16 fit
     if isinstance(op, mrvl.Conv2DOp):
         _, kh, kw, cg = mrvl.shape_of(op.weight)
         dh, dw = op.dilations.get_values()
         per_oc = conv_weight_bytes_per_oc(
-            kh, kw, cg, bias=op.bias is not None, slopes=op.slopes is not None
+            kh, kw, cg, bias=op.bias is not None, slopes=op.slopes is not None, int8=int8
         )
-        if mrvl.is_int8(op.output):  # planned as fp16 (every piece of int8 is smaller) plus
-            per_oc += 8  # the (multiplier, shift) pair of each output channel
         groups = op.group_count
     else:
         kh, kw = op.kernel.get_values()
@@ -79,7 +78,7 @@ def window_geometry(op: mrvl.Conv2DOp | mrvl.Pool2DBase) -> WindowLayer:
     return WindowLayer(
         n, h, w, c, oh, ow, oc, kh, kw, sh, pads[0], dh, per_oc,
         depthwise_channels=not isinstance(op, mrvl.Conv2DOp),
-        sw=sw, pad_left=pads[1], dw=dw, groups=groups,
+        sw=sw, pad_left=pads[1], dw=dw, groups=groups, int8=int8,
     )  # fmt: skip
 
 
@@ -158,9 +157,10 @@ def recorded_fc_pieces(
     o, _ = mrvl.shape_of(op.weight)
     if attr.split.data not in FC_SPLITS:
         raise CompileError(f"{what}: plan split '{attr.split.data}' is not one of {FC_SPLITS}")
-    slopes = op.slopes is not None
-    layer = FcLayer(n, k, o, int(op.bias is not None) + int(slopes))
-    slack = (5 if slopes else 4) * target.ocm_alignment
+    slopes, int8 = op.slopes is not None, mrvl.is_int8(op.output)
+    vectors = int(op.bias is not None) + (2 if int8 else int(slopes))  # int8: requant pairs
+    layer = FcLayer(n, k, o, vectors, int8)
+    slack = (5 if slopes or int8 else 4) * target.ocm_alignment
     needed = layer.piece_bytes(min(attr.ns.data, n), min(attr.os.data, o))
     if needed > target.ocm_bytes_per_tile - slack:
         raise DoesNotFit(
@@ -172,10 +172,11 @@ def recorded_fc_pieces(
 def plan_fc(op: mrvl.FullyConnectedOp, target: Target, num_tiles: int, pinned: bool):
     n, k = mrvl.shape_of(op.input)
     o, _ = mrvl.shape_of(op.weight)
-    int8 = mrvl.is_int8(op.output)  # planned as fp16, its requant pair in the slopes' place
+    int8 = mrvl.is_int8(op.output)  # 1-byte elements, an i32 bias and requantization pairs
     return plan_fc_layer_priced(
         n, k, o, target, num_tiles, _what(op),
-        slopes=op.slopes is not None or int8, bias=op.bias is not None or int8, pinned=pinned,
+        slopes=op.slopes is not None, bias=op.bias is not None or int8, pinned=pinned,
+        int8=int8,
     )  # fmt: skip
 
 

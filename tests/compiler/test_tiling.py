@@ -263,3 +263,32 @@ def test_dma_cycles_is_setup_then_port_or_engine():
     assert cost.dma_cycles(target, dma, port) == max(dma.cycles, setup + port)
     assert cost.dma_cycles(target, dma, 0) == dma.cycles
     assert cost.dma_cycles(target, dma, 10 * dma.cycles) == setup + 10 * dma.cycles
+
+
+def test_int8_pieces_hold_twice_the_elements_and_double_buffer():
+    """An int8 conv is planned in 1-byte activations and weights (its i32 bias and 8-byte
+    requantization pair per channel aside), so its pieces hold twice the elements of fp16;
+    and a weight-streaming int8 conv (3x3, 512 channels, 7x7, one tile) gets a plan whose
+    loads overlap its MACs, priced near its MAC bound."""
+    from mrvl.passes.sched.tiling import (
+        WindowLayer,
+        conv_weight_bytes_per_oc,
+        plan_window_reads,
+        window_plan_cycles,
+    )
+    from mrvl.target import get_target
+
+    def layer(int8: bool) -> WindowLayer:
+        per_oc = conv_weight_bytes_per_oc(3, 3, 512, bias=True, slopes=False, int8=int8)
+        return WindowLayer(
+            1, 7, 7, 512, 7, 7, 512, 3, 3, 1, 1, 1, per_oc, False, pad_left=1, int8=int8
+        )
+
+    fp16, int8 = layer(False), layer(True)
+    assert int8.weight_bytes_per_oc == 9 * 512 + 4 + 8
+    assert fp16.weight_bytes_per_oc == 9 * 512 * 2 + 4
+    assert int8.piece_bytes(7, 16) == 7 * 7 * 512 + 7 * 7 * 16 + 16 * (9 * 512 + 12)
+    target = get_target("cn10ka")
+    geometry, pieces = plan_window_reads(int8, target, 1, "conv", split_columns=True)
+    macs_bound = 7 * 7 * 512 * 9 * 512 // target.int8_macs_per_cycle_per_tile
+    assert window_plan_cycles(geometry, pieces, 1, target) <= 1.1 * macs_bound

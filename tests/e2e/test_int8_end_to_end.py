@@ -157,3 +157,24 @@ def test_int8_channel_shuffle_is_one_copy():
     for v in calibration(4, seed=11):
         got = vm["main"](tvm.runtime.tensor(v["x"])).numpy()
         assert steps(model, got, session.run(None, v)[0]).max() <= 1
+
+
+def test_profile_and_trace_give_each_layer_its_dtype():
+    """profile.json and the trace say which layers compute in int8 and which in float16: a
+    QDQ model with one conv kept in float (`keep_fp16`) has both in one region."""
+    from mrvl.sim import prepare
+    from mrvl.sim.profile import check_profile, profile_regions
+    from mrvl.sim.trace import chrome_trace
+
+    model = mrvl.quantize(small_cnn(), calibration(8, seed=2), keep_fp16=["/conv2/Conv"])
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=1)
+    regions = mrvl.build(mod, target="llvm").mrvl_regions
+    profile = profile_regions([(r.symbol, prepare(r.binary), None) for r in regions])
+    document = profile.to_json()
+    check_profile(document)
+    dtypes = {layer["onnx_node"]: layer["dtype"] for layer in document["layers"]}
+    assert dtypes["/conv1/Conv"] == "int8" and dtypes["/conv2/Conv"] == "float16", dtypes
+    assert dtypes["/fc/Gemm"] == "int8", dtypes
+    slices = [e for e in chrome_trace(profile)["traceEvents"] if e["ph"] == "X"]
+    assert {e["args"]["dtype"] for e in slices if e["name"] == "/conv1/Conv"} == {"int8"}
+    assert {e["args"]["dtype"] for e in slices if e["name"] == "/conv2/Conv"} == {"float16"}

@@ -252,3 +252,89 @@ def test_mrvlc_accuracy_target(mnist_model, calibration, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "kept in float: /fc2/Gemm (sensitivity rank 1 of 4" in out
     assert "(target 0.05; all int8:" in out
+
+
+def test_a_model_below_opset_13_is_upgraded_before_quantizing():
+    """Opset 11 has no per-channel DequantizeLinear: the model is converted to opset 13
+    first, so the QDQ model passes the ONNX checker and runs in onnxruntime."""
+    from qdq_models import INPUT_SHAPE, small_cnn
+
+    model = small_cnn()
+    del model.opset_import[:]
+    model.opset_import.append(onnx.helper.make_opsetid("", 11))
+    onnx.checker.check_model(model)
+    feeds = np.random.default_rng(4).standard_normal((4, *INPUT_SHAPE[1:])).astype(np.float32)
+    qdq = mrvl.quantize(model, feeds)
+    onnx.checker.check_model(qdq)
+    assert next(o.version for o in qdq.opset_import if o.domain in ("", "ai.onnx")) >= 13
+    axes = {
+        a.i for n in qdq.graph.node if n.op_type == "DequantizeLinear" for a in n.attribute
+        if a.name == "axis"
+    }  # fmt: skip
+    assert axes, "the weights are quantized per channel"
+    session = ort.InferenceSession(qdq.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert session.run(None, {"x": feeds[:1]})[0].shape == (1, 10)
+
+
+def _conv_bn_model(opset: int = 13) -> onnx.ModelProto:
+    """conv (no bias) -> BatchNormalization -> relu, as a Caffe2 or unfused export has it."""
+    from onnx import TensorProto
+    from onnx import helper as oh
+
+    rng = np.random.default_rng(7)
+
+    def init(name, array):
+        return numpy_helper.from_array(array.astype(np.float32), name)
+
+    inits = [
+        init("w", rng.standard_normal((4, 3, 3, 3)) * 0.3),
+        init("gamma", rng.uniform(0.5, 2.0, 4)),
+        init("beta", rng.standard_normal(4) * 0.1),
+        init("mean", rng.standard_normal(4) * 0.1),
+        init("var", rng.uniform(0.5, 2.0, 4)),
+    ]
+    nodes = [
+        oh.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        oh.make_node(
+            "BatchNormalization",
+            ["c", "gamma", "beta", "mean", "var"],
+            ["n"],
+            name="bn",
+            epsilon=1e-3,
+        ),  # fmt: skip
+        oh.make_node("Relu", ["n"], ["y"], name="relu"),
+    ]
+    graph = oh.make_graph(
+        nodes,
+        "conv_bn",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        inits,
+    )
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def test_batch_norm_after_conv_is_folded_before_quantizing():
+    """A Conv -> BatchNormalization pair is one int8 conv in the QDQ model (as after
+    onnxruntime's pre-processing), the fold computes what the pair did, and a pair named in
+    keep_fp16 is left as it was."""
+    from mrvl.batchnorm_folding import fold_batch_norms
+
+    model = _conv_bn_model()
+    x = np.random.default_rng(8).standard_normal((4, 3, 8, 8)).astype(np.float32)
+    folded = fold_batch_norms(model)
+    onnx.checker.check_model(folded)
+    assert [n.op_type for n in folded.graph.node] == ["Conv", "Relu"]
+    assert folded.graph.node[0].name == "conv"
+
+    def run(m, feed):
+        sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        return sess.run(None, {"x": feed})[0]
+
+    np.testing.assert_allclose(run(folded, x[:1]), run(model, x[:1]), rtol=1e-5, atol=1e-5)
+    qdq = mrvl.quantize(model, x)
+    assert "BatchNormalization" not in {n.op_type for n in qdq.graph.node}
+    kept = mrvl.quantize(model, x, keep_fp16=["bn"])
+    assert "BatchNormalization" in {n.op_type for n in kept.graph.node}

@@ -14,7 +14,7 @@ from sim_builders import conv_region_program
 from mrvl import cost
 from mrvl.isa import NO_LOC
 from mrvl.sim import prepare
-from mrvl.sim.profile import NO_NODE, check_profile, profile_regions
+from mrvl.sim.profile import NO_NODE, check_profile, layer_dtype, profile_regions
 from mrvl.sim.stats import RunStats
 from mrvl.sim.trace import chrome_trace
 
@@ -100,6 +100,19 @@ def test_profile_json_follows_its_schema():
     )
     with pytest.raises(jsonschema.ValidationError, match="macs"):
         check_profile(broken)
+
+
+def test_fp16_layers_are_float16_and_int8_moves_are_int8():
+    """`dtype`: an fp16 program's layers are float16; a layer that only moves 1-byte elements
+    is int8."""
+    valid = region()
+    assert {x.dtype for x in profile_regions([("r", valid, None)]).layers} == {"float16"}
+    program = valid.program
+    moves = [i for i in program.code if i.opcode == "dma"]
+    int8_move = dataclasses.replace(moves[0], fields={**moves[0].fields, "elem_bytes": 1})
+    f16_move = dataclasses.replace(moves[0], fields={**moves[0].fields, "elem_bytes": 2})
+    assert layer_dtype([int8_move], [0]) == "int8"
+    assert layer_dtype([f16_move, int8_move], [0, 1]) == "float16"
 
 
 def test_instructions_without_a_node_form_their_own_layer():

@@ -1,8 +1,9 @@
 """The int8 forms of the compute layers' tasks: what an int8 conv, pool or fc piece computes
 with besides its fp16 kin's operands (zero points, the requantization pairs, the clamp of its
 activation), from the layer's quantization (`mrvl.Int8Properties`) by `mrvl.int8`'s
-compile-time arithmetic. The tiling is the fp16 one (every int8 piece is at most as large),
-and `window.py` / `fc.py` build the int8 tasks through `qconv_task`, `qpool_task`, `qfc_task`.
+compile-time arithmetic. The tiler plans int8 layers in 1-byte elements (`WindowLayer.int8`,
+`FcLayer.int8`), and `window.py` / `fc.py` build the int8 tasks through `qconv_task`,
+`qpool_task`, `qfc_task`.
 """
 
 from __future__ import annotations
@@ -17,9 +18,6 @@ from mrvl.dialects import mrvl, sched
 from mrvl.errors import CompileError
 from mrvl.locations import location_name
 from mrvl.passes.sched.lowering.state import buffer_type, i64_array, int_attr
-
-REQUANT_BYTES_PER_OC = 8
-"""A conv's (multiplier, shift) pair per output channel: int32 x 2, loaded like its bias."""
 
 
 def is_int8_layer(op: Operation) -> bool:
@@ -136,7 +134,7 @@ def qfc_task(
 
 def lower_qadd(low, op: mrvl.AddOp) -> None:
     """An int8 residual add: chunks of the flat tensors dealt over the tiles, as the fp16 add
-    is cut (3 operands of 1 byte where fp16 has 2: the fp16 plan fits)."""
+    is cut (3 operands of 1 byte)."""
     from mrvl import int8
     from mrvl.passes.sched.tiling import plan_elementwise
 
@@ -155,7 +153,9 @@ def lower_qadd(low, op: mrvl.AddOp) -> None:
     flat = buffer_type("ddr", (count,), mrvl.element_type_of(op.output))
     lhs, rhs = (low.flat_view(low.ddr_buffer(v), flat) for v in (op.lhs, op.rhs))
     out = low.flat_view(low.new_ddr(op.output), flat)
-    chunks = plan_elementwise(count, 3, low.ocm_bytes(op), low.num_tiles, low.target.ocm_alignment)
+    chunks = plan_elementwise(
+        count, 3, low.ocm_bytes(op), low.num_tiles, low.target.ocm_alignment, elem_bytes=1
+    )
     for index, chunk in enumerate(chunks):
         tile = index % low.num_tiles
         a, t_a = low.load(lhs, [chunk.start], [chunk.length], tile)

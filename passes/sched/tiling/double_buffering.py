@@ -8,7 +8,13 @@ from functools import cache
 
 from mrvl.passes.sched.allocate import first_fit_offsets
 from mrvl.passes.sched.liveness import Span
-from mrvl.passes.sched.tiling.geometry import F16, F32, FcLayer, WindowLayer, WindowPiece
+from mrvl.passes.sched.tiling.geometry import (
+    F32,
+    REQUANT_BYTES_PER_OC,
+    FcLayer,
+    WindowLayer,
+    WindowPiece,
+)
 from mrvl.passes.sched.tiling.layout import WindowPlan, _bands
 
 DOUBLE_BUFFER_SLACK = 8
@@ -90,34 +96,46 @@ def _window_steps(layer: WindowLayer, plan: WindowPlan, rows: int, in_rows: int,
         else min((plan.cols - 1) * layer.sw + (layer.kw - 1) * layer.dw + 1, layer.w)
     )
     out = layer.n * rows * plan.cols * plan.ocs
-    vectors = 0
-    if not layer.depthwise_channels:
-        cg = layer.ic_per_group
-        vectors = (layer.weight_bytes_per_oc - layer.kh * layer.kw * cg * F16) // F32
+    elem, vectors = layer.elem, layer.vectors
     if plan.cbs and plan.cbs < layer.c:
         blocks = [min(plan.cbs, layer.c - c0) for c0 in range(0, layer.c, plan.cbs)]
         steps = []
         for k, cs in enumerate(blocks):
             last = k == len(blocks) - 1
-            extra = (k == 0) + (vectors - 1) * last if vectors and not pinned else 0
+            if layer.int8:  # the bias first, the requantization pair in every block
+                extra = [plan.ocs * F32] * (k == 0 and vectors > 2) + [
+                    plan.ocs * REQUANT_BYTES_PER_OC
+                ]
+                extra = extra if not pinned else []
+            else:
+                count = (k == 0) + (vectors - 1) * last if vectors and not pinned else 0
+                extra = [plan.ocs * F32] * count
             loads = (
-                layer.n * in_rows * in_cols * cs * F16,
-                plan.ocs * layer.kh * layer.kw * cs * F16,
-                *([plan.ocs * F32] * extra),
+                layer.n * in_rows * in_cols * cs * elem,
+                plan.ocs * layer.kh * layer.kw * cs * elem,
+                *extra,
             )
-            steps.append((loads, out * (F16 if last else F32), not last))
+            steps.append((loads, out * (elem if last else F32), not last))
         return steps, vectors * plan.ocs * F32 if pinned else 0  # pinned: bias and slopes
     if layer.depthwise_channels:
         ics, weights = plan.ocs, ()
     else:
         ics = layer.input_channels(0, plan.ocs)[1]
-        weights = (plan.ocs * layer.kh * layer.kw * layer.ic_per_group * F16,) + (
-            plan.ocs * F32,
-        ) * vectors
-    window = layer.n * in_rows * in_cols * ics * F16
+        weights = (plan.ocs * layer.kh * layer.kw * layer.ic_per_group * elem,) + _vector_loads(
+            layer.int8, vectors, plan.ocs
+        )
+    window = layer.n * in_rows * in_cols * ics * elem
     if pinned:
-        return [((window,), out * F16, False)], sum(weights)
-    return [((window, *weights), out * F16, False)], 0
+        return [((window,), out * elem, False)], sum(weights)
+    return [((window, *weights), out * elem, False)], 0
+
+
+def _vector_loads(int8: bool, vectors: int, features: int) -> tuple[int, ...]:
+    """The loads of a piece's per-channel vectors: one f32 buffer each (bias, slopes), an
+    int8 layer's bias and its requantization pairs in one buffer."""
+    if int8:
+        return (features * F32,) * (vectors - 2) + (features * REQUANT_BYTES_PER_OC,)
+    return (features * F32,) * vectors
 
 
 def _double_buffers(
@@ -179,8 +197,9 @@ def _fits_twice(layer: WindowLayer, plan: WindowPlan, target, pinned: bool) -> b
 
 def _fc_double_buffers(layer: FcLayer, ns: int, os: int, target, pinned: bool) -> bool:
     """As `_double_buffers`, for FC pieces of `ns` rows and `os` features."""
-    weights = (os * layer.k * F16,) + (os * F32,) * layer.vectors
-    x, out = ns * layer.k * F16, ns * os * F16
+    elem = layer.elem
+    weights = (os * layer.k * elem,) + _vector_loads(layer.int8, layer.vectors, os)
+    x, out = ns * layer.k * elem, ns * os * elem
     if pinned:
         steps, resident = [((x,), out, False)] * 3, sum(weights)
     else:

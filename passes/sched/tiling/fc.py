@@ -10,9 +10,9 @@ from math import ceil
 
 from mrvl import cost
 from mrvl.passes.sched.pin_weights import LastSlices
-from mrvl.passes.sched.tiling.double_buffering import _fc_double_buffers
+from mrvl.passes.sched.tiling.double_buffering import _fc_double_buffers, _vector_loads
 from mrvl.passes.sched.tiling.fit import plan_fc_layer
-from mrvl.passes.sched.tiling.geometry import F32, FcLayer, FcPiece
+from mrvl.passes.sched.tiling.geometry import FcLayer, FcPiece
 from mrvl.passes.sched.tiling.layout import FC_SPLITS, fc_grid
 from mrvl.passes.sched.tiling.pricing import (
     _contended,
@@ -32,15 +32,19 @@ from mrvl.passes.sched.tiling.search import SAVING, SHORTLIST, _largest
 def _fc_piece_cost(layer: FcLayer, target, ns: int, os: int, sharing: int) -> _PieceCost:
     """One FC piece, DMA by DMA as the lowering emits it: its rows of the input, its
     features' weights, bias and slopes, the compute, the store of its outputs."""
-    x = _dense_box_dma(target, (ns, layer.k), (layer.k,), reads=True)
-    w = _dense_box_dma(target, (os, layer.k), (layer.k,), reads=True)
-    vector = cost.dma(target, os * F32, reads_ddr=True)
-    store = _dense_box_dma(target, (ns, os), (layer.o,))
-    const_cycles = _contended(w, target, sharing) + layer.vectors * _contended(
-        vector, target, sharing
+    e = layer.elem
+    x = _dense_box_dma(target, (ns, layer.k), (layer.k,), reads=True, elem=e)
+    w = _dense_box_dma(target, (os, layer.k), (layer.k,), reads=True, elem=e)
+    vectors = [
+        cost.dma(target, nbytes, reads_ddr=True)
+        for nbytes in _vector_loads(layer.int8, layer.vectors, os)
+    ]  # bias, slopes (an int8 fc's bias and requantization pairs)
+    store = _dense_box_dma(target, (ns, os), (layer.o,), elem=e)
+    const_cycles = _contended(w, target, sharing) + sum(
+        _contended(v, target, sharing) for v in vectors
     )
-    const_ddr = w.ddr_bytes + layer.vectors * vector.ddr_bytes
-    work = cost.mac(target, ns * layer.k * os).cycles
+    const_ddr = w.ddr_bytes + sum(v.ddr_bytes for v in vectors)
+    work = cost.mac(target, ns * layer.k * os, int8=layer.int8).cycles
     step = _Step(
         _contended(x, target, sharing) + const_cycles, const_cycles, work,
         _contended(store, target, sharing),
@@ -120,15 +124,18 @@ def plan_fc_layer_priced(
     slopes: bool = False,
     bias: bool = True,
     pinned: bool = False,
+    int8: bool = False,
 ) -> list[FcPiece]:
     """The cheapest plan of an FC layer that fits: feature widths halving from all of them
     and from one tile's share, each with the most rows that fit and the most that can be
     double-buffered, priced like a window layer's plans (`plan_window_layer_priced`).
-    `plan_fc_layer`'s fixed rule is one more contender and raises `DoesNotFit`."""
+    `plan_fc_layer`'s fixed rule is one more contender and raises `DoesNotFit`. An `int8`
+    layer (1-byte elements) has an i32 bias and a requantization pair per feature."""
     fixed = plan_fc_layer(
-        n, k, o, target.ocm_bytes_per_tile, num_tiles, target.ocm_alignment, what, slopes=slopes
-    )
-    layer = FcLayer(n, k, o, int(bias) + int(slopes))
+        n, k, o, target.ocm_bytes_per_tile, num_tiles, target.ocm_alignment, what,
+        slopes=slopes, int8=int8,
+    )  # fmt: skip
+    layer = FcLayer(n, k, o, int(bias) + (2 if int8 else int(slopes)), int8)
     fixed_cycles = fc_plan_cycles(layer, fixed, num_tiles, target, pinned=pinned)
     best = _cheapest_fc_plan(layer, target, num_tiles, slopes, pinned)
     if best is None or best[1] >= fixed_cycles * (1 - SAVING):
@@ -140,7 +147,7 @@ def plan_fc_layer_priced(
 def _cheapest_fc_plan(
     layer: FcLayer, target, num_tiles: int, slopes: bool, pinned: bool
 ) -> tuple[tuple[FcPiece, ...], int] | None:
-    budget = target.ocm_bytes_per_tile - (5 if slopes else 4) * target.ocm_alignment
+    budget = target.ocm_bytes_per_tile - (5 if slopes or layer.int8 else 4) * target.ocm_alignment
     widths = set()
     for start in (layer.o, ceil(layer.o / num_tiles)):
         w = start

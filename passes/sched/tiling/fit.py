@@ -11,6 +11,7 @@ from mrvl.isa import CONV_CI_BLOCK
 from mrvl.passes.sched.tiling.geometry import (
     F16,
     F32,
+    REQUANT_BYTES_PER_OC,
     ChannelChunk,
     Chunk,
     FcPiece,
@@ -120,15 +121,20 @@ def plan_fc_layer(
     what: str,
     *,
     slopes: bool = False,
+    int8: bool = False,
 ) -> list[FcPiece]:
     """Cut an FC layer's output features into groups whose weights fit `ocm_bytes`, and its
     rows (a Gemm over a sequence has many) into bands whose inputs fit next to them. With
-    `slopes` (a fused PRelu) each output feature also has an f32 slope in OCM."""
-    budget = ocm_bytes - (5 if slopes else 4) * alignment
-    per_feature = F32 * (2 if slopes else 1)  # f32 bias (and slope)
+    `slopes` (a fused PRelu) each output feature also has an f32 slope in OCM; an `int8`
+    layer has 1-byte inputs, weights and outputs, an i32 bias and a requantization pair."""
+    budget = ocm_bytes - (5 if slopes or int8 else 4) * alignment
+    if int8:
+        per_feature, elem = F32 + REQUANT_BYTES_PER_OC, 1  # i32 bias, (multiplier, shift)
+    else:
+        per_feature, elem = F32 * (2 if slopes else 1), F16  # f32 bias (and slope)
 
     def piece_bytes(ns: int, os: int) -> int:
-        return ns * k * F16 + os * k * F16 + os * per_feature + ns * os * F16
+        return (ns * k + os * k + ns * os) * elem + os * per_feature
 
     if piece_bytes(1, 1) > budget:
         raise DoesNotFit(what, "output feature", piece_bytes(1, 1), ocm_bytes)
@@ -151,11 +157,13 @@ def plan_elementwise(
     *,
     granule: int = 1,
     reserved_bytes: int = 0,
+    elem_bytes: int = F16,
 ) -> list[Chunk]:
-    """Cut a flat elementwise operation over `count` f16 elements (with `operands` buffers of
-    that size in OCM at once, plus `reserved_bytes` of other data) into chunks, one or more
-    per tile, each a multiple of `granule` elements (the channels of a per-channel op)."""
-    budget = (ocm_bytes - reserved_bytes - (operands + 3) * alignment) // (operands * F16)
+    """Cut a flat elementwise operation over `count` elements of `elem_bytes` (f16 unless
+    said; with `operands` buffers of that size in OCM at once, plus `reserved_bytes` of other
+    data) into chunks, one or more per tile, each a multiple of `granule` elements (the
+    channels of a per-channel op)."""
+    budget = (ocm_bytes - reserved_bytes - (operands + 3) * alignment) // (operands * elem_bytes)
     length = min(budget, ceil(count / num_tiles))
     length = max(granule, length // granule * granule)
     return [Chunk(s, min(length, count - s)) for s in range(0, count, length)]

@@ -11,6 +11,12 @@ from math import ceil
 
 F16 = 2
 F32 = 4
+I8 = 1
+"""Bytes of an element: an fp16 activation or weight, an f32 (or an int8 layer's i32) bias,
+slope, requantization value or partial sum, an int8 activation or weight."""
+
+REQUANT_BYTES_PER_OC = 2 * F32
+"""An int8 conv's or fc's (multiplier, shift) pair per output channel: two i32 in one buffer."""
 
 
 @dataclass(frozen=True)
@@ -85,13 +91,29 @@ class WindowLayer:
     sh: int
     pad_top: int
     dh: int
-    weight_bytes_per_oc: int  # OHWI f16 weights + f32 bias of one output channel; 0 for pools
+    weight_bytes_per_oc: int  # OHWI weights + f32 / i32 vectors of one output channel; 0 for pools
     depthwise_channels: bool  # a pool: output channel c reads input channel c only
     sw: int = 1
     pad_left: int = 0
     dw: int = 1
     groups: int = 1
     sampling: InputSampling | None = None
+    int8: bool = False
+    """An int8 layer: 1-byte activations and weights, so twice the elements of fp16 fit."""
+
+    @property
+    def elem(self) -> int:
+        """Bytes of one of its activations or weights."""
+        return I8 if self.int8 else F16
+
+    @property
+    def vectors(self) -> int:
+        """The f32 / i32 values of one output channel besides its weights (bias, PRELU slope,
+        an int8 conv's requantization pair)."""
+        if self.depthwise_channels:
+            return 0
+        weights = self.kh * self.kw * self.ic_per_group * self.elem
+        return (self.weight_bytes_per_oc - weights) // F32
 
     def subsampled(self) -> WindowLayer:
         """The same conv over only the input rows and columns it reads: a 1x1 kernel with a
@@ -158,8 +180,8 @@ class WindowLayer:
         self, rows: int, ocs: int, cols: int | None = None, cbs: int | None = None
     ) -> int:
         """OCM bytes of one piece; `cbs`: input channels per block of a conv cut into
-        input-channel blocks (f16 window and weights of a block, fp32 partial sums in and
-        out)."""
+        input-channel blocks (f16 or int8 window and weights of a block, fp32 or i32 partial
+        sums in and out)."""
         cols = self.ow if cols is None else cols
         in_rows = min((rows - 1) * self.sh + (self.kh - 1) * self.dh + 1, self.h)
         in_cols = min((cols - 1) * self.sw + (self.kw - 1) * self.dw + 1, self.w)
@@ -167,9 +189,11 @@ class WindowLayer:
             in_cols = self.w  # a whole row loads every column
         if cbs is not None:
             cbs = min(cbs, self.c)
+            # a block's bias or slopes; an int8 block also its requantization pair
+            vector = F32 + REQUANT_BYTES_PER_OC if self.int8 else F32
             return (
-                self.n * in_rows * in_cols * cbs * F16
-                + ocs * (self.kh * self.kw * cbs * F16 + F32)
+                self.n * in_rows * in_cols * cbs * self.elem
+                + ocs * (self.kh * self.kw * cbs * self.elem + vector)
                 + 2 * self.n * rows * cols * ocs * F32
             )
         if self.depthwise_channels:
@@ -177,16 +201,21 @@ class WindowLayer:
         else:  # pieces never straddle a group (`channel_pieces`)
             in_channels = ceil(ocs / self.oc_per_group) * self.ic_per_group
         return (
-            self.n * in_rows * in_cols * in_channels * F16
-            + self.n * rows * cols * ocs * F16
+            self.n * in_rows * in_cols * in_channels * self.elem
+            + self.n * rows * cols * ocs * self.elem
             + ocs * self.weight_bytes_per_oc
         )
 
 
-def conv_weight_bytes_per_oc(kh: int, kw: int, group_channels: int, *, bias: bool, slopes: bool):
+def conv_weight_bytes_per_oc(
+    kh: int, kw: int, group_channels: int, *, bias: bool, slopes: bool, int8: bool = False
+):
     """OCM bytes of one output channel's constants in a conv piece: its f16 weights (KH x KW
     x the input channels of its group), and an f32 bias and PRELU slope when it has them
-    (`WindowLayer.weight_bytes_per_oc`)."""
+    (`WindowLayer.weight_bytes_per_oc`); with `int8`, int8 weights, an i32 bias and the
+    requantization pair."""
+    if int8:
+        return kh * kw * group_channels * I8 + F32 * int(bias) + REQUANT_BYTES_PER_OC
     return kh * kw * group_channels * F16 + F32 * (int(bias) + int(slopes))
 
 
@@ -254,13 +283,20 @@ class ResizePiece:
 
 @dataclass(frozen=True)
 class FcLayer:
-    """An FC layer's geometry: `n` rows of `k` inputs to `o` features; `vectors` f32 values
-    per feature besides the weights (bias, PRELU slope)."""
+    """An FC layer's geometry: `n` rows of `k` inputs to `o` features; `vectors` f32 (i32)
+    values per feature besides the weights (bias, PRELU slope, an int8 layer's
+    requantization pair); `int8`: 1-byte inputs, weights and outputs."""
 
     n: int
     k: int
     o: int
     vectors: int
+    int8: bool = False
+
+    @property
+    def elem(self) -> int:
+        return I8 if self.int8 else F16
 
     def piece_bytes(self, ns: int, os: int) -> int:
-        return ns * self.k * F16 + os * self.k * F16 + os * self.vectors * F32 + ns * os * F16
+        e = self.elem
+        return ns * self.k * e + os * self.k * e + os * self.vectors * F32 + ns * os * e

@@ -18,7 +18,12 @@ from functools import cache
 
 from mrvl import cost
 from mrvl.passes.sched.pin_weights import LastSlices
-from mrvl.passes.sched.tiling.double_buffering import _double_buffers, _fits_twice, early_outputs
+from mrvl.passes.sched.tiling.double_buffering import (
+    _double_buffers,
+    _fits_twice,
+    _vector_loads,
+    early_outputs,
+)
 from mrvl.passes.sched.tiling.geometry import F16, F32, WindowLayer, WindowPiece
 from mrvl.passes.sched.tiling.layout import (
     WindowPlan,
@@ -127,13 +132,15 @@ def _laid_out_cycles(target, steps: dict[int, list[_Step]], times: dict[int, int
 def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cbs, sharing):
     n = layer.n
 
+    elem = layer.elem
+
     def load(box, dims):
-        return _dense_box_dma(target, box, dims, reads=True)
+        return _dense_box_dma(target, box, dims, reads=True, elem=elem)
 
     def load_window(box):
         return _window_dma(layer, target, box)
 
-    store = _dense_box_dma(target, (n, rows, cols, ocs), (layer.oh, layer.ow, layer.oc))
+    store = _dense_box_dma(target, (n, rows, cols, ocs), (layer.oh, layer.ow, layer.oc), elem=elem)
     out_shape = (n, rows, cols, ocs)
     if layer.depthwise_channels:
         window = load_window((n, in_rows, in_cols, ics))
@@ -147,8 +154,12 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
         )
     cg = layer.ic_per_group
     w_strides = (layer.kh, layer.kw, cg)
-    vectors = (layer.weight_bytes_per_oc - layer.kh * layer.kw * cg * F16) // F32  # bias, slope
-    vector = cost.dma(target, ocs * F32, reads_ddr=True)
+    # bias, slopes (an int8 conv's bias and requantization pairs)
+    vectors = [
+        cost.dma(target, nbytes, reads_ddr=True)
+        for nbytes in _vector_loads(layer.int8, layer.vectors, ocs)
+    ]
+    f32_vector = cost.dma(target, ocs * F32, reads_ddr=True)
     blocks = [(c0, min(cbs, layer.c - c0)) for c0 in range(0, layer.c, cbs)] if cbs else [(0, ics)]
     steps, ddr, weight_ddr, windows_ddr = [], store.ddr_bytes, 0, 0
     block_loads = {}  # channels -> (window, weights) DMAs of a block that wide
@@ -159,22 +170,18 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
                 load((ocs, layer.kh, layer.kw, cs if cbs else cg), w_strides),
             )
         window, weights = block_loads[cs]
-        extra = (
-            vectors
-            if len(blocks) == 1
-            else (index == 0) + (vectors - 1) * (index == len(blocks) - 1)
-        )  # a chain loads the bias first and the slopes last
-        const_cycles = _contended(weights, target, sharing) + extra * _contended(
-            vector, target, sharing
+        extra = _chain_vectors(vectors, f32_vector, layer.int8, index, len(blocks))
+        const_cycles = _contended(weights, target, sharing) + sum(
+            count * _contended(v, target, sharing) for count, v in extra
         )
-        const_ddr = weights.ddr_bytes + extra * vector.ddr_bytes
+        const_ddr = weights.ddr_bytes + sum(count * v.ddr_bytes for count, v in extra)
         macs = cost.conv_macs(out_shape, (layer.kh, layer.kw), cs if cbs else cg)
         last = index == len(blocks) - 1
         steps.append(
             _Step(
                 _contended(window, target, sharing) + const_cycles,
                 const_cycles,
-                cost.mac(target, macs).cycles,
+                cost.mac(target, macs, int8=layer.int8).cycles,
                 _contended(store, target, sharing) if last else 0,
             )
         )
@@ -185,21 +192,40 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
     return _PieceCost(tuple(steps), ddr, weight_ddr, window_ddr, windows_ddr)
 
 
+def _chain_vectors(
+    vectors: list, f32_vector, int8: bool, index: int, blocks: int
+) -> list[tuple[int, object]]:
+    """(count, DMA) of the vector loads (`_vector_loads`' DMAs) of step `index` of a piece
+    cut into `blocks` input-channel blocks: all of them when it is not cut; in a chain, the
+    bias first and the slopes last (as counted since fp16 plans were first priced), an int8
+    conv's requantization pairs in every block."""
+    if blocks == 1:
+        return [(1, v) for v in vectors]
+    if int8:
+        return [(1, v) for v in vectors[:-1] * (index == 0) + vectors[-1:]]
+    last = index == blocks - 1
+    return [((index == 0) + (len(vectors) - 1) * last, f32_vector)]
+
+
 def _window_dma(layer: WindowLayer, target, box: tuple[int, int, int, int]):
     """The load of an input window `box` (NHWC): a dense box of the DDR tensor, or with
     `layer.sampling` a strided one (`mrvl.cost.dma_box`, as the cycle model prices it)."""
+    e = layer.elem
     if layer.sampling is None:
-        return _dense_box_dma(target, box, (layer.h, layer.w, layer.c), reads=True)
-    strides = tuple(F16 * s for s in layer.sampling.element_strides(layer.c))
-    dense = (box[1] * box[2] * box[3] * F16, box[2] * box[3] * F16, box[3] * F16, F16)
-    return cost.dma_box(target, box, F16, strides, dense, src_ddr=True, dst_ddr=False)
+        return _dense_box_dma(target, box, (layer.h, layer.w, layer.c), reads=True, elem=e)
+    strides = tuple(e * s for s in layer.sampling.element_strides(layer.c))
+    dense = (box[1] * box[2] * box[3] * e, box[2] * box[3] * e, box[3] * e, e)
+    return cost.dma_box(target, box, e, strides, dense, src_ddr=True, dst_ddr=False)
 
 
-def _dense_box_dma(target, box: tuple[int, ...], dims: tuple[int, ...], *, reads=False):
-    """`mrvl.cost.dma_box` of an f16 box of a dense DDR array of shape (any, *dims), the
-    other side in OCM, with its contiguous runs counted directly: the innermost dimensions
-    the box covers whole merge with the first one it does not."""
-    run, runs = F16, 1
+def _dense_box_dma(
+    target, box: tuple[int, ...], dims: tuple[int, ...], *, reads=False, elem: int = F16
+):
+    """`mrvl.cost.dma_box` of a box of `elem`-byte elements (f16 unless said) of a dense DDR
+    array of shape (any, *dims), the other side in OCM, with its contiguous runs counted
+    directly: the innermost dimensions the box covers whole merge with the first one it
+    does not."""
+    run, runs = elem, 1
     merging = True
     for extent, size in zip(reversed(box), reversed((0, *dims))):
         if merging:
@@ -207,7 +233,7 @@ def _dense_box_dma(target, box: tuple[int, ...], dims: tuple[int, ...], *, reads
             merging = extent == size
         else:
             runs *= extent
-    nbytes = math.prod(box) * F16
+    nbytes = math.prod(box) * elem
     return cost.dma(target, nbytes, runs=runs, reads_ddr=reads, writes_ddr=not reads)
 
 

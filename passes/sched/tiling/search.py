@@ -80,8 +80,15 @@ def window_candidates(
                     bands = ceil(share * num_tiles / others)
                     heights.add(min(tallest, max(1, ceil(layer.oh / bands))))
                 plans += [replace(plan, rows=r) for r in sorted(heights)]
-                if tallest == layer.oh and len(layer.channel_pieces(ocs)) >= 2 * num_tiles:
-                    break  # narrower channel pieces would only add loads
+                if (
+                    tallest == layer.oh
+                    and len(layer.channel_pieces(ocs)) >= 2 * num_tiles
+                    and (not layer.int8 or _fits_twice(layer, plan, target, pinned))
+                ):
+                    # narrower channel pieces would only add loads; but an int8 layer,
+                    # whose MACs are twice as fast, tries them until its pieces can be
+                    # double-buffered (an fp16 plan search is kept as it was)
+                    break
     return plans
 
 
