@@ -152,17 +152,19 @@ def test_a_softmax_row_too_long_for_a_tile_stays_on_the_cpu():
 # ------------------------------------------------------------------------------- layernorm
 
 
-def layernorm_net(shape, decomposed, axis=-1, conv=False):
+def layernorm_net(shape, decomposed, axis=-1, conv=False, project=True):
     """LayerNormalization(axis) or its decomposed form -> MatMul over the last axis (a
-    transformer's LN -> projection); with `conv`, conv 1x1 -> LN -> conv 1x1 instead."""
+    transformer's LN -> projection); with `conv`, conv 1x1 -> LN -> conv 1x1 instead; without
+    `project`, the normalization alone."""
     rng = np.random.default_rng(8)
     row = shape[axis:] if axis != -1 else shape[-1:]
     k = shape[-1]
     inits = [
         numpy_helper.from_array((1 + 0.2 * rng.standard_normal(row)).astype(np.float32), "g"),
         numpy_helper.from_array((0.2 * rng.standard_normal(row)).astype(np.float32), "b"),
-        const(rng, "w", (shape[1], shape[1], 1, 1) if conv else (k, k), 0.1),
     ]
+    if project:
+        inits.append(const(rng, "w", (shape[1], shape[1], 1, 1) if conv else (k, k), 0.1))
     nodes, x = [], "x"
     if conv:
         inits.append(const(rng, "wc", (shape[1], shape[1], 1, 1), 1.0))
@@ -190,7 +192,10 @@ def layernorm_net(shape, decomposed, axis=-1, conv=False):
             node("LayerNormalization", [x, "g", "b"], ["y0"], name="/ln/LN", axis=axis,
                  epsilon=1e-5)
         )  # fmt: skip
-    nodes.append(node("Conv" if conv else "MatMul", ["y0", "w"], ["y"], name="/proj/MatMul"))
+    if project:
+        nodes.append(node("Conv" if conv else "MatMul", ["y0", "w"], ["y"], name="/proj/MatMul"))
+    else:
+        nodes[-1].output[0] = "y"
     return model(nodes, inits, shape, shape)
 
 
@@ -214,9 +219,7 @@ def test_layernorm_of_rank_2_rows():
 def test_a_layernorm_row_too_long_for_a_tile_stays_on_the_cpu():
     """cnf10kb: a row of 20000 elements, with its result and its f32 scale and shift, needs
     240 KB; a tile has 128 KiB."""
-    m = layernorm_net((1, 2, 20000), False)
-    m.graph.node.pop()  # no projection: 20000 x 20000 weights are beside the point
-    m.graph.node[-1].output[0] = "y"
+    m = layernorm_net((1, 2, 20000), False, project=False)
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(m), mcpu="cnf10kb", num_tiles=4)
     row = next(r for r in mrvl.partition_report(mod).rows if r.node == "/ln/LN")
     assert row.target == "cpu"
