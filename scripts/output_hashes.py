@@ -11,7 +11,9 @@ and the light models, seeded weights as everywhere else), each tile count (1 and
 region's model binary, Nodes-JSON and Constants-JSON (weights included) are hashed, and its
 modelled cycles (`mrvl.sim.profile`) recorded. The fixture is
 `tests/fixtures/output_hashes.json`; `tests/compiler/test_output_hashes.py` checks a part of
-it at every run. A change that moves a hash is a behaviour change: make it in its own commit,
+it at every run. The zoo's own builds (weights re-drawn by seed, 8 tiles) are pinned as well,
+in `tests/fixtures/zoo_run_hashes.json`, which `scripts/zoo_report.py --record-hashes` writes
+and `tests/zoo/test_zoo.py` checks on the build it runs anyway. A change that moves a hash is a behaviour change: make it in its own commit,
 say why, and re-record (`--record --models ...` updates only the models named).
 """
 
@@ -61,8 +63,6 @@ def region_hashes(model, num_tiles: int, wb_pin_ocm: bool) -> dict[str, dict]:
 
     import mrvl
     from mrvl.compiler import compile_region
-    from mrvl.sim import prepare
-    from mrvl.sim.profile import profile_regions
 
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), mcpu=MCPU, num_tiles=num_tiles)
     out = {}
@@ -74,14 +74,21 @@ def region_hashes(model, num_tiles: int, wb_pin_ocm: bool) -> dict[str, dict]:
         region = compile_region(
             func, mcpu=MCPU, num_tiles=num_tiles, wb_pin_ocm=wb_pin_ocm, constants_json=True
         )
-        cycles = profile_regions([(region.symbol, prepare(region.binary), None)]).total_cycles
-        out[region.symbol] = {
-            "bin": _sha(region.binary),
-            "nodes": _json_sha(region.nodes_json),
-            "consts": _json_sha(region.consts_json),
-            "cycles": cycles,
-        }
+        out[region.symbol] = region_digest(region)
     return dict(sorted(out.items()))
+
+
+def region_digest(region) -> dict:
+    """{bin, nodes, [consts,] cycles} of one `mrvl.compiler.CompiledRegion`: the sha256 of its
+    binary, Nodes-JSON and (when it was asked for) Constants-JSON, and its modelled cycles."""
+    from mrvl.sim import prepare
+    from mrvl.sim.profile import profile_regions
+
+    digest = {"bin": _sha(region.binary), "nodes": _json_sha(region.nodes_json)}
+    if region.consts_json is not None:
+        digest["consts"] = _json_sha(region.consts_json)
+    digest["cycles"] = profile_regions([(region.symbol, prepare(region.binary), None)]).total_cycles
+    return digest
 
 
 def model_hashes(name: str, configs) -> dict[str, dict]:

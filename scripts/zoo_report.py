@@ -4,6 +4,7 @@
     .venv/bin/python scripts/zoo_report.py                  # every model, writes docs/zoo.md
     .venv/bin/python scripts/zoo_report.py resnet18 -o /tmp/zoo.md
     .venv/bin/python scripts/zoo_report.py -j 2             # two models at once
+    .venv/bin/python scripts/zoo_report.py --record-hashes yolov8n   # re-pin its outputs
 
 Each model of `mrvl.models.zoo` (seeded random weights, seed 0) goes `mrvl.from_onnx` →
 `mrvl.partition_for_mrvl` (8 tiles) → `mrvl.partition_report` → `mrvl.build` → the Relax VM
@@ -15,7 +16,12 @@ when its error distribution is no worse than the emulation's (DESIGN §9's secon
 `mrvl.fp16_emulation.Distribution`). The run stops at the first stage
 that raises, and the table says which stage and what it raised.
 
-The tests (`tests/zoo/test_zoo.py`) import this file.
+The tests (`tests/zoo/test_zoo.py`) import this file. They also check that each build gives
+the outputs pinned in `tests/fixtures/zoo_run_hashes.json` (the sha256 of every region's binary
+and Nodes-JSON, and its modelled cycles: `scripts/output_hashes.py`'s digest of the zoo's own
+builds). `--record-hashes` builds the models named (no runs) and re-pins them, keeping the
+other entries; as with `scripts/output_hashes.py`, a moved hash is a behaviour change, made in
+its own commit with its reason.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REPORT = ROOT / "docs" / "zoo.md"
+HASH_FIXTURE = ROOT / "tests" / "fixtures" / "zoo_run_hashes.json"
 NUM_TILES = 8
 SEED = 0
 MAC_GOAL = 0.99
@@ -59,6 +66,7 @@ class ZooRun:
     verdict: object | None = None  # mrvl.fp16_emulation.Verdict
     # the same run on the reference interpreter gave the same output bytes as on Numba
     engines_identical: bool | None = None
+    hashes: dict[str, dict] | None = None  # region symbol → `output_hashes.region_digest`
     failure: str | None = None  # "<stage>: <exception type>: <message>"
 
     @property
@@ -87,13 +95,32 @@ def describe_partition(run: ZooRun, model, report) -> None:
     )
 
 
+def _output_hashes():
+    """scripts/output_hashes.py, whose digest of a compiled region pins the zoo's builds."""
+    import importlib.util
+
+    name = "mrvl_output_hashes"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "output_hashes.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def run_model(
-    name: str, seed: int = SEED, redraw: str = "never", *, partition_only: bool = False
+    name: str,
+    seed: int = SEED,
+    redraw: str = "never",
+    *,
+    partition_only: bool = False,
+    build_only: bool = False,
 ) -> ZooRun:
     """Partition, build, run and judge one zoo model; exceptions become `failure`.
     `redraw`: when the older second look over re-drawn roundings is also taken, beside the
     distribution look that decides (`judge_model`).
-    `partition_only`: stop after the partition (regions, MAC fraction, CPU ops)."""
+    `partition_only`: stop after the partition (regions, MAC fraction, CPU ops);
+    `build_only`: stop after the build and its output hashes."""
     import numpy as np
     import onnxruntime as ort
     import tvm
@@ -126,6 +153,10 @@ def run_model(
         lib = mrvl.build(mod, num_tiles=NUM_TILES)
         run.seconds["compile"] = time.perf_counter() - start
         run.regions = len(lib.mrvl_regions)
+        digest = _output_hashes().region_digest
+        run.hashes = dict(sorted((r.symbol, digest(r)) for r in lib.mrvl_regions))
+        if build_only:
+            return run
         stage = "run"
         feeds = random_inputs(model, seed=seed)
         vm = relax.VirtualMachine(lib, tvm.cpu())
@@ -326,24 +357,41 @@ def _goal(run: ZooRun) -> str:
     return "met" if met else "not met"
 
 
-def _run_one(name: str, verbose: bool = False) -> ZooRun:
+def _run_one(name: str, verbose: bool = False, build_only: bool = False) -> ZooRun:
     global VERBOSE
     VERBOSE = verbose
-    return run_model(name)
+    return run_model(name, build_only=build_only)
 
 
-def _runs(names: list[str], jobs: int):
+def _runs(names: list[str], jobs: int, build_only: bool = False):
     """Each model's run, in order; with `jobs` > 1 in that many processes of their own
     (spawned: TVM and Numba threads do not survive a fork)."""
     if jobs == 1:
-        yield from (_run_one(name, VERBOSE) for name in names)
+        yield from (_run_one(name, VERBOSE, build_only) for name in names)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:
-        yield from pool.map(_run_one, names, [VERBOSE] * len(names))
+        yield from pool.map(_run_one, names, [VERBOSE] * len(names), [build_only] * len(names))
+
+
+def record_hashes(names: list[str], jobs: int) -> int:
+    """Build each model as the suite does and write its region digests to HASH_FIXTURE."""
+    import json
+
+    recorded = json.loads(HASH_FIXTURE.read_text()) if HASH_FIXTURE.exists() else {}
+    failed = 0
+    for run in _runs(names, jobs, build_only=True):
+        if run.hashes is None:
+            print(f"{run.name}: not recorded: {run.failure}")
+            failed += 1
+            continue
+        recorded[run.name] = run.hashes
+        HASH_FIXTURE.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+        print(f"{run.name}: {len(run.hashes)} regions pinned")
+    return 1 if failed else 0
 
 
 def main(argv=None) -> int:
@@ -356,12 +404,19 @@ def main(argv=None) -> int:
     parser.add_argument(
         "-j", "--jobs", type=int, default=1, help="models run at once, each in its own process"
     )
+    parser.add_argument(
+        "--record-hashes",
+        action="store_true",
+        help=f"only build the models and pin their outputs in {HASH_FIXTURE.relative_to(ROOT)}",
+    )
     args = parser.parse_args(argv)
     global VERBOSE
     VERBOSE = args.verbose
     names = args.names or list(ZOO_MODELS)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
+    if args.record_hashes:
+        return record_hashes(names, args.jobs)
     start = time.perf_counter()
     runs = []
     for run in _runs(names, args.jobs):

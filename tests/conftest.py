@@ -4,8 +4,8 @@ how the suite spreads over pytest-xdist workers (`scripts/test.sh`: `--dist load
 Scheduling: every test file is one unit of work (`xdist_group`), so that what a file builds
 once (module fixtures, module-level caches) is built once, except for two files of model-scale
 tests: the zoo is cut by model, each model one unit with all of its tests (they share one
-build and run), and the hazard tests of test_cycles.py and the pinned output hashes of
-test_output_hashes.py are one unit each (each compiles its own model). `UNIT_SECONDS` records the longest units as measured.
+build and run, whose outputs are also the pinned hashes), and the hazard tests of
+test_cycles.py are one unit each (each compiles its own model). `UNIT_SECONDS` records the longest units as measured.
 
 The light models stay one unit: their engine-identity coverage test reads the builds of every
 model in `ENGINE_IDENTITY_MODELS`, and the unit is under a third of the suite.
@@ -40,8 +40,6 @@ UNIT_SECONDS = {
     "zoo:densenet121": 35,
     "zoo:mobilenet_v2": 30,
     "tests/sim/test_engines_models.py": 25,
-    "cycles:densenet121-8": 25,
-    "cycles:resnet50-8": 18,
 }
 """Seconds of the longest units on one of two loaded cores (2026-11-23, `--durations`): the
 figures to beat when the suite is rebalanced."""
@@ -53,8 +51,6 @@ def _unit(item: pytest.Item) -> str:
     params = params.params if params is not None else {}
     if path == "tests/zoo/test_zoo.py" and "name" in params:
         return f"zoo:{params['name']}"
-    if path == "tests/compiler/test_output_hashes.py" and "name" in params:
-        return f"hashes:{params['name']}"
     if (
         path == "tests/sim/test_cycles.py"
         and item.originalname == "test_compiled_models_have_no_hazard"

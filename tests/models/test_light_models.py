@@ -42,7 +42,8 @@ from mrvl.models.light import (
     random_inputs,
 )
 from mrvl.placement import CPU, node_targets
-from mrvl.sim import simulator_wall_time, use_engine
+from mrvl.sim import prepare, simulator_wall_time, use_engine
+from mrvl.sim.cycles import model_cycles
 
 NUM_TILES = 8
 SEED = 0
@@ -199,6 +200,14 @@ def test_hybrid_run_matches_onnxruntime(light, record_property):
     print(f"{name}: {verdict}")
     assert run.calls > 0, f"{name}: nothing ran on the simulator"
     assert verdict.passed, f"{name} vs onnxruntime: {verdict}"
+
+
+def test_build_has_no_hazard(light):
+    """Every region of the 8-tile build replays on the cycle model, whose exact check raises
+    `HazardError` at any pair of instructions that touch the same bytes with nothing ordering
+    them (tests/sim/test_cycles.py checks the 1-tile builds)."""
+    for region in light.lib.mrvl_regions:
+        assert model_cycles(prepare(region.binary)).total_cycles > 0, region.symbol
 
 
 @pytest.mark.parametrize("light", _params(ENGINE_IDENTITY_MODELS), indirect=True)

@@ -304,7 +304,7 @@ def test_a_compiled_model_has_no_hazard_and_every_instruction_is_timed(mnist_par
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("num_tiles", [1, 8])
+@pytest.mark.parametrize("num_tiles", [1])
 @pytest.mark.parametrize(
     "name",
     [
@@ -319,6 +319,10 @@ def test_a_compiled_model_has_no_hazard_and_every_instruction_is_timed(mnist_par
     ],
 )
 def test_compiled_models_have_no_hazard(name, num_tiles):
+    """Real models' 1-tile builds replay without a hazard. Their 8-tile builds are checked
+    where the suite makes them anyway: the light models in tests/models/test_light_models.py
+    (`test_build_has_no_hazard`), the zoo in tests/zoo/test_zoo.py (the pinned cycles of
+    `test_zoo_model_outputs_unchanged` are a replay on the cycle model)."""
     from helpers import region_functions
 
     import mrvl

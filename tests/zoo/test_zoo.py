@@ -16,6 +16,7 @@ only partitioned here (their MAC and region goals); the report builds, runs and 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -131,6 +132,25 @@ def test_zoo_model_gives_the_same_bytes_on_both_engines(name):
     run = zoo_run(name)
     assert run.engines_identical is not None, run.failure
     assert run.engines_identical, f"{name}: the interpreter and Numba differ"
+
+
+PINNED = json.loads(zoo_report.HASH_FIXTURE.read_text())
+
+
+def test_every_built_model_is_pinned():
+    """tests/fixtures/zoo_run_hashes.json pins exactly the models the suite builds."""
+    assert sorted(PINNED) == sorted(RUN_MODELS)
+
+
+@pytest.mark.parametrize("name", _params(RUN_MODELS, {}))
+def test_zoo_model_outputs_unchanged(name):
+    """The build the suite runs gives the pinned binaries, Nodes-JSONs and modelled cycles
+    (issue 18: a change that moves them is a behaviour change, re-pinned in its own commit by
+    `scripts/zoo_report.py --record-hashes NAME`)."""
+    run = zoo_run(name)
+    assert run.hashes is not None, run.failure
+    diff = zoo_report._output_hashes()._diff
+    assert run.hashes == PINNED[name], f"{name}: {diff(PINNED[name], run.hashes)}"
 
 
 @pytest.mark.parametrize("name", _params(ZOO_MODELS, MAC_GOAL_FAILURES))
