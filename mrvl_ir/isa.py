@@ -111,7 +111,9 @@ class PoolMode(IntEnum):
     AVG = 1
 
 
-ReduceMode = IntEnum("ReduceMode", {"SUM": 0, "MEAN": 1, "MAX": 2, "MIN": 3, "ARGMAX": 4})
+ReduceMode = IntEnum(
+    "ReduceMode", {"SUM": 0, "MEAN": 1, "MAX": 2, "MIN": 3, "ARGMAX": 4, "L2": 5}
+)
 """What `reduce` computes over a row (docs/isa.md, `reduce`)."""
 BinaryMode = IntEnum("BinaryMode", {"ADD": 0, "SUB": 1, "MUL": 2, "DIV": 3, "MAX": 4, "MIN": 5})
 """The operation of `binary` on its two operands (docs/isa.md, `binary`)."""
@@ -597,9 +599,9 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "reduce",
         0x52,
         "vector",
-        "Sum, mean, max, min or argmax of a dense f16 [outer, length, inner] tensor over its "
-        "middle axis, in fp32 in order of the axis (docs/isa.md), optionally from or to fp32 "
-        "partials.",
+        "Sum, mean, max, min, argmax or L2 norm of a dense f16 [outer, length, inner] tensor "
+        "over its middle axis, in fp32 in order of the axis (docs/isa.md), optionally from or "
+        "to fp32 partials.",
         (
             _f("in_addr", "i32", "OCM byte address of the input [outer, length, inner], f16"),
             _f("out_addr", "i32", "OCM byte address of the result [outer, inner]"),
@@ -616,7 +618,8 @@ OPCODES: tuple[OpcodeSpec, ...] = (
             _f(
                 "acc_out",
                 "i32",
-                "1: write the fp32 partials (no division, no rounding) instead of the result",
+                "1: write the fp32 partials (no division or square root, no rounding) instead of "
+                "the result",
                 legal=("acc_out in (0, 1)", "mode != 4 or (acc_out == 0 and acc_addr == -1)"),
             ),
         ),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from mrvl.dialects import mrvl
 
@@ -245,15 +245,17 @@ class LayerNodes:
 
     def _concat_node(self, op: mrvl.ConcatOp) -> None:
         layout = mrvl.layout_of(op.output)
+        activations, consts = self._data_inputs(op, list(op.inputs))
         self._layer_node(
             op,
             "Concat",
-            list(op.inputs),
+            activations,
+            num_constants=len(consts),
             data_layout=layout,
             data_shape=mrvl.shape_of(op.inputs[0]),
             out_layout=layout,
             composite="mrvl.concat",
-            attrs={"axis": [str(op.channel_axis)]},
+            attrs={"axis": [str(op.channel_axis)], **({"input_consts": consts} if consts else {})},
         )
 
     def _reshape_node(self, op: mrvl.ReshapeOp) -> None:
@@ -363,18 +365,32 @@ class LayerNodes:
         )
 
     def _binary_node(self, op: mrvl.BinaryOp) -> None:
-        """An elementwise op of two activations that broadcast, in their layout."""
+        """An elementwise op of two tensors that broadcast, in their layout; a constant
+        operand is in `input_consts` (by its position) instead of `inputs`."""
         layout = mrvl.layout_of(op.output)
+        activations, consts = self._data_inputs(op, [op.lhs, op.rhs])
         self._layer_node(
             op,
             "Binary",
-            [op.lhs, op.rhs],
+            activations,
+            num_constants=len(consts),
             data_layout=layout,
             data_shape=mrvl.shape_of(op.lhs),
             out_layout=layout,
             composite="mrvl.binary",
-            attrs={"mode": [op.kind.data]},
+            attrs={"mode": [op.kind.data], **({"input_consts": consts} if consts else {})},
         )
+
+    def _data_inputs(self, op, values) -> tuple[list[SSAValue], dict[str, Any]]:
+        """The computed ones of a layer's data inputs, and its constant ones (`mrvl.
+        is_data_constant`) as references by their position among `values`."""
+        activations, consts = [], {}
+        for position, value in enumerate(values):
+            if mrvl.is_data_constant(value):
+                consts[str(position)] = self._const_ref(value.owner)
+            else:
+                activations.append(value)
+        return activations, consts
 
     def _dilate_node(self, op: mrvl.DilateOp) -> None:
         self._layer_node(

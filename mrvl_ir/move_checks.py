@@ -33,10 +33,20 @@ COPY_RANKS = (2, 3, 4, 5, 6)
 a window partition) the tensor stays in Relax's order and only copies read it."""
 
 
+def high_rank_binary(call: relax.Call) -> bool:
+    """Whether `call` is an elementwise op of two tensors at rank 5 that `mrvl.binary` can
+    take (Swin's shifted-window mask Add, `[B, windows, heads, T, T]` plus a constant
+    `[1, windows, 1, T, T]`): it reads and makes rank-5 tensors as copies do."""
+    from .reductions import BINARY_OPS, binary_fits
+
+    return _op_name(call) in BINARY_OPS and binary_fits(call, ranks=(5,))
+
+
 def high_rank_neighbour(ctx: PatternCheckContext, exprs: list[relax.Expr]) -> str | None:
-    """The first op other than data movement that makes or reads a tensor of rank 5 or 6
-    connected to `exprs` through data movement at those ranks; None if there is none (the
-    tensors are the model's inputs and outputs or pass only between moves)."""
+    """The first op other than data movement (or a binary op `high_rank_binary` takes) that
+    makes or reads a tensor of rank 5 or 6 connected to `exprs` through data movement at
+    those ranks; None if there is none (the tensors are the model's inputs and outputs or
+    pass only between moves)."""
     collector = _COLLECTOR.get()
     high = lambda v: len(getattr(getattr(v, "ty", None), "shape", None) or ()) > 4  # noqa: E731
     if collector is None or not any(high(e) for e in exprs):
@@ -53,7 +63,8 @@ def high_rank_neighbour(ctx: PatternCheckContext, exprs: list[relax.Expr]) -> st
         for call in calls:
             if not isinstance(call, relax.Call):
                 continue  # a model input
-            if _op_name(call) not in strided.MOVE_OPS and _op_name(call) != "relax.nn.pad":
+            moves = _op_name(call) in strided.MOVE_OPS or _op_name(call) == "relax.nn.pad"
+            if not moves and not high_rank_binary(call):
                 return _op_name(call)  # (a standalone pad moves data by DMA too)
             todo += [a for a in call.args if isinstance(a, relax.Var)]
             todo.append(var_of.get(call))

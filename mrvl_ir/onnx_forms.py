@@ -62,10 +62,11 @@ def _tensor_and_scalar(inputs: list) -> tuple[relax.Expr, float] | None:
 
 
 def _pairwise(bb, inputs, op) -> relax.Expr | None:
-    """op folded over two or more runtime float tensors of static shapes, or None."""
-    if len(inputs) < 2 or any(
-        i is None or isinstance(i, GenericConst) or not _float_tensor(i) for i in inputs
-    ):
+    """op folded over two or more float tensors of static shapes, not all constants (a
+    constant tensor is an operand of `mrvl.binary`, `constant_operands.py`), or None."""
+    if len(inputs) < 2 or any(i is None or not _float_tensor(i) for i in inputs):
+        return None
+    if all(isinstance(i, GenericConst) for i in inputs):
         return None
     if any(getattr(i.ty.shape, "values", None) is None for i in inputs):
         return None
@@ -76,7 +77,8 @@ def _pairwise(bb, inputs, op) -> relax.Expr | None:
 
 
 def _max(bb, inputs, attrs, opset) -> relax.Expr | None:
-    """Max(x, c) with c a scalar constant → clip(x, c, +inf); Max of tensors → maximum."""
+    """Max(x, c) with c a scalar constant → clip(x, c, +inf); Max of tensors (one may be a
+    constant) → maximum."""
     pair = _tensor_and_scalar(inputs)
     if pair is None:
         return _pairwise(bb, inputs, relax.op.maximum)
@@ -84,7 +86,8 @@ def _max(bb, inputs, attrs, opset) -> relax.Expr | None:
 
 
 def _min(bb, inputs, attrs, opset) -> relax.Expr | None:
-    """Min(x, c) with c a scalar constant → clip(x, -inf, c); Min of tensors → minimum."""
+    """Min(x, c) with c a scalar constant → clip(x, -inf, c); Min of tensors (one may be a
+    constant) → minimum."""
     pair = _tensor_and_scalar(inputs)
     if pair is None:
         return _pairwise(bb, inputs, relax.op.minimum)

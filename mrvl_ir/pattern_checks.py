@@ -728,7 +728,14 @@ def check_concat(ctx: PatternCheckContext) -> None:
     parts = concat.args[0]
     if not isinstance(parts, relax.Tuple):
         raise _Reject("concat of a tuple variable", concat)
-    shapes = [_activation(part, (2, 3, 4), concat, any_batch=True) for part in parts.fields]
+    if all(isinstance(part, GenericConst) for part in parts.fields):
+        raise _Reject("every input is a constant", concat)
+    shapes = [  # a constant input is copied into place from DDR (`constant_operands`)
+        _tensor_shape(part, concat)
+        if isinstance(part, GenericConst)
+        else _activation(part, (2, 3, 4), concat, any_batch=True)
+        for part in parts.fields
+    ]
     rank = len(shapes[0])
     if any(len(s) != rank for s in shapes):
         raise _Reject("inputs of different ranks", concat)

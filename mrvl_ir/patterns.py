@@ -28,7 +28,7 @@ contract with `relax_import.py`:
     mrvl.layernorm         layer_norm over the trailing axes, or its decomposed form
                            (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div [, Mul] [, Add])
     mrvl.pad               a constant pad that no conv took (padding.py)
-    mrvl.reduce            sum / mean / max / min / argmax over consecutive axes (reductions.py)
+    mrvl.reduce            sum / mean / max / min / argmax / l2 over consecutive axes (reductions.py)
     mrvl.binary            add / sub / mul / div / max / min of two tensors that broadcast
                            (reductions.py), after every other pattern
     mrvl.copy              a chain of 1 to 3 data-movement ops (reshape, squeeze, expand_dims,
@@ -84,7 +84,13 @@ from .pattern_checks import (
     current_collector,
 )
 from .qdq_layers import quant_patterns, weight_scale_attrs
-from .reductions import BINARY_OPS, REDUCE_OPS, binary_pattern, reduce_pattern
+from .reductions import (
+    BINARY_OPS,
+    REDUCE_OPS,
+    binary_pattern,
+    reduce_l2_pattern,
+    reduce_pattern,
+)
 
 CODEGEN = "mrvl"
 """The codegen the regions are annotated for; every pattern name starts with `mrvl.`."""
@@ -246,13 +252,16 @@ def _mul_pattern():
     return ("mrvl.mul", _with_activation(mul), ann, checked(check_mul))
 
 
-def _scale_shift_pattern():
+def _scale_shift_pattern(activation_only: bool = False):
     """mrvl.scale_shift: affine steps of a tensor with an optional activation, or a lone
-    activation."""
+    activation (only that with `activation_only`: the activation after a `mrvl.binary` with
+    a constant operand, whose step form the longest match took and refused)."""
     data = wildcard()
     ann: dict[str, DFPattern] = {"data": data}
     steps = _affine(data, at_least_one=True)
     root = _activations(steps) | _activations(data) | steps  # the longest match first
+    if activation_only:
+        root = _activations(data)
     return ("mrvl.scale_shift", root, ann, checked(check_scale_shift))
 
 
@@ -303,6 +312,7 @@ def _pattern_table() -> list[tuple]:
         *bmm_patterns(),
         _fc_pattern(with_alpha=True),
         _fc_pattern(with_alpha=False),
+        reduce_l2_pattern(),  # before mrvl.mul claims its x * x
         _add_pattern(),
         _mul_pattern(),
         _single_op_pattern("mrvl.maxpool2d", ["relax.nn.max_pool2d"], check_pool2d),
@@ -327,6 +337,7 @@ def _pattern_table() -> list[tuple]:
         _scale_shift_pattern(),
         # two tensors that broadcast: after every layer that takes an add, mul or activation
         binary_pattern(),
+        _scale_shift_pattern(activation_only=True),
     ]
 
 

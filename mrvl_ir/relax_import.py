@@ -22,6 +22,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from mrvl import strided
 from mrvl.activation_forms import ActivationFormError, FusedActivationForm, split_activation
+from mrvl.constant_operands import data_operand
 from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError, layer_boundary
 from mrvl.frontend import constant_view, node_name_of
@@ -559,7 +560,7 @@ class _RegionImporter:
 
     def concat(self, chain: _Chain, inner: dict) -> SSAValue:
         """Concat on any axis: rank 4 in NHWC (Relax's axis mapped to it), rank 2 and 3 in
-        Relax's own order."""
+        Relax's own order; a constant input is made in that layout (`constant_operands`)."""
         call = chain.take_one("relax.concat")
         node = node_name_of(call)
         shape = _shape(call)
@@ -569,10 +570,7 @@ class _RegionImporter:
         layout = "NHWC" if rank == 4 else RELAX_LAYOUT[rank]
         perm = mrvl.layout_permutation(RELAX_LAYOUT[rank], layout)
         axis = perm.index(int(call.attrs.axis) % rank)
-        inputs = [
-            self._in_layout(self._operand(inner, a, node), layout, node)
-            for a in call.args[0].fields
-        ]
+        inputs = [data_operand(self, inner, a, rank, layout, node) for a in call.args[0].fields]
         out_shape = tuple(shape[p] for p in perm)
         channels = layout.index("C") if "C" in layout else None
         op = mrvl.ConcatOp(

@@ -37,6 +37,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from mrvl.dialects.dense_size import oversized_dense
 from mrvl.dialects.mrvl.attributes import (
+    RELAX_LAYOUT,
     ResizeCoordinates,
     ResizeCoordinatesAttr,
     _check_tensor,
@@ -117,6 +118,17 @@ class ConstantOp(IRDLOperation):
         )
         op.attributes.update(attrs)
         return op
+
+
+DATA_LAYOUTS = frozenset(RELAX_LAYOUT.values()) | {"NHWC"}
+"""The layouts of activations. A constant in one of them is data a layer reads as it reads
+an activation (a binary op's constant operand, a concat's constant input): in DDR with the
+other constants, in f16 after `mrvl-cast-fp16`."""
+
+
+def is_data_constant(value: SSAValue) -> bool:
+    """Whether `value` is a constant in an activation layout (`DATA_LAYOUTS`)."""
+    return isinstance(value.owner, ConstantOp) and layout_of(value) in DATA_LAYOUTS
 
 
 @irdl_op_definition

@@ -22,7 +22,7 @@ from xdsl.utils.exceptions import VerifyException
 from mrvl.dialects.mrvl.attributes import _i64_array, element_type_of, layout_of, shape_of, tensor
 from mrvl.dialects.mrvl.normalization import _check_axes, reduced_view
 
-REDUCE_KINDS = ("sum", "mean", "max", "min", "argmax")
+REDUCE_KINDS = ("sum", "mean", "max", "min", "argmax", "l2")
 BINARY_KINDS = ("add", "sub", "mul", "div", "max", "min")
 
 
@@ -35,7 +35,8 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | Non
 
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
-    """`kind` (sum, mean, max, min or argmax) over `axes`, a run of consecutive dimensions of
+    """`kind` (sum, mean, max, min, argmax or l2: the square root of the sum of squares) over
+    `axes`, a run of consecutive dimensions of
     the operand in its own layout; the result has the operand's layout and rank, the reduced
     dimensions 1 (a reduction without keepdims is this and a reshape). Argmax's result is the
     indices as exact f32 values, which stay f32 (the CPU converts them to ONNX's int64)."""

@@ -1,6 +1,7 @@
 """mrvl-cast-fp16: run the region in fp16, as the MLIP computes.
 
-Weights become f16 constants (biases stay f32: the MAC array adds them to its fp32
+Weights, and constants that layers read as data (in an activation layout:
+`mrvl.DATA_LAYOUTS`), become f16 constants (biases stay f32: the MAC array adds them to its fp32
 accumulator), every layer's result type becomes f16 (argmax's indices stay exact f32), and
 `mrvl.cast` ops convert at the region boundary, where TVM hands over and takes back f32.
 
@@ -53,7 +54,9 @@ class CastFp16Pass(MrvlModulePass):
             arg.replace_uses_with_if(cast.output, lambda use: use.operation is not cast)
         for op in list(block.ops):
             if isinstance(op, mrvl.ConstantOp):
-                if mrvl.layout_of(op.result) in WEIGHT_LAYOUTS and op.numpy().dtype == np.float32:
+                weight = mrvl.layout_of(op.result) in WEIGHT_LAYOUTS
+                as_f16 = weight or mrvl.is_data_constant(op.result)
+                if as_f16 and op.numpy().dtype == np.float32:
                     new = mrvl.ConstantOp(
                         op.const_name.data,
                         op.numpy().astype(np.float16),

@@ -406,8 +406,9 @@ def _layernorm(memory: Memory, ins: Instruction) -> F16Counts:
 @implements("reduce")
 def _reduce(memory: Memory, ins: Instruction) -> F16Counts | None:
     """Per row (outer index, inner index), in order of the reduced axis: the fp32 sum (MEAN
-    then divides it once), the max or min by the pool MAX rule, or the index of the first
-    maximum (docs/isa.md, `reduce`)."""
+    then divides it once), the fp32 sum of squares (L2 then takes its square root once), the
+    max or min by the pool MAX rule, or the index of the first maximum (docs/isa.md,
+    `reduce`)."""
     f = ins.fields
     outer, length, inner = f["outer"], f["length"], f["inner"]
     x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (outer, length, inner))
@@ -431,6 +432,8 @@ def _reduce(memory: Memory, ins: Instruction) -> F16Counts | None:
             acc = fp32_max(acc, x[:, i])
         elif mode == ReduceMode.MIN:
             acc = np.where((x[:, i] < acc) | np.isnan(x[:, i]), x[:, i], acc)
+        elif mode == ReduceMode.L2:
+            acc = acc + x[:, i] * x[:, i]  # the product of two f16 values is exact in fp32
         else:
             acc = acc + x[:, i]
     if f["acc_out"]:
@@ -438,6 +441,8 @@ def _reduce(memory: Memory, ins: Instruction) -> F16Counts | None:
         return None
     if mode == ReduceMode.MEAN:
         acc = acc / np.float32(f["divisor"])
+    elif mode == ReduceMode.L2:
+        acc = np.sqrt(acc)  # IEEE fp32 square root, correctly rounded
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(acc))
     return f16_counts(acc)
 

@@ -282,11 +282,10 @@ def _const_shape(x: Value, kind: str) -> tuple[int, ...] | None:
     c = x.shape[1]
     if kind == "scalar":
         return ()
-    if len(x.shape) == 4:
-        return {"channel4": (1, c, 1, 1), "channel3": (c, 1, 1), "full": (1, *x.shape[1:])}.get(
-            kind, (1, c, 1, 1)
-        )
-    return {"channel4": (1, c), "channel3": (c,), "full": (1, c)}.get(kind, (c,))
+    if len(x.shape) == 4:  # full and plane: no per-channel step, a binary's constant operand
+        return {"channel4": (1, c, 1, 1), "channel3": (c, 1, 1), "full": (1, *x.shape[1:]),
+                "plane": (1, 1, *x.shape[2:])}.get(kind, (1, c, 1, 1))  # fmt: skip
+    return {"channel4": (1, c), "channel3": (c,), "full": (1, c), "plane": x.shape}.get(kind, (c,))
 
 
 def emit_binary_const(g: Graph, p: dict) -> bool:
@@ -891,7 +890,8 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
     if kind == "const":
         op = ch.choice(("Mul", "Add", "Mul", "Add", "Sub", "Div"))
         return Layer("const", dict(op=op, side=ch.choice(("right", "left")),
-                                   kind=ch.choice(("channel4", "scalar", "channel3", "full")),
+                                   kind=ch.choice(("channel4", "scalar", "channel3", "full",
+                                                   "plane")),
                                    signed=ch.chance(0.3), seed=seed))  # fmt: skip
     if kind == "pool":
         op = ch.choice(("MaxPool", "AveragePool"))

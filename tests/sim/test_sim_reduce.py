@@ -56,6 +56,7 @@ REFERENCES = {
     ReduceMode.MAX: lambda x, axis: x.max(axis),
     ReduceMode.MIN: lambda x, axis: x.min(axis),
     ReduceMode.ARGMAX: lambda x, axis: x.argmax(axis),
+    ReduceMode.L2: lambda x, axis: np.sqrt(np.square(x.astype(np.float64)).sum(axis)),
 }
 
 
@@ -70,8 +71,20 @@ def test_reduce_matches_numpy_on_both_engines(mode, shape, axis):
     if mode in (ReduceMode.SUM, ReduceMode.MEAN):
         scale = np.abs(x.astype(np.float64)).sum(axis) / (shape[axis] if mode else 1)
         assert np.all(np.abs(y - want) <= np.abs(want) * 2**-11 + scale * 2**-20)
+    elif mode == ReduceMode.L2:  # a sum of positive terms: fp32 adds, a root, an f16 rounding
+        assert np.all(np.abs(y - want) <= want * (2**-11 + 2**-20))
     else:
         np.testing.assert_array_equal(y.astype(np.float64), want.astype(np.float64))
+
+
+def test_reduce_l2_spec_by_hand():
+    """L2 written out in fp32 for one row: the exact squares added in order, one square root,
+    one f16 rounding."""
+    row = np.array([300.0, 0.125, -299.0, 0.375, 1e-3], np.float16)
+    total = np.float32(0.0)
+    for v in row.astype(np.float32):
+        total = np.float32(total + v * v)
+    assert run_reduce(row, 0, ReduceMode.L2) == np.float16(np.sqrt(total))
 
 
 def test_reduce_spec_order_by_hand():
@@ -84,7 +97,9 @@ def test_reduce_spec_order_by_hand():
     assert run_reduce(row, 0, ReduceMode.MEAN) == np.float16(total / np.float32(5))
 
 
-@pytest.mark.parametrize("mode", [ReduceMode.SUM, ReduceMode.MEAN, ReduceMode.MAX, ReduceMode.MIN])
+@pytest.mark.parametrize(
+    "mode", [ReduceMode.SUM, ReduceMode.MEAN, ReduceMode.MAX, ReduceMode.MIN, ReduceMode.L2]
+)
 @pytest.mark.parametrize("bands", [2, 3, 7])
 def test_a_row_cut_into_bands_gives_the_bits_of_one_instruction(mode, bands):
     """The fp32 partials carried through acc_out / acc_addr continue the sum in order: a

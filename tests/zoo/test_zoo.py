@@ -75,20 +75,7 @@ HYBRID_FAILURES: dict[str, str] = {
     ),
 }
 MAC_GOAL_FAILURES: dict[str, str] = {}
-REGION_GOAL_FAILURES: dict[str, str] = {
-    "swin_t": (
-        "13 regions: its window-attention bias Adds (a constant [1, heads, 49, 49]) and the "
-        "shifted windows' mask Adds with the rank-5 Reshapes around them stay on the CPU"
-    ),
-    "vit_tiny_patch16_224": (
-        "2 regions: the class token's Concat (a constant input) and the position embedding's "
-        "Add (a constant of shape (1, 197, 192)) stay on the CPU"
-    ),
-    "mobilefacenet": (
-        "2 regions: its L2 normalization's ReduceL2 (not a reduction the MLIP has) stays on the "
-        "CPU between the backbone and the Div"
-    ),
-}
+REGION_GOAL_FAILURES: dict[str, str] = {}
 
 
 def _params(names, failures: dict[str, str]):

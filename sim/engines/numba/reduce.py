@@ -15,14 +15,15 @@ R_IN_ADDR, R_OUT_ADDR = _reduce["in_addr"], _reduce["out_addr"]
 R_OUTER, R_LENGTH, R_INNER = _reduce["outer"], _reduce["length"], _reduce["inner"]
 R_MODE, R_DIVISOR = _reduce["mode"], _reduce["divisor"]
 R_ACC_ADDR, R_ACC_OUT = _reduce["acc_addr"], _reduce["acc_out"]
-SUM, MEAN, MAX, MIN, ARGMAX = (int(m) for m in ReduceMode)
+SUM, MEAN, MAX, MIN, ARGMAX, L2 = (int(m) for m in ReduceMode)
 
 
 @jit
 def reduce(row, ocm, lut, tally):
-    """Each row (outer index o, inner index i): the fp32 sum, max or min in order of the axis
-    from +0.0 / -inf / +inf or the partials, then the f16 result (MEAN divided once), the fp32
-    partials, or the f32 index of the first maximum."""
+    """Each row (outer index o, inner index i): the fp32 sum (of squares for L2), max or min
+    in order of the axis from +0.0 / -inf / +inf or the partials, then the f16 result (MEAN
+    divided once, L2's square root taken once), the fp32 partials, or the f32 index of the
+    first maximum."""
     outer, length, inner = row[R_OUTER], row[R_LENGTH], row[R_INNER]
     mode = row[R_MODE]
     x = load_f16(ocm, row[R_IN_ADDR], outer * length * inner, lut)
@@ -51,6 +52,8 @@ def reduce(row, ocm, lut, tally):
                     if v > a or (v != v and a == a):
                         a = v
                         index[at] = np.float32(j)
+                elif mode == L2:
+                    a = a + v * v
                 else:
                     a = a + v
             acc[at] = a
@@ -63,6 +66,9 @@ def reduce(row, ocm, lut, tally):
             divisor = np.float32(row[R_DIVISOR])
             for k in range(acc.size):
                 acc[k] = np.divide(acc[k], divisor)
+        elif mode == L2:
+            for k in range(acc.size):
+                acc[k] = np.sqrt(acc[k])
         store_f16(ocm, row[R_OUT_ADDR], acc, tally)
 
 

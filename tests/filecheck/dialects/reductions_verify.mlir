@@ -14,7 +14,7 @@ func.func @f(%x: tensor<1x3x5x7xf16, #mrvl.layout<NCHW>>) {
   %a = mrvl.reduce "prod" %x axes [1] : tensor<1x3x5x7xf16, #mrvl.layout<NCHW>> -> tensor<1x1x5x7xf16, #mrvl.layout<NCHW>>
   func.return
 }
-// CHECK: mrvl.reduce: kind 'prod' not in ('sum', 'mean', 'max', 'min', 'argmax')
+// CHECK: mrvl.reduce: kind 'prod' not in ('sum', 'mean', 'max', 'min', 'argmax', 'l2')
 
 // -----
 
