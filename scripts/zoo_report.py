@@ -97,15 +97,12 @@ def describe_partition(run: ZooRun, model, report) -> None:
 
 def _output_hashes():
     """scripts/output_hashes.py, whose digest of a compiled region pins the zoo's builds."""
-    import importlib.util
+    scripts = str(ROOT / "scripts")
+    if scripts not in sys.path:
+        sys.path.append(scripts)
+    import output_hashes
 
-    name = "mrvl_output_hashes"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "output_hashes.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return output_hashes
 
 
 def run_model(

@@ -15,15 +15,14 @@ only partitioned here (their MAC and region goals); the report builds, runs and 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from helpers import load_module
 from onnx import TensorProto, helper, numpy_helper
 
 from mrvl.accuracy import fp16_agreement
@@ -41,20 +40,8 @@ from mrvl.models.light import random_inputs
 from mrvl.models.zoo import ZOO_DIR, ZOO_MODELS, load_zoo_model, zoo_model_info, zoo_model_path
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_harness():
-    """scripts/zoo_report.py, the harness that also writes docs/zoo.md."""
-    name = "mrvl_zoo_report"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "zoo_report.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-zoo_report = _load_harness()
+zoo_report = load_module("mrvl_zoo_report", ROOT / "scripts" / "zoo_report.py")
+"""scripts/zoo_report.py, the harness that also writes docs/zoo.md."""
 
 FAST_MODELS = frozenset({"squeezenet1_1"})
 # Built, run and judged here; the others (zoo_report.PARTITION_ONLY_IN_SUITE) are partitioned
