@@ -157,9 +157,11 @@ def test_every_tiling_plan_gives_the_same_bits(
         chosen.append(plan)
         return tiling.window_pieces(layer, plan, num_tiles)
 
-    def fc_plan(n, k_, o, target, num_tiles, what, *, slopes=False, bias=True, pinned=False):
+    def fc_plan(
+        n, k_, o, target, num_tiles, what, *, slopes=False, bias=True, pinned=False, int8=False
+    ):
         pieces = tiling.plan_fc_layer(
-            n, k_, o, target.ocm_bytes_per_tile, num_tiles, target.ocm_alignment, what
+            n, k_, o, target.ocm_bytes_per_tile, num_tiles, target.ocm_alignment, what, int8=int8
         )
         os = max(1, pieces[0].os >> (pick % 4))
         ns = max(1, pieces[0].ns >> (pick // 4 % 3))
