@@ -4,8 +4,8 @@ fields and tables, and the machine's rules they feed, stated once in numpy.
 
 - `quantize_multiplier(real) -> (multiplier, shift)`: a real rescale factor as the Q31
   multiplier and shift of the requantization rule (`requantize`);
-- `conv_requant_pairs`, `qadd_params`, `requant_params`: the pairs of qconv/qfc (one per
-  output channel), qadd and requant/qpool;
+- `conv_requant_pairs`, `qadd_params`, `qmul_params`, `requant_params`: the pairs of
+  qconv/qfc (one per output channel), qadd, qmul and requant/qpool;
 - `quantize_bias`: an f32 bias as int32 at scale s_x * s_w[o], refused beyond 32 bits;
 - `clamp_bounds`: ReLU, ReLU6 and Clip as the saturation bounds of an int8 result;
 - `int8_table(fn, s_in, z_in, s_out, z_out)`: a table activation as 256 int8 entries;
@@ -83,6 +83,12 @@ def conv_requant_pairs(s_x: float, s_w, s_y: float) -> np.ndarray:
 def requant_params(s_in: float, s_out: float) -> tuple[int, int]:
     """The (multiplier, shift) of a `requant` (or a `qpool`) from scale s_in to s_out."""
     return quantize_multiplier(float(s_in) / float(s_out))
+
+
+def qmul_params(s_a: float, s_b: float, s_y: float) -> tuple[int, int]:
+    """The `rq` of a `qmul`: the exact product of the two differences from their zero points
+    (at scale s_a * s_b) to the result's scale, s_a * s_b / s_y in float64."""
+    return quantize_multiplier(float(s_a) * float(s_b) / float(s_y))
 
 
 def qadd_params(s_a: float, s_b: float, s_y: float) -> dict[str, tuple[int, int]]:

@@ -1,5 +1,5 @@
 """The int8 instructions of the ISA table (docs/isa.md, "int8 mode"): quantize and dequantize
-at region boundaries, and the integer conv, fc, add, requantization and pools.
+at region boundaries, and the integer conv, fc, add, mul, requantization and pools.
 
 They live apart from `mrvl.isa` to keep that module readable; `isa.py` builds its `OPCODES`
 with `with_int8_opcodes`, which inserts these specs before `end`. The conv and pool forms
@@ -266,6 +266,32 @@ def int8_opcodes(base: dict) -> tuple:
                 in_zp,
                 out_zp,
                 _rq("rq", "requantization (multiplier, shift)"),
+                *_finish_fields(),
+            ),
+        ),
+        OpcodeSpec(
+            "qmul",
+            0x46,
+            "vector",
+            "Elementwise product of two dense int8 vectors of their own scales and zero points "
+            "(b optionally one value per channel, broadcast): the exact int32 product of the "
+            "differences from the zero points, requantized once to the output, plus out_zp, "
+            "clamped, then an optional int8 table.",
+            (
+                _f("a_addr", "i32", "OCM byte address of the first operand [count], int8"),
+                _f("b_addr", "i32", "OCM byte address of the second operand, int8"),
+                _f("out_addr", "i32", "OCM byte address of the result [count], int8"),
+                _f("count", "i32", "number of elements", legal="count >= 1"),
+                _f(
+                    "channels",
+                    "i32",
+                    "0: b holds count elements; C > 0: b holds C, element i reads b[i mod C]",
+                    legal=("channels >= 0", "channels == 0 or count % channels == 0"),
+                ),
+                _zp("a_zp", "zero point of a"),
+                _zp("b_zp", "zero point of b"),
+                out_zp,
+                _rq("rq", "requantization (multiplier, shift) of the product, s_a * s_b / s_y"),
                 *_finish_fields(),
             ),
         ),

@@ -192,6 +192,7 @@ def _qpool(f: dict, target: Target) -> tuple[Cost, int]:
 
 @costs("qadd")
 @costs("requant")
+@costs("qmul")
 def _int8_elementwise(f: dict, target: Target) -> tuple[Cost, int]:
     return cost.vector(target, f["count"]), 0
 

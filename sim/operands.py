@@ -335,6 +335,17 @@ def _requant(f: dict, ins: Instruction) -> Operands:
     return reads, [dense(OCM, f["out_addr"], DType.I8, count)]
 
 
+@operands_of("qmul")
+def _qmul(f: dict, ins: Instruction) -> Operands:
+    count = (f["count"],)
+    reads = [
+        dense(OCM, f["a_addr"], DType.I8, count),
+        dense(OCM, f["b_addr"], DType.I8, (f["channels"],) if f["channels"] else count),
+        *_int8_finish(f, None),
+    ]
+    return reads, [dense(OCM, f["out_addr"], DType.I8, count)]
+
+
 @operands_of("reduce")
 def _reduce(f: dict, ins: Instruction) -> Operands:
     out = (f["outer"], f["inner"])

@@ -84,6 +84,16 @@ def _check_requant(ins: Instruction, bounds) -> None:
     _finish_operands(ins, bounds, None)
 
 
+def _check_qmul(ins: Instruction, bounds) -> None:
+    f = ins.fields
+    count = (f["count"],)
+    bounds.dense(OCM, ins.tile, f["out_addr"], DType.I8, count, "output")
+    bounds.dense(OCM, ins.tile, f["a_addr"], DType.I8, count, "operand a")
+    b_count = (f["channels"],) if f["channels"] else count
+    bounds.dense(OCM, ins.tile, f["b_addr"], DType.I8, b_count, "operand b")
+    _finish_operands(ins, bounds, None)
+
+
 def _check_qpool(ins: Instruction, bounds) -> None:
     from mrvl.sim.validate import pool_valid_taps  # validate.py imports this module
 
@@ -107,5 +117,6 @@ INT8_CHECKS = {
     "qfc": _check_qfc,
     "qadd": _check_qadd,
     "requant": _check_requant,
+    "qmul": _check_qmul,
 }
 """The int8 opcodes' checks, which `validate.py` registers."""

@@ -149,6 +149,19 @@ def _requant(memory: Memory, ins: Instruction) -> None:
     memory.write(OCM, ins.tile, f["out_addr"], _finish(memory, ins, y))
 
 
+def _qmul(memory: Memory, ins: Instruction) -> None:
+    """The exact product (a - a_zp) * (b[j] - b_zp) (at most 255 * 255 in magnitude),
+    requantized once; with `channels` = C, element i reads b[i mod C]."""
+    f = ins.fields
+    count, channels = f["count"], f["channels"]
+    a = memory.read(OCM, ins.tile, f["a_addr"], I8, (count,)).astype(np.int64)
+    b = memory.read(OCM, ins.tile, f["b_addr"], I8, (channels or count,)).astype(np.int64)
+    if channels:
+        b = np.tile(b, count // channels)
+    y = f["out_zp"] + requantize((a - f["a_zp"]) * (b - f["b_zp"]), *f["rq"])
+    memory.write(OCM, ins.tile, f["out_addr"], _finish(memory, ins, y))
+
+
 def _pool_divisors(f: dict, valid: np.ndarray) -> np.ndarray:
     """int [OHt, OWt]: an average's divisor, the valid taps or (count_include_pad) the taps
     inside the padded input."""
@@ -194,5 +207,6 @@ INT8_KERNELS = {
     "qfc": _qfc,
     "qadd": _qadd,
     "requant": _requant,
+    "qmul": _qmul,
 }
 """The int8 opcodes' reference kernels, which `reference.py` registers."""

@@ -216,6 +216,40 @@ def test_qadd_engines_agree(count, zps, scales, seed, data):
 
 @ENGINE_SETTINGS
 @given(
+    pixels=st.integers(1, 40),
+    channels=st.integers(1, 12),
+    broadcast=st.booleans(),
+    zps=st.tuples(ZERO_POINTS, ZERO_POINTS, ZERO_POINTS),
+    rq=st.tuples(MULTIPLIERS, SHIFTS),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_qmul_engines_agree(pixels, channels, broadcast, zps, rq, seed, data):
+    """Same-shape and per-channel broadcast products, any zero points and pair."""
+    rng = np.random.default_rng(seed)
+    count = pixels * channels
+    staging = Staging()
+    a = staging.add(int8_values(rng, count))
+    b = staging.add(int8_values(rng, channels if broadcast else count))
+    out = staging.reserve(count)
+    ins = instruction(
+        "qmul",
+        a_addr=a,
+        b_addr=b,
+        out_addr=out,
+        count=count,
+        channels=channels if broadcast else 0,
+        a_zp=zps[0],
+        b_zp=zps[1],
+        out_zp=zps[2],
+        rq=rq,
+        **data.draw(int8_finish(staging, rng)),
+    )
+    run_both(layer_program(staging, [ins], out, (count,), dtype=DType.I8), [])
+
+
+@ENGINE_SETTINGS
+@given(
     count=st.integers(1, 200),
     zps=st.tuples(ZERO_POINTS, ZERO_POINTS),
     rq=st.tuples(MULTIPLIERS, SHIFTS),
@@ -444,6 +478,10 @@ def _int8_program() -> Program:
         instruction(
             "requant", in_addr=x, out_addr=out, count=64, in_zp=0, out_zp=5,
             rq=(1 << 30, 0), **finish,
+        ),
+        instruction(
+            "qmul", a_addr=x, b_addr=w, out_addr=out, count=64, channels=8, a_zp=1, b_zp=-1,
+            out_zp=0, rq=int8.requant_params(0.1 * 0.2, 0.15), **finish,
         ),
     ]  # fmt: skip
     program = layer_program(staging, code, out, (1024,), dtype=DType.I8)

@@ -1,5 +1,5 @@
 """The Numba engine's int8 instructions (docs/isa.md, the int8 instructions and "Numerics
-(int8 mode)"): `quant`, `dequant`, `qconv`, `qpool`, `qfc`, `qadd` and `requant`.
+(int8 mode)"): `quant`, `dequant`, `qconv`, `qpool`, `qfc`, `qadd`, `requant` and `qmul`.
 
 Integer sums are exact in int64 and wrapped to int32 once, which is the ISA's int32
 accumulation modulo 2^32 whatever the order: so these loops run in whatever order is fast and
@@ -26,6 +26,7 @@ _qpool = field_words(OPCODE_BY_NAME["qpool"])
 _qfc = field_words(OPCODE_BY_NAME["qfc"])
 _qadd = field_words(OPCODE_BY_NAME["qadd"])
 _requant = field_words(OPCODE_BY_NAME["requant"])
+_qmul = field_words(OPCODE_BY_NAME["qmul"])
 
 Q_SRC_ADDR, Q_SRC_DTYPE, Q_SRC_SHAPE = _quant["src_addr"], _quant["src_dtype"], _quant["src_shape"]
 Q_DST_ADDR, Q_PERM, Q_SCALE, Q_ZP = (
@@ -77,6 +78,11 @@ QA_CLAMP, QA_LUT_ADDR = _qadd["clamp"], _qadd["lut_addr"]
 RQ_IN_ADDR, RQ_OUT_ADDR, RQ_COUNT = _requant["in_addr"], _requant["out_addr"], _requant["count"]
 RQ_IN_ZP, RQ_OUT_ZP, RQ_RQ = _requant["in_zp"], _requant["out_zp"], _requant["rq"]
 RQ_CLAMP, RQ_LUT_ADDR = _requant["clamp"], _requant["lut_addr"]
+
+QM_A_ADDR, QM_B_ADDR, QM_OUT_ADDR = _qmul["a_addr"], _qmul["b_addr"], _qmul["out_addr"]
+QM_COUNT, QM_CHANNELS = _qmul["count"], _qmul["channels"]
+QM_A_ZP, QM_B_ZP, QM_OUT_ZP = _qmul["a_zp"], _qmul["b_zp"], _qmul["out_zp"]
+QM_RQ, QM_CLAMP, QM_LUT_ADDR = _qmul["rq"], _qmul["clamp"], _qmul["lut_addr"]
 
 
 # ------------------------------------------------------------------------------- arithmetic
@@ -435,6 +441,22 @@ def _qpool_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, wor
     return 0
 
 
+@jit
+def _qmul_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
+    ocm = machine[1][row[1]]
+    count, channels = row[QM_COUNT], row[QM_CHANNELS]
+    a = load_i8(ocm, np.int64(row[QM_A_ADDR]), count)
+    b = load_i8(ocm, np.int64(row[QM_B_ADDR]), channels if channels > 0 else count)
+    a_zp, b_zp, out_zp = np.int64(row[QM_A_ZP]), np.int64(row[QM_B_ZP]), row[QM_OUT_ZP]
+    lo, hi, lut = row[QM_CLAMP], row[QM_CLAMP + 1], row[QM_LUT_ADDR]
+    out = np.int64(row[QM_OUT_ADDR])
+    for k in range(count):
+        j = k % channels if channels > 0 else k
+        y = out_zp + requantize((a[k] - a_zp) * (b[j] - b_zp), row[QM_RQ], row[QM_RQ + 1])
+        store_i8(ocm, out + k, finish(y, lo, hi, ocm, lut))
+    return 0
+
+
 INT8_KERNELS = {
     "quant": _quant_kernel,
     "dequant": _dequant_kernel,
@@ -443,5 +465,6 @@ INT8_KERNELS = {
     "qfc": _qfc_kernel,
     "qadd": _qadd_kernel,
     "requant": _requant_kernel,
+    "qmul": _qmul_kernel,
 }
 """The int8 opcodes' kernels, which `dispatch.py` registers."""
