@@ -430,6 +430,20 @@ class LayerNodes:
             out_layout=layout,
         )
 
+    def _int8_table_node(self, op: mrvl.Int8TableOp) -> None:
+        """A table activation of an int8 tensor: its function, its 256 entries and (its
+        `quant_attrs`) the quantizations they were computed for."""
+        layout = mrvl.layout_of(op.output)
+        self._layer_node(
+            op,
+            "Int8Table",
+            [op.input],
+            data_layout=layout,
+            data_shape=mrvl.shape_of(op.input),
+            out_layout=layout,
+            attrs={"table_function": [op.function.data], "table": _strs(op.entries())},
+        )
+
     def _cast(self, op: mrvl.CastOp) -> None:
         """A cast is no node: the MLIP's layers convert at their boundaries."""
         self._alias(op, op.input, op.output)
@@ -475,6 +489,7 @@ NODE_BUILDERS: dict[type[Operation], Callable[[LayerNodes, Operation], None]] = 
     mrvl.QuantizeOp: LayerNodes._quantize_node,
     mrvl.DequantizeOp: LayerNodes._quantize_node,
     mrvl.RequantizeOp: LayerNodes._requantize_node,
+    mrvl.Int8TableOp: LayerNodes._int8_table_node,
     mrvl.PadOp: LayerNodes._pad_node,
     mrvl.ReduceOp: LayerNodes._reduce_node,
     mrvl.BinaryOp: LayerNodes._binary_node,

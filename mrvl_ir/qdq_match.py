@@ -72,6 +72,14 @@ def module_index(bound: Mapping[relax.Var, relax.Expr]) -> ModuleIndex:
     return _INDEX[1]
 
 
+def _varies(arg) -> bool:
+    """Whether `arg` is a constant holding more than one value (a per-channel parameter)."""
+    if not isinstance(arg, GenericConst):
+        return False
+    values = qdq._view(arg).reshape(-1)
+    return values.size > 1 and bool((values != values[0]).any())
+
+
 def check_match(
     kind: str,
     matched: Sequence[relax.Call],
@@ -128,4 +136,10 @@ def check_match(
             bias = tuple(int(v) for v in b)
     if kind not in qdq.INT8_READY:
         raise NotInt8(NOT_LOWERED.format(kind=kind), at)
+    if kind == "scale_shift" and any(_varies(a) for c in calls for a in c.args):
+        raise NotInt8(
+            "int8 per-channel scale, shift or slopes: an int8 table is one function of one "
+            "value",
+            at,
+        )
     return QuantizedLayer(tuple(ins), out, weight_scale, bias)

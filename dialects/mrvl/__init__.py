@@ -15,6 +15,7 @@ from mrvl.dialects import defined_ops_and_attributes
 from mrvl.dialects.mrvl import (
     attributes,
     data_movement,
+    int8_tables,
     layers,
     normalization,
     padding,
@@ -23,6 +24,7 @@ from mrvl.dialects.mrvl import (
 )
 from mrvl.dialects.mrvl.attributes import *
 from mrvl.dialects.mrvl.data_movement import *
+from mrvl.dialects.mrvl.int8_tables import *
 from mrvl.dialects.mrvl.layers import *
 from mrvl.dialects.mrvl.normalization import *
 from mrvl.dialects.mrvl.padding import *
@@ -32,7 +34,8 @@ from mrvl.dialects.mrvl.reductions import *
 Mrvl = Dialect(
     "mrvl",
     *defined_ops_and_attributes(
-        attributes, data_movement, layers, normalization, quantized, reductions, padding
+        attributes, data_movement, layers, normalization, quantized, reductions, padding,
+        int8_tables,
     ),
 )
 """Every op and attribute that the package's modules define."""

@@ -320,17 +320,22 @@ class AddOp(FusedActivation, Int8Properties, IRDLOperation):
 
 
 @irdl_op_definition
-class MulOp(FusedActivation, IRDLOperation):
+class MulOp(FusedActivation, Int8Properties, IRDLOperation):
     """Elementwise product of two tensors, fused activation. `rhs` has the type of `lhs`, or
     (NHWC only) shape [N, 1, 1, C]: one value per image and channel, broadcast over the plane
-    (the squeeze-excitation gate `x * s`)."""
+    (the squeeze-excitation gate `x * s`); in int8, each operand has its own quantization
+    (`in_quant`)."""
 
     name = "mrvl.mul"
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     output = result_def(TensorType)
     assembly_format = (
-        "$lhs `,` $rhs " + ACTIVATION_FORMAT + " attr-dict `:` functional-type(operands, results)"
+        "$lhs `,` $rhs "
+        + ACTIVATION_FORMAT
+        + " "
+        + INT8_FORMAT
+        + " attr-dict `:` functional-type(operands, results)"
     )
     traits = traits_def(NoMemoryEffect())
 
@@ -361,6 +366,7 @@ class MulOp(FusedActivation, IRDLOperation):
                     f"{self.rhs.type}"
                 )
         self.verify_activation()
+        self.verify_int8([self.lhs, self.rhs], self.output)
 
 
 @irdl_op_definition

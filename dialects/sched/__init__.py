@@ -12,9 +12,18 @@ from __future__ import annotations
 from xdsl.ir import Dialect
 
 from mrvl.dialects import defined_ops_and_attributes
-from mrvl.dialects.sched import attributes, buffers, int8_tasks, program, reductions, tasks
+from mrvl.dialects.sched import (
+    attributes,
+    buffers,
+    int8_elementwise,
+    int8_tasks,
+    program,
+    reductions,
+    tasks,
+)
 from mrvl.dialects.sched.attributes import *
 from mrvl.dialects.sched.buffers import *
+from mrvl.dialects.sched.int8_elementwise import *
 from mrvl.dialects.sched.int8_tasks import *
 from mrvl.dialects.sched.program import *
 from mrvl.dialects.sched.reductions import *
@@ -22,6 +31,8 @@ from mrvl.dialects.sched.tasks import *
 
 Sched = Dialect(
     "sched",
-    *defined_ops_and_attributes(attributes, buffers, int8_tasks, program, tasks, reductions),
+    *defined_ops_and_attributes(
+        attributes, buffers, int8_tasks, program, tasks, reductions, int8_elementwise
+    ),
 )
 """Every op and attribute that the package's modules define."""

@@ -11,7 +11,8 @@ a CompileError: a quantized layer is never left to run in fp16.
 Layout conversions, reshapes and strided copies (slices, transposes) move across a dequantize
 or quantize (they move the same values), so the int8 layers meet each other directly; a
 dequantize feeding a quantize of the same scale and zero point is no op, of another one a
-`mrvl.requantize`. A concat of dequantized inputs is the concat of the int8 inputs, each
+`mrvl.requantize`. A table activation of a dequantized input is `mrvl.int8_table`
+(`fold_qdq_tables.py`). A concat of dequantized inputs is the concat of the int8 inputs, each
 requantized to the result's scale where its own differs. What stays is a quantize where float data enters int8
 code and a dequantize where it leaves (region inputs and outputs, fp16 layers).
 """
@@ -37,6 +38,7 @@ from mrvl.dialects import mrvl
 from mrvl.errors import CompileError
 from mrvl.locations import location_name
 from mrvl.passes.common import InheritLocation, MrvlModulePass
+from mrvl.passes.graph.fold_qdq_tables import FoldQuantizedTable
 
 INT8_ACTIVATIONS = (None, "relu", "clip")
 """Activations an int8 layer runs as saturation bounds (tables are not folded yet)."""
@@ -177,14 +179,15 @@ class FoldQuantizedLayer(RewritePattern):
     def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
         layer = op.input.owner
         if not isinstance(
-            layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp | mrvl.AddOp | mrvl.Pool2DBase
+            layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp | mrvl.AddOp | mrvl.MulOp | mrvl.Pool2DBase
         ):
             return
         if not op.input.has_one_use() or mrvl.is_int8(layer.output):
             return
         if isinstance(layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp) and layer.weight_scales is None:
             return  # float weights: kept in fp16 on purpose (mixed precision)
-        inputs = [layer.lhs, layer.rhs] if isinstance(layer, mrvl.AddOp) else [layer.input]
+        binary = isinstance(layer, mrvl.AddOp | mrvl.MulOp)
+        inputs = [layer.lhs, layer.rhs] if binary else [layer.input]
         dequantizes = _dequantized_inputs(inputs)
         if dequantizes is None:
             return
@@ -294,7 +297,13 @@ class FoldQdqPass(MrvlModulePass):
     name = "mrvl-fold-qdq"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = [MoveIntoInt8(), CancelQdqPair(), FoldQuantizedLayer(), FoldQuantizedConcat()]
+        patterns = [
+            MoveIntoInt8(),
+            CancelQdqPair(),
+            FoldQuantizedLayer(),
+            FoldQuantizedConcat(),
+            FoldQuantizedTable(),
+        ]
         PatternRewriteWalker(
             GreedyRewritePatternApplier([InheritLocation(p) for p in patterns])
         ).rewrite_module(op)

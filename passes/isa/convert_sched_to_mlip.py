@@ -492,6 +492,9 @@ class SelectBinary(InstructionSelection):
 
 
 from mrvl.passes.isa.select_int8 import INT8_SELECTIONS  # noqa: E402 - it extends the above
+from mrvl.passes.isa.select_int8_elementwise import (  # noqa: E402 - it extends the above
+    INT8_ELEMENTWISE_SELECTIONS,
+)
 
 INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectDma,
@@ -510,6 +513,7 @@ INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectBinary,
     SelectLut,
     *INT8_SELECTIONS,
+    *INT8_ELEMENTWISE_SELECTIONS,
 )
 """The instruction selection of every `sched` task, by pattern (the completeness test checks
 that every task op has one); the int8 tasks' are in `select_int8.py`."""

@@ -178,3 +178,86 @@ def test_profile_and_trace_give_each_layer_its_dtype():
     slices = [e for e in chrome_trace(profile)["traceEvents"] if e["ph"] == "X"]
     assert {e["args"]["dtype"] for e in slices if e["name"] == "/conv1/Conv"} == {"int8"}
     assert {e["args"]["dtype"] for e in slices if e["name"] == "/conv2/Conv"} == {"float16"}
+
+
+# ------------------------------------------- table activations and Mul (MobileNetV3, SE, SiLU)
+
+ACTIVATION_LAYERS = (
+    "/act1/HardSwish", "/se/gate/HardSigmoid", "/se/Mul", "/act2/Sigmoid", "/act2/Mul",
+    "/act3/Tanh",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def activation_qdq():
+    from qdq_models import activation_cnn
+
+    return mrvl.quantize(activation_cnn(), calibration(16, seed=2))
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+def test_int8_tables_and_products_in_one_region_within_one_step(activation_qdq, num_tiles):
+    """HardSwish, HardSigmoid, Sigmoid and Tanh as int8 tables, the squeeze-excitation gate
+    and x * sigmoid(x) as qmul: one region, every layer int8, each output within one step of
+    onnxruntime running the same QDQ model (the tables are exact; each qmul is within one)."""
+    report, vm = built(activation_qdq, num_tiles)
+    assert len(report.regions) == 1, report
+    rows = {r.node: r for r in report.rows}
+    for node in ACTIVATION_LAYERS:
+        assert rows[node].dtype == "int8", (node, rows[node])
+    assert report.int8_mac_fraction == 1.0
+    session = ort.InferenceSession(activation_qdq.SerializeToString())
+    offs = []
+    for x in calibration(8, seed=11):
+        want = session.run(None, x)[0]
+        got = vm["main"](tvm.runtime.tensor(x["x"])).numpy()
+        offs.append(steps(activation_qdq, got, want).ravel())
+    off = np.concatenate(offs)
+    assert off.max() <= 1, off.max()
+    print(f"{num_tiles} tiles: exact {np.mean(off == 0):.3f}, <=1 {np.mean(off <= 1):.3f}")
+
+
+def test_int8_tables_and_products_are_bit_identical_on_both_engines(activation_qdq):
+    from mrvl.sim import run
+
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(activation_qdq), num_tiles=8)
+    (region,) = mrvl.build(mod, target="llvm").mrvl_regions
+    code = region.program.code
+    assert any(i.opcode == "qmul" and i.fields["channels"] > 0 for i in code)  # the SE gate
+    assert any(i.opcode == "qmul" and i.fields["channels"] == 0 for i in code)  # x * sigmoid x
+    assert any(i.opcode == "requant" and i.fields["lut_addr"] != -1 for i in code)  # tables
+    for feed in calibration(2, seed=5):
+        by_interp = run(region.binary, [feed["x"]], engine="interp")
+        by_numba = run(region.binary, [feed["x"]], engine="numba")
+        for a, b in zip(by_interp, by_numba):
+            assert a.tobytes() == b.tobytes()
+
+
+def test_per_channel_int8_scale_shift_stays_on_the_cpu_with_its_reason():
+    """A quantized per-channel affine map (x * c[C] between a dequantize and a quantize) is
+    no function of one value, so no table: it stays on the CPU and says why, never in fp16."""
+    from onnx import TensorProto
+    from onnx import helper as oh
+
+    inits = [
+        numpy_helper.from_array(np.array([0.5, 1.0, 2.0], np.float32).reshape(1, 3, 1, 1), "c"),
+        oh.make_tensor("s", TensorProto.FLOAT, [], [0.05]),
+        oh.make_tensor("z", TensorProto.INT8, [], [0]),
+    ]
+    nodes = [
+        oh.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="/q"),
+        oh.make_node("DequantizeLinear", ["q", "s", "z"], ["d"], name="/dq"),
+        oh.make_node("Mul", ["d", "c"], ["m"], name="/scale"),
+        oh.make_node("QuantizeLinear", ["m", "s", "z"], ["mq"], name="/mq"),
+        oh.make_node("DequantizeLinear", ["mq", "s", "z"], ["y"], name="/mdq"),
+    ]
+    graph = oh.make_graph(
+        nodes, "per_channel",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, list(INPUT_SHAPE))],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, list(INPUT_SHAPE))], inits,
+    )  # fmt: skip
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 8
+    report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(model)), model)
+    row = {r.node: r for r in report.rows}["/scale"]
+    assert not row.offloaded and "per-channel" in row.reason, row

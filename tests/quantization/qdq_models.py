@@ -188,3 +188,57 @@ def quantize_static_qdq(model: onnx.ModelProto, **options) -> onnx.ModelProto:
         onnx.save(model, source)
         quantize_static(source, target, Reader(), **settings)
         return onnx.load(target)
+
+
+def activation_cnn(seed: int = 0) -> onnx.ModelProto:
+    """conv-HardSwish, a squeeze-excitation gate (global pool, 1x1 conv, ReLU, 1x1 conv,
+    HardSigmoid, Mul broadcast over the plane), conv-Sigmoid, SiLU (x * Sigmoid x), Tanh,
+    global pool, fc: the int8 table activations and Muls of MobileNetV3, EfficientNet and
+    RegNetY."""
+    rng = np.random.default_rng(seed)
+
+    def weight(name, shape, scale):
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) * scale).astype(np.float32), name
+        )
+
+    inits = [
+        weight("w1", (8, 3, 3, 3), 0.4),
+        weight("b1", (8,), 0.1),
+        weight("ws1", (4, 8, 1, 1), 0.5),
+        weight("bs1", (4,), 0.1),
+        weight("ws2", (8, 4, 1, 1), 0.5),
+        weight("bs2", (8,), 0.1),
+        weight("w2", (8, 8, 3, 3), 0.2),
+        weight("b2", (8,), 0.1),
+        weight("wf", (8, 10), 0.3),
+        weight("bf", (10,), 0.1),
+    ]
+    nodes = [
+        oh.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="/conv1/Conv", pads=[1, 1, 1, 1]),
+        oh.make_node("HardSwish", ["c1"], ["h1"], name="/act1/HardSwish"),
+        oh.make_node("GlobalAveragePool", ["h1"], ["g"], name="/se/pool/GlobalAveragePool"),
+        oh.make_node("Conv", ["g", "ws1", "bs1"], ["s1"], name="/se/fc1/Conv"),
+        oh.make_node("Relu", ["s1"], ["r1"], name="/se/relu/Relu"),
+        oh.make_node("Conv", ["r1", "ws2", "bs2"], ["s2"], name="/se/fc2/Conv"),
+        oh.make_node("HardSigmoid", ["s2"], ["gate"], name="/se/gate/HardSigmoid",
+                     alpha=1.0 / 6, beta=0.5),
+        oh.make_node("Mul", ["h1", "gate"], ["se"], name="/se/Mul"),
+        oh.make_node("Conv", ["se", "w2", "b2"], ["c2"], name="/conv2/Conv", pads=[1, 1, 1, 1]),
+        oh.make_node("Sigmoid", ["c2"], ["sg"], name="/act2/Sigmoid"),
+        oh.make_node("Mul", ["c2", "sg"], ["silu"], name="/act2/Mul"),
+        oh.make_node("Tanh", ["silu"], ["t"], name="/act3/Tanh"),
+        oh.make_node("GlobalAveragePool", ["t"], ["p"], name="/pool/GlobalAveragePool"),
+        oh.make_node("Flatten", ["p"], ["f"], name="/flatten/Flatten"),
+        oh.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="/fc/Gemm"),
+    ]  # fmt: skip
+    graph = oh.make_graph(
+        nodes,
+        "activation_cnn",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, list(INPUT_SHAPE))],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        inits,
+    )
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model

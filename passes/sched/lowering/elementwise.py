@@ -10,6 +10,7 @@ from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from mrvl.dialects import mrvl, sched
 from mrvl.passes.sched.lowering.int8_compute import is_int8_layer, lower_qadd
+from mrvl.passes.sched.lowering.int8_elementwise import lower_qmul
 from mrvl.passes.sched.lowering.state import F16_BYTES, LayerLowering, buffer_type, int_attr
 from mrvl.passes.sched.tiling import F32, ChannelChunk, Chunk, plan_elementwise, plan_per_channel
 
@@ -110,6 +111,9 @@ class LowerMul(LayerLowering):
     def lower(self, op: mrvl.MulOp) -> None:
         """Chunks of the flat product; a broadcast `rhs` ([N, 1, 1, C]) is cut per image, so a
         chunk takes whole pixels of one image and that image's C gate values."""
+        if is_int8_layer(op):
+            lower_qmul(self.low, op)
+            return
         self.low.require_f16(op)
         shape = mrvl.shape_of(op.output)
         count = prod(shape)
