@@ -46,3 +46,38 @@ def test_zoo_classifier_runs_in_int8_within_3_steps(name):
         steps = np.rint(np.abs(got.astype(np.float64) - want) / scale)
         assert steps.max() <= 3, (name, steps.max())
     assert isinstance(qdq, onnx.ModelProto)
+
+
+def test_mobilenet_v3_small_runs_in_int8_in_one_region_within_3_steps():
+    """MobileNetV3-Small: its HardSwish and HardSigmoid as int8 tables, its squeeze-excitation
+    gates as qmul; one region, only the final Softmax (and its QDQ pair) on the CPU. Judged on
+    the dequantized tensor the Softmax reads (`scripts/zoo_int8.py`'s `last_quantized`)."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "tests"))
+    from helpers import load_module
+
+    zoo_int8 = load_module("zoo_int8", root / "scripts" / "zoo_int8.py")
+    _, qdq = zoo_int8.quantized_zoo_model("mobilenet_v3_small")
+    judged = zoo_int8.last_quantized(qdq)
+    qdq = zoo_int8.with_outputs(qdq, [n for n, _ in judged])
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=8)
+    report = mrvl.partition_report(mod, qdq)
+    assert len(report.regions) == 1, report.summary()
+    assert report.int8_mac_fraction >= 0.99, report.summary()
+    assert {r.op_type for r in report.on_cpu()} <= {"Softmax", "QuantizeLinear", "DequantizeLinear"}
+    vm = relax.VirtualMachine(mrvl.build(mod, target="llvm"), tvm.cpu())
+    session = ort.InferenceSession(qdq.SerializeToString())
+    names = [o.name for o in qdq.graph.output]
+    rng = np.random.default_rng(0)
+    shape = [d.dim_value for d in qdq.graph.input[0].type.tensor_type.shape.dim]
+    for _ in range(2):
+        x = rng.standard_normal(shape).astype(np.float32)
+        want = dict(zip(names, session.run(None, {qdq.graph.input[0].name: x})))
+        got = vm["main"](tvm.runtime.tensor(x))
+        got = dict(zip(names, [got] if isinstance(got, tvm.runtime.Tensor) else list(got)))
+        for name, scale in judged:
+            steps = np.rint(np.abs(got[name].numpy().astype(np.float64) - want[name]) / scale)
+            assert steps.max() <= 3, (name, steps.max())
