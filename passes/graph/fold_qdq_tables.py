@@ -45,6 +45,9 @@ def activation_f64(op: mrvl.ScaleShiftOp):
         return (lambda x: np.where(x < 0, a * x, x)), name
     if act in TABLE_ACTIVATIONS:
         return (lambda x: reference(act, x, a, b)), name
+    slopes = np.array(op.slopes.get_values(), np.float64) if op.slopes is not None else None
+    if act == Activation.PRELU and slopes is not None and np.all(slopes == slopes[0]):
+        return (lambda x: np.where(x < 0, slopes[0] * x, x)), name  # one slope: a leaky ReLU
     raise CompileError(
         f"{op.name} at {location_name(op.location)}: int8 activation {name} is not a function "
         "of one value (per-channel slopes)"

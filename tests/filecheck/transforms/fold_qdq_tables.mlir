@@ -48,3 +48,17 @@ func.func @gate(%x: tensor<1x2x2x4xi8, #mrvl.layout<NHWC>>, %g: tensor<1x1x1x4xi
 // CHECK-LABEL: func.func @gate
 // CHECK-NEXT:  %[[M:.*]] = mrvl.mul %x, %g in_quant [#mrvl.quant<0.5, 3>, #mrvl.quant<0.00390625, -128>] out_quant <0.25, -1> : (tensor<1x2x2x4xi8, #mrvl.layout<NHWC>>, tensor<1x1x1x4xi8, #mrvl.layout<NHWC>>) -> tensor<1x2x2x4xi8, #mrvl.layout<NHWC>>
 // CHECK-NEXT:  func.return %[[M]]
+
+// PRelu with one slope for every channel (ONNX's scalar slope) is a function of one value too.
+
+func.func @prelu(%a: tensor<1x1x1x2xi8, #mrvl.layout<NHWC>>) -> tensor<1x1x1x2xi8, #mrvl.layout<NHWC>> {
+  %da = mrvl.dequantize %a quant <0.5, 0> : tensor<1x1x1x2xi8, #mrvl.layout<NHWC>> -> tensor<1x1x1x2xf32, #mrvl.layout<NHWC>>
+  %s = mrvl.constant "one" = dense<1.0> : tensor<2xf32> -> tensor<2xf32, #mrvl.layout<O>>
+  %b = mrvl.constant "zero" = dense<0.0> : tensor<2xf32> -> tensor<2xf32, #mrvl.layout<O>>
+  %y = mrvl.scale_shift %da, %s, %b act prelu slopes [0.25, 0.25] : (tensor<1x1x1x2xf32, #mrvl.layout<NHWC>>, tensor<2xf32, #mrvl.layout<O>>, tensor<2xf32, #mrvl.layout<O>>) -> tensor<1x1x1x2xf32, #mrvl.layout<NHWC>>
+  %yq = mrvl.quantize %y quant <0.5, 0> : tensor<1x1x1x2xf32, #mrvl.layout<NHWC>> -> tensor<1x1x1x2xi8, #mrvl.layout<NHWC>>
+  func.return %yq : tensor<1x1x1x2xi8, #mrvl.layout<NHWC>>
+}
+
+// CHECK-LABEL: func.func @prelu
+// CHECK-NEXT:  %[[T:.*]] = mrvl.int8_table "prelu" %a from [#mrvl.quant<0.5, 0>] to <0.5, 0> table <i8, "\E0\E0\E0\E1\E1\E1\E2\E2{{.*}}\FF\FF\00\00\00\01\02\03{{.*}}~\7F"> : tensor<1x1x1x2xi8, #mrvl.layout<NHWC>> -> tensor<1x1x1x2xi8, #mrvl.layout<NHWC>>
