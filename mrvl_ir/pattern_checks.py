@@ -562,10 +562,10 @@ def check_add(ctx: PatternCheckContext) -> None:
 
 def _elementwise_channels(shape: tuple[int, ...]) -> int:
     """The channels an elementwise layer's constants may vary over: axis 1 at rank 2 and 4;
-    none at rank 3, which the importer computes as a 1-channel NHWC view [N, C, L, 1] of the
-    same bytes (a per-channel constant of [N, C, L] would vary along H there), so only scalar
-    constants and parameters are allowed."""
-    return 1 if len(shape) == 3 else shape[1]
+    none at rank 3 and 5, which the importer computes as a 1-channel NHWC view [N, C, L, 1]
+    (at rank 5 [N, A·B·C, D, 1]) of the same bytes (a per-channel constant would vary along H
+    there), so only scalar constants and parameters are allowed."""
+    return 1 if len(shape) in (3, 5) else shape[1]
 
 
 def check_mul(ctx: PatternCheckContext) -> None:
@@ -681,7 +681,7 @@ def check_scale_shift(ctx: PatternCheckContext) -> None:
         owner = node_name_of(origin)
         if owner in collector.forced:
             raise _Reject(f"{collector.forced[owner]} (at {owner})", first)
-    shape = _activation(data, (2, 3, 4), first, any_batch=True)
+    shape = _activation(data, (2, 3, 4, 5), first, any_batch=True)
     _check_tail(ctx, [], _elementwise_channels(shape), len(shape), prelu=True)
 
 
@@ -733,7 +733,7 @@ def check_concat(ctx: PatternCheckContext) -> None:
     shapes = [  # a constant input is copied into place from DDR (`constant_operands`)
         _tensor_shape(part, concat)
         if isinstance(part, GenericConst)
-        else _activation(part, (2, 3, 4), concat, any_batch=True)
+        else _activation(part, (2, 3, 4, 5), concat, any_batch=True)
         for part in parts.fields
     ]
     rank = len(shapes[0])

@@ -488,19 +488,21 @@ class _RegionImporter:
     def _elementwise_in(self, value: SSAValue, node: str | None) -> SSAValue:
         """An elementwise layer's operand in the layout it is computed in: NHWC at rank 4, NC
         at rank 2, and at rank 3 ([N, C, L], NCW) the NHWC view [N, C, L, 1] of the same
-        bytes (a free reshape; the layer then has one channel, so only scalar constants)."""
+        bytes (a free reshape; the layer then has one channel, so only scalar constants); at
+        rank 5 ([N, A, B, C, D] in Relax's order, YOLOv5's decode) likewise [N, A·B·C, D, 1]."""
         shape = mrvl.shape_of(value)
-        if len(shape) == 3:
-            view = mrvl.tensor((*shape, 1), f32, "NHWC")
-            return self._located(mrvl.ReshapeOp(self._in_layout(value, "NCW", node), view), node)
+        if len(shape) in (3, 5):
+            view = mrvl.tensor((shape[0], int(np.prod(shape[1:-1])), shape[-1], 1), f32, "NHWC")
+            x = self._in_layout(value, RELAX_LAYOUT[len(shape)], node)
+            return self._located(mrvl.ReshapeOp(x, view), node)
         return self._in_layout(value, "NHWC" if len(shape) == 4 else "NC", node)
 
-    def _elementwise_out(self, result: SSAValue, rank: int, node: str | None) -> SSAValue:
-        """The result of `_elementwise_in`'s layer back at rank 3 (NCW) if it was viewed."""
-        if rank != 3:
+    def _elementwise_out(self, result: SSAValue, shape: tuple, node: str | None) -> SSAValue:
+        """The result of `_elementwise_in`'s layer back at rank 3 or 5 if it was viewed."""
+        if len(shape) not in (3, 5):
             return result
-        n, c, length, _ = mrvl.shape_of(result)
-        return self._located(mrvl.ReshapeOp(result, mrvl.tensor((n, c, length), f32, "NCW")), node)
+        out_type = mrvl.tensor(shape, f32, RELAX_LAYOUT[len(shape)])
+        return self._located(mrvl.ReshapeOp(result, out_type), node)
 
     def add(self, chain: _Chain, inner: dict) -> SSAValue:
         call = chain.take_one("relax.add")
@@ -509,7 +511,7 @@ class _RegionImporter:
         shape = _shape(call)
         channels = 1 if len(shape) == 3 else shape[1]  # rank 3: a 1-channel view (_elementwise_in)
         op = mrvl.AddOp(lhs, rhs, activation=self._activation(chain, channels))
-        return self._elementwise_out(self._located(op, node), len(_shape(call)), node)
+        return self._elementwise_out(self._located(op, node), _shape(call), node)
 
     def scale_shift(self, chain: _Chain, inner: dict) -> SSAValue:
         """Affine steps (constants on either side) and/or an activation on their own: a
@@ -525,7 +527,7 @@ class _RegionImporter:
         shape = _shape(source)
         if len(shape) not in RELAX_LAYOUT:
             raise UnsupportedOpError(f"scale/shift of a rank-{len(shape)} tensor", node)
-        channels = 1 if len(shape) == 3 else shape[1]  # rank 3: scalars only (_elementwise_in)
+        channels = 1 if len(shape) in (3, 5) else shape[1]  # scalars only (_elementwise_in)
         x = self._elementwise_in(self._operand(inner, source, node), node)
         scale_const = chain.first_const_of("relax.multiply", "relax.divide")
         shift_const = chain.first_const_of("relax.add", "relax.subtract")
@@ -545,7 +547,7 @@ class _RegionImporter:
         op = mrvl.ScaleShiftOp(
             x, scale_value, shift_value, activation=self._activation(chain, channels)
         )
-        return self._elementwise_out(self._located(op, node), len(shape), node)
+        return self._elementwise_out(self._located(op, node), shape, node)
 
     def mul(self, chain: _Chain, inner: dict) -> SSAValue:
         """A product of two tensors: the full one first, a [N, C, 1, 1] gate second."""
@@ -556,7 +558,7 @@ class _RegionImporter:
             a, b = b, a
         lhs, rhs = (self._elementwise_in(self._operand(inner, v, node), node) for v in (a, b))
         op = mrvl.MulOp(lhs, rhs, activation=self._activation(chain))
-        return self._elementwise_out(self._located(op, node), len(_shape(call)), node)
+        return self._elementwise_out(self._located(op, node), _shape(call), node)
 
     def concat(self, chain: _Chain, inner: dict) -> SSAValue:
         """Concat on any axis: rank 4 in NHWC (Relax's axis mapped to it), rank 2 and 3 in
