@@ -423,33 +423,6 @@ def _check_fits(plan: Callable[[Target, int], object], at: relax.Call) -> None:
         ) from None
 
 
-def check_conv_transpose(ctx: PatternCheckContext) -> None:
-    """A transposed conv the importer lowers to zero insertion plus an ordinary conv: its
-    pads become the conv's padding `dilation * (k - 1) - pad`, which must not be negative."""
-    ann = ctx.annotated_expr
-    conv = ann["conv"]
-    _no_leaks(ctx)
-    attrs = conv.attrs
-    _activation(ann["data"], (4,), conv, any_batch=True)
-    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != ("NCHW", "IOHW", "NCHW"):
-        raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
-    _f32_result(conv)
-    weight = _constant(ann["weight"], "weights", conv)
-    if weight.ndim != 4:
-        raise _Reject(f"weight rank {weight.ndim}", conv)
-    channels = _tensor_shape(conv.args[0], conv)[1]
-    groups = int(attrs.groups)
-    if weight.shape[0] != channels or channels % groups:
-        raise _Reject(f"attribute group={groups}", conv)
-    kernel = weight.shape[2:]
-    dilation, pads = _int_list(attrs.dilation), _int_list(attrs.padding)
-    for axis, (k, d) in enumerate(zip(kernel, dilation)):
-        extent = d * (k - 1)
-        if pads[axis] > extent or pads[axis + 2] > extent:
-            raise _Reject(f"pads {pads} beyond the kernel's extent {extent}", conv)
-    _check_tail(ctx, [conv], weight.shape[1] * groups, 4, prelu=True)
-
-
 def _check_pad(pad: relax.Call) -> None:
     attrs = pad.attrs
     if str(attrs.pad_mode) != "constant":

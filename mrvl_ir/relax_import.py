@@ -23,6 +23,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from mrvl import strided
 from mrvl.activation_forms import ActivationFormError, FusedActivationForm, split_activation
 from mrvl.constant_operands import data_operand
+from mrvl.conv_transpose import import_conv_transpose
 from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError, layer_boundary
 from mrvl.frontend import constant_view, node_name_of
@@ -303,58 +304,6 @@ class _RegionImporter:
             nchw = self._in_layout(result, "NCHW", node)
             result = self._located(mrvl.ReshapeOp(nchw, view), node)
         return result
-
-    def conv_transpose(self, chain: _Chain, inner: dict) -> SSAValue:
-        """A transposed conv as zero insertion (`mrvl.dilate`, DMA only) and an ordinary conv
-        over the result, with the kernel flipped, input and output channels swapped per group,
-        and padding `dilation * (k - 1) - pad` (plus `output_padding` at the bottom/right)."""
-        call = chain.take_one("relax.nn.conv2d_transpose")
-        node = node_name_of(call)
-        attrs = call.attrs
-        if attrs.data_layout != "NCHW" or attrs.kernel_layout != "IOHW":
-            raise UnsupportedOpError("conv_transpose: only NCHW data and IOHW weights", node)
-        x = self._in_layout(self._operand(inner, call.args[0], node), "NHWC", node)
-        w_const = call.args[1]
-        w = w_const.value.numpy().astype(np.float64)  # [C_in, C_out / g, KH, KW]
-        groups = int(attrs.groups)
-        c_in, og, kh, kw = w.shape
-        ig = c_in // groups
-        # [g, ig, og, kh, kw] -> [g, og, ig, kh, kw], flipped -> OIHW [g * og, ig, kh, kw]
-        w = w.reshape(groups, ig, og, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
-        w = w.reshape(groups * og, ig, kh, kw)
-        sh, sw = _ints(attrs.strides)
-        dh, dw = _ints(attrs.dilation)
-        pt, pl, pb, pr = _ints(attrs.padding)
-        oph, opw = _ints(attrs.output_padding)
-        pads = (
-            dh * (kh - 1) - pt,
-            dw * (kw - 1) - pl,
-            dh * (kh - 1) - pb + oph,
-            dw * (kw - 1) - pr + opw,
-        )
-        if min(pads) < 0:
-            raise UnsupportedOpError(f"conv_transpose: pads {[pt, pl, pb, pr]} too large", node)
-        if (sh, sw) != (1, 1):
-            x = self._located(mrvl.DilateOp(x, (sh, sw)), node)
-        out_n, out_c, out_h, out_w = _shape(call)
-        has_bias = chain.peek_any(*_AFFINE_CALLS)
-        bias_const = chain.first_const_of(*_AFFINE_CALLS)
-        scale, shift = self._affine_after(chain, out_c)
-        w = w * scale[:, None, None, None]
-        weight = self._constant(
-            w_const, np.ascontiguousarray(w.astype(np.float32).transpose(0, 2, 3, 1)), "OHWI"
-        )
-        op = mrvl.Conv2DOp(
-            x,
-            weight,
-            self._bias_constant(bias_const, shift, has_bias),
-            mrvl.tensor((out_n, out_h, out_w, out_c), f32, "NHWC"),
-            pads=pads,
-            dilations=(dh, dw),
-            groups=groups,
-            activation=self._activation(chain, out_c),
-        )
-        return self._located(op, node)
 
     def resize(self, chain: _Chain, inner: dict) -> SSAValue:
         """Bilinear (or nearest) resize: NHWC, with the row and column interpolation tables
@@ -764,7 +713,7 @@ _AFFINE_CALLS = (
 
 _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.conv2d": _RegionImporter.conv2d,
-    "mrvl.conv_transpose": _RegionImporter.conv_transpose,
+    "mrvl.conv_transpose": import_conv_transpose,
     "mrvl.maxpool2d": _RegionImporter.pool2d,
     "mrvl.avgpool2d": _RegionImporter.pool2d,
     "mrvl.global_avgpool2d": _RegionImporter.global_pool2d,
