@@ -28,6 +28,7 @@ conversion is kept):
 - `Max` / `Min` by a scalar constant → `relax.clip`, `Neg` → `x * -1`, and the empty-`scales`
   Resize that TVM rejects (`onnx_forms.py`).
 - `Tile` with constant repeats → reshape, `broadcast_to`, reshape (`frontend_moves.py`).
+- `Einsum` that is a transpose or a (batched) matmul → permute_dims / matmul (`einsum.py`).
 
 Before TVM sees a model that has `Shape` nodes, shape arithmetic on statically known shapes
 (Shape -> Gather -> Div -> Slice, as torchvision's `chunk` exports) is folded into constants,

@@ -6,9 +6,11 @@ compute layers, and the helpers these share, are in `pattern_checks.py`.
 from __future__ import annotations
 
 from tvm import relax
+from tvm.ir.expr import GenericConst
 from tvm.relax.transform import PatternCheckContext
 
 from . import strided
+from .frontend import constant_view
 from .pattern_checks import (
     _COLLECTOR,
     _activation,
@@ -42,8 +44,32 @@ def high_rank_binary(call: relax.Call) -> bool:
     return _op_name(call) in BINARY_OPS and binary_fits(call, ranks=(5,))
 
 
+_HIGH_RANK_ELEMENTWISE = frozenset(
+    {"relax.multiply", "relax.add", "relax.subtract", "relax.divide", "relax.nn.relu",
+     "relax.clip", "relax.nn.leakyrelu", "relax.power", "relax.sigmoid", "relax.tanh",
+     "relax.negative", "relax.maximum", "relax.minimum", "relax.erf", "relax.exp", "relax.log",
+     "relax.sqrt", "relax.abs"}
+)  # fmt: skip
+"""Relax ops that, with scalar constants, are a scale_shift computed on a flat view of a
+rank-5 tensor (`pattern_checks._elementwise_channels`): YOLOv5's decode head."""
+
+
+def high_rank_elementwise(call: relax.Call) -> bool:
+    """Whether `call` is an elementwise op of one rank-5 tensor and scalar constants (a
+    Sigmoid, a Pow by a constant, a Mul by a stride) or a rank-5 concat, which read and
+    make rank-5 tensors in Relax's order as copies do."""
+    if _op_name(call) == "relax.concat":
+        return len(getattr(call.struct_info, "shape", None) or ()) == 5
+    if _op_name(call) not in _HIGH_RANK_ELEMENTWISE:
+        return False
+    constants = [a for a in call.args if isinstance(a, GenericConst)]
+    tensors = [a for a in call.args if isinstance(a, relax.Var | relax.Call)]
+    return len(tensors) == 1 and all(constant_view(c).size == 1 for c in constants)
+
+
 def high_rank_neighbour(ctx: PatternCheckContext, exprs: list[relax.Expr]) -> str | None:
-    """The first op other than data movement (or a binary op `high_rank_binary` takes) that
+    """The first op other than data movement (or a binary op `high_rank_binary` takes, or a
+    scalar elementwise op or concat `high_rank_elementwise` takes) that
     makes or reads a tensor of rank 5 or 6 connected to `exprs` through data movement at
     those ranks; None if there is none (the tensors are the model's inputs and outputs or
     pass only between moves)."""
@@ -64,7 +90,7 @@ def high_rank_neighbour(ctx: PatternCheckContext, exprs: list[relax.Expr]) -> st
             if not isinstance(call, relax.Call):
                 continue  # a model input
             moves = _op_name(call) in strided.MOVE_OPS or _op_name(call) == "relax.nn.pad"
-            if not moves and not high_rank_binary(call):
+            if not moves and not high_rank_binary(call) and not high_rank_elementwise(call):
                 return _op_name(call)  # (a standalone pad moves data by DMA too)
             todo += [a for a in call.args if isinstance(a, relax.Var)]
             todo.append(var_of.get(call))

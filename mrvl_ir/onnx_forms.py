@@ -13,6 +13,8 @@ Two kinds, each applied only when the node's inputs are what the rewrite needs:
     (TVM: broadcast_to + stack + max); `mrvl.binary` reads each.
   - `Neg` of a float tensor → `relax.multiply(x, -1)`, exact in fp32, so it folds into the
     layer before it as a scale of -1 like any other affine step.
+  - `Einsum` that is a transpose or a (batched) matmul → `permute_dims` / `matmul`
+    (`einsum.py`).
 - **Valid inputs TVM rejects** (`INPUT_FIXES`: each returns the inputs to convert with, or
   None to keep them):
   - `Resize` (opsets 11-13) with an empty `scales` tensor and a `sizes` input, as older
@@ -28,6 +30,8 @@ import math
 import numpy as np
 from tvm import relax
 from tvm.ir.expr import GenericConst
+
+from .einsum import einsum
 
 __all__ = ["INPUT_FIXES", "NORMALIZATIONS"]
 
@@ -102,7 +106,7 @@ def _neg(bb, inputs, attrs, opset) -> relax.Expr | None:
     return relax.op.multiply(x, relax.const(-1.0, str(x.ty.dtype)))
 
 
-NORMALIZATIONS = {"Max": _max, "Min": _min, "Neg": _neg}
+NORMALIZATIONS = {"Max": _max, "Min": _min, "Neg": _neg, "Einsum": einsum}
 
 
 def _is_empty(expr) -> bool:

@@ -423,33 +423,6 @@ def _check_fits(plan: Callable[[Target, int], object], at: relax.Call) -> None:
         ) from None
 
 
-def check_conv_transpose(ctx: PatternCheckContext) -> None:
-    """A transposed conv the importer lowers to zero insertion plus an ordinary conv: its
-    pads become the conv's padding `dilation * (k - 1) - pad`, which must not be negative."""
-    ann = ctx.annotated_expr
-    conv = ann["conv"]
-    _no_leaks(ctx)
-    attrs = conv.attrs
-    _activation(ann["data"], (4,), conv, any_batch=True)
-    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != ("NCHW", "IOHW", "NCHW"):
-        raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
-    _f32_result(conv)
-    weight = _constant(ann["weight"], "weights", conv)
-    if weight.ndim != 4:
-        raise _Reject(f"weight rank {weight.ndim}", conv)
-    channels = _tensor_shape(conv.args[0], conv)[1]
-    groups = int(attrs.groups)
-    if weight.shape[0] != channels or channels % groups:
-        raise _Reject(f"attribute group={groups}", conv)
-    kernel = weight.shape[2:]
-    dilation, pads = _int_list(attrs.dilation), _int_list(attrs.padding)
-    for axis, (k, d) in enumerate(zip(kernel, dilation)):
-        extent = d * (k - 1)
-        if pads[axis] > extent or pads[axis + 2] > extent:
-            raise _Reject(f"pads {pads} beyond the kernel's extent {extent}", conv)
-    _check_tail(ctx, [conv], weight.shape[1] * groups, 4, prelu=True)
-
-
 def _check_pad(pad: relax.Call) -> None:
     attrs = pad.attrs
     if str(attrs.pad_mode) != "constant":
@@ -562,10 +535,10 @@ def check_add(ctx: PatternCheckContext) -> None:
 
 def _elementwise_channels(shape: tuple[int, ...]) -> int:
     """The channels an elementwise layer's constants may vary over: axis 1 at rank 2 and 4;
-    none at rank 3, which the importer computes as a 1-channel NHWC view [N, C, L, 1] of the
-    same bytes (a per-channel constant of [N, C, L] would vary along H there), so only scalar
-    constants and parameters are allowed."""
-    return 1 if len(shape) == 3 else shape[1]
+    none at rank 3 and 5, which the importer computes as a 1-channel NHWC view [N, C, L, 1]
+    (at rank 5 [N, A·B·C, D, 1]) of the same bytes (a per-channel constant would vary along H
+    there), so only scalar constants and parameters are allowed."""
+    return 1 if len(shape) in (3, 5) else shape[1]
 
 
 def check_mul(ctx: PatternCheckContext) -> None:
@@ -681,7 +654,7 @@ def check_scale_shift(ctx: PatternCheckContext) -> None:
         owner = node_name_of(origin)
         if owner in collector.forced:
             raise _Reject(f"{collector.forced[owner]} (at {owner})", first)
-    shape = _activation(data, (2, 3, 4), first, any_batch=True)
+    shape = _activation(data, (2, 3, 4, 5), first, any_batch=True)
     _check_tail(ctx, [], _elementwise_channels(shape), len(shape), prelu=True)
 
 
@@ -733,7 +706,7 @@ def check_concat(ctx: PatternCheckContext) -> None:
     shapes = [  # a constant input is copied into place from DDR (`constant_operands`)
         _tensor_shape(part, concat)
         if isinstance(part, GenericConst)
-        else _activation(part, (2, 3, 4), concat, any_batch=True)
+        else _activation(part, (2, 3, 4, 5), concat, any_batch=True)
         for part in parts.fields
     ]
     rank = len(shapes[0])

@@ -7,7 +7,8 @@ contract with `relax_import.py`:
 
     mrvl.conv2d            [pad] conv2d|conv1d [[+bias] batch_norm] [steps] [activation]
                            (a conv1d is a conv2d over H = 1)
-    mrvl.conv_transpose    conv2d_transpose [+bias] [activation] (zero insertion + conv2d)
+    mrvl.conv_transpose    conv2d_transpose|conv1d_transpose [+bias] [activation] (zero
+                           insertion + conv2d; a conv1d_transpose over H = 1)
     mrvl.resize            resize2d, linear (bilinear) or a nearest that is no strided copy
     mrvl.fc                [*alpha] matmul [steps] [activation], rows [N, K] or [..., K] at
                            rank 3 to 5 (a sequence, a channels-last plane or window)
@@ -64,6 +65,7 @@ from tvm.relax.dpl import DFPattern, is_const, is_op, is_tuple_get_item, wildcar
 
 from . import strided
 from .activation_forms import UNARY_TABLES
+from .conv_transpose import check_conv_transpose
 from .matmul import bmm_patterns
 from .move_checks import check_copy, check_reshape, check_transpose
 from .normalization import decomposed_layernorm_pattern, layernorm_pattern, softmax_pattern
@@ -73,7 +75,6 @@ from .pattern_checks import (
     check_add,
     check_concat,
     check_conv2d,
-    check_conv_transpose,
     check_fc,
     check_global_pool2d,
     check_mul,
@@ -104,7 +105,8 @@ LAYER_OPS = frozenset(
         "relax.subtract", "relax.divide", "relax.sigmoid", "relax.tanh", "relax.nn.prelu",
         "relax.exp", "relax.log",
         "relax.expand_dims", "relax.strided_slice", "relax.image.resize2d",
-        "relax.nn.conv2d_transpose", "relax.power", *UNARY_TABLES, "relax.take",
+        "relax.nn.conv2d_transpose", "relax.nn.conv1d_transpose", "relax.power",
+        *UNARY_TABLES, "relax.take",
         "relax.broadcast_to", "relax.nn.conv1d", "relax.nn.softmax", "relax.nn.layer_norm",
         "relax.sqrt", "relax.quantize", "relax.dequantize", *REDUCE_OPS, *BINARY_OPS,
     }
@@ -223,7 +225,9 @@ def _conv2d_pattern(with_pad: bool):
 def _conv_transpose_pattern():
     data, weight = wildcard(), wildcard()
     ann: dict[str, DFPattern] = {"data": data, "weight": weight}
-    conv = ann["conv"] = is_op("relax.nn.conv2d_transpose")(data, weight)
+    conv = ann["conv"] = is_op("relax.nn.conv2d_transpose")(data, weight) | is_op(
+        "relax.nn.conv1d_transpose"
+    )(data, weight)
     root = _with_activation(_affine(conv))  # a bias add is the first affine step
     return ("mrvl.conv_transpose", root, ann, checked(check_conv_transpose))
 

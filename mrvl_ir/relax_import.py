@@ -23,6 +23,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from mrvl import strided
 from mrvl.activation_forms import ActivationFormError, FusedActivationForm, split_activation
 from mrvl.constant_operands import data_operand
+from mrvl.conv_transpose import import_conv_transpose
 from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError, layer_boundary
 from mrvl.frontend import constant_view, node_name_of
@@ -304,58 +305,6 @@ class _RegionImporter:
             result = self._located(mrvl.ReshapeOp(nchw, view), node)
         return result
 
-    def conv_transpose(self, chain: _Chain, inner: dict) -> SSAValue:
-        """A transposed conv as zero insertion (`mrvl.dilate`, DMA only) and an ordinary conv
-        over the result, with the kernel flipped, input and output channels swapped per group,
-        and padding `dilation * (k - 1) - pad` (plus `output_padding` at the bottom/right)."""
-        call = chain.take_one("relax.nn.conv2d_transpose")
-        node = node_name_of(call)
-        attrs = call.attrs
-        if attrs.data_layout != "NCHW" or attrs.kernel_layout != "IOHW":
-            raise UnsupportedOpError("conv_transpose: only NCHW data and IOHW weights", node)
-        x = self._in_layout(self._operand(inner, call.args[0], node), "NHWC", node)
-        w_const = call.args[1]
-        w = w_const.value.numpy().astype(np.float64)  # [C_in, C_out / g, KH, KW]
-        groups = int(attrs.groups)
-        c_in, og, kh, kw = w.shape
-        ig = c_in // groups
-        # [g, ig, og, kh, kw] -> [g, og, ig, kh, kw], flipped -> OIHW [g * og, ig, kh, kw]
-        w = w.reshape(groups, ig, og, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
-        w = w.reshape(groups * og, ig, kh, kw)
-        sh, sw = _ints(attrs.strides)
-        dh, dw = _ints(attrs.dilation)
-        pt, pl, pb, pr = _ints(attrs.padding)
-        oph, opw = _ints(attrs.output_padding)
-        pads = (
-            dh * (kh - 1) - pt,
-            dw * (kw - 1) - pl,
-            dh * (kh - 1) - pb + oph,
-            dw * (kw - 1) - pr + opw,
-        )
-        if min(pads) < 0:
-            raise UnsupportedOpError(f"conv_transpose: pads {[pt, pl, pb, pr]} too large", node)
-        if (sh, sw) != (1, 1):
-            x = self._located(mrvl.DilateOp(x, (sh, sw)), node)
-        out_n, out_c, out_h, out_w = _shape(call)
-        has_bias = chain.peek_any(*_AFFINE_CALLS)
-        bias_const = chain.first_const_of(*_AFFINE_CALLS)
-        scale, shift = self._affine_after(chain, out_c)
-        w = w * scale[:, None, None, None]
-        weight = self._constant(
-            w_const, np.ascontiguousarray(w.astype(np.float32).transpose(0, 2, 3, 1)), "OHWI"
-        )
-        op = mrvl.Conv2DOp(
-            x,
-            weight,
-            self._bias_constant(bias_const, shift, has_bias),
-            mrvl.tensor((out_n, out_h, out_w, out_c), f32, "NHWC"),
-            pads=pads,
-            dilations=(dh, dw),
-            groups=groups,
-            activation=self._activation(chain, out_c),
-        )
-        return self._located(op, node)
-
     def resize(self, chain: _Chain, inner: dict) -> SSAValue:
         """Bilinear (or nearest) resize: NHWC, with the row and column interpolation tables
         of `strided.interpolation_table` as f32 constants."""
@@ -488,19 +437,21 @@ class _RegionImporter:
     def _elementwise_in(self, value: SSAValue, node: str | None) -> SSAValue:
         """An elementwise layer's operand in the layout it is computed in: NHWC at rank 4, NC
         at rank 2, and at rank 3 ([N, C, L], NCW) the NHWC view [N, C, L, 1] of the same
-        bytes (a free reshape; the layer then has one channel, so only scalar constants)."""
+        bytes (a free reshape; the layer then has one channel, so only scalar constants); at
+        rank 5 ([N, A, B, C, D] in Relax's order, YOLOv5's decode) likewise [N, A·B·C, D, 1]."""
         shape = mrvl.shape_of(value)
-        if len(shape) == 3:
-            view = mrvl.tensor((*shape, 1), f32, "NHWC")
-            return self._located(mrvl.ReshapeOp(self._in_layout(value, "NCW", node), view), node)
+        if len(shape) in (3, 5):
+            view = mrvl.tensor((shape[0], int(np.prod(shape[1:-1])), shape[-1], 1), f32, "NHWC")
+            x = self._in_layout(value, RELAX_LAYOUT[len(shape)], node)
+            return self._located(mrvl.ReshapeOp(x, view), node)
         return self._in_layout(value, "NHWC" if len(shape) == 4 else "NC", node)
 
-    def _elementwise_out(self, result: SSAValue, rank: int, node: str | None) -> SSAValue:
-        """The result of `_elementwise_in`'s layer back at rank 3 (NCW) if it was viewed."""
-        if rank != 3:
+    def _elementwise_out(self, result: SSAValue, shape: tuple, node: str | None) -> SSAValue:
+        """The result of `_elementwise_in`'s layer back at rank 3 or 5 if it was viewed."""
+        if len(shape) not in (3, 5):
             return result
-        n, c, length, _ = mrvl.shape_of(result)
-        return self._located(mrvl.ReshapeOp(result, mrvl.tensor((n, c, length), f32, "NCW")), node)
+        out_type = mrvl.tensor(shape, f32, RELAX_LAYOUT[len(shape)])
+        return self._located(mrvl.ReshapeOp(result, out_type), node)
 
     def add(self, chain: _Chain, inner: dict) -> SSAValue:
         call = chain.take_one("relax.add")
@@ -509,7 +460,7 @@ class _RegionImporter:
         shape = _shape(call)
         channels = 1 if len(shape) == 3 else shape[1]  # rank 3: a 1-channel view (_elementwise_in)
         op = mrvl.AddOp(lhs, rhs, activation=self._activation(chain, channels))
-        return self._elementwise_out(self._located(op, node), len(_shape(call)), node)
+        return self._elementwise_out(self._located(op, node), _shape(call), node)
 
     def scale_shift(self, chain: _Chain, inner: dict) -> SSAValue:
         """Affine steps (constants on either side) and/or an activation on their own: a
@@ -525,7 +476,7 @@ class _RegionImporter:
         shape = _shape(source)
         if len(shape) not in RELAX_LAYOUT:
             raise UnsupportedOpError(f"scale/shift of a rank-{len(shape)} tensor", node)
-        channels = 1 if len(shape) == 3 else shape[1]  # rank 3: scalars only (_elementwise_in)
+        channels = 1 if len(shape) in (3, 5) else shape[1]  # scalars only (_elementwise_in)
         x = self._elementwise_in(self._operand(inner, source, node), node)
         scale_const = chain.first_const_of("relax.multiply", "relax.divide")
         shift_const = chain.first_const_of("relax.add", "relax.subtract")
@@ -545,7 +496,7 @@ class _RegionImporter:
         op = mrvl.ScaleShiftOp(
             x, scale_value, shift_value, activation=self._activation(chain, channels)
         )
-        return self._elementwise_out(self._located(op, node), len(shape), node)
+        return self._elementwise_out(self._located(op, node), shape, node)
 
     def mul(self, chain: _Chain, inner: dict) -> SSAValue:
         """A product of two tensors: the full one first, a [N, C, 1, 1] gate second."""
@@ -556,7 +507,7 @@ class _RegionImporter:
             a, b = b, a
         lhs, rhs = (self._elementwise_in(self._operand(inner, v, node), node) for v in (a, b))
         op = mrvl.MulOp(lhs, rhs, activation=self._activation(chain))
-        return self._elementwise_out(self._located(op, node), len(_shape(call)), node)
+        return self._elementwise_out(self._located(op, node), _shape(call), node)
 
     def concat(self, chain: _Chain, inner: dict) -> SSAValue:
         """Concat on any axis: rank 4 in NHWC (Relax's axis mapped to it), rank 2 and 3 in
@@ -762,7 +713,7 @@ _AFFINE_CALLS = (
 
 _LAYERS: dict[str, Callable[[_RegionImporter, _Chain, dict], SSAValue]] = {
     "mrvl.conv2d": _RegionImporter.conv2d,
-    "mrvl.conv_transpose": _RegionImporter.conv_transpose,
+    "mrvl.conv_transpose": import_conv_transpose,
     "mrvl.maxpool2d": _RegionImporter.pool2d,
     "mrvl.avgpool2d": _RegionImporter.pool2d,
     "mrvl.global_avgpool2d": _RegionImporter.global_pool2d,

@@ -62,7 +62,7 @@ OPS = (
     "Flatten", "Reshape", "Squeeze", "Transpose", "Mul", "Sub", "Div", "Sigmoid", "Tanh",
     "HardSigmoid", "HardSwish", "PRelu", "Mish", "ConvTranspose", "Resize", "Upsample",
     "Split", "Slice", "Unsqueeze", "Erf", "Exp", "Log", "Sqrt", "Neg", "Reciprocal", "Abs",
-    "Pow", "Gelu", "Max", "Min",
+    "Pow", "Gelu", "Max", "Min", "Einsum",
 )  # fmt: skip
 
 # The module of onnx.backend.test.case.node that holds each op's cases.

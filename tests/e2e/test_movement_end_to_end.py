@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from e2e.test_shapes_end_to_end import check_offloaded_and_accurate, const, ints, model
+from e2e.test_shapes_end_to_end import check_offloaded_and_accurate, const, floats, ints, model
 from onnx import helper, numpy_helper
 
 import mrvl
@@ -121,16 +121,80 @@ def test_nodes_json_of_rank_5_and_6_copies_pass_the_schema(make):
         assert json_emitter.check_pair(compiled.nodes_json, compiled.consts_json) == []
 
 
-def test_rank5_moves_around_a_cpu_op_stay_on_the_cpu():
-    """YOLOv5's detect head: reshape to [N, 3, 85, H, W], transpose, a Sigmoid at rank 5 (no
-    MLIP layer computes at rank 5), then slices and reshapes. Offloading the moves alone
-    would cut them into regions of copies around the Sigmoid, so they stay with it."""
+def yolov5_decode_net(anchors=3, classes=3, size=5, stride=8.0):
+    """YOLOv5's detect head as its export writes it: conv -> reshape to [N, 3, 5+classes, H, W]
+    -> transpose to [N, 3, H, W, 5+classes] -> Sigmoid at rank 5 -> Split into xy, wh and the
+    scores; xy * 2 + grid, * stride; (wh * 2) ** 2 * anchor grid; Concat, Reshape to [N, boxes,
+    4] and [N, boxes, classes]."""
     rng = np.random.default_rng(32)
+    outs = 5 + classes
+    grid = rng.integers(0, size, (1, anchors, size, size, 2)).astype(np.float32) - 0.5
+    anchor = rng.uniform(10, 60, (1, anchors, size, size, 2)).astype(np.float32)
     nodes = [
         node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
         node("Reshape", ["c", "s5"], ["r"], name="reshape"),
         node("Transpose", ["r"], ["t"], name="transpose", perm=[0, 1, 3, 4, 2]),
         node("Sigmoid", ["t"], ["g"], name="sigmoid"),
+        node("Split", ["g", "sp"], ["xy", "wh", "conf"], name="split", axis=4),
+        node("Mul", ["xy", "two"], ["xy2"], name="xy_times_2"),
+        node("Add", ["xy2", "grid"], ["xyg"], name="plus_grid"),
+        node("Mul", ["xyg", "stride"], ["xys"], name="times_stride"),
+        node("Mul", ["wh", "two"], ["wh2"], name="wh_times_2"),
+        node("Pow", ["wh2", "two"], ["whp"], name="squared"),
+        node("Mul", ["whp", "anchor"], ["wha"], name="times_anchor"),
+        node("Concat", ["xys", "wha"], ["box5"], name="concat", axis=4),
+        node("Reshape", ["box5", "sb"], ["boxes"], name="boxes"),
+        node("Reshape", ["conf", "ss"], ["scores"], name="scores"),
+    ]
+    boxes = anchors * size * size
+    inits = [
+        const(rng, "w", (anchors * outs, 4, 1, 1)),
+        ints("s5", [1, anchors, outs, size, size]),
+        ints("sp", [2, 2, classes + 1]),
+        floats("two", 2.0),
+        numpy_helper.from_array(grid, "grid"),
+        floats("stride", stride),
+        numpy_helper.from_array(anchor, "anchor"),
+        ints("sb", [1, boxes, 4]),
+        ints("ss", [1, boxes, classes + 1]),
+    ]
+    outputs = [("boxes", [1, boxes, 4]), ("scores", [1, boxes, classes + 1])]
+    return model(nodes, inits, [("x", [1, 4, size, size])], outputs)
+
+
+@pytest.mark.parametrize("num_tiles", [1, 8])
+def test_yolov5_decode_at_rank_5_runs_in_one_region(num_tiles):
+    """The Sigmoid, the scalar Muls and the Pow are scale_shifts on a flat view of the rank-5
+    tensor, the grid and anchor terms `mrvl.binary`s, the Concat one at rank 5."""
+    check_offloaded_and_accurate(yolov5_decode_net(), num_tiles=num_tiles)
+
+
+def test_yolov5_decode_gives_the_same_bytes_on_both_engines():
+    import tvm
+    from tvm import relax
+
+    from mrvl.sim import use_engine
+
+    executable = mrvl.build(mrvl.partition_for_mrvl(mrvl.from_onnx(yolov5_decode_net())))
+    vm = relax.VirtualMachine(executable, tvm.cpu())
+    x = tvm.runtime.tensor(np.random.default_rng(3).standard_normal((1, 4, 5, 5), np.float32))
+    runs = []
+    for engine in ("interp", "numba"):
+        with use_engine(engine):
+            runs.append([out.numpy().tobytes() for out in vm["main"](x)])
+    assert runs[0] == runs[1]
+
+
+def test_rank5_moves_around_a_cpu_op_stay_on_the_cpu():
+    """Reshape to rank 5, transpose, an op no MLIP layer computes (Floor), then slices and
+    reshapes. Offloading the moves alone would cut them into regions of copies around the
+    Floor, so they stay with it."""
+    rng = np.random.default_rng(32)
+    nodes = [
+        node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+        node("Reshape", ["c", "s5"], ["r"], name="reshape"),
+        node("Transpose", ["r"], ["t"], name="transpose", perm=[0, 1, 3, 4, 2]),
+        node("Floor", ["t"], ["g"], name="floor"),
         node("Split", ["g", "sp"], ["xy", "rest"], name="split", axis=4),
         node("Reshape", ["xy", "s3"], ["y"], name="flatten"),
     ]

@@ -398,6 +398,49 @@ def test_conv_transpose(stride, pads, output_padding, group, kernel, dilation):
     check_offloaded_and_accurate(onnx_model, num_tiles=4)
 
 
+def conv_transpose1d_net(stride, pads, output_padding, group, kernel=3, dilation=1, c=4):
+    """ConvTranspose1d (rank 3, [N, C, L]) between a conv1d and a Relu: the 2-D transposed
+    conv over H = 1, as a conv1d is a conv2d."""
+    rng = np.random.default_rng(8)
+    out_c = c if group == c else 6
+    attrs = dict(kernel_shape=[kernel], strides=[stride], pads=pads,
+                 output_padding=[output_padding], group=group, dilations=[dilation])  # fmt: skip
+    nodes = [
+        node("Conv", ["x", "w1"], ["c"], name="conv", kernel_shape=[1]),
+        node("ConvTranspose", ["c", "wt", "bt"], ["t"], name="deconv", **attrs),
+        node("Relu", ["t"], ["y"], name="relu"),
+    ]
+    length = 9
+    out_len = (length - 1) * stride - sum(pads) + dilation * (kernel - 1) + output_padding + 1
+    inits = [
+        const(rng, "w1", (c, 3, 1)),
+        const(rng, "wt", (c, out_c // group, kernel)),
+        const(rng, "bt", (out_c,)),
+    ]
+    return model(nodes, inits, [("x", [2, 3, length])], [("y", [2, out_c, out_len])])
+
+
+@pytest.mark.parametrize(
+    ("stride", "pads", "output_padding", "group", "kernel", "dilation"),
+    [
+        (2, [1, 1], 1, 1, 3, 1),  # x2 upsampling
+        (4, [0, 0], 0, 1, 4, 1),  # kernel = stride (a vocoder's upsampling)
+        (3, [1, 2], 2, 2, 5, 1),  # asymmetric pads, output_padding 2, grouped
+        (1, [1, 1], 0, 4, 3, 2),  # depthwise, dilation 2
+    ],
+)
+def test_conv_transpose1d(stride, pads, output_padding, group, kernel, dilation):
+    onnx_model = conv_transpose1d_net(stride, pads, output_padding, group, kernel, dilation)
+    check_offloaded_and_accurate(onnx_model, num_tiles=1)
+
+
+def test_conv_transpose1d_with_pads_beyond_the_kernel_stays_on_the_cpu():
+    onnx_model = conv_transpose1d_net(2, [3, 3], 0, 1, kernel=3)
+    report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model)))
+    (row,) = [r for r in report.rows if r.node == "deconv"]
+    assert row.target == "cpu" and "beyond the kernel" in row.reason, row
+
+
 def test_conv_transpose_with_pads_beyond_the_kernel_stays_on_the_cpu():
     onnx_model = conv_transpose_net(2, [3, 3, 3, 3], 0, 1, kernel=3)
     report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model)))

@@ -20,7 +20,9 @@ Transpose; constant Pad, fused or standalone, rank 2 and 4) and some it does not
 Resize, Slice, Sub/Div by constants, Mul of two tensors, channel shuffle, concat on other axes,
 reflect and edge Pad; and, from `grammar_moves.py`, Slice with any step, Gather with constant
 indices, Tile, Expand and a window scramble through rank 6; from `grammar_reduce.py`, the
-reductions over any axes and Sub / Div / Max / Min / Add / Mul that broadcast). It also makes reused
+reductions over any axes and Sub / Div / Max / Min / Add / Mul that broadcast; from
+`grammar_einsum.py`, Einsum as a transpose, a Linear or a product of two activations, and
+forms that stay on the CPU; Max / Min by a constant tensor are `const` layers). It also makes reused
 identical blocks (one sub-graph with the same weights at two places), odd sizes (1x1 planes,
 one channel, prime widths) and layers too big for one tile's OCM.
 
@@ -35,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+import grammar_einsum
 import grammar_moves
 import grammar_reduce
 import numpy as np
@@ -289,7 +292,7 @@ def _const_shape(x: Value, kind: str) -> tuple[int, ...] | None:
 
 
 def emit_binary_const(g: Graph, p: dict) -> bool:
-    """Mul/Add/Sub/Div of the current tensor and a constant, the constant on `side`. A Div
+    """Mul/Add/Sub/Div/Max/Min of the current tensor and a constant, the constant on `side`. A Div
     with the constant on the left is made as Mul(c, x), since c / x has poles near 0."""
     x = g.current
     shape = _const_shape(x, p["kind"])
@@ -768,6 +771,7 @@ EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     "unary": emit_unary,
     **grammar_moves.EMITTERS,
     **grammar_reduce.EMITTERS,
+    **grammar_einsum.EMITTERS,
 }
 
 
@@ -855,7 +859,7 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
                  "to_rank2", "add", "concat", "block", "transpose", "reshape4", "se",
                  "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4",
                  "bmm", "unary", "unary", *grammar_moves.KINDS, "softmax", "layernorm",
-                 *grammar_reduce.KINDS)  # fmt: skip
+                 *grammar_reduce.KINDS, *grammar_einsum.KINDS)  # fmt: skip
     else:
         kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act",
                  "unary", "softmax", "layernorm", "pad")  # fmt: skip
@@ -864,6 +868,8 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         return Layer(kind, grammar_moves.draw(kind, ch, seed))
     if kind in grammar_reduce.KINDS:
         return Layer(kind, grammar_reduce.draw(kind, ch, seed))
+    if kind in grammar_einsum.KINDS:
+        return Layer(kind, grammar_einsum.draw(kind, ch, seed))
     if kind == "conv":
         p = _draw_conv(ch, g, seed)
         return Layer("conv", p) if p else None
@@ -888,7 +894,7 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         return Layer("layernorm", dict(k=ch.choice((1, 1, 2, 3)), decomposed=ch.chance(0.4),
                                        seed=seed))  # fmt: skip
     if kind == "const":
-        op = ch.choice(("Mul", "Add", "Mul", "Add", "Sub", "Div"))
+        op = ch.choice(("Mul", "Add", "Mul", "Add", "Sub", "Div", "Max", "Min"))
         return Layer("const", dict(op=op, side=ch.choice(("right", "left")),
                                    kind=ch.choice(("channel4", "scalar", "channel3", "full",
                                                    "plane")),

@@ -1,0 +1,74 @@
+"""Einsum forms that are a matmul or a transpose (issue 21), end to end against onnxruntime:
+the frontend rewrites them to `permute_dims` / `matmul` (`mrvl_ir/einsum.py`), so attention
+written as Einsum (Q·Kᵀ, A·V) runs on the MLIP as `MatMul` does; other forms keep TVM's
+conversion and run on the CPU, exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from e2e.test_shapes_end_to_end import check_offloaded_and_accurate, const, model
+from helpers import onnxruntime_outputs
+from onnx import helper
+
+import mrvl
+
+SIZES = {"b": 2, "h": 2, "i": 5, "j": 6, "d": 8, "k": 7, "n": 1, "c": 3, "w": 4}
+
+
+def einsum_net(equation: str, constant_second: bool = False):
+    """Einsum of graph inputs (or of an input and a constant), each of the sizes SIZES gives
+    its letters."""
+    inputs, arrow, output = equation.partition("->")
+    terms = inputs.split(",")
+    if not arrow:
+        letters = "".join(terms)
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    shape = lambda t: [SIZES[c] for c in t]  # noqa: E731
+    names = [f"x{i}" for i in range(len(terms))]
+    inits = []
+    if constant_second:
+        inits.append(const(np.random.default_rng(5), "x1", shape(terms[1])))
+    feeds = [(n, shape(t)) for n, t in zip(names, terms) if n not in {i.name for i in inits}]
+    node = helper.make_node("Einsum", names, ["y"], name="einsum", equation=equation)
+    return model([node], inits, feeds, [("y", shape(output))], opset=12)
+
+
+@pytest.mark.parametrize(
+    "equation, constant_second",
+    [
+        ("bhid,bhjd->bhij", False),  # Q·Kᵀ: a transposed operand
+        ("bhij,bhjd->bhid", False),  # A·V
+        ("bij,bjk->bik", False),  # batched matmul
+        ("bid,bjd->bji", False),  # a transposed result
+        ("ij,jk", False),  # the implicit output
+        ("bij,bjk", False),  # implicit, two summed letters (b, j) merged into one
+        ("bij,jk->bik", True),  # an fc by a constant
+        ("bik,jk->bij", True),  # an fc by a transposed constant (nn.Linear's weight)
+        ("nchw->nhwc", False),  # a transpose
+    ],
+)
+def test_einsum_as_matmul_or_transpose_runs_on_the_mlip(equation, constant_second):
+    check_offloaded_and_accurate(einsum_net(equation, constant_second), num_tiles=1)
+
+
+@pytest.mark.parametrize("equation", ["bij->bi", "ij,ij->ij"])
+def test_other_einsum_forms_keep_tvms_conversion(equation):
+    """A sum within one operand, an elementwise product: TVM's relax.einsum on the CPU,
+    exactly. (A diagonal, `bii->bi`, is
+    the conformance case test_einsum_batch_diagonal.)"""
+    import tvm
+    from tvm import relax
+
+    onnx_model = einsum_net(equation)
+    feeds = {
+        i.name: np.random.default_rng(1)
+        .standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim])
+        .astype(np.float32)
+        for i in onnx_model.graph.input
+    }
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model))
+    assert {row.target for row in mrvl.partition_report(mod).rows} == {"cpu"}
+    vm = relax.VirtualMachine(mrvl.build(mod), tvm.cpu())
+    got = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()]).numpy()
+    np.testing.assert_allclose(got, onnxruntime_outputs(onnx_model, feeds)[0], rtol=1e-5, atol=1e-6)
