@@ -11,8 +11,8 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import assert_same_bytes, onnxruntime_outputs
-from onnx import TensorProto, helper, numpy_helper
+from helpers import assert_same_bytes, float_model, onnxruntime_outputs
+from onnx import helper, numpy_helper
 from test_unary_end_to_end import GELU_CONSTANTS, gelu_erf_nodes
 from tvm import relax
 
@@ -28,17 +28,9 @@ def weights(rng, name, shape, scale=0.3):
 
 
 def model(nodes, inits, x_shape, y_shape) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes,
-        "linear",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
-        inits,
+    return float_model(
+        nodes, inits, [("x", x_shape)], [("y", y_shape)], name="linear", opset=18
     )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    m.ir_version = 10
-    onnx.checker.check_model(m)
-    return m
 
 
 def convnext_block(c=8, hw=6) -> onnx.ModelProto:

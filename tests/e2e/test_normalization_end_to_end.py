@@ -12,8 +12,8 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import assert_same_bytes, onnxruntime_outputs
-from onnx import TensorProto, helper, numpy_helper
+from helpers import assert_same_bytes, float_model, onnxruntime_outputs
+from onnx import helper, numpy_helper
 from tvm import relax
 
 import mrvl
@@ -35,17 +35,9 @@ def positive(rng, name, shape):
 
 
 def model(nodes, inits, x_shape, y_shape, opset=17) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes,
-        "norm",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
-        inits,
+    return float_model(
+        nodes, inits, [("x", x_shape)], [("y", y_shape)], name="norm", opset=opset, ir_version=8
     )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
 
 
 def conv_softmax_conv(shape, axis, opset=17):

@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import assert_same_bytes, onnxruntime_outputs
+from helpers import assert_same_bytes, float_model, onnxruntime_outputs
 from onnx import TensorProto, helper, numpy_helper
 from tvm import relax
 
@@ -30,17 +30,9 @@ def const(rng, name, shape, scale=0.5):
 
 
 def model(nodes, inits, inputs: dict, y_shape, opset=13) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes,
-        "reductions",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
-        inits,
+    return float_model(
+        nodes, inits, inputs.items(), [("y", y_shape)], name="reductions", opset=opset, ir_version=8
     )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
 
 
 def build_and_run(onnx_model, feeds, *, num_tiles=1, mcpu="cn10ka", regions=1):
