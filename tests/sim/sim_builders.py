@@ -459,6 +459,33 @@ def conv_region_program(w: np.ndarray, b: np.ndarray, in_shape=(1, 3, 6, 6)) -> 
     )
 
 
+def corrupt_and_run_both(data, program: Program, ins: Instruction) -> None:
+    """One integer field of `ins` (an instruction of `program`), drawn by the hypothesis
+    `data`, set to an arbitrary value: validation rejects the program with SimulatorError,
+    or both engines run it to the same bytes (and neither crashes)."""
+    from hypothesis import strategies as st
+
+    from mrvl.sim import SimulatorError, validate
+
+    names = sorted(n for n, v in ins.fields.items() if not isinstance(v, float))
+    if not names:
+        return
+    name = data.draw(st.sampled_from(names))
+    value = ins.fields[name]
+    arbitrary = st.integers(-3, 300) | st.integers(-(2**31), 2**31 - 1)
+    if isinstance(value, tuple):
+        position = data.draw(st.integers(0, len(value) - 1))
+        value = value[:position] + (data.draw(arbitrary),) + value[position + 1 :]
+    else:
+        value = data.draw(arbitrary)
+    ins.fields[name] = value
+    try:
+        valid = validate(program)
+    except SimulatorError:
+        return
+    run_both(valid, [])
+
+
 def run_both(program, inputs, **kwargs) -> list[np.ndarray]:
     """`mrvl.sim.run` on the reference interpreter and on the Numba engine: the outputs must be
     the same bytes (no tolerance), and the counts of saturated values and NaNs the same per
