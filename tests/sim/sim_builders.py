@@ -92,6 +92,21 @@ def copy_bytes(src_space, src_addr, dst_space, dst_addr, nbytes, **header) -> In
     )
 
 
+def window_fields(in_addr, in_shape, row0, out_addr, out_shape, orow0, kernel, stride, pad):
+    """The window geometry fields that `conv`, `pool` and their int8 forms share."""
+    return {
+        "in_addr": in_addr,
+        "in_shape": tuple(in_shape),
+        "row0": row0,
+        "out_addr": out_addr,
+        "out_shape": tuple(out_shape),
+        "orow0": orow0,
+        "kernel": tuple(kernel),
+        "stride": tuple(stride),
+        "pad": tuple(pad),
+    }
+
+
 def conv(
     in_addr,
     in_shape,
@@ -119,15 +134,7 @@ def conv(
 ) -> Instruction:
     return instruction(
         "conv",
-        in_addr=in_addr,
-        in_shape=tuple(in_shape),
-        row0=row0,
-        out_addr=out_addr,
-        out_shape=tuple(out_shape),
-        orow0=orow0,
-        kernel=tuple(kernel),
-        stride=tuple(stride),
-        pad=tuple(pad),
+        **window_fields(in_addr, in_shape, row0, out_addr, out_shape, orow0, kernel, stride, pad),
         dilation=tuple(dilation),
         groups=groups,
         oc0=oc0,
@@ -163,15 +170,7 @@ def pool(
 ) -> Instruction:
     return instruction(
         "pool",
-        in_addr=in_addr,
-        in_shape=tuple(in_shape),
-        row0=row0,
-        out_addr=out_addr,
-        out_shape=tuple(out_shape),
-        orow0=orow0,
-        kernel=tuple(kernel),
-        stride=tuple(stride),
-        pad=tuple(pad),
+        **window_fields(in_addr, in_shape, row0, out_addr, out_shape, orow0, kernel, stride, pad),
         mode=int(mode),
         in_hw=tuple(in_hw),
         pad_end=tuple(pad_end),
