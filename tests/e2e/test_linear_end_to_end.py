@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import assert_same_bytes, float_model, onnxruntime_outputs
+from helpers import assert_same_bytes, float_model, offloaded_partition, onnxruntime_outputs
 from onnx import helper, numpy_helper
 from test_unary_end_to_end import GELU_CONSTANTS, gelu_erf_nodes
 from tvm import relax
@@ -94,11 +94,7 @@ def run_checked(onnx_model, *, num_tiles):
     """All on the MLIP in one region, the same bytes on both engines, and within max(3 %, the
     fp16-storage emulation's own error) of onnxruntime (DESIGN §9: a residual block's fp16
     noise through LayerNorm and GELU is the emulation's too)."""
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), num_tiles=num_tiles)
-    report = mrvl.partition_report(mod)
-    on_cpu = [(r.node, r.reason) for r in report.rows if r.target == "cpu"]
-    assert on_cpu == [], f"kept on the CPU: {on_cpu}"
-    assert len({r.target for r in report.rows if r.offloaded}) == 1
+    mod = offloaded_partition(onnx_model, num_tiles=num_tiles)
     shape = [d.dim_value for d in onnx_model.graph.input[0].type.tensor_type.shape.dim]
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     vm = relax.VirtualMachine(mrvl.build(mod, num_tiles=num_tiles), tvm.cpu())

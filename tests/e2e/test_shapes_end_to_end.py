@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import float_model, onnxruntime_outputs
+from helpers import float_model, offloaded_partition, onnxruntime_outputs
 from onnx import TensorProto, helper, numpy_helper
 from tvm import relax
 
@@ -41,12 +41,7 @@ def model(nodes, inits, inputs, outputs, opset=17) -> onnx.ModelProto:
 def check_offloaded_and_accurate(onnx_model, *, num_tiles=8, regions=1, seed=0):
     """Partition (everything offloaded, in `regions` regions), build, run, and compare every
     output with onnxruntime under the fp16 rule."""
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), num_tiles=num_tiles)
-    report = mrvl.partition_report(mod)
-    on_cpu = [(r.node, r.reason) for r in report.rows if r.target == "cpu"]
-    assert on_cpu == [], f"kept on the CPU: {on_cpu}"
-    used = {r.target for r in report.rows if r.offloaded}
-    assert len(used) == regions, f"regions {sorted(used)}"
+    mod = offloaded_partition(onnx_model, num_tiles=num_tiles, regions=regions)
     rng = np.random.default_rng(seed)
     feeds = {
         i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(
