@@ -68,6 +68,35 @@ class LayerNodes:
             attrs["activation_slopes"] = [_float_str(v) for v in op.slopes.get_values()]
         return attrs
 
+    def _same_layout_node(
+        self, op: Operation, layer_name: str, activations, data: SSAValue, layout: str, **kwargs
+    ) -> None:
+        """A node whose data and result are in one `layout`, of the shape of `data` (its
+        first data input, constant or not); `kwargs` as `_layer_node`'s."""
+        shape = mrvl.shape_of(data)
+        self._layer_node(
+            op,
+            layer_name,
+            activations,
+            data_layout=layout,
+            data_shape=shape,
+            out_layout=layout,
+            **kwargs,
+        )
+
+    def _movement_node(self, op: Operation, layer_name: str, **kwargs) -> None:
+        """A node that moves its one input into its result's layout and shape (reshape,
+        strided copy, layout transform); `kwargs` as `_layer_node`'s."""
+        self._layer_node(
+            op,
+            layer_name,
+            [op.input],
+            data_layout=mrvl.layout_of(op.input),
+            data_shape=mrvl.shape_of(op.input),
+            out_layout=mrvl.layout_of(op.output),
+            **kwargs,
+        )
+
     def _weight_attrs(self, op, bias_layout: str) -> tuple[dict[str, Any], int]:
         weight = self._constant(op, op.weight)
         attrs: dict[str, Any] = {
@@ -97,14 +126,13 @@ class LayerNodes:
         }
         weights, count = self._weight_attrs(op, "---O")
         attrs |= weights | self._activation_attrs(op)
-        self._layer_node(
+        self._same_layout_node(
             op,
             "Conv2D",
             [op.input],
+            op.input,
+            "NHWC",
             num_constants=count,
-            data_layout="NHWC",
-            data_shape=mrvl.shape_of(op.input),
-            out_layout="NHWC",
             composite="mrvl.conv2d_nhwc2nhwc",
             attrs=attrs,
         )
@@ -134,13 +162,12 @@ class LayerNodes:
         )
 
     def _bmm_node(self, op: mrvl.BatchMatMulOp) -> None:
-        self._layer_node(
+        self._same_layout_node(
             op,
             "BatchMatMul",
             [op.lhs, op.rhs],
-            data_layout="NCW",
-            data_shape=mrvl.shape_of(op.lhs),
-            out_layout="NCW",
+            op.lhs,
+            "NCW",
             composite="mrvl.bmm",
             attrs={
                 "transpose_a": ["1" if op.trans_a is not None else "0"],
@@ -168,13 +195,12 @@ class LayerNodes:
             layer, composite = "Avgpool2D", "mrvl.avgpool2d_nhwc2nhwc"
         else:
             layer, composite = "Maxpool2D", "mrvl.maxpool2d_nhwc2nhwc"
-        self._layer_node(
+        self._same_layout_node(
             op,
             layer,
             [op.input],
-            data_layout="NHWC",
-            data_shape=mrvl.shape_of(op.input),
-            out_layout="NHWC",
+            op.input,
+            "NHWC",
             kernel_layout="HW",
             composite=composite,
             attrs=attrs,
@@ -183,26 +209,24 @@ class LayerNodes:
     def _global_pool_node(self, op: mrvl.MaxPool2DOp | mrvl.AvgPool2DOp) -> None:
         """A pool over the whole plane is upstream's GlobalAvgpool2D / GlobalMaxpool2D."""
         is_avg = isinstance(op, mrvl.AvgPool2DOp)
-        self._layer_node(
+        self._same_layout_node(
             op,
             "GlobalAvgpool2D" if is_avg else "GlobalMaxpool2D",
             [op.input],
-            data_layout="NHWC",
-            data_shape=mrvl.shape_of(op.input),
-            out_layout="NHWC",
+            op.input,
+            "NHWC",
             composite="mrvl.global_avgpool2d" if is_avg else "mrvl.global_maxpool2d",
             attrs={"layout": ["NHWC"]},
         )
 
     def _sum_node(self, op: mrvl.AddOp) -> None:
         layout = mrvl.layout_of(op.output)
-        self._layer_node(
+        self._same_layout_node(
             op,
             "Sum2D",
             [op.lhs, op.rhs],
-            data_layout=layout,
-            data_shape=mrvl.shape_of(op.lhs),
-            out_layout=layout,
+            op.lhs,
+            layout,
             composite="mrvl.sum2d",
             attrs=self._activation_attrs(op),
         )
@@ -210,13 +234,12 @@ class LayerNodes:
     def _mul_node(self, op: mrvl.MulOp) -> None:
         """Elementwise product of two activations (the second may be [N, 1, 1, C])."""
         layout = mrvl.layout_of(op.output)
-        self._layer_node(
+        self._same_layout_node(
             op,
             "Mul2D",
             [op.lhs, op.rhs],
-            data_layout=layout,
-            data_shape=mrvl.shape_of(op.lhs),
-            out_layout=layout,
+            op.lhs,
+            layout,
             composite="mrvl.mul",
             attrs=self._activation_attrs(op),
         )
@@ -231,14 +254,13 @@ class LayerNodes:
             "beta_const": self._const_ref(shift),
             **self._activation_attrs(op),
         }
-        self._layer_node(
+        self._same_layout_node(
             op,
             "ScaleShift",
             [op.input],
+            op.input,
+            layout,
             num_constants=2,
-            data_layout=layout,
-            data_shape=mrvl.shape_of(op.input),
-            out_layout=layout,
             composite="mrvl.scale_shift",
             attrs=attrs,
         )
@@ -246,38 +268,29 @@ class LayerNodes:
     def _concat_node(self, op: mrvl.ConcatOp) -> None:
         layout = mrvl.layout_of(op.output)
         activations, consts = self._data_inputs(op, list(op.inputs))
-        self._layer_node(
+        self._same_layout_node(
             op,
             "Concat",
             activations,
+            op.inputs[0],
+            layout,
             num_constants=len(consts),
-            data_layout=layout,
-            data_shape=mrvl.shape_of(op.inputs[0]),
-            out_layout=layout,
             composite="mrvl.concat",
             attrs={"axis": [str(op.channel_axis)], **({"input_consts": consts} if consts else {})},
         )
 
     def _reshape_node(self, op: mrvl.ReshapeOp) -> None:
-        self._layer_node(
+        self._movement_node(
             op,
             "reshape",
-            [op.input],
-            data_layout=mrvl.layout_of(op.input),
-            data_shape=mrvl.shape_of(op.input),
-            out_layout=mrvl.layout_of(op.output),
             composite="mrvl.reshape",
             attrs={"newshape": _strs(mrvl.shape_of(op.output)), "allowzero": ["0"]},
         )
 
     def _strided_copy_node(self, op: mrvl.StridedCopyOp) -> None:
-        self._layer_node(
+        self._movement_node(
             op,
             "StridedCopy",
-            [op.input],
-            data_layout=mrvl.layout_of(op.input),
-            data_shape=mrvl.shape_of(op.input),
-            out_layout=mrvl.layout_of(op.output),
             composite="mrvl.copy",
             attrs={
                 "src_offset": [str(op.offset.value.data)],
@@ -287,13 +300,12 @@ class LayerNodes:
         )
 
     def _resize_node(self, op: mrvl.ResizeOp) -> None:
-        self._layer_node(
+        self._same_layout_node(
             op,
             "Resize",
             [op.input],
-            data_layout="NHWC",
-            data_shape=mrvl.shape_of(op.input),
-            out_layout="NHWC",
+            op.input,
+            "NHWC",
             composite="mrvl.resize",
             attrs={"coordinate_transformation_mode": [op.mode.data]},
         )
@@ -301,13 +313,12 @@ class LayerNodes:
     def _softmax_node(self, op: mrvl.SoftmaxOp) -> None:
         """Softmax over a run of consecutive axes of its input, in the input's layout."""
         layout = mrvl.layout_of(op.input)
-        self._layer_node(
+        self._same_layout_node(
             op,
             "Softmax",
             [op.input],
-            data_layout=layout,
-            data_shape=mrvl.shape_of(op.input),
-            out_layout=layout,
+            op.input,
+            layout,
             composite="mrvl.softmax",
             attrs={"axes": _strs(op.axis_list)},
         )
@@ -316,14 +327,13 @@ class LayerNodes:
         """Layer normalization over the trailing axes, its f32 scale and shift in gamma/beta."""
         layout = mrvl.layout_of(op.input)
         scale, shift = self._constant(op, op.scale), self._constant(op, op.shift)
-        self._layer_node(
+        self._same_layout_node(
             op,
             "LayerNorm",
             [op.input],
+            op.input,
+            layout,
             num_constants=2,
-            data_layout=layout,
-            data_shape=mrvl.shape_of(op.input),
-            out_layout=layout,
             composite="mrvl.layernorm",
             attrs={
                 "gamma_const": self._const_ref(scale),
@@ -336,13 +346,12 @@ class LayerNodes:
     def _reduce_node(self, op: mrvl.ReduceOp) -> None:
         """A reduction over a run of consecutive axes of its input, in the input's layout."""
         layout = mrvl.layout_of(op.input)
-        self._layer_node(
+        self._same_layout_node(
             op,
             "Reduce",
             [op.input],
-            data_layout=layout,
-            data_shape=mrvl.shape_of(op.input),
-            out_layout=layout,
+            op.input,
+            layout,
             composite="mrvl.reduce",
             attrs={"axes": _strs(op.axis_list), "mode": [op.kind.data]},
         )
@@ -350,13 +359,12 @@ class LayerNodes:
     def _pad_node(self, op: mrvl.PadOp) -> None:
         """A constant pad in its input's layout: widths before, then after, each dimension."""
         layout = mrvl.layout_of(op.input)
-        self._layer_node(
+        self._same_layout_node(
             op,
             "Pad",
             [op.input],
-            data_layout=layout,
-            data_shape=mrvl.shape_of(op.input),
-            out_layout=layout,
+            op.input,
+            layout,
             composite="mrvl.pad",
             attrs={
                 "pad_width": _strs(op.pads.get_values()),
@@ -369,14 +377,13 @@ class LayerNodes:
         operand is in `input_consts` (by its position) instead of `inputs`."""
         layout = mrvl.layout_of(op.output)
         activations, consts = self._data_inputs(op, [op.lhs, op.rhs])
-        self._layer_node(
+        self._same_layout_node(
             op,
             "Binary",
             activations,
+            op.lhs,
+            layout,
             num_constants=len(consts),
-            data_layout=layout,
-            data_shape=mrvl.shape_of(op.lhs),
-            out_layout=layout,
             composite="mrvl.binary",
             attrs={"mode": [op.kind.data], **({"input_consts": consts} if consts else {})},
         )
@@ -393,13 +400,12 @@ class LayerNodes:
         return activations, consts
 
     def _dilate_node(self, op: mrvl.DilateOp) -> None:
-        self._layer_node(
+        self._same_layout_node(
             op,
             "Dilate",
             [op.input],
-            data_layout="NHWC",
-            data_shape=mrvl.shape_of(op.input),
-            out_layout="NHWC",
+            op.input,
+            "NHWC",
             composite="mrvl.conv_transpose",
             attrs={"strides": _strs(op.strides.get_values())},
         )
@@ -408,27 +414,19 @@ class LayerNodes:
         """Where float data enters int8 code (Quantize) or leaves it (Dequantize)."""
         layout = mrvl.layout_of(op.output)
         scale, zero = op.quant.values
-        self._layer_node(
+        self._same_layout_node(
             op,
             "Quantize" if isinstance(op, mrvl.QuantizeOp) else "Dequantize",
             [op.input],
-            data_layout=layout,
-            data_shape=mrvl.shape_of(op.input),
-            out_layout=layout,
+            op.input,
+            layout,
             attrs={"output_scale": [_float_str(scale)], "output_zero_point": [str(zero)]},
         )
 
     def _requantize_node(self, op: mrvl.RequantizeOp) -> None:
         """An int8 tensor rescaled to another scale and zero point (its `quant_attrs`)."""
         layout = mrvl.layout_of(op.output)
-        self._layer_node(
-            op,
-            "Requantize",
-            [op.input],
-            data_layout=layout,
-            data_shape=mrvl.shape_of(op.input),
-            out_layout=layout,
-        )
+        self._same_layout_node(op, "Requantize", [op.input], op.input, layout)
 
     def _int8_table_node(self, op: mrvl.Int8TableOp) -> None:
         """A table activation of an int8 tensor: its function, its 256 entries and (its
@@ -457,13 +455,9 @@ class LayerNodes:
 
     def _layout_transform_node(self, op: mrvl.LayoutConvertOp) -> None:
         src, dst = mrvl.layout_of(op.input), mrvl.layout_of(op.output)
-        self._layer_node(
+        self._movement_node(
             op,
             "layout_transform",
-            [op.input],
-            data_layout=src,
-            data_shape=mrvl.shape_of(op.input),
-            out_layout=dst,
             attrs={"src_layout": [src], "dst_layout": [dst]},
         )
 

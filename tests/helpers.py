@@ -39,6 +39,38 @@ def truncated_at(model: onnx.ModelProto, tensor_name: str) -> onnx.ModelProto:
     return copy
 
 
+def float_model(nodes, inits, inputs, outputs, *, name: str, opset: int, ir_version: int = 10):
+    """A checked ONNX model `name` of `nodes` and initializers `inits`, its float32 graph
+    `inputs` and `outputs` given as (name, shape) pairs, at `opset` of the default domain."""
+    graph = helper.make_graph(
+        nodes,
+        name,
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+        inits,
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = ir_version
+    onnx.checker.check_model(m)
+    return m
+
+
+def offloaded_partition(
+    onnx_model: onnx.ModelProto, *, num_tiles: int, regions: int = 1, **options
+):
+    """`onnx_model` partitioned for the MLIP (`options`: mcpu...), every node offloaded, into
+    `regions` MLIP regions (asserted)."""
+    import mrvl
+
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), num_tiles=num_tiles, **options)
+    report = mrvl.partition_report(mod)
+    on_cpu = [(r.node, r.reason) for r in report.rows if r.target == "cpu"]
+    assert on_cpu == [], f"kept on the CPU: {on_cpu}"
+    used = {r.target for r in report.rows if r.offloaded}
+    assert len(used) == regions, f"regions {sorted(used)}"
+    return mod
+
+
 def assert_same_bytes(expected: list[np.ndarray], actual: list[np.ndarray]) -> None:
     """The two lists of outputs are identical, byte for byte (no tolerance)."""
     assert len(expected) == len(actual), f"{len(expected)} outputs against {len(actual)}"

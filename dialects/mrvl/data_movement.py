@@ -131,15 +131,21 @@ def is_data_constant(value: SSAValue) -> bool:
     return isinstance(value.owner, ConstantOp) and layout_of(value) in DATA_LAYOUTS
 
 
-@irdl_op_definition
-class ReshapeOp(IRDLOperation):
-    """Reinterpret a tensor's elements, in its layout's row-major order, with a new shape."""
+class TensorMoveBase(IRDLOperation):
+    """A pure op from one tensor to another that moves or converts its values (reshape,
+    layout change, cast): `input`, `output` and their types."""
 
-    name = "mrvl.reshape"
     input = operand_def(TensorType)
     output = result_def(TensorType)
     assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
     traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class ReshapeOp(TensorMoveBase):
+    """Reinterpret a tensor's elements, in its layout's row-major order, with a new shape."""
+
+    name = "mrvl.reshape"
 
     def __init__(self, input: SSAValue, output_type: Attribute):
         super().__init__(operands=[input], result_types=[output_type])
@@ -162,14 +168,10 @@ def layout_permutation(src: str, dst: str) -> tuple[int, ...]:
 
 
 @irdl_op_definition
-class LayoutConvertOp(IRDLOperation):
+class LayoutConvertOp(TensorMoveBase):
     """Change the dimension order of a tensor (`NCHW` <-> `NHWC`); data moves, values do not."""
 
     name = "mrvl.layout_convert"
-    input = operand_def(TensorType)
-    output = result_def(TensorType)
-    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
-    traits = traits_def(Pure())
 
     def __init__(self, input: SSAValue, layout: str):
         src = layout_of(input)
@@ -202,14 +204,10 @@ class LayoutConvertOp(IRDLOperation):
 
 
 @irdl_op_definition
-class CastOp(IRDLOperation):
+class CastOp(TensorMoveBase):
     """Change the element type (f32 <-> f16): round to nearest even, saturate at the f16 range."""
 
     name = "mrvl.cast"
-    input = operand_def(TensorType)
-    output = result_def(TensorType)
-    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
-    traits = traits_def(Pure())
 
     def __init__(self, input: SSAValue, element_type: AnyFloat):
         super().__init__(

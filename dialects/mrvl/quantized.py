@@ -148,12 +148,10 @@ def _quant_properties(scale: float, zero_point: int) -> dict[str, Attribute]:
     return {"quant": QuantAttr(scale, zero_point)}
 
 
-@irdl_op_definition
-class QuantizeOp(IRDLOperation):
-    """f32 or f16 -> int8, as ONNX QuantizeLinear: q = saturate(round_half_even(x / scale) +
-    zero_point). Where float data enters int8 code (a region input)."""
+class QuantConversionBase(IRDLOperation):
+    """A tensor converted elementwise between float and int8 by one (scale, zero point),
+    its shape and layout kept (`quantize`, `dequantize`)."""
 
-    name = "mrvl.quantize"
     input = operand_def(TensorType)
     output = result_def(TensorType)
     quant = prop_def(QuantAttr)
@@ -161,14 +159,33 @@ class QuantizeOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def __init__(self, input: SSAValue, scale: float, zero_point: int, output_type=None):
-        from xdsl.dialects.builtin import i8
-
-        output_type = output_type or tensor(shape_of(input), i8, layout_of(input))
+        output_type = output_type or tensor(
+            shape_of(input), self.default_element_type(), layout_of(input)
+        )
         super().__init__(
             operands=[input],
             result_types=[output_type],
             properties=_quant_properties(scale, zero_point),
         )
+
+    @staticmethod
+    def default_element_type() -> Attribute:
+        """The result's element type when no `output_type` is given."""
+        raise NotImplementedError
+
+
+@irdl_op_definition
+class QuantizeOp(QuantConversionBase):
+    """f32 or f16 -> int8, as ONNX QuantizeLinear: q = saturate(round_half_even(x / scale) +
+    zero_point). Where float data enters int8 code (a region input)."""
+
+    name = "mrvl.quantize"
+
+    @staticmethod
+    def default_element_type() -> Attribute:
+        from xdsl.dialects.builtin import i8
+
+        return i8
 
     def verify_(self) -> None:
         _same_tensor(self)
@@ -179,24 +196,15 @@ class QuantizeOp(IRDLOperation):
 
 
 @irdl_op_definition
-class DequantizeOp(IRDLOperation):
+class DequantizeOp(QuantConversionBase):
     """int8 -> f32 or f16, as ONNX DequantizeLinear: y = fp32(q - zero_point) * scale (then
     rounded to f16 for an f16 result). Where int8 data leaves int8 code."""
 
     name = "mrvl.dequantize"
-    input = operand_def(TensorType)
-    output = result_def(TensorType)
-    quant = prop_def(QuantAttr)
-    assembly_format = "$input `quant` $quant attr-dict `:` type($input) `->` type($output)"
-    traits = traits_def(Pure())
 
-    def __init__(self, input: SSAValue, scale: float, zero_point: int, output_type=None):
-        output_type = output_type or tensor(shape_of(input), f32, layout_of(input))
-        super().__init__(
-            operands=[input],
-            result_types=[output_type],
-            properties=_quant_properties(scale, zero_point),
-        )
+    @staticmethod
+    def default_element_type() -> Attribute:
+        return f32
 
     def verify_(self) -> None:
         _same_tensor(self)

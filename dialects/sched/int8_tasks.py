@@ -14,14 +14,12 @@ from xdsl.dialects.builtin import (
     Float32Type,
     IntegerAttr,
     IntegerType,
-    UnitAttr,
 )
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
-    opt_prop_def,
     prop_def,
 )
 from xdsl.irdl.operations import AttrSizedOperandSegments
@@ -30,23 +28,27 @@ from xdsl.utils.exceptions import VerifyException
 from mrvl.dialects.mrvl import QuantAttr
 from mrvl.dialects.sched.attributes import (
     BufferType,
-    PoolKindAttr,
-    TokenType,
-    _i64_array,
-    _i64_attr,
     buffer_type,
 )
-from mrvl.dialects.sched.tasks import ConvertOp, TaskBase, _check_ocm
+from mrvl.dialects.sched.tasks import (
+    CONV_FORMAT,
+    POOL_FORMAT,
+    ConvertOp,
+    ConvGeometry,
+    DdrConversionBase,
+    PoolGeometry,
+    TaskBase,
+    _check_ocm,
+    fc_features,
+    task_format,
+    vector_length,
+)
 
 
-class _QuantConvertBase(TaskBase):
-    source = operand_def(BufferType)
-    dest = operand_def(BufferType)
-    perm = prop_def(DenseArrayBase[I64])
+class _QuantConvertBase(DdrConversionBase):
     quant = prop_def(QuantAttr)
-    assembly_format = (
-        "`tile` $tile $source `->` $dest `perm` $perm `quant` $quant (`after` `(` $deps^ `)`)? "
-        "attr-dict `:` type($source) `,` type($dest)"
+    assembly_format = task_format(
+        "$source `->` $dest `perm` $perm `quant` $quant", "type($source) `,` type($dest)"
     )
 
     def __init__(
@@ -58,21 +60,11 @@ class _QuantConvertBase(TaskBase):
         tile: int,
         deps: Sequence[SSAValue] = (),
     ):
-        super().__init__(
-            operands=[source, dest, list(deps)],
-            properties={"perm": _i64_array(perm), "quant": quant, "tile": _i64_attr(tile)},
-            result_types=[TokenType()],
-        )
+        super().__init__(source, dest, perm, tile, deps, quant=quant)
 
     def verify_(self) -> None:
+        super().verify_()
         s, d = buffer_type(self.source), buffer_type(self.dest)
-        perm = self.perm.get_values()
-        if sorted(perm) != list(range(len(s.dims))):
-            raise VerifyException(f"{self.name}: perm {list(perm)} is not a permutation")
-        if tuple(s.dims[p] for p in perm) != d.dims:
-            raise VerifyException(f"{self.name}: destination shape is not the permuted source")
-        if s.space.data != "ddr" or d.space.data != "ddr":
-            raise VerifyException(f"{self.name}: converts between DDR buffers")
         floats, ints = (s, d) if isinstance(self, QuantizeTaskOp) else (d, s)
         if not isinstance(floats.element_type, Float32Type | Float16Type):
             raise VerifyException(f"{self.name}: the float side is f32 or f16")
@@ -127,7 +119,7 @@ def _int_buffer(op, what: str, value: SSAValue, bits: int) -> None:
 
 
 @irdl_op_definition
-class QConv2DTaskOp(Int8TaskBase):
+class QConv2DTaskOp(ConvGeometry, Int8TaskBase):
     """int8 convolution of an OCM input window with OCM int8 weights (output channels
     oc0...), exact int32 accumulation from the int32 bias (or the partial sums `acc`), then
     per-channel requantization by the (multiplier, shift) pairs of `requant`; or the int32
@@ -141,24 +133,14 @@ class QConv2DTaskOp(Int8TaskBase):
     bias = opt_operand_def(BufferType)
     requant = operand_def(BufferType)
     acc = opt_operand_def(BufferType)
-    row0 = prop_def(IntegerAttr[I64])
-    orow0 = prop_def(IntegerAttr[I64])
-    kernel = prop_def(DenseArrayBase[I64])
-    strides = prop_def(DenseArrayBase[I64])
-    pads = prop_def(DenseArrayBase[I64])
-    dilations = prop_def(DenseArrayBase[I64])
-    groups = prop_def(IntegerAttr[I64])
-    oc0 = prop_def(IntegerAttr[I64])
-    oc_total = prop_def(IntegerAttr[I64])
-    acc_out = opt_prop_def(UnitAttr)
-    assembly_format = (
-        "`tile` $tile $input `,` $weight (`bias` $bias^)? `requant` $requant "
+    assembly_format = task_format(
+        "$input `,` $weight (`bias` $bias^)? `requant` $requant "
         "(`acc` `(` $acc^ `:` type($acc) `)`)? `->` $output (`acc_out` $acc_out^)? "
-        "`in_row` $row0 `out_row` $orow0 `channels` $oc0 `of` $oc_total `kernel` $kernel "
-        "`strides` $strides `pads` $pads `dilations` $dilations `groups` $groups "
-        + INT8_FORMAT
-        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($weight) `,` "
-        "type($requant) (`,` `bias` type($bias)^)? `->` type($output)"
+        + CONV_FORMAT
+        + " "
+        + INT8_FORMAT,
+        "type($input) `,` type($weight) `,` type($requant) (`,` `bias` type($bias)^)? "
+        "`->` type($output)",
     )
 
     def verify_(self) -> None:
@@ -188,21 +170,16 @@ class QFullyConnectedTaskOp(Int8TaskBase):
     bias = opt_operand_def(BufferType)
     requant = operand_def(BufferType)
     output = operand_def(BufferType)
-    assembly_format = (
-        "`tile` $tile $input `,` $weight (`bias` $bias^)? `requant` $requant `->` $output "
-        + INT8_FORMAT
-        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($weight) `,` "
-        "type($requant) (`,` `bias` type($bias)^)? `->` type($output)"
+    assembly_format = task_format(
+        "$input `,` $weight (`bias` $bias^)? `requant` $requant `->` $output " + INT8_FORMAT,
+        "type($input) `,` type($weight) `,` type($requant) (`,` `bias` type($bias)^)? "
+        "`->` type($output)",
     )
 
     def verify_(self) -> None:
         self.verify_int8()
         _check_ocm(self, self.tile.value.data, self.input, self.output, self.weight, self.requant)
-        n, k = buffer_type(self.input).dims
-        o, wk = buffer_type(self.weight).dims
-        if wk != k or buffer_type(self.output).dims != (n, o):
-            raise VerifyException("sched.qfc: shapes of input, weight and output do not agree")
-        if buffer_type(self.requant).dims != (o, 2):
+        if buffer_type(self.requant).dims != (fc_features(self), 2):
             raise VerifyException("sched.qfc: requant holds a pair per output feature")
 
 
@@ -222,17 +199,15 @@ class QAddTaskOp(TaskBase):
     b_rq = prop_def(DenseArrayBase[I64])
     out_rq = prop_def(DenseArrayBase[I64])
     clamp = prop_def(DenseArrayBase[I64])
-    assembly_format = (
-        "`tile` $tile $lhs `,` $rhs `->` $output `zp` `(` $a_zp `,` $b_zp `,` $out_zp `)` "
-        "`rq` `(` $a_rq `,` $b_rq `,` $out_rq `)` `clamp` $clamp "
-        "(`after` `(` $deps^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)"
+    assembly_format = task_format(
+        "$lhs `,` $rhs `->` $output `zp` `(` $a_zp `,` $b_zp `,` $out_zp `)` "
+        "`rq` `(` $a_rq `,` $b_rq `,` $out_rq `)` `clamp` $clamp",
+        "type($lhs) `,` type($rhs) `->` type($output)",
     )
 
     def verify_(self) -> None:
         _check_ocm(self, self.tile.value.data, self.lhs, self.rhs, self.output)
-        shapes = {buffer_type(v).dims for v in (self.lhs, self.rhs, self.output)}
-        if len(shapes) != 1 or len(next(iter(shapes))) != 1:
-            raise VerifyException("sched.qadd: operands and result must be 1-D of one length")
+        vector_length(self, "operands and result", self.lhs, self.rhs, self.output)
 
 
 @irdl_op_definition
@@ -244,10 +219,8 @@ class RequantTaskOp(Int8TaskBase):
     input = operand_def(BufferType)
     output = operand_def(BufferType)
     rq = prop_def(DenseArrayBase[I64])
-    assembly_format = (
-        "`tile` $tile $input `->` $output `rq` $rq "
-        + INT8_FORMAT
-        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `->` type($output)"
+    assembly_format = task_format(
+        "$input `->` $output `rq` $rq " + INT8_FORMAT, "type($input) `->` type($output)"
     )
 
     def verify_(self) -> None:
@@ -255,35 +228,23 @@ class RequantTaskOp(Int8TaskBase):
         _check_ocm(self, self.tile.value.data, self.input, self.output)
         _int_buffer(self, "the input", self.input, 8)
         _int_buffer(self, "the output", self.output, 8)
-        shapes = {buffer_type(v).dims for v in (self.input, self.output)}
-        if len(shapes) != 1 or len(next(iter(shapes))) != 1:
-            raise VerifyException(f"{self.name}: input and result must be 1-D of one length")
+        vector_length(self, "input and result", self.input, self.output)
 
 
 @irdl_op_definition
-class QPool2DTaskOp(TaskBase):
+class QPool2DTaskOp(PoolGeometry, TaskBase):
     """int8 max or average pooling of an OCM window (the `sched.pool2d` geometry), the pooled
     value rescaled to the result's scale and zero point by one (multiplier, shift) pair."""
 
     name = "sched.qpool2d"
     input = operand_def(BufferType)
     output = operand_def(BufferType)
-    row0 = prop_def(IntegerAttr[I64])
-    orow0 = prop_def(IntegerAttr[I64])
-    kernel = prop_def(DenseArrayBase[I64])
-    strides = prop_def(DenseArrayBase[I64])
-    pads = prop_def(DenseArrayBase[I64])
-    mode = prop_def(PoolKindAttr)
-    in_hw = prop_def(DenseArrayBase[I64])
-    count_include_pad = opt_prop_def(UnitAttr)
     in_zp = prop_def(IntegerAttr[I64])
     out_zp = prop_def(IntegerAttr[I64])
     rq = prop_def(DenseArrayBase[I64])
-    assembly_format = (
-        "`tile` $tile $mode $input `->` $output `in_row` $row0 `out_row` $orow0 `of` $in_hw "
-        "`kernel` $kernel `strides` $strides `pads` $pads (`count_include_pad` $count_include_pad^)? "
-        "`in_zp` $in_zp `out_zp` $out_zp `rq` $rq "
-        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `->` type($output)"
+    assembly_format = task_format(
+        POOL_FORMAT + " `in_zp` $in_zp `out_zp` $out_zp `rq` $rq",
+        "type($input) `->` type($output)",
     )
 
     def verify_(self) -> None:

@@ -12,7 +12,7 @@ from xdsl.irdl.operations import AttrSizedOperandSegments
 from xdsl.utils.exceptions import VerifyException
 
 from mrvl.dialects.sched.attributes import BufferType, buffer_type
-from mrvl.dialects.sched.tasks import TaskBase, _check_ocm
+from mrvl.dialects.sched.tasks import TaskBase, _check_ocm, task_format
 from mrvl.isa import BinaryMode, ReduceMode
 
 REDUCE_MODES = tuple(m.name.lower() for m in ReduceMode)
@@ -33,10 +33,10 @@ class ReduceTaskOp(TaskBase):
     mode = prop_def(StringAttr)
     divisor = prop_def(IntegerAttr[I64])
     acc_out = opt_prop_def(UnitAttr)
-    assembly_format = (
-        "`tile` $tile $input (`acc` `(` $acc^ `:` type($acc) `)`)? `->` $output `mode` $mode "
-        "`divisor` $divisor (`acc_out` $acc_out^)? (`after` `(` $deps^ `)`)? attr-dict "
-        "`:` type($input) `->` type($output)"
+    assembly_format = task_format(
+        "$input (`acc` `(` $acc^ `:` type($acc) `)`)? `->` $output `mode` $mode "
+        "`divisor` $divisor (`acc_out` $acc_out^)?",
+        "type($input) `->` type($output)",
     )
 
     def verify_(self) -> None:
@@ -71,10 +71,9 @@ class BinaryTaskOp(TaskBase):
     mode = prop_def(StringAttr)
     lhs_strides = prop_def(DenseArrayBase[I64])
     rhs_strides = prop_def(DenseArrayBase[I64])
-    assembly_format = (
-        "`tile` $tile $lhs `,` $rhs `->` $output `mode` $mode `strides` $lhs_strides `,` "
-        "$rhs_strides (`after` `(` $deps^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` "
-        "type($output)"
+    assembly_format = task_format(
+        "$lhs `,` $rhs `->` $output `mode` $mode `strides` $lhs_strides `,` $rhs_strides",
+        "type($lhs) `,` type($rhs) `->` type($output)",
     )
 
     def verify_(self) -> None:

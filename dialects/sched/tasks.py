@@ -45,6 +45,12 @@ from mrvl.dialects.sched.buffers import (
 from mrvl.isa import ACT_TABLE_ENTRIES, TABLE_ACTIVATIONS
 
 
+def task_format(operands: str, types: str) -> str:
+    """The assembly format of a task: `tile N`, its own `operands` part, the tokens it waits
+    for and `: types`, the syntax that every task shares."""
+    return f"`tile` $tile {operands} (`after` `(` $deps^ `)`)? attr-dict `:` {types}"
+
+
 class TaskBase(IRDLOperation):
     """Work placed on a tile, started once the tokens in `after` have completed."""
 
@@ -63,23 +69,18 @@ class TaskBase(IRDLOperation):
         )
 
 
-@irdl_op_definition
-class ConvertOp(TaskBase):
-    """Dense DDR-to-DDR conversion of element type and dimension order (region I/O)."""
+class DdrConversionBase(TaskBase):
+    """A dense DDR-to-DDR conversion of a whole tensor, `source` -> `dest`, its dimensions
+    permuted by `perm`: what `sched.convert` and the int8 (de)quantizations share."""
 
-    name = "sched.convert"
     source = operand_def(BufferType)
     dest = operand_def(BufferType)
     perm = prop_def(DenseArrayBase[I64])
-    assembly_format = (
-        "`tile` $tile $source `->` $dest `perm` $perm (`after` `(` $deps^ `)`)? "
-        "attr-dict `:` type($source) `,` type($dest)"
-    )
 
-    def __init__(self, source, dest, perm, tile: int, deps: Sequence[SSAValue] = ()):
+    def __init__(self, source, dest, perm, tile: int, deps: Sequence[SSAValue] = (), **properties):
         super().__init__(
             operands=[source, dest, list(deps)],
-            properties={"perm": _i64_array(perm), "tile": _i64_attr(tile)},
+            properties={"perm": _i64_array(perm), **properties, "tile": _i64_attr(tile)},
             result_types=[TokenType()],
         )
 
@@ -87,11 +88,24 @@ class ConvertOp(TaskBase):
         s, d = buffer_type(self.source), buffer_type(self.dest)
         perm = self.perm.get_values()
         if sorted(perm) != list(range(len(s.dims))):
-            raise VerifyException(f"sched.convert: perm {list(perm)} is not a permutation")
+            raise VerifyException(f"{self.name}: perm {list(perm)} is not a permutation")
         if tuple(s.dims[p] for p in perm) != d.dims:
-            raise VerifyException("sched.convert: destination shape is not the permuted source")
+            raise VerifyException(f"{self.name}: destination shape is not the permuted source")
         if s.space.data != "ddr" or d.space.data != "ddr":
-            raise VerifyException("sched.convert: converts between DDR buffers")
+            raise VerifyException(f"{self.name}: converts between DDR buffers")
+
+
+@irdl_op_definition
+class ConvertOp(DdrConversionBase):
+    """Dense DDR-to-DDR conversion of element type and dimension order (region I/O)."""
+
+    name = "sched.convert"
+    assembly_format = task_format(
+        "$source `->` $dest `perm` $perm", "type($source) `,` type($dest)"
+    )
+
+    def __init__(self, source, dest, perm, tile: int, deps: Sequence[SSAValue] = ()):
+        super().__init__(source, dest, perm, tile, deps)
 
 
 class DmaBase(TaskBase):
@@ -160,16 +174,19 @@ class DmaBase(TaskBase):
             raise VerifyException(f"{self.name}: source and dest element types differ")
 
 
+DMA_FORMAT = (
+    "$source $src_offsets (`strides` $src_strides^)? `->` $dest $dst_offsets "
+    "(`strides` $dst_strides^)?"
+)
+"""A DMA's source and destination boxes, each with its optional element strides."""
+
+
 @irdl_op_definition
 class DmaOp(DmaBase):
     """A DMA on one tile (see `DmaBase`)."""
 
     name = "sched.dma"
-    assembly_format = (
-        "`tile` $tile $source $src_offsets (`strides` $src_strides^)? `->` $dest $dst_offsets "
-        "(`strides` $dst_strides^)? `box` $box "
-        "(`after` `(` $deps^ `)`)? attr-dict `:` type($source) `,` type($dest)"
-    )
+    assembly_format = task_format(DMA_FORMAT + " `box` $box", "type($source) `,` type($dest)")
 
     def __init__(
         self,
@@ -204,10 +221,9 @@ class MulticastDmaOp(DmaBase):
     name = "sched.multicast_dma"
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     mirrors = var_operand_def(BufferType)
-    assembly_format = (
-        "`tile` $tile $source $src_offsets (`strides` $src_strides^)? `->` $dest $dst_offsets "
-        "(`strides` $dst_strides^)? `mirrors` `(` $mirrors `:` type($mirrors) `)` `box` $box "
-        "(`after` `(` $deps^ `)`)? attr-dict `:` type($source) `,` type($dest)"
+    assembly_format = task_format(
+        DMA_FORMAT + " `mirrors` `(` $mirrors `:` type($mirrors) `)` `box` $box",
+        "type($source) `,` type($dest)",
     )
 
     def __init__(self, load: DmaOp, mirrors: Sequence[SSAValue], deps: Sequence[SSAValue]):
@@ -271,12 +287,10 @@ def _check_ocm(op: IRDLOperation, tile: int, *values: SSAValue) -> None:
             )
 
 
-class WindowTaskBase(TaskBase):
-    """A layer computed on one output tile: rows [orow0, ...) of the output, from an input
-    window holding input rows [row0, ...), all columns and channels."""
+class WindowGeometry:
+    """Mixin: the properties of a task computed on one output tile: rows [orow0, ...) of the
+    output, from an input window holding input rows [row0, ...), all columns and channels."""
 
-    input = operand_def(BufferType)
-    output = operand_def(BufferType)
     row0 = prop_def(IntegerAttr[I64])
     orow0 = prop_def(IntegerAttr[I64])
     kernel = prop_def(DenseArrayBase[I64])
@@ -284,9 +298,51 @@ class WindowTaskBase(TaskBase):
     pads = prop_def(DenseArrayBase[I64])
 
 
+class ConvGeometry(WindowGeometry):
+    """Mixin: a convolution's window geometry, its output channels oc0... of oc_total, and
+    whether the output is the accumulator of partial sums (`acc_out`); fp16 and int8 alike."""
+
+    dilations = prop_def(DenseArrayBase[I64])
+    groups = prop_def(IntegerAttr[I64])
+    oc0 = prop_def(IntegerAttr[I64])
+    oc_total = prop_def(IntegerAttr[I64])
+    acc_out = opt_prop_def(UnitAttr)
+    """The output is the accumulator (partial sums), not the layer's result."""
+
+
+CONV_FORMAT = (
+    "`in_row` $row0 `out_row` $orow0 `channels` $oc0 `of` $oc_total `kernel` $kernel "
+    "`strides` $strides `pads` $pads `dilations` $dilations `groups` $groups"
+)
+"""`ConvGeometry`'s part of a convolution task's format."""
+
+
+class PoolGeometry(WindowGeometry):
+    """Mixin: a pooling's window geometry, its kind and input size; fp16 and int8 alike."""
+
+    mode = prop_def(PoolKindAttr)
+    in_hw = prop_def(DenseArrayBase[I64])
+    count_include_pad = opt_prop_def(UnitAttr)
+
+
+POOL_FORMAT = (
+    "$mode $input `->` $output `in_row` $row0 `out_row` $orow0 `of` $in_hw `kernel` $kernel "
+    "`strides` $strides `pads` $pads (`count_include_pad` $count_include_pad^)?"
+)
+"""A pooling task's operands and `PoolGeometry`."""
+
+
+class WindowTaskBase(WindowGeometry, TaskBase):
+    """A layer computed on one output tile (`WindowGeometry`) from an OCM input window."""
+
+    input = operand_def(BufferType)
+    output = operand_def(BufferType)
+
+
 @irdl_op_definition
-class Conv2DTaskOp(FusedActivation, WindowTaskBase):
-    """Convolution of an OCM input window with OCM weights (output channels oc0...)."""
+class Conv2DTaskOp(FusedActivation, ConvGeometry, WindowTaskBase):
+    """Convolution of an OCM input window with OCM weights (output channels oc0...); with
+    `acc_out`, the output is the fp32 accumulator, not the f16 result."""
 
     name = "sched.conv2d"
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
@@ -295,21 +351,15 @@ class Conv2DTaskOp(FusedActivation, WindowTaskBase):
     prelu_slopes = opt_operand_def(BufferType)
     acc = opt_operand_def(BufferType)
     """fp32 partial sums of the output tile to continue from (an input-channel block)."""
-    dilations = prop_def(DenseArrayBase[I64])
-    groups = prop_def(IntegerAttr[I64])
-    oc0 = prop_def(IntegerAttr[I64])
-    oc_total = prop_def(IntegerAttr[I64])
-    acc_out = opt_prop_def(UnitAttr)
-    """The output is the fp32 accumulator (partial sums), not the f16 result."""
-    assembly_format = (
-        "`tile` $tile $input `,` $weight (`bias` $bias^)? (`acc` `(` $acc^ `:` type($acc) `)`)? "
-        "`->` $output (`acc_out` $acc_out^)? `in_row` $row0 `out_row` $orow0 "
-        "`channels` $oc0 `of` $oc_total `kernel` $kernel `strides` $strides `pads` $pads "
-        "`dilations` $dilations `groups` $groups "
+    assembly_format = task_format(
+        "$input `,` $weight (`bias` $bias^)? (`acc` `(` $acc^ `:` type($acc) `)`)? "
+        "`->` $output (`acc_out` $acc_out^)? "
+        + CONV_FORMAT
+        + " "
         + ACTIVATION_FORMAT
-        + SLOPES_FORMAT
-        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($weight) "
-        "(`,` type($bias)^)? (`,` `slopes` type($prelu_slopes)^)? `->` type($output)"
+        + SLOPES_FORMAT,
+        "type($input) `,` type($weight) (`,` type($bias)^)? (`,` `slopes` type($prelu_slopes)^)? "
+        "`->` type($output)",
     )
 
     def verify_(self) -> None:
@@ -322,18 +372,11 @@ class Conv2DTaskOp(FusedActivation, WindowTaskBase):
 
 
 @irdl_op_definition
-class Pool2DTaskOp(WindowTaskBase):
+class Pool2DTaskOp(PoolGeometry, WindowTaskBase):
     """Max or average pooling of an OCM input window."""
 
     name = "sched.pool2d"
-    mode = prop_def(PoolKindAttr)
-    in_hw = prop_def(DenseArrayBase[I64])
-    count_include_pad = opt_prop_def(UnitAttr)
-    assembly_format = (
-        "`tile` $tile $mode $input `->` $output `in_row` $row0 `out_row` $orow0 `of` $in_hw `kernel` $kernel "
-        "`strides` $strides `pads` $pads (`count_include_pad` $count_include_pad^)? "
-        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `->` type($output)"
-    )
+    assembly_format = task_format(POOL_FORMAT, "type($input) `->` type($output)")
 
     def verify_(self) -> None:
         _check_ocm(self, self.tile.value.data, self.input, self.output)
@@ -350,10 +393,9 @@ class ResizeTaskOp(TaskBase):
     xtab = operand_def(BufferType)
     output = operand_def(BufferType)
     row0 = prop_def(IntegerAttr[I64])
-    assembly_format = (
-        "`tile` $tile $input `,` $ytab `,` $xtab `->` $output `in_row` $row0 "
-        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($ytab) `,` "
-        "type($xtab) `->` type($output)"
+    assembly_format = task_format(
+        "$input `,` $ytab `,` $xtab `->` $output `in_row` $row0",
+        "type($input) `,` type($ytab) `,` type($xtab) `->` type($output)",
     )
 
     def verify_(self) -> None:
@@ -368,6 +410,25 @@ class ResizeTaskOp(TaskBase):
             )
 
 
+def fc_features(op) -> int:
+    """The output features of a fully connected task (fp16 or int8), its input [N, K], weight
+    [O, K] and output [N, O] checked to agree."""
+    n, k = buffer_type(op.input).dims
+    o, wk = buffer_type(op.weight).dims
+    if wk != k or buffer_type(op.output).dims != (n, o):
+        raise VerifyException(f"{op.name}: shapes of input, weight and output do not agree")
+    return o
+
+
+def vector_length(op, what: str, *values: SSAValue) -> int:
+    """The length of the 1-D OCM buffers `values` of `op`, which must all be one."""
+    shapes = {buffer_type(v).dims for v in values}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+        raise VerifyException(f"{op.name}: {what} must be 1-D of one length")
+    ((count,),) = shapes
+    return count
+
+
 @irdl_op_definition
 class FullyConnectedTaskOp(FusedActivation, TaskBase):
     """Fully connected layer on OCM rows, for the output features held by `weight`."""
@@ -379,21 +440,15 @@ class FullyConnectedTaskOp(FusedActivation, TaskBase):
     bias = opt_operand_def(BufferType)
     prelu_slopes = opt_operand_def(BufferType)
     output = operand_def(BufferType)
-    assembly_format = (
-        "`tile` $tile $input `,` $weight (`bias` $bias^)? `->` $output "
-        + ACTIVATION_FORMAT
-        + SLOPES_FORMAT
-        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($weight) "
-        "(`,` type($bias)^)? (`,` `slopes` type($prelu_slopes)^)? `->` type($output)"
+    assembly_format = task_format(
+        "$input `,` $weight (`bias` $bias^)? `->` $output " + ACTIVATION_FORMAT + SLOPES_FORMAT,
+        "type($input) `,` type($weight) (`,` type($bias)^)? (`,` `slopes` type($prelu_slopes)^)? "
+        "`->` type($output)",
     )
 
     def verify_(self) -> None:
         _check_ocm(self, self.tile.value.data, self.input, self.output, self.weight)
-        n, k = buffer_type(self.input).dims
-        o, wk = buffer_type(self.weight).dims
-        if wk != k or buffer_type(self.output).dims != (n, o):
-            raise VerifyException("sched.fc: shapes of input, weight and output do not agree")
-        _verify_slopes(self, o)
+        _verify_slopes(self, fc_features(self))
 
 
 @irdl_op_definition
@@ -411,10 +466,10 @@ class BatchMatMulTaskOp(TaskBase):
     trans_a = opt_prop_def(UnitAttr)
     trans_b = opt_prop_def(UnitAttr)
     acc_out = opt_prop_def(UnitAttr)
-    assembly_format = (
-        "`tile` $tile $lhs `,` $rhs (`acc` `(` $acc^ `:` type($acc) `)`)? `->` $output "
-        "(`trans_a` $trans_a^)? (`trans_b` $trans_b^)? (`acc_out` $acc_out^)? "
-        "(`after` `(` $deps^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)"
+    assembly_format = task_format(
+        "$lhs `,` $rhs (`acc` `(` $acc^ `:` type($acc) `)`)? `->` $output "
+        "(`trans_a` $trans_a^)? (`trans_b` $trans_b^)? (`acc_out` $acc_out^)?",
+        "type($lhs) `,` type($rhs) `->` type($output)",
     )
 
     def dims(self) -> tuple[int, int, int, int]:
@@ -453,23 +508,17 @@ class AddTaskOp(FusedActivation, TaskBase):
     rhs = operand_def(BufferType)
     prelu_slopes = opt_operand_def(BufferType)
     output = operand_def(BufferType)
-    assembly_format = (
-        "`tile` $tile $lhs `,` $rhs `->` $output "
-        + ACTIVATION_FORMAT
-        + SLOPES_FORMAT
-        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) "
-        "(`,` `slopes` type($prelu_slopes)^)? `->` type($output)"
+    assembly_format = task_format(
+        "$lhs `,` $rhs `->` $output " + ACTIVATION_FORMAT + SLOPES_FORMAT,
+        "type($lhs) `,` type($rhs) (`,` `slopes` type($prelu_slopes)^)? `->` type($output)",
     )
 
     def verify_(self) -> None:
         _check_ocm(self, self.tile.value.data, self.lhs, self.rhs, self.output)
-        shapes = {buffer_type(v).dims for v in (self.lhs, self.rhs, self.output)}
-        if len(shapes) != 1 or len(next(iter(shapes))) != 1:
-            raise VerifyException("sched.add: operands and result must be 1-D of one length")
+        count = vector_length(self, "operands and result", self.lhs, self.rhs, self.output)
         if self.prelu_slopes is None:
             self.verify_activation(slopes_operand=False)
             return
-        ((count,),) = shapes
         (channels,) = buffer_type(self.prelu_slopes).dims
         if count % channels:
             raise VerifyException(f"sched.add: {count} elements are not whole pixels of {channels}")
@@ -487,12 +536,10 @@ class ScaleTaskOp(FusedActivation, TaskBase):
     shift = operand_def(BufferType)
     prelu_slopes = opt_operand_def(BufferType)
     output = operand_def(BufferType)
-    assembly_format = (
-        "`tile` $tile $input `,` $scale `,` $shift `->` $output "
-        + ACTIVATION_FORMAT
-        + SLOPES_FORMAT
-        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($scale) `,` "
-        "type($shift) (`,` `slopes` type($prelu_slopes)^)? `->` type($output)"
+    assembly_format = task_format(
+        "$input `,` $scale `,` $shift `->` $output " + ACTIVATION_FORMAT + SLOPES_FORMAT,
+        "type($input) `,` type($scale) `,` type($shift) (`,` `slopes` type($prelu_slopes)^)? "
+        "`->` type($output)",
     )
 
     def verify_(self) -> None:
@@ -521,10 +568,9 @@ class MulTaskOp(FusedActivation, TaskBase):
     rhs = operand_def(BufferType)
     output = operand_def(BufferType)
     channels = prop_def(IntegerAttr[I64])
-    assembly_format = (
-        "`tile` $tile $lhs `,` $rhs `->` $output `channels` $channels "
-        + ACTIVATION_FORMAT
-        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)"
+    assembly_format = task_format(
+        "$lhs `,` $rhs `->` $output `channels` $channels " + ACTIVATION_FORMAT,
+        "type($lhs) `,` type($rhs) `->` type($output)",
     )
 
     def verify_(self) -> None:
@@ -549,10 +595,7 @@ class SoftmaxTaskOp(TaskBase):
     name = "sched.softmax"
     input = operand_def(BufferType)
     output = operand_def(BufferType)
-    assembly_format = (
-        "`tile` $tile $input `->` $output (`after` `(` $deps^ `)`)? attr-dict "
-        "`:` type($input) `->` type($output)"
-    )
+    assembly_format = task_format("$input `->` $output", "type($input) `->` type($output)")
 
     def verify_(self) -> None:
         _check_ocm(self, self.tile.value.data, self.input, self.output)
@@ -574,10 +617,9 @@ class LayerNormTaskOp(TaskBase):
     shift = operand_def(BufferType)
     output = operand_def(BufferType)
     epsilon = prop_def(FloatAttr[Float32Type])
-    assembly_format = (
-        "`tile` $tile $input `,` $scale `,` $shift `->` $output `epsilon` $epsilon "
-        "(`after` `(` $deps^ `)`)? attr-dict `:` type($input) `,` type($scale) `,` "
-        "type($shift) `->` type($output)"
+    assembly_format = task_format(
+        "$input `,` $scale `,` $shift `->` $output `epsilon` $epsilon",
+        "type($input) `,` type($scale) `,` type($shift) `->` type($output)",
     )
 
     def verify_(self) -> None:
@@ -597,11 +639,7 @@ class LutTaskOp(FusedActivation, TaskBase):
 
     name = "sched.lut"
     table = operand_def(BufferType)
-    assembly_format = (
-        "`tile` $tile $table "
-        + ACTIVATION_FORMAT
-        + " (`after` `(` $deps^ `)`)? attr-dict `:` type($table)"
-    )
+    assembly_format = task_format("$table " + ACTIVATION_FORMAT, "type($table)")
 
     def verify_(self) -> None:
         bt = buffer_type(self.table)

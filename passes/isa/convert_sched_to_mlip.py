@@ -129,6 +129,10 @@ class SelectionState:
             "waits": [self.token(d) for d in task.deps],
         }
 
+    def optional_address(self, buffer: SSAValue | None) -> int:
+        """The address of an optional operand (a bias, partial sums), -1 without it."""
+        return self.address(buffer) if buffer is not None else -1
+
     def box_address(self, buffer: SSAValue, offsets) -> int:
         bt = sched.buffer_type(buffer)
         return self.address(buffer) + sum(o * s for o, s in zip(offsets, self.strides(bt)))
@@ -150,6 +154,56 @@ class SelectionState:
     def slopes_channels(op: Operation) -> int:
         return sched.buffer_type(op.prelu_slopes).dims[0] if op.prelu_slopes is not None else 0
 
+    def conversion_fields(self, op: sched.DdrConversionBase) -> dict:
+        """src_addr, src_shape, dst_addr and perm of a DDR conversion (`cvt`, `quant`,
+        `dequant`), its dimensions merged to at most 4 and padded to 4 in front."""
+        dims, perm = _merged_dims(sched.buffer_type(op.source).dims, op.perm.get_values())
+        lead = 4 - len(dims)
+        return {
+            "src_addr": self.address(op.source),
+            "src_shape": _pad4(dims, 1),
+            "dst_addr": self.address(op.dest),
+            "perm": list(range(lead)) + [p + lead for p in perm],
+        }
+
+    def accumulator_fields(self, op: Operation) -> dict:
+        """acc_addr and acc_out of a task that may start from or give partial sums."""
+        return {"acc_addr": self.optional_address(op.acc), "acc_out": int(op.acc_out is not None)}
+
+    def fc_fields(self, op) -> dict:
+        """The operand and shape fields that `fc` and `qfc` share."""
+        n, k = sched.buffer_type(op.input).dims
+        return {
+            "in_addr": self.address(op.input),
+            "n": n,
+            "k": k,
+            "o": sched.buffer_type(op.weight).dims[0],
+            "w_addr": self.address(op.weight),
+            "b_addr": self.optional_address(op.bias),
+            "out_addr": self.address(op.output),
+        }
+
+    def vector_fields(self, op) -> dict:
+        """a_addr, b_addr, out_addr and count of an elementwise task of two vectors."""
+        return {
+            "a_addr": self.address(op.lhs),
+            "b_addr": self.address(op.rhs),
+            "out_addr": self.address(op.output),
+            "count": sched.buffer_type(op.output).dims[0],
+        }
+
+    def block_fields(self, op) -> dict:
+        """in_addr, out_addr and the [outer, length, inner] of a task over a block's middle
+        axis (softmax, reduce)."""
+        outer, length, inner = sched.buffer_type(op.input).dims
+        return {
+            "in_addr": self.address(op.input),
+            "out_addr": self.address(op.output),
+            "outer": outer,
+            "length": length,
+            "inner": inner,
+        }
+
     def window_fields(self, op: sched.WindowTaskBase) -> dict:
         pads = op.pads.get_values()
         return {
@@ -165,7 +219,7 @@ class SelectionState:
         }
 
     def conv_fields(self, op) -> dict:
-        """The window, group and weight fields that `conv` and `qconv` share."""
+        """The window, group, weight and accumulator fields that `conv` and `qconv` share."""
         fields = self.window_fields(op)
         fields.update(
             dilation=list(op.dilations.get_values()),
@@ -173,7 +227,20 @@ class SelectionState:
             oc0=op.oc0.value.data,
             oc_total=op.oc_total.value.data,
             w_addr=self.address(op.weight),
-            b_addr=self.address(op.bias) if op.bias is not None else -1,
+            b_addr=self.optional_address(op.bias),
+            **self.accumulator_fields(op),
+        )
+        return fields
+
+    def pool_fields(self, op) -> dict:
+        """The window, mode and padding fields that `pool` and `qpool` share."""
+        fields = self.window_fields(op)
+        pads = op.pads.get_values()
+        fields.update(
+            mode=PoolMode[op.mode.data.name],
+            in_hw=list(op.in_hw.get_values()),
+            pad_end=[pads[2], pads[3]],
+            count_include_pad=int(op.count_include_pad is not None),
         )
         return fields
 
@@ -252,18 +319,9 @@ class SelectConvert(InstructionSelection):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.ConvertOp, rewriter: PatternRewriter) -> None:
-        s, d = sched.buffer_type(op.source), sched.buffer_type(op.dest)
-        dims, perm = _merged_dims(s.dims, op.perm.get_values())
-        lead = 4 - len(dims)
-        perm = list(range(lead)) + [p + lead for p in perm]
-        fields = {
-            "src_addr": self.state.address(op.source),
-            "src_dtype": _dtype(s),
-            "src_shape": _pad4(dims, 1),
-            "dst_addr": self.state.address(op.dest),
-            "dst_dtype": _dtype(d),
-            "perm": perm,
-        }
+        fields = self.state.conversion_fields(op)
+        fields["src_dtype"] = _dtype(sched.buffer_type(op.source))
+        fields["dst_dtype"] = _dtype(sched.buffer_type(op.dest))
         self.select(op, rewriter, fields)
 
 
@@ -276,8 +334,6 @@ class SelectConv2D(InstructionSelection):
         fields.update(
             **self.state.activation_fields(op),
             act_addr=self.state.slopes_address(op),
-            acc_addr=self.state.address(op.acc) if op.acc is not None else -1,
-            acc_out=int(op.acc_out is not None),
         )
         self.select(op, rewriter, fields)
 
@@ -287,15 +343,7 @@ class SelectPool2D(InstructionSelection):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.Pool2DTaskOp, rewriter: PatternRewriter) -> None:
-        fields = self.state.window_fields(op)
-        pads = op.pads.get_values()
-        fields.update(
-            mode=PoolMode[op.mode.data.name],
-            in_hw=list(op.in_hw.get_values()),
-            pad_end=[pads[2], pads[3]],
-            count_include_pad=int(op.count_include_pad is not None),
-        )
-        self.select(op, rewriter, fields)
+        self.select(op, rewriter, self.state.pool_fields(op))
 
 
 class SelectResize(InstructionSelection):
@@ -320,16 +368,8 @@ class SelectFullyConnected(InstructionSelection):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.FullyConnectedTaskOp, rewriter: PatternRewriter) -> None:
-        n, k = sched.buffer_type(op.input).dims
-        o = sched.buffer_type(op.weight).dims[0]
         fields = {
-            "in_addr": self.state.address(op.input),
-            "n": n,
-            "k": k,
-            "o": o,
-            "w_addr": self.state.address(op.weight),
-            "b_addr": self.state.address(op.bias) if op.bias is not None else -1,
-            "out_addr": self.state.address(op.output),
+            **self.state.fc_fields(op),
             **self.state.activation_fields(op),
             "act_addr": self.state.slopes_address(op),
         }
@@ -354,8 +394,7 @@ class SelectBatchMatMul(InstructionSelection):
             "trans_b": int(op.trans_b is not None),
             "a_shared": int(sched.buffer_type(op.lhs).dims[0] < batch),
             "b_shared": int(sched.buffer_type(op.rhs).dims[0] < batch),
-            "acc_addr": self.state.address(op.acc) if op.acc is not None else -1,
-            "acc_out": int(op.acc_out is not None),
+            **self.state.accumulator_fields(op),
         }
         self.select(op, rewriter, fields)
 
@@ -366,10 +405,7 @@ class SelectAdd(InstructionSelection):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.AddTaskOp, rewriter: PatternRewriter) -> None:
         fields = {
-            "a_addr": self.state.address(op.lhs),
-            "b_addr": self.state.address(op.rhs),
-            "out_addr": self.state.address(op.output),
-            "count": sched.buffer_type(op.output).dims[0],
+            **self.state.vector_fields(op),
             "channels": self.state.slopes_channels(op),
             **self.state.activation_fields(op),
             "act_addr": self.state.slopes_address(op),
@@ -401,10 +437,7 @@ class SelectMul(InstructionSelection):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.MulTaskOp, rewriter: PatternRewriter) -> None:
         fields = {
-            "a_addr": self.state.address(op.lhs),
-            "b_addr": self.state.address(op.rhs),
-            "out_addr": self.state.address(op.output),
-            "count": sched.buffer_type(op.output).dims[0],
+            **self.state.vector_fields(op),
             "channels": op.channels.value.data,
             **self.state.activation_fields(op),
         }
@@ -425,15 +458,7 @@ class SelectSoftmax(InstructionSelection):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.SoftmaxTaskOp, rewriter: PatternRewriter) -> None:
-        outer, length, inner = sched.buffer_type(op.input).dims
-        fields = {
-            "in_addr": self.state.address(op.input),
-            "out_addr": self.state.address(op.output),
-            "outer": outer,
-            "length": length,
-            "inner": inner,
-        }
-        self.select(op, rewriter, fields)
+        self.select(op, rewriter, self.state.block_fields(op))
 
 
 class SelectLayerNorm(InstructionSelection):
@@ -459,17 +484,11 @@ class SelectReduce(InstructionSelection):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.ReduceTaskOp, rewriter: PatternRewriter) -> None:
-        outer, length, inner = sched.buffer_type(op.input).dims
         fields = {
-            "in_addr": self.state.address(op.input),
-            "out_addr": self.state.address(op.output),
-            "outer": outer,
-            "length": length,
-            "inner": inner,
+            **self.state.block_fields(op),
             "mode": ReduceMode[op.mode.data.upper()],
             "divisor": op.divisor.value.data,
-            "acc_addr": self.state.address(op.acc) if op.acc is not None else -1,
-            "acc_out": int(op.acc_out is not None),
+            **self.state.accumulator_fields(op),
         }
         self.select(op, rewriter, fields)
 

@@ -8,28 +8,15 @@ from __future__ import annotations
 from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from mrvl.dialects import sched
-from mrvl.isa import PoolMode
 from mrvl.passes.isa.convert_sched_to_mlip import (
     InstructionSelection,
     _dtype,
-    _merged_dims,
-    _pad4,
 )
 
 
 def _quant_fields(state, op: sched.QuantizeTaskOp | sched.DequantizeTaskOp) -> dict:
-    s = sched.buffer_type(op.source)
-    dims, perm = _merged_dims(s.dims, op.perm.get_values())
-    lead = 4 - len(dims)
     scale, zero = op.quant.values
-    return {
-        "src_addr": state.address(op.source),
-        "src_shape": _pad4(dims, 1),
-        "dst_addr": state.address(op.dest),
-        "perm": list(range(lead)) + [p + lead for p in perm],
-        "scale": scale,
-        "zp": zero,
-    }
+    return {**state.conversion_fields(op), "scale": scale, "zp": zero}
 
 
 def _int8_fields(op) -> dict:
@@ -71,12 +58,7 @@ class SelectQConv2D(InstructionSelection):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.QConv2DTaskOp, rewriter: PatternRewriter) -> None:
         fields = self.state.conv_fields(op)
-        fields.update(
-            rq_addr=self.state.address(op.requant),
-            acc_addr=self.state.address(op.acc) if op.acc is not None else -1,
-            acc_out=int(op.acc_out is not None),
-            **_int8_fields(op),
-        )
+        fields.update(rq_addr=self.state.address(op.requant), **_int8_fields(op))
         self.select(op, rewriter, fields)
 
 
@@ -87,15 +69,8 @@ class SelectQFullyConnected(InstructionSelection):
     def match_and_rewrite(
         self, op: sched.QFullyConnectedTaskOp, rewriter: PatternRewriter
     ) -> None:
-        n, k = sched.buffer_type(op.input).dims
         fields = {
-            "in_addr": self.state.address(op.input),
-            "n": n,
-            "k": k,
-            "o": sched.buffer_type(op.weight).dims[0],
-            "w_addr": self.state.address(op.weight),
-            "b_addr": self.state.address(op.bias) if op.bias is not None else -1,
-            "out_addr": self.state.address(op.output),
+            **self.state.fc_fields(op),
             "rq_addr": self.state.address(op.requant),
             **_int8_fields(op),
         }
@@ -108,10 +83,7 @@ class SelectQAdd(InstructionSelection):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.QAddTaskOp, rewriter: PatternRewriter) -> None:
         fields = {
-            "a_addr": self.state.address(op.lhs),
-            "b_addr": self.state.address(op.rhs),
-            "out_addr": self.state.address(op.output),
-            "count": sched.buffer_type(op.output).dims[0],
+            **self.state.vector_fields(op),
             "a_zp": op.a_zp.value.data,
             "b_zp": op.b_zp.value.data,
             "out_zp": op.out_zp.value.data,
@@ -144,13 +116,8 @@ class SelectQPool2D(InstructionSelection):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.QPool2DTaskOp, rewriter: PatternRewriter) -> None:
-        fields = self.state.window_fields(op)
-        pads = op.pads.get_values()
+        fields = self.state.pool_fields(op)
         fields.update(
-            mode=PoolMode[op.mode.data.name],
-            in_hw=list(op.in_hw.get_values()),
-            pad_end=[pads[2], pads[3]],
-            count_include_pad=int(op.count_include_pad is not None),
             in_zp=op.in_zp.value.data,
             out_zp=op.out_zp.value.data,
             rq=list(op.rq.get_values()),

@@ -29,17 +29,24 @@ def expand(form: StridedForm) -> np.ndarray:
 
 
 @st.composite
-def moves(draw):
-    """A dense tensor of rank 2 to 4, transposed, sliced and repeated (nearest upsampling)."""
-    rank = draw(st.integers(2, 4))
-    shape = draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank))
+def _transposed_slices(draw, rank: int, largest: int):
+    """The element positions of a dense tensor of `rank` dimensions of 1 to `largest`,
+    transposed, then sliced in every dimension."""
+    shape = draw(st.lists(st.integers(1, largest), min_size=rank, max_size=rank))
     positions = np.arange(int(np.prod(shape))).reshape(shape)
     positions = positions.transpose(draw(st.permutations(range(rank))))
     index = []
     for size in positions.shape:
         lo = draw(st.integers(0, size - 1))
         index.append(slice(lo, draw(st.integers(lo + 1, size))))
-    positions = positions[tuple(index)]
+    return positions[tuple(index)]
+
+
+@st.composite
+def moves(draw):
+    """A dense tensor of rank 2 to 4, transposed, sliced and repeated (nearest upsampling)."""
+    rank = draw(st.integers(2, 4))
+    positions = draw(_transposed_slices(rank, 5))
     for axis in draw(st.lists(st.integers(0, rank - 1), max_size=2, unique=True)):
         positions = np.repeat(positions, draw(st.integers(2, 3)), axis=axis)
     return positions
@@ -58,15 +65,7 @@ def test_moves_have_an_exact_strided_form(positions):
 def high_rank_moves(draw):
     """A dense tensor of rank 5 or 6 (attention heads, window partitions), transposed and
     sliced: a form of at most 6 dimensions always exists."""
-    rank = draw(st.integers(5, 6))
-    shape = draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank))
-    positions = np.arange(int(np.prod(shape))).reshape(shape)
-    positions = positions.transpose(draw(st.permutations(range(rank))))
-    index = []
-    for size in positions.shape:
-        lo = draw(st.integers(0, size - 1))
-        index.append(slice(lo, draw(st.integers(lo + 1, size))))
-    return positions[tuple(index)]
+    return draw(_transposed_slices(draw(st.integers(5, 6)), 4))
 
 
 @settings(max_examples=300, deadline=None)

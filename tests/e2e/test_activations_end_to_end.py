@@ -11,8 +11,8 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import onnxruntime_outputs
-from onnx import TensorProto, helper, numpy_helper
+from helpers import float_model, onnxruntime_outputs
+from onnx import helper, numpy_helper
 from tvm import relax
 
 import mrvl
@@ -36,17 +36,7 @@ def scalar(name, value):
 
 
 def model(nodes, inits, inputs, outputs, opset=18) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes,
-        "act",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
-        inits,
-    )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 10
-    onnx.checker.check_model(m)
-    return m
+    return float_model(nodes, inits, inputs, outputs, name="act", opset=opset)
 
 
 def conv(x, w, y, name, b=None, **attrs):

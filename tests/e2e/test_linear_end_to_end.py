@@ -11,8 +11,8 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import assert_same_bytes, onnxruntime_outputs
-from onnx import TensorProto, helper, numpy_helper
+from helpers import assert_same_bytes, float_model, offloaded_partition, onnxruntime_outputs
+from onnx import helper, numpy_helper
 from test_unary_end_to_end import GELU_CONSTANTS, gelu_erf_nodes
 from tvm import relax
 
@@ -28,17 +28,9 @@ def weights(rng, name, shape, scale=0.3):
 
 
 def model(nodes, inits, x_shape, y_shape) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes,
-        "linear",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
-        inits,
+    return float_model(
+        nodes, inits, [("x", x_shape)], [("y", y_shape)], name="linear", opset=18
     )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    m.ir_version = 10
-    onnx.checker.check_model(m)
-    return m
 
 
 def convnext_block(c=8, hw=6) -> onnx.ModelProto:
@@ -102,11 +94,7 @@ def run_checked(onnx_model, *, num_tiles):
     """All on the MLIP in one region, the same bytes on both engines, and within max(3 %, the
     fp16-storage emulation's own error) of onnxruntime (DESIGN §9: a residual block's fp16
     noise through LayerNorm and GELU is the emulation's too)."""
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), num_tiles=num_tiles)
-    report = mrvl.partition_report(mod)
-    on_cpu = [(r.node, r.reason) for r in report.rows if r.target == "cpu"]
-    assert on_cpu == [], f"kept on the CPU: {on_cpu}"
-    assert len({r.target for r in report.rows if r.offloaded}) == 1
+    mod = offloaded_partition(onnx_model, num_tiles=num_tiles)
     shape = [d.dim_value for d in onnx_model.graph.input[0].type.tensor_type.shape.dim]
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     vm = relax.VirtualMachine(mrvl.build(mod, num_tiles=num_tiles), tvm.cpu())

@@ -12,8 +12,8 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import assert_same_bytes, onnxruntime_outputs
-from onnx import TensorProto, helper, numpy_helper
+from helpers import assert_same_bytes, float_model, offloaded_partition, onnxruntime_outputs
+from onnx import helper, numpy_helper
 from tvm import relax
 
 import mrvl
@@ -35,17 +35,9 @@ def positive(rng, name, shape):
 
 
 def model(nodes, inits, x_shape, y_shape, opset=17) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes,
-        "norm",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
-        inits,
+    return float_model(
+        nodes, inits, [("x", x_shape)], [("y", y_shape)], name="norm", opset=opset, ir_version=8
     )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
 
 
 def conv_softmax_conv(shape, axis, opset=17):
@@ -78,11 +70,7 @@ def run_checked(onnx_model, *, num_tiles, x_scale=2.0, emulation=False):
     """Partition (all on the MLIP, in one region), build, run on both engines (the same
     bytes) and judge against onnxruntime: by the fp16 rule, or with `emulation` within
     max(3 %, the fp16-storage emulation's own error) (DESIGN §9)."""
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), num_tiles=num_tiles)
-    report = mrvl.partition_report(mod)
-    on_cpu = [(r.node, r.reason) for r in report.rows if r.target == "cpu"]
-    assert on_cpu == [], f"kept on the CPU: {on_cpu}"
-    assert len({r.target for r in report.rows if r.offloaded}) == 1
+    mod = offloaded_partition(onnx_model, num_tiles=num_tiles)
     shape = [d.dim_value for d in onnx_model.graph.input[0].type.tensor_type.shape.dim]
     x = (np.random.default_rng(0).standard_normal(shape) * x_scale).astype(np.float32)
     vm = relax.VirtualMachine(mrvl.build(mod), tvm.cpu())

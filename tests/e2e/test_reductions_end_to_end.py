@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import assert_same_bytes, onnxruntime_outputs
+from helpers import assert_same_bytes, float_model, offloaded_partition, onnxruntime_outputs
 from onnx import TensorProto, helper, numpy_helper
 from tvm import relax
 
@@ -30,27 +30,15 @@ def const(rng, name, shape, scale=0.5):
 
 
 def model(nodes, inits, inputs: dict, y_shape, opset=13) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes,
-        "reductions",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
-        inits,
+    return float_model(
+        nodes, inits, inputs.items(), [("y", y_shape)], name="reductions", opset=opset, ir_version=8
     )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
 
 
 def build_and_run(onnx_model, feeds, *, num_tiles=1, mcpu="cn10ka", regions=1):
     """Partition (every node on the MLIP, in `regions` regions), build, run on both engines
     (the same bytes); returns the interpreter's output."""
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), mcpu=mcpu, num_tiles=num_tiles)
-    report = mrvl.partition_report(mod)
-    on_cpu = [(r.node, r.reason) for r in report.rows if r.target == "cpu"]
-    assert on_cpu == [], f"kept on the CPU: {on_cpu}"
-    assert len({r.target for r in report.rows if r.offloaded}) == regions
+    mod = offloaded_partition(onnx_model, num_tiles=num_tiles, regions=regions, mcpu=mcpu)
     vm = relax.VirtualMachine(mrvl.build(mod), tvm.cpu())
     outputs = []
     for engine in ("interp", "numba"):

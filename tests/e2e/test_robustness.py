@@ -7,8 +7,8 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import onnxruntime_outputs
-from onnx import TensorProto, helper, numpy_helper
+from helpers import float_model, onnxruntime_outputs
+from onnx import helper, numpy_helper
 from tvm import relax
 
 import mrvl
@@ -19,17 +19,9 @@ node = helper.make_node
 
 
 def _model(nodes, inits, x_shape, y_shape) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes,
-        "robust",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
-        inits,
+    return float_model(
+        nodes, inits, [("x", x_shape)], [("y", y_shape)], name="robust", opset=17
     )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 10
-    onnx.checker.check_model(m)
-    return m
 
 
 def _weights(name, shape, seed=0, scale=0.3):

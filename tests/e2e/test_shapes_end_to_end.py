@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import onnxruntime_outputs
+from helpers import float_model, offloaded_partition, onnxruntime_outputs
 from onnx import TensorProto, helper, numpy_helper
 from tvm import relax
 
@@ -32,28 +32,16 @@ def floats(name, values):
 
 
 def model(nodes, inits, inputs, outputs, opset=17) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes,
-        "shapes",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
-        inits,
+    ir_version = 10 if opset >= 11 else 7
+    return float_model(
+        nodes, inits, inputs, outputs, name="shapes", opset=opset, ir_version=ir_version
     )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 10 if opset >= 11 else 7
-    onnx.checker.check_model(m)
-    return m
 
 
 def check_offloaded_and_accurate(onnx_model, *, num_tiles=8, regions=1, seed=0):
     """Partition (everything offloaded, in `regions` regions), build, run, and compare every
     output with onnxruntime under the fp16 rule."""
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(onnx_model), num_tiles=num_tiles)
-    report = mrvl.partition_report(mod)
-    on_cpu = [(r.node, r.reason) for r in report.rows if r.target == "cpu"]
-    assert on_cpu == [], f"kept on the CPU: {on_cpu}"
-    used = {r.target for r in report.rows if r.offloaded}
-    assert len(used) == regions, f"regions {sorted(used)}"
+    mod = offloaded_partition(onnx_model, num_tiles=num_tiles, regions=regions)
     rng = np.random.default_rng(seed)
     feeds = {
         i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import pytest
 import tvm
-from helpers import onnxruntime_outputs
+from helpers import float_model, onnxruntime_outputs
 from onnx import TensorProto, helper, numpy_helper
 from tvm import relax
 
@@ -35,17 +35,9 @@ def scalar(name, value):
 
 
 def model(nodes, inits, in_shape, out_shape, opset=18) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes,
-        "unary",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
-        inits,
+    return float_model(
+        nodes, inits, [("x", in_shape)], [("y", out_shape)], name="unary", opset=opset
     )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 10
-    onnx.checker.check_model(m)
-    return m
 
 
 def gelu_erf_nodes(x, y, prefix, order):

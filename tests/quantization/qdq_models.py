@@ -14,9 +14,9 @@ from onnx import helper as oh
 INPUT_SHAPE = (1, 3, 16, 16)
 
 
-def small_cnn(seed: int = 0, softmax: bool = False) -> onnx.ModelProto:
-    """conv-relu-conv-add-relu-global pool-flatten-fc: every kind of layer an int8 classifier
-    has (a residual add, a pool, an fc)."""
+def _weights(seed: int):
+    """`weight(name, shape, scale)`: a seeded standard-normal initializer times `scale`, drawn
+    in call order from one generator."""
     rng = np.random.default_rng(seed)
 
     def weight(name, shape, scale):
@@ -24,29 +24,53 @@ def small_cnn(seed: int = 0, softmax: bool = False) -> onnx.ModelProto:
             (rng.standard_normal(shape) * scale).astype(np.float32), name
         )
 
-    inits = [
-        weight("w1", (8, 3, 3, 3), 0.3),
-        weight("b1", (8,), 0.1),
-        weight("w2", (8, 8, 3, 3), 0.2),
+    return weight
+
+
+def _first_conv(weight) -> list[onnx.TensorProto]:
+    """w1, b1: the first conv's, 3 to 8 channels."""
+    return [weight("w1", (8, 3, 3, 3), 0.3), weight("b1", (8,), 0.1)]
+
+
+def _last_conv_and_fc(weight, channels: int) -> list[onnx.TensorProto]:
+    """w2, b2 (the last conv's, `channels` to 8) and wf, bf (the fc's, 8 to 10), drawn after
+    the layers before them."""
+    return [
+        weight("w2", (8, channels, 3, 3), 0.2),
         weight("b2", (8,), 0.1),
         weight("wf", (8, 10), 0.3),
         weight("bf", (10,), 0.1),
     ]
-    nodes = [
-        oh.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="/conv1/Conv", pads=[1, 1, 1, 1]),
-        oh.make_node("Relu", ["c1"], ["r1"], name="/relu1/Relu"),
-        oh.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="/conv2/Conv", pads=[1, 1, 1, 1]),
-        oh.make_node("Add", ["c2", "r1"], ["a"], name="/add/Add"),
-        oh.make_node("Relu", ["a"], ["r2"], name="/relu2/Relu"),
-        oh.make_node("GlobalAveragePool", ["r2"], ["p"], name="/pool/GlobalAveragePool"),
-        oh.make_node("Flatten", ["p"], ["f"], name="/flatten/Flatten"),
-        oh.make_node("Gemm", ["f", "wf", "bf"], ["logits" if softmax else "y"], name="/fc/Gemm"),
+
+
+def _conv_relu(source: str, index: int) -> list[onnx.NodeProto]:
+    """Conv `source` by w{index}, b{index} into c{index}, then ReLU into r{index}."""
+    return [
+        oh.make_node(
+            "Conv",
+            [source, f"w{index}", f"b{index}"],
+            [f"c{index}"],
+            name=f"/conv{index}/Conv",
+            pads=[1, 1, 1, 1],
+        ),
+        oh.make_node("Relu", [f"c{index}"], [f"r{index}"], name=f"/relu{index}/Relu"),
     ]
-    if softmax:
-        nodes.append(oh.make_node("Softmax", ["logits"], ["y"], name="/Softmax", axis=1))
+
+
+def _classifier(source: str, output: str = "y") -> list[onnx.NodeProto]:
+    """Global average pool, flatten and the fc (wf, bf) of a classifier's end."""
+    return [
+        oh.make_node("GlobalAveragePool", [source], ["p"], name="/pool/GlobalAveragePool"),
+        oh.make_node("Flatten", ["p"], ["f"], name="/flatten/Flatten"),
+        oh.make_node("Gemm", ["f", "wf", "bf"], [output], name="/fc/Gemm"),
+    ]
+
+
+def _model(name: str, nodes, inits) -> onnx.ModelProto:
+    """The graph `name` of `nodes` from the input x [INPUT_SHAPE] to y [1, 10] (opset 17)."""
     graph = oh.make_graph(
         nodes,
-        "small_cnn",
+        name,
         [oh.make_tensor_value_info("x", TensorProto.FLOAT, list(INPUT_SHAPE))],
         [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
         inits,
@@ -54,104 +78,79 @@ def small_cnn(seed: int = 0, softmax: bool = False) -> onnx.ModelProto:
     model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
     model.ir_version = 8
     return model
+
+
+def _ints(name, values):
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def small_cnn(seed: int = 0, softmax: bool = False) -> onnx.ModelProto:
+    """conv-relu-conv-add-relu-global pool-flatten-fc: every kind of layer an int8 classifier
+    has (a residual add, a pool, an fc)."""
+    weight = _weights(seed)
+    inits = [
+        *_first_conv(weight),
+        *_last_conv_and_fc(weight, 8),
+    ]
+    nodes = [
+        *_conv_relu("x", 1),
+        _conv_relu("r1", 2)[0],
+        oh.make_node("Add", ["c2", "r1"], ["a"], name="/add/Add"),
+        oh.make_node("Relu", ["a"], ["r2"], name="/relu2/Relu"),
+        *_classifier("r2", "logits" if softmax else "y"),
+    ]
+    if softmax:
+        nodes.append(oh.make_node("Softmax", ["logits"], ["y"], name="/Softmax", axis=1))
+    return _model("small_cnn", nodes, inits)
 
 
 def concat_cnn(seed: int = 0) -> onnx.ModelProto:
     """conv-relu, two branches (1x1 and 3x3 convs) concatenated, a slice, conv, global
     pool, fc: the data movement of an int8 Inception or ShuffleNet, whose concat inputs have
     scales of their own."""
-    rng = np.random.default_rng(seed)
-
-    def weight(name, shape, scale):
-        return numpy_helper.from_array(
-            (rng.standard_normal(shape) * scale).astype(np.float32), name
-        )
-
-    def ints(name, values):
-        return numpy_helper.from_array(np.array(values, np.int64), name)
-
+    weight = _weights(seed)
     inits = [
-        weight("w1", (8, 3, 3, 3), 0.3),
-        weight("b1", (8,), 0.1),
+        *_first_conv(weight),
         weight("wa", (4, 8, 1, 1), 0.5),
         weight("ba", (4,), 0.1),
         weight("wb", (4, 8, 3, 3), 0.1),
         weight("bb", (4,), 0.1),
-        weight("w2", (8, 6, 3, 3), 0.2),
-        weight("b2", (8,), 0.1),
-        weight("wf", (8, 10), 0.3),
-        weight("bf", (10,), 0.1),
-        ints("starts", [1]),
-        ints("ends", [7]),
-        ints("axes", [1]),
+        *_last_conv_and_fc(weight, 6),
+        _ints("starts", [1]),
+        _ints("ends", [7]),
+        _ints("axes", [1]),
     ]
     nodes = [
-        oh.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="/conv1/Conv", pads=[1, 1, 1, 1]),
-        oh.make_node("Relu", ["c1"], ["r1"], name="/relu1/Relu"),
+        *_conv_relu("x", 1),
         oh.make_node("Conv", ["r1", "wa", "ba"], ["ca"], name="/a/Conv"),
         oh.make_node("Conv", ["r1", "wb", "bb"], ["cb"], name="/b/Conv", pads=[1, 1, 1, 1]),
         oh.make_node("Concat", ["ca", "cb"], ["cat"], name="/cat/Concat", axis=1),
         oh.make_node("Slice", ["cat", "starts", "ends", "axes"], ["sl"], name="/slice/Slice"),
-        oh.make_node("Conv", ["sl", "w2", "b2"], ["c2"], name="/conv2/Conv", pads=[1, 1, 1, 1]),
-        oh.make_node("Relu", ["c2"], ["r2"], name="/relu2/Relu"),
-        oh.make_node("GlobalAveragePool", ["r2"], ["p"], name="/pool/GlobalAveragePool"),
-        oh.make_node("Flatten", ["p"], ["f"], name="/flatten/Flatten"),
-        oh.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="/fc/Gemm"),
+        *_conv_relu("sl", 2),
+        *_classifier("r2"),
     ]
-    graph = oh.make_graph(
-        nodes,
-        "concat_cnn",
-        [oh.make_tensor_value_info("x", TensorProto.FLOAT, list(INPUT_SHAPE))],
-        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
-        inits,
-    )
-    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+    return _model("concat_cnn", nodes, inits)
 
 
 def shuffle_cnn(seed: int = 0) -> onnx.ModelProto:
     """conv-relu, a channel shuffle (reshape to groups at rank 5, transpose, reshape back,
     as ShuffleNet has), conv, global pool, fc: a quantizer puts a QDQ pair after each move."""
-    rng = np.random.default_rng(seed)
-
-    def weight(name, shape, scale):
-        return numpy_helper.from_array(
-            (rng.standard_normal(shape) * scale).astype(np.float32), name
-        )
-
+    weight = _weights(seed)
     inits = [
-        weight("w1", (8, 3, 3, 3), 0.3),
-        weight("b1", (8,), 0.1),
-        weight("w2", (8, 8, 3, 3), 0.2),
-        weight("b2", (8,), 0.1),
-        weight("wf", (8, 10), 0.3),
-        weight("bf", (10,), 0.1),
-        numpy_helper.from_array(np.array([1, 2, 4, 16, 16], np.int64), "groups"),
-        numpy_helper.from_array(np.array([1, 8, 16, 16], np.int64), "flat"),
+        *_first_conv(weight),
+        *_last_conv_and_fc(weight, 8),
+        _ints("groups", [1, 2, 4, 16, 16]),
+        _ints("flat", [1, 8, 16, 16]),
     ]
     nodes = [
-        oh.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="/conv1/Conv", pads=[1, 1, 1, 1]),
-        oh.make_node("Relu", ["c1"], ["r1"], name="/relu1/Relu"),
+        *_conv_relu("x", 1),
         oh.make_node("Reshape", ["r1", "groups"], ["g"], name="/shuffle/Reshape"),
         oh.make_node("Transpose", ["g"], ["gt"], name="/shuffle/Transpose", perm=[0, 2, 1, 3, 4]),
         oh.make_node("Reshape", ["gt", "flat"], ["sh"], name="/shuffle/Reshape_1"),
-        oh.make_node("Conv", ["sh", "w2", "b2"], ["c2"], name="/conv2/Conv", pads=[1, 1, 1, 1]),
-        oh.make_node("Relu", ["c2"], ["r2"], name="/relu2/Relu"),
-        oh.make_node("GlobalAveragePool", ["r2"], ["p"], name="/pool/GlobalAveragePool"),
-        oh.make_node("Flatten", ["p"], ["f"], name="/flatten/Flatten"),
-        oh.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="/fc/Gemm"),
+        *_conv_relu("sh", 2),
+        *_classifier("r2"),
     ]
-    graph = oh.make_graph(
-        nodes,
-        "shuffle_cnn",
-        [oh.make_tensor_value_info("x", TensorProto.FLOAT, list(INPUT_SHAPE))],
-        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
-        inits,
-    )
-    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+    return _model("shuffle_cnn", nodes, inits)
 
 
 def calibration(count: int = 8, seed: int = 1) -> list[dict[str, np.ndarray]]:

@@ -92,6 +92,21 @@ def copy_bytes(src_space, src_addr, dst_space, dst_addr, nbytes, **header) -> In
     )
 
 
+def window_fields(in_addr, in_shape, row0, out_addr, out_shape, orow0, kernel, stride, pad):
+    """The window geometry fields that `conv`, `pool` and their int8 forms share."""
+    return {
+        "in_addr": in_addr,
+        "in_shape": tuple(in_shape),
+        "row0": row0,
+        "out_addr": out_addr,
+        "out_shape": tuple(out_shape),
+        "orow0": orow0,
+        "kernel": tuple(kernel),
+        "stride": tuple(stride),
+        "pad": tuple(pad),
+    }
+
+
 def conv(
     in_addr,
     in_shape,
@@ -119,15 +134,7 @@ def conv(
 ) -> Instruction:
     return instruction(
         "conv",
-        in_addr=in_addr,
-        in_shape=tuple(in_shape),
-        row0=row0,
-        out_addr=out_addr,
-        out_shape=tuple(out_shape),
-        orow0=orow0,
-        kernel=tuple(kernel),
-        stride=tuple(stride),
-        pad=tuple(pad),
+        **window_fields(in_addr, in_shape, row0, out_addr, out_shape, orow0, kernel, stride, pad),
         dilation=tuple(dilation),
         groups=groups,
         oc0=oc0,
@@ -163,15 +170,7 @@ def pool(
 ) -> Instruction:
     return instruction(
         "pool",
-        in_addr=in_addr,
-        in_shape=tuple(in_shape),
-        row0=row0,
-        out_addr=out_addr,
-        out_shape=tuple(out_shape),
-        orow0=orow0,
-        kernel=tuple(kernel),
-        stride=tuple(stride),
-        pad=tuple(pad),
+        **window_fields(in_addr, in_shape, row0, out_addr, out_shape, orow0, kernel, stride, pad),
         mode=int(mode),
         in_hw=tuple(in_hw),
         pad_end=tuple(pad_end),
@@ -457,6 +456,33 @@ def conv_region_program(w: np.ndarray, b: np.ndarray, in_shape=(1, 3, 6, 6)) -> 
         consts=bytes(staging.blob[:consts_size]),
         srcmap=[],
     )
+
+
+def corrupt_and_run_both(data, program: Program, ins: Instruction) -> None:
+    """One integer field of `ins` (an instruction of `program`), drawn by the hypothesis
+    `data`, set to an arbitrary value: validation rejects the program with SimulatorError,
+    or both engines run it to the same bytes (and neither crashes)."""
+    from hypothesis import strategies as st
+
+    from mrvl.sim import SimulatorError, validate
+
+    names = sorted(n for n, v in ins.fields.items() if not isinstance(v, float))
+    if not names:
+        return
+    name = data.draw(st.sampled_from(names))
+    value = ins.fields[name]
+    arbitrary = st.integers(-3, 300) | st.integers(-(2**31), 2**31 - 1)
+    if isinstance(value, tuple):
+        position = data.draw(st.integers(0, len(value) - 1))
+        value = value[:position] + (data.draw(arbitrary),) + value[position + 1 :]
+    else:
+        value = data.draw(arbitrary)
+    ins.fields[name] = value
+    try:
+        valid = validate(program)
+    except SimulatorError:
+        return
+    run_both(valid, [])
 
 
 def run_both(program, inputs, **kwargs) -> list[np.ndarray]:

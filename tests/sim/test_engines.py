@@ -19,6 +19,7 @@ from sim_builders import (
     assert_same_bytes,
     conv,
     copy_bytes,
+    corrupt_and_run_both,
     dma,
     end,
     f16_data,
@@ -860,24 +861,7 @@ def test_random_corruption_is_rejected_or_runs_the_same_on_both_engines(data):
     with SimulatorError, or both engines run it to the same bytes (and neither crashes)."""
     program = _valid_conv_program()
     index = data.draw(st.integers(0, len(program.code) - 1))
-    ins = program.code[index]
-    names = [n for n, v in ins.fields.items() if not isinstance(v, float)]
-    if not names:
-        return
-    name = data.draw(st.sampled_from(sorted(names)))
-    value = ins.fields[name]
-    small = st.integers(-3, 300) | st.integers(-(2**31), 2**31 - 1)
-    if isinstance(value, tuple):
-        position = data.draw(st.integers(0, len(value) - 1))
-        value = value[:position] + (data.draw(small),) + value[position + 1 :]
-    else:
-        value = data.draw(small)
-    ins.fields[name] = value
-    try:
-        valid = validate(program)
-    except SimulatorError:
-        return
-    run_both(valid, [])
+    corrupt_and_run_both(data, program, program.code[index])
 
 
 # --------------------------------------------------------------------------- engine choice

@@ -13,6 +13,7 @@ from sim_builders import (
     Staging,
     conversion_program,
     copy_bytes,
+    corrupt_and_run_both,
     end,
     instruction,
     layer_program,
@@ -510,21 +511,7 @@ def test_random_corruption_of_int8_instructions_is_rejected_or_runs_the_same(dat
     program = _int8_program()
     int8_indices = [i for i, ins in enumerate(program.code) if ins.opcode not in ("dma", "end")]
     ins = program.code[data.draw(st.sampled_from(int8_indices))]
-    names = sorted(n for n, v in ins.fields.items() if not isinstance(v, float))
-    name = data.draw(st.sampled_from(names))
-    value = ins.fields[name]
-    arbitrary = st.integers(-3, 300) | st.integers(-(2**31), 2**31 - 1)
-    if isinstance(value, tuple):
-        position = data.draw(st.integers(0, len(value) - 1))
-        value = value[:position] + (data.draw(arbitrary),) + value[position + 1 :]
-    else:
-        value = data.draw(arbitrary)
-    ins.fields[name] = value
-    try:
-        valid = validate(program)
-    except SimulatorError:
-        return
-    run_both(valid, [])
+    corrupt_and_run_both(data, program, ins)
 
 
 def test_the_int8_program_runs_the_same_uncorrupted():

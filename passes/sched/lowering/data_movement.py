@@ -40,17 +40,18 @@ class _LowerConvert(LayerLowering):
             dest = self.low.new_ddr(op.output)
         else:
             self.low.buffers[op.output] = dest
+        deps = self.low.write_deps(dest, 0, *self.low.writes_to(src))
+        tok = self.low.emit(self.task(op, src, dest, deps)).token
+        self.low.record_write(dest, 0, tok)
+
+    def task(self, op, src, dest, deps) -> sched.TaskBase:
+        """The conversion task of `op` from `src` into `dest`, after `deps`."""
         perm = (
             op.permutation
             if isinstance(op, mrvl.LayoutConvertOp)
             else range(len(mrvl.shape_of(op.input)))
         )
-        tok = self.low.emit(
-            sched.ConvertOp(
-                src, dest, list(perm), 0, self.low.write_deps(dest, 0, *self.low.writes_to(src))
-            )
-        ).token
-        self.low.record_write(dest, 0, tok)
+        return sched.ConvertOp(src, dest, list(perm), 0, deps)
 
 
 class LowerCast(_LowerConvert):

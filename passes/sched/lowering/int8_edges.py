@@ -8,22 +8,16 @@ from __future__ import annotations
 from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from mrvl.dialects import mrvl, sched
-from mrvl.passes.sched.lowering.state import LayerLowering
+from mrvl.passes.sched.lowering.data_movement import _LowerConvert
 
 
-class _LowerQuantConvert(LayerLowering):
-    def lower(self, op: mrvl.QuantizeOp | mrvl.DequantizeOp) -> None:
-        dest = self.low.outputs.get(op.output)
-        src = self.low.ddr_buffer(op.input)
-        if dest is None:
-            dest = self.low.new_ddr(op.output)
-        else:
-            self.low.buffers[op.output] = dest
+class _LowerQuantConvert(_LowerConvert):
+    """A quantize or dequantize: `_LowerConvert`'s buffers and tokens, its own task."""
+
+    def task(self, op: mrvl.QuantizeOp | mrvl.DequantizeOp, src, dest, deps) -> sched.TaskBase:
         task = sched.QuantizeTaskOp if isinstance(op, mrvl.QuantizeOp) else sched.DequantizeTaskOp
         perm = list(range(len(mrvl.shape_of(op.input))))
-        deps = self.low.write_deps(dest, 0, *self.low.writes_to(src))
-        tok = self.low.emit(task(src, dest, perm, op.quant, 0, deps)).token
-        self.low.record_write(dest, 0, tok)
+        return task(src, dest, perm, op.quant, 0, deps)
 
 
 class LowerQuantize(_LowerQuantConvert):

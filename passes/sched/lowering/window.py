@@ -132,19 +132,7 @@ class _LowerWindowLayer(LayerLowering):
                     **activation_props(op),
                 }
                 deps += self.low.activation_deps(op, tile)
-                if int8:
-                    task = qconv_task(op, props, deps, window, out, wbuf, bias, prelu, [])
-                else:
-                    task = sched.Conv2DTaskOp.make(
-                        props,
-                        deps=deps,
-                        input=window,
-                        output=out,
-                        weight=wbuf,
-                        bias=bias,
-                        prelu_slopes=prelu,
-                        acc=[],
-                    )
+                task = _conv_task(op, int8, props, deps, window, out, wbuf, bias, prelu, [])
             else:
                 props = {
                     **common,
@@ -285,19 +273,7 @@ class _LowerWindowLayer(LayerLowering):
             element = mrvl.element_type_of(op.output) if last else partial
             out = self.low.ocm([n, p.rows, p.cols, p.ocs], element, tile)
             block_props = {**props, **(activation_props(op) if last else {"acc_out": UnitAttr()})}
-            if int8:
-                task = qconv_task(op, block_props, deps, window, out, wbuf, bias, prelu, acc)
-            else:
-                task = sched.Conv2DTaskOp.make(
-                    block_props,
-                    deps=deps,
-                    input=window,
-                    output=out,
-                    weight=wbuf,
-                    bias=bias,
-                    prelu_slopes=prelu,
-                    acc=acc,
-                )
+            task = _conv_task(op, int8, block_props, deps, window, out, wbuf, bias, prelu, acc)
             t_acc = self.low.emit(task).results[0]
             if last:
                 self.low.computed(op, tile, t_acc)
@@ -305,6 +281,23 @@ class _LowerWindowLayer(LayerLowering):
             if not last:
                 yield
         self.low.store(acc[0], dst, [0, p.orow0, p.ocol0, p.oc0], tile, t_acc)
+
+
+def _conv_task(op, int8: bool, props, deps, window, out, wbuf, bias, prelu, acc):
+    """The conv task of one piece (or input-channel block): `sched.qconv2d` in int8 code
+    (`prelu` is then the requantization pairs), else `sched.conv2d`."""
+    if int8:
+        return qconv_task(op, props, deps, window, out, wbuf, bias, prelu, acc)
+    return sched.Conv2DTaskOp.make(
+        props,
+        deps=deps,
+        input=window,
+        output=out,
+        weight=wbuf,
+        bias=bias,
+        prelu_slopes=prelu,
+        acc=acc,
+    )
 
 
 class LowerConv2D(_LowerWindowLayer):
