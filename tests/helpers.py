@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -192,6 +193,31 @@ def corpus_inputs(name: str) -> list[np.ndarray]:
 def corpus_features() -> set[tuple]:
     """`lib_features` of the whole engine-identity corpus."""
     return set().union(*(lib_features(corpus_build(n, t)) for n, t in ENGINE_CORPUS))
+
+
+FEATURE_FIXTURE = ROOT / "tests" / "fixtures" / "engine_features.json"
+"""The `instruction_features` each engine-identity build runs: "corpus" (the whole
+`ENGINE_CORPUS`) and "light:<name>" (the light models that run on both engines, built as
+tests/models/test_light_models.py builds them). Each entry is checked, equal, by the test that
+runs that build on both engines, so it cannot go stale; a model left off the interpreter is
+then checked against the union without building anything. Written by
+`scripts/engine_features.py --record`."""
+
+
+def pinned_features() -> dict[str, set[tuple]]:
+    """`FEATURE_FIXTURE`, each entry a set of feature tuples."""
+    pinned = json.loads(FEATURE_FIXTURE.read_text())
+    return {key: {tuple(f) for f in features} for key, features in pinned.items()}
+
+
+def assert_features_pinned(key: str, features: set[tuple]) -> None:
+    """`features` are exactly the pinned entry `key` of `FEATURE_FIXTURE`."""
+    pinned = pinned_features().get(key, set())
+    assert pinned == features, (
+        f"{key} runs other engine paths than {FEATURE_FIXTURE.name} pins (new: "
+        f"{sorted(features - pinned)}, gone: {sorted(pinned - features)}); re-record with "
+        f"scripts/engine_features.py --record {key}"
+    )
 
 
 def warm_simulator() -> None:
