@@ -21,4 +21,5 @@ export MRVL_SIM_THREADS="${MRVL_SIM_THREADS:-1}"
 # model-scale files: tests/conftest.py) runs on one worker, so that its shared builds are made
 # once.
 # --durations: the slowest tests are listed at the end, where trimming the suite starts.
-exec .venv/bin/pytest -n 2 --dist loadgroup --durations=25 -m "$marker" tests
+# --no-loadscope-reorder: units go out longest first, as tests/conftest.py orders them.
+exec .venv/bin/pytest -n 2 --dist loadgroup --no-loadscope-reorder --durations=25 -m "$marker" tests

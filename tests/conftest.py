@@ -2,13 +2,11 @@
 how the suite spreads over pytest-xdist workers (`scripts/test.sh`: `--dist loadgroup`).
 
 Scheduling: every test file is one unit of work (`xdist_group`), so that what a file builds
-once (module fixtures, module-level caches) is built once, except for two files of model-scale
-tests: the zoo is cut by model, each model one unit with all of its tests (they share one
-build and run, whose outputs are also the pinned hashes), and the hazard tests of
-test_cycles.py are one unit each (each compiles its own model). `UNIT_SECONDS` records the longest units as measured.
-
-The light models stay one unit: their engine-identity coverage test reads the builds of every
-model in `ENGINE_IDENTITY_MODELS`, and the unit is under a third of the suite.
+once (module fixtures, module-level caches) is built once, except for three files of
+model-scale tests: the zoo and the light models are cut by model, each model one unit with all
+of its tests (they share one build and run; the zoo's outputs are also the pinned hashes), and
+the hazard tests of test_cycles.py are one unit each (each compiles its own model).
+`UNIT_SECONDS` records the longest units as measured.
 """
 
 from __future__ import annotations
@@ -51,6 +49,8 @@ def _unit(item: pytest.Item) -> str:
     params = params.params if params is not None else {}
     if path == "tests/zoo/test_zoo.py" and "name" in params:
         return f"zoo:{params['name']}"
+    if path == "tests/models/test_light_models.py" and "light" in params:
+        return f"light:{params['light']}"
     if (
         path == "tests/sim/test_cycles.py"
         and item.originalname == "test_compiled_models_have_no_hazard"
@@ -62,13 +62,22 @@ def _unit(item: pytest.Item) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     """Give every test its unit of work before the other hooks run (pytest-xdist reads the
-    marks in its own). The order of the tests is pytest's (sorting the units here made a
-    unit's tests run out of their module-fixture order, and the light models' coverage test
-    and the zoo's ResNet-50 build twice)."""
+    marks in its own); then put the units of `UNIT_SECONDS` first, longest first, so that
+    pytest-xdist (`--no-loadscope-reorder`, which hands units out in this order) does not leave
+    a long unit for the end while the other worker idles. The sort is stable: within a unit,
+    and among the units it does not list, the order stays pytest's (which keeps each module
+    fixture's tests together)."""
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(_unit(item)))
-    return (yield)
+    result = yield
+    items[:] = sorted(items, key=lambda item: -UNIT_SECONDS.get(_group(item), 0))
+    return result
+
+
+def _group(item: pytest.Item) -> str:
+    marker = item.get_closest_marker("xdist_group")
+    return marker.args[0] if marker.args else marker.kwargs.get("name", "")
 
 
 @pytest.fixture(scope="session")
