@@ -44,6 +44,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from .accuracy import FP16_MAX_RELATIVE_ERROR, Agreement, fp16_agreement, relative_errors
+from .onnx_shell import weightless_shell
 
 __all__ = [
     "DISTRIBUTION_SLACK",
@@ -84,7 +85,9 @@ def fp16_storage_model(model: onnx.ModelProto) -> onnx.ModelProto:
     on_chip_f32 = on_chip_f32_tensors(graph)
     for init in graph.initializer:
         if init.data_type == TensorProto.FLOAT and init.name not in on_chip_f32:
-            init.CopyFrom(numpy_helper.from_array(_round(numpy_helper.to_array(init)), init.name))
+            rounded = _round(numpy_helper.to_array(init))
+            del init.float_data[:]  # the values move to raw_data, as from_array writes them
+            init.raw_data = rounded.astype("<f4", copy=False).tobytes()
     types = _element_types(out)
 
     nodes = []
@@ -578,12 +581,12 @@ def _round_constant(node: onnx.NodeProto) -> None:
 
 
 def _element_types(model: onnx.ModelProto) -> dict[str, int]:
-    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    inferred = onnx.shape_inference.infer_shapes(weightless_shell(model), strict_mode=True)
     graph = inferred.graph
     types = {}
     for value in [*graph.input, *graph.value_info, *graph.output]:
         if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type:
             types[value.name] = value.type.tensor_type.elem_type
-    for init in graph.initializer:
+    for init in model.graph.initializer:
         types[init.name] = init.data_type
     return types

@@ -20,4 +20,6 @@ export MRVL_SIM_THREADS="${MRVL_SIM_THREADS:-1}"
 # Two workers (CI has 2 cores). Each unit of work (a test file, or one model of the
 # model-scale files: tests/conftest.py) runs on one worker, so that its shared builds are made
 # once.
-exec .venv/bin/pytest -n 2 --dist loadgroup -m "$marker" tests
+# --durations: the slowest tests are listed at the end, where trimming the suite starts.
+# --no-loadscope-reorder: units go out longest first, as tests/conftest.py orders them.
+exec .venv/bin/pytest -n 2 --dist loadgroup --no-loadscope-reorder --durations=25 -m "$marker" tests

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -181,12 +182,54 @@ def paths_net() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
 
 
+def blocks_net() -> onnx.ModelProto:
+    """Convs over 1024 input channels, cut into input-channel blocks (fp32 partial sums) at 1
+    tile, in the forms DenseNet-121 and ResNet-50 run and the other corpus models do not: the
+    first block of a bias-free 1x1 conv and of a padded 3x3 one, a narrow (16-channel) padded
+    one, the last block of a strided, padded conv with relu, and a max of two tensors
+    (`binary`). With it, those two light models need no interpreter run of their own."""
+    rng = np.random.default_rng(0)
+    c = 1024
+
+    def init(name, shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.02).astype(np.float32), name)
+
+    node = helper.make_node
+    nodes = [
+        node("Conv", ["p", "w1"], ["y1"], name="conv_1x1_blocks"),
+        node("Conv", ["q", "w2"], ["c2"], name="conv_pad_blocks", pads=[1, 1, 1, 1]),
+        node("Relu", ["c2"], ["r2"], name="conv_pad_blocks_relu"),
+        node("Max", ["c2", "r2"], ["y2"], name="max_of_two"),
+        node("Conv", ["q", "w3"], ["y3"], name="conv_narrow_blocks", pads=[1, 1, 1, 1]),
+        node("Conv", ["q", "w4"], ["c4"], name="conv_stride_blocks", pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Relu", ["c4"], ["y4"], name="conv_stride_blocks_relu"),
+    ]  # fmt: skip
+    inits = [
+        init("w1", (64, c, 1, 1)), init("w2", (64, c, 3, 3)), init("w3", (16, c, 3, 3)),
+        init("w4", (64, c, 3, 3)),
+    ]  # fmt: skip
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes,
+        "blocks",
+        [value("p", TensorProto.FLOAT, [1, c, 2, 16]), value("q", TensorProto.FLOAT, [1, c, 3, 3])],
+        [
+            value("y1", TensorProto.FLOAT, [1, 64, 2, 16]),
+            value("y2", TensorProto.FLOAT, [1, 64, 3, 3]),
+            value("y3", TensorProto.FLOAT, [1, 16, 3, 3]),
+            value("y4", TensorProto.FLOAT, [1, 64, 2, 2]),
+        ],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+
+
 def _e2e_nets() -> dict:
     return load_module("mrvl_e2e_nets", ROOT / "tests" / "e2e" / "test_layers_end_to_end.py").NETS
 
 
 ENGINE_CORPUS_MODELS = (
-    "residual", "activations", "batch8", "shapes", "preactivation", "paths", "mnist",
+    "residual", "activations", "batch8", "shapes", "preactivation", "paths", "blocks", "mnist",
 )  # fmt: skip
 """The small models every run compares on both engines, each built for 1 and for 8 tiles
 (tests/sim/test_engines_models.py): the e2e nets, `paths_net` and MNIST."""
@@ -197,6 +240,8 @@ ENGINE_CORPUS = tuple((name, tiles) for name in ENGINE_CORPUS_MODELS for tiles i
 def corpus_model(name: str) -> onnx.ModelProto:
     if name == "paths":
         return paths_net()
+    if name == "blocks":
+        return blocks_net()
     if name == "mnist":
         from mrvl.models.mnist import make_mnist_model
 
@@ -224,6 +269,31 @@ def corpus_inputs(name: str) -> list[np.ndarray]:
 def corpus_features() -> set[tuple]:
     """`lib_features` of the whole engine-identity corpus."""
     return set().union(*(lib_features(corpus_build(n, t)) for n, t in ENGINE_CORPUS))
+
+
+FEATURE_FIXTURE = ROOT / "tests" / "fixtures" / "engine_features.json"
+"""The `instruction_features` each engine-identity build runs: "corpus" (the whole
+`ENGINE_CORPUS`) and "light:<name>" (the light models that run on both engines, built as
+tests/models/test_light_models.py builds them). Each entry is checked, equal, by the test that
+runs that build on both engines, so it cannot go stale; a model left off the interpreter is
+then checked against the union without building anything. Written by
+`scripts/engine_features.py --record`."""
+
+
+def pinned_features() -> dict[str, set[tuple]]:
+    """`FEATURE_FIXTURE`, each entry a set of feature tuples."""
+    pinned = json.loads(FEATURE_FIXTURE.read_text())
+    return {key: {tuple(f) for f in features} for key, features in pinned.items()}
+
+
+def assert_features_pinned(key: str, features: set[tuple]) -> None:
+    """`features` are exactly the pinned entry `key` of `FEATURE_FIXTURE`."""
+    pinned = pinned_features().get(key, set())
+    assert pinned == features, (
+        f"{key} runs other engine paths than {FEATURE_FIXTURE.name} pins (new: "
+        f"{sorted(features - pinned)}, gone: {sorted(pinned - features)}); re-record with "
+        f"scripts/engine_features.py --record {key}"
+    )
 
 
 def warm_simulator() -> None:

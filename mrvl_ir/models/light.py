@@ -40,6 +40,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
+from ..onnx_shell import weightless_shell
+
 __all__ = [
     "LIGHT_MODELS",
     "ONNX_IR_VERSION",
@@ -113,7 +115,7 @@ def reweight(
         for weight, scale in scales.items():
             weights[weight] *= np.float32(scale)
     model = _with_weights(skeleton, weights)
-    onnx.checker.check_model(model)
+    onnx.checker.check_model(weightless_shell(model))  # the graph; the weights are ours
     return model
 
 
@@ -467,14 +469,14 @@ def node_macs(model: onnx.ModelProto) -> dict[str, int]:
     Shapes come from onnx shape inference. Nodes without a name are keyed as
     `mrvl.frontend.onnx_node_name` keys them (`<op_type>:<first output>`).
     """
-    inferred = onnx.shape_inference.infer_shapes(model)
+    inferred = onnx.shape_inference.infer_shapes(weightless_shell(model))
     graph = inferred.graph
     shapes: dict[str, tuple[int, ...]] = {}
     for info in [*graph.input, *graph.value_info, *graph.output]:
         dims = info.type.tensor_type.shape.dim
         if all(d.HasField("dim_value") for d in dims):
             shapes[info.name] = tuple(d.dim_value for d in dims)
-    for init in graph.initializer:
+    for init in model.graph.initializer:
         shapes[init.name] = tuple(init.dims)
 
     macs: dict[str, int] = {}

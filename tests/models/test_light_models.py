@@ -28,7 +28,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 import tvm
-from helpers import assert_same_bytes, corpus_features, lib_features
+from helpers import assert_features_pinned, assert_same_bytes, lib_features, pinned_features
 from tvm import relax
 
 import mrvl
@@ -50,11 +50,14 @@ SEED = 0
 MAC_GOAL = 0.99
 MAC_GOAL_MODELS = frozenset({"resnet50", "vgg19", "bvlc_alexnet", "zfnet512", "squeezenet"})
 FAST_MODELS = frozenset({"squeezenet", "shufflenet"})  # < 20 s each, whole flow
-ENGINE_IDENTITY_MODELS = frozenset(LIGHT_MODELS) - {"zfnet512", "vgg19"}
-"""Models whose build also runs on the interpreter (engine identity, no tolerance): all but
-the two whose interpreter runs cost minutes (measured on 2 cores: ZFNet-512 75 s, VGG-19
-247 s; the other seven 2.7-24 s each). Those two run the same engine code paths as AlexNet
-and the others at other sizes, which `test_engine_identity_covers_the_model` checks."""
+ENGINE_IDENTITY_MODELS = frozenset({"squeezenet", "shufflenet", "inception_v1", "inception_v2"})
+"""Models whose build also runs on the interpreter (engine identity, no tolerance): each runs
+some engine path (`helpers.instruction_features`) that neither the small models of
+`helpers.ENGINE_CORPUS` nor another of these runs. The others run only paths these and the
+corpus run, at other sizes (`test_engine_identity_covers_the_model`; `helpers.blocks_net`
+holds the paths DenseNet-121 and ResNet-50 used to be the only ones to run), and their
+interpreter runs cost minutes (on 2 cores: VGG-19 247 s, ZFNet-512 75 s; DenseNet-121, ResNet-50
+and AlexNet up to a minute each)."""
 
 
 def _params(names=LIGHT_MODELS):
@@ -63,10 +66,6 @@ def _params(names=LIGHT_MODELS):
         for n in LIGHT_MODELS
         if n in names
     ]
-
-
-_FEATURES: dict[str, set[tuple]] = {}
-"""Model → `helpers.lib_features` of its build, kept for the session (a few hundred tuples)."""
 
 
 @dataclass
@@ -107,7 +106,6 @@ class LightModel:
             start = time.perf_counter()
             self._lib = mrvl.build(self.mod, num_tiles=NUM_TILES)
             self.seconds["build"] = time.perf_counter() - start
-            _FEATURES[self.name] = lib_features(self._lib)
         return self._lib
 
     @property
@@ -213,7 +211,10 @@ def test_build_has_no_hazard(light):
 @pytest.mark.parametrize("light", _params(ENGINE_IDENTITY_MODELS), indirect=True)
 def test_engines_agree(light):
     """The interpreter and the numba engine give the same output bytes on the same build, the
-    engine's second (warm) run too."""
+    engine's second (warm) run too; the build runs exactly the engine paths its entry of
+    `helpers.FEATURE_FIXTURE` pins, which the models left off the interpreter are checked
+    against."""
+    assert_features_pinned(f"light:{light.name}", lib_features(light.lib))
     interp, numba = light.run("interp"), light.run("numba")
     assert interp.calls == numba.calls > 0, "nothing ran on the simulator"
     assert_same_bytes(interp.outputs, numba.outputs)
@@ -221,24 +222,27 @@ def test_engines_agree(light):
     print(f"\n{light.name}: interp {interp.seconds:.2f} s, numba {numba.seconds:.2f} s")
 
 
+def test_feature_pins_are_the_identity_builds():
+    """`helpers.FEATURE_FIXTURE` pins the corpus and exactly the light models that run on
+    both engines (each pin checked by the test that runs it)."""
+    expected = {"corpus", *(f"light:{name}" for name in ENGINE_IDENTITY_MODELS)}
+    assert set(pinned_features()) == expected
+
+
 @pytest.mark.parametrize(
     "light", _params(set(LIGHT_MODELS) - ENGINE_IDENTITY_MODELS), indirect=True
 )
 def test_engine_identity_covers_the_model(light):
     """The models left off the interpreter use no engine code path (`helpers.
-    instruction_features`) that the engine-identity corpus does not: the small models of
-    tests/sim/test_engines_models.py and the models of ENGINE_IDENTITY_MODELS. They run only
-    other sizes of the same paths."""
-    covered = corpus_features()
-    for name in sorted(ENGINE_IDENTITY_MODELS):
-        if name not in _FEATURES:  # built earlier in the session unless run out of order
-            LightModel.load(name).lib  # noqa: B018 - builds and records its features
-        covered |= _FEATURES[name]
+    instruction_features`) that the engine-identity builds do not: the small models of
+    tests/sim/test_engines_models.py and the models of ENGINE_IDENTITY_MODELS, whose paths
+    `helpers.FEATURE_FIXTURE` pins. They run only other sizes of the same paths."""
+    covered = set().union(*pinned_features().values())
     missing = lib_features(light.lib) - covered
     assert not missing, (
-        f"{light.name} runs engine paths no engine-identity model runs: {sorted(missing)}; "
+        f"{light.name} runs engine paths no engine-identity build runs: {sorted(missing)}; "
         "add a small model that has them to helpers.ENGINE_CORPUS (or this model to "
-        "ENGINE_IDENTITY_MODELS)"
+        "ENGINE_IDENTITY_MODELS) and re-record scripts/engine_features.py"
     )
 
 

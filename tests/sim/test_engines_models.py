@@ -20,7 +20,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm
-from helpers import ENGINE_CORPUS, assert_same_bytes, corpus_build, corpus_inputs, load_module
+from helpers import (
+    ENGINE_CORPUS,
+    assert_features_pinned,
+    assert_same_bytes,
+    corpus_build,
+    corpus_features,
+    corpus_inputs,
+    load_module,
+)
 from tvm import relax
 
 import mrvl
@@ -65,6 +73,12 @@ def run_on_both_engines(lib, inputs) -> int:
 )
 def test_small_model_engines_agree(name, num_tiles):
     run_on_both_engines(corpus_build(name, num_tiles), corpus_inputs(name))
+
+
+def test_corpus_features_are_pinned():
+    """The corpus runs exactly the engine paths `helpers.FEATURE_FIXTURE` pins for it, which
+    the light models left off the interpreter are checked against."""
+    assert_features_pinned("corpus", corpus_features())
 
 
 # ---------------------------------------------------------------------- conformance cases
