@@ -36,6 +36,7 @@ from mrvl.sim.engines.numba.fields import (
     CONV_OUT_SHAPE,
     OP_ADD,
     OP_CONV,
+    OP_END,
     OP_POOL,
     POOL_KERNEL,
     POOL_OUT_SHAPE,
@@ -381,6 +382,19 @@ def shared_work(op, row, slot, workers):
     if op == OP_CONV:
         return shared_conv(row, slot, workers)
     return shared_values(op, row, workers)
+
+
+@jit
+def shares_any(words, slots, workers):
+    """Whether `workers` threads would share any instruction of these rows (`shared_work`);
+    if none, a run needs no helper threads, whose start and meeting points would cost a small
+    program more than it runs."""
+    for i in range(words.shape[0]):
+        if words[i, 0] == OP_END:  # the program ends here (`run_program`)
+            return False
+        if shared_work(words[i, 0], words[i], slots[i], workers):
+            return True
+    return False
 
 
 @jit
