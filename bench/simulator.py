@@ -6,6 +6,7 @@
     .venv/bin/python bench/simulator.py --no-interp vgg19 zoo:mobilenet_v2
     .venv/bin/python bench/simulator.py --no-interp --zoo            # every zoo model
     .venv/bin/python bench/simulator.py --no-interp --contention resnet50
+    taskset -c 0,1 .venv/bin/python bench/simulator.py --no-interp --threads resnet50
 
 Each model (a light model from `mrvl.models.light`, `zoo:<name>` from `mrvl.models.zoo`, both
 with seeded random weights, or `mnist`, the bundled network) is compiled by mrvl for 8 tiles in a fresh child process, then run as a hybrid
@@ -27,8 +28,13 @@ in the Relax VM. Per model the table gives:
 runs with the default thread count (`busy`), with one thread (`busy 1t`) and with one thread a
 CPU (`busy all`) while it runs, in turn: the best of `--repeat` each, their ratios to one
 thread, and the median of each run's ratio to the one-thread run next to it (on a machine
-shared with other work, best-of wall times are luck; the median ratio says more). On a shared
-machine the default should be within 1.2x of one thread.
+shared with other work, best-of wall times are luck; the median ratio says more), and the
+spread (least and greatest) of the all/1t ratios. On a shared machine the default should be
+within 1.2x of one thread.
+
+`--threads` times the same three in turn without the looping process (`idle`, `idle 1t`,
+`idle all`): what the threads gain on an idle machine (there, `idle all` should be well
+under one thread).
 """
 
 from __future__ import annotations
@@ -75,33 +81,41 @@ def _warm_run(vm_run, threads: str | None) -> float:
             os.environ["MRVL_SIM_THREADS"] = saved
 
 
-CONTENTION_SETTINGS = {"busy": None, "busy_1t": "1", "busy_all": str(len(os.sched_getaffinity(0)))}
-"""The thread counts timed while a process loops on a core: the default, one, and one a CPU."""
+THREAD_SETTINGS = {"": None, "_1t": "1", "_all": str(len(os.sched_getaffinity(0)))}
+"""The thread counts timed in turn (`threads_in_turn`): the default, one, and one a CPU."""
 
 
-def contention(vm_run, repeat: int) -> dict:
-    """Warm runs with the default threads, with one and with one a CPU while another process
-    loops on a core, taken in turn (so a change of the machine's load meets all three alike):
-    the best of `repeat` each, and the median of each run's ratio to the one-thread run next
-    to it."""
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        time.sleep(0.2)  # let it take its core
-        times: dict[str, list[float]] = {name: [] for name in CONTENTION_SETTINGS}
-        for _ in range(repeat):
-            for name, threads in CONTENTION_SETTINGS.items():
-                times[name].append(_warm_run(vm_run, threads))
-    finally:
-        busy.kill()
-        busy.wait()
-    row = {name: min(seconds) for name, seconds in times.items()}
-    for name in ("busy", "busy_all"):
-        ratios = np.divide(times[name], times["busy_1t"])
-        row[f"{name}_ratio_median"] = float(np.median(ratios))
+def threads_in_turn(vm_run, repeat: int, prefix: str) -> dict:
+    """Warm runs with the default threads, with one and with one a CPU, taken in turn (so a
+    change of the machine's load meets all three alike): the best of `repeat` each (keys
+    `prefix`, `prefix`_1t, `prefix`_all), the median of each run's ratio to the one-thread
+    run next to it, and those ratios' spread (min, max)."""
+    times: dict[str, list[float]] = {suffix: [] for suffix in THREAD_SETTINGS}
+    for _ in range(repeat):
+        for suffix, threads in THREAD_SETTINGS.items():
+            times[suffix].append(_warm_run(vm_run, threads))
+    row = {prefix + suffix: min(seconds) for suffix, seconds in times.items()}
+    for suffix in ("", "_all"):
+        ratios = np.divide(times[suffix], times["_1t"])
+        row[f"{prefix}{suffix}_ratio_median"] = float(np.median(ratios))
+        row[f"{prefix}{suffix}_ratio_spread"] = (float(ratios.min()), float(ratios.max()))
     return row
 
 
-def bench_model(name: str, seed: int, repeat: int, interp: bool, busy: bool = False) -> dict:
+def contention(vm_run, repeat: int) -> dict:
+    """`threads_in_turn` while another process started here loops on a core (keys busy...)."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)  # let it take its core
+        return threads_in_turn(vm_run, repeat, "busy")
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+def bench_model(
+    name: str, seed: int, repeat: int, interp: bool, busy: bool = False, idle: bool = False
+) -> dict:
     import onnxruntime as ort
     import tvm
     from tvm import relax
@@ -147,6 +161,9 @@ def bench_model(name: str, seed: int, repeat: int, interp: bool, busy: bool = Fa
     row["numba"] = min(w[0] for w in warm)
     row["numba_sim"] = min(w[1] for w in warm)
     row["numba_cpu"] = min(w[3] for w in warm)
+    if idle:
+        with use_engine("numba"):
+            row.update(threads_in_turn(vm_run, repeat, "idle"))
     if busy:
         with use_engine("numba"):
             row.update(contention(vm_run, repeat))
@@ -162,7 +179,9 @@ def bench_model(name: str, seed: int, repeat: int, interp: bool, busy: bool = Fa
 
 
 def _child(args) -> int:
-    row = bench_model(args.child, args.seed, args.repeat, not args.no_interp, args.contention)
+    row = bench_model(
+        args.child, args.seed, args.repeat, not args.no_interp, args.contention, args.threads
+    )
     print(json.dumps(row))
     return 0
 
@@ -183,16 +202,19 @@ def _format(row: dict) -> str:
         f"{'yes' if row.get('same_bits') else ('-' if interp is None else 'NO'):>5s}",
         f"{row['peak_mb']:8.0f}",
     ]
-    if "busy" in row:
-        cells += [
-            f"{row['busy']:8.3f}",
-            f"{row['busy_1t']:8.3f}",
-            f"{row['busy_all']:8.3f}",
-            f"{row['busy'] / row['busy_1t']:8.2f}",
-            f"{row['busy_ratio_median']:8.2f}",
-            f"{row['busy_all'] / row['busy_1t']:7.2f}",
-            f"{row['busy_all_ratio_median']:7.2f}",
-        ]
+    for prefix in ("idle", "busy"):
+        if prefix in row:
+            low, high = row[f"{prefix}_all_ratio_spread"]
+            cells += [
+                f"{row[prefix]:8.3f}",
+                f"{row[prefix + '_1t']:8.3f}",
+                f"{row[prefix + '_all']:8.3f}",
+                f"{row[prefix] / row[prefix + '_1t']:8.2f}",
+                f"{row[prefix + '_ratio_median']:8.2f}",
+                f"{row[prefix + '_all'] / row[prefix + '_1t']:7.2f}",
+                f"{row[prefix + '_all_ratio_median']:7.2f}",
+                f"{f'{low:.2f}-{high:.2f}':>9s}",
+            ]
     return " ".join(cells)
 
 
@@ -207,6 +229,11 @@ def main(argv=None) -> int:
         "--contention",
         action="store_true",
         help="also time warm runs while a process started here loops on one core",
+    )
+    parser.add_argument(
+        "--threads",
+        action="store_true",
+        help="also time warm runs with the default threads, one and one a CPU, in turn",
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -223,9 +250,11 @@ def main(argv=None) -> int:
         f"{'interp':>8s} {'ORT':>7s} {'numba/ORT':>9s} {'interp/numba':>12s} {'same':>5s} "
         f"{'peak MB':>8s}"
     )
-    if args.contention:
-        header += f" {'busy':>8s} {'busy 1t':>8s} {'busy all':>8s} {'busy/1t':>8s} {'(median)':>8s}"
-        header += f" {'all/1t':>7s} {'(median)':>7s}"
+    for prefix, wanted in (("idle", args.threads), ("busy", args.contention)):
+        if wanted:
+            header += f" {prefix:>8s} {prefix + ' 1t':>8s} {prefix + ' all':>8s}"
+            header += f" {prefix + '/1t':>8s} {'(median)':>8s} {'all/1t':>7s} {'(median)':>7s}"
+            header += f" {'(spread)':>9s}"
     print("seconds per inference (VM run, regions on the simulator)")
     print(header)
     print("-" * len(header), flush=True)
@@ -233,6 +262,7 @@ def main(argv=None) -> int:
         command = [sys.executable, __file__, "--child", name, "--seed", str(args.seed)]
         command += ["--repeat", str(args.repeat)] + (["--no-interp"] if args.no_interp else [])
         command += ["--contention"] if args.contention else []
+        command += ["--threads"] if args.threads else []
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["?"])[-1]

@@ -418,6 +418,34 @@ def test_pools_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     _same_on_any_number_of_threads(layer_program(staging, [ins], out_addr, out_shape))
 
 
+def test_helper_threads_start_only_for_a_program_with_work_to_share(monkeypatch):
+    """A run on several threads starts its helpers only if it shares an instruction
+    (`shares_any`): a small program runs on thread 0 alone, a large pool on all of them, and
+    both give the interpreter's bytes."""
+    from mrvl.sim.engines.numba import dispatch
+
+    started = []
+    pool_of = dispatch._helper_pool
+    monkeypatch.setattr(
+        dispatch, "_helper_pool", lambda count: started.append(count) or pool_of(count)
+    )
+    monkeypatch.setenv(numba_engine.THREADS_ENV, "3")
+    small = prepare(_valid_conv_program())
+    assert_same_bytes(run(small, [], engine="interp"), run(small, [], engine="numba"))
+    assert started == []
+    staging = Staging()
+    shape = (1, 32, 32, 32)
+    in_addr = staging.add(f16_data(0, shape, True))
+    out_addr = staging.reserve(int(np.prod(shape)) * 2)
+    ins = pool(
+        in_addr, shape, out_addr, shape, kernel=(3, 3), mode=PoolMode.MAX, in_hw=(32, 32),
+        pad=(1, 1), pad_end=(1, 1),
+    )  # fmt: skip
+    large = prepare(layer_program(staging, [ins], out_addr, shape))
+    assert_same_bytes(run(large, [], engine="interp"), run(large, [], engine="numba"))
+    assert started == [2]
+
+
 def test_a_bad_thread_count_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(numba_engine.THREADS_ENV, "zero")
     with pytest.raises(SimulatorInputError, match="MRVL_SIM_THREADS"):

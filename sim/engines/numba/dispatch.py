@@ -33,6 +33,7 @@ from mrvl.sim.engines.numba.sharing import (
     abandon,
     new_sync,
     shared_work,
+    shares_any,
     threads,
 )
 from mrvl.sim.engines.numba.vector import TABLE_NOT_INTEGER, add, mul, pool, resize, scale
@@ -266,6 +267,8 @@ def execute(
     owned = cache.lock.acquire(blocking=False)  # another thread's run may be filling it
     arrays = cache.arrays if owned else WeightCache.none(rows)
     skip = cache.skip() if owned else np.zeros(len(rows.words), np.uint8)
+    if workers > 1 and not shares_any(rows.words, arrays[0], workers):
+        workers = 1  # nothing to share: no helper threads
     sync = new_sync(workers, len(rows.words))
     machine = (memory.ddr, memory.ocm, memory.tables, F16_TO_F32, F16_TO_F32_BITS)
     args = (rows.words, rows.floats, machine)

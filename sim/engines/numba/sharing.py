@@ -8,7 +8,9 @@ is left: a thread that another process keeps off its core simply takes fewer chu
 that comes late finds none and goes on, so nobody waits for a thread, only for chunks being
 computed. Thread 0 opens an instruction without waiting for the others (`start_shared`), and
 waits for its last chunk stored before it goes on (`all_done`). A waiting thread spins briefly,
-then sleeps (a futex on Linux) until an announcement, as OpenMP's and onnxruntime's pools do.
+then spins yielding its core to any task that wants it for a millisecond or two (so a helper is
+awake when thread 0 opens the next shared instruction), then sleeps (a futex on Linux) until an
+announcement, as OpenMP's and onnxruntime's pools do.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from mrvl.sim.engines.numba.fields import (
     CONV_OUT_SHAPE,
     OP_ADD,
     OP_CONV,
+    OP_END,
     OP_POOL,
     POOL_KERNEL,
     POOL_OUT_SHAPE,
@@ -131,6 +134,18 @@ def sleep(typingctx, sync, index, expected, nanoseconds):
 
 
 @intrinsic
+def yield_core(typingctx):
+    """Give the core to another runnable task, if there is one (sched_yield)."""
+    sig = types.void()
+
+    def codegen(context, builder, signature, args):
+        _libc_call(builder, "sched_yield", ir.IntType(32), [])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
 def wake_all(typingctx, sync, index):
     """Wake every thread sleeping on sync[index] (`sleep`); nothing where there is no futex."""
     sig = types.void(sync, index)
@@ -176,9 +191,16 @@ CLAIMED, COMPUTED, STORED = 0, 1, 2
 """An instruction's counters: its chunks claimed (`claim`), computed and stored."""
 SYNC_COUNTERS = 3
 SPINS = 1 << 11
-"""Spin-wait hints (about 50-100 us) a waiting thread spends before it sleeps: long enough
-for the other threads' last chunks on an idle machine, short enough not to take a core from a
-thread that another process has pushed off its own."""
+"""Spin-wait hints (about 50-100 us) a waiting thread spends before it yields (`wait_until`):
+long enough for the other threads' last chunks on an idle machine."""
+YIELDS = 1 << 9
+"""Rounds of YIELD_SPINS hints and a yield of the core a waiting thread spends after SPINS,
+before it sleeps: about 1-2 ms on an idle machine, longer than most stretches between two
+shared instructions, so a helper is still awake when thread 0 opens the next one (waking a
+sleeper takes tens of microseconds, a virtual machine's idle CPU longer, the time of a chunk
+or two); a yield hands the core to any other task that wants it, so a waiting thread does not
+hold up one that another process has pushed off its own core."""
+YIELD_SPINS = 1 << 6
 SLEEP_NS = 1_000_000
 """Longest sleep before a waiting thread looks again (a safety net: announcements wake it)."""
 CHUNKS_PER_THREAD = 8
@@ -220,17 +242,20 @@ def abandon(sync):
 
 @jit
 def wait_until(sync, index, target):
-    """Wait until sync[index] >= target: spin SPINS hints, then sleep until an announcement
-    (`wake`). False if the run was abandoned meanwhile. A sleeper counts itself before it
-    looks once more, and an announcement changes its value before it reads the count, so none
-    goes unseen (both are sequentially consistent)."""
+    """Wait until sync[index] >= target: spin SPINS hints, then YIELDS rounds of hints and a
+    yield, then sleep until an announcement (`wake`). False if the run was abandoned
+    meanwhile. A sleeper counts itself before it looks once more, and an announcement changes
+    its value before it reads the count, so none goes unseen (both are sequentially
+    consistent)."""
     spins = 0
     while observe(sync, index) < target:
         if observe(sync, SYNC_ABANDONED) != 0:
             return False
-        if spins < SPINS:
+        if spins < SPINS + YIELDS * YIELD_SPINS:
             spins += 1
             relax()
+            if spins > SPINS and spins % YIELD_SPINS == 0:
+                yield_core()
             continue
         word = fetch_add(sync, SYNC_FUTEX, 0)
         fetch_add(sync, SYNC_SLEEPERS, 1)
@@ -357,6 +382,19 @@ def shared_work(op, row, slot, workers):
     if op == OP_CONV:
         return shared_conv(row, slot, workers)
     return shared_values(op, row, workers)
+
+
+@jit
+def shares_any(words, slots, workers):
+    """Whether `workers` threads would share any instruction of these rows (`shared_work`);
+    if none, a run needs no helper threads, whose start and meeting points would cost a small
+    program more than it runs."""
+    for i in range(words.shape[0]):
+        if words[i, 0] == OP_END:  # the program ends here (`run_program`)
+            return False
+        if shared_work(words[i, 0], words[i], slots[i], workers):
+            return True
+    return False
 
 
 @jit
