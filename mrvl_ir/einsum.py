@@ -22,19 +22,12 @@ conversion, and so its CPU fallback.
 from __future__ import annotations
 
 import numpy as np
-import tvm
 from tvm import relax
 from tvm.ir.expr import GenericConst
 
+from .frontend_moves import static_shape
+
 __all__ = ["einsum"]
-
-
-def _static_shape(expr) -> tuple[int, ...] | None:
-    ty = getattr(expr, "ty", None)
-    dims = getattr(getattr(ty, "shape", None), "values", None)
-    if dims is None or not all(isinstance(d, tvm.tirx.IntImm) for d in dims):
-        return None
-    return tuple(int(d) for d in dims)
 
 
 def _terms(equation: str, operands: int) -> tuple[list[str], str] | None:
@@ -67,7 +60,7 @@ def _permuted(bb, x, letters: str, order: str):
 
 
 def _reshaped(bb, x, shape: list[int]):
-    if list(_static_shape(x)) == shape:
+    if list(static_shape(x)) == shape:
         return x
     if isinstance(x, GenericConst):
         return relax.const(np.ascontiguousarray(x.value.numpy().reshape(shape)))
@@ -81,7 +74,7 @@ def _transpose(x, letters: str, output: str):
 
 
 def _matmul(bb, a, b, la: str, lb: str, output: str):
-    sa, sb = _static_shape(a), _static_shape(b)
+    sa, sb = static_shape(a), static_shape(b)
     size = {}
     for letters, shape in ((la, sa), (lb, sb)):
         for c, n in zip(letters, shape, strict=True):
@@ -120,7 +113,7 @@ def einsum(bb, inputs, attrs, opset) -> relax.Expr | None:
         equation = equation.decode()
     if not isinstance(equation, str) or not 1 <= len(inputs) <= 2:
         return None
-    shapes = [_static_shape(x) for x in inputs]
+    shapes = [static_shape(x) for x in inputs]
     if any(s is None for s in shapes) or any(str(x.ty.dtype) != "float32" for x in inputs):
         return None
     if all(isinstance(x, GenericConst) for x in inputs):

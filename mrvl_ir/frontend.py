@@ -58,6 +58,7 @@ from tvm.relax.frontend.onnx.onnx_frontend import ONNXGraphImporter
 
 from . import frontend_moves, qdq
 from .errors import ModelImportError
+from .frontend_moves import static_shape
 from .onnx_forms import INPUT_FIXES, NORMALIZATIONS
 
 __all__ = ["ONNX_NODES_ATTR", "from_onnx", "node_name_of", "onnx_node_name", "onnx_nodes_of"]
@@ -186,14 +187,6 @@ def _float_tensor(expr) -> relax.TensorType | None:
     return None
 
 
-def _static_shape(expr) -> tuple[int, ...] | None:
-    ty = getattr(expr, "ty", None)
-    dims = getattr(getattr(ty, "shape", None), "values", None)
-    if dims is None or not all(isinstance(d, tvm.tirx.IntImm) for d in dims):
-        return None
-    return tuple(int(d) for d in dims)
-
-
 def constant_view(const: GenericConst) -> np.ndarray:
     """The data of a Relax constant as a read-only numpy array, without copying it (DLPack);
     `.value.numpy()` would copy a 400 MB weight matrix each time it is looked at."""
@@ -287,7 +280,7 @@ def _sum(bb, inputs, attrs, opset) -> relax.Expr | None:
         return None
     if all(isinstance(i, GenericConst) for i in inputs):
         return None  # TVM folds it already
-    shapes = {_static_shape(i) for i in inputs}
+    shapes = {static_shape(i) for i in inputs}
     dtypes = {str(getattr(i.ty, "dtype", None)) for i in inputs}
     if len(shapes) != 1 or None in shapes or len(dtypes) != 1:
         return None
@@ -309,7 +302,7 @@ def _batch_norm(bb, inputs, attrs, opset) -> relax.Expr | None:
         return None
     if attrs.get("training_mode", 0) or attrs["tvm_custom"]["num_outputs"] != 1:
         return None
-    shape = _static_shape(x)
+    shape = static_shape(x)
     params = [_const_array(p) for p in inputs[1:]]
     if shape is None or any(p is None or p.shape != (shape[1],) for p in params):
         return None
@@ -343,7 +336,7 @@ def _split(bb, inputs, attrs, opset) -> relax.Expr | None:
     """Split of a static float tensor with constant sizes → one `relax.strided_slice` per
     output (TVM: `relax.split` + `TupleGetItem`, which no pattern can end at)."""
     x = inputs[0]
-    shape = _static_shape(x)
+    shape = static_shape(x)
     if _float_tensor(x) is None or shape is None or not shape:
         return None
     axis = int(attrs.get("axis", 0)) % len(shape)
@@ -373,7 +366,7 @@ def _upsample(bb, inputs, attrs, opset) -> relax.Expr | None:
     is Resize with coordinate mode asymmetric and, for nearest, floor rounding (TVM's own
     converter fails on opset 9, whose scales are an input)."""
     x = inputs[0]
-    shape = _static_shape(x)
+    shape = static_shape(x)
     if _float_tensor(x) is None or shape is None or len(shape) != 4:
         return None
     scales = attrs.get("scales")
@@ -664,7 +657,7 @@ def _numpy_layout_op(call: relax.Call, args: list) -> np.ndarray | None:
     data = constant_view(args[0])
     attrs = call.attrs
     if op == "relax.reshape":
-        shape = _static_shape(call)
+        shape = static_shape(call)
         result = None if shape is None else data.reshape(shape)
     elif op == "relax.permute_dims":
         result = _transpose(data, None if attrs.axes is None else [int(a) for a in attrs.axes])
@@ -681,7 +674,7 @@ def _numpy_layout_op(call: relax.Call, args: list) -> np.ndarray | None:
         result is None
         or not isinstance(ty, relax.TensorType)
         or str(result.dtype) != str(ty.dtype)
-        or tuple(result.shape) != _static_shape(call)
+        or tuple(result.shape) != static_shape(call)
     ):
         return None
     return result

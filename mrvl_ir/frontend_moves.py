@@ -19,7 +19,8 @@ from tvm import relax
 from tvm.ir.expr import GenericConst
 
 
-def _static_shape(expr) -> tuple[int, ...] | None:
+def static_shape(expr) -> tuple[int, ...] | None:
+    """The shape of a Relax expression whose dims are all known integers, else None."""
     dims = getattr(getattr(getattr(expr, "ty", None), "shape", None), "values", None)
     if dims is None or not all(isinstance(d, tvm.tirx.IntImm) for d in dims):
         return None
@@ -29,7 +30,7 @@ def _static_shape(expr) -> tuple[int, ...] | None:
 def tile(bb, inputs, attrs, opset) -> relax.Expr | None:
     """Tile(x, repeats) of a static float32 tensor with constant repeats ≥ 1."""
     x, repeats = inputs[0], inputs[1] if len(inputs) > 1 else None
-    shape = _static_shape(x)
+    shape = static_shape(x)
     ty = getattr(x, "ty", None)
     if shape is None or not isinstance(repeats, GenericConst) or str(ty.dtype) != "float32":
         return None
@@ -54,7 +55,7 @@ def tile(bb, inputs, attrs, opset) -> relax.Expr | None:
 def pad_by_takes(bb, x, before: list[int], after: list[int], mode: str) -> relax.Expr | None:
     """Reflect or edge padding of a static tensor: axis by axis, x taken at the indices
     `numpy.pad(arange(n), (before, after), mode)` (reflect needs pads below the extent)."""
-    shape = _static_shape(x)
+    shape = static_shape(x)
     if shape is None or not any(before) and not any(after):
         return None
     padded = [a for a in range(len(shape)) if before[a] or after[a]]
