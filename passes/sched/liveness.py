@@ -30,12 +30,13 @@ class LiveRange:
     end: int
     """Index (in program order) of the definition and of the last use, views included."""
 
-    # Asked tens of thousands of times by the allocator, the pipeliner and the sync pass.
+    # Asked tens of thousands of times by the allocator, the pipeliner and the sync pass
+    # (a range's buffer keeps its memory and tile while passes hold the range).
     @functools.cached_property
     def space(self) -> str:
         return self.op.buffer_type.space.data
 
-    @property
+    @functools.cached_property
     def tile(self) -> int | None:
         tile = getattr(self.op, "tile", None)
         return tile.value.data if tile is not None else None
