@@ -96,14 +96,22 @@ def live_ranges(ops: Sequence[Operation]) -> list[LiveRange]:
         if _is_def(cls):
             whole = _is_whole(cls)
             ranges[id(o)] = LiveRange(o, 0 if whole else i, last if whole else i)
+    # id() of each operand seen -> the range of its root, or None for a token: a buffer is
+    # used by a few tasks, each asked once
+    of_value: dict[int, LiveRange | None] = {}
     for i, o in enumerate(ops):
         if _is_view(type(o)):
             continue
         for operand in o.operands:
-            if _is_buffer(type(operand.type)):
-                r = ranges[id(root(operand))]
-                if i > r.end:
-                    r.end = i
+            key = id(operand)
+            if key in of_value:
+                r = of_value[key]
+            else:
+                r = of_value[key] = (
+                    ranges[id(root(operand))] if _is_buffer(type(operand.type)) else None
+                )
+            if r is not None and i > r.end:
+                r.end = i
     return list(ranges.values())
 
 
