@@ -45,7 +45,9 @@ class _Memory:
     (`overlapping`, `within`); both give the keys in the order they were tracked in, the
     order of `spans`, in which the walk used to visit them."""
 
-    __slots__ = ("entries", "spans", "writes", "_by_start", "_keys", "_order", "_next", "_widest")
+    __slots__ = (
+        "entries", "spans", "writes", "_by_start", "_keys", "_order", "_stops", "_next", "_widest"
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.spans: dict[object, tuple[int, int]] = {}
@@ -54,6 +56,7 @@ class _Memory:
         self._by_start: list[tuple[int, int]] = []  # (start, order), sorted
         self._keys: dict[int, object] = {}  # order -> key
         self._order: dict[object, int] = {}  # key -> order
+        self._stops: dict[int, int] = {}  # order -> where the key's bytes stop
         self._next = 0
         self._widest = 0
 
@@ -62,7 +65,7 @@ class _Memory:
         if key not in self._order:
             order = self._next
             self._next += 1
-            self._order[key], self._keys[order] = order, key
+            self._order[key], self._keys[order], self._stops[order] = order, key, stop
             insort(self._by_start, (start, order))
             self._widest = max(self._widest, stop - start)
         self.spans[key] = (start, stop)
@@ -71,26 +74,24 @@ class _Memory:
         start, _ = self.spans.pop(key)
         del self.entries[key], self.writes[key]
         order = self._order.pop(key)
-        del self._keys[order]
+        del self._keys[order], self._stops[order]
         del self._by_start[bisect_left(self._by_start, (start, order))]
-
-    def _ordered(self, lo: int, hi: int, keep) -> list:
-        found = [order for start, order in self._by_start[lo:hi] if keep(start, order)]
-        return [self._keys[order] for order in sorted(found)]
 
     def overlapping(self, start: int, stop: int) -> list:
         """The keys whose span shares a byte with [start, stop), in tracking order."""
-        spans, keys = self.spans, self._keys
+        stops, keys = self._stops, self._keys
         lo = bisect_right(self._by_start, (start - self._widest, self._next))
         hi = bisect_left(self._by_start, (stop, -1))
-        return self._ordered(lo, hi, lambda s2, order: spans[keys[order]][1] > start)
+        found = [order for _, order in self._by_start[lo:hi] if stops[order] > start]
+        return [keys[order] for order in sorted(found)]
 
     def within(self, start: int, stop: int) -> list:
         """The keys whose span lies in [start, stop], in tracking order."""
-        spans, keys = self.spans, self._keys
+        stops, keys = self._stops, self._keys
         lo = bisect_left(self._by_start, (start, -1))
         hi = bisect_right(self._by_start, (stop, self._next))
-        return self._ordered(lo, hi, lambda s2, order: spans[keys[order]][1] <= stop)
+        found = [order for _, order in self._by_start[lo:hi] if stops[order] <= stop]
+        return [keys[order] for order in sorted(found)]
 
 
 def add_deps(op: sched.TaskBase, extra: list[SSAValue]) -> None:

@@ -22,6 +22,7 @@ It runs before `sched-allocate`, whose live ranges then keep the two pieces' buf
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -85,11 +86,7 @@ class PipelinePass(MrvlModulePass):
             d[r.start] += size
             d[r.end + 1] -= size
         for tile, d in deltas.items():
-            level, levels = 0, []
-            for i in range(n):
-                level += d[i]
-                levels.append(level)
-            live_after[tile] = levels
+            live_after[tile] = list(accumulate(d[:n]))
         position = {id(o): i for i, o in enumerate(ops)}  # by id(): Operation hashes slowly
         last_compute: dict[int, int] = {}  # tile -> index of its last compute task so far
         ddr_writes_since: dict[int, set] = {}  # tile -> id() of DDR roots written since then
