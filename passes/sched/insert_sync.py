@@ -15,7 +15,6 @@ share bytes are taken to conflict.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -38,60 +37,14 @@ def queue_of(op: sched.TaskBase) -> int:
 class _Memory:
     """The tracked accesses of one memory, by buffer (or table) key: its byte span, and its
     entries `(access, write, token, queue, seq)` (`access` None: the activation-table memory),
-    and the write entries alone (all that a read must look at), in the same order.
+    and the write entries alone (all that a read must look at), in the same order."""
 
-    The keys are also kept sorted by where their bytes start, so that the spans a task's
-    bytes meet are found without a walk over every buffer the memory has held
-    (`overlapping`, `within`); both give the keys in the order they were tracked in, the
-    order of `spans`, in which the walk used to visit them."""
-
-    __slots__ = (
-        "entries", "spans", "writes", "_by_start", "_keys", "_order", "_stops", "_next", "_widest"
-    )  # fmt: skip
+    __slots__ = ("entries", "spans", "writes")
 
     def __init__(self) -> None:
         self.spans: dict[object, tuple[int, int]] = {}
         self.entries: dict[object, list[tuple]] = {}
         self.writes: dict[object, list[tuple]] = {}
-        self._by_start: list[tuple[int, int]] = []  # (start, order), sorted
-        self._keys: dict[int, object] = {}  # order -> key
-        self._order: dict[object, int] = {}  # key -> order
-        self._stops: dict[int, int] = {}  # order -> where the key's bytes stop
-        self._next = 0
-        self._widest = 0
-
-    def track(self, key, start: int, stop: int) -> None:
-        """Give `key` its span (a key tracked before keeps its place in the order)."""
-        if key not in self._order:
-            order = self._next
-            self._next += 1
-            self._order[key], self._keys[order], self._stops[order] = order, key, stop
-            insort(self._by_start, (start, order))
-            self._widest = max(self._widest, stop - start)
-        self.spans[key] = (start, stop)
-
-    def forget(self, key) -> None:
-        start, _ = self.spans.pop(key)
-        del self.entries[key], self.writes[key]
-        order = self._order.pop(key)
-        del self._keys[order], self._stops[order]
-        del self._by_start[bisect_left(self._by_start, (start, order))]
-
-    def overlapping(self, start: int, stop: int) -> list:
-        """The keys whose span shares a byte with [start, stop), in tracking order."""
-        stops, keys = self._stops, self._keys
-        lo = bisect_right(self._by_start, (start - self._widest, self._next))
-        hi = bisect_left(self._by_start, (stop, -1))
-        found = [order for _, order in self._by_start[lo:hi] if stops[order] > start]
-        return [keys[order] for order in sorted(found)]
-
-    def within(self, start: int, stop: int) -> list:
-        """The keys whose span lies in [start, stop], in tracking order."""
-        stops, keys = self._stops, self._keys
-        lo = bisect_left(self._by_start, (start, -1))
-        hi = bisect_right(self._by_start, (stop, self._next))
-        found = [order for _, order in self._by_start[lo:hi] if stops[order] <= stop]
-        return [keys[order] for order in sorted(found)]
 
 
 def add_deps(op: sched.TaskBase, extra: list[SSAValue]) -> None:
@@ -149,7 +102,9 @@ class InsertSyncPass(MrvlModulePass):
             for memory, key, start, stop, a, write in touched:
                 # a read conflicts with the writes only
                 entries = memory.entries if write else memory.writes
-                for other in memory.overlapping(start, stop):
+                for other, (s2, e2) in memory.spans.items():
+                    if s2 >= stop or start >= e2:
+                        continue
                     same = other is key and a is not None
                     for access, _, token, e_queue, e_seq in reversed(entries[other]):
                         if same and not a.overlaps(access):
@@ -164,22 +119,22 @@ class InsertSyncPass(MrvlModulePass):
             post[q] = seq[q] + 1
             post = tuple(post)
             for memory, key, start, stop, a, write in touched:
-                entries, writes = memory.entries, memory.writes
+                spans, entries, writes = memory.spans, memory.entries, memory.writes
                 if write:
                     # every earlier access of the bytes it writes now happens before it
-                    if key in memory.spans:
-                        if a is None:
-                            entries[key], writes[key] = [], []
-                        else:
-                            entries[key] = [e for e in entries[key] if not a.covers(e[0])]
-                            writes[key] = [e for e in writes[key] if not a.covers(e[0])]
-                    if a is None or a.lo is None:  # the whole buffer: others inside it go
-                        for other in memory.within(start, stop):
-                            if other is not key:
-                                memory.forget(other)
+                    whole = a is None or a.lo is None
+                    for other, (s2, e2) in list(spans.items()):
+                        if other is key:
+                            if a is None:
+                                entries[other], writes[other] = [], []
+                            else:
+                                entries[other] = [e for e in entries[other] if not a.covers(e[0])]
+                                writes[other] = [e for e in writes[other] if not a.covers(e[0])]
+                        elif whole and start <= s2 and e2 <= stop:
+                            del spans[other], entries[other], writes[other]
                 mine = entries.setdefault(key, [])
                 mine_writes = writes.setdefault(key, [])
-                memory.track(key, start, stop)
+                spans[key] = (start, stop)
                 if not write:  # a later read on this queue supersedes an earlier one it covers
                     mine[:] = [
                         e for e in mine if e[1] or e[3] != q or not (a is None or a.covers(e[0]))
