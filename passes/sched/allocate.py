@@ -62,6 +62,9 @@ def first_fit_offsets(
             group_of[id(m)] = members
     # per memory (tile; None: DDR), (offset, end, size) by offset (ties: oldest first)
     live: dict[int | None, list[tuple[int, int, int]]] = {}
+    # per memory, the earliest end among its entries: the list is filtered only when one of
+    # them has ended (most ranges start while everything placed before is still live)
+    soonest: dict[int | None, int] = {}
     placed: list[tuple[LiveRange, int]] = []
     done: set[int] = set()
     for r in sorted(ranges, key=lambda r: r.start):
@@ -70,7 +73,12 @@ def first_fit_offsets(
         members = group_of.get(id(r), [r])
         size = _align(r.size, alignment)
         for m in members:
-            live[m.tile] = [e for e in live.get(m.tile, ()) if e[1] >= r.start]
+            if m.tile not in live:
+                live[m.tile], soonest[m.tile] = [], r.start
+            elif soonest[m.tile] < r.start:
+                kept = [e for e in live[m.tile] if e[1] >= r.start]
+                live[m.tile] = kept
+                soonest[m.tile] = min((e[1] for e in kept), default=r.start)
         offset, settled = base, False
         while not settled:  # offsets only rise: stops at the lowest one free on every tile
             settled = True
@@ -80,6 +88,7 @@ def first_fit_offsets(
                 offset = lowest
         for m in members:
             insort(live[m.tile], (offset, m.end, size), key=lambda e: e[0])
+            soonest[m.tile] = min(soonest[m.tile], m.end)
             placed.append((m, offset))
             done.add(id(m))
     return placed

@@ -83,4 +83,12 @@ class FuseConvertsPass(MrvlModulePass):
     name = "sched-fuse-converts"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        # The walker visits every op of the program (tens of thousands at 8 tiles) and finds
+        # a chain only where a conversion reads an `alloc`: without one, nothing can change
+        # (no sched op is free of side effects, so its dead-code pass erases nothing either).
+        if not any(
+            isinstance(o, _CONVERSIONS) and isinstance(o.source.owner, sched.AllocOp)
+            for o in op.walk()
+        ):
+            return
         PatternRewriteWalker(InheritLocation(FuseConvertChain())).rewrite_module(op)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
+from xdsl.irdl.operations import VariadicDef
 
 from mrvl.dialects import sched
 
@@ -30,12 +31,13 @@ class LiveRange:
     end: int
     """Index (in program order) of the definition and of the last use, views included."""
 
-    # Asked tens of thousands of times by the allocator, the pipeliner and the sync pass.
+    # Asked tens of thousands of times by the allocator, the pipeliner and the sync pass
+    # (a range's buffer keeps its memory and tile while passes hold the range).
     @functools.cached_property
     def space(self) -> str:
         return self.op.buffer_type.space.data
 
-    @property
+    @functools.cached_property
     def tile(self) -> int | None:
         tile = getattr(self.op, "tile", None)
         return tile.value.data if tile is not None else None
@@ -95,14 +97,22 @@ def live_ranges(ops: Sequence[Operation]) -> list[LiveRange]:
         if _is_def(cls):
             whole = _is_whole(cls)
             ranges[id(o)] = LiveRange(o, 0 if whole else i, last if whole else i)
+    # id() of each operand seen -> the range of its root, or None for a token: a buffer is
+    # used by a few tasks, each asked once
+    of_value: dict[int, LiveRange | None] = {}
     for i, o in enumerate(ops):
         if _is_view(type(o)):
             continue
         for operand in o.operands:
-            if _is_buffer(type(operand.type)):
-                r = ranges[id(root(operand))]
-                if i > r.end:
-                    r.end = i
+            key = id(operand)
+            if key in of_value:
+                r = of_value[key]
+            else:
+                r = of_value[key] = (
+                    ranges[id(root(operand))] if _is_buffer(type(operand.type)) else None
+                )
+            if r is not None and i > r.end:
+                r.end = i
     return list(ranges.values())
 
 
@@ -168,12 +178,11 @@ def accesses(op: Operation) -> list[Access]:
         ]
     reads: list[Access] = []
     writes: list[Access] = []
-    for name in _operand_names(type(op)):
-        values = getattr(op, name)
-        if values is None:
+    for name, values in _operand_segments(op):
+        if name == "deps":
             continue
-        for value in (values,) if isinstance(values, SSAValue) else values:
-            if value is None or not _is_buffer(type(value.type)):
+        for value in values:
+            if not _is_buffer(type(value.type)):
                 continue
             access = Access(root(value), None, None, name in WRITTEN_OPERANDS)
             (writes if access.write else reads).append(access)
@@ -181,8 +190,35 @@ def accesses(op: Operation) -> list[Access]:
 
 
 @functools.cache
-def _operand_names(cls: type) -> tuple[str, ...]:
-    return tuple(name for name, _ in cls.get_irdl_definition().operands if name != "deps")
+def _operand_layout(cls: type) -> tuple[tuple[str, bool], ...]:
+    """(name, variadic or optional) of each operand definition of an op class, in order."""
+    return tuple((name, isinstance(d, VariadicDef)) for name, d in cls.get_irdl_definition().operands)
+
+
+def _operand_segments(op: Operation) -> list[tuple[str, Sequence[SSAValue]]]:
+    """Each operand definition's name and values, cut from the operand list at once: a task's
+    named accessors each decode its segment sizes again (a dense array) to find their part."""
+    layout = _operand_layout(type(op))
+    operands = op.operands
+    sizes_attr = op.properties.get("operandSegmentSizes")
+    if sizes_attr is not None:
+        sizes = sizes_attr.get_values()
+    else:  # at most one variadic definition: it takes what the others leave
+        fixed = sum(not variadic for _, variadic in layout)
+        if len(layout) - fixed > 1:  # not an op IRDL would accept; ask the accessors
+            return [(name, _as_values(getattr(op, name))) for name, _ in layout]
+        sizes = [len(operands) - fixed if variadic else 1 for _, variadic in layout]
+    segments, at = [], 0
+    for (name, _), size in zip(layout, sizes):
+        segments.append((name, operands[at : at + size]))
+        at += size
+    return segments
+
+
+def _as_values(values) -> tuple[SSAValue, ...]:
+    if values is None:
+        return ()
+    return (values,) if isinstance(values, SSAValue) else tuple(values)
 
 
 def byte_range(buffer: sched.BufferDefBase) -> tuple[int, int]:

@@ -22,6 +22,7 @@ It runs before `sched-allocate`, whose live ranges then keep the two pieces' buf
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -85,22 +86,18 @@ class PipelinePass(MrvlModulePass):
             d[r.start] += size
             d[r.end + 1] -= size
         for tile, d in deltas.items():
-            level, levels = 0, []
-            for i in range(n):
-                level += d[i]
-                levels.append(level)
-            live_after[tile] = levels
-        position = {o: i for i, o in enumerate(ops)}
+            live_after[tile] = list(accumulate(d[:n]))
+        position = {id(o): i for i, o in enumerate(ops)}  # by id(): Operation hashes slowly
         last_compute: dict[int, int] = {}  # tile -> index of its last compute task so far
-        ddr_writes_since: dict[int, set] = {}  # tile -> DDR roots written since that compute
+        ddr_writes_since: dict[int, set] = {}  # tile -> id() of DDR roots written since then
         moves: dict[int, list[Operation]] = {}  # compute index -> the ops to put before it
         extra: dict[int, int] = {}  # compute index -> OCM bytes moved before it
-        moved: set[Operation] = set()
+        moved: set[int] = set()  # id() of the ops moved
         for i, o in enumerate(ops):
             written = _writes_ddr(o)
             if written is not None:
                 for roots in ddr_writes_since.values():
-                    roots.add(written)
+                    roots.add(id(written))
             if _is_compute(o):
                 tile = o.tile.value.data
                 last_compute[tile] = i
@@ -113,16 +110,16 @@ class PipelinePass(MrvlModulePass):
             if at is None:
                 continue
             alloc = o.dest.owner
-            if position[alloc] < at or root(o.source) in ddr_writes_since[tile]:
+            if position[id(alloc)] < at or id(root(o.source)) in ddr_writes_since[tile]:
                 continue
             if any(
-                position[v.owner] >= at
+                position[id(v.owner)] >= at
                 for v in (o.source, *o.deps)
                 if isinstance(v.owner, Operation)
             ):
                 continue
-            if alloc in moved:  # a second DMA into a buffer already moved: it follows
-                if alloc not in moves.get(at, ()):
+            if id(alloc) in moved:  # a second DMA into a buffer already moved: it follows
+                if all(m is not alloc for m in moves.get(at, ())):
                     continue
                 moves[at].append(o)
             else:
@@ -132,7 +129,7 @@ class PipelinePass(MrvlModulePass):
                     continue
                 extra[at] = extra.get(at, 0) + size
                 moves.setdefault(at, []).extend((alloc, o))
-            moved.update((alloc, o))
+            moved.update((id(alloc), id(o)))
         while moves:
             failing = overflowing_layers(live_ranges(self.reordered(ops, moves, moved)), target)
             if not failing:
@@ -149,7 +146,7 @@ class PipelinePass(MrvlModulePass):
             )
             for at in dropped:
                 for m in moves.pop(at):
-                    moved.discard(m)
+                    moved.discard(id(m))
         if not moves:
             return
         block = program.body.block
@@ -163,6 +160,6 @@ class PipelinePass(MrvlModulePass):
         order = []
         for i, o in enumerate(ops):
             order.extend(moves.get(i, ()))
-            if o not in moved:
+            if id(o) not in moved:
                 order.append(o)
         return order

@@ -184,9 +184,11 @@ def _double_buffers_cached(layer, plan, target, pinned, early=False) -> bool:
     return _pipelined_top(steps, target.ocm_alignment, resident, early) <= room
 
 
+@cache
 def _fits_twice(layer: WindowLayer, plan: WindowPlan, target, pinned: bool) -> bool:
     """A quick necessary condition for `_double_buffers`: a piece and one more step's loads
-    fit a tile, fragmentation aside."""
+    fit a tile, fragmentation aside. (Cached: the search asks it of a plan when it makes the
+    candidate and again at each of its two estimates.)"""
     rows = plan.rows
     in_rows = min((rows - 1) * layer.sh + (layer.kh - 1) * layer.dh + 1, layer.h)
     steps, resident = _window_steps(layer, plan, rows, in_rows, pinned)

@@ -163,7 +163,8 @@ def window_pieces(layer: WindowLayer, plan: WindowPlan, num_tiles: int) -> list[
     else:
         split = {"dealt": None, "channels": 0, "rows": 1, "columns": 2}[plan.split]
         tiles = _deal(keys, split, num_tiles)
-    pieces = [replace(p, tile=t) for p, t in zip(grid, tiles)]
+    # (`replace` walks the dataclass's fields for each of thousands of pieces)
+    pieces = [WindowPiece(**{**vars(p), "tile": t}) for p, t in zip(grid, tiles)]
     return _interleaved(pieces, tiles)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 
 from mrvl import cost
@@ -163,31 +163,37 @@ def _piece_cost_cached(layer, target, rows, in_rows, cols, in_cols, ocs, ics, cb
     blocks = [(c0, min(cbs, layer.c - c0)) for c0 in range(0, layer.c, cbs)] if cbs else [(0, ics)]
     steps, ddr, weight_ddr, windows_ddr = [], store.ddr_bytes, 0, 0
     block_loads = {}  # channels -> (window, weights) DMAs of a block that wide
+    # A chain's middle blocks of one width are the same step: priced once (a conv over 1024
+    # channels in blocks of 64 has 16 blocks and at most 4 distinct steps).
+    block_steps: dict[tuple[int, bool, bool], tuple[_Step, int, int]] = {}
     for index, (_, cs) in enumerate(blocks):
-        if cs not in block_loads:
-            block_loads[cs] = (
-                load_window((n, in_rows, in_cols, cs)),
-                load((ocs, layer.kh, layer.kw, cs if cbs else cg), w_strides),
-            )
-        window, weights = block_loads[cs]
-        extra = _chain_vectors(vectors, f32_vector, layer.int8, index, len(blocks))
-        const_cycles = _contended(weights, target, sharing) + sum(
-            count * _contended(v, target, sharing) for count, v in extra
-        )
-        const_ddr = weights.ddr_bytes + sum(count * v.ddr_bytes for count, v in extra)
-        macs = cost.conv_macs(out_shape, (layer.kh, layer.kw), cs if cbs else cg)
         last = index == len(blocks) - 1
-        steps.append(
-            _Step(
+        kind = (cs, index == 0, last)
+        if kind not in block_steps:
+            if cs not in block_loads:
+                block_loads[cs] = (
+                    load_window((n, in_rows, in_cols, cs)),
+                    load((ocs, layer.kh, layer.kw, cs if cbs else cg), w_strides),
+                )
+            window, weights = block_loads[cs]
+            extra = _chain_vectors(vectors, f32_vector, layer.int8, index, len(blocks))
+            const_cycles = _contended(weights, target, sharing) + sum(
+                count * _contended(v, target, sharing) for count, v in extra
+            )
+            const_ddr = weights.ddr_bytes + sum(count * v.ddr_bytes for count, v in extra)
+            macs = cost.conv_macs(out_shape, (layer.kh, layer.kw), cs if cbs else cg)
+            step = _Step(
                 _contended(window, target, sharing) + const_cycles,
                 const_cycles,
                 cost.mac(target, macs, int8=layer.int8).cycles,
                 _contended(store, target, sharing) if last else 0,
             )
-        )
-        ddr += window.ddr_bytes + const_ddr
+            block_steps[kind] = (step, const_ddr, window.ddr_bytes)
+        step, const_ddr, window_bytes = block_steps[kind]
+        steps.append(step)
+        ddr += window_bytes + const_ddr
         weight_ddr += const_ddr
-        windows_ddr += window.ddr_bytes
+        windows_ddr += window_bytes
     window_ddr = block_loads[blocks[0][1]][0].ddr_bytes if len(blocks) == 1 else 0
     return _PieceCost(tuple(steps), ddr, weight_ddr, window_ddr, windows_ddr)
 
@@ -309,7 +315,7 @@ def window_plan_cycles(
         for s in piece.steps:
             load = (0 if kept else s.weights) + (0 if shared else s.load - s.weights)
             steps.setdefault(p.tile, []).append(
-                replace(s, load=load, weights=0 if kept else s.weights)
+                _Step(load, 0 if kept else s.weights, s.work, s.store)
             )
         port += piece.ddr - piece.weight_ddr - piece.windows_ddr
         window = (p.in_row0, p.in_rows, p.in_col0, in_cols, p.ic0, ics, p.ci_blocks)
@@ -349,6 +355,63 @@ def _estimate(
     shapes, counted, with the busiest tile taking its share of the pieces; with
     `shared_windows`, as a grid split would lay them out (each tile loading a window once
     for its channel pieces of that band)."""
+    (
+        channels, spatial, columns, pieces, cbs,
+        load, weights, work, store, ddr, weight_ddr, steps, window, window_ddr,
+    ) = _estimate_totals(layer, plan, num_tiles, target)  # fmt: skip
+    if pinned and cbs is None:
+        groups = channels
+        loads = min(pieces, groups + min(pieces, num_tiles) - 1)  # one per (tile, group)
+        saved = 1 - loads / pieces
+        load -= int(weights * saved)
+        ddr -= int(weight_ddr * saved)
+    overlapped = _fits_twice(layer, plan, target, pinned and cbs is None)
+    tail = _tail(target, work / max(1, steps))
+
+    def priced(load: int, ddr: int, tile_pieces: int) -> int:
+        share = tile_pieces / pieces  # the busiest tile's share
+        dma, compute = (load + store) * share, work * share
+        if overlapped:
+            tile = max(dma, compute) + min(dma, compute) / max(1, steps * share)
+        else:
+            tile = dma + compute
+        return _layer_cycles(target, int(tile), ddr, tail)
+
+    per_tile = -(-pieces // num_tiles)  # the busiest tile's pieces, dealt evenly
+
+    def sharing_windows(k: int, tile_pieces: int) -> int:
+        """Priced with each tile loading a window once for `k` channel pieces in a row, when
+        they read the same input channels (not a pool's or a grouped conv's)."""
+        saved = 1 - 1 / max(1, k) if not layer.depthwise_channels and layer.groups == 1 else 0
+        return priced(load - int(window * saved), ddr - int(window_ddr * saved), tile_pieces)
+
+    if not shared_windows or pinned:
+        options = [priced(load, ddr, per_tile)]
+        if not pinned and spatial <= num_tiles and num_tiles % spatial == 0:
+            # dealt: tile t takes spatial piece t % spatial of every (tiles / spatial)-th
+            # channel piece, one window for all of them (`shares_window`)
+            options.append(sharing_windows(-(-channels // (num_tiles // spatial)), per_tile))
+        if not pinned and num_tiles > 1 and columns == 1:
+            # rows: a tile takes its pieces band by band, the channel pieces of a band in a row
+            options.append(sharing_windows(min(channels, per_tile), per_tile))
+        return min(options)
+    # A grid split of G channel groups by R band groups gives each tile ceil(channel pieces /
+    # G) x ceil(spatial pieces / R) pieces, and the tile loads each window once for its
+    # channel pieces of that band (`shares_window`).
+    grids = []
+    for g in (int(split.split("x")[0]) for split in grid_splits(num_tiles)):
+        k = -(-channels // g)
+        grids.append(sharing_windows(k, k * -(-spatial // (num_tiles // g))))
+    return min(grids, default=priced(load, ddr, per_tile))
+
+
+@cache
+def _estimate_totals(layer: WindowLayer, plan: WindowPlan, num_tiles: int, target) -> tuple:
+    """What `_estimate` sums over a plan's distinct piece shapes, however it then prices
+    them (the search asks twice for each candidate: dealt, and laid out in a grid): the
+    channel, spatial and column piece counts, all pieces, the input-channel block, and the
+    totals of the steps' loads, weights, work, stores, DDR bytes, steps and single-step
+    windows."""
     bands = Counter((rows, in_rows) for _, rows, _, in_rows in _bands(layer, plan.rows))
     cols = Counter((c, in_c) for _, c, _, in_c in _columns(layer, plan.cols))
     chans = Counter((ocs, ics) for _, ocs, _, ics in _channels(layer, plan.ocs))
@@ -374,48 +437,8 @@ def _estimate(
                 if len(piece.steps) == 1:
                     window += count * (piece.steps[0].load - piece.steps[0].weights)
                     window_ddr += count * piece.window_ddr
-    if pinned and cbs is None:
-        groups = sum(chans.values())
-        loads = min(pieces, groups + min(pieces, num_tiles) - 1)  # one per (tile, group)
-        saved = 1 - loads / pieces
-        load -= int(weights * saved)
-        ddr -= int(weight_ddr * saved)
-    overlapped = _fits_twice(layer, plan, target, pinned and cbs is None)
-    tail = _tail(target, work / max(1, steps))
-
-    def priced(load: int, ddr: int, tile_pieces: int) -> int:
-        share = tile_pieces / pieces  # the busiest tile's share
-        dma, compute = (load + store) * share, work * share
-        if overlapped:
-            tile = max(dma, compute) + min(dma, compute) / max(1, steps * share)
-        else:
-            tile = dma + compute
-        return _layer_cycles(target, int(tile), ddr, tail)
-
     channels, spatial = sum(chans.values()), sum(bands.values()) * sum(cols.values())
-    per_tile = -(-pieces // num_tiles)  # the busiest tile's pieces, dealt evenly
-
-    def sharing_windows(k: int, tile_pieces: int) -> int:
-        """Priced with each tile loading a window once for `k` channel pieces in a row, when
-        they read the same input channels (not a pool's or a grouped conv's)."""
-        saved = 1 - 1 / max(1, k) if not layer.depthwise_channels and layer.groups == 1 else 0
-        return priced(load - int(window * saved), ddr - int(window_ddr * saved), tile_pieces)
-
-    if not shared_windows or pinned:
-        options = [priced(load, ddr, per_tile)]
-        if not pinned and spatial <= num_tiles and num_tiles % spatial == 0:
-            # dealt: tile t takes spatial piece t % spatial of every (tiles / spatial)-th
-            # channel piece, one window for all of them (`shares_window`)
-            options.append(sharing_windows(-(-channels // (num_tiles // spatial)), per_tile))
-        if not pinned and num_tiles > 1 and sum(cols.values()) == 1:
-            # rows: a tile takes its pieces band by band, the channel pieces of a band in a row
-            options.append(sharing_windows(min(channels, per_tile), per_tile))
-        return min(options)
-    # A grid split of G channel groups by R band groups gives each tile ceil(channel pieces /
-    # G) x ceil(spatial pieces / R) pieces, and the tile loads each window once for its
-    # channel pieces of that band (`shares_window`).
-    grids = []
-    for g in (int(split.split("x")[0]) for split in grid_splits(num_tiles)):
-        k = -(-channels // g)
-        grids.append(sharing_windows(k, k * -(-spatial // (num_tiles // g))))
-    return min(grids, default=priced(load, ddr, per_tile))
+    return (
+        channels, spatial, sum(cols.values()), pieces, cbs,
+        load, weights, work, store, ddr, weight_ddr, steps, window, window_ddr,
+    )  # fmt: skip
