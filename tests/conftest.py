@@ -29,6 +29,12 @@ gc.set_threshold(20_000, 20, 20)
 # which inherit the environment) takes 127.0.0.1 as its address, so that Ray's traffic stays
 # on the loopback device (mrvl.distributed.evaluate.loopback_ray).
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+# Token authentication is off for every Ray the tests start. The two-node cluster test needs
+# it off (its nodes and its driver would each need the same token), and Ray fixes the mode of
+# a process at its first `ray.init`: a worker that ran an embedded Ray first (the evaluation
+# or sweep tests) kept token mode, and its driver then refused the cluster's raylets
+# ("InvalidAuthToken"), so the cluster's actors died at their start.
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 UNIT_SECONDS = {
     "tests/conformance/test_node_conformance.py": 510,
