@@ -75,17 +75,20 @@ def cluster(tmp_path_factory):
             os.environ.pop("RAY_AUTH_MODE", None)
         else:
             os.environ["RAY_AUTH_MODE"] = saved_auth
-        for node in nodes:
+        # The second node first, then the head, each by its `ray start` process alone: a
+        # node drains through the head's GCS before it stops its own processes, and a signal
+        # to a whole process group (the GCS included) left each drain waiting 30 s for it.
+        for node in reversed(nodes):
             try:
-                os.killpg(node.pid, signal.SIGTERM)  # a node drains, then stops its processes
-            except ProcessLookupError:
-                pass
-        for node in nodes:
-            try:
+                node.send_signal(signal.SIGTERM)
                 node.wait(timeout=45)
             except subprocess.TimeoutExpired:
-                os.killpg(node.pid, signal.SIGKILL)
+                node.kill()
                 node.wait()
+            try:
+                os.killpg(node.pid, signal.SIGKILL)  # whatever of the node is still running
+            except ProcessLookupError:
+                pass
 
 
 def _without_worker(rows):
