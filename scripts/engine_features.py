@@ -4,6 +4,7 @@
     .venv/bin/python scripts/engine_features.py --check
     .venv/bin/python scripts/engine_features.py --record                    # every entry
     .venv/bin/python scripts/engine_features.py --record light:resnet50     # one entry
+    .venv/bin/python scripts/engine_features.py --record zoo:yolov5n
 
 The suite runs a build on both simulator engines only where it exercises engine code that no
 other identity build does (the interpreter costs minutes on the large models). A build left
@@ -12,9 +13,10 @@ build runs. Checking that used to mean building every identity model in the proc
 asked; the pins in `tests/fixtures/engine_features.json` answer it without a build, and each
 pin is checked, equal, by the test that runs its build on both engines, so none goes stale.
 
-Entries: "corpus" (the union over `helpers.ENGINE_CORPUS`) and "light:<name>" (a light model
+Entries: "corpus" (the union over `helpers.ENGINE_CORPUS`), "light:<name>" (a light model
 of `ENGINE_IDENTITY_MODELS` in tests/models/test_light_models.py, built as that file builds
-it: seeded weights, 8 tiles).
+it: seeded weights, 8 tiles) and "zoo:<name>" (a zoo model of `ENGINE_IDENTITY_MODELS` in
+tests/zoo/test_zoo.py, built as `scripts/zoo_report.py` builds it).
 """
 
 from __future__ import annotations
@@ -35,9 +37,15 @@ LIGHT_SEED = 0
 
 def entries() -> list[str]:
     sys.path.insert(0, str(ROOT / "tests" / "models"))
-    from test_light_models import ENGINE_IDENTITY_MODELS
+    sys.path.insert(0, str(ROOT / "tests" / "zoo"))
+    from test_light_models import ENGINE_IDENTITY_MODELS as LIGHT
+    from test_zoo import ENGINE_IDENTITY_MODELS as ZOO
 
-    return ["corpus", *(f"light:{name}" for name in sorted(ENGINE_IDENTITY_MODELS))]
+    return [
+        "corpus",
+        *(f"light:{name}" for name in sorted(LIGHT)),
+        *(f"zoo:{name}" for name in sorted(ZOO)),
+    ]
 
 
 def features(key: str) -> set[tuple]:
@@ -47,8 +55,16 @@ def features(key: str) -> set[tuple]:
     from mrvl.models.light import load_light_model
 
     kind, name = key.split(":", 1)
+    if kind == "zoo":
+        zoo_report = helpers.load_module("mrvl_zoo_report", ROOT / "scripts" / "zoo_report.py")
+        run = zoo_report.run_model(name, build_only=True, probe=helpers.lib_features)
+        if run.failure:
+            raise SystemExit(f"engine_features: {key}: {run.failure}")
+        return run.probed
     if kind != "light":
-        raise SystemExit(f"engine_features: unknown entry {key!r} (corpus or light:<name>)")
+        raise SystemExit(
+            f"engine_features: unknown entry {key!r} (corpus, light:<name> or zoo:<name>)"
+        )
     model = load_light_model(name, seed=LIGHT_SEED)
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=LIGHT_TILES)
     return helpers.lib_features(mrvl.build(mod, num_tiles=LIGHT_TILES))

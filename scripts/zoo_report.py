@@ -66,6 +66,7 @@ class ZooRun:
     verdict: object | None = None  # mrvl.fp16_emulation.Verdict
     # the same run on the reference interpreter gave the same output bytes as on Numba
     engines_identical: bool | None = None
+    probed: object | None = None  # what `run_model(probe=...)` returned for the build
     hashes: dict[str, dict] | None = None  # region symbol → `output_hashes.region_digest`
     failure: str | None = None  # "<stage>: <exception type>: <message>"
 
@@ -112,12 +113,17 @@ def run_model(
     *,
     partition_only: bool = False,
     build_only: bool = False,
+    interpreter: bool = True,
+    probe=None,
 ) -> ZooRun:
     """Partition, build, run and judge one zoo model; exceptions become `failure`.
     `redraw`: when the older second look over re-drawn roundings is also taken, beside the
     distribution look that decides (`judge_model`).
     `partition_only`: stop after the partition (regions, MAC fraction, CPU ops);
-    `build_only`: stop after the build and its output hashes."""
+    `build_only`: stop after the build and its output hashes;
+    `interpreter`: also run on the reference interpreter (engine identity, `engines_identical`);
+    `probe`: a function of the build whose result is kept as `probed` (the suite reads the
+    engine paths of a model it leaves off the interpreter)."""
     import numpy as np
     import onnxruntime as ort
     import tvm
@@ -152,6 +158,8 @@ def run_model(
         run.regions = len(lib.mrvl_regions)
         digest = _output_hashes().region_digest
         run.hashes = dict(sorted((r.symbol, digest(r)) for r in lib.mrvl_regions))
+        if probe is not None:
+            run.probed = probe(lib)
         if build_only:
             return run
         stage = "run"
@@ -162,15 +170,16 @@ def run_model(
         run.seconds["run"] = time.perf_counter() - start
         results = [result] if isinstance(result, tvm.runtime.Tensor) else list(result)
         results = [np.asarray(r.numpy()) for r in results]
-        stage = "interpreter"  # engine identity (issue 8): the same bytes, no tolerance
-        start = time.perf_counter()
-        with use_engine("interp"):
-            again = vm["main"](*[tvm.runtime.tensor(x) for x in feeds.values()])
-        run.seconds["interp"] = time.perf_counter() - start
-        again = [again] if isinstance(again, tvm.runtime.Tensor) else list(again)
-        run.engines_identical = all(
-            a.tobytes() == np.asarray(b.numpy()).tobytes() for a, b in zip(results, again)
-        )
+        if interpreter:
+            stage = "interpreter"  # engine identity (issue 8): the same bytes, no tolerance
+            start = time.perf_counter()
+            with use_engine("interp"):
+                again = vm["main"](*[tvm.runtime.tensor(x) for x in feeds.values()])
+            run.seconds["interp"] = time.perf_counter() - start
+            again = [again] if isinstance(again, tvm.runtime.Tensor) else list(again)
+            run.engines_identical = all(
+                a.tobytes() == np.asarray(b.numpy()).tobytes() for a, b in zip(results, again)
+            )
         stage = "reference"
         options = ort.SessionOptions()
         options.log_severity_level = 3

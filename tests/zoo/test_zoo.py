@@ -22,7 +22,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from helpers import load_module
+from helpers import assert_features_pinned, lib_features, load_module, pinned_features
 from onnx import TensorProto, helper, numpy_helper
 
 from mrvl.accuracy import fp16_agreement
@@ -47,6 +47,28 @@ FAST_MODELS = frozenset({"squeezenet1_1"})
 # Built, run and judged here; the others (zoo_report.PARTITION_ONLY_IN_SUITE) are partitioned
 # here and built, run and judged by scripts/zoo_report.py into docs/zoo.md.
 RUN_MODELS = tuple(n for n in ZOO_MODELS if n not in zoo_report.PARTITION_ONLY_IN_SUITE)
+ENGINE_IDENTITY_MODELS = frozenset(
+    {
+        "mobilenet_v2",
+        "mobilenet_v3_small",
+        "efficientnet_b0",
+        "regnet_y_400mf",
+        "shufflenet_v2_x1_0",
+        "lraspp_mobilenet_v3_large",
+        "deeplabv3_mobilenet_v3_large",
+        "yolov5n",
+        "vit_tiny_patch16_224",
+        "mobilefacenet",
+        "ppocrv3_rec",
+        "retinaface_mnet025",
+    }
+)
+"""Models whose build also runs on the reference interpreter (engine identity, no tolerance).
+Each runs an engine path (`helpers.instruction_features`) that no other identity build runs:
+a dilated conv, an activation fused into a depthwise or grouped conv, a table or scale of its
+own. The rest of `RUN_MODELS` run only paths these, the engine corpus and the light models'
+identity builds run, at other sizes (`test_zoo_model_engine_paths_are_covered`); their
+interpreter runs cost the suite minutes (ResNet-50 30 s, DenseNet-121 27 s on 2 cores)."""
 KINDS = ("classifier", "segmentation", "detector", "encoder", "recognizer", "audio")
 FEW_REGION_MODELS = tuple(
     n for n in ZOO_MODELS if zoo_model_info(n).kind in zoo_report.FEW_REGION_KINDS
@@ -79,11 +101,17 @@ _runs: dict[str, object] = {}
 
 
 def zoo_run(name: str):
-    """The model partitioned, built, run and judged once per session (three tests read it);
-    only partitioned if it is one of zoo_report.PARTITION_ONLY_IN_SUITE."""
+    """The model partitioned, built, run and judged once per session (several tests read it),
+    with the engine paths of its build (`probed`); only partitioned if it is one of
+    zoo_report.PARTITION_ONLY_IN_SUITE, and run on the interpreter too if it is one of
+    ENGINE_IDENTITY_MODELS."""
     if name not in _runs:
-        partition_only = name in zoo_report.PARTITION_ONLY_IN_SUITE
-        _runs[name] = zoo_report.run_model(name, partition_only=partition_only)
+        _runs[name] = zoo_report.run_model(
+            name,
+            partition_only=name in zoo_report.PARTITION_ONLY_IN_SUITE,
+            interpreter=name in ENGINE_IDENTITY_MODELS,
+            probe=lib_features,
+        )
     return _runs[name]
 
 
@@ -99,13 +127,36 @@ def test_zoo_model_runs_hybrid_within_fp16(name, record_property):
     assert run.verdict.passed, f"{name}:\n{run.verdict}"
 
 
-@pytest.mark.parametrize("name", _params(RUN_MODELS, {}))
+@pytest.mark.parametrize("name", _params(sorted(ENGINE_IDENTITY_MODELS), {}))
 def test_zoo_model_gives_the_same_bytes_on_both_engines(name):
     """The hybrid run once more with the regions on the reference interpreter: the same
-    output bytes as on the Numba engine (issue 8's engine identity, over the zoo)."""
+    output bytes as on the Numba engine (issue 8's engine identity, over the zoo); the build
+    runs exactly the engine paths its entry `zoo:<name>` of `helpers.FEATURE_FIXTURE` pins."""
     run = zoo_run(name)
     assert run.engines_identical is not None, run.failure
+    assert_features_pinned(f"zoo:{name}", run.probed)
     assert run.engines_identical, f"{name}: the interpreter and Numba differ"
+
+
+@pytest.mark.parametrize("name", _params(sorted(set(RUN_MODELS) - ENGINE_IDENTITY_MODELS), {}))
+def test_zoo_model_engine_paths_are_covered(name):
+    """A model left off the interpreter runs no engine path that no engine-identity build
+    runs (the corpus, the light models' and ENGINE_IDENTITY_MODELS' pins)."""
+    run = zoo_run(name)
+    assert run.probed is not None, run.failure
+    missing = run.probed - set().union(*pinned_features().values())
+    assert not missing, (
+        f"{name} runs engine paths no engine-identity build runs: {sorted(missing)}; add it "
+        "to ENGINE_IDENTITY_MODELS and pin it (scripts/engine_features.py --record zoo:NAME)"
+    )
+
+
+def test_zoo_identity_models_are_pinned():
+    """`helpers.FEATURE_FIXTURE` has a `zoo:` entry for exactly the zoo models that run on
+    both engines, each of which the suite builds."""
+    pinned = {key.split(":", 1)[1] for key in pinned_features() if key.startswith("zoo:")}
+    assert pinned == ENGINE_IDENTITY_MODELS
+    assert ENGINE_IDENTITY_MODELS <= set(RUN_MODELS)
 
 
 PINNED = json.loads(zoo_report.HASH_FIXTURE.read_text())
