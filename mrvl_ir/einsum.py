@@ -14,9 +14,17 @@ TVM converts every Einsum to `relax.einsum`, which no pattern reads, so attentio
   output's order. A transposed operand is a `permute_dims` before the matmul, the form
   `MatMul(Q, Transpose(K))` imports as, which the `mrvl.bmm` and `mrvl.fc` patterns read.
 
-Anything else (a letter repeated in one operand, a diagonal or a trace, an ellipsis, a letter
-summed within one operand, three or more operands, sizes that differ) keeps TVM's
-conversion, and so its CPU fallback.
+- a letter summed within one operand only (`bij->bi`, `ij,jk->k`) → a `relax.sum` over it
+  first, a reduction on the MLIP;
+- two operands with no summed, row or column letter (`ij,ij->ij`, `bhi,bhi->hbi`) → both
+  permuted to the output's order and one `relax.multiply`;
+- an ellipsis (`...ij,...jk->...ik`, attention as PyTorch writes it) stands for fresh letters,
+  one per axis it covers, aligned from the right across the operands as NumPy broadcasts
+  them; the implicit output puts them first.
+
+Anything else (a letter repeated in one operand: a diagonal or a trace; three or more
+operands; a letter whose sizes differ, a broadcast) keeps TVM's conversion, and so its CPU
+fallback, exactly.
 """
 
 from __future__ import annotations
@@ -30,12 +38,41 @@ from .frontend_moves import static_shape
 __all__ = ["einsum"]
 
 
+def _without_ellipsis(equation: str, ranks: list[int]) -> str | None:
+    """`equation` with each operand's `...` replaced by fresh letters for the axes it covers
+    (the same letters, right-aligned, in every operand and in the output), or None if the
+    ranks leave an ellipsis a negative count of axes."""
+    if "..." not in equation:
+        return equation
+    inputs, arrow, output = equation.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(ranks):
+        return None
+    covered = []
+    for term, rank in zip(terms, ranks, strict=True):
+        letters = term.replace("...", "")
+        if term.count("...") > 1 or (term.count("...") == 0 and len(letters) != rank):
+            return None
+        covered.append(rank - len(letters) if "..." in term else 0)
+    if min(covered) < 0:
+        return None
+    fresh = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in equation][: max(covered)]
+    if len(fresh) < max(covered):
+        return None
+    ellipsis = lambda n: "".join(fresh[len(fresh) - n :]) if n else ""  # noqa: E731
+    terms = [t.replace("...", ellipsis(n)) for t, n in zip(terms, covered, strict=True)]
+    if arrow:
+        output = output.replace("...", ellipsis(max(covered)))
+    else:
+        letters = "".join(terms)
+        singles = sorted(c for c in set(letters) if letters.count(c) == 1 and c not in fresh)
+        output = ellipsis(max(covered)) + "".join(singles)
+    return ",".join(terms) + "->" + output
+
+
 def _terms(equation: str, operands: int) -> tuple[list[str], str] | None:
     """The operands' letters and the output's (the implicit form: each letter used once, in
-    alphabetical order), or None for an ellipsis or a malformed equation."""
-    equation = equation.replace(" ", "")
-    if "." in equation:
-        return None
+    alphabetical order), or None for a malformed equation or a diagonal."""
     inputs, arrow, output = equation.partition("->")
     terms = inputs.split(",")
     if len(terms) != operands or not all(t.isalpha() for t in terms):
@@ -67,10 +104,30 @@ def _reshaped(bb, x, shape: list[int]):
     return bb.emit(relax.op.reshape(x, shape))
 
 
-def _transpose(x, letters: str, output: str):
-    if sorted(letters) != sorted(output):
-        return None  # a sum over a letter of the one operand
-    return relax.op.permute_dims(x, [letters.index(c) for c in output])
+def _sums_a_constant(x, letters: str, keep) -> bool:
+    """Whether `x` is a constant with a letter to sum out (TVM's conversion folds that)."""
+    return isinstance(x, GenericConst) and any(c not in keep for c in letters)
+
+
+def _summed_alone(bb, x, letters: str, keep):
+    """`x` with the letters not in `keep` summed out (a `relax.sum`), and its letters left."""
+    axes = [i for i, c in enumerate(letters) if c not in keep]
+    if not axes:
+        return x, letters
+    return bb.emit(relax.op.sum(x, axis=axes)), "".join(c for c in letters if c in keep)
+
+
+def _transpose(bb, x, letters: str, output: str):
+    if set(output) - set(letters) or _sums_a_constant(x, letters, output):
+        return None
+    if sorted(letters) == sorted(output):
+        return relax.op.permute_dims(x, [letters.index(c) for c in output])
+    axes = [i for i, c in enumerate(letters) if c not in output]
+    kept = "".join(c for c in letters if c in output)
+    total = relax.op.sum(x, axis=axes)  # the frontend binds the node's last call itself
+    if kept == output:
+        return total
+    return relax.op.permute_dims(bb.emit(total), [kept.index(c) for c in output])
 
 
 def _matmul(bb, a, b, la: str, lb: str, output: str):
@@ -82,14 +139,18 @@ def _matmul(bb, a, b, la: str, lb: str, output: str):
                 return None  # a broadcast of one letter: TVM's conversion
     if set(output) - set(la) - set(lb):
         return None
+    keep_a, keep_b = set(lb) | set(output), set(la) | set(output)
+    if _sums_a_constant(a, la, keep_a) or _sums_a_constant(b, lb, keep_b):
+        return None
+    a, la = _summed_alone(bb, a, la, keep_a)
+    b, lb = _summed_alone(bb, b, lb, keep_b)
     batch = [c for c in output if c in la and c in lb]
     rows = [c for c in output if c in la and c not in lb]
     cols = [c for c in output if c in lb and c not in la]
     summed = [c for c in la if c in lb and c not in output]
-    if set(la) != {*batch, *rows, *summed} or set(lb) != {*batch, *cols, *summed}:
-        return None  # a letter summed within one operand
-    if not rows and not cols and not summed:
-        return None  # an elementwise product: no matmul
+    if not rows and not cols and not summed:  # an elementwise product
+        order = "".join(batch)
+        return relax.op.multiply(_permuted(bb, a, la, order), _permuted(bb, b, lb, order))
     extent = lambda letters: int(np.prod([size[c] for c in letters]))  # noqa: E731
     batch_shape = [size[c] for c in batch]
     left = _permuted(bb, a, la, "".join(batch + rows + summed))
@@ -107,7 +168,8 @@ def _matmul(bb, a, b, la: str, lb: str, output: str):
 
 
 def einsum(bb, inputs, attrs, opset) -> relax.Expr | None:
-    """Einsum of one or two static float32 tensors, as a transpose or a matmul (see above)."""
+    """Einsum of one or two static float32 tensors, as a transpose, a sum, a product or a
+    matmul (see above)."""
     equation = attrs.get("equation")
     if isinstance(equation, bytes):
         equation = equation.decode()
@@ -118,12 +180,13 @@ def einsum(bb, inputs, attrs, opset) -> relax.Expr | None:
         return None
     if all(isinstance(x, GenericConst) for x in inputs):
         return None
-    parsed = _terms(equation, len(inputs))
+    equation = _without_ellipsis(equation.replace(" ", ""), [len(s) for s in shapes])
+    parsed = None if equation is None else _terms(equation, len(inputs))
     if parsed is None:
         return None
     terms, output = parsed
     if any(len(t) != len(s) for t, s in zip(terms, shapes, strict=True)):
         return None
     if len(inputs) == 1:
-        return _transpose(inputs[0], terms[0], output)
+        return _transpose(bb, inputs[0], terms[0], output)
     return _matmul(bb, inputs[0], inputs[1], terms[0], terms[1], output)

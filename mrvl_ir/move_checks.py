@@ -26,9 +26,9 @@ from .pattern_checks import (
 _MOVE_ONNX_OPS = frozenset(
     {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Split", "Resize",
      "Upsample", "Identity", "DepthToSpace", "SpaceToDepth", "Gather",
-     "Expand", "Tile", "Pad"}
+     "Expand", "Tile", "Pad", "Einsum"}
 )  # fmt: skip
-"""ONNX ops a strided copy can be made of."""
+"""ONNX ops a strided copy can be made of (an Einsum's transpose: einsum.py)."""
 
 COPY_RANKS = (2, 3, 4, 5, 6)
 """Ranks of a strided copy's input and result: at 5 and 6 (attention's `[B, T, 3, heads, d]`,

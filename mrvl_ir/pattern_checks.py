@@ -616,6 +616,7 @@ _AFFINE_ONNX_OPS = frozenset(
         "HardSwish",
         "PRelu",
         "Mish",
+        "Einsum",  # an elementwise product (einsum.py)
         *ONNX_ACTIVATION_OPS,
     }
 )

@@ -63,9 +63,11 @@ BINARY_OPS = {
 
 _REDUCE_ONNX_OPS = frozenset(
     {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ArgMax", "GlobalAveragePool",
-     "GlobalMaxPool"}
+     "GlobalMaxPool", "Einsum"}
 )  # fmt: skip
-_BINARY_ONNX_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"})
+_BINARY_ONNX_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Einsum"})
+"""The ONNX ops a reduction or a binary op may come from (an Einsum's sum over a letter of one
+operand, its elementwise product: `einsum.py`)."""
 
 # ------------------------------------------------------------------------------- patterns
 

@@ -1,7 +1,8 @@
-"""Einsum forms that are a matmul or a transpose (issue 21), end to end against onnxruntime:
-the frontend rewrites them to `permute_dims` / `matmul` (`mrvl_ir/einsum.py`), so attention
-written as Einsum (Q·Kᵀ, A·V) runs on the MLIP as `MatMul` does; other forms keep TVM's
-conversion and run on the CPU, exactly."""
+"""Einsum forms that are a matmul, a transpose, a sum or a product (issue 21), end to end
+against onnxruntime: the frontend rewrites them to `permute_dims` / `matmul` / `sum` /
+`multiply` (`mrvl_ir/einsum.py`), so attention written as Einsum (Q·Kᵀ, A·V, with or without
+an ellipsis) runs on the MLIP as `MatMul` does; other forms (a diagonal, a broadcast) keep
+TVM's conversion and run on the CPU, exactly."""
 
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ def einsum_net(equation: str, constant_second: bool = False):
     return model([node], inits, feeds, [("y", shape(output))], opset=12)
 
 
+def shaped_einsum_net(equation: str, shapes: list[list[int]], out_shape: list[int]):
+    """Einsum of graph inputs of the given shapes (an equation with an ellipsis)."""
+    names = [f"x{i}" for i in range(len(shapes))]
+    node = helper.make_node("Einsum", names, ["y"], name="einsum", equation=equation)
+    return model([node], [], list(zip(names, shapes)), [("y", out_shape)], opset=12)
+
+
 @pytest.mark.parametrize(
     "equation, constant_second",
     [
@@ -46,21 +54,44 @@ def einsum_net(equation: str, constant_second: bool = False):
         ("bij,jk->bik", True),  # an fc by a constant
         ("bik,jk->bij", True),  # an fc by a transposed constant (nn.Linear's weight)
         ("nchw->nhwc", False),  # a transpose
+        ("bij->bi", False),  # a sum within the one operand
+        ("bij->jb", False),  # a sum, then a transpose
+        ("ij,jk->k", False),  # a letter (i) summed within the first operand, then a matmul
+        ("ij,ij->ij", False),  # an elementwise product
+        ("bhi,bhi->hbi", False),  # a product in another order
     ],
 )
 def test_einsum_as_matmul_or_transpose_runs_on_the_mlip(equation, constant_second):
     check_offloaded_and_accurate(einsum_net(equation, constant_second), num_tiles=1)
 
 
-@pytest.mark.parametrize("equation", ["bij->bi", "ij,ij->ij"])
-def test_other_einsum_forms_keep_tvms_conversion(equation):
-    """A sum within one operand, an elementwise product: TVM's relax.einsum on the CPU,
-    exactly. (A diagonal, `bii->bi`, is
-    the conformance case test_einsum_batch_diagonal.)"""
+@pytest.mark.parametrize(
+    "equation, shapes, out_shape",
+    [
+        ("...ij,...jk->...ik", [[2, 2, 5, 6], [2, 2, 6, 7]], [2, 2, 5, 7]),  # PyTorch's A·V
+        ("...id,...jd->...ij", [[2, 5, 8], [2, 6, 8]], [2, 5, 6]),  # Q·Kᵀ
+        ("...ij,jk", [[2, 5, 6], [6, 7]], [2, 5, 7]),  # implicit: the ellipsis first
+        ("b...->...b", [[2, 3, 4]], [3, 4, 2]),  # a transpose
+    ],
+)
+def test_einsum_with_an_ellipsis_runs_on_the_mlip(equation, shapes, out_shape):
+    check_offloaded_and_accurate(shaped_einsum_net(equation, shapes, out_shape), num_tiles=1)
+
+
+@pytest.mark.parametrize(
+    "equation, shapes, out_shape",
+    [
+        ("bii->bi", [[2, 4, 4]], [2, 4]),  # a diagonal
+        ("...ij,...jk->...ik", [[2, 1, 5, 6], [2, 3, 6, 7]], [2, 3, 5, 7]),  # a broadcast
+    ],
+)
+def test_other_einsum_forms_keep_tvms_conversion(equation, shapes, out_shape):
+    """A diagonal, a broadcast of an ellipsis axis of size 1: TVM's relax.einsum on the CPU,
+    exactly."""
     import tvm
     from tvm import relax
 
-    onnx_model = einsum_net(equation)
+    onnx_model = shaped_einsum_net(equation, shapes, out_shape)
     feeds = {
         i.name: np.random.default_rng(1)
         .standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim])
