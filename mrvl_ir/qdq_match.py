@@ -90,8 +90,11 @@ def check_match(
 ) -> QuantizedLayer | None:
     """The match's quantized form, None for a float layer; `NotInt8` for a quantized layer
     the MLIP cannot run in int8 (or that this compiler does not lower yet)."""
-    if not index.has_qdq:
-        return None  # a float model
+    if not index.has_qdq or kind in ("quantize", "dequantize"):
+        # a float model; or an edge of int8 code, not a layer between edges: a dequantize
+        # read by a quantize (a folded Dropout or Identity between two QDQ pairs) is a pair
+        # that `mrvl-fold-qdq` cancels or makes a requantize
+        return None
     calls = [index.original(c) for c in matched]
     if any(c is None for c in calls) or index.original(root) is None:
         raise NotInt8("cannot tell this layer's calls in the model apart (QDQ model)", root)

@@ -241,3 +241,36 @@ def activation_cnn(seed: int = 0) -> onnx.ModelProto:
     model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
     model.ir_version = 8
     return model
+
+
+def dropout_cnn(seed: int = 0) -> onnx.ModelProto:
+    """conv-relu-dropout-conv-classifier: a Dropout (inference: the identity) between two
+    quantized tensors, which a QDQ model writes as Q -> DQ -> Dropout -> Q -> DQ."""
+    weight = _weights(seed)
+    inits = [*_first_conv(weight), *_last_conv_and_fc(weight, 8)]
+    nodes = [
+        *_conv_relu("x", 1),
+        oh.make_node("Dropout", ["r1"], ["d1"], name="/drop/Dropout"),
+        *_conv_relu("d1", 2),
+        *_classifier("r2"),
+    ]
+    return _model("dropout_cnn", nodes, inits)
+
+
+def sum_cnn(seed: int = 0, inputs: int = 2) -> onnx.ModelProto:
+    """The small CNN's residual as a Caffe2-style `Sum` of `inputs` tensors (the first conv's
+    ReLU, the second conv, and for 3 its ReLU too): a Sum of two is an Add."""
+    weight = _weights(seed)
+    inits = [*_first_conv(weight), *_last_conv_and_fc(weight, 8)]
+    terms = ["c2", "r1", "r1b"][:inputs]
+    nodes = [
+        *_conv_relu("x", 1),
+        _conv_relu("r1", 2)[0],
+        oh.make_node("Relu", ["c2"], ["r1b"], name="/relu1b/Relu"),
+        oh.make_node("Sum", terms, ["a"], name="/sum/Sum"),
+        oh.make_node("Relu", ["a"], ["r2"], name="/relu2/Relu"),
+        *_classifier("r2"),
+    ]
+    if inputs < 3:
+        nodes = [n for n in nodes if n.name != "/relu1b/Relu"]
+    return _model("sum_cnn", nodes, inits)
