@@ -10,13 +10,14 @@ import sys
 from pathlib import Path
 
 import onnxruntime as ort
+import pytest
 import tvm
 from tvm import relax
 
 import mrvl
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "quantization"))
-from qdq_models import calibration, dropout_cnn  # noqa: E402
+from qdq_models import calibration, dropout_cnn, sum_cnn  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_int8_end_to_end import steps  # noqa: E402
@@ -48,3 +49,49 @@ def test_dropout_between_qdq_pairs_stays_in_the_region():
     assert report.int8_mac_fraction == 1.0
     assert not report.on_cpu()
     assert worst <= 1, worst
+
+
+@pytest.mark.parametrize("inputs", [2, 3])
+def test_caffe2_sum_is_an_int8_add(inputs):
+    """`mrvl.quantize` quantizes a `Sum` (onnxruntime leaves it in float: light ResNet-50's
+    last residual then split the model in 3 regions); TVM imports it as Adds, which run as
+    `qadd`s in the one int8 region."""
+    model = mrvl.quantize(sum_cnn(inputs=inputs), calibration(16, seed=2))
+    sums = [n for n in model.graph.node if n.op_type == "Sum"]
+    producers = {o: n.op_type for n in model.graph.node for o in n.output}
+    assert all(producers[i] == "DequantizeLinear" for i in sums[0].input)
+    report, worst = build_and_compare(model)
+    assert len(report.regions) == 1, report
+    assert {r.node: r.dtype for r in report.rows}["/sum/Sum"] == "int8"
+    assert report.int8_mac_fraction == 1.0
+    assert worst <= 1, worst
+
+
+def _light_qdq(name: str):
+    from mrvl.models.light import load_light_model, random_inputs
+
+    model = load_light_model(name)
+    return mrvl.quantize(model, [random_inputs(model, seed=1000 + i) for i in range(8)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name, regions", [("squeezenet", 2), ("resnet50", 1)]
+)  # SqueezeNet: its Reshape after the int8 Softmax (on the CPU) is a second region
+def test_light_qdq_models_build_in_int8(name, regions):
+    """The QDQ forms of light SqueezeNet (failed to compile: the Dropout pair) and light
+    ResNet-50 (3 regions: its last `Sum` in float) build, every MAC in int8, within 3 steps
+    of onnxruntime on the same QDQ model."""
+    from mrvl.models.light import random_inputs
+
+    qdq = _light_qdq(name)
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=8)
+    report = mrvl.partition_report(mod, qdq)
+    assert len(report.regions) == regions, report
+    assert report.int8_mac_fraction == 1.0
+    assert {r.op_type for r in report.on_cpu()} <= {"Softmax", "QuantizeLinear", "DequantizeLinear"}
+    vm = relax.VirtualMachine(mrvl.build(mod, target="llvm"), tvm.cpu())
+    feeds = random_inputs(qdq, seed=5)
+    got = vm["main"](*[tvm.runtime.tensor(x) for x in feeds.values()]).numpy()
+    want = ort.InferenceSession(qdq.SerializeToString()).run(None, feeds)[0]
+    assert steps(qdq, got, want).max() <= 3
