@@ -80,6 +80,20 @@ def _varies(arg) -> bool:
     return values.size > 1 and bool((values != values[0]).any())
 
 
+AFFINE_OPS = frozenset(
+    {"relax.multiply", "relax.add", "relax.subtract", "relax.nn.relu", "relax.clip"}
+)
+"""A per-channel affine with a ReLU or Clip: an int8 depthwise 1x1 conv
+(`passes/graph/fold_qdq_affine.py`); other activations of per-channel steps are no table."""
+
+
+def _int8_affine(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr]) -> bool:
+    """Whether a scale_shift with per-channel steps is an affine of an NCHW tensor (and a
+    ReLU or Clip), which runs in int8 as a depthwise conv."""
+    rank = getattr(inputs[0].ty, "ndim", None) if len(inputs) == 1 else None
+    return rank == 4 and all(_op(c) in AFFINE_OPS for c in calls)
+
+
 def check_match(
     kind: str,
     matched: Sequence[relax.Call],
@@ -139,10 +153,13 @@ def check_match(
             bias = tuple(int(v) for v in b)
     if kind not in qdq.INT8_READY:
         raise NotInt8(NOT_LOWERED.format(kind=kind), at)
-    if kind == "scale_shift" and any(_varies(a) for c in calls for a in c.args):
+    if (
+        kind == "scale_shift"
+        and any(_varies(a) for c in calls for a in c.args)
+        and not _int8_affine(calls, inputs)
+    ):
         raise NotInt8(
-            "int8 per-channel scale, shift or slopes: an int8 table is one function of one "
-            "value",
+            "int8 per-channel scale, shift or slopes: an int8 table is one function of one value",
             at,
         )
     return QuantizedLayer(tuple(ins), out, weight_scale, bias)

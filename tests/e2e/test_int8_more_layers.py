@@ -17,7 +17,7 @@ from tvm import relax
 import mrvl
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "quantization"))
-from qdq_models import calibration, dropout_cnn, sum_cnn  # noqa: E402
+from qdq_models import affine_cnn, calibration, dropout_cnn, sum_cnn  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_int8_end_to_end import steps  # noqa: E402
@@ -95,3 +95,32 @@ def test_light_qdq_models_build_in_int8(name, regions):
     got = vm["main"](*[tvm.runtime.tensor(x) for x in feeds.values()]).numpy()
     want = ort.InferenceSession(qdq.SerializeToString()).run(None, feeds)[0]
     assert steps(qdq, got, want).max() <= 3
+
+
+@pytest.mark.parametrize("form", ["bn", "muladd"])
+def test_per_channel_affine_is_a_depthwise_int8_conv(form):
+    """DenseNet's BatchNormalization after a concat (and a Mul + Add by per-channel
+    constants) between a dequantize and a quantize runs as a depthwise 1x1 `qconv` in the one
+    int8 region (`fold_qdq_affine.py`), within 1 step of onnxruntime's float affine."""
+    model = mrvl.quantize(affine_cnn(form=form), calibration(16, seed=2))
+    report, worst = build_and_compare(model)
+    assert len(report.regions) == 1, report
+    rows = {r.node: r.dtype for r in report.rows}
+    for node in ["/bn"] if form == "bn" else ["/mul", "/add"]:
+        assert rows[node] == "int8", (node, rows)
+    assert worst <= 1, worst
+
+
+def test_per_channel_affine_is_bit_identical_on_both_engines():
+    from mrvl.sim import run
+
+    model = mrvl.quantize(affine_cnn(), calibration(16, seed=2))
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=2)
+    (region,) = mrvl.build(mod, target="llvm").mrvl_regions
+    convs = [i for i in region.program.code if i.opcode == "qconv"]
+    assert len(convs) >= 3, [i.opcode for i in region.program.code]
+    (feed,) = calibration(1, seed=5)
+    by_interp = run(region.binary, [feed["x"]], engine="interp")
+    by_numba = run(region.binary, [feed["x"]], engine="numba")
+    for a, b in zip(by_interp, by_numba):
+        assert a.tobytes() == b.tobytes()

@@ -274,3 +274,45 @@ def sum_cnn(seed: int = 0, inputs: int = 2) -> onnx.ModelProto:
     if inputs < 3:
         nodes = [n for n in nodes if n.name != "/relu1b/Relu"]
     return _model("sum_cnn", nodes, inits)
+
+
+def affine_cnn(seed: int = 0, form: str = "bn") -> onnx.ModelProto:
+    """DenseNet's transition: conv-relu, concat with the input, then a per-channel affine
+    that no conv absorbs (`form` "bn": a BatchNormalization; "muladd": a Mul and an Add by
+    per-channel constants), a ReLU and the last conv."""
+    weight = _weights(seed)
+    rng = np.random.default_rng(seed + 1)
+    channels = 11
+    inits = [*_first_conv(weight), *_last_conv_and_fc(weight, channels)]
+
+    def per_channel(name, low, high):
+        values = rng.uniform(low, high, (channels,)).astype(np.float32)
+        if form == "muladd":
+            values = values.reshape(channels, 1, 1)
+        return numpy_helper.from_array(values, name)
+
+    nodes = [*_conv_relu("x", 1), oh.make_node("Concat", ["r1", "x"], ["cat"], axis=1)]
+    if form == "bn":
+        inits += [
+            per_channel("gamma", 0.5, 2.0),
+            per_channel("beta", -0.5, 0.5),
+            per_channel("mean", -0.3, 0.3),
+            per_channel("var", 0.2, 2.0),
+        ]
+        nodes.append(
+            oh.make_node(
+                "BatchNormalization", ["cat", "gamma", "beta", "mean", "var"], ["bn"], name="/bn"
+            )
+        )
+    else:
+        inits += [per_channel("mul_c", -1.5, 1.5), per_channel("add_c", -0.5, 0.5)]
+        nodes += [
+            oh.make_node("Mul", ["cat", "mul_c"], ["m"], name="/mul"),
+            oh.make_node("Add", ["m", "add_c"], ["bn"], name="/add"),
+        ]
+    nodes += [
+        oh.make_node("Relu", ["bn"], ["br"], name="/bn_relu"),
+        *_conv_relu("br", 2),
+        *_classifier("r2"),
+    ]
+    return _model("affine_cnn", nodes, inits)
