@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import onnxruntime as ort
 import pytest
 import tvm
@@ -124,3 +125,48 @@ def test_per_channel_affine_is_bit_identical_on_both_engines():
     by_numba = run(region.binary, [feed["x"]], engine="numba")
     for a, b in zip(by_interp, by_numba):
         assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize(
+    "scales", [(0.05, 3, 1 / 255, -128, 0.04, -5), (0.2, -20, 1 / 256, -128, 0.1, -100)]
+)
+def test_silu_table_is_onnxruntime_qdq_on_every_input(scales):
+    """x * sigmoid(x) as one table (`fold_qdq_gated_tables.gated_table` of the sigmoid's
+    `int8.int8_table`) equals onnxruntime's DQ -> Sigmoid -> Q -> DQ -> Mul -> Q on each of
+    the 256 int8 inputs: the table is exact where the qmul it replaces was within 1 step."""
+    from onnx import TensorProto, helper
+
+    from mrvl import int8
+    from mrvl.passes.graph.fold_qdq_gated_tables import gated_table
+
+    s_x, z_x, s_g, z_g, s_y, z_y = scales
+    inits = [
+        helper.make_tensor(n, t, [], [v])
+        for n, t, v in [
+            ("sx", TensorProto.FLOAT, s_x), ("zx", TensorProto.INT8, z_x),
+            ("sg", TensorProto.FLOAT, s_g), ("zg", TensorProto.INT8, z_g),
+            ("sy", TensorProto.FLOAT, s_y), ("zy", TensorProto.INT8, z_y),
+        ]
+    ]  # fmt: skip
+    nodes = [
+        helper.make_node("DequantizeLinear", ["q", "sx", "zx"], ["x"]),
+        helper.make_node("Sigmoid", ["x"], ["g"]),
+        helper.make_node("QuantizeLinear", ["g", "sg", "zg"], ["gq"]),
+        helper.make_node("DequantizeLinear", ["gq", "sg", "zg"], ["gd"]),
+        helper.make_node("Mul", ["x", "gd"], ["m"]),
+        helper.make_node("QuantizeLinear", ["m", "sy", "zy"], ["out"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "silu",
+        [helper.make_tensor_value_info("q", TensorProto.INT8, [256])],
+        [helper.make_tensor_value_info("out", TensorProto.INT8, [256])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    model.ir_version = 9
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (want,) = session.run(None, {"q": np.arange(-128, 128, dtype=np.int8)})
+    sigmoid = int8.int8_table(lambda v: 1 / (1 + np.exp(-v)), s_x, z_x, s_g, z_g)
+    got = gated_table(sigmoid, (s_x, z_x), (s_g, z_g), (s_y, z_y))
+    np.testing.assert_array_equal(got, want)
