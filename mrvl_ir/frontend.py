@@ -303,7 +303,7 @@ def _batch_norm(bb, inputs, attrs, opset) -> relax.Expr | None:
     if attrs.get("training_mode", 0) or attrs["tvm_custom"]["num_outputs"] != 1:
         return None
     shape = static_shape(x)
-    params = [_const_array(p) for p in inputs[1:]]
+    params = [qdq.dequantized_constant(bb, p) for p in inputs[1:]]  # QDQ: an int8 scale
     if shape is None or any(p is None or p.shape != (shape[1],) for p in params):
         return None
     gamma, beta, mean, var = (p.astype(np.float64) for p in params)

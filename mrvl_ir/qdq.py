@@ -362,3 +362,21 @@ kind is here, its quantized layers stay on the CPU (`NOT_LOWERED`), never in fp1
 int8 `mul` the `qmul` instruction."""
 
 NOT_LOWERED = "int8 {kind}: not lowered to the MLIP's int8 instructions yet (never run in fp16)"
+
+
+def dequantized_constant(bb, expr) -> np.ndarray | None:
+    """The value of `expr` when it is a constant, or a `dequantize` of constants that the
+    frontend's fold has not reached yet (the int8 scale of a QDQ model's BatchNormalization,
+    which onnxruntime quantizes like a weight): ONNX DequantizeLinear's fp32 values."""
+    if isinstance(expr, GenericConst):
+        return _view(expr)
+    call = bb.lookup_binding(expr) if isinstance(expr, relax.Var) else expr
+    if _op(call) != "relax.dequantize" or not all(
+        isinstance(a, GenericConst) for a in call.args[:3]
+    ):
+        return None
+    values, scale, zero = (_view(a) for a in call.args[:3])
+    if values.dtype.kind not in "iu" or scale.dtype != np.float32:
+        return None
+    axis = int(call.attrs.axis) % max(values.ndim, 1) if scale.size > 1 else None
+    return dequantized(values, _along(scale, axis, values.ndim), _along(zero, axis, values.ndim))

@@ -80,6 +80,20 @@ def _varies(arg) -> bool:
     return values.size > 1 and bool((values != values[0]).any())
 
 
+AFFINE_OPS = frozenset(
+    {"relax.multiply", "relax.add", "relax.subtract", "relax.nn.relu", "relax.clip"}
+)
+"""A per-channel affine with a ReLU or Clip: an int8 depthwise 1x1 conv
+(`passes/graph/fold_qdq_affine.py`); other activations of per-channel steps are no table."""
+
+
+def _int8_affine(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr]) -> bool:
+    """Whether a scale_shift with per-channel steps is an affine of an NCHW tensor (and a
+    ReLU or Clip), which runs in int8 as a depthwise conv."""
+    rank = getattr(inputs[0].ty, "ndim", None) if len(inputs) == 1 else None
+    return rank == 4 and all(_op(c) in AFFINE_OPS for c in calls)
+
+
 def check_match(
     kind: str,
     matched: Sequence[relax.Call],
@@ -90,8 +104,11 @@ def check_match(
 ) -> QuantizedLayer | None:
     """The match's quantized form, None for a float layer; `NotInt8` for a quantized layer
     the MLIP cannot run in int8 (or that this compiler does not lower yet)."""
-    if not index.has_qdq:
-        return None  # a float model
+    if not index.has_qdq or kind in ("quantize", "dequantize"):
+        # a float model; or an edge of int8 code, not a layer between edges: a dequantize
+        # read by a quantize (a folded Dropout or Identity between two QDQ pairs) is a pair
+        # that `mrvl-fold-qdq` cancels or makes a requantize
+        return None
     calls = [index.original(c) for c in matched]
     if any(c is None for c in calls) or index.original(root) is None:
         raise NotInt8("cannot tell this layer's calls in the model apart (QDQ model)", root)
@@ -136,10 +153,13 @@ def check_match(
             bias = tuple(int(v) for v in b)
     if kind not in qdq.INT8_READY:
         raise NotInt8(NOT_LOWERED.format(kind=kind), at)
-    if kind == "scale_shift" and any(_varies(a) for c in calls for a in c.args):
+    if (
+        kind == "scale_shift"
+        and any(_varies(a) for c in calls for a in c.args)
+        and not _int8_affine(calls, inputs)
+    ):
         raise NotInt8(
-            "int8 per-channel scale, shift or slopes: an int8 table is one function of one "
-            "value",
+            "int8 per-channel scale, shift or slopes: an int8 table is one function of one value",
             at,
         )
     return QuantizedLayer(tuple(ins), out, weight_scale, bias)

@@ -9,7 +9,8 @@ adds is the form the MLIP runs exactly, and the checks that make bad input one c
   Conv or Gemm whose input and weight are quantized.
 
 Each BatchNormalization that follows a Conv is folded into it first (`batchnorm_folding`), as
-onnxruntime's pre-processing does: the pair is then one int8 layer. A model below opset 13 is first converted to opset 13 (`onnx.version_converter`): the
+onnxruntime's pre-processing does: the pair is then one int8 layer; each Sum of more than two inputs is made a chain of two-input Sums
+(`sum_splitting`), each an int8 add. A model below opset 13 is first converted to opset 13 (`onnx.version_converter`): the
 per-channel DequantizeLinear of its weights needs the `axis` that opset 13 gave it, and the
 ONNX checker refuses it below.
 
@@ -163,6 +164,20 @@ class _Reader:
         return next(self._feeds, None)
 
 
+EXTRA_QUANTIZED_OPS = ("Sum",)
+"""Op types quantized beyond onnxruntime's defaults (`op_types_to_quantize` when none is
+given): Caffe2's `Sum` (light ResNet-50) is an Add of its inputs, and onnxruntime left it in
+float, and every layer after it up to the next Conv or Gemm with it."""
+
+
+def _op_types_to_quantize() -> list[str]:
+    """onnxruntime's default op types for QDQ (its QLinear and QDQ registries, as
+    `quantize_static` takes them when given none) and `EXTRA_QUANTIZED_OPS`."""
+    from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
+
+    return sorted({*QLinearOpsRegistry, *QDQRegistry, *EXTRA_QUANTIZED_OPS})
+
+
 class _QdqWriter:
     """Calibrates once, then writes the QDQ model for any set of float layers: the ranges are
     onnxruntime's calibration cache, which `quantize_static` reads instead of calibrating."""
@@ -209,6 +224,7 @@ class _QdqWriter:
                 activation_type=QuantType.QInt8,
                 weight_type=QuantType.QInt8,
                 nodes_to_exclude=list(keep_fp16),
+                op_types_to_quantize=_op_types_to_quantize(),
                 calibrate_method=self.calibrate,
                 extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
             )
@@ -275,6 +291,7 @@ def quantize(
 
     from mrvl.batchnorm_folding import fold_batch_norms
     from mrvl.mixed_precision import search, write_report
+    from mrvl.sum_splitting import split_sums
 
     if method not in METHODS:
         raise QuantizeError(f"unknown calibration method {method!r}: one of {', '.join(METHODS)}")
@@ -292,6 +309,7 @@ def quantize(
             f"keep_fp16: the model has no node named {', '.join(map(repr, unknown))}"
         )
     model = fold_batch_norms(_at_least_opset_13(model), keep=set(keep_fp16))
+    model = split_sums(model, keep=set(keep_fp16))
     feeds = calibration_feeds(model, calibration)
     with tempfile.TemporaryDirectory(prefix="mrvl-quantize-") as work:
         writer = _QdqWriter(model, feeds, method, per_channel, work)

@@ -12,7 +12,9 @@ Layout conversions, reshapes and strided copies (slices, transposes) move across
 or quantize (they move the same values), so the int8 layers meet each other directly; a
 dequantize feeding a quantize of the same scale and zero point is no op, of another one a
 `mrvl.requantize`. A table activation of a dequantized input is `mrvl.int8_table`
-(`fold_qdq_tables.py`). A concat of dequantized inputs is the concat of the int8 inputs, each
+(`fold_qdq_tables.py`); a per-channel affine (a BatchNormalization no conv absorbs) a
+depthwise 1x1 int8 conv (`fold_qdq_affine.py`); a product of a tensor and a table of it
+(SiLU) one table (`fold_qdq_gated_tables.py`). A concat of dequantized inputs is the concat of the int8 inputs, each
 requantized to the result's scale where its own differs. What stays is a quantize where float data enters int8
 code and a dequantize where it leaves (region inputs and outputs, fp16 layers).
 """
@@ -38,6 +40,8 @@ from mrvl.dialects import mrvl
 from mrvl.errors import CompileError
 from mrvl.locations import location_name
 from mrvl.passes.common import InheritLocation, MrvlModulePass
+from mrvl.passes.graph.fold_qdq_affine import FoldQuantizedAffine
+from mrvl.passes.graph.fold_qdq_gated_tables import FoldGatedTable
 from mrvl.passes.graph.fold_qdq_tables import FoldQuantizedTable
 
 INT8_ACTIVATIONS = (None, "relu", "clip")
@@ -302,7 +306,9 @@ class FoldQdqPass(MrvlModulePass):
             CancelQdqPair(),
             FoldQuantizedLayer(),
             FoldQuantizedConcat(),
+            FoldQuantizedAffine(),
             FoldQuantizedTable(),
+            FoldGatedTable(),
         ]
         PatternRewriteWalker(
             GreedyRewritePatternApplier([InheritLocation(p) for p in patterns])

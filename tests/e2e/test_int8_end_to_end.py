@@ -197,8 +197,8 @@ def activation_qdq():
 
 @pytest.mark.parametrize("num_tiles", [1, 8])
 def test_int8_tables_and_products_in_one_region_within_one_step(activation_qdq, num_tiles):
-    """HardSwish, HardSigmoid, Sigmoid and Tanh as int8 tables, the squeeze-excitation gate
-    and x * sigmoid(x) as qmul: one region, every layer int8, each output within one step of
+    """HardSwish, HardSigmoid, Sigmoid and Tanh as int8 tables, x * sigmoid(x) as one table
+    too, the squeeze-excitation gate as qmul: one region, every layer int8, each output within one step of
     onnxruntime running the same QDQ model (the tables are exact; each qmul is within one)."""
     report, vm = built(activation_qdq, num_tiles)
     assert len(report.regions) == 1, report
@@ -224,7 +224,8 @@ def test_int8_tables_and_products_are_bit_identical_on_both_engines(activation_q
     (region,) = mrvl.build(mod, target="llvm").mrvl_regions
     code = region.program.code
     assert any(i.opcode == "qmul" and i.fields["channels"] > 0 for i in code)  # the SE gate
-    assert any(i.opcode == "qmul" and i.fields["channels"] == 0 for i in code)  # x * sigmoid x
+    # x * sigmoid x is one table (fold_qdq_gated_tables.py), no same-shape qmul
+    assert not any(i.opcode == "qmul" and i.fields["channels"] == 0 for i in code)
     assert any(i.opcode == "requant" and i.fields["lut_addr"] != -1 for i in code)  # tables
     for feed in calibration(2, seed=5):
         by_interp = run(region.binary, [feed["x"]], engine="interp")
@@ -233,21 +234,23 @@ def test_int8_tables_and_products_are_bit_identical_on_both_engines(activation_q
             assert a.tobytes() == b.tobytes()
 
 
-def test_per_channel_int8_scale_shift_stays_on_the_cpu_with_its_reason():
-    """A quantized per-channel affine map (x * c[C] between a dequantize and a quantize) is
-    no function of one value, so no table: it stays on the CPU and says why, never in fp16."""
+def test_per_channel_int8_prelu_stays_on_the_cpu_with_its_reason():
+    """A quantized PRelu with a slope per channel (between a dequantize and a quantize) is no
+    function of one value, so no table, and no affine map that a depthwise conv runs (as
+    x * c[C] is, tests/e2e/test_int8_more_layers.py): it stays on the CPU and says why,
+    never in fp16."""
     from onnx import TensorProto
     from onnx import helper as oh
 
     inits = [
-        numpy_helper.from_array(np.array([0.5, 1.0, 2.0], np.float32).reshape(1, 3, 1, 1), "c"),
+        numpy_helper.from_array(np.array([0.5, 0.1, 0.2], np.float32).reshape(3, 1, 1), "c"),
         oh.make_tensor("s", TensorProto.FLOAT, [], [0.05]),
         oh.make_tensor("z", TensorProto.INT8, [], [0]),
     ]
     nodes = [
         oh.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="/q"),
         oh.make_node("DequantizeLinear", ["q", "s", "z"], ["d"], name="/dq"),
-        oh.make_node("Mul", ["d", "c"], ["m"], name="/scale"),
+        oh.make_node("PRelu", ["d", "c"], ["m"], name="/scale"),
         oh.make_node("QuantizeLinear", ["m", "s", "z"], ["mq"], name="/mq"),
         oh.make_node("DequantizeLinear", ["mq", "s", "z"], ["y"], name="/mdq"),
     ]

@@ -241,3 +241,78 @@ def activation_cnn(seed: int = 0) -> onnx.ModelProto:
     model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
     model.ir_version = 8
     return model
+
+
+def dropout_cnn(seed: int = 0) -> onnx.ModelProto:
+    """conv-relu-dropout-conv-classifier: a Dropout (inference: the identity) between two
+    quantized tensors, which a QDQ model writes as Q -> DQ -> Dropout -> Q -> DQ."""
+    weight = _weights(seed)
+    inits = [*_first_conv(weight), *_last_conv_and_fc(weight, 8)]
+    nodes = [
+        *_conv_relu("x", 1),
+        oh.make_node("Dropout", ["r1"], ["d1"], name="/drop/Dropout"),
+        *_conv_relu("d1", 2),
+        *_classifier("r2"),
+    ]
+    return _model("dropout_cnn", nodes, inits)
+
+
+def sum_cnn(seed: int = 0, inputs: int = 2) -> onnx.ModelProto:
+    """The small CNN's residual as a Caffe2-style `Sum` of `inputs` tensors (the first conv's
+    ReLU, the second conv, and for 3 its ReLU too): a Sum of two is an Add."""
+    weight = _weights(seed)
+    inits = [*_first_conv(weight), *_last_conv_and_fc(weight, 8)]
+    terms = ["c2", "r1", "r1b"][:inputs]
+    nodes = [
+        *_conv_relu("x", 1),
+        _conv_relu("r1", 2)[0],
+        oh.make_node("Relu", ["c2"], ["r1b"], name="/relu1b/Relu"),
+        oh.make_node("Sum", terms, ["a"], name="/sum/Sum"),
+        oh.make_node("Relu", ["a"], ["r2"], name="/relu2/Relu"),
+        *_classifier("r2"),
+    ]
+    if inputs < 3:
+        nodes = [n for n in nodes if n.name != "/relu1b/Relu"]
+    return _model("sum_cnn", nodes, inits)
+
+
+def affine_cnn(seed: int = 0, form: str = "bn") -> onnx.ModelProto:
+    """DenseNet's transition: conv-relu, concat with the input, then a per-channel affine
+    that no conv absorbs (`form` "bn": a BatchNormalization; "muladd": a Mul and an Add by
+    per-channel constants), a ReLU and the last conv."""
+    weight = _weights(seed)
+    rng = np.random.default_rng(seed + 1)
+    channels = 11
+    inits = [*_first_conv(weight), *_last_conv_and_fc(weight, channels)]
+
+    def per_channel(name, low, high):
+        values = rng.uniform(low, high, (channels,)).astype(np.float32)
+        if form == "muladd":
+            values = values.reshape(channels, 1, 1)
+        return numpy_helper.from_array(values, name)
+
+    nodes = [*_conv_relu("x", 1), oh.make_node("Concat", ["r1", "x"], ["cat"], axis=1)]
+    if form == "bn":
+        inits += [
+            per_channel("gamma", 0.5, 2.0),
+            per_channel("beta", -0.5, 0.5),
+            per_channel("mean", -0.3, 0.3),
+            per_channel("var", 0.2, 2.0),
+        ]
+        nodes.append(
+            oh.make_node(
+                "BatchNormalization", ["cat", "gamma", "beta", "mean", "var"], ["bn"], name="/bn"
+            )
+        )
+    else:
+        inits += [per_channel("mul_c", -1.5, 1.5), per_channel("add_c", -0.5, 0.5)]
+        nodes += [
+            oh.make_node("Mul", ["cat", "mul_c"], ["m"], name="/mul"),
+            oh.make_node("Add", ["m", "add_c"], ["bn"], name="/add"),
+        ]
+    nodes += [
+        oh.make_node("Relu", ["bn"], ["br"], name="/bn_relu"),
+        *_conv_relu("br", 2),
+        *_classifier("r2"),
+    ]
+    return _model("affine_cnn", nodes, inits)

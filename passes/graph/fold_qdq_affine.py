@@ -1,0 +1,114 @@
+"""`mrvl-fold-qdq`'s per-channel affines: `quantize(scale_shift(dequantize(q)))` whose scale or
+shift differs between channels (a BatchNormalization no conv absorbs, DenseNet's after each
+concat; a Mul or an Add by per-channel constants) becomes a depthwise 1x1 int8 conv, `qconv`
+on the MLIP, with its ReLU or Clip as the saturation bounds.
+
+The QDQ model means y = a[c] * x + b[c] on x = s_x * (q - z_x), then QuantizeLinear at s_y.
+Each channel's weight is the int8 of largest magnitude, w[c] = sign(a[c]) * 127 at the scale
+s_w[c] = |a[c]| / 127 (f32), so that w[c] * s_w[c] is a[c] to an f32 rounding; the shift is
+the int32 bias round(b[c] / (s_x * s_w[c])) (half to even, `int8.quantize_bias`), and the
+requantization (s_x * s_w[c] / s_y, docs/isa.md §4b) rounds once. Against onnxruntime's fp32
+arithmetic the result differs by the bias rounding (at most s_x * |a[c]| / 254, 1/254 of the
+input step carried through the affine) and the fp32 and Q31 roundings: a result differs from
+onnxruntime's only where its exact value lies that close to a half step, and then by one step.
+A channel with a[c] = 0 has weight 0 and s_w[c] = s_y / s_x (the bias is b[c] in output steps).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, f32
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from mrvl import int8
+from mrvl.dialects import mrvl
+from mrvl.errors import CompileError
+from mrvl.locations import location_name
+
+AFFINE_ACTIVATIONS = (None, "relu", "clip")
+"""Activations of an affine that the int8 conv runs as its saturation bounds."""
+
+_ACTIVATION_PROPERTIES = ("activation", "act_min", "act_max", "alpha", "beta", "slopes")
+
+
+def _values(value) -> np.ndarray | None:
+    owner = value.owner
+    return owner.numpy().reshape(-1) if isinstance(owner, mrvl.ConstantOp) else None
+
+
+def is_per_channel(op: mrvl.ScaleShiftOp) -> bool:
+    """Whether the scale or the shift of `op` differs between channels (constants only)."""
+    scale, shift = _values(op.scale), _values(op.shift)
+    if scale is None or shift is None:
+        return False
+    return bool(np.any(scale != scale[0]) or np.any(shift != shift[0]))
+
+
+def affine_weights(a, b, s_x: float, s_y: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(int8 weights [C], f32 weight scales [C], int32 bias [C]) of y = a * x + b per channel
+    as a depthwise int8 conv of an input at scale `s_x` into a result at scale `s_y`."""
+    a = np.asarray(a, np.float64)
+    weights = (np.sign(a) * 127).astype(np.int8)
+    scales = np.where(a != 0, np.abs(a) / 127, float(s_y) / float(s_x)).astype(np.float32)
+    bias = int8.quantize_bias(np.asarray(b, np.float64), s_x, scales.astype(np.float64))
+    return weights, scales, bias
+
+
+class FoldQuantizedAffine(RewritePattern):
+    """`quantize(scale_shift(dequantize(q)))` with per-channel steps -> a depthwise 1x1 int8
+    conv (`affine_weights`)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
+        layer = op.input.owner
+        if not isinstance(layer, mrvl.ScaleShiftOp) or not op.input.has_one_use():
+            return
+        dq = layer.input.owner
+        if not isinstance(dq, mrvl.DequantizeOp) or not is_per_channel(layer):
+            return
+        where = f"{layer.name} at {location_name(layer.location)}"
+        act = None if layer.activation is None else layer.activation.data.value
+        if act not in AFFINE_ACTIVATIONS:
+            raise CompileError(f"{where}: an int8 per-channel affine with activation {act}")
+        if mrvl.layout_of(layer.input) != "NHWC":
+            raise CompileError(
+                f"{where}: an int8 per-channel affine of a {mrvl.layout_of(layer.input)} tensor"
+            )
+        s_x, s_y = dq.quant.values[0], op.quant.values[0]
+        try:
+            weights, scales, bias = affine_weights(
+                _values(layer.scale), _values(layer.shift), s_x, s_y
+            )
+        except int8.Int8RangeError as err:
+            raise CompileError(f"{where}: {err}") from None
+        channels = weights.size
+        base = location_name(layer.location) or "affine"
+        constants = []
+        for name, data, layout in (
+            ("weights", weights.reshape(channels, 1, 1, 1), "OHWI"),
+            ("bias", bias, "O"),
+        ):
+            constant = mrvl.ConstantOp(f"mrvl_affine_{base}_{name}", data, layout)
+            constant.location = layer.location
+            rewriter.insert(constant)
+            constants.append(constant.result)
+        activation = {k: v for k in _ACTIVATION_PROPERTIES if (v := layer.properties.get(k))}
+        conv = mrvl.Conv2DOp(
+            dq.input,
+            constants[0],
+            constants[1],
+            op.output.type,
+            groups=channels,
+            activation=activation,
+        )
+        conv.properties["in_quant"] = ArrayAttr([dq.quant])
+        conv.properties["out_quant"] = op.quant
+        conv.properties["weight_scales"] = DenseArrayBase.from_list(f32, scales.tolist())
+        conv.location = layer.location
+        rewriter.replace(op, conv)
+        old = [layer.scale.owner, layer.shift.owner]
+        if not layer.output.uses:
+            rewriter.erase(layer)
+        for constant in old:
+            if isinstance(constant, mrvl.ConstantOp) and not constant.result.uses:
+                rewriter.erase(constant)
