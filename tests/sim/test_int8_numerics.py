@@ -44,6 +44,22 @@ def _scalar(name: str, value, dtype) -> onnx.TensorProto:
     return helper.make_tensor(name, dtype, [], [value])
 
 
+def _linear_session(op_type: str, shape, scale: float, zp: int) -> ort.InferenceSession:
+    """onnxruntime's QuantizeLinear (float x to int8 y) or DequantizeLinear (int8 x to float
+    y) with a scalar scale and zero point."""
+    x_type, y_type = (
+        (TensorProto.FLOAT, TensorProto.INT8)
+        if op_type == "QuantizeLinear"
+        else (TensorProto.INT8, TensorProto.FLOAT)
+    )
+    return _session(
+        [helper.make_node(op_type, ["x", "s", "z"], ["y"])],
+        [helper.make_tensor_value_info("x", x_type, shape)],
+        [helper.make_tensor_value_info("y", y_type, None)],
+        [_scalar("s", scale, TensorProto.FLOAT), _scalar("z", zp, TensorProto.INT8)],
+    )
+
+
 # ------------------------------------------------------------------------- quant, dequant
 
 
@@ -65,12 +81,7 @@ def test_quant_is_onnxruntime_quantize_linear_bit_for_bit(shape, scale, zp, seed
         scale
     )
     flat[::11] = rng.choice(np.array([np.inf, -np.inf, 1e30, -1e30, 0.0, -0.0], np.float32))
-    session = _session(
-        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])],
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info("y", TensorProto.INT8, None)],
-        [_scalar("s", scale, TensorProto.FLOAT), _scalar("z", zp, TensorProto.INT8)],
-    )
+    session = _linear_session("QuantizeLinear", shape, scale, zp)
     expected = session.run(None, {"x": x})[0]
     perm = (0, 2, 3, 1)  # into NHWC, as a region input is
     program = conversion_program("quant", shape, perm, DType.F32, DType.I8, scale, zp)
@@ -87,12 +98,7 @@ def test_quant_is_onnxruntime_quantize_linear_bit_for_bit(shape, scale, zp, seed
 )
 def test_dequant_is_onnxruntime_dequantize_linear_bit_for_bit(shape, scale, zp, seed):
     q = np.random.default_rng(seed).integers(-128, 128, shape).astype(np.int8)
-    session = _session(
-        [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"])],
-        [helper.make_tensor_value_info("x", TensorProto.INT8, shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [_scalar("s", scale, TensorProto.FLOAT), _scalar("z", zp, TensorProto.INT8)],
-    )
+    session = _linear_session("DequantizeLinear", shape, scale, zp)
     expected = session.run(None, {"x": q})[0]
     perm = (0, 3, 1, 2)  # back to NCHW, as a region output is
     program = conversion_program("dequant", shape, perm, DType.I8, DType.F32, scale, zp)
