@@ -24,6 +24,7 @@ from sim_builders import (
     conversion_program,
     instruction,
     layer_program,
+    qconv,
     run_both,
 )
 
@@ -150,33 +151,6 @@ def docs_finish(acc, pairs, out_zp, lo=-128, hi=127):
     return y.astype(np.int8)
 
 
-def qconv_instruction(x_addr, x_shape, out_addr, out_shape, w_addr, **fields):
-    base = dict(
-        in_addr=x_addr,
-        in_shape=tuple(x_shape),
-        row0=0,
-        out_addr=out_addr,
-        out_shape=tuple(out_shape),
-        orow0=0,
-        stride=(1, 1),
-        pad=(0, 0),
-        dilation=(1, 1),
-        groups=1,
-        oc0=0,
-        oc_total=out_shape[3],
-        w_addr=w_addr,
-        b_addr=-1,
-        in_zp=0,
-        out_zp=0,
-        rq_addr=-1,
-        clamp=(-128, 127),
-        lut_addr=-1,
-        acc_addr=-1,
-        acc_out=0,
-    )
-    return instruction("qconv", **{**base, **fields})
-
-
 @st.composite
 def conv_cases(draw):
     groups = draw(st.sampled_from([1, 2, 4]))
@@ -221,7 +195,7 @@ def run_qconv(case, x, w, bias, pairs, pad_end) -> np.ndarray:
     staging = Staging()
     xa, wa, ba, ra = staging.add(x), staging.add(w), staging.add(bias), staging.add(pairs)
     out = staging.reserve(int(np.prod(out_shape)))
-    ins = qconv_instruction(
+    ins = qconv(
         xa,
         x.shape,
         out,
@@ -494,7 +468,7 @@ def test_a_qconv_cut_by_rows_channels_and_input_blocks_gives_the_bytes_of_one():
     staging = Staging()
     xa, wa, ba, ra = staging.add(x), staging.add(w), staging.add(bias), staging.add(pairs)
     whole_out = staging.reserve(int(np.prod(out_shape)))
-    whole = qconv_instruction(
+    whole = qconv(
         xa, x.shape, whole_out, out_shape, wa, groups=groups, b_addr=ba, rq_addr=ra, **common
     )
     (expected,) = run_both(
@@ -511,7 +485,7 @@ def test_a_qconv_cut_by_rows_channels_and_input_blocks_gives_the_bytes_of_one():
         window = staging.add(np.ascontiguousarray(x[:, first:last]))
         piece_out = out + orow0 * w_ * oc
         pieces.append(
-            qconv_instruction(
+            qconv(
                 window,
                 (n, last - first, w_, c),
                 piece_out,
@@ -538,7 +512,7 @@ def test_a_qconv_cut_by_rows_channels_and_input_blocks_gives_the_bytes_of_one():
         ra = staging.add(np.ascontiguousarray(pairs[oc0 : oc0 + count]))
         tile_shape = (n, h, w_, count)
         out = staging.reserve(int(np.prod(tile_shape)))
-        ins = qconv_instruction(
+        ins = qconv(
             xa, x.shape, out, tile_shape, wa, groups=groups, oc0=oc0, oc_total=oc,
             b_addr=ba, rq_addr=ra, **common,
         )  # fmt: skip
@@ -552,7 +526,7 @@ def test_a_qconv_cut_by_rows_channels_and_input_blocks_gives_the_bytes_of_one():
     staging = Staging()
     xa, wa, ba, ra = staging.add(x), staging.add(w1), staging.add(bias), staging.add(pairs)
     out = staging.reserve(int(np.prod(out_shape)))
-    one = qconv_instruction(xa, x.shape, out, out_shape, wa, b_addr=ba, rq_addr=ra, **common)
+    one = qconv(xa, x.shape, out, out_shape, wa, b_addr=ba, rq_addr=ra, **common)
     (whole_c,) = run_both(layer_program(staging, [one], out, out_shape, dtype=DType.I8), [])
     staging = Staging()
     blocks = [(0, 4), (4, 10)]
@@ -562,11 +536,11 @@ def test_a_qconv_cut_by_rows_channels_and_input_blocks_gives_the_bytes_of_one():
     partial = staging.reserve(4 * int(np.prod(out_shape)))
     out = staging.reserve(int(np.prod(out_shape)))
     chain = [
-        qconv_instruction(
+        qconv(
             windows[0], (n, h, w_, 4), partial, out_shape, weights[0], b_addr=ba, acc_out=1,
             **common,
         ),
-        qconv_instruction(
+        qconv(
             windows[1], (n, h, w_, 6), out, out_shape, weights[1], acc_addr=partial,
             rq_addr=ra, **common,
         ),
