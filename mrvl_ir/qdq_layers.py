@@ -143,20 +143,21 @@ def with_weight_scales(result: SSAValue, attrs) -> SSAValue:
     return result
 
 
-def import_quantize(importer, chain, inner: dict) -> SSAValue:
-    call = chain.take_one("relax.quantize")
+def _import_conversion(importer, chain, inner: dict, relax_op: str, op_class) -> SSAValue:
+    """A lone relax.quantize / relax.dequantize, as the mrvl op of its activation quantization."""
+    call = chain.take_one(relax_op)
     node = node_name_of(call)
     quant = qdq.activation_quant(call)
     x = importer._operand(inner, call.args[0], node)
-    return importer._located(mrvl.QuantizeOp(x, quant.scale, quant.zero_point), node)
+    return importer._located(op_class(x, quant.scale, quant.zero_point), node)
+
+
+def import_quantize(importer, chain, inner: dict) -> SSAValue:
+    return _import_conversion(importer, chain, inner, "relax.quantize", mrvl.QuantizeOp)
 
 
 def import_dequantize(importer, chain, inner: dict) -> SSAValue:
-    call = chain.take_one("relax.dequantize")
-    node = node_name_of(call)
-    quant = qdq.activation_quant(call)
-    x = importer._operand(inner, call.args[0], node)
-    return importer._located(mrvl.DequantizeOp(x, quant.scale, quant.zero_point), node)
+    return _import_conversion(importer, chain, inner, "relax.dequantize", mrvl.DequantizeOp)
 
 
 QUANT_LAYERS = {"mrvl.quantize": import_quantize, "mrvl.dequantize": import_dequantize}

@@ -67,31 +67,28 @@ def _check_qfc(ins: Instruction, bounds) -> None:
     _finish_operands(ins, bounds, outs)
 
 
-def _check_qadd(ins: Instruction, bounds) -> None:
+def _vector(ins: Instruction, bounds, *inputs: tuple) -> None:
+    """An elementwise int8 instruction: its output [count], each input `(field, name)` of count
+    elements or `(field, name, length)`, and its table."""
     f = ins.fields
-    count = (f["count"],)
-    bounds.dense(OCM, ins.tile, f["out_addr"], DType.I8, count, "output")
-    bounds.dense(OCM, ins.tile, f["a_addr"], DType.I8, count, "operand a")
-    bounds.dense(OCM, ins.tile, f["b_addr"], DType.I8, count, "operand b")
+    count = f["count"]
+    bounds.dense(OCM, ins.tile, f["out_addr"], DType.I8, (count,), "output")
+    for field, what, *length in inputs:
+        bounds.dense(OCM, ins.tile, f[field], DType.I8, (length[0] if length else count,), what)
     _finish_operands(ins, bounds, None)
+
+
+def _check_qadd(ins: Instruction, bounds) -> None:
+    _vector(ins, bounds, ("a_addr", "operand a"), ("b_addr", "operand b"))
 
 
 def _check_requant(ins: Instruction, bounds) -> None:
-    f = ins.fields
-    count = (f["count"],)
-    bounds.dense(OCM, ins.tile, f["out_addr"], DType.I8, count, "output")
-    bounds.dense(OCM, ins.tile, f["in_addr"], DType.I8, count, "input")
-    _finish_operands(ins, bounds, None)
+    _vector(ins, bounds, ("in_addr", "input"))
 
 
 def _check_qmul(ins: Instruction, bounds) -> None:
-    f = ins.fields
-    count = (f["count"],)
-    bounds.dense(OCM, ins.tile, f["out_addr"], DType.I8, count, "output")
-    bounds.dense(OCM, ins.tile, f["a_addr"], DType.I8, count, "operand a")
-    b_count = (f["channels"],) if f["channels"] else count
-    bounds.dense(OCM, ins.tile, f["b_addr"], DType.I8, b_count, "operand b")
-    _finish_operands(ins, bounds, None)
+    b_count = ins.fields["channels"] or ins.fields["count"]
+    _vector(ins, bounds, ("a_addr", "operand a"), ("b_addr", "operand b", b_count))
 
 
 def _check_qpool(ins: Instruction, bounds) -> None:

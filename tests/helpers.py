@@ -84,6 +84,37 @@ def assert_same_bytes(expected: list[np.ndarray], actual: list[np.ndarray]) -> N
             )
 
 
+def run_on_both_engines(lib, x: np.ndarray) -> list[np.ndarray]:
+    """`main` of a built library on input `x`, on the reference interpreter and on the Numba
+    engine: the outputs must be the same bytes. Returns the interpreter's."""
+    import tvm
+    from tvm import relax
+
+    from mrvl.sim import use_engine
+
+    vm = relax.VirtualMachine(lib, tvm.cpu())
+    outputs = []
+    for engine in ("interp", "numba"):
+        with use_engine(engine):
+            outputs.append([vm["main"](tvm.runtime.tensor(x)).numpy()])
+    assert_same_bytes(outputs[0], outputs[1])
+    return outputs[0]
+
+
+def assert_fp16_rule(lib, onnx_model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> None:
+    """`main` of a built library on `feeds` agrees with onnxruntime by the fp16 rule."""
+    import tvm
+    from tvm import relax
+
+    from mrvl.accuracy import fp16_agreement
+
+    vm = relax.VirtualMachine(lib, tvm.cpu())
+    result = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()]).numpy()
+    (reference,) = onnxruntime_outputs(onnx_model, feeds)
+    agreement = fp16_agreement(result, reference)
+    assert agreement.passed, str(agreement)
+
+
 def instruction_features(program) -> set[tuple]:
     """What selects a code path in the simulator's engines, per instruction of a
     `mrvl.isa.Program`: the opcode with its activation, pool mode, dtypes, memory spaces,

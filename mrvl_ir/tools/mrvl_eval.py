@@ -17,6 +17,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from mrvl.tools.target_options import add_target_options
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mrvl-eval", description=__doc__.split("\n\n")[0])
@@ -34,11 +36,7 @@ def _parser() -> argparse.ArgumentParser:
         "--workers", type=int, help="Ray workers (default: one per CPU; 0: serially here)"
     )
     p.add_argument("--address", help="join this Ray cluster instead of starting one here")
-    p.add_argument("--mcpu", default="cn10ka", help="target part (default: cn10ka)")
-    p.add_argument("--target-file", metavar="FILE.json", help="a custom part; replaces --mcpu")
-    p.add_argument("--num-tiles", type=int, help="MLIP tiles to use (default: all of the part's)")
-    p.add_argument("--wb-pin-ocm", action="store_true", help="keep weights in OCM when they fit")
-    p.add_argument("--cascade", action="store_true", help="keep intermediates in OCM when they fit")
+    add_target_options(p)
     p.add_argument(
         "--preprocess",
         metavar="SPEC.json",

@@ -20,6 +20,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from mrvl.tools.target_options import add_target_options
+
 STAGES = ("mrvl", "sched", "mlip", "asm", "json")
 
 
@@ -35,29 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("model", help="ONNX model file")
     p.add_argument("-o", "--output", help="output directory (JSONs, binaries, model.so)")
-    p.add_argument("--mcpu", default="cn10ka", help="target part (default: cn10ka)")
-    p.add_argument(
-        "--target-file",
-        metavar="FILE.json",
-        help="a custom part (schema: mrvl_ir/schemas/target.schema.json); replaces --mcpu",
-    )
-    p.add_argument(
-        "--num-tiles",
-        type=int,
-        help="MLIP tiles to use: 1, 2, 4 or 8, at most what the part has (default: all of them)",
-    )
-    p.add_argument(
-        "--wb-pin-ocm",
-        action="store_true",
-        help="keep each layer's weights and biases in OCM when they fit (upstream's option)",
-    )
-    p.add_argument(
-        "--cascade",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="keep intermediate tensors in OCM between layers when they fit (default: off; it "
-        "saves DDR bytes but costs cycles under the priced tiling)",
-    )
+    add_target_options(p)
     p.add_argument(
         "--input-shape",
         action="append",

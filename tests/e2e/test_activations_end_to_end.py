@@ -10,13 +10,11 @@ import zlib
 import numpy as np
 import onnx
 import pytest
-import tvm
-from helpers import float_model, onnxruntime_outputs
+from helpers import assert_fp16_rule, float_model
 from onnx import helper, numpy_helper
 from tvm import relax
 
 import mrvl
-from mrvl.accuracy import fp16_agreement
 from mrvl.placement import node_targets
 
 RNG = np.random.default_rng(11)
@@ -269,11 +267,7 @@ def test_modern_layers_run_in_one_region_and_match_onnxruntime(name, mcpu, num_t
         ).astype(np.float32)
         for i in onnx_model.graph.input
     }
-    vm = relax.VirtualMachine(lib, tvm.cpu())
-    result = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()]).numpy()
-    (reference,) = onnxruntime_outputs(onnx_model, feeds)
-    agreement = fp16_agreement(result, reference)
-    assert agreement.passed, str(agreement)
+    assert_fp16_rule(lib, onnx_model, feeds)
 
 
 EXPECTED_ACTIVATIONS = {

@@ -61,23 +61,38 @@ def mrvl_qdq():
     return mrvl.quantize(small_cnn(), feeds)
 
 
+def built_in_one_int8_region(model, num_tiles: int, layers):
+    """The built VM of a QDQ model that must be one region with `layers` and all its MACs in
+    int8."""
+    report, vm = built(model, num_tiles)
+    assert len(report.regions) == 1, report
+    rows = {r.node: r for r in report.rows}
+    for node in layers:
+        assert rows[node].dtype == "int8", (node, rows[node])
+    assert report.int8_mac_fraction == 1.0
+    return vm
+
+
+def steps_on_calibration(model, vm) -> list[np.ndarray]:
+    """How many quantization steps the build is off onnxruntime running the same QDQ model,
+    per element, on each of 8 seeded inputs."""
+    session = ort.InferenceSession(model.SerializeToString())
+    offs = []
+    for x in calibration(8, seed=11):
+        want = session.run(None, x)[0]
+        got = vm["main"](tvm.runtime.tensor(x["x"])).numpy()
+        offs.append(steps(model, got, want))
+    return offs
+
+
 @pytest.mark.parametrize("num_tiles", [1, 8])
 @pytest.mark.parametrize("source", ["static_qdq", "mrvl_qdq"])
 def test_qdq_model_runs_in_int8_within_3_steps(source, num_tiles, request):
     model = request.getfixturevalue(source)
-    report, vm = built(model, num_tiles)
-    assert len(report.regions) == 1, report
-    rows = {r.node: r for r in report.rows}
-    for node in LAYERS:
-        assert rows[node].dtype == "int8", (node, rows[node])
-    assert report.int8_mac_fraction == 1.0
-    session = ort.InferenceSession(model.SerializeToString())
+    vm = built_in_one_int8_region(model, num_tiles, LAYERS)
     counts = np.zeros(3)
     total = 0
-    for x in calibration(8, seed=11):
-        want = session.run(None, x)[0]
-        got = vm["main"](tvm.runtime.tensor(x["x"])).numpy()
-        off = steps(model, got, want)
+    for off in steps_on_calibration(model, vm):
         assert off.max() <= 3, off.max()
         counts += [(off == 0).sum(), (off <= 1).sum(), (off <= 3).sum()]
         total += off.size
@@ -200,19 +215,8 @@ def test_int8_tables_and_products_in_one_region_within_one_step(activation_qdq, 
     """HardSwish, HardSigmoid, Sigmoid and Tanh as int8 tables, x * sigmoid(x) as one table
     too, the squeeze-excitation gate as qmul: one region, every layer int8, each output within one step of
     onnxruntime running the same QDQ model (the tables are exact; each qmul is within one)."""
-    report, vm = built(activation_qdq, num_tiles)
-    assert len(report.regions) == 1, report
-    rows = {r.node: r for r in report.rows}
-    for node in ACTIVATION_LAYERS:
-        assert rows[node].dtype == "int8", (node, rows[node])
-    assert report.int8_mac_fraction == 1.0
-    session = ort.InferenceSession(activation_qdq.SerializeToString())
-    offs = []
-    for x in calibration(8, seed=11):
-        want = session.run(None, x)[0]
-        got = vm["main"](tvm.runtime.tensor(x["x"])).numpy()
-        offs.append(steps(activation_qdq, got, want).ravel())
-    off = np.concatenate(offs)
+    vm = built_in_one_int8_region(activation_qdq, num_tiles, ACTIVATION_LAYERS)
+    off = np.concatenate([o.ravel() for o in steps_on_calibration(activation_qdq, vm)])
     assert off.max() <= 1, off.max()
     print(f"{num_tiles} tiles: exact {np.mean(off == 0):.3f}, <=1 {np.mean(off <= 1):.3f}")
 

@@ -6,13 +6,10 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-import tvm
-from helpers import float_model, onnxruntime_outputs
+from helpers import assert_fp16_rule, float_model
 from onnx import helper, numpy_helper
-from tvm import relax
 
 import mrvl
-from mrvl.accuracy import fp16_agreement
 from mrvl.placement import node_targets
 
 RNG = np.random.default_rng(7)
@@ -161,8 +158,4 @@ def test_network_runs_on_the_mlip_and_matches_onnxruntime(name, num_tiles):
         )
         for i in onnx_model.graph.input
     }
-    vm = relax.VirtualMachine(lib, tvm.cpu())
-    result = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()]).numpy()
-    (reference,) = onnxruntime_outputs(onnx_model, feeds)
-    agreement = fp16_agreement(result, reference)
-    assert agreement.passed, str(agreement)
+    assert_fp16_rule(lib, onnx_model, feeds)

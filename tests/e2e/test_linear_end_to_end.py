@@ -10,15 +10,12 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-import tvm
-from helpers import assert_same_bytes, float_model, offloaded_partition, onnxruntime_outputs
+from helpers import float_model, offloaded_partition, onnxruntime_outputs, run_on_both_engines
 from onnx import helper, numpy_helper
 from test_unary_end_to_end import GELU_CONSTANTS, gelu_erf_nodes
-from tvm import relax
 
 import mrvl
 from mrvl.fp16_emulation import fp16_emulation_outputs, judge
-from mrvl.sim import use_engine
 
 node = helper.make_node
 
@@ -97,14 +94,9 @@ def run_checked(onnx_model, *, num_tiles):
     mod = offloaded_partition(onnx_model, num_tiles=num_tiles)
     shape = [d.dim_value for d in onnx_model.graph.input[0].type.tensor_type.shape.dim]
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    vm = relax.VirtualMachine(mrvl.build(mod, num_tiles=num_tiles), tvm.cpu())
-    outputs = []
-    for engine in ("interp", "numba"):
-        with use_engine(engine):
-            outputs.append([vm["main"](tvm.runtime.tensor(x)).numpy()])
-    assert_same_bytes(outputs[0], outputs[1])
+    outputs = run_on_both_engines(mrvl.build(mod, num_tiles=num_tiles), x)
     (want,) = onnxruntime_outputs(onnx_model, {"x": x})
-    verdict = judge(outputs[0], [want], fp16_emulation_outputs(onnx_model, {"x": x}))
+    verdict = judge(outputs, [want], fp16_emulation_outputs(onnx_model, {"x": x}))
     assert verdict.passed, str(verdict)
 
 

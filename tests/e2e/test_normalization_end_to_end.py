@@ -11,15 +11,12 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-import tvm
-from helpers import assert_same_bytes, float_model, offloaded_partition, onnxruntime_outputs
+from helpers import float_model, offloaded_partition, onnxruntime_outputs, run_on_both_engines
 from onnx import helper, numpy_helper
-from tvm import relax
 
 import mrvl
 from mrvl.accuracy import fp16_agreement
 from mrvl.fp16_emulation import fp16_emulation_outputs, judge
-from mrvl.sim import use_engine
 
 node = helper.make_node
 
@@ -73,18 +70,13 @@ def run_checked(onnx_model, *, num_tiles, x_scale=2.0, emulation=False):
     mod = offloaded_partition(onnx_model, num_tiles=num_tiles)
     shape = [d.dim_value for d in onnx_model.graph.input[0].type.tensor_type.shape.dim]
     x = (np.random.default_rng(0).standard_normal(shape) * x_scale).astype(np.float32)
-    vm = relax.VirtualMachine(mrvl.build(mod), tvm.cpu())
-    outputs = []
-    for engine in ("interp", "numba"):
-        with use_engine(engine):
-            outputs.append([vm["main"](tvm.runtime.tensor(x)).numpy()])
-    assert_same_bytes(outputs[0], outputs[1])
+    outputs = run_on_both_engines(mrvl.build(mod), x)
     (want,) = onnxruntime_outputs(onnx_model, {"x": x})
     if emulation:
-        verdict = judge(outputs[0], [want], fp16_emulation_outputs(onnx_model, {"x": x}))
+        verdict = judge(outputs, [want], fp16_emulation_outputs(onnx_model, {"x": x}))
         assert verdict.passed, str(verdict)
         return
-    agreement = fp16_agreement(outputs[0][0], want)
+    agreement = fp16_agreement(outputs[0], want)
     assert agreement.passed, str(agreement)
 
 

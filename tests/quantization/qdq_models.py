@@ -231,16 +231,7 @@ def activation_cnn(seed: int = 0) -> onnx.ModelProto:
         oh.make_node("Flatten", ["p"], ["f"], name="/flatten/Flatten"),
         oh.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="/fc/Gemm"),
     ]  # fmt: skip
-    graph = oh.make_graph(
-        nodes,
-        "activation_cnn",
-        [oh.make_tensor_value_info("x", TensorProto.FLOAT, list(INPUT_SHAPE))],
-        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
-        inits,
-    )
-    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+    return _model("activation_cnn", nodes, inits)
 
 
 def dropout_cnn(seed: int = 0) -> onnx.ModelProto:

@@ -211,6 +211,37 @@ def fc(
     )
 
 
+def qconv(in_addr, in_shape, out_addr, out_shape, w_addr, **fields) -> Instruction:
+    """An int8 `qconv`: a whole window (rows from 0), a 1x1 kernel with stride 1 and no pad
+    unless `fields` say otherwise, all output channels, no bias, pairs or table, zero points 0
+    and the full int8 clamp."""
+    base = dict(
+        in_addr=in_addr,
+        in_shape=tuple(in_shape),
+        row0=0,
+        out_addr=out_addr,
+        out_shape=tuple(out_shape),
+        orow0=0,
+        kernel=(1, 1),
+        stride=(1, 1),
+        pad=(0, 0),
+        dilation=(1, 1),
+        groups=1,
+        oc0=0,
+        oc_total=out_shape[3],
+        w_addr=w_addr,
+        b_addr=-1,
+        in_zp=0,
+        out_zp=0,
+        rq_addr=-1,
+        clamp=(-128, 127),
+        lut_addr=-1,
+        acc_addr=-1,
+        acc_out=0,
+    )
+    return instruction("qconv", **{**base, **fields})
+
+
 def lut(src_addr, act, act_a=0.0, act_b=0.0, **header) -> Instruction:
     return instruction("lut", src_addr=src_addr, act=int(act), act_a=act_a, act_b=act_b, **header)
 

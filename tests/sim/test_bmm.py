@@ -51,6 +51,19 @@ def operands(seed, batch, m, k, n, trans_a, trans_b, a_shared, b_shared, special
     return a, b, np.broadcast_to(a64, (batch, m, k)), np.broadcast_to(b64, (batch, k, n))
 
 
+def run_bmm(a, b, batch, m, k, n, trans_a, trans_b, a_shared, b_shared) -> np.ndarray:
+    """One `bmm` of the stored A and B on both engines (their bytes compared); its output."""
+    staging = Staging()
+    a_addr, b_addr = staging.add(a), staging.add(b)
+    out_addr = staging.reserve(batch * m * n * 2)
+    ins = bmm(
+        a_addr, b_addr, out_addr, batch, m, k, n,
+        trans_a=int(trans_a), trans_b=int(trans_b), a_shared=int(a_shared), b_shared=int(b_shared),
+    )  # fmt: skip
+    (y,) = run_both(layer_program(staging, [ins], out_addr, (batch, m, n)), [])
+    return y
+
+
 SHAPES = dict(
     batch=st.integers(1, 5),
     m=st.integers(1, 9),
@@ -73,14 +86,7 @@ def test_bmm_matches_a_float64_reference_on_both_engines(
     (k roundings of at most half an fp32 ulp of the running sum of magnitudes), saturated at
     +-65504 as the ISA stores it."""
     a, b, a64, b64 = operands(seed, batch, m, k, n, trans_a, trans_b, a_shared, b_shared)
-    staging = Staging()
-    a_addr, b_addr = staging.add(a), staging.add(b)
-    out_addr = staging.reserve(batch * m * n * 2)
-    ins = bmm(
-        a_addr, b_addr, out_addr, batch, m, k, n,
-        trans_a=int(trans_a), trans_b=int(trans_b), a_shared=int(a_shared), b_shared=int(b_shared),
-    )  # fmt: skip
-    (y,) = run_both(layer_program(staging, [ins], out_addr, (batch, m, n)), [])
+    y = run_bmm(a, b, batch, m, k, n, trans_a, trans_b, a_shared, b_shared)
     exact = np.clip(a64 @ b64, -65504.0, 65504.0)
     magnitude = np.abs(a64) @ np.abs(b64)
     bound = np.abs(exact) * 2.0**-11 + magnitude * k * 2.0**-24 + 2.0**-25
@@ -94,14 +100,7 @@ def test_bmm_engines_agree_on_special_values(
     batch, m, k, n, trans_a, trans_b, a_shared, b_shared, seed, special
 ):
     a, b, _, _ = operands(seed, batch, m, k, n, trans_a, trans_b, a_shared, b_shared, special)
-    staging = Staging()
-    a_addr, b_addr = staging.add(a), staging.add(b)
-    out_addr = staging.reserve(batch * m * n * 2)
-    ins = bmm(
-        a_addr, b_addr, out_addr, batch, m, k, n,
-        trans_a=int(trans_a), trans_b=int(trans_b), a_shared=int(a_shared), b_shared=int(b_shared),
-    )  # fmt: skip
-    run_both(layer_program(staging, [ins], out_addr, (batch, m, n)), [])
+    run_bmm(a, b, batch, m, k, n, trans_a, trans_b, a_shared, b_shared)
 
 
 @SETTINGS

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
-from sim_builders import ENGINE_SETTINGS, Staging, instruction, layer_program, run_both
+from sim_builders import ENGINE_SETTINGS, Staging, instruction, layer_program, qconv, run_both
 
 from mrvl import int8
 from mrvl.isa import DType, Instruction
@@ -190,13 +190,9 @@ def test_int8_tables_are_what_the_qdq_model_means(op, record_property):
 
 
 def _qconv(**fields) -> Instruction:
-    base = dict(
-        in_addr=0, in_shape=(1, 56, 56, 64), row0=0, out_addr=0, out_shape=(1, 56, 56, 64),
-        orow0=0, kernel=(3, 3), stride=(1, 1), pad=(1, 1), dilation=(1, 1), groups=1, oc0=0,
-        oc_total=64, w_addr=0, b_addr=-1, in_zp=0, out_zp=0, rq_addr=0, clamp=(-128, 127),
-        lut_addr=-1, acc_addr=-1, acc_out=0,
-    )  # fmt: skip
-    return instruction("qconv", **{**base, **fields})
+    """A 3x3 qconv of 64 to 64 channels over 56x56 pixels."""
+    shape = (1, 56, 56, 64)
+    return qconv(0, shape, 0, shape, 0, kernel=(3, 3), pad=(1, 1), rq_addr=0, **fields)
 
 
 def test_an_int8_conv_runs_at_the_int8_mac_rate_on_bytes_of_one():

@@ -17,6 +17,7 @@ from sim_builders import (
     end,
     instruction,
     layer_program,
+    qconv,
     run_both,
 )
 
@@ -122,30 +123,15 @@ def test_qconv_engines_agree(layer):
     partial = staging.add(rng.integers(-(2**31), 2**31, out_shape).astype(np.int32))
     out = staging.reserve(4 * int(np.prod(out_shape)))
     finish = layer["data"].draw(int8_finish(staging, rng))
-    ins = instruction(
-        "qconv",
-        in_addr=x,
-        in_shape=in_shape,
-        row0=0,
-        out_addr=out,
-        out_shape=out_shape,
-        orow0=0,
-        kernel=layer["kernel"],
-        stride=layer["stride"],
-        pad=layer["pad"],
-        dilation=layer["dilation"],
-        groups=layer["groups"],
-        oc0=layer["oc0"],
-        oc_total=layer["oc_total"],
-        w_addr=w,
-        b_addr=b if layer["bias"] else -1,
-        in_zp=layer["in_zp"],
-        out_zp=layer["out_zp"],
-        rq_addr=rq,
-        acc_addr=partial if layer["partial"] else -1,
-        acc_out=int(layer["acc_out"]),
+    ins = qconv(
+        x, in_shape, out, out_shape, w,
+        kernel=layer["kernel"], stride=layer["stride"], pad=layer["pad"],
+        dilation=layer["dilation"], groups=layer["groups"],
+        oc0=layer["oc0"], oc_total=layer["oc_total"],
+        b_addr=b if layer["bias"] else -1, in_zp=layer["in_zp"], out_zp=layer["out_zp"],
+        rq_addr=rq, acc_addr=partial if layer["partial"] else -1, acc_out=int(layer["acc_out"]),
         **finish,
-    )
+    )  # fmt: skip
     dtype = DType.I32 if layer["acc_out"] else DType.I8
     run_both(layer_program(staging, [ins], out, out_shape, dtype=dtype), [])
 
@@ -408,37 +394,14 @@ def test_a_qconv_whose_pairs_or_partial_sums_leave_the_ocm_is_refused():
     staging = Staging()
     x, w = staging.add(np.zeros((1, 2, 2, 4), np.int8)), staging.add(np.zeros(4, np.int8))
     out = staging.reserve(16)
-    base = dict(
-        in_addr=x,
-        in_shape=(1, 2, 2, 4),
-        row0=0,
-        out_addr=out,
-        out_shape=(1, 2, 2, 1),
-        orow0=0,
-        kernel=(1, 1),
-        stride=(1, 1),
-        pad=(0, 0),
-        dilation=(1, 1),
-        groups=1,
-        oc0=0,
-        oc_total=1,
-        w_addr=w,
-        b_addr=-1,
-        in_zp=0,
-        out_zp=0,
-        rq_addr=0,
-        clamp=(-128, 127),
-        lut_addr=-1,
-        acc_addr=-1,
-        acc_out=0,
-    )
     for fields, message in [
         ({"rq_addr": 262144 - 4}, "requantization pairs"),
         ({"acc_addr": 262144 - 8}, "partial sums"),
         ({"b_addr": 262144 - 2}, "bias"),
         ({"out_addr": 262144 - 8, "acc_out": 1}, "output tile"),  # int32: 16 bytes
     ]:
-        ins = instruction("qconv", **{**base, **fields})
+        fields = {"out_addr": out, "rq_addr": 0, **fields}
+        ins = qconv(x, (1, 2, 2, 4), fields.pop("out_addr"), (1, 2, 2, 1), w, **fields)
         with pytest.raises(SimulatorError, match=message):
             validate(layer_program(staging, [ins], out, (1, 2, 2, 1), dtype=DType.I8))
 

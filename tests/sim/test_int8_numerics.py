@@ -24,6 +24,7 @@ from sim_builders import (
     conversion_program,
     instruction,
     layer_program,
+    qconv,
     run_both,
 )
 
@@ -42,6 +43,22 @@ def _session(nodes, inputs, outputs, initializers, opset=19) -> ort.InferenceSes
 
 def _scalar(name: str, value, dtype) -> onnx.TensorProto:
     return helper.make_tensor(name, dtype, [], [value])
+
+
+def _linear_session(op_type: str, shape, scale: float, zp: int) -> ort.InferenceSession:
+    """onnxruntime's QuantizeLinear (float x to int8 y) or DequantizeLinear (int8 x to float
+    y) with a scalar scale and zero point."""
+    x_type, y_type = (
+        (TensorProto.FLOAT, TensorProto.INT8)
+        if op_type == "QuantizeLinear"
+        else (TensorProto.INT8, TensorProto.FLOAT)
+    )
+    return _session(
+        [helper.make_node(op_type, ["x", "s", "z"], ["y"])],
+        [helper.make_tensor_value_info("x", x_type, shape)],
+        [helper.make_tensor_value_info("y", y_type, None)],
+        [_scalar("s", scale, TensorProto.FLOAT), _scalar("z", zp, TensorProto.INT8)],
+    )
 
 
 # ------------------------------------------------------------------------- quant, dequant
@@ -65,12 +82,7 @@ def test_quant_is_onnxruntime_quantize_linear_bit_for_bit(shape, scale, zp, seed
         scale
     )
     flat[::11] = rng.choice(np.array([np.inf, -np.inf, 1e30, -1e30, 0.0, -0.0], np.float32))
-    session = _session(
-        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])],
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info("y", TensorProto.INT8, None)],
-        [_scalar("s", scale, TensorProto.FLOAT), _scalar("z", zp, TensorProto.INT8)],
-    )
+    session = _linear_session("QuantizeLinear", shape, scale, zp)
     expected = session.run(None, {"x": x})[0]
     perm = (0, 2, 3, 1)  # into NHWC, as a region input is
     program = conversion_program("quant", shape, perm, DType.F32, DType.I8, scale, zp)
@@ -87,12 +99,7 @@ def test_quant_is_onnxruntime_quantize_linear_bit_for_bit(shape, scale, zp, seed
 )
 def test_dequant_is_onnxruntime_dequantize_linear_bit_for_bit(shape, scale, zp, seed):
     q = np.random.default_rng(seed).integers(-128, 128, shape).astype(np.int8)
-    session = _session(
-        [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"])],
-        [helper.make_tensor_value_info("x", TensorProto.INT8, shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [_scalar("s", scale, TensorProto.FLOAT), _scalar("z", zp, TensorProto.INT8)],
-    )
+    session = _linear_session("DequantizeLinear", shape, scale, zp)
     expected = session.run(None, {"x": q})[0]
     perm = (0, 3, 1, 2)  # back to NCHW, as a region output is
     program = conversion_program("dequant", shape, perm, DType.I8, DType.F32, scale, zp)
@@ -144,33 +151,6 @@ def docs_finish(acc, pairs, out_zp, lo=-128, hi=127):
     return y.astype(np.int8)
 
 
-def qconv_instruction(x_addr, x_shape, out_addr, out_shape, w_addr, **fields):
-    base = dict(
-        in_addr=x_addr,
-        in_shape=tuple(x_shape),
-        row0=0,
-        out_addr=out_addr,
-        out_shape=tuple(out_shape),
-        orow0=0,
-        stride=(1, 1),
-        pad=(0, 0),
-        dilation=(1, 1),
-        groups=1,
-        oc0=0,
-        oc_total=out_shape[3],
-        w_addr=w_addr,
-        b_addr=-1,
-        in_zp=0,
-        out_zp=0,
-        rq_addr=-1,
-        clamp=(-128, 127),
-        lut_addr=-1,
-        acc_addr=-1,
-        acc_out=0,
-    )
-    return instruction("qconv", **{**base, **fields})
-
-
 @st.composite
 def conv_cases(draw):
     groups = draw(st.sampled_from([1, 2, 4]))
@@ -215,7 +195,7 @@ def run_qconv(case, x, w, bias, pairs, pad_end) -> np.ndarray:
     staging = Staging()
     xa, wa, ba, ra = staging.add(x), staging.add(w), staging.add(bias), staging.add(pairs)
     out = staging.reserve(int(np.prod(out_shape)))
-    ins = qconv_instruction(
+    ins = qconv(
         xa,
         x.shape,
         out,
@@ -488,7 +468,7 @@ def test_a_qconv_cut_by_rows_channels_and_input_blocks_gives_the_bytes_of_one():
     staging = Staging()
     xa, wa, ba, ra = staging.add(x), staging.add(w), staging.add(bias), staging.add(pairs)
     whole_out = staging.reserve(int(np.prod(out_shape)))
-    whole = qconv_instruction(
+    whole = qconv(
         xa, x.shape, whole_out, out_shape, wa, groups=groups, b_addr=ba, rq_addr=ra, **common
     )
     (expected,) = run_both(
@@ -505,7 +485,7 @@ def test_a_qconv_cut_by_rows_channels_and_input_blocks_gives_the_bytes_of_one():
         window = staging.add(np.ascontiguousarray(x[:, first:last]))
         piece_out = out + orow0 * w_ * oc
         pieces.append(
-            qconv_instruction(
+            qconv(
                 window,
                 (n, last - first, w_, c),
                 piece_out,
@@ -532,7 +512,7 @@ def test_a_qconv_cut_by_rows_channels_and_input_blocks_gives_the_bytes_of_one():
         ra = staging.add(np.ascontiguousarray(pairs[oc0 : oc0 + count]))
         tile_shape = (n, h, w_, count)
         out = staging.reserve(int(np.prod(tile_shape)))
-        ins = qconv_instruction(
+        ins = qconv(
             xa, x.shape, out, tile_shape, wa, groups=groups, oc0=oc0, oc_total=oc,
             b_addr=ba, rq_addr=ra, **common,
         )  # fmt: skip
@@ -546,7 +526,7 @@ def test_a_qconv_cut_by_rows_channels_and_input_blocks_gives_the_bytes_of_one():
     staging = Staging()
     xa, wa, ba, ra = staging.add(x), staging.add(w1), staging.add(bias), staging.add(pairs)
     out = staging.reserve(int(np.prod(out_shape)))
-    one = qconv_instruction(xa, x.shape, out, out_shape, wa, b_addr=ba, rq_addr=ra, **common)
+    one = qconv(xa, x.shape, out, out_shape, wa, b_addr=ba, rq_addr=ra, **common)
     (whole_c,) = run_both(layer_program(staging, [one], out, out_shape, dtype=DType.I8), [])
     staging = Staging()
     blocks = [(0, 4), (4, 10)]
@@ -556,11 +536,11 @@ def test_a_qconv_cut_by_rows_channels_and_input_blocks_gives_the_bytes_of_one():
     partial = staging.reserve(4 * int(np.prod(out_shape)))
     out = staging.reserve(int(np.prod(out_shape)))
     chain = [
-        qconv_instruction(
+        qconv(
             windows[0], (n, h, w_, 4), partial, out_shape, weights[0], b_addr=ba, acc_out=1,
             **common,
         ),
-        qconv_instruction(
+        qconv(
             windows[1], (n, h, w_, 6), out, out_shape, weights[1], acc_addr=partial,
             rq_addr=ra, **common,
         ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from helpers import float_model
 from onnx import TensorProto, helper, numpy_helper
 from tvm import relax
 from tvm.ir.expr import GenericConst
@@ -153,14 +154,11 @@ def test_constant_only_conv_still_imports():
         helper.make_node("Conv", ["c", "w"], ["k"], name="/const/Conv"),
         helper.make_node("Add", ["x", "k"], ["y"], name="/add/Add"),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 2, 2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 2, 2])],
-        [w, c],
+    shape = [1, 2, 2, 2]
+    inputs, outputs = [("x", shape)], [("y", shape)]
+    mod = from_onnx(
+        float_model(nodes, [w, c], inputs, outputs, name="g", opset=17, ir_version=onnx.IR_VERSION)
     )
-    mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     assert op_and_name(mod["main"]) == [("relax.add", "/add/Add")]
 
 

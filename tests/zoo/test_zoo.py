@@ -22,7 +22,13 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from helpers import assert_features_pinned, lib_features, load_module, pinned_features
+from helpers import (
+    assert_features_pinned,
+    float_model,
+    lib_features,
+    load_module,
+    pinned_features,
+)
 from onnx import TensorProto, helper, numpy_helper
 
 from mrvl.accuracy import fp16_agreement
@@ -444,14 +450,9 @@ def test_fp16_emulation_keeps_in_f32_what_the_mlip_keeps_in_f32():
         helper.make_node("PRelu", ["a", "slope"], ["p"], name="prelu"),
         helper.make_node("Add", ["p", "full"], ["y"], name="add_full"),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "affine",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 2, 2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 2, 2])],
-        [w, bias, gain, shift, slope, full],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+    inits = [w, bias, gain, shift, slope, full]
+    inputs, outputs = [("x", [1, 3, 2, 2])], [("y", [1, 4, 2, 2])]
+    model = float_model(nodes, inits, inputs, outputs, name="affine", opset=17)
     assert on_chip_f32_tensors(model.graph) == {"b", "g", "t", "slope", "c", "m"}
     emulated = fp16_storage_model(model)
     inits = {i.name: numpy_helper.to_array(i) for i in emulated.graph.initializer}

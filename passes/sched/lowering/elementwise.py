@@ -11,8 +11,9 @@ from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 from mrvl.dialects import mrvl, sched
 from mrvl.passes.sched.lowering.int8_compute import is_int8_layer, lower_qadd
 from mrvl.passes.sched.lowering.int8_elementwise import lower_qmul
+from mrvl.passes.sched.lowering.mul_chunks import MulChunks
 from mrvl.passes.sched.lowering.state import F16_BYTES, LayerLowering, buffer_type, int_attr
-from mrvl.passes.sched.tiling import F32, ChannelChunk, Chunk, plan_elementwise, plan_per_channel
+from mrvl.passes.sched.tiling import F32, ChannelChunk, plan_elementwise, plan_per_channel
 
 
 class LowerAdd(LayerLowering):
@@ -115,41 +116,11 @@ class LowerMul(LayerLowering):
             lower_qmul(self.low, op)
             return
         self.low.require_f16(op)
-        shape = mrvl.shape_of(op.output)
-        count = prod(shape)
-        et = mrvl.element_type_of(op.output)
-        flat = buffer_type("ddr", (count,), et)
-        lhs = self.low.flat_view(self.low.ddr_buffer(op.lhs), flat)
-        dst = self.low.new_ddr(op.output)
-        out = self.low.flat_view(dst, flat)
-        if op.broadcasts:
-            images, channels = shape[0], shape[-1]
-            rhs = self.low.flat_view(self.low.ddr_buffer(op.rhs), buffer_type("ddr", (images * channels,), et))
-        else:
-            images, channels = 1, 0
-            rhs = self.low.flat_view(self.low.ddr_buffer(op.rhs), flat)
-        per_image = count // images
-        chunks = [
-            (n, Chunk(n * per_image + c.start, c.length))
-            for n in range(images)
-            for c in plan_elementwise(
-                per_image,
-                2 if channels else 3,
-                self.low.ocm_bytes(op),
-                self.low.num_tiles,
-                self.low.target.ocm_alignment,
-                granule=max(channels, 1),
-                reserved_bytes=channels * F16_BYTES,
-            )
-        ]
-        for index, (n, chunk) in enumerate(chunks):
+        plan = MulChunks.plan(self.low, op, F16_BYTES)
+        for index, (n, chunk) in enumerate(plan.chunks):
             tile = index % self.low.num_tiles
-            a, t_a = self.low.load(lhs, [chunk.start], [chunk.length], tile)
-            if channels:
-                b, t_b = self.low.load(rhs, [n * channels], [channels], tile)
-            else:
-                b, t_b = self.low.load(rhs, [chunk.start], [chunk.length], tile)
+            (a, t_a), (b, t_b) = plan.load(self.low, n, chunk, tile)
             self.low.chunk_task(
-                op, sched.MulTaskOp, tile, chunk, out, [t_a, t_b],
-                props={"channels": int_attr(channels)}, lhs=a, rhs=b,
+                op, sched.MulTaskOp, tile, chunk, plan.out, [t_a, t_b],
+                props={"channels": int_attr(plan.channels)}, lhs=a, rhs=b,
             )  # fmt: skip

@@ -13,8 +13,9 @@ from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from mrvl.dialects import mrvl, sched
 from mrvl.passes.sched.lowering.int8_compute import clamp, require_int8
+from mrvl.passes.sched.lowering.mul_chunks import MulChunks
 from mrvl.passes.sched.lowering.state import LayerLowering, buffer_type, i64_array, int_attr
-from mrvl.passes.sched.tiling import Chunk, plan_elementwise
+from mrvl.passes.sched.tiling import plan_elementwise
 
 TABLE_BYTES = 256
 
@@ -34,49 +35,20 @@ def lower_qmul(low, op: mrvl.MulOp) -> None:
         "rq": i64_array(int8.qmul_params(s_a, s_b, s_y)),
         "clamp": i64_array(clamp(op)),
     }
-    shape = mrvl.shape_of(op.output)
-    count = prod(shape)
+    plan = MulChunks.plan(low, op, 1)
     et = mrvl.element_type_of(op.output)
-    flat = buffer_type("ddr", (count,), et)
-    lhs = low.flat_view(low.ddr_buffer(op.lhs), flat)
-    out = low.flat_view(low.new_ddr(op.output), flat)
-    if op.broadcasts:
-        images, channels = shape[0], shape[-1]
-        rhs = low.flat_view(low.ddr_buffer(op.rhs), buffer_type("ddr", (images * channels,), et))
-    else:
-        images, channels = 1, 0
-        rhs = low.flat_view(low.ddr_buffer(op.rhs), flat)
-    per_image = count // images
-    chunks = [
-        (n, Chunk(n * per_image + c.start, c.length))
-        for n in range(images)
-        for c in plan_elementwise(
-            per_image,
-            2 if channels else 3,
-            low.ocm_bytes(op),
-            low.num_tiles,
-            low.target.ocm_alignment,
-            granule=max(channels, 1),
-            reserved_bytes=channels,
-            elem_bytes=1,
-        )
-    ]
-    for index, (n, chunk) in enumerate(chunks):
+    for index, (n, chunk) in enumerate(plan.chunks):
         tile = index % low.num_tiles
-        a, t_a = low.load(lhs, [chunk.start], [chunk.length], tile)
-        if channels:
-            b, t_b = low.load(rhs, [n * channels], [channels], tile)
-        else:
-            b, t_b = low.load(rhs, [chunk.start], [chunk.length], tile)
+        (a, t_a), (b, t_b) = plan.load(low, n, chunk, tile)
         y = low.ocm([chunk.length], et, tile)
         task = sched.QMulTaskOp.make(
-            {"tile": int_attr(tile), "channels": int_attr(channels), **props},
+            {"tile": int_attr(tile), "channels": int_attr(plan.channels), **props},
             deps=[t_a, t_b],
             lhs=a,
             rhs=b,
             output=y,
         )
-        low.store(y, out, [chunk.start], tile, low.emit(task).results[0])
+        low.store(y, plan.out, [chunk.start], tile, low.emit(task).results[0])
 
 
 class LowerInt8Table(LayerLowering):
