@@ -146,6 +146,21 @@ def dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_b
 
 
 @jit
+def merge_dims(box, src_strides, dst_strides):
+    """Fold the outer dimensions of a DMA box that continue the innermost one's stride on both
+    sides into it, in place (box 1 where folded): the same elements copied in the same order,
+    in fewer, longer runs. A box of whole pixels of 3 channels (an image, a ViT's patches)
+    otherwise moves 6 bytes a run; dense in all its dimensions, it is one memcpy."""
+    for d in range(2, -1, -1):
+        if box[d] == 1:
+            continue
+        if src_strides[d] != src_strides[3] * box[3] or dst_strides[d] != dst_strides[3] * box[3]:
+            return
+        box[3] *= box[d]
+        box[d] = 1
+
+
+@jit
 def dma(row, ddr, ocm):
     box = row[DMA_BOX : DMA_BOX + 4].astype(np.int64)
     elem_bytes = np.int64(row[DMA_ELEM_BYTES])
@@ -155,6 +170,7 @@ def dma(row, ddr, ocm):
     dst = ddr if row[DMA_DST_SPACE] == DDR else ocm
     src_strides = row[DMA_SRC_STRIDES : DMA_SRC_STRIDES + 4].astype(np.int64)
     dst_strides = row[DMA_DST_STRIDES : DMA_DST_STRIDES + 4].astype(np.int64)
+    merge_dims(box, src_strides, dst_strides)
     src_addr, dst_addr = np.int64(row[DMA_SRC_ADDR]), np.int64(row[DMA_DST_ADDR])
     if row[DMA_SRC_SPACE] != row[DMA_DST_SPACE]:  # DDR and OCM do not overlap: copy directly
         dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes)
