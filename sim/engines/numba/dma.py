@@ -224,6 +224,12 @@ def cvt(row, ddr, lut_bits, tally):
         gather_permuted(ddr[src_addr : src_addr + 4 * count].view(np.float32), shape, perm, values)
         store_f16(ddr, row[CVT_DST_ADDR], values, tally)
         return
+    dst_addr = row[CVT_DST_ADDR]
+    if src_dtype == dst_dtype and src_size == 2 and src_addr % 2 == 0:  # a transposition
+        halves = np.empty(count, np.uint16)  # read whole before any byte is written
+        gather_permuted(ddr[src_addr : src_addr + 2 * count].view(np.uint16), shape, perm, halves)
+        ddr[dst_addr : dst_addr + 2 * count] = halves.view(np.uint8)
+        return
     strides = dense_strides(shape)
     staged = np.empty(count * dst_size, np.uint8)
     k = 0
@@ -258,7 +264,6 @@ def cvt(row, ddr, lut_bits, tally):
                         for e in range(4):
                             staged[k + e] = np.uint8((u >> (8 * e)) & 0xFF)
                     k += dst_size
-    dst_addr = row[CVT_DST_ADDR]
     for i in range(staged.size):
         ddr[dst_addr + i] = staged[i]
 
