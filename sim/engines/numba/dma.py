@@ -46,21 +46,26 @@ from mrvl.sim.engines.numba.numerics import (
 def dma_move(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes):
     """Copy the strided box at src[src_addr:] to the box at dst[dst_addr:] (two distinct
     buffers), in runs as long as both innermost strides allow, in units of `src.itemsize`
-    bytes (addresses and strides are multiples of it). Indices, not slices: a slice per run
-    (often one element) cost two atomic reference counts."""
+    bytes (addresses and strides are multiples of it, so they are divided once: an array's
+    itemsize is a runtime field, and two 64-bit divisions an element took 9 ns). Indices, not
+    slices: a slice per run (often one element) cost two atomic reference counts."""
     unit = src.itemsize
     if src_strides[3] == elem_bytes and dst_strides[3] == elem_bytes:
         run, inner = box[3] * elem_bytes // unit, 1
     else:
         run, inner = elem_bytes // unit, box[3]
+    s0, s1, s2 = src_strides[0] // unit, src_strides[1] // unit, src_strides[2] // unit
+    t0, t1, t2 = dst_strides[0] // unit, dst_strides[1] // unit, dst_strides[2] // unit
+    s3, t3 = src_strides[3] // unit, dst_strides[3] // unit
+    src_at, dst_at = src_addr // unit, dst_addr // unit
     for i0 in range(box[0]):
         for i1 in range(box[1]):
             for i2 in range(box[2]):
-                p = src_addr + i0 * src_strides[0] + i1 * src_strides[1] + i2 * src_strides[2]
-                q = dst_addr + i0 * dst_strides[0] + i1 * dst_strides[1] + i2 * dst_strides[2]
+                p = src_at + i0 * s0 + i1 * s1 + i2 * s2
+                q = dst_at + i0 * t0 + i1 * t1 + i2 * t2
                 for i3 in range(inner):
-                    a = np.uint64((p + i3 * src_strides[3]) // unit)
-                    b = np.uint64((q + i3 * dst_strides[3]) // unit)
+                    a = np.uint64(p + i3 * s3)
+                    b = np.uint64(q + i3 * t3)
                     for e in range(np.uint64(run)):  # unsigned: no wraparound, vectorized
                         dst[b + e] = src[a + e]
 
@@ -182,6 +187,7 @@ def dma(row, ddr, ocm):
     for d in range(2, -1, -1):
         dense[d] = dense[d + 1] * box[d + 1]
     dma_copy(src, src_addr, src_strides, staged, np.int64(0), dense, box, elem_bytes)
+    merge_dims(box, dense, dst_strides)  # the staged side is dense: fold what dst allows
     dma_copy(staged, np.int64(0), dense, dst, dst_addr, dst_strides, box, elem_bytes)
 
 
