@@ -383,6 +383,37 @@ def negative_part(acc, act, a):
 
 
 @jit
+def table_lookup(acc, table, buf, addr, tally):
+    """A table activation (finish): the f16 of each fp32 in `acc` looked up in the tile's
+    table, stored at buf[addr:]; tally gets the saturated (index beyond +-65504 and entry
+    +-65504) and the NaN entries. The indices are rounded first, round_f16_vectors'
+    vectors at a time (its own counts, of the indices, are not the table's and are dropped),
+    then looked up: one scalar rounding a value cost MobileNetV3's hardswish convs 7 ns an
+    output."""
+    bits = acc.view(np.uint32)
+    index = np.empty(acc.size, np.uint16)
+    vectors = acc.size - acc.size % F16_LANES
+    round_f16_vectors(acc, index, vectors, np.zeros(2, np.int64))
+    for i in range(vectors, acc.size):
+        index[i] = f16_bits_from_f32(acc[i])
+    saturated = 0
+    nans = 0
+    aligned = addr % 2 == 0
+    halves = buf[addr : addr + 2 * acc.size].view(np.uint16) if aligned else index[:0]
+    for i in range(acc.size):
+        h = table[index[i]]
+        saturated += beyond_f16(bits[i]) & np.int64((h & 0x7FFF) == 0x7BFF)
+        nans += np.int64((h & 0x7FFF) > 0x7C00)
+        if aligned:
+            halves[i] = h
+        else:
+            buf[addr + 2 * i] = np.uint8(h & 0xFF)
+            buf[addr + 2 * i + 1] = np.uint8(h >> 8)
+    tally[0] += saturated
+    tally[1] += nans
+
+
+@jit
 def finish(acc, act, a, b, slopes, table, buf, addr, tally):
     """The last step of conv, fc, add, scale and mul, from the fp32 accumulator to the f16
     stored at buf[addr:]: a table activation looks f16(acc) up in the tile's table; the others
@@ -390,18 +421,7 @@ def finish(acc, act, a, b, slopes, table, buf, addr, tally):
     gets the counts of docs/isa.md §4 (for a table: saturated index and entry +-65504, NaN
     entry)."""
     if IS_TABLE_ACT[act]:
-        bits = acc.view(np.uint32)
-        saturated = 0
-        nans = 0
-        for i in range(acc.size):
-            u = bits[i]
-            h = table[f16_bits_from_f32(acc[i])]
-            saturated += beyond_f16(u) & np.int64((h & 0x7FFF) == 0x7BFF)
-            nans += np.int64((h & 0x7FFF) > 0x7C00)
-            buf[addr + 2 * i] = np.uint8(h & 0xFF)
-            buf[addr + 2 * i + 1] = np.uint8(h >> 8)
-        tally[0] += saturated
-        tally[1] += nans
+        table_lookup(acc, table, buf, addr, tally)
         return
     if act == ACT_PRELU:
         channels = slopes.size
