@@ -1,5 +1,6 @@
 """The Numba engine's int8 instructions (docs/isa.md, the int8 instructions and "Numerics
-(int8 mode)"): `quant`, `dequant`, `qconv`, `qpool`, `qfc`, `qadd`, `requant` and `qmul`.
+(int8 mode)"): `quant`, `dequant`, `qconv`, `qpool`, `qfc`, `qadd`, `requant` and `qmul`
+(`qresize` is in `int8_resize.py`).
 
 Integer sums are exact in int64 and wrapped to int32 once, which is the ISA's int32
 accumulation modulo 2^32 whatever the order: so these loops run in whatever order is fast and
