@@ -25,7 +25,7 @@ def requantize_half_even(values, multiplier, shift) -> np.ndarray:
     """`qresize`'s rounding: §4b's `requantize` (v * m / 2^(31 - shift), shift clamped into
     [RQ_SHIFT_MIN, RQ_SHIFT_MAX], in int64) with ties to even instead of toward +inf.
     An interpolation lands on exact halves often, and rounding them all up would bias the
-    tensor; onnxruntime rounds them to even. Broadcasts."""
+    tensor; onnxruntime's fp32 interpolation rounds most of them to even. Broadcasts."""
     from mrvl.isa_int8 import RQ_SHIFT_MAX, RQ_SHIFT_MIN
 
     x = np.asarray(values, np.int64) * np.asarray(multiplier, np.int64)
