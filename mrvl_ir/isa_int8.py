@@ -1,5 +1,6 @@
 """The int8 instructions of the ISA table (docs/isa.md, "int8 mode"): quantize and dequantize
-at region boundaries, and the integer conv, fc, add, mul, requantization and pools.
+at region boundaries, and the integer conv, fc, add, mul, requantization, pools and resize
+(`isa_int8_resize.py`).
 
 They live apart from `mrvl.isa` to keep that module readable; `isa.py` builds its `OPCODES`
 with `with_int8_opcodes`, which inserts these specs before `end`. The conv and pool forms
@@ -91,6 +92,7 @@ def int8_opcodes(base: dict) -> tuple:
     """The int8 OpcodeSpecs, made from the fp16 specs `base` (by name) whose fields they
     share."""
     from mrvl.isa import OpcodeSpec, _f
+    from mrvl.isa_int8_resize import qresize_spec
 
     cvt, scale = _quant_fields(base)
     conv = {f.name: f for f in base["conv"].fields}
@@ -295,6 +297,7 @@ def int8_opcodes(base: dict) -> tuple:
                 *_finish_fields(),
             ),
         ),
+        qresize_spec(base, in_zp, out_zp, _rq, _finish_fields),
     )
 
 

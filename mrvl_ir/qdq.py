@@ -353,13 +353,14 @@ MAC_OPS = {"relax.nn.conv2d": 0, "relax.nn.conv1d": 0, "relax.matmul": 1}
 INT8_READY: frozenset[str] = frozenset(
     {
         "conv2d", "fc", "add", "pool2d", "global_pool2d", "reshape", "transpose", "concat",
-        "copy", "quantize", "dequantize", "mul", "scale_shift",
+        "copy", "quantize", "dequantize", "mul", "scale_shift", "resize",
     }
 )  # fmt: skip
 """Composites whose int8 form the compiler lowers to the MLIP's int8 instructions. Until a
 kind is here, its quantized layers stay on the CPU (`NOT_LOWERED`), never in fp16. An int8
 `scale_shift` (an activation, with scalar steps) is a 256-entry table (`mrvl.int8_table`); an
-int8 `mul` the `qmul` instruction."""
+int8 `mul` the `qmul` instruction, an int8 `resize` (bilinear, or a nearest that is no copy)
+the `qresize` instruction."""
 
 NOT_LOWERED = "int8 {kind}: not lowered to the MLIP's int8 instructions yet (never run in fp16)"
 

@@ -3,9 +3,11 @@
 
     .venv/bin/python scripts/zoo_int8.py                      # every model, a markdown table
     .venv/bin/python scripts/zoo_int8.py resnet18 --inputs 64 -o /tmp/zoo_int8.md
+    .venv/bin/python scripts/zoo_int8.py mobilenet_v2 --quantizer static  # another tool's QDQ
 
 Each model of `mrvl.models.zoo` (seeded random weights, seed 0) is quantized by
-`mrvl.quantize` (min-max, per channel) on `CALIBRATION` seeded standard-normal inputs, then
+`mrvl.quantize` (min-max, per channel; or, with `--quantizer`, by onnxruntime's
+`quantize_static` with its defaults) on `CALIBRATION` seeded standard-normal inputs, then
 goes `mrvl.from_onnx` → `mrvl.partition_for_mrvl` (8 tiles) → `mrvl.build` like its float
 form. Measured per model:
 
@@ -59,21 +61,65 @@ class Int8Run:
     cycles: tuple[int, int] | None = None  # (int8 build, float build)
     on_cpu: dict[str, int] = field(default_factory=dict)  # "op: reason" -> nodes
     failure: str | None = None
+    quantizer: str = "mrvl"  # a key of QUANTIZERS
+    seconds: float | None = None  # the whole run
 
     @property
     def within_goal(self) -> bool:
         return self.failure is None and self.steps.get("max", np.inf) <= STEP_GOAL
 
 
-def quantized_zoo_model(name: str, seed: int = SEED):
-    """The float zoo model and its QDQ form by `mrvl.quantize` on seeded inputs."""
+QUANTIZERS = {
+    "mrvl": "`mrvl.quantize` (min-max, per channel)",
+    "static": "onnxruntime's `quantize_static` with its defaults (QDQ, min-max, per-tensor "
+    "int8 weights and activations), without `mrvl.quantize`",
+    "static-uint8": "onnxruntime's `quantize_static` with its defaults but uint8 activations "
+    "(older onnxruntime's default), without `mrvl.quantize`",
+}
+"""How `--quantizer` makes the QDQ model: the other tools' forms check that mrvl takes a QDQ
+model it did not write (issue 20: "a QDQ model written by `quantize_static` with its
+defaults, built without `mrvl.quantize`")."""
+
+
+def quantize_static_defaults(model, calibration: list[dict], **options):
+    """`model` through onnxruntime's `quantize_static` with its defaults (and `options`),
+    calibrated on the feeds `calibration`."""
+    import tempfile
+
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter(calibration)
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    with tempfile.TemporaryDirectory() as work:
+        source, target = Path(work) / "float.onnx", Path(work) / "qdq.onnx"
+        onnx.save(model, source)
+        quantize_static(source, target, Reader(), **options)
+        return onnx.load(target)
+
+
+def quantized_zoo_model(name: str, seed: int = SEED, quantizer: str = "mrvl"):
+    """The float zoo model and its QDQ form by `quantizer` (`QUANTIZERS`) on seeded inputs."""
     import mrvl
     from mrvl.models.light import random_inputs
     from mrvl.models.zoo import load_zoo_model
 
     model = load_zoo_model(name, seed=seed)
     calibration = [random_inputs(model, seed=seed + 1000 + i) for i in range(CALIBRATION)]
-    return model, mrvl.quantize(model, calibration)
+    if quantizer == "mrvl":
+        return model, mrvl.quantize(model, calibration)
+    if quantizer == "static":
+        return model, quantize_static_defaults(model, calibration)
+    if quantizer == "static-uint8":
+        from onnxruntime.quantization import QuantType
+
+        return model, quantize_static_defaults(model, calibration, activation_type=QuantType.QUInt8)
+    raise ValueError(f"quantizer {quantizer!r}: one of {', '.join(QUANTIZERS)}")
 
 
 def last_quantized(model) -> list[tuple[str, float]]:
@@ -163,17 +209,22 @@ def modelled_cycles(model) -> int:
 
 
 def run_int8(
-    name: str, inputs: int = TOP1_INPUTS, seed: int = SEED, cycles: bool = True
+    name: str,
+    inputs: int = TOP1_INPUTS,
+    seed: int = SEED,
+    cycles: bool = True,
+    quantizer: str = "mrvl",
 ) -> Int8Run:
     """Quantize, partition, build, run and judge one zoo model; exceptions become `failure`."""
     import mrvl
     from mrvl.models.light import random_inputs
     from mrvl.models.zoo import zoo_model_info
 
-    run = Int8Run(name, zoo_model_info(name).kind)
+    run = Int8Run(name, zoo_model_info(name).kind, quantizer=quantizer)
+    start = time.perf_counter()
     stage = "quantize"
     try:
-        model, qdq = quantized_zoo_model(name, seed)
+        model, qdq = quantized_zoo_model(name, seed, quantizer)
         judged = last_quantized(qdq)
         qdq = with_outputs(qdq, [n for n, _ in judged])
         stage = "partition"
@@ -217,6 +268,7 @@ def run_int8(
         message = " ".join(str(error).split())
         run.failure = f"{stage}: {type(error).__name__}: {message[:300]}"
         traceback.print_exc()
+    run.seconds = time.perf_counter() - start
     return run
 
 
@@ -244,17 +296,33 @@ def _reasons(run: Int8Run) -> str:
     return "; ".join(f"{n} {why}" for why, n in run.on_cpu.items()).replace("|", "/")
 
 
-def markdown(runs: list[Int8Run], elapsed: float) -> str:
+def _k(cycles: int) -> str:
+    return f"{cycles / 1e6:.2f}M" if cycles >= 1e6 else f"{cycles / 1e3:.0f}k"
+
+
+def _model_cell(run: Int8Run) -> str:
+    return run.name if run.quantizer == "mrvl" else f"{run.name} ({run.quantizer})"
+
+
+def markdown(runs: list[Int8Run], elapsed: float, note: str = "") -> str:
+    """The int8 section of docs/zoo.md: one row per run, what each quantizer is, and `note`
+    (how the runs were made, when they come from several)."""
+    quantizers = "; ".join(
+        f"{'' if q == 'mrvl' else f'({q}) '}{QUANTIZERS[q]}"
+        for q in dict.fromkeys(r.quantizer for r in runs)
+    )
     lines = [
-        "## int8 (issue 20)",
+        INT8_HEADING,
         "",
         (
-            f"Generated by `scripts/zoo_int8.py` in {elapsed / 60:.1f} minutes: each model "
-            f"quantized by `mrvl.quantize` (min-max, per channel) on {CALIBRATION} seeded "
-            f"inputs, {NUM_TILES} tiles. Steps: the last quantized tensor of each output against "
-            "onnxruntime running the same QDQ model (goal: at most 3); top-1: the int8 build's "
-            "top class against the float model's in onnxruntime, over seeded inputs; cycles: "
-            "modelled, cn10ka, the QDQ build's regions against the float build's."
+            f"Generated by `scripts/zoo_int8.py` in {elapsed / 60:.1f} minutes of runs: each "
+            f"model quantized on {CALIBRATION} seeded inputs by {quantizers}; {NUM_TILES} "
+            "tiles. Steps: the last quantized tensor of each output against onnxruntime "
+            "running the same QDQ model on one seeded input (goal: at most 3); top-1: the int8 "
+            "build's top class against the float model's in onnxruntime, over that many seeded "
+            "inputs; cycles: modelled (`mrvl.sim.profile`, cn10ka), the QDQ build's regions "
+            "against the float build's, and their ratio; fp16 layers: layers with MACs not run "
+            "in int8 on the MLIP (none kept on purpose here)." + (f" {note}" if note else "")
         ),
         "",
         "| model | regions | int8 MACs | fp16 layers | steps: exact / ≤1 / ≤3 / max "
@@ -264,46 +332,100 @@ def markdown(runs: list[Int8Run], elapsed: float) -> str:
     for run in runs:
         if run.failure:
             lines.append(
-                f"| {run.name} | {run.regions or ''} | {_pct(run.int8_mac_fraction)} "
+                f"| {_model_cell(run)} | {run.regions or ''} | {_pct(run.int8_mac_fraction)} "
                 f"| | {run.failure.replace('|', '/')} | | | {_reasons(run)} |"
             )
             continue
         s = run.steps
         steps = f"{_pct(s['exact'])} / {_pct(s['1'])} / {_pct(s['3'])} / {s['max']:.0f}"
         top1 = "" if run.top1 is None else f"{_pct(run.top1)} of {run.top1_inputs}"
-        ratio = "" if not run.cycles else f"{run.cycles[0] / run.cycles[1]:.2f}"
+        cycles = ""
+        if run.cycles:
+            mine, float_ = run.cycles
+            cycles = f"{_k(mine)} / {_k(float_)} ({mine / float_:.2f})"
         layers = ", ".join(run.fp16_layers) if run.fp16_layers else "none"
         lines.append(
-            f"| {run.name} | {run.regions} | {_pct(run.int8_mac_fraction)} | {layers} | {steps} "
-            f"| {top1} | {ratio} | {_reasons(run)} |"
+            f"| {_model_cell(run)} | {run.regions} | {_pct(run.int8_mac_fraction)} | {layers} "
+            f"| {steps} | {top1} | {cycles} | {_reasons(run) or 'none'} |"
         )
     within = sum(r.within_goal for r in runs)
     lines += [
         "",
-        f"{within} of {len(runs)} models within {STEP_GOAL} steps of onnxruntime-QDQ.",
+        f"{within} of {len(runs)} runs within {STEP_GOAL} steps of onnxruntime-QDQ.",
         "",
     ]
     return "\n".join(lines)
 
 
+INT8_HEADING = "## int8 (issue 20)"
+"""The heading of docs/zoo.md's int8 section, which runs to the end of the file:
+`--doc` replaces it, and `scripts/zoo_report.py` keeps it when it rewrites the float part."""
+
+
+def with_int8_section(document: str, section: str) -> str:
+    """`document` with its int8 section (from `INT8_HEADING` to the end) replaced by
+    `section`, or `section` appended."""
+    head = document.split(INT8_HEADING, 1)[0].rstrip("\n")
+    return f"{head}\n\n{section.rstrip()}\n"
+
+
+def load_runs(paths: list[Path]) -> list[Int8Run]:
+    """The runs saved by `--json`, in order."""
+    import json
+
+    runs = []
+    for path in paths:
+        for entry in json.loads(path.read_text()):
+            entry["cycles"] = tuple(entry["cycles"]) if entry.get("cycles") else None
+            runs.append(Int8Run(**entry))
+    return runs
+
+
 def main(argv=None) -> int:
+    import json
+    from dataclasses import asdict
+
     from mrvl.models.zoo import ZOO_MODELS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="models (default: all)")
-    parser.add_argument("-o", "--output", type=Path)
+    parser.add_argument("-o", "--output", type=Path, help="write the markdown table here")
     parser.add_argument("--inputs", type=int, default=TOP1_INPUTS, help="top-1 inputs")
     parser.add_argument("--no-cycles", action="store_true")
+    parser.add_argument(
+        "--quantizer", choices=list(QUANTIZERS), default="mrvl", help="who writes the QDQ model"
+    )
+    parser.add_argument("--json", type=Path, help="also save the runs here (for --from-json)")
+    parser.add_argument(
+        "--from-json", type=Path, nargs="+", help="make the table from saved runs, run nothing"
+    )
+    parser.add_argument("--doc", type=Path, help="replace this document's int8 section")
+    parser.add_argument("--note", default="", help="a sentence on how the runs were made")
     args = parser.parse_args(argv)
-    start = time.perf_counter()
-    runs = []
-    for name in args.names or list(ZOO_MODELS):
-        run = run_int8(name, args.inputs, cycles=not args.no_cycles)
-        runs.append(run)
-        print(f"{name}: {run}", flush=True)
-    text = markdown(runs, time.perf_counter() - start)
+    unknown = [n for n in args.names if n not in ZOO_MODELS]
+    if unknown:
+        parser.error(f"not zoo models: {', '.join(unknown)} (see mrvl.models.zoo.ZOO_MODELS)")
+    if args.from_json:
+        missing = [str(p) for p in args.from_json if not p.is_file()]
+        if missing:
+            parser.error(f"no such file: {', '.join(missing)}")
+        runs = load_runs(args.from_json)
+        elapsed = sum(r.seconds or 0.0 for r in runs)
+    else:
+        start = time.perf_counter()
+        runs = []
+        for name in args.names or list(ZOO_MODELS):
+            run = run_int8(name, args.inputs, cycles=not args.no_cycles, quantizer=args.quantizer)
+            runs.append(run)
+            print(f"{name}: {run}", flush=True)
+            if args.json:
+                args.json.write_text(json.dumps([asdict(r) for r in runs], indent=1) + "\n")
+        elapsed = time.perf_counter() - start
+    text = markdown(runs, elapsed, args.note)
     if args.output:
         args.output.write_text(text)
+    if args.doc:
+        args.doc.write_text(with_int8_section(args.doc.read_text(), text))
     print(text)
     return 0
 

@@ -96,6 +96,16 @@ def describe_partition(run: ZooRun, model, report) -> None:
     )
 
 
+def _zoo_int8():
+    """scripts/zoo_int8.py, whose int8 section of the report this script keeps."""
+    scripts = str(ROOT / "scripts")
+    if scripts not in sys.path:
+        sys.path.append(scripts)
+    import zoo_int8
+
+    return zoo_int8
+
+
 def _output_hashes():
     """scripts/output_hashes.py, whose digest of a compiled region pins the zoo's builds."""
     scripts = str(ROOT / "scripts")
@@ -435,7 +445,12 @@ def main(argv=None) -> int:
             + (f"\n    {run.failure}" if run.failure else ""),
             flush=True,
         )
-    args.output.write_text(markdown(runs, time.perf_counter() - start))
+    text = markdown(runs, time.perf_counter() - start)
+    if args.output.exists():  # keep scripts/zoo_int8.py's int8 section (`--doc`)
+        int8 = _zoo_int8()
+        kept = args.output.read_text().partition(int8.INT8_HEADING)
+        text = int8.with_int8_section(text, kept[1] + kept[2]) if kept[1] else text
+    args.output.write_text(text)
     print(f"wrote {args.output}")
     return 0
 

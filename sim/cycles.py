@@ -142,6 +142,7 @@ def _pool(f: dict, target: Target) -> tuple[Cost, int]:
 
 
 @costs("resize")
+@costs("qresize")
 def _resize(f: dict, target: Target) -> tuple[Cost, int]:
     return cost.vector(target, cost.resize_element_ops(f["out_shape"])), 0
 

@@ -346,6 +346,18 @@ def _qmul(f: dict, ins: Instruction) -> Operands:
     return reads, [dense(OCM, f["out_addr"], DType.I8, count)]
 
 
+@operands_of("qresize")
+def _qresize(f: dict, ins: Instruction) -> Operands:
+    _, rows, cols, _ = f["out_shape"]
+    reads = [
+        dense(OCM, f["in_addr"], DType.I8, f["in_shape"]),
+        dense(OCM, f["ytab_addr"], DType.I32, (rows, 3)),
+        dense(OCM, f["xtab_addr"], DType.I32, (cols, 3)),
+        *_int8_finish(f, None),
+    ]
+    return reads, [dense(OCM, f["out_addr"], DType.I8, f["out_shape"])]
+
+
 @operands_of("reduce")
 def _reduce(f: dict, ins: Instruction) -> Operands:
     out = (f["outer"], f["inner"])

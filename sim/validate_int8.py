@@ -106,6 +106,18 @@ def _check_qpool(ins: Instruction, bounds) -> None:
         raise Fault(f"output tile row {row[0]}, column {col[0]} has no tap inside the input window")
 
 
+def _check_qresize(ins: Instruction, bounds) -> None:
+    """The shapes and every operand in bounds; the tables' indices are data, checked by the
+    engines when the instruction runs (as `resize`'s)."""
+    f = ins.fields
+    _, oh, ow, _ = f["out_shape"]
+    bounds.dense(OCM, ins.tile, f["out_addr"], DType.I8, f["out_shape"], "output")
+    bounds.dense(OCM, ins.tile, f["in_addr"], DType.I8, f["in_shape"], "input window")
+    bounds.dense(OCM, ins.tile, f["ytab_addr"], DType.I32, (oh, 3), "row table")
+    bounds.dense(OCM, ins.tile, f["xtab_addr"], DType.I32, (ow, 3), "column table")
+    _finish_operands(ins, bounds, None)
+
+
 INT8_CHECKS = {
     "quant": _check_quant,
     "dequant": _check_dequant,
@@ -115,5 +127,6 @@ INT8_CHECKS = {
     "qadd": _check_qadd,
     "requant": _check_requant,
     "qmul": _check_qmul,
+    "qresize": _check_qresize,
 }
 """The int8 opcodes' checks, which `validate.py` registers."""

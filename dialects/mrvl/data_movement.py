@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float32Type,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     TensorType,
     i64,
@@ -49,6 +50,7 @@ from mrvl.dialects.mrvl.attributes import (
     shape_of,
     tensor,
 )
+from mrvl.dialects.mrvl.quantized import INT8_FORMAT, Int8Properties
 
 
 @irdl_op_definition
@@ -357,11 +359,13 @@ class StridedCopyOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ResizeOp(IRDLOperation):
+class ResizeOp(Int8Properties, IRDLOperation):
     """Bilinear resize (NHWC) by interpolation tables: `ytab` holds, for each output row,
     the input rows i0, i1 and fp32 weights w0, w1 (4 f32 per row, indices exact integers);
     `xtab` the same for columns. `mode` records the ONNX coordinate transformation the
-    tables were computed with (see `mrvl.strided.interpolation_table`)."""
+    tables were computed with (see `mrvl.strided.interpolation_table`). On i8 tensors it
+    carries `in_quant` and `out_quant`, and its tables are `qresize`'s: i32, 3 per output
+    index (i0, i1 and w1 in 2^-11 units, `mrvl.isa_int8_resize.fixed_point_table`)."""
 
     name = "mrvl.resize"
     input = operand_def(TensorType)
@@ -370,7 +374,8 @@ class ResizeOp(IRDLOperation):
     output = result_def(TensorType)
     mode = prop_def(ResizeCoordinatesAttr)
     assembly_format = (
-        "$input `,` $ytab `,` $xtab `mode` $mode attr-dict `:` functional-type(operands, results)"
+        "$input `,` $ytab `,` $xtab `mode` $mode " + INT8_FORMAT + " attr-dict `:` "
+        "functional-type(operands, results)"
     )
     traits = traits_def(NoMemoryEffect())
 
@@ -392,13 +397,16 @@ class ResizeOp(IRDLOperation):
             raise VerifyException("mrvl.resize: input and result differ in N or C")
         if element_type_of(self.input) != element_type_of(self.output):
             raise VerifyException("mrvl.resize: element type must not change")
+        self.verify_int8([self.input], self.output)
+        int8 = self.out_quant is not None
+        per_index, kind = (3, IntegerType) if int8 else (4, Float32Type)
         for what, value, size in (("ytab", self.ytab, oh), ("xtab", self.xtab, ow)):
             _check_tensor(self, what, value, 1, "O")
-            if shape_of(value) != (4 * size,) or not isinstance(
-                element_type_of(value), Float32Type
-            ):
+            element = element_type_of(value)
+            if shape_of(value) != (per_index * size,) or not isinstance(element, kind):
                 raise VerifyException(
-                    f"mrvl.resize: {what} must be f32 with 4 values per output index ({4 * size})"
+                    f"mrvl.resize: {what} must be {'i32' if int8 else 'f32'} with {per_index} "
+                    f"values per output index ({per_index * size})"
                 )
 
 

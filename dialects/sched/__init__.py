@@ -16,6 +16,7 @@ from mrvl.dialects.sched import (
     attributes,
     buffers,
     int8_elementwise,
+    int8_resize,
     int8_tasks,
     program,
     reductions,
@@ -24,6 +25,7 @@ from mrvl.dialects.sched import (
 from mrvl.dialects.sched.attributes import *
 from mrvl.dialects.sched.buffers import *
 from mrvl.dialects.sched.int8_elementwise import *
+from mrvl.dialects.sched.int8_resize import *
 from mrvl.dialects.sched.int8_tasks import *
 from mrvl.dialects.sched.program import *
 from mrvl.dialects.sched.reductions import *
@@ -32,7 +34,8 @@ from mrvl.dialects.sched.tasks import *
 Sched = Dialect(
     "sched",
     *defined_ops_and_attributes(
-        attributes, buffers, int8_tasks, program, tasks, reductions, int8_elementwise
-    ),
+        attributes, buffers, int8_tasks, program, tasks, reductions, int8_elementwise,
+        int8_resize,
+    ),  # fmt: skip
 )
 """Every op and attribute that the package's modules define."""

@@ -177,13 +177,20 @@ def _exact_integers(
 
 
 class FoldQuantizedLayer(RewritePattern):
-    """`quantize(layer(dequantize(x)...))` -> the layer on int8 tensors."""
+    """`quantize(layer(dequantize(x)...))` -> the layer on int8 tensors (a resize with
+    `qresize`'s fixed-point tables)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
         layer = op.input.owner
         if not isinstance(
-            layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp | mrvl.AddOp | mrvl.MulOp | mrvl.Pool2DBase
+            layer,
+            mrvl.Conv2DOp
+            | mrvl.FullyConnectedOp
+            | mrvl.AddOp
+            | mrvl.MulOp
+            | mrvl.Pool2DBase
+            | mrvl.ResizeOp,
         ):
             return
         if not op.input.has_one_use() or mrvl.is_int8(layer.output):
@@ -212,6 +219,8 @@ class FoldQuantizedLayer(RewritePattern):
         new.properties["out_quant"] = op.quant
         if isinstance(layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp):
             self._integer_constants(layer, new, dequantizes[0], rewriter)
+        if isinstance(layer, mrvl.ResizeOp):
+            self._fixed_point_tables(layer, new, rewriter)
         Rewriter.replace_value_with_new_type(new.results[0], _as_i8(layer.output.type))
         new.location = layer.location
         rewriter.insert(new)
@@ -268,6 +277,20 @@ class FoldQuantizedLayer(RewritePattern):
             s_x = np.float32(dq.quant.values[0])
             b = _exact_integers(bias.numpy(), s_x * s_w, np.int32, "bias", layer)
             new.operands[2] = _constant(bias, b, rewriter)
+
+
+    @staticmethod
+    def _fixed_point_tables(layer: mrvl.ResizeOp, new, rewriter: PatternRewriter) -> None:
+        """A resize's f32 tables as `qresize`'s int32 ones (i0, i1, w1 in 2^-11 units)."""
+        from mrvl.isa_int8_resize import fixed_point_table
+
+        for index, table in ((1, layer.ytab), (2, layer.xtab)):
+            const = table.owner
+            if not isinstance(const, mrvl.ConstantOp):
+                raise CompileError(f"{_what(layer)}: its interpolation tables are not constants")
+            new.operands[index] = _constant(
+                const, fixed_point_table(const.numpy()).reshape(-1), rewriter
+            )
 
 
 def _constant(old: mrvl.ConstantOp, data: np.ndarray, rewriter: PatternRewriter) -> SSAValue:

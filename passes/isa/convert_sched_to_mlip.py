@@ -514,6 +514,9 @@ from mrvl.passes.isa.select_int8 import INT8_SELECTIONS  # noqa: E402 - it exten
 from mrvl.passes.isa.select_int8_elementwise import (  # noqa: E402 - it extends the above
     INT8_ELEMENTWISE_SELECTIONS,
 )
+from mrvl.passes.isa.select_int8_resize import (  # noqa: E402 - it extends the above
+    INT8_RESIZE_SELECTIONS,
+)
 
 INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectDma,
@@ -533,6 +536,7 @@ INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectLut,
     *INT8_SELECTIONS,
     *INT8_ELEMENTWISE_SELECTIONS,
+    *INT8_RESIZE_SELECTIONS,
 )
 """The instruction selection of every `sched` task, by pattern (the completeness test checks
 that every task op has one); the int8 tasks' are in `select_int8.py`."""

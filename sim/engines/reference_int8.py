@@ -13,6 +13,7 @@ import numpy as np
 from mrvl.int8 import dequantize_linear, quantize_linear, requantize
 from mrvl.isa import DTYPE_NUMPY, DType, Instruction, MemSpace, PoolMode
 from mrvl.isa_int8 import INT8_LUT_ENTRIES, QADD_LEFT_SHIFT
+from mrvl.sim.engines.reference_int8_resize import qresize
 from mrvl.sim.memory import Memory
 from mrvl.sim.numerics import F16Counts, f16_counts, round_to_f16
 
@@ -208,5 +209,6 @@ INT8_KERNELS = {
     "qadd": _qadd,
     "requant": _requant,
     "qmul": _qmul,
+    "qresize": lambda memory, ins: qresize(memory, ins, _finish),
 }
 """The int8 opcodes' reference kernels, which `reference.py` registers."""

@@ -81,3 +81,26 @@ def test_mobilenet_v3_small_runs_in_int8_in_one_region_within_3_steps():
         for name, scale in judged:
             steps = np.rint(np.abs(got[name].numpy().astype(np.float64) - want[name]) / scale)
             assert steps.max() <= 3, (name, steps.max())
+
+
+@pytest.mark.parametrize("quantizer", ["static", "static-uint8"])
+def test_mobilenet_v2_quantized_by_onnxruntime_defaults_runs_in_int8(quantizer):
+    """A zoo model quantized by another tool, not `mrvl.quantize`: onnxruntime's
+    `quantize_static` with its defaults (per-tensor int8 weights; int8 activations, and uint8
+    ones as older onnxruntime wrote by default, which mrvl moves to int8 exactly). One region,
+    all MACs in int8, only the final Softmax on the CPU, within 3 steps of onnxruntime."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "tests"))
+    from helpers import load_module
+
+    zoo_int8 = load_module("zoo_int8", root / "scripts" / "zoo_int8.py")
+    run = zoo_int8.run_int8("mobilenet_v2", inputs=0, cycles=False, quantizer=quantizer)
+    print(run)
+    assert run.failure is None, run.failure
+    assert run.regions == 1, run
+    assert run.int8_mac_fraction >= 0.99, run
+    assert set(run.on_cpu) <= {k for k in run.on_cpu if k.startswith("Softmax")}, run.on_cpu
+    assert run.steps["max"] <= 3, run.steps

@@ -66,13 +66,14 @@ def _classifier(source: str, output: str = "y") -> list[onnx.NodeProto]:
     ]
 
 
-def _model(name: str, nodes, inits) -> onnx.ModelProto:
-    """The graph `name` of `nodes` from the input x [INPUT_SHAPE] to y [1, 10] (opset 17)."""
+def _model(name: str, nodes, inits, out_shape=(1, 10)) -> onnx.ModelProto:
+    """The graph `name` of `nodes` from the input x [INPUT_SHAPE] to y [out_shape] (opset
+    17)."""
     graph = oh.make_graph(
         nodes,
         name,
         [oh.make_tensor_value_info("x", TensorProto.FLOAT, list(INPUT_SHAPE))],
-        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape))],
         inits,
     )
     model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
@@ -307,3 +308,30 @@ def affine_cnn(seed: int = 0, form: str = "bn") -> onnx.ModelProto:
         *_classifier("r2"),
     ]
     return _model("affine_cnn", nodes, inits)
+
+
+def resize_cnn(seed: int = 0) -> onnx.ModelProto:
+    """conv-relu, a bilinear 2x upsample (half_pixel), conv-relu, a nearest resize to 23x23
+    (no whole factor: not a copy) and a bilinear one to 13x13 (align_corners): the Resizes of
+    a segmenter's or detector's decoder. The output is the last resize's, [1, 8, 13, 13]."""
+    weight = _weights(seed)
+    inits = [
+        *_first_conv(weight),
+        weight("w2", (8, 8, 3, 3), 0.2),
+        weight("b2", (8,), 0.1),
+        numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "twice"),
+        _ints("size23", [1, 8, 23, 23]),
+        _ints("size13", [1, 8, 13, 13]),
+    ]
+    nodes = [
+        *_conv_relu("x", 1),
+        oh.make_node("Resize", ["r1", "", "twice"], ["up"], name="/up/Resize", mode="linear",
+                     coordinate_transformation_mode="half_pixel"),
+        *_conv_relu("up", 2),
+        oh.make_node("Resize", ["r2", "", "", "size23"], ["near"], name="/near/Resize",
+                     mode="nearest", coordinate_transformation_mode="asymmetric",
+                     nearest_mode="floor"),
+        oh.make_node("Resize", ["near", "", "", "size13"], ["y"], name="/down/Resize",
+                     mode="linear", coordinate_transformation_mode="align_corners"),
+    ]  # fmt: skip
+    return _model("resize_cnn", nodes, inits, out_shape=(1, 8, 13, 13))

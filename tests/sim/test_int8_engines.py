@@ -23,7 +23,9 @@ from sim_builders import (
 
 from mrvl import int8
 from mrvl.isa import DType, IOEntry, MemSpace, PoolMode, Program
+from mrvl.isa_int8_resize import fixed_point_table
 from mrvl.sim import SimulatorError, validate
+from mrvl.strided import interpolation_table
 
 # dequant to f16 saturates on purpose; the warning is tested on its own.
 pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
@@ -417,6 +419,8 @@ def _int8_program() -> Program:
     rq = staging.add(rescale_pairs(rng, 8, False))
     lut = staging.add(int8_values(rng, 256))
     f32 = staging.add((rng.standard_normal(32) * 4).astype(np.float32))
+    ytab = staging.add(fixed_point_table(interpolation_table(4, 8, "linear", "half_pixel")))
+    xtab = staging.add(fixed_point_table(interpolation_table(4, 6, "linear", "align_corners")))
     out = staging.reserve(1024)
     finish = {"clamp": (-100, 120), "lut_addr": lut}
     window = dict(in_addr=x, in_shape=(1, 4, 4, 8), row0=0, orow0=0, stride=(1, 1), pad=(1, 1))
@@ -446,6 +450,11 @@ def _int8_program() -> Program:
         instruction(
             "qmul", a_addr=x, b_addr=w, out_addr=out, count=64, channels=8, a_zp=1, b_zp=-1,
             out_zp=0, rq=int8.requant_params(0.1 * 0.2, 0.15), **finish,
+        ),
+        instruction(
+            "qresize", in_addr=x, in_shape=(1, 4, 4, 8), row0=0, out_addr=out,
+            out_shape=(1, 8, 6, 8), ytab_addr=ytab, xtab_addr=xtab, in_zp=2, out_zp=-1,
+            rq=int8.requant_params(0.1 * 2.0**-22, 0.12), **finish,
         ),
     ]  # fmt: skip
     program = layer_program(staging, code, out, (1024,), dtype=DType.I8)

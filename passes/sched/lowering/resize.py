@@ -7,6 +7,8 @@ from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from mrvl.dialects import mrvl, sched
 from mrvl.errors import CompileError
+from mrvl.passes.sched.lowering.int8_compute import is_int8_layer
+from mrvl.passes.sched.lowering.int8_resize import lower_qresize
 from mrvl.passes.sched.lowering.state import LayerLowering, int_attr
 from mrvl.passes.sched.tiling import plan_resize_layer
 
@@ -19,6 +21,9 @@ class LowerResize(LayerLowering):
     def lower(self, op: mrvl.ResizeOp) -> None:
         """Bands of output rows (and channel groups): each loads the input rows its row
         table reads, its slice of the row table and the whole column table."""
+        if is_int8_layer(op):
+            lower_qresize(self.low, op)
+            return
         self.low.require_f16(op)
         n, h, w, c = mrvl.shape_of(op.input)
         _, oh, ow, _ = mrvl.shape_of(op.output)

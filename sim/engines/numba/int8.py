@@ -1,5 +1,6 @@
 """The Numba engine's int8 instructions (docs/isa.md, the int8 instructions and "Numerics
-(int8 mode)"): `quant`, `dequant`, `qconv`, `qpool`, `qfc`, `qadd`, `requant` and `qmul`.
+(int8 mode)"): `quant`, `dequant`, `qconv`, `qpool`, `qfc`, `qadd`, `requant` and `qmul`
+(`qresize` is in `int8_resize.py`).
 
 Integer sums are exact in int64 and wrapped to int32 once, which is the ISA's int32
 accumulation modulo 2^32 whatever the order: so these loops run in whatever order is fast and
@@ -154,6 +155,17 @@ def finish(y, lo, hi, ocm, lut_addr):
         t = np.int64(ocm[lut_addr + y + 128])
         y = t - 256 if t >= 128 else t
     return y
+
+
+@jit
+def table_copy(ocm, lut_addr):
+    """(the 256-entry table at lut_addr, copied, and 0), or (an empty array, -1) with
+    lut_addr = -1: the reference interpreter reads an instruction's table before it stores
+    any result, so a result that overwrites the table must not change later lookups. For
+    `finish(y, lo, hi, table, lut)` after `table, lut = table_copy(ocm, lut_addr)`."""
+    if lut_addr == -1:
+        return np.zeros(0, np.uint8), np.int64(-1)
+    return ocm[lut_addr : lut_addr + 256].copy(), np.int64(0)
 
 
 @jit
@@ -313,10 +325,11 @@ def _qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, wor
         return 0
     pairs = load_i32(ocm, np.int64(row[QC_RQ_ADDR]), 2 * oc)
     lo, hi, lut, out_zp = row[QC_CLAMP], row[QC_CLAMP + 1], row[QC_LUT_ADDR], row[QC_OUT_ZP]
+    table, lut = table_copy(ocm, lut)
     for k in range(flat.size):
         o = k % oc
         y = out_zp + requantize(flat[k], pairs[2 * o], pairs[2 * o + 1])
-        store_i8(ocm, out + k, finish(y, lo, hi, ocm, lut))
+        store_i8(ocm, out + k, finish(y, lo, hi, table, lut))
     return 0
 
 
@@ -333,6 +346,7 @@ def _qfc_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, worke
     bias = load_i32(ocm, np.int64(b_addr), outs) if b_addr != -1 else np.zeros(outs, np.int64)
     pairs = load_i32(ocm, np.int64(row[QF_RQ_ADDR]), 2 * outs)
     lo, hi, lut, out_zp = row[QF_CLAMP], row[QF_CLAMP + 1], row[QF_LUT_ADDR], row[QF_OUT_ZP]
+    table, lut = table_copy(ocm, lut)
     out = np.int64(row[QF_OUT_ADDR])
     for r in range(rows):
         for j in range(outs):
@@ -341,7 +355,7 @@ def _qfc_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, worke
                 s += x[r * inner + kk] * w[j * inner + kk]
             acc = wrap_int32(bias[j] + s)
             y = out_zp + requantize(acc, pairs[2 * j], pairs[2 * j + 1])
-            store_i8(ocm, out + r * outs + j, finish(y, lo, hi, ocm, lut))
+            store_i8(ocm, out + r * outs + j, finish(y, lo, hi, table, lut))
     return 0
 
 
@@ -353,12 +367,13 @@ def _qadd_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     b = load_i8(ocm, np.int64(row[QA_B_ADDR]), count)
     a_zp, b_zp, out_zp = np.int64(row[QA_A_ZP]), np.int64(row[QA_B_ZP]), row[QA_OUT_ZP]
     lo, hi, lut = row[QA_CLAMP], row[QA_CLAMP + 1], row[QA_LUT_ADDR]
+    table, lut = table_copy(ocm, lut)
     out = np.int64(row[QA_OUT_ADDR])
     for k in range(count):
         sa = requantize((a[k] - a_zp) << QADD_LEFT_SHIFT, row[QA_A_RQ], row[QA_A_RQ + 1])
         sb = requantize((b[k] - b_zp) << QADD_LEFT_SHIFT, row[QA_B_RQ], row[QA_B_RQ + 1])
         y = out_zp + requantize(sa + sb, row[QA_OUT_RQ], row[QA_OUT_RQ + 1])
-        store_i8(ocm, out + k, finish(y, lo, hi, ocm, lut))
+        store_i8(ocm, out + k, finish(y, lo, hi, table, lut))
     return 0
 
 
@@ -369,10 +384,11 @@ def _requant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, w
     x = load_i8(ocm, np.int64(row[RQ_IN_ADDR]), count)
     in_zp, out_zp = np.int64(row[RQ_IN_ZP]), row[RQ_OUT_ZP]
     lo, hi, lut = row[RQ_CLAMP], row[RQ_CLAMP + 1], row[RQ_LUT_ADDR]
+    table, lut = table_copy(ocm, lut)
     out = np.int64(row[RQ_OUT_ADDR])
     for k in range(count):
         y = out_zp + requantize(x[k] - in_zp, row[RQ_RQ], row[RQ_RQ + 1])
-        store_i8(ocm, out + k, finish(y, lo, hi, ocm, lut))
+        store_i8(ocm, out + k, finish(y, lo, hi, table, lut))
     return 0
 
 
@@ -449,11 +465,12 @@ def _qmul_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     b = load_i8(ocm, np.int64(row[QM_B_ADDR]), channels if channels > 0 else count)
     a_zp, b_zp, out_zp = np.int64(row[QM_A_ZP]), np.int64(row[QM_B_ZP]), row[QM_OUT_ZP]
     lo, hi, lut = row[QM_CLAMP], row[QM_CLAMP + 1], row[QM_LUT_ADDR]
+    table, lut = table_copy(ocm, lut)
     out = np.int64(row[QM_OUT_ADDR])
     for k in range(count):
         j = k % channels if channels > 0 else k
         y = out_zp + requantize((a[k] - a_zp) * (b[j] - b_zp), row[QM_RQ], row[QM_RQ + 1])
-        store_i8(ocm, out + k, finish(y, lo, hi, ocm, lut))
+        store_i8(ocm, out + k, finish(y, lo, hi, table, lut))
     return 0
 
 

@@ -19,6 +19,7 @@ from numba.core import config as _numba_config
 STAMPED_MODULES = (
     "mrvl.isa",
     "mrvl.isa_int8",
+    "mrvl.isa_int8_resize",
     "mrvl.sim.validate",
     "mrvl.sim.weight_cache",
 )

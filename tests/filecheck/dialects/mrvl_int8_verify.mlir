@@ -87,3 +87,19 @@ func.func @f(%x: tensor<1x2x2x2xi8, #mrvl.layout<NHWC>>) {
   func.return
 }
 // CHECK: mrvl.dequantize: only the element type may change
+
+// -----
+
+func.func @f(%x: tensor<1x2x3x2xi8, #mrvl.layout<NHWC>>, %yt: tensor<16xf32, #mrvl.layout<O>>, %xt: tensor<24xf32, #mrvl.layout<O>>) {
+  %r = mrvl.resize %x, %yt, %xt mode half_pixel in_quant [#mrvl.quant<0.5, 3>] out_quant <0.5, 3> : (tensor<1x2x3x2xi8, #mrvl.layout<NHWC>>, tensor<16xf32, #mrvl.layout<O>>, tensor<24xf32, #mrvl.layout<O>>) -> tensor<1x4x6x2xi8, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.resize: ytab must be i32 with 3 values per output index (12)
+
+// -----
+
+func.func @f(%x: tensor<1x2x3x2xi8, #mrvl.layout<NHWC>>, %yt: tensor<12xi32, #mrvl.layout<O>>, %xt: tensor<18xi32, #mrvl.layout<O>>) {
+  %r = mrvl.resize %x, %yt, %xt mode half_pixel : (tensor<1x2x3x2xi8, #mrvl.layout<NHWC>>, tensor<12xi32, #mrvl.layout<O>>, tensor<18xi32, #mrvl.layout<O>>) -> tensor<1x4x6x2xi8, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.resize: an int8 layer needs in_quant and out_quant

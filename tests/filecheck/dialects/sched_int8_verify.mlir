@@ -50,3 +50,25 @@ sched.program mcpu("cn10ka") tiles(1) {
   %t = sched.qfc tile 0 %x, %w requant %rq -> %o in_zp 0 out_zp 0 clamp [10, -10] : !sched.buffer<ocm, 1x4xi8>, !sched.buffer<ocm, 4x4xi8>, !sched.buffer<ocm, 4x2xi32> -> !sched.buffer<ocm, 1x4xi8>
 }
 // CHECK: sched.qfc: zero points [0, 0] and clamp [10, -10] must lie in [-128, 127], lo <= hi
+
+// -----
+
+sched.program mcpu("cn10ka") tiles(1) {
+  %x = sched.alloc tile(0) : !sched.buffer<ocm, 1x2x3x2xi8>
+  %yt = sched.alloc tile(0) : !sched.buffer<ocm, 4x4xi32>
+  %xt = sched.alloc tile(0) : !sched.buffer<ocm, 6x3xi32>
+  %y = sched.alloc tile(0) : !sched.buffer<ocm, 1x4x6x2xi8>
+  %t = sched.qresize tile 0 %x, %yt, %xt -> %y in_row 0 rq [1073741824, -21] in_zp 0 out_zp 0 clamp [-128, 127] : !sched.buffer<ocm, 1x2x3x2xi8>, !sched.buffer<ocm, 4x4xi32>, !sched.buffer<ocm, 6x3xi32> -> !sched.buffer<ocm, 1x4x6x2xi8>
+}
+// CHECK: sched.qresize: the row table must be [OH, 3] and the column table [OW, 3]
+
+// -----
+
+sched.program mcpu("cn10ka") tiles(1) {
+  %x = sched.alloc tile(0) : !sched.buffer<ocm, 1x2x3x2xi8>
+  %yt = sched.alloc tile(0) : !sched.buffer<ocm, 4x3xf32>
+  %xt = sched.alloc tile(0) : !sched.buffer<ocm, 6x3xi32>
+  %y = sched.alloc tile(0) : !sched.buffer<ocm, 1x4x6x2xi8>
+  %t = sched.qresize tile 0 %x, %yt, %xt -> %y in_row 0 rq [1073741824, -21] in_zp 0 out_zp 0 clamp [-128, 127] : !sched.buffer<ocm, 1x2x3x2xi8>, !sched.buffer<ocm, 4x3xf32>, !sched.buffer<ocm, 6x3xi32> -> !sched.buffer<ocm, 1x4x6x2xi8>
+}
+// CHECK: sched.qresize: the row table is i32
