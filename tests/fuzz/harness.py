@@ -208,9 +208,12 @@ def _candidates(spec: Spec):
     yield from _simpler_inputs(spec)
 
 
-def shrink(spec: Spec, outcome: Outcome, budget: int = 60, log=None) -> tuple[Spec, Outcome]:
+def shrink(
+    spec: Spec, outcome: Outcome, budget: int = 60, log=None, check=check
+) -> tuple[Spec, Outcome]:
     """Greedy delta debugging: keep any simpler spec whose outcome (a failure, or a rejection
-    worth a look) has the same signature."""
+    worth a look) has the same signature under `check` (the float property, or the int8 one
+    of `harness_int8`)."""
     attempts = 0
     improved = True
     while improved and attempts < budget:

@@ -1,0 +1,86 @@
+"""What `scripts/fuzz.py --precision int8/mixed` found (`harness_int8`), each as its shrunk
+reproducer, and a small seeded budget of the int8 and mixed property for the default suite."""
+
+from __future__ import annotations
+
+import harness
+import harness_int8
+import pytest
+from grammar import Layer, Spec, input_array, random_spec
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+@pytest.mark.slow
+def test_int8_miss_carried_from_an_fp16_layer_through_five_int8_layers():
+    """cn10ka/1 tiles, x 1x2x2x80: layernorm(k=2, decomposed=True) -> conv(2, 1x1) ->
+    conv(8, 3x3) -> block(dw, times=3), quantized: 4 steps off onnxruntime at the output, which
+    the int8 rule (3) fails. Diagnosed as carried, not a layer's error (`int8_triage`): the
+    quantizer leaves the layernorm's ReduceMean, Sub and Pow in float, so its centred input
+    runs on the MLIP in fp16 and flips the rounding of the Div's quantized result by one step
+    in 7 of 320 elements. Every int8 layer after it is exact on its own inputs (0 steps),
+    and the chain, whose scales get finer than its inputs' (0.035 to 0.008), carries one step
+    to 4."""
+    spec = Spec(
+        (1, 2, 2, 80),
+        (
+            Layer("layernorm", {"k": 2, "decomposed": True, "seed": 47434010}),
+            Layer(
+                "conv",
+                {
+                    "cout": 2,
+                    "groups": "1",
+                    "k": (1, 1),
+                    "s": (1, 1),
+                    "d": (1, 1),
+                    "pads": (0, 0, 0, 0),
+                    "same": True,
+                    "bias": True,
+                    "seed": 47434030,
+                },
+            ),  # fmt: skip
+            Layer(
+                "conv",
+                {
+                    "cout": 8,
+                    "groups": "1",
+                    "k": (3, 3),
+                    "s": (1, 1),
+                    "d": (1, 1),
+                    "pads": (2, 1, 2, 2),
+                    "same": False,
+                    "bias": True,
+                    "seed": 47434050,
+                },
+            ),  # fmt: skip
+            Layer(
+                "block",
+                {"groups": "dw", "times": 3, "bias": False, "shared": True, "seed": 47434070},
+            ),  # fmt: skip
+        ),
+        seed=47434,
+    )
+    outcome = harness_int8.check_quantized(spec)
+    assert outcome.signature == "mismatch:int8-steps:carried", outcome
+    from int8_triage import local_steps
+
+    qdq, _ = harness_int8.quantized_model(spec, mixed=False)
+    layers = local_steps(qdq, input_array(spec), spec)
+    assert [(s.op_type, s.local) for s in layers if s.op_type == "Conv"] == [("Conv", 0)] * 5
+    assert all(s.local <= 1 for s in layers), layers
+    assert max(s.carried for s in layers) == 4
+
+
+# A seeded graph, quantized and mixed: a depthwise block with a squeeze-excitation (its conv
+# kept in fp16 when mixed).
+# A bounded, deterministic budget; the long run is scripts/fuzz.py --precision int8/mixed.
+INT8_SEEDS = (2,)
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["int8", "mixed"])
+@pytest.mark.parametrize("index", INT8_SEEDS)
+def test_quantized_graphs_agree_with_onnxruntime(index, mixed):
+    spec = random_spec(7 * 1_000_003 + index)
+    outcome = harness_int8.check_quantized(spec, mixed)
+    assert outcome.status != harness.FAILED, f"{spec.describe()}\n{outcome}\n{spec!r}"
+    assert not outcome.signature.startswith("rejected:build"), f"{spec.describe()}\n{outcome}"
