@@ -173,16 +173,24 @@ def _exact_integers(
 
 
 class FoldQuantizedLayer(RewritePattern):
-    """`quantize(layer(dequantize(x)...))` -> the layer on int8 tensors."""
+    """`quantize(layer(dequantize(x)...))` -> the layer on int8 tensors. Also
+    `quantize(reshape(layer(...)))` for a layer with int8 weights: a MatMul of a rank-3 or
+    rank-4 tensor by a constant imports as reshape, fc, reshape, and the quantize of its
+    result moves before the reshape (quantizing is elementwise) to fold into the fc."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
         layer = op.input.owner
+        reshape = None
+        if isinstance(layer, mrvl.ReshapeOp) and op.input.has_one_use():
+            reshape, layer = layer, layer.input.owner
+            if not isinstance(layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp):
+                return
         if not isinstance(
             layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp | mrvl.AddOp | mrvl.MulOp | mrvl.Pool2DBase
         ):
             return
-        if not op.input.has_one_use() or mrvl.is_int8(layer.output):
+        if not layer.output.has_one_use() or mrvl.is_int8(layer.output):
             return
         if isinstance(layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp) and layer.weight_scales is None:
             return  # float weights: kept in fp16 on purpose (mixed precision)
@@ -211,7 +219,15 @@ class FoldQuantizedLayer(RewritePattern):
         Rewriter.replace_value_with_new_type(new.results[0], _as_i8(layer.output.type))
         new.location = layer.location
         rewriter.insert(new)
-        rewriter.replace(op, [], [new.results[0]])
+        result = new.results[0]
+        if reshape is not None:
+            moved = mrvl.ReshapeOp(result, _as_i8(reshape.output.type))
+            moved.location = reshape.location
+            rewriter.insert(moved)
+            result = moved.output
+        rewriter.replace(op, [], [result])
+        if reshape is not None and not reshape.output.uses:
+            rewriter.erase(reshape)
         if not layer.output.uses:
             rewriter.erase(layer)
 

@@ -11,6 +11,22 @@ from grammar import Layer, Spec, input_array, random_spec
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
+def test_int8_matmul_of_a_rank4_tensor_by_a_constant():
+    """cn10ka/1 tiles, x 1x1x1x1: matmul4(out=4), quantized. The MatMul imports as reshape,
+    fc, reshape; the quantize of its result sat after the second reshape, so the fc with
+    int8 weights was not folded and the build stopped ("its weights are int8 but it is not
+    between a dequantize and a quantize"). Now the quantize folds into the fc through the
+    reshape (`FoldQuantizedLayer`), and the MatMul runs in int8."""
+    import mrvl
+
+    spec = Spec((1, 1, 1, 1), (Layer("matmul4", {"out": 4, "seed": 16829000}),), seed=16829)
+    outcome = harness_int8.check_quantized(spec)
+    assert outcome.status == harness.PASSED, outcome
+    qdq, _ = harness_int8.quantized_model(spec, mixed=False)
+    report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(qdq)), qdq)
+    assert {r.dtype for r in report.rows if r.op_type == "MatMul"} == {"int8"}
+
+
 @pytest.mark.slow
 def test_int8_miss_carried_from_an_fp16_layer_through_five_int8_layers():
     """cn10ka/1 tiles, x 1x2x2x80: layernorm(k=2, decomposed=True) -> conv(2, 1x1) ->
@@ -71,10 +87,10 @@ def test_int8_miss_carried_from_an_fp16_layer_through_five_int8_layers():
     assert max(s.carried for s in layers) == 4
 
 
-# A seeded graph, quantized and mixed: a depthwise block with a squeeze-excitation (its conv
-# kept in fp16 when mixed).
+# Two seeded graphs, quantized and mixed: a decomposed layernorm and a rank-4 MatMul (kept in
+# fp16 when mixed), and a depthwise block with a squeeze-excitation (its conv kept in fp16).
 # A bounded, deterministic budget; the long run is scripts/fuzz.py --precision int8/mixed.
-INT8_SEEDS = (2,)
+INT8_SEEDS = (0, 2)
 
 
 @pytest.mark.parametrize("mixed", [False, True], ids=["int8", "mixed"])
