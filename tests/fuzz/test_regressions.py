@@ -107,6 +107,19 @@ def test_scale_shift_over_many_channels():
     assert_decided_at_partition(Spec((1, 23040, 1, 1), (Layer("bn", {"seed": 5}),)))
 
 
+def test_bmm_of_a_transpose_and_its_own_transpose():
+    """cn10ka/1 tiles, x 1x1x1x1 (found at 2x3x3x61): transpose(perm=(0, 1, 3, 2)) ->
+    bmm(form=qk, self=True): MatMul(t, Transpose(t)) with t = Transpose(x). The pattern that
+    folds both operands' transposes took both, so the right one's source was the left one,
+    inside the layer, and the import stopped the build ("operand ... is not a tensor computed
+    in the region"). That match is refused now: t is a copy and the bmm folds one transpose."""
+    transpose = Layer("transpose", {"perm": (0, 1, 3, 2)})
+    qk = Layer("bmm", {"form": "qk", "self": True, "k": 3, "seed": 59295010})
+    assert_decided_at_partition(Spec((1, 1, 1, 1), (transpose, qk), seed=59295))
+    outcome = assert_property(Spec((2, 3, 3, 61), (transpose, qk), seed=59295))
+    assert outcome.status == harness.PASSED, outcome
+
+
 def test_fp16_noise_at_the_ignore_threshold():
     """cn10ka/1 tiles, x 1x8x4x257: concat(axis=1, with=branch) -> act(Relu) ->
     block(groups=1, times=2, bias=False, shared=False).
