@@ -27,6 +27,26 @@ def test_int8_matmul_of_a_rank4_tensor_by_a_constant():
     assert {r.dtype for r in report.rows if r.op_type == "MatMul"} == {"int8"}
 
 
+@pytest.mark.parametrize("alpha, opcode", [(0.5, "qfc"), (2.0, "qfc"), (0.3, "fc")])
+def test_int8_gemm_with_an_alpha(alpha, opcode):
+    """cn10ka/1 tiles, x 1x1x1x1: to_rank2(Reshape) -> fc(Gemm, out=64, alpha=0.5, beta=0.5),
+    quantized (found by --precision mixed). The import folds Gemm's alpha into the weights, so
+    they were no int8 at the scales recorded and the build stopped ("its weights are not
+    int8 at its scales"). The scales now carry an alpha that is a power of two (exact); any
+    other alpha leaves the fc in fp16 between its dequantize and quantize."""
+    import mrvl
+
+    fc = Layer("fc", {"op": "Gemm", "out": 64, "alpha": alpha, "beta": 0.5, "transB": False,
+                      "bias": False, "seed": 3306030})  # fmt: skip
+    spec = Spec((1, 1, 1, 1), (Layer("to_rank2", {"how": "Reshape"}), fc), seed=3306)
+    outcome = harness_int8.check_quantized(spec)
+    assert outcome.status == harness.PASSED, outcome
+    qdq, _ = harness_int8.quantized_model(spec, mixed=False)
+    (region,) = mrvl.build(mrvl.partition_for_mrvl(mrvl.from_onnx(qdq))).mrvl_regions
+    opcodes = {ins.opcode for ins in region.program.code}
+    assert opcode in opcodes and ({"qfc", "fc"} - {opcode}).isdisjoint(opcodes), opcodes
+
+
 @pytest.mark.slow
 def test_int8_miss_carried_from_an_fp16_layer_through_five_int8_layers():
     """cn10ka/1 tiles, x 1x2x2x80: layernorm(k=2, decomposed=True) -> conv(2, 1x1) ->
