@@ -25,7 +25,17 @@ from __future__ import annotations
 import numpy as np
 import onnx
 from grammar import Spec, build_model, input_array
-from harness import DISCARDED, FAILED, PASSED, REJECTED, Outcome, _failure, _names_a_node, _where
+from harness import (
+    DISCARDED,
+    FAILED,
+    PASSED,
+    REJECTED,
+    Outcome,
+    _failure,
+    _kind,
+    _names_a_node,
+    _where,
+)
 from harness import reference as float_reference
 from onnx import helper, numpy_helper
 
@@ -128,7 +138,7 @@ def check_quantized(spec: Spec, mixed: bool = False) -> Outcome:
         qdq, _ = quantized_model(spec, mixed)
     except MrvlError as exc:
         message = str(exc).splitlines()[0][:200]
-        signature = f"rejected:quantize:{type(exc).__name__}:{_where(exc)}"
+        signature = f"rejected:quantize:{type(exc).__name__}:{_where(exc)}:{_kind(exc)}"
         return Outcome(REJECTED, f"at quantize: {type(exc).__name__}: {message}", signature)
     except Exception as exc:  # noqa: BLE001 - the property is about exactly this
         return _failure("quantize", exc, "not an MrvlError")
@@ -157,7 +167,7 @@ def check_quantized(spec: Spec, mixed: bool = False) -> Outcome:
     except MrvlError as exc:
         if _names_a_node(exc, model):
             message = str(exc).splitlines()[0][:200]
-            signature = f"rejected:{stage}:{type(exc).__name__}:{_where(exc)}"
+            signature = f"rejected:{stage}:{type(exc).__name__}:{_where(exc)}:{_kind(exc)}"
             return Outcome(REJECTED, f"at {stage}: {type(exc).__name__}: {message}", signature)
         return _failure(stage, exc, "an MrvlError naming no ONNX node")
     except Exception as exc:  # noqa: BLE001
