@@ -47,6 +47,22 @@ def test_int8_gemm_with_an_alpha(alpha, opcode):
     assert opcode in opcodes and ({"qfc", "fc"} - {opcode}).isdisjoint(opcodes), opcodes
 
 
+@pytest.mark.parametrize("shape", [(1, 1, 2, 1), (1, 1, 2, 3)])
+def test_int8_slice_of_a_contiguous_prefix_is_a_copy(shape):
+    """cn10ka/1 tiles, x 1x1x2x1: softmax(axis=-1) -> slice(axis=2, start=0, len=8, step=2),
+    quantized (found by --precision int8, seed 31): the slice keeps the first row, whose
+    strided form is offset 0, stride 1, one run of elements, which the import took for a
+    relabelling of all the bytes and made a reshape to fewer elements ("the IR does not
+    verify"). Only a run as long as the input is a relabelling now; also after an int8 conv."""
+    take_first = Layer("slice", {"axis": 2, "start": 0, "len": 8, "step": 2})
+    softmax = Layer("softmax", {"axis": -1})
+    conv = Layer("conv", {"cout": 1, "groups": "1", "k": (1, 1), "s": (1, 1), "d": (1, 1),
+                          "pads": (0, 0, 0, 0), "same": True, "bias": True, "seed": 5})  # fmt: skip
+    for layers in ((softmax, take_first), (conv, take_first)):
+        outcome = harness_int8.check_quantized(Spec(shape, layers, seed=17415))
+        assert outcome.status == harness.PASSED, outcome
+
+
 @pytest.mark.slow
 def test_int8_miss_carried_from_an_fp16_layer_through_five_int8_layers():
     """cn10ka/1 tiles, x 1x2x2x80: layernorm(k=2, decomposed=True) -> conv(2, 1x1) ->
