@@ -11,10 +11,12 @@ It is judged against onnxruntime running the same QDQ model:
   scale (DESIGN §9's int8 rule); a miss is triaged by `int8_triage` (its signature says
   whether a layer is off on its own inputs, or one step was carried and amplified);
 - a float output (a layer kept in fp16, or float ops on the CPU after the last dequantize):
-  the fp16 rule with its second look (`judge_model` on the QDQ model, whose emulation rounds
-  the dequantized tensors to fp16 as the MLIP stores them), and besides, the dequantized
-  tensor it is computed from (`last_quantized`, as `scripts/zoo_int8.py` judges a CPU
-  Softmax's input), added as an output, within 3 steps.
+  the dequantized tensor it is computed from (`last_quantized`, as `scripts/zoo_int8.py`
+  judges a CPU Softmax's input), added as an output, within 3 steps, and the float ops
+  after it by the fp16 rule with its second look, run alone on mrvl's own dequantized tensor
+  (`_float_tail`: a step allowed there is no fp16 error after it; a difference of two
+  near-equal values turns one step into any relative error). A float output with no such
+  source is judged on the whole QDQ model (`judge_model`).
 
 Outcomes are `harness`'s: a `QuantizeError` from `mrvl.quantize` (an `MrvlError`: a clear
 refusal) is a rejection at the stage "quantize"; anything else raised there is a failure.
@@ -111,6 +113,42 @@ def _triage(qdq: onnx.ModelProto, x: np.ndarray, spec: Spec) -> str:
         return triage(qdq, x, spec)
     except Exception as exc:  # noqa: BLE001 - the triage is a second build; the miss stands
         return f"untriaged ({type(exc).__name__})"
+
+
+def _float_tail(
+    qdq: onnx.ModelProto, output: str, source: str, got: dict[str, np.ndarray]
+) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The float ops from the dequantized tensor `source` to the graph output `output` (a
+    chain of one-input ops, as `last_quantized` walked it) as a model of their own, and
+    mrvl's `source` as its feed, snapped to the exact multiple of its scale."""
+    from int8_triage import _snapped
+
+    producer = {out: node for node in qdq.graph.node for out in node.output}
+    inits = {i.name: i for i in qdq.graph.initializer}
+    arrays = {name: numpy_helper.to_array(i) for name, i in inits.items()}
+    nodes, name = [], output
+    while name != source:
+        node = producer[name]
+        nodes.insert(0, node)
+        name = next(i for i in node.input if i and i not in inits)
+    needed = sorted({i for n in nodes for i in n.input if i in inits})
+    graph = helper.make_graph(
+        nodes,
+        "tail",
+        [helper.make_tensor_value_info(source, onnx.TensorProto.FLOAT, got[source].shape)],
+        [helper.make_tensor_value_info(output, onnx.TensorProto.FLOAT, got[output].shape)],
+        [inits[k] for k in needed],
+    )
+    tail = helper.make_model(graph, opset_imports=list(qdq.opset_import))
+    tail.ir_version = qdq.ir_version
+    feed = _snapped(got[source], producer[source], arrays)
+    return tail, {source: feed}
+
+
+def _session_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    from int8_triage import _run
+
+    return _run(model, feeds)
 
 
 def quantized_model(spec: Spec, mixed: bool) -> tuple[onnx.ModelProto, list[str]]:
@@ -217,25 +255,28 @@ def check_quantized(spec: Spec, mixed: bool = False) -> Outcome:
             return Outcome(FAILED, detail, f"mismatch:int8-steps:{_triage(qdq, x, spec)}",
                            offloaded, regions)  # fmt: skip
 
-    # fp16: the outputs computed in float after the last dequantize
+    # fp16: the outputs computed in float after the last dequantize. One with a dequantized
+    # source is judged on its float ops alone, fed mrvl's own source (which the int8 rule
+    # already judged): a step of the source is no fp16 error of the ops after it.
     judged = [o for o in float_outputs if sources.get(o, ("",))[0] != o]
-    if judged:
-        floats = _with_outputs(qdq, [])
-        del floats.graph.output[:]
-        floats.graph.output.extend(o for o in model.graph.output if o.name in judged)
+    for name in judged:
+        if name in dequantized:
+            tail, feeds = _float_tail(qdq, name, dequantized[name][0], got)
+            wanted = _session_run(tail, feeds)
+        else:
+            tail = _with_outputs(qdq, [])
+            del tail.graph.output[:]
+            tail.graph.output.extend(o for o in model.graph.output if o.name == name)
+            feeds, wanted = {"x": x}, [expected[name]]
 
         def run_again(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-            again = dict(zip(names, run_on("numba", feeds["x"]), strict=True))
-            return [again[o] for o in judged]
+            raise AssertionError("the distribution look runs nothing again")
 
-        verdict = judge_model(
-            [got[o] for o in judged], run_again, floats, {"x": x}, [expected[o] for o in judged]
-        )
-        for name, output in zip(judged, verdict.outputs, strict=True):
-            if not output.passed:
-                detail = (
-                    f"float output {name}: {output.error}; the fp16-storage emulation's error "
-                    f"is {output.emulation.max_relative_error:.3e}; {output.distribution}"
-                )
-                return Outcome(FAILED, detail, "mismatch:fp16", offloaded, regions)
+        output = judge_model([got[name]], run_again, tail, feeds, wanted).outputs[0]
+        if not output.passed:
+            detail = (
+                f"float output {name}: {output.error}; the fp16-storage emulation's error "
+                f"is {output.emulation.max_relative_error:.3e}; {output.distribution}"
+            )
+            return Outcome(FAILED, detail, "mismatch:fp16", offloaded, regions)
     return Outcome(PASSED, "", "", offloaded, regions)
