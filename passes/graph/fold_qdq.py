@@ -202,6 +202,8 @@ class FoldQuantizedLayer(RewritePattern):
         activation = getattr(layer, "activation", None)
         act = None if activation is None else activation.data.value
         if act not in INT8_ACTIVATIONS:
+            if not isinstance(layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp):
+                return  # no int8 weights: the layer and its activation stay in fp16
             raise CompileError(f"{_what(layer)}: int8 with activation {act} is not supported yet")
         if isinstance(layer, mrvl.AvgPool2DOp) and _one_divisor(layer):
             new = self._average_as_conv(layer, dequantizes[0], op, rewriter)

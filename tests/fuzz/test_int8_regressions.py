@@ -97,6 +97,25 @@ def test_float_output_after_int8_is_judged_on_its_own_input():
     assert outcome.status == harness.PASSED, outcome
 
 
+@pytest.mark.parametrize("mixed", [False, True], ids=["int8", "mixed"])
+def test_int8_mul_with_a_hard_swish_stays_in_fp16(mixed):
+    """cn10ka/1 tiles, x 1x1x1x2: conv(300, 5x5) -> SiLU -> HardSwish -> LeakyRelu, quantized
+    (found by --precision mixed, seed 33): the x*sigmoid(x) Mul took the HardSwish as its
+    fused activation, which int8 does not run, and mrvl-fold-qdq stopped the build. A layer
+    without int8 weights now stays in fp16 between its dequantize and quantize."""
+    conv = Layer("conv", {"cout": 300, "groups": "1", "k": (5, 5), "s": (1, 1), "d": (1, 1),
+                          "pads": (2, 2, 2, 1), "same": False, "bias": False,
+                          "seed": 4711030})  # fmt: skip
+    layers = (
+        conv,
+        Layer("act", {"act": "SiLU", "side": "left"}),
+        Layer("act", {"act": "HardSwish", "side": "right"}),
+        Layer("act", {"act": "LeakyRelu", "alpha": 0.1}),
+    )
+    outcome = harness_int8.check_quantized(Spec((1, 1, 1, 2), layers, seed=4711), mixed)
+    assert outcome.status == harness.PASSED, outcome
+
+
 @pytest.mark.slow
 def test_int8_miss_carried_from_an_fp16_layer_through_five_int8_layers():
     """cn10ka/1 tiles, x 1x2x2x80: layernorm(k=2, decomposed=True) -> conv(2, 1x1) ->
