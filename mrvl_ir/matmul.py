@@ -86,11 +86,17 @@ def check_bmm(ctx: PatternCheckContext, trans_a: bool, trans_b: bool) -> None:
     matmul = ann["matmul"]
     _no_leaks(ctx)
     _f32_result(matmul)
+    inner = set(ctx.matched_bindings.keys())
     shapes = []
     for side, folded in (("lhs", trans_a), ("rhs", trans_b)):
         value = ann[side]
         perm = _permuted(value) if folded else None
         source = perm.args[0] if perm is not None else value
+        if perm is not None and isinstance(source, relax.Var) and source in inner:
+            # x^T · (x^T)^T: the right transpose reads the left one, which this match also
+            # folds, so its source would not be an input of the layer; the next pattern
+            # folds only the one transpose and reads the other as an input.
+            raise _Reject("a folded transpose reads the other operand's folded transpose", perm)
         shape = _activation(source, ranks(), matmul, any_batch=True)
         if perm is not None:
             if not _swaps_last_two(perm, len(shape)):

@@ -118,7 +118,19 @@ def weight_scale_attrs(annotated) -> dict[str, str]:
     if origin is None or origin.dtype != "int8":
         return {}
     scale, _ = origin.per_channel(int(weight.ty.shape[qdq.MAC_OPS[qdq._op(core)]]))
+    alpha = annotated.get("alpha")  # Gemm's alpha, which the import folds into the weights
+    if alpha is not None:
+        value = np.asarray(qdq._view(alpha), np.float32).reshape(-1)
+        if value.size != 1 or not _power_of_two(float(value[0])):
+            return {}  # q·s·alpha is no exact int8 at any scale: the fc stays in fp16
+        scale = scale.astype(np.float32) * value[0]
     return {WEIGHT_SCALES_ATTR: ",".join(repr(float(s)) for s in scale)}
+
+
+def _power_of_two(value: float) -> bool:
+    """Whether `value` is ±2^k, which scales a float exactly."""
+    mantissa, _ = np.frexp(abs(value))
+    return value != 0 and mantissa == 0.5
 
 
 def weight_scales(attrs) -> list[float] | None:

@@ -568,7 +568,7 @@ class _RegionImporter:
         out_type = mrvl.tensor(
             [out_shape[p] for p in mrvl.layout_permutation(out_relax, out_layout)], f32, out_layout
         )
-        if form.is_identity:  # the same bytes: a relabelling, no copy
+        if form.is_identity and form.box[0] == int(np.prod(in_shape)):  # the same bytes
             return self._located(mrvl.ReshapeOp(x, out_type), node)
         op = mrvl.StridedCopyOp(x, out_type, offset=form.offset, strides=form.strides, box=form.box)
         return self._located(op, node)

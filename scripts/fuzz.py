@@ -10,12 +10,18 @@ each kind of rejection at build time (which issue 6 wants decided at partition t
 and written to `--out` as `<k>.onnx` plus `<k>.txt` (one-line description, the error, and the
 `Spec` to paste into `tests/fuzz/test_regressions.py`). At the end it prints the counts:
 generated, discarded, rejected, passed, failed, offloaded layers.
+
+`--precision int8` quantizes each generated float graph with `mrvl.quantize` (seeded
+calibration) and judges it by the int8 rule and engine identity; `--precision mixed` also
+keeps a seeded choice of its layers in fp16 (`tests/fuzz/harness_int8.py`). The graphs are
+the same as the float run's for the same seed.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import sys
 import time
 import warnings
@@ -26,6 +32,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fuzz"))
 
 import grammar  # noqa: E402
 import harness  # noqa: E402
+import harness_int8  # noqa: E402
 
 
 def example_seed(seed: int, index: int) -> int:
@@ -47,6 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(grammar.AVOIDABLE),
         help="leave out a feature whose known bug would hide others (repeatable)",
     )
+    parser.add_argument(
+        "--precision",
+        choices=("float", "int8", "mixed"),
+        default="float",
+        help="int8: each graph quantized by mrvl.quantize; mixed: some layers kept in fp16",
+    )
     parser.add_argument("--verbose", "-v", action="store_true", help="one line per example")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
@@ -57,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         pass
     args.out.mkdir(parents=True, exist_ok=True)
+    check = checker(args.precision)
 
     counts: collections.Counter[str] = collections.Counter()
     rejections: collections.Counter[str] = collections.Counter()
@@ -77,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             spec = grammar.random_spec(
                 example_seed(args.seed, index), args.max_layers, frozenset(args.avoid)
             )
-            outcome = harness.check(spec)
+            outcome = check(spec)
         except Exception as exc:  # noqa: BLE001 - a generator bug: report, keep going
             counts["invalid"] += 1
             log(f"[{index}] INVALID (generator bug) {type(exc).__name__}: {exc}")
@@ -106,12 +120,21 @@ def main(argv: list[str] | None = None) -> int:
         log(f"    {outcome.detail}")
         log(f"    {spec.describe()}")
         small, small_outcome = (
-            (spec, outcome) if args.no_shrink else harness.shrink(spec, outcome, log=log)
+            (spec, outcome)
+            if args.no_shrink
+            else harness.shrink(spec, outcome, log=log, check=check)
         )
-        _write(args.out, number, index, small, small_outcome)
+        _write(args.out, number, index, small, small_outcome, args.precision)
         log(f"    minimal: {small.describe()}  -> {args.out}/{number}.onnx")
     _summary(counts, offloaded, occurrences, signatures, rejections, start, log, final=True)
     return 1 if counts[harness.FAILED] or counts["invalid"] else 0
+
+
+def checker(precision: str):
+    """The property of one example for a `--precision`."""
+    if precision == "float":
+        return harness.check
+    return functools.partial(harness_int8.check_quantized, mixed=precision == "mixed")
 
 
 def _reason(detail: str) -> str:
@@ -122,12 +145,18 @@ def _reason(detail: str) -> str:
     return re.sub(r"\d+", "#", text)[:140]
 
 
-def _write(out: Path, number: int, index: int, spec, outcome) -> None:
+def _write(out: Path, number: int, index: int, spec, outcome, precision: str) -> None:
     import onnx
 
     onnx.save(grammar.build_model(spec), out / f"{number}.onnx")
+    if precision != "float":  # the QDQ model that was judged, beside its float source
+        try:
+            qdq, _ = harness_int8.quantized_model(spec, precision == "mixed")
+            onnx.save(qdq, out / f"{number}.qdq.onnx")
+        except Exception:  # noqa: BLE001 - the failure was in the quantization itself
+            pass
     (out / f"{number}.txt").write_text(
-        f"{spec.describe()}\n"
+        f"{spec.describe()} ({precision})\n"
         f"signature: {outcome.signature}\n"
         f"error: {outcome.detail}\n"
         f"first seen at example {index}\n"

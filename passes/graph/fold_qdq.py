@@ -178,11 +178,19 @@ def _exact_integers(
 
 class FoldQuantizedLayer(RewritePattern):
     """`quantize(layer(dequantize(x)...))` -> the layer on int8 tensors (a resize with
-    `qresize`'s fixed-point tables)."""
+    `qresize`'s fixed-point tables). Also `quantize(reshape(layer(...)))` for a layer with
+    int8 weights: a MatMul of a rank-3 or rank-4 tensor by a constant imports as reshape, fc,
+    reshape, and the quantize of its result moves before the reshape (quantizing is
+    elementwise) to fold into the fc."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
         layer = op.input.owner
+        reshape = None
+        if isinstance(layer, mrvl.ReshapeOp) and op.input.has_one_use():
+            reshape, layer = layer, layer.input.owner
+            if not isinstance(layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp):
+                return
         if not isinstance(
             layer,
             mrvl.Conv2DOp
@@ -193,7 +201,7 @@ class FoldQuantizedLayer(RewritePattern):
             | mrvl.ResizeOp,
         ):
             return
-        if not op.input.has_one_use() or mrvl.is_int8(layer.output):
+        if not layer.output.has_one_use() or mrvl.is_int8(layer.output):
             return
         if isinstance(layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp) and layer.weight_scales is None:
             return  # float weights: kept in fp16 on purpose (mixed precision)
@@ -205,6 +213,8 @@ class FoldQuantizedLayer(RewritePattern):
         activation = getattr(layer, "activation", None)
         act = None if activation is None else activation.data.value
         if act not in INT8_ACTIVATIONS:
+            if not isinstance(layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp):
+                return  # no int8 weights: the layer and its activation stay in fp16
             raise CompileError(f"{_what(layer)}: int8 with activation {act} is not supported yet")
         if isinstance(layer, mrvl.AvgPool2DOp) and _one_divisor(layer):
             new = self._average_as_conv(layer, dequantizes[0], op, rewriter)
@@ -224,7 +234,15 @@ class FoldQuantizedLayer(RewritePattern):
         Rewriter.replace_value_with_new_type(new.results[0], _as_i8(layer.output.type))
         new.location = layer.location
         rewriter.insert(new)
-        rewriter.replace(op, [], [new.results[0]])
+        result = new.results[0]
+        if reshape is not None:
+            moved = mrvl.ReshapeOp(result, _as_i8(reshape.output.type))
+            moved.location = reshape.location
+            rewriter.insert(moved)
+            result = moved.output
+        rewriter.replace(op, [], [result])
+        if reshape is not None and not reshape.output.uses:
+            rewriter.erase(reshape)
         if not layer.output.uses:
             rewriter.erase(layer)
 
@@ -277,7 +295,6 @@ class FoldQuantizedLayer(RewritePattern):
             s_x = np.float32(dq.quant.values[0])
             b = _exact_integers(bias.numpy(), s_x * s_w, np.int32, "bias", layer)
             new.operands[2] = _constant(bias, b, rewriter)
-
 
     @staticmethod
     def _fixed_point_tables(layer: mrvl.ResizeOp, new, rewriter: PatternRewriter) -> None:

@@ -55,6 +55,15 @@ def _where(exc: BaseException) -> str:
     return f"{frame.filename.rsplit('/', 1)[-1]}:{frame.name}"
 
 
+def _kind(exc: BaseException) -> str:
+    """What a refusal says, its node names and numbers blanked: one pass's CompileErrors for
+    different reasons are different findings (the innermost frame is the pass runner's)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = re.sub(r"\bat [^\s:]+:", "at <node>:", text)
+    text = re.sub(r"L\d+_\w+|'[^']*'", "<name>", text)
+    return re.sub(r"\d+", "#", text)[:80]
+
+
 def _failure(stage: str, exc: BaseException, why: str) -> Outcome:
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     kind = type(exc).__name__
@@ -121,7 +130,7 @@ def check(spec: Spec) -> Outcome:
     except MrvlError as exc:
         if _names_a_node(exc, model):
             message = str(exc).splitlines()[0][:200]
-            signature = f"rejected:{stage}:{type(exc).__name__}:{_where(exc)}"
+            signature = f"rejected:{stage}:{type(exc).__name__}:{_where(exc)}:{_kind(exc)}"
             return Outcome(REJECTED, f"at {stage}: {type(exc).__name__}: {message}", signature)
         return _failure(stage, exc, "an MrvlError naming no ONNX node")
     except Exception as exc:  # noqa: BLE001
@@ -208,9 +217,12 @@ def _candidates(spec: Spec):
     yield from _simpler_inputs(spec)
 
 
-def shrink(spec: Spec, outcome: Outcome, budget: int = 60, log=None) -> tuple[Spec, Outcome]:
+def shrink(
+    spec: Spec, outcome: Outcome, budget: int = 60, log=None, check=check
+) -> tuple[Spec, Outcome]:
     """Greedy delta debugging: keep any simpler spec whose outcome (a failure, or a rejection
-    worth a look) has the same signature."""
+    worth a look) has the same signature under `check` (the float property, or the int8 one
+    of `harness_int8`)."""
     attempts = 0
     improved = True
     while improved and attempts < budget:
