@@ -96,20 +96,19 @@ def _rms(a: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(a, dtype=np.float64)))) if a.size else 0.0
 
 
-def check(spec: Spec) -> Outcome:
+def build_and_run(model: onnx.ModelProto, spec: Spec, x: np.ndarray):
+    """`model` imported, partitioned for `spec`'s target, built and run on `x` on the Numba
+    engine and, if it has a region, on the reference interpreter too (engine identity, issue
+    8): (Numba's results, `run_on(engine, x)` for more runs, offloaded nodes, regions), or the
+    Outcome that ends the check (a model TVM cannot import is discarded; an MrvlError naming a
+    node is a rejection; anything else, or engines that differ, a failure)."""
     import tvm
     from tvm import relax
 
     import mrvl
     from mrvl.errors import ModelImportError, MrvlError
-    from mrvl.fp16_emulation import fp16_emulation_outputs, judge_model
     from mrvl.placement import is_region, node_targets
     from mrvl.sim import use_engine
-
-    model = build_model(spec)
-    onnx.checker.check_model(model)  # a generator bug, not a finding: let it raise
-    x = input_array(spec)
-    expected = reference(model, x)
 
     try:
         mod = mrvl.from_onnx(model)
@@ -144,7 +143,6 @@ def check(spec: Spec) -> Outcome:
     try:
         vm = relax.VirtualMachine(executable, tvm.cpu())
         results = run_on("numba")
-        # Engine identity (issue 8): the reference interpreter gives the same bytes.
         interpreted = run_on("interp") if regions else results
     except Exception as exc:  # noqa: BLE001 - a model that built must run
         return _failure("run", exc, "a built model failed to run")
@@ -156,6 +154,21 @@ def check(spec: Spec) -> Outcome:
             offloaded,
             regions,
         )
+    return results, run_on, offloaded, regions
+
+
+def check(spec: Spec) -> Outcome:
+    from mrvl.fp16_emulation import fp16_emulation_outputs, judge_model
+
+    model = build_model(spec)
+    onnx.checker.check_model(model)  # a generator bug, not a finding: let it raise
+    x = input_array(spec)
+    expected = reference(model, x)
+
+    built = build_and_run(model, spec, x)
+    if isinstance(built, Outcome):
+        return built
+    results, run_on, offloaded, regions = built
 
     shapes = [r.shape for r in results]
     if shapes != [e.shape for e in expected]:

@@ -28,15 +28,14 @@ import numpy as np
 import onnx
 from grammar import Spec, build_model, input_array
 from harness import (
-    DISCARDED,
     FAILED,
     PASSED,
     REJECTED,
     Outcome,
     _failure,
     _kind,
-    _names_a_node,
     _where,
+    build_and_run,
 )
 from harness import reference as float_reference
 from onnx import helper, numpy_helper
@@ -161,14 +160,8 @@ def quantized_model(spec: Spec, mixed: bool) -> tuple[onnx.ModelProto, list[str]
 
 
 def check_quantized(spec: Spec, mixed: bool = False) -> Outcome:
-    import tvm
-    from tvm import relax
-
-    import mrvl
-    from mrvl.errors import ModelImportError, MrvlError
+    from mrvl.errors import MrvlError
     from mrvl.fp16_emulation import judge_model
-    from mrvl.placement import is_region, node_targets
-    from mrvl.sim import use_engine
 
     onnx.checker.check_model(build_model(spec))  # a generator bug, not a finding: let it raise
     x = input_array(spec)
@@ -187,46 +180,10 @@ def check_quantized(spec: Spec, mixed: bool = False) -> Outcome:
     names = [o.name for o in model.graph.output]
     expected = dict(zip(names, float_reference(model, x), strict=True))
 
-    try:
-        mod = mrvl.from_onnx(model)
-    except ModelImportError as exc:
-        return Outcome(DISCARDED, str(exc).splitlines()[0][:200])
-    except Exception as exc:  # noqa: BLE001
-        return _failure("from_onnx", exc, "not an MrvlError")
-    stage = "partition_for_mrvl"
-    try:
-        mod = mrvl.partition_for_mrvl(mod, mcpu=spec.mcpu, num_tiles=spec.num_tiles)
-        targets = node_targets(mod)
-        offloaded = sum(1 for n in model.graph.node if targets.get(n.name, "cpu") != "cpu"
-                        and targets.get(n.name) is not None)  # fmt: skip
-        regions = sum(1 for _, f in mod.functions_items() if is_region(f))
-        stage = "build"
-        executable = mrvl.build(mod)
-    except MrvlError as exc:
-        if _names_a_node(exc, model):
-            message = str(exc).splitlines()[0][:200]
-            signature = f"rejected:{stage}:{type(exc).__name__}:{_where(exc)}:{_kind(exc)}"
-            return Outcome(REJECTED, f"at {stage}: {type(exc).__name__}: {message}", signature)
-        return _failure(stage, exc, "an MrvlError naming no ONNX node")
-    except Exception as exc:  # noqa: BLE001
-        return _failure(stage, exc, "not an MrvlError")
-
-    def run_on(engine: str, x: np.ndarray = x) -> list[np.ndarray]:
-        with use_engine(engine):
-            value = vm["main"](tvm.runtime.tensor(x))
-        return [value.numpy()] if hasattr(value, "numpy") else [v.numpy() for v in value]
-
-    try:
-        vm = relax.VirtualMachine(executable, tvm.cpu())
-        results = run_on("numba")
-        interpreted = run_on("interp") if regions else results
-    except Exception as exc:  # noqa: BLE001 - a model that built must run
-        return _failure("run", exc, "a built model failed to run")
-    if any(a.tobytes() != b.tobytes() for a, b in zip(results, interpreted, strict=True)):
-        return Outcome(
-            FAILED, "the interpreter and Numba give different bytes", "engines:differ",
-            offloaded, regions,
-        )  # fmt: skip
+    built = build_and_run(model, spec, x)
+    if isinstance(built, Outcome):
+        return built
+    results, _, offloaded, regions = built
     got = dict(zip(names, results, strict=True))
     for name in names:
         if got[name].shape != expected[name].shape:
