@@ -244,6 +244,18 @@ class SelectionState:
         )
         return fields
 
+    def resize_fields(self, op) -> dict:
+        """The buffers, row and tables that `resize` and `qresize` share."""
+        return {
+            "in_addr": self.address(op.input),
+            "in_shape": list(sched.buffer_type(op.input).dims),
+            "row0": op.row0.value.data,
+            "out_addr": self.address(op.output),
+            "out_shape": list(sched.buffer_type(op.output).dims),
+            "ytab_addr": self.address(op.ytab),
+            "xtab_addr": self.address(op.xtab),
+        }
+
     @staticmethod
     def activation_fields(op: Operation) -> dict:
         """act, act_a, act_b of a task (docs/isa.md section 4 says what a and b mean)."""
@@ -351,16 +363,7 @@ class SelectResize(InstructionSelection):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.ResizeTaskOp, rewriter: PatternRewriter) -> None:
-        fields = {
-            "in_addr": self.state.address(op.input),
-            "in_shape": list(sched.buffer_type(op.input).dims),
-            "row0": op.row0.value.data,
-            "out_addr": self.state.address(op.output),
-            "out_shape": list(sched.buffer_type(op.output).dims),
-            "ytab_addr": self.state.address(op.ytab),
-            "xtab_addr": self.state.address(op.xtab),
-        }
-        self.select(op, rewriter, fields)
+        self.select(op, rewriter, self.state.resize_fields(op))
 
 
 class SelectFullyConnected(InstructionSelection):

@@ -16,13 +16,7 @@ class SelectQResize(InstructionSelection):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.QResizeTaskOp, rewriter: PatternRewriter) -> None:
         fields = {
-            "in_addr": self.state.address(op.input),
-            "in_shape": list(sched.buffer_type(op.input).dims),
-            "row0": op.row0.value.data,
-            "out_addr": self.state.address(op.output),
-            "out_shape": list(sched.buffer_type(op.output).dims),
-            "ytab_addr": self.state.address(op.ytab),
-            "xtab_addr": self.state.address(op.xtab),
+            **self.state.resize_fields(op),
             "in_zp": op.in_zp.value.data,
             "out_zp": op.out_zp.value.data,
             "rq": list(op.rq.get_values()),
