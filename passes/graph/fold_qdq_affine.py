@@ -24,6 +24,7 @@ from mrvl import int8
 from mrvl.dialects import mrvl
 from mrvl.errors import CompileError
 from mrvl.locations import location_name
+from mrvl.passes.graph.fold_qdq_tables import replace_scale_shift
 
 AFFINE_ACTIVATIONS = (None, "relu", "clip")
 """Activations of an affine that the int8 conv runs as its saturation bounds."""
@@ -104,11 +105,4 @@ class FoldQuantizedAffine(RewritePattern):
         conv.properties["in_quant"] = ArrayAttr([dq.quant])
         conv.properties["out_quant"] = op.quant
         conv.properties["weight_scales"] = DenseArrayBase.from_list(f32, scales.tolist())
-        conv.location = layer.location
-        rewriter.replace(op, conv)
-        old = [layer.scale.owner, layer.shift.owner]
-        if not layer.output.uses:
-            rewriter.erase(layer)
-        for constant in old:
-            if isinstance(constant, mrvl.ConstantOp) and not constant.result.uses:
-                rewriter.erase(constant)
+        replace_scale_shift(op, layer, conv, rewriter)

@@ -64,6 +64,21 @@ def _uniform(op: mrvl.ScaleShiftOp, value, what: str) -> float | None:
     return float(data[0])
 
 
+def replace_scale_shift(
+    op: mrvl.QuantizeOp, layer: mrvl.ScaleShiftOp, new, rewriter: PatternRewriter
+) -> None:
+    """`new` (at `layer`'s location) in place of the quantize `op` of `layer`, and `layer` and
+    its scale and shift constants erased once nothing else reads them."""
+    new.location = layer.location
+    rewriter.replace(op, new)
+    constants = [layer.scale.owner, layer.shift.owner]
+    if not layer.output.uses:
+        rewriter.erase(layer)
+    for constant in constants:
+        if isinstance(constant, mrvl.ConstantOp) and not constant.result.uses:
+            rewriter.erase(constant)
+
+
 class FoldQuantizedTable(RewritePattern):
     """`quantize(scale_shift(dequantize(q)))` with one scale and one shift -> the table."""
 
@@ -94,11 +109,4 @@ class FoldQuantizedTable(RewritePattern):
             lambda x: fn(np.array([np.float64(x) * s32 + b32]))[0], s_in, z_in, s_out, z_out
         )
         new = mrvl.Int8TableOp(dq.input, name, table, dq.quant, op.quant)
-        new.location = layer.location
-        rewriter.replace(op, new)
-        constants = [layer.scale.owner, layer.shift.owner]
-        if not layer.output.uses:
-            rewriter.erase(layer)
-        for constant in constants:
-            if isinstance(constant, mrvl.ConstantOp) and not constant.result.uses:
-                rewriter.erase(constant)
+        replace_scale_shift(op, layer, new, rewriter)
