@@ -207,10 +207,12 @@ def test_zoo_classifier_or_encoder_runs_in_few_regions(name):
 
 
 def test_docs_zoo_md_reports_every_zoo_model():
-    """docs/zoo.md (scripts/zoo_report.py) has a row for every model, in the zoo's order: the
-    models the suite only partitions are built, run and judged there."""
-    table = (ROOT / "docs" / "zoo.md").read_text().split("\n| --- |")[1]
-    rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")]
+    """docs/zoo.md's first table (scripts/zoo_report.py) has a row for every model, in the
+    zoo's order: the models the suite only partitions are built, run and judged there. (The
+    int8 table after it is scripts/zoo_int8.py's.)"""
+    table = (ROOT / "docs" / "zoo.md").read_text().split("\n| --- |")[1].splitlines()[1:]
+    ends = [i for i, line in enumerate(table) if not line.startswith("| ")]
+    rows = [line.split("|")[1].strip() for line in table[: ends[0] if ends else None]]
     assert rows == list(ZOO_MODELS)
 
 
