@@ -47,3 +47,18 @@ def weightless_shell(model: onnx.ModelProto) -> onnx.ModelProto:
         elif init.name not in declared:
             out.input.append(helper.make_tensor_value_info(init.name, init.data_type, init.dims))
     return shell
+
+
+def with_outputs(model: onnx.ModelProto, names: list[str]) -> onnx.ModelProto:
+    """A copy of `model` with the tensors `names` as further float graph outputs, shapes
+    inferred: what onnxruntime needs to return intermediate tensors (the int8 zoo's and
+    fuzzer's judging of the last quantized tensor before a float op)."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    have = {o.name for o in out.graph.output}
+    for name in names:
+        if name not in have:
+            out.graph.output.append(
+                helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
+            )
+    return onnx.shape_inference.infer_shapes(out)

@@ -148,22 +148,6 @@ def last_quantized(model) -> list[tuple[str, float]]:
     return found
 
 
-def with_outputs(model, names: list[str]):
-    """`model` with the tensors `names` as further graph outputs (float, shape inferred)."""
-    import onnx
-    from onnx import helper
-
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    have = {o.name for o in out.graph.output}
-    for name in names:
-        if name not in have:
-            out.graph.output.append(
-                helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
-            )
-    return onnx.shape_inference.infer_shapes(out)
-
-
 def _session(model):
     import onnxruntime as ort
 
@@ -219,6 +203,7 @@ def run_int8(
     import mrvl
     from mrvl.models.light import random_inputs
     from mrvl.models.zoo import zoo_model_info
+    from mrvl.onnx_shell import with_outputs
 
     run = Int8Run(name, zoo_model_info(name).kind, quantizer=quantizer)
     start = time.perf_counter()

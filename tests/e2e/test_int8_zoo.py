@@ -15,6 +15,7 @@ from tvm import relax
 
 import mrvl
 from mrvl.models.zoo import load_zoo_model
+from mrvl.onnx_shell import with_outputs
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +63,7 @@ def test_mobilenet_v3_small_runs_in_int8_in_one_region_within_3_steps():
     zoo_int8 = load_module("zoo_int8", root / "scripts" / "zoo_int8.py")
     _, qdq = zoo_int8.quantized_zoo_model("mobilenet_v3_small")
     judged = zoo_int8.last_quantized(qdq)
-    qdq = zoo_int8.with_outputs(qdq, [n for n, _ in judged])
+    qdq = with_outputs(qdq, [n for n, _ in judged])
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=8)
     report = mrvl.partition_report(mod, qdq)
     assert len(report.regions) == 1, report.summary()

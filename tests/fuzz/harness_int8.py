@@ -40,6 +40,8 @@ from harness import (
 from harness import reference as float_reference
 from onnx import helper, numpy_helper
 
+from mrvl.onnx_shell import with_outputs
+
 INT8_STEPS = 3
 """DESIGN §9: an int8 output within 3 quantization steps of onnxruntime on the same model."""
 CALIBRATION_FEEDS = 8
@@ -90,18 +92,6 @@ def last_quantized(model: onnx.ModelProto) -> dict[str, tuple[str, float]]:
                 break
             name = data[0]
     return found
-
-
-def _with_outputs(model: onnx.ModelProto, names: list[str]) -> onnx.ModelProto:
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    have = {o.name for o in out.graph.output}
-    for name in names:
-        if name not in have:
-            out.graph.output.append(
-                helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
-            )
-    return onnx.shape_inference.infer_shapes(out)
 
 
 def _triage(qdq: onnx.ModelProto, x: np.ndarray, spec: Spec) -> str:
@@ -176,7 +166,7 @@ def check_quantized(spec: Spec, mixed: bool = False) -> Outcome:
     float_outputs = [o.name for o in qdq.graph.output]
     sources = last_quantized(qdq)
     dequantized = {name: src for name, src in sources.items() if src[0] != name}
-    model = _with_outputs(qdq, [src for src, _ in dequantized.values()])
+    model = with_outputs(qdq, [src for src, _ in dequantized.values()])
     names = [o.name for o in model.graph.output]
     expected = dict(zip(names, float_reference(model, x), strict=True))
 
@@ -221,7 +211,7 @@ def check_quantized(spec: Spec, mixed: bool = False) -> Outcome:
             tail, feeds = _float_tail(qdq, name, dequantized[name][0], got)
             wanted = _session_run(tail, feeds)
         else:
-            tail = _with_outputs(qdq, [])
+            tail = with_outputs(qdq, [])
             del tail.graph.output[:]
             tail.graph.output.extend(o for o in model.graph.output if o.name == name)
             feeds, wanted = {"x": x}, [expected[name]]

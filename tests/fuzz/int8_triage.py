@@ -53,14 +53,14 @@ def local_steps(qdq: onnx.ModelProto, x: np.ndarray, spec) -> list[LayerSteps]:
     the whole model on input `x`, built for `spec`'s target."""
     import tvm
     from harness import reference
-    from harness_int8 import _with_outputs
     from tvm import relax
 
     import mrvl
+    from mrvl.onnx_shell import with_outputs
 
     inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
     dequantizes = _per_tensor_dequantizes(qdq, inits)
-    exposed = _with_outputs(qdq, list(dequantizes))
+    exposed = with_outputs(qdq, list(dequantizes))
     names = [o.name for o in exposed.graph.output]
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(exposed), mcpu=spec.mcpu, num_tiles=spec.num_tiles)
     vm = relax.VirtualMachine(mrvl.build(mod), tvm.cpu())
