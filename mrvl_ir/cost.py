@@ -195,6 +195,11 @@ def softmax_element_ops(count: int) -> int:
     return 4 * count
 
 
+LAYERNORM_STATS_OPS = 2
+"""Of a layer normalization's five operations an element, those of its statistics (the sum,
+the squared deviation): `lnstats` makes them, `lnapply` the other three."""
+
+
 def layernorm_element_ops(count: int) -> int:
     """Vector-unit operations of a layer normalization over `count` elements: five per
     element (the sum, the squared deviation, the normalization, the scale, the shift)."""

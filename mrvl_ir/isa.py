@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 
 from mrvl.isa_int8 import with_int8_opcodes
+from mrvl.isa_long_rows import with_long_row_opcodes
 
 
 class MemSpace(IntEnum):
@@ -643,6 +644,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
     OpcodeSpec("end", 0x7F, "control", "End of the program.", ()),
 )
 OPCODES = with_int8_opcodes(OPCODES)  # quant, dequant, qconv, ... (mrvl_ir/isa_int8.py)
+OPCODES = with_long_row_opcodes(OPCODES)  # lnstats, lnapply (mrvl_ir/isa_long_rows.py)
 
 OPCODE_BY_NAME = {spec.name: spec for spec in OPCODES}
 OPCODE_BY_VALUE = {spec.opcode: spec for spec in OPCODES}

@@ -11,7 +11,9 @@ A softmax that nothing reads but the model's output (a classifier's last op) sta
 offloading it saves no round trip to the host, and the CPU keeps the probabilities in fp32.
 A softmax keeps its input's layout: the reduced axis is mapped into it, so a softmax after a
 conv (NHWC) reduces over the axis where the channel lies, with no layout conversion. A row
-(the elements of the reduced axes) must fit a tile's OCM with its result (`plan_rows`).
+(the elements of the reduced axes) must fit a tile's OCM with its result (`plan_rows`); a
+layernorm row that does not fit with its f32 scale and shift as well runs as `lnstats` and
+`lnapply` (`plan_layernorm`), and needs only its f16 input to fit.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from tvm.relax.transform import PatternCheckContext
 from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError
 from mrvl.frontend import node_name_of
-from mrvl.passes.sched.lowering.normalization import plan_rows
+from mrvl.passes.sched.lowering.normalization import plan_layernorm, plan_rows
 from mrvl.pattern_checks import (
     _activation,
     _check_fits,
@@ -213,7 +215,8 @@ def layernorm_parts(ann: dict, calls) -> tuple[tuple[int, ...], list[int], float
 def check_layernorm(ctx: PatternCheckContext) -> None:
     """Layer normalization over the trailing axes of a rank 2 to 4 tensor, any batch, either
     form, with constant scale and shift of one value per element of a row; a row with its
-    result and its f32 scale and shift must fit a tile's OCM."""
+    result must fit a tile's OCM (with its f32 scale and shift, one `layernorm`; else
+    `lnstats` and `lnapply` over runs of it)."""
     ann = ctx.annotated_expr
     at = ann.get("norm", ann.get("mean"))
     _no_leaks(ctx)
@@ -225,12 +228,11 @@ def check_layernorm(ctx: PatternCheckContext) -> None:
     shape, axes, _, _ = layernorm_parts(ann, calls)
     length = prod(shape[a] for a in axes)
     _check_fits(
-        lambda target, tiles: plan_rows(
-            1, length, 1, target.ocm_bytes_per_tile, tiles, target.ocm_alignment, "layer",
-            row_param_bytes=8,
+        lambda target, tiles: plan_layernorm(
+            1, length, target.ocm_bytes_per_tile, tiles, target.ocm_alignment, "layer"
         ),
         at,
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------------- import

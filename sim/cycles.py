@@ -165,6 +165,18 @@ def _layernorm(f: dict, target: Target) -> tuple[Cost, int]:
     return cost.vector(target, cost.layernorm_element_ops(f["rows"] * f["length"])), 0
 
 
+@costs("lnstats")
+def _lnstats(f: dict, target: Target) -> tuple[Cost, int]:
+    return cost.vector(target, cost.LAYERNORM_STATS_OPS * f["rows"] * f["length"]), 0
+
+
+@costs("lnapply")
+def _lnapply(f: dict, target: Target) -> tuple[Cost, int]:
+    count = f["rows"] * f["count"]
+    ops = cost.layernorm_element_ops(count) - cost.LAYERNORM_STATS_OPS * count
+    return cost.vector(target, ops), 0
+
+
 @costs("quant")
 @costs("dequant")
 def _quant(f: dict, target: Target) -> tuple[Cost, int]:

@@ -248,6 +248,28 @@ def _layernorm(f: dict, ins: Instruction) -> Operands:
     )
 
 
+@operands_of("lnstats")
+def _lnstats(f: dict, ins: Instruction) -> Operands:
+    return (
+        [dense(OCM, f["in_addr"], DType.F16, (f["rows"], f["length"]))],
+        [dense(OCM, f["out_addr"], DType.F32, (f["rows"], 2))],
+    )
+
+
+@operands_of("lnapply")
+def _lnapply(f: dict, ins: Instruction) -> Operands:
+    shape = (f["rows"], f["count"])
+    return (
+        [
+            dense(OCM, f["in_addr"], DType.F16, shape),
+            dense(OCM, f["stats_addr"], DType.F32, (f["rows"], 2)),
+            dense(OCM, f["g_addr"], DType.F32, (f["count"],)),
+            dense(OCM, f["b_addr"], DType.F32, (f["count"],)),
+        ],
+        [dense(OCM, f["out_addr"], DType.F16, shape)],
+    )
+
+
 def _int8_finish(f: dict, channels: int | None) -> list[Access]:
     """What an int8 result reads besides its inputs: the requantization pairs (per channel,
     when `channels` is given) and the int8 table."""

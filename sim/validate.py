@@ -492,6 +492,24 @@ def _check_layernorm(ins: Instruction, bounds: Bounds) -> None:
     bounds.dense(MemSpace.OCM, tile, f["b_addr"], DType.F32, (f["length"],), "shifts")
 
 
+@checks("lnstats")
+def _check_lnstats(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    bounds.dense(MemSpace.OCM, ins.tile, f["out_addr"], DType.F32, (f["rows"], 2), "statistics")
+    bounds.dense(MemSpace.OCM, ins.tile, f["in_addr"], DType.F16, (f["rows"], f["length"]), "input")
+
+
+@checks("lnapply")
+def _check_lnapply(ins: Instruction, bounds: Bounds) -> None:
+    f = ins.fields
+    shape, tile = (f["rows"], f["count"]), ins.tile
+    bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, shape, "output")
+    bounds.dense(MemSpace.OCM, tile, f["in_addr"], DType.F16, shape, "input")
+    bounds.dense(MemSpace.OCM, tile, f["stats_addr"], DType.F32, (f["rows"], 2), "statistics")
+    bounds.dense(MemSpace.OCM, tile, f["g_addr"], DType.F32, (f["count"],), "scales")
+    bounds.dense(MemSpace.OCM, tile, f["b_addr"], DType.F32, (f["count"],), "shifts")
+
+
 def reduce_output_dtype(f: dict) -> DType:
     """What `reduce` writes: fp32 partials (acc_out) or argmax's indices, else f16."""
     return DType.F32 if f["acc_out"] or f["mode"] == ReduceMode.ARGMAX else DType.F16

@@ -18,6 +18,7 @@ from mrvl.dialects.sched import (
     int8_elementwise,
     int8_resize,
     int8_tasks,
+    long_rows,
     program,
     reductions,
     tasks,
@@ -27,6 +28,7 @@ from mrvl.dialects.sched.buffers import *
 from mrvl.dialects.sched.int8_elementwise import *
 from mrvl.dialects.sched.int8_resize import *
 from mrvl.dialects.sched.int8_tasks import *
+from mrvl.dialects.sched.long_rows import *
 from mrvl.dialects.sched.program import *
 from mrvl.dialects.sched.reductions import *
 from mrvl.dialects.sched.tasks import *
@@ -35,7 +37,7 @@ Sched = Dialect(
     "sched",
     *defined_ops_and_attributes(
         attributes, buffers, int8_tasks, program, tasks, reductions, int8_elementwise,
-        int8_resize,
+        int8_resize, long_rows,
     ),  # fmt: skip
 )
 """Every op and attribute that the package's modules define."""

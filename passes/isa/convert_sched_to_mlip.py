@@ -520,6 +520,7 @@ from mrvl.passes.isa.select_int8_elementwise import (  # noqa: E402 - it extends
 from mrvl.passes.isa.select_int8_resize import (  # noqa: E402 - it extends the above
     INT8_RESIZE_SELECTIONS,
 )
+from mrvl.passes.isa.select_long_rows import LONG_ROW_SELECTIONS  # noqa: E402 - it extends the above
 
 INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     SelectDma,
@@ -540,6 +541,7 @@ INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     *INT8_SELECTIONS,
     *INT8_ELEMENTWISE_SELECTIONS,
     *INT8_RESIZE_SELECTIONS,
+    *LONG_ROW_SELECTIONS,
 )
 """The instruction selection of every `sched` task, by pattern (the completeness test checks
 that every task op has one); the int8 tasks' are in `select_int8.py`."""

@@ -387,6 +387,16 @@ def _layernorm(memory: Memory, ins: Instruction) -> F16Counts:
     x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (rows, length)).astype(np.float32)
     g = memory.read(MemSpace.OCM, ins.tile, f["g_addr"], F32, (length,))
     b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F32, (length,))
+    mean, rstd = _layernorm_stats(x, f["eps"])
+    y = ((x - mean[:, None]) * rstd[:, None]) * g + b
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(y))
+    return f16_counts(y)
+
+
+def _layernorm_stats(x: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's mean and rstd in fp32: the sum, then the squared deviations, in order of
+    the row (docs/isa.md, `layernorm` and `lnstats`)."""
+    rows, length = x.shape
     count = np.float32(length)
     total = np.zeros(rows, np.float32)
     for i in range(length):
@@ -397,8 +407,31 @@ def _layernorm(memory: Memory, ins: Instruction) -> F16Counts:
         d = x[:, i] - mean
         squares = squares + d * d
     var = squares / count
-    rstd = np.float32(1.0) / np.sqrt(var + np.float32(f["eps"]))
-    y = ((x - mean[:, None]) * rstd[:, None]) * g + b
+    return mean, np.float32(1.0) / np.sqrt(var + np.float32(eps))
+
+
+@implements("lnstats")
+def _lnstats(memory: Memory, ins: Instruction) -> None:
+    """`layernorm`'s mean and rstd of each row, written as f32 [rows, 2] (docs/isa.md)."""
+    f = ins.fields
+    rows, length = f["rows"], f["length"]
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (rows, length)).astype(np.float32)
+    mean, rstd = _layernorm_stats(x, f["eps"])
+    memory.write(MemSpace.OCM, ins.tile, f["out_addr"], np.stack([mean, rstd], axis=1))
+    return None
+
+
+@implements("lnapply")
+def _lnapply(memory: Memory, ins: Instruction) -> F16Counts:
+    """`layernorm`'s last step on a run of each row: ((x - mean) * rstd) * g + b in fp32,
+    with the rows' (mean, rstd) from `lnstats` (docs/isa.md)."""
+    f = ins.fields
+    rows, count = f["rows"], f["count"]
+    x = memory.read(MemSpace.OCM, ins.tile, f["in_addr"], F16, (rows, count)).astype(np.float32)
+    stats = memory.read(MemSpace.OCM, ins.tile, f["stats_addr"], F32, (rows, 2))
+    g = memory.read(MemSpace.OCM, ins.tile, f["g_addr"], F32, (count,))
+    b = memory.read(MemSpace.OCM, ins.tile, f["b_addr"], F32, (count,))
+    y = ((x - stats[:, :1]) * stats[:, 1:]) * g + b
     memory.write(MemSpace.OCM, ins.tile, f["out_addr"], round_to_f16(y))
     return f16_counts(y)
 

@@ -7,7 +7,8 @@ fits a tile, else runs of inner indices of one outer slice (a strided DMA gather
 the reduced axis never needs to be moved innermost). A layernorm's rows are its leading
 axes and a row its trailing ones (inner = 1); each piece also loads the f32 scale and shift
 of a row. A row that cannot fit is refused by `plan_rows` (`DoesNotFit`), which the partition
-check asks first.
+check asks first; a layernorm row that cannot fit beside its scale and shift is lowered by
+`layernorm_long_rows.py` instead (`plan_layernorm` asks both).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from mrvl.dialects import mrvl, sched
 from mrvl.errors import CompileError
+from mrvl.passes.sched.lowering.layernorm_long_rows import lower_long_rows, plan_long_rows
 from mrvl.passes.sched.lowering.state import F16_BYTES, LayerLowering, buffer_type, int_attr
 from mrvl.passes.sched.tiling import DoesNotFit
 
@@ -68,6 +70,18 @@ def plan_rows(
 F32_BYTES = 4
 
 
+def plan_layernorm(
+    rows: int, length: int, ocm_bytes: int, num_tiles: int, alignment: int, what: str
+) -> None:
+    """Whether a layernorm of `rows` rows of `length` elements can be lowered: by `plan_rows`
+    (a row with its f32 scale and shift), else by `plan_long_rows`; `DoesNotFit` if neither."""
+    try:
+        plan_rows(rows, length, 1, ocm_bytes, num_tiles, alignment, what,
+                  row_param_bytes=2 * F32_BYTES)  # fmt: skip
+    except DoesNotFit:
+        plan_long_rows(rows, length, ocm_bytes, num_tiles, alignment, what)
+
+
 def _require_f16(low, op) -> None:
     if not isinstance(mrvl.element_type_of(op.output), Float16Type):
         raise CompileError(f"{low.what(op)}: the MLIP computes in f16; run mrvl-cast-fp16 first")
@@ -110,14 +124,19 @@ class LowerLayerNorm(LayerLowering):
 
     def lower(self, op: mrvl.LayerNormOp) -> None:
         """Each piece: its rows, the whole f32 scale and shift (a row's worth), a layernorm
-        task, one store."""
+        task, one store; a row that cannot fit with them, `lnstats` and `lnapply` tasks
+        (`layernorm_long_rows.py`)."""
         _require_f16(self.low, op)
         rows, length = op.rows()
         target = self.low.target
-        pieces = plan_rows(
-            rows, length, 1, self.low.ocm_bytes(op), self.low.num_tiles, target.ocm_alignment,
-            self.low.what(op), row_param_bytes=2 * F32_BYTES,
-        )  # fmt: skip
+        try:
+            pieces = plan_rows(
+                rows, length, 1, self.low.ocm_bytes(op), self.low.num_tiles,
+                target.ocm_alignment, self.low.what(op), row_param_bytes=2 * F32_BYTES,
+            )  # fmt: skip
+        except DoesNotFit:  # a row too long to hold beside its f32 scale and shift
+            lower_long_rows(self.low, op)
+            return
         et = mrvl.element_type_of(op.output)
         view = buffer_type("ddr", (rows, length), et)
         src = self.low.flat_view(self.low.ddr_buffer(op.input), view)

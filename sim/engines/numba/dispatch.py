@@ -23,6 +23,7 @@ from mrvl.sim.engines.numba.fields import OP_END
 from mrvl.sim.engines.numba.int8 import INT8_KERNELS
 from mrvl.sim.engines.numba.int8_resize import qresize_kernel
 from mrvl.sim.engines.numba.jit import jit
+from mrvl.sim.engines.numba.long_rows import lnapply, lnstats
 from mrvl.sim.engines.numba.mac import bmm, conv, fc
 from mrvl.sim.engines.numba.mac_tiles import NARROW, packed_size
 from mrvl.sim.engines.numba.normalization import layernorm, softmax
@@ -168,6 +169,20 @@ def _softmax(i, row, frow, machine, tally, weights, skip, sync, worker, workers)
 @jit
 def _layernorm(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     layernorm(row, frow, machine[1][row[1]], machine[3], tally)
+    return 0
+
+
+@implements("lnstats")
+@jit
+def _lnstats(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
+    lnstats(row, frow, machine[1][row[1]], machine[3])
+    return 0
+
+
+@implements("lnapply")
+@jit
+def _lnapply(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
+    lnapply(row, machine[1][row[1]], machine[3], tally)
     return 0
 
 

@@ -59,3 +59,30 @@ builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles
   mlip.end tile 0
 }
 // CHECK: mlip.layernorm tile 0 : in_addr 0, out_addr 1024, rows 2, length 192, g_addr 2048, b_addr 2816, eps 9.999999747378752e-06 loc("/ln/LayerNormalization")
+
+// -----
+
+// A long row's layernorm: sched.lnstats (f32 mean and rstd per row) and sched.lnapply (a run
+// of the rows normalized with them), and their mlip instructions.
+builtin.module {
+  %x = sched.alloc tile(0) : !sched.buffer<ocm, 2x40960xf16>
+  %s = sched.alloc tile(0) : !sched.buffer<ocm, 2x2xf32>
+  %r = sched.alloc tile(0) : !sched.buffer<ocm, 2x1024xf16>
+  %g = sched.alloc tile(0) : !sched.buffer<ocm, 1024xf32>
+  %b = sched.alloc tile(0) : !sched.buffer<ocm, 1024xf32>
+  %y = sched.alloc tile(0) : !sched.buffer<ocm, 2x1024xf16>
+  %t = sched.lnstats tile 0 %x -> %s epsilon 1.000000e-05 : !sched.buffer<ocm, 2x40960xf16> -> !sched.buffer<ocm, 2x2xf32> loc("/ln")
+  %u = sched.lnapply tile 0 %r, %s, %g, %b -> %y after(%t) : !sched.buffer<ocm, 2x1024xf16>, !sched.buffer<ocm, 2x2xf32>, !sched.buffer<ocm, 1024xf32>, !sched.buffer<ocm, 1024xf32> -> !sched.buffer<ocm, 2x1024xf16> loc("/ln")
+}
+// CHECK:      %t = sched.lnstats tile 0 %x -> %s epsilon 1.000000e-05 : !sched.buffer<ocm, 2x40960xf16> -> !sched.buffer<ocm, 2x2xf32> loc("/ln")
+// CHECK-NEXT: %u = sched.lnapply tile 0 %r, %s, %g, %b -> %y after(%t) : !sched.buffer<ocm, 2x1024xf16>, !sched.buffer<ocm, 2x2xf32>, !sched.buffer<ocm, 1024xf32>, !sched.buffer<ocm, 1024xf32> -> !sched.buffer<ocm, 2x1024xf16> loc("/ln")
+
+// -----
+
+builtin.module attributes {mlip.program = #mlip.program<target = "cn10ka", tiles = 1, ddr_size = 4096, const_base = 4096>} {
+  mlip.lnstats tile 0 signal 1 : in_addr 0, out_addr 1024, rows 2, length 192, eps 1.0e-05 loc("/ln")
+  mlip.lnapply tile 0 wait [1] : in_addr 0, out_addr 2048, stats_addr 1024, rows 2, count 64, g_addr 3072, b_addr 3328 loc("/ln")
+  mlip.end tile 0
+}
+// CHECK:      mlip.lnstats tile 0 signal 1 : in_addr 0, out_addr 1024, rows 2, length 192, eps 9.999999747378752e-06 loc("/ln")
+// CHECK-NEXT: mlip.lnapply tile 0 wait [1] : in_addr 0, out_addr 2048, stats_addr 1024, rows 2, count 64, g_addr 3072, b_addr 3328 loc("/ln")

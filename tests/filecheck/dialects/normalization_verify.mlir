@@ -74,3 +74,23 @@ builtin.module {
   %t = sched.layernorm tile 0 %x, %g, %g -> %y epsilon 1.000000e-05 : !sched.buffer<ocm, 4x8xf16>, !sched.buffer<ocm, 4xf32>, !sched.buffer<ocm, 4xf32> -> !sched.buffer<ocm, 4x8xf16>
 }
 // CHECK: sched.layernorm: scale must hold 8 values
+
+// -----
+
+builtin.module {
+  %x = sched.alloc tile(0) : !sched.buffer<ocm, 2x64xf16>
+  %s = sched.alloc tile(0) : !sched.buffer<ocm, 3x2xf32>
+  %t = sched.lnstats tile 0 %x -> %s epsilon 1.000000e-05 : !sched.buffer<ocm, 2x64xf16> -> !sched.buffer<ocm, 3x2xf32>
+}
+// CHECK: sched.lnstats: input [rows, length] and output [rows, 2]
+
+// -----
+
+builtin.module {
+  %x = sched.alloc tile(0) : !sched.buffer<ocm, 2x64xf16>
+  %s = sched.alloc tile(0) : !sched.buffer<ocm, 2x2xf32>
+  %g = sched.alloc tile(0) : !sched.buffer<ocm, 32xf32>
+  %y = sched.alloc tile(0) : !sched.buffer<ocm, 2x64xf16>
+  %t = sched.lnapply tile 0 %x, %s, %g, %g -> %y : !sched.buffer<ocm, 2x64xf16>, !sched.buffer<ocm, 2x2xf32>, !sched.buffer<ocm, 32xf32>, !sched.buffer<ocm, 32xf32> -> !sched.buffer<ocm, 2x64xf16>
+}
+// CHECK: sched.lnapply: scale must hold 64 values
