@@ -351,7 +351,8 @@ def split_activation(
         if not isinstance(slopes, GenericConst):
             raise ActivationFormError("non-constant PRelu slopes", root)
         values = slopes.value.numpy().astype(np.float64).reshape(-1)
-        if values.size != 1 and int(root.attrs.axis) != 1:
+        rank = len(getattr(getattr(root, "ty", None), "shape", None) or ())
+        if values.size != 1 and int(root.attrs.axis) != 1 and rank != 5:  # 5: high_rank_prelu
             raise ActivationFormError(f"PRelu slopes on axis {int(root.attrs.axis)}", root)
         return FusedActivationForm("prelu", {"slopes": values}, [root]), root.args[0]
     if name == "relax.multiply":

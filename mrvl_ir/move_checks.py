@@ -48,10 +48,12 @@ _HIGH_RANK_ELEMENTWISE = frozenset(
     {"relax.multiply", "relax.add", "relax.subtract", "relax.divide", "relax.nn.relu",
      "relax.clip", "relax.nn.leakyrelu", "relax.power", "relax.sigmoid", "relax.tanh",
      "relax.negative", "relax.maximum", "relax.minimum", "relax.erf", "relax.exp", "relax.log",
-     "relax.sqrt", "relax.abs"}
+     "relax.sqrt", "relax.abs", "relax.nn.softmax", "relax.nn.prelu"}
 )  # fmt: skip
 """Relax ops that, with scalar constants, are a scale_shift computed on a flat view of a
-rank-5 tensor (`pattern_checks._elementwise_channels`): YOLOv5's decode head."""
+rank-5 tensor (`pattern_checks._elementwise_channels`): YOLOv5's decode head; and a softmax
+(on the view [outer, length, inner]) and a PRelu (per-channel slopes on a 4-D view whose
+channel axis is theirs), which read and make rank-5 tensors too."""
 
 
 def high_rank_elementwise(call: relax.Call) -> bool:
@@ -64,6 +66,8 @@ def high_rank_elementwise(call: relax.Call) -> bool:
         return False
     constants = [a for a in call.args if isinstance(a, GenericConst)]
     tensors = [a for a in call.args if isinstance(a, relax.Var | relax.Call)]
+    if _op_name(call) == "relax.nn.prelu":  # per-channel slopes: a 4-D view (relax_import)
+        return len(tensors) == 1
     return len(tensors) == 1 and all(constant_view(c).size == 1 for c in constants)
 
 

@@ -1,8 +1,9 @@
 """The Relax side of the normalization layers: their patterns, checks and import.
 
-    mrvl.softmax    softmax(x, axis), any axis, rank 2 to 4; or, as an opset <= 12 export
-                    writes it, reshape(softmax(reshape(x, [outer, rest]), -1), x.shape): a
-                    softmax over the trailing axes from `axis` on
+    mrvl.softmax    softmax(x, axis), any axis, rank 2 to 5 (rank 5 on the same bytes seen
+                    as [outer, length, inner]); or, as an opset <= 12 export writes it,
+                    reshape(softmax(reshape(x, [outer, rest]), -1), x.shape): a softmax
+                    over the trailing axes from `axis` on
     mrvl.layernorm  layer_norm(x, gamma, beta) over the trailing axes (LayerNormalization,
                     opset 17); or the decomposed form older exports write,
                     d = x - mean(x); d / sqrt(mean(d ** 2) + eps) [* gamma] [+ beta]
@@ -110,13 +111,14 @@ def softmax_axes(ann: dict) -> tuple[tuple[int, ...], list[int]]:
 
 
 def check_softmax(ctx: PatternCheckContext) -> None:
-    """A softmax over one axis (or the trailing axes) of a rank 2 to 4 tensor, any batch, whose
-    row fits a tile's OCM, and whose result some other op reads."""
+    """A softmax over one axis (or the trailing axes) of a rank 2 to 5 tensor, any batch, whose
+    row fits a tile's OCM, and whose result some other op reads (at rank 5, computed on the
+    same bytes seen as [outer, length, inner])."""
     ann = ctx.annotated_expr
     softmax = ann["softmax"]
     _no_leaks(ctx)
     _whole_onnx_ops(ctx, frozenset({"Softmax"}))
-    shape = _activation(ann["data"], (2, 3, 4), softmax, any_batch=True)
+    shape = _activation(ann["data"], (2, 3, 4, 5), softmax, any_batch=True)
     shape, axes = softmax_axes(ann)
     root = ctx.matched_expr
     var = ctx.value_to_bound_var.get(root)
@@ -256,6 +258,13 @@ def import_softmax(importer, chain, inner: dict):
     except _Reject as rejection:
         raise UnsupportedOpError(f"softmax: {rejection.reason}", node) from None
     x = importer._operand(inner, data, node)
+    if len(shape) == 5:  # the same bytes seen as [outer, length, inner] (NCW), then back
+        x = importer._in_layout(x, RELAX_LAYOUT[5], node)
+        et = mrvl.element_type_of(x)
+        rows = (prod(shape[: axes[0]]), prod(shape[a] for a in axes), prod(shape[axes[-1] + 1 :]))
+        x = importer._located(mrvl.ReshapeOp(x, mrvl.tensor(rows, et, "NCW")), node)
+        y = importer._located(mrvl.SoftmaxOp(x, [1]), node)
+        return importer._located(mrvl.ReshapeOp(y, mrvl.tensor(shape, et, "NCDHW")), node)
     relax_layout = RELAX_LAYOUT[len(shape)]
     layout = mrvl.layout_of(x) if len(axes) == 1 else relax_layout
     x = importer._in_layout(x, layout, node)

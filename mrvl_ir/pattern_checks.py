@@ -31,6 +31,7 @@ from .activation_forms import (
     split_activation,
 )
 from .frontend import constant_view, node_name_of
+from .high_rank_prelu import prelu_channel_axis
 from .passes.graph.split_batch import BATCH_GROUP
 from .passes.sched.tiling import (
     DoesNotFit,
@@ -286,7 +287,10 @@ def _check_tail(
         if form.kind == "prelu":
             if not prelu:
                 raise _Reject("PRelu after this layer (no per-channel slopes here)", form.calls[-1])
-            if form.params["slopes"].size not in (1, channels):
+            axis = prelu_channel_axis(form, rank)  # rank 5: slopes along their own axis
+            at = form.calls[-1]
+            slopes = channels if axis is None else _tensor_shape(at, at)[axis]
+            if form.params["slopes"].size not in (1, slopes):
                 raise _Reject(f"{form.params['slopes'].size} PRelu slopes", form.calls[-1])
     for call in bindings.values():
         if not isinstance(call, relax.Call) or any(call.same_as(c) for c in explained):

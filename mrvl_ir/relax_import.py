@@ -27,6 +27,7 @@ from mrvl.conv_transpose import import_conv_transpose
 from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError, layer_boundary
 from mrvl.frontend import constant_view, node_name_of
+from mrvl.high_rank_prelu import from_channel_view, prelu_channel_axis, to_channel_view
 from mrvl.locations import name_location
 from mrvl.matmul import import_bmm
 from mrvl.normalization import import_layernorm, import_softmax
@@ -477,7 +478,12 @@ class _RegionImporter:
         if len(shape) not in RELAX_LAYOUT:
             raise UnsupportedOpError(f"scale/shift of a rank-{len(shape)} tensor", node)
         channels = 1 if len(shape) in (3, 5) else shape[1]  # scalars only (_elementwise_in)
-        x = self._elementwise_in(self._operand(inner, source, node), node)
+        axis = prelu_channel_axis(chain.activation, len(shape))
+        if axis is not None:  # rank-5 PRelu slopes: a 4-D view with their axis as channels
+            channels = shape[axis]
+            x = to_channel_view(self, self._operand(inner, source, node), shape, axis, node)
+        else:
+            x = self._elementwise_in(self._operand(inner, source, node), node)
         scale_const = chain.first_const_of("relax.multiply", "relax.divide")
         shift_const = chain.first_const_of("relax.add", "relax.subtract")
         scale, shift = self._affine_after(chain, channels)
@@ -496,6 +502,8 @@ class _RegionImporter:
         op = mrvl.ScaleShiftOp(
             x, scale_value, shift_value, activation=self._activation(chain, channels)
         )
+        if axis is not None:
+            return from_channel_view(self, self._located(op, node), shape, node)
         return self._elementwise_out(self._located(op, node), shape, node)
 
     def mul(self, chain: _Chain, inner: dict) -> SSAValue:

@@ -22,7 +22,8 @@ reflect and edge Pad; and, from `grammar_moves.py`, Slice with any step, Gather 
 indices, Tile, Expand and a window scramble through rank 6; from `grammar_reduce.py`, the
 reductions over any axes and Sub / Div / Max / Min / Add / Mul that broadcast; from
 `grammar_einsum.py`, Einsum as a transpose, a Linear or a product of two activations, and
-forms that stay on the CPU; Max / Min by a constant tensor are `const` layers). It also makes reused
+forms that stay on the CPU; from `grammar_rank5.py`, PRelu with per-channel slopes and Softmax
+at rank 5; Max / Min by a constant tensor are `const` layers). It also makes reused
 identical blocks (one sub-graph with the same weights at two places), odd sizes (1x1 planes,
 one channel, prime widths) and layers too big for one tile's OCM.
 
@@ -39,6 +40,7 @@ from typing import Any, Protocol
 
 import grammar_einsum
 import grammar_moves
+import grammar_rank5
 import grammar_reduce
 import numpy as np
 import onnx
@@ -772,6 +774,7 @@ EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     **grammar_moves.EMITTERS,
     **grammar_reduce.EMITTERS,
     **grammar_einsum.EMITTERS,
+    **grammar_rank5.EMITTERS,
 }
 
 
@@ -859,7 +862,7 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
                  "to_rank2", "add", "concat", "block", "transpose", "reshape4", "se",
                  "resize", "slice", "shuffle", "unsupported_act", "pad", "matmul4",
                  "bmm", "unary", "unary", *grammar_moves.KINDS, "softmax", "layernorm",
-                 *grammar_reduce.KINDS, *grammar_einsum.KINDS)  # fmt: skip
+                 *grammar_reduce.KINDS, *grammar_einsum.KINDS, *grammar_rank5.KINDS)  # fmt: skip
     else:
         kinds = ("fc", "fc", "act", "const", "bn", "add", "unflatten", "unsupported_act",
                  "unary", "softmax", "layernorm", "pad")  # fmt: skip
@@ -870,6 +873,8 @@ def _draw_layer(ch: Chooser, g: Graph, seed: int) -> Layer | None:
         return Layer(kind, grammar_reduce.draw(kind, ch, seed))
     if kind in grammar_einsum.KINDS:
         return Layer(kind, grammar_einsum.draw(kind, ch, seed))
+    if kind in grammar_rank5.KINDS:
+        return Layer(kind, grammar_rank5.draw(kind, ch, seed))
     if kind == "conv":
         p = _draw_conv(ch, g, seed)
         return Layer("conv", p) if p else None
