@@ -22,9 +22,13 @@ TVM converts every Einsum to `relax.einsum`, which no pattern reads, so attentio
   one per axis it covers, aligned from the right across the operands as NumPy broadcasts
   them; the implicit output puts them first.
 
-Anything else (a letter repeated in one operand: a diagonal or a trace; three or more
-operands; a letter whose sizes differ, a broadcast) keeps TVM's conversion, and so its CPU
-fallback, exactly.
+- a letter twice in one operand (`bii->bi`, a diagonal; `ii->`, a trace with the sum above)
+  → the operand permuted to put the two axes last, reshaped to merge them, and every
+  (n+1)-th element of the merged axis kept (`strided_slice`): a strided copy of the
+  diagonal, which then stands for the letter once.
+
+Anything else (a letter three times in one operand; three or more operands; a letter whose
+sizes differ, a broadcast) keeps TVM's conversion, and so its CPU fallback, exactly.
 """
 
 from __future__ import annotations
@@ -72,7 +76,8 @@ def _without_ellipsis(equation: str, ranks: list[int]) -> str | None:
 
 def _terms(equation: str, operands: int) -> tuple[list[str], str] | None:
     """The operands' letters and the output's (the implicit form: each letter used once, in
-    alphabetical order), or None for a malformed equation or a diagonal."""
+    alphabetical order), or None for a malformed equation; a letter may be twice in one
+    operand (a diagonal), not in the output."""
     inputs, arrow, output = equation.partition("->")
     terms = inputs.split(",")
     if len(terms) != operands or not all(t.isalpha() for t in terms):
@@ -82,9 +87,31 @@ def _terms(equation: str, operands: int) -> tuple[list[str], str] | None:
         output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
     if not output.isalpha() and output:
         return None
-    if any(len(set(t)) != len(t) for t in (*terms, output)):
-        return None  # a diagonal or a trace
+    if len(set(output)) != len(output) or any(t.count(c) > 2 for t in terms for c in t):
+        return None
     return terms, output
+
+
+def _diagonals(bb, x, letters: str):
+    """`x` with the diagonal taken of each letter it has twice (a strided copy), and its
+    letters left; None for a constant or axes of different sizes."""
+    for c in dict.fromkeys(letters):
+        if letters.count(c) < 2:
+            continue
+        shape = static_shape(x)
+        first, second = letters.index(c), letters.rindex(c)
+        n = shape[first]
+        if isinstance(x, GenericConst) or shape[second] != n:
+            return None
+        rest = [i for i in range(len(letters)) if i not in (first, second)]
+        perm = [*rest, first, second]
+        if perm != list(range(len(perm))):
+            x = bb.emit(relax.op.permute_dims(x, perm))
+        x = bb.emit(relax.op.reshape(x, [*(shape[i] for i in rest), n * n]))
+        x = bb.emit(relax.op.strided_slice(x, axes=[len(rest)], begin=[0], end=[n * n],
+                                           strides=[n + 1]))  # fmt: skip
+        letters = "".join(letters[i] for i in rest) + c
+    return x, letters
 
 
 def _permuted(bb, x, letters: str, order: str):
@@ -187,6 +214,11 @@ def einsum(bb, inputs, attrs, opset) -> relax.Expr | None:
     terms, output = parsed
     if any(len(t) != len(s) for t, s in zip(terms, shapes, strict=True)):
         return None
+    if any(len(set(t)) != len(t) for t in terms):
+        taken = [_diagonals(bb, x, t) for x, t in zip(inputs, terms, strict=True)]
+        if any(d is None for d in taken):
+            return None
+        inputs, terms = [d[0] for d in taken], [d[1] for d in taken]
     if len(inputs) == 1:
         return _transpose(bb, inputs[0], terms[0], output)
     return _matmul(bb, inputs[0], inputs[1], terms[0], terms[1], output)

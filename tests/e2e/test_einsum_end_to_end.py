@@ -1,8 +1,8 @@
 """Einsum forms that are a matmul, a transpose, a sum or a product (issue 21), end to end
 against onnxruntime: the frontend rewrites them to `permute_dims` / `matmul` / `sum` /
 `multiply` (`mrvl_ir/einsum.py`), so attention written as Einsum (Q·Kᵀ, A·V, with or without
-an ellipsis) runs on the MLIP as `MatMul` does; other forms (a diagonal, a broadcast) keep
-TVM's conversion and run on the CPU, exactly."""
+an ellipsis) runs on the MLIP as `MatMul` does; a diagonal is a strided copy; other forms (a
+broadcast) keep TVM's conversion and run on the CPU, exactly."""
 
 from __future__ import annotations
 
@@ -81,13 +81,29 @@ def test_einsum_with_an_ellipsis_runs_on_the_mlip(equation, shapes, out_shape):
 @pytest.mark.parametrize(
     "equation, shapes, out_shape",
     [
-        ("bii->bi", [[2, 4, 4]], [2, 4]),  # a diagonal
+        ("bii->bi", [[2, 4, 4]], [2, 4]),  # a batch of diagonals
+        ("nchh->nch", [[1, 3, 4, 4]], [1, 3, 4]),  # the two axes last
+        ("nhch->nch", [[1, 4, 3, 4]], [1, 3, 4]),  # apart: permuted first
+        ("bii->b", [[2, 4, 4]], [2]),  # a trace: the diagonal, then a sum
+        ("bij,bjj->bi", [[2, 3, 4], [2, 4, 4]], [2, 3]),  # a diagonal, then a matmul
+    ],
+)
+def test_einsum_with_a_diagonal_runs_on_the_mlip(equation, shapes, out_shape):
+    """A letter twice in one operand: a strided copy of the diagonal (permute, reshape, every
+    (n+1)-th element), then the rest of the equation as above."""
+    check_offloaded_and_accurate(shaped_einsum_net(equation, shapes, out_shape), num_tiles=1)
+
+
+@pytest.mark.parametrize(
+    "equation, shapes, out_shape",
+    [
         ("...ij,...jk->...ik", [[2, 1, 5, 6], [2, 3, 6, 7]], [2, 3, 5, 7]),  # a broadcast
+        ("ii->i", [[5, 5]], [5]),  # a diagonal of rank 1: the copy's result rank
     ],
 )
 def test_other_einsum_forms_keep_tvms_conversion(equation, shapes, out_shape):
-    """A diagonal, a broadcast of an ellipsis axis of size 1: TVM's relax.einsum on the CPU,
-    exactly."""
+    """A broadcast of an ellipsis axis of size 1: TVM's relax.einsum; a diagonal of rank 1,
+    the rewritten reshape and strided slice: on the CPU, exactly."""
     import tvm
     from tvm import relax
 
