@@ -82,13 +82,14 @@ def fp16_storage_model(model: onnx.ModelProto) -> onnx.ModelProto:
     out = onnx.ModelProto()
     out.CopyFrom(model)
     graph = out.graph
-    on_chip_f32 = on_chip_f32_tensors(graph)
+    inferred = _inferred_graph(out)
+    on_chip_f32 = on_chip_f32_tensors(graph, _ranks(inferred))
     for init in graph.initializer:
         if init.data_type == TensorProto.FLOAT and init.name not in on_chip_f32:
             rounded = _round(numpy_helper.to_array(init))
             del init.float_data[:]  # the values move to raw_data, as from_array writes them
             init.raw_data = rounded.astype("<f4", copy=False).tobytes()
-    types = _element_types(out)
+    types = _element_types(out, inferred)
 
     nodes = []
     initializers = {i.name for i in graph.initializer}
@@ -135,7 +136,7 @@ _LAYERS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalizat
 _AFFINE = frozenset({"Mul", "Add", "Sub", "Div"})
 
 
-def on_chip_f32_tensors(graph: onnx.GraphProto) -> set[str]:
+def on_chip_f32_tensors(graph: onnx.GraphProto, ranks: dict[str, int] | None = None) -> set[str]:
     """Tensors of `graph` the MLIP keeps in f32, which the emulation must not round.
 
     - the biases of Conv, ConvTranspose and Gemm, the parameters of BatchNormalization and
@@ -146,7 +147,7 @@ def on_chip_f32_tensors(graph: onnx.GraphProto) -> set[str]:
       such a chain that only the next step reads: the MLIP rounds the chain's result once;
     - a layer normalization's parameters and accumulators (`layernorm_f32_tensors`).
     """
-    kept = layernorm_f32_tensors(graph)
+    kept = layernorm_f32_tensors(graph, ranks)
     constants = {i.name: tuple(i.dims) for i in graph.initializer}
     for node in graph.node:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
@@ -202,12 +203,54 @@ def _is_affine_step(node: onnx.NodeProto, constants: dict[str, tuple[int, ...]])
 _DECOMPOSED_LAYERNORM = ("ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div")
 
 
-def layernorm_f32_tensors(graph: onnx.GraphProto) -> set[str]:
+def _ranks(graph: onnx.GraphProto) -> dict[str, int]:
+    """The rank of each tensor whose shape `graph` states (inputs, value_info, outputs)."""
+    return {
+        v.name: len(v.type.tensor_type.shape.dim)
+        for v in [*graph.input, *graph.value_info, *graph.output]
+        if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")
+    }
+
+
+def _reduced_axes(node: onnx.NodeProto, graph: onnx.GraphProto) -> list[int] | None:
+    """A ReduceMean's axes (its attribute, or its constant second input from opset 18)."""
+    for attr in node.attribute:
+        if attr.name == "axes":
+            return list(attr.ints)
+    if len(node.input) > 1 and node.input[1]:
+        for init in graph.initializer:
+            if init.name == node.input[1]:
+                return [int(a) for a in numpy_helper.to_array(init).reshape(-1)]
+    return None
+
+
+def _over_trailing_axes(mean: onnx.NodeProto, var: onnx.NodeProto, graph, ranks) -> bool:
+    """Whether both means of a decomposed layernorm reduce over the trailing axes of a rank 2
+    to 4 tensor, as `mrvl.layernorm` requires (`normalization.check_layernorm`); True when
+    the graph states no rank for the input (shape inference then had nothing to say)."""
+    rank = ranks.get(mean.input[0])
+    if rank is None:
+        return True
+    axes = [_reduced_axes(n, graph) for n in (mean, var)]
+    if not 2 <= rank <= 4 or axes[0] is None or axes[1] is None:
+        return False
+    normal = [sorted({a % rank for a in each}) for each in axes]
+    return normal[0] == normal[1] == list(range(normal[0][0], rank)) if normal[0] else False
+
+
+def layernorm_f32_tensors(
+    graph: onnx.GraphProto, ranks: dict[str, int] | None = None
+) -> set[str]:
     """Tensors of `graph` the MLIP keeps in fp32 around a layer normalization: the scale and
     shift initializers of each LayerNormalization node, and in the decomposed form (ReduceMean,
     Sub, Pow, ReduceMean, Add, Sqrt, Div, then an optional Mul and Add by constants, matched
-    by their data flow) every tensor but the last one's output, and the Mul/Add constants."""
+    by their data flow) every tensor but the last one's output, and the Mul/Add constants:
+    when its means reduce over the trailing axes of a rank 2 to 4 tensor, as the compiler
+    requires to make it one layer (else it runs as reduce, binary and scale_shift layers,
+    each rounding to f16). `ranks` (each tensor's, as `fp16_storage_model` infers them)
+    default to those the graph states."""
     initializers = {i.name for i in graph.initializer}
+    ranks = _ranks(graph) if ranks is None else ranks
     producer = {out: node for node in graph.node for out in node.output}
     readers: dict[str, list[onnx.NodeProto]] = {}
     for node in graph.node:
@@ -233,6 +276,8 @@ def layernorm_f32_tensors(graph: onnx.GraphProto) -> set[str]:
             continue
         mean = producer.get(centered.input[1])
         if mean is None or mean.op_type != "ReduceMean" or mean.input[0] != centered.input[0]:
+            continue
+        if not _over_trailing_axes(mean, chain[3], graph, ranks):  # chain[3]: the variance
             continue
         chain += [centered, mean]
         last = node
@@ -580,9 +625,13 @@ def _round_constant(node: onnx.NodeProto) -> None:
             attr.t.CopyFrom(numpy_helper.from_array(_round(numpy_helper.to_array(attr.t))))
 
 
-def _element_types(model: onnx.ModelProto) -> dict[str, int]:
-    inferred = onnx.shape_inference.infer_shapes(weightless_shell(model), strict_mode=True)
-    graph = inferred.graph
+def _inferred_graph(model: onnx.ModelProto) -> onnx.GraphProto:
+    return onnx.shape_inference.infer_shapes(weightless_shell(model), strict_mode=True).graph
+
+
+def _element_types(model: onnx.ModelProto, graph: onnx.GraphProto) -> dict[str, int]:
+    """Each tensor's element type: `graph` (the model's, shapes inferred) and the model's
+    initializers."""
     types = {}
     for value in [*graph.input, *graph.value_info, *graph.output]:
         if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type:

@@ -39,6 +39,7 @@ from mrvl.fp16_emulation import (
     fp16_storage_model,
     judge,
     judge_model,
+    layernorm_f32_tensors,
     on_chip_f32_tensors,
     redrawn_feeds,
 )
@@ -475,6 +476,43 @@ def test_fp16_emulation_keeps_in_f32_what_the_mlip_keeps_in_f32():
     }
     assert {"x", "a__mrvl_fp32", "p__mrvl_fp32", "y__mrvl_fp32"} <= rounded
     assert not {"c__mrvl_fp32", "m__mrvl_fp32", "c", "m"} & rounded
+
+
+def test_fp16_emulation_keeps_a_decomposed_layernorm_in_f32_only_over_trailing_axes():
+    """The compiler makes a decomposed layernorm one layer (f32 inside) only over the trailing
+    axes of a rank 2 to 4 tensor; over the channels of NCHW (a LayerNorm2d) it runs as
+    reduce, binary and scale_shift layers rounding to f16, and the emulation rounds too."""
+    consts = [
+        numpy_helper.from_array(np.float32(2.0), "two"),
+        numpy_helper.from_array(np.float32(1e-5), "eps"),
+    ]
+
+    def decomposed(axes):
+        nodes = [
+            helper.make_node("ReduceMean", ["x"], ["m"], axes=axes),
+            helper.make_node("Sub", ["x", "m"], ["d"]),
+            helper.make_node("Pow", ["d", "two"], ["p"]),
+            helper.make_node("ReduceMean", ["p"], ["v"], axes=axes),
+            helper.make_node("Add", ["v", "eps"], ["ve"]),
+            helper.make_node("Sqrt", ["ve"], ["s"]),
+            helper.make_node("Div", ["d", "s"], ["y"]),
+        ]
+        shape = [1, 4, 3, 5]
+        return float_model(nodes, consts, [("x", shape)], [("y", shape)], name="ln", opset=17)
+
+    inside = {"m", "d", "p", "v", "ve", "s"}
+    for axes, kept in (([2, 3], inside), ([-1], inside), ([1], set()), ([1, 2], set())):
+        model = decomposed(axes)
+        ranks = {"x": 4}
+        assert layernorm_f32_tensors(model.graph, ranks) == kept, axes
+        rounded = {
+            n.input[0]
+            for n in fp16_storage_model(model).graph.node
+            if n.op_type == "Cast" and n.attribute[0].i == TensorProto.FLOAT16
+        }
+        assert {f"{t}__mrvl_fp32" for t in inside} & rounded == (
+            set() if kept else {f"{t}__mrvl_fp32" for t in inside}
+        ), axes
 
 
 def test_a_ten_percent_error_in_one_layer_fails_both_second_looks():
