@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from sim_builders import Staging, instruction, layer_program, run_both
 from test_sim_normalization import SPECIAL_F16, layernorm_program
 
+from mrvl.sim import SimulatorError, prepare
+
 pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
 
 
@@ -75,3 +77,16 @@ def test_lnstats_then_lnapply_give_layernorms_bits(rows, length, width, scale, e
     (whole,) = run_both(layernorm_program(x, g, b, eps), [])
     got = _runs(flat, rows, length, width)
     np.testing.assert_array_equal(got.view(np.uint16), whole.view(np.uint16))
+
+
+@pytest.mark.parametrize(
+    "opcode, field, what", [("lnstats", "length", "input"), ("lnapply", "rows", "output")]
+)
+def test_a_long_row_instruction_reaching_outside_the_ocm_fails_validation(opcode, field, what):
+    x = np.zeros((2, 8), np.float16)
+    program = long_row_program(x, np.ones(8), np.zeros(8), 1e-5, 4)
+    at = next(i for i, ins in enumerate(program.code) if ins.opcode == opcode)
+    ins = program.code[at]
+    program.code[at] = instruction(opcode, **{**ins.fields, field: 1 << 20})
+    with pytest.raises(SimulatorError, match=f"{opcode}.*{what}.*outside tile 0's OCM"):
+        prepare(program)
