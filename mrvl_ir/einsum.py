@@ -27,8 +27,13 @@ TVM converts every Einsum to `relax.einsum`, which no pattern reads, so attentio
   (n+1)-th element of the merged axis kept (`strided_slice`): a strided copy of the
   diagonal, which then stands for the letter once.
 
-Anything else (a letter three times in one operand; three or more operands; a letter whose
-sizes differ, a broadcast) keeps TVM's conversion, and so its CPU fallback, exactly.
+- a letter of size 1 in one operand and n in the other (an ellipsis axis NumPy broadcasts:
+  `...ij,...jk->...ik` of [2, 1, 5, 6] and [2, 3, 6, 7]) → that operand expanded to n first
+  (`broadcast_to`, a strided copy of stride 0), then as above.
+
+Anything else (a letter three times in one operand; three or more operands; a letter of
+sizes that are not 1 and n; a broadcast of a constant) keeps TVM's conversion, and so its
+CPU fallback, exactly.
 """
 
 from __future__ import annotations
@@ -157,18 +162,35 @@ def _transpose(bb, x, letters: str, output: str):
     return relax.op.permute_dims(bb.emit(total), [kept.index(c) for c in output])
 
 
+def _broadcasts(x, letters: str, size: dict) -> bool:
+    return list(static_shape(x)) != [size[c] for c in letters]
+
+
+def _broadcast(bb, x, letters: str, size: dict):
+    """`x` expanded along each of its letters of size 1 that the other operand has n > 1
+    times (an ellipsis axis NumPy broadcasts): ONNX Expand, a strided copy of stride 0."""
+    if not _broadcasts(x, letters, size):
+        return x
+    return bb.emit(relax.op.broadcast_to(x, [size[c] for c in letters]))
+
+
 def _matmul(bb, a, b, la: str, lb: str, output: str):
     sa, sb = static_shape(a), static_shape(b)
     size = {}
     for letters, shape in ((la, sa), (lb, sb)):
         for c, n in zip(letters, shape, strict=True):
-            if size.setdefault(c, n) != n:
-                return None  # a broadcast of one letter: TVM's conversion
+            if size.setdefault(c, n) != n and 1 not in (size[c], n):
+                return None
+            size[c] = max(size[c], n)
     if set(output) - set(la) - set(lb):
         return None
     keep_a, keep_b = set(lb) | set(output), set(la) | set(output)
     if _sums_a_constant(a, la, keep_a) or _sums_a_constant(b, lb, keep_b):
         return None
+    if any(isinstance(x, GenericConst) and _broadcasts(x, letters, size)
+           for x, letters in ((a, la), (b, lb))):  # fmt: skip
+        return None
+    a, b = (_broadcast(bb, x, letters, size) for x, letters in ((a, la), (b, lb)))
     a, la = _summed_alone(bb, a, la, keep_a)
     b, lb = _summed_alone(bb, b, lb, keep_b)
     batch = [c for c in output if c in la and c in lb]
@@ -194,9 +216,26 @@ def _matmul(bb, a, b, la: str, lb: str, output: str):
     return product
 
 
+class _DryRun:
+    """A block builder that binds nothing: `emit` only normalizes (types inferred), so a
+    rewrite can be tried whole before any of its bindings is made."""
+
+    def __init__(self, bb):
+        self.bb = bb
+
+    def emit(self, expr):
+        return self.bb.normalize(expr)
+
+
 def einsum(bb, inputs, attrs, opset) -> relax.Expr | None:
     """Einsum of one or two static float32 tensors, as a transpose, a sum, a product or a
-    matmul (see above)."""
+    matmul (see above); None, with nothing bound, for another form."""
+    if _rewritten(_DryRun(bb), inputs, attrs) is None:
+        return None
+    return _rewritten(bb, inputs, attrs)
+
+
+def _rewritten(bb, inputs, attrs) -> relax.Expr | None:
     equation = attrs.get("equation")
     if isinstance(equation, bytes):
         equation = equation.decode()

@@ -1,8 +1,8 @@
 """Einsum forms that are a matmul, a transpose, a sum or a product (issue 21), end to end
 against onnxruntime: the frontend rewrites them to `permute_dims` / `matmul` / `sum` /
 `multiply` (`mrvl_ir/einsum.py`), so attention written as Einsum (Q·Kᵀ, A·V, with or without
-an ellipsis) runs on the MLIP as `MatMul` does; a diagonal is a strided copy; other forms (a
-broadcast) keep TVM's conversion and run on the CPU, exactly."""
+an ellipsis) runs on the MLIP as `MatMul` does; a diagonal is a strided copy, a broadcast an
+expansion; other forms keep TVM's conversion and run on the CPU, exactly."""
 
 from __future__ import annotations
 
@@ -86,24 +86,27 @@ def test_einsum_with_an_ellipsis_runs_on_the_mlip(equation, shapes, out_shape):
         ("nhch->nch", [[1, 4, 3, 4]], [1, 3, 4]),  # apart: permuted first
         ("bii->b", [[2, 4, 4]], [2]),  # a trace: the diagonal, then a sum
         ("bij,bjj->bi", [[2, 3, 4], [2, 4, 4]], [2, 3]),  # a diagonal, then a matmul
+        ("...ij,...jk->...ik", [[2, 1, 5, 6], [2, 3, 6, 7]], [2, 3, 5, 7]),  # a broadcast
+        ("...ij,...jk->...ik", [[3, 5, 6], [1, 6, 7]], [3, 5, 7]),  # the other way round
     ],
 )
-def test_einsum_with_a_diagonal_runs_on_the_mlip(equation, shapes, out_shape):
+def test_einsum_with_a_diagonal_or_a_broadcast_runs_on_the_mlip(equation, shapes, out_shape):
     """A letter twice in one operand: a strided copy of the diagonal (permute, reshape, every
-    (n+1)-th element), then the rest of the equation as above."""
+    (n+1)-th element); an ellipsis axis of size 1 against n: the operand expanded (a copy of
+    stride 0); then the rest of the equation as above."""
     check_offloaded_and_accurate(shaped_einsum_net(equation, shapes, out_shape), num_tiles=1)
 
 
 @pytest.mark.parametrize(
     "equation, shapes, out_shape",
     [
-        ("...ij,...jk->...ik", [[2, 1, 5, 6], [2, 3, 6, 7]], [2, 3, 5, 7]),  # a broadcast
+        ("iii->i", [[3, 3, 3]], [3]),  # a letter three times: TVM's relax.einsum
         ("ii->i", [[5, 5]], [5]),  # a diagonal of rank 1: the copy's result rank
     ],
 )
 def test_other_einsum_forms_keep_tvms_conversion(equation, shapes, out_shape):
-    """A broadcast of an ellipsis axis of size 1: TVM's relax.einsum; a diagonal of rank 1,
-    the rewritten reshape and strided slice: on the CPU, exactly."""
+    """A letter three times: TVM's relax.einsum; a diagonal of rank 1, the rewritten reshape
+    and strided slice: on the CPU, exactly."""
     import tvm
     from tvm import relax
 
@@ -119,3 +122,18 @@ def test_other_einsum_forms_keep_tvms_conversion(equation, shapes, out_shape):
     vm = relax.VirtualMachine(mrvl.build(mod), tvm.cpu())
     got = vm["main"](*[tvm.runtime.tensor(v) for v in feeds.values()]).numpy()
     np.testing.assert_allclose(got, onnxruntime_outputs(onnx_model, feeds)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_rewrite_that_fails_part_way_binds_nothing():
+    """`bii,jj->bij` with a constant second operand: the first diagonal could be taken, the
+    constant's cannot (TVM's conversion folds constants), so the whole Einsum keeps TVM's
+    conversion, and no strided copy of the first diagonal is left unread in the module."""
+    from onnx import numpy_helper
+
+    onnx_model = shaped_einsum_net("bii,jj->bij", [[2, 4, 4]], [2, 4, 3])
+    onnx_model.graph.initializer.append(
+        numpy_helper.from_array(np.arange(9, dtype=np.float32).reshape(3, 3), "x1")
+    )
+    onnx_model.graph.node[0].input.append("x1")
+    text = mrvl.from_onnx(onnx_model)["main"].script()
+    assert "einsum" in text and "strided_slice" not in text
