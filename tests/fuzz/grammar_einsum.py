@@ -7,7 +7,11 @@ on the CPU:
 - a Linear over W by a constant, as written or transposed (`nchw,wk->nchk`, `nchw,kw->nchk`);
 - x times its own transpose, attention's Q·Kᵀ with Q = K (`nchw,ncvw->nchv`) and Xᵀ·X
   (`nchw,nchv->ncwv`), scaled by 1/W or 1/H to keep unit RMS;
-- `nchw->nch` kept at rank 4 by an Unsqueeze, and `nchw,nchw->nchw`.
+- `nchw->nch` kept at rank 4 by an Unsqueeze, and `nchw,nchw->nchw`;
+- a diagonal: the diagonal of x·xᵀ (`nchh->nch`, each row's sum of squares), scaled by 1/W
+  and kept at rank 4 by an Unsqueeze;
+- a broadcast: x against its mean over the channels, [N, 1, H, W] transposed, with an
+  ellipsis (`...hw,...wv->...hv`, the size-1 axis broadcast to C), scaled by 1/W.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 import numpy as np
 
 FORMS = ("transpose_hw", "transpose_ch", "linear", "linear_t", "gram_rows", "gram_cols",
-         "sum_w", "product")  # fmt: skip
+         "sum_w", "product", "diagonal", "broadcast")  # fmt: skip
 
 
 def _einsum(g, inputs: list[str], equation: str, shape: tuple[int, ...]):
@@ -54,6 +58,20 @@ def emit_einsum(g, p: dict) -> bool:
         out = g.node(
             "Unsqueeze", [total.name, g.const(np.array([3], np.int64), "ax")], (n, c, h, 1)
         )
+    elif form == "diagonal":
+        gram = _einsum(g, [x.name, x.name], "nchw,ncvw->nchv", (n, c, h, h))
+        diagonal = _einsum(g, [gram.name], "nchh->nch", (n, c, h))
+        scaled = g.node("Mul", [diagonal.name, g.const(np.array(1.0 / w, np.float32), "k")],
+                        diagonal.shape)  # fmt: skip
+        out = g.node(
+            "Unsqueeze", [scaled.name, g.const(np.array([3], np.int64), "ax")], (n, c, h, 1)
+        )
+    elif form == "broadcast":
+        mean = g.node("ReduceMean", [x.name], (n, 1, h, w), axes=[1], keepdims=1)
+        mean_t = g.node("Transpose", [mean.name], (n, 1, w, h), perm=[0, 1, 3, 2])
+        product = _einsum(g, [x.name, mean_t.name], "...hw,...wv->...hv", (n, c, h, h))
+        scale = g.const(np.array(1.0 / w, np.float32), "k")
+        out = g.node("Mul", [product.name, scale], product.shape)
     else:  # product
         out = _einsum(g, [x.name, x.name], "nchw,nchw->nchw", x.shape)
     g.set(out)
