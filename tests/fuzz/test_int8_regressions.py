@@ -29,8 +29,13 @@ def test_int8_matmul_of_a_rank4_tensor_by_a_constant():
 
 @pytest.mark.parametrize(
     "alpha, bias, opcode",
-    [(0.5, False, "qfc"), (2.0, False, "qfc"), (0.3, False, "fc"), (0.5, True, "qfc"),
-     (2.0, True, "fc")],  # fmt: skip
+    [
+        (0.5, False, "qfc"),
+        (2.0, False, "qfc"),
+        (0.3, False, "fc"),
+        (0.5, True, "qfc"),
+        (2.0, True, "fc"),
+    ],
 )
 def test_int8_gemm_with_an_alpha(alpha, bias, opcode):
     """cn10ka/1 tiles, x 1x1x1x1: to_rank2(Reshape) -> fc(Gemm, out=64, alpha=0.5, beta=0.5),
