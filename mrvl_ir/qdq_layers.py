@@ -123,8 +123,29 @@ def weight_scale_attrs(annotated) -> dict[str, str]:
         value = np.asarray(qdq._view(alpha), np.float32).reshape(-1)
         if value.size != 1 or not _power_of_two(float(value[0])):
             return {}  # q·s·alpha is no exact int8 at any scale: the fc stays in fp16
+        if abs(float(value[0])) > 1 and not _bias_in_steps_of(core, collector, abs(value[0])):
+            return {}  # the int32 bias is no integer at s_x·s_w·alpha: the fc stays in fp16
         scale = scale.astype(np.float32) * value[0]
     return {WEIGHT_SCALES_ATTR: ",".join(repr(float(s)) for s in scale)}
+
+
+def _bias_in_steps_of(core: relax.Call, collector, alpha: float) -> bool:
+    """Whether the int32 bias added to `core` (a Gemm's matmul; none: True) is a multiple of
+    `alpha`. onnxruntime quantizes a Gemm's bias at s_x·s_w, and the accumulator of an fc whose
+    weight scales carry an alpha above 1 counts steps of s_x·s_w·alpha."""
+    from mrvl.qdq_match import module_index
+
+    index = module_index(collector.bound)
+    original = index.original(core)
+    var = index.var_of.get(original) if original is not None else None
+    for reader in collector.users.get(var, []) if var is not None else []:
+        if qdq._op(reader) != "relax.add":
+            continue
+        for arg in reader.args:
+            origin = collector.quantized.get(arg) if isinstance(arg, GenericConst) else None
+            if origin is not None:
+                return bool(np.all(origin.values.astype(np.int64) % int(alpha) == 0))
+    return True
 
 
 def _power_of_two(value: float) -> bool:

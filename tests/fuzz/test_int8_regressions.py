@@ -27,18 +27,34 @@ def test_int8_matmul_of_a_rank4_tensor_by_a_constant():
     assert {r.dtype for r in report.rows if r.op_type == "MatMul"} == {"int8"}
 
 
-@pytest.mark.parametrize("alpha, opcode", [(0.5, "qfc"), (2.0, "qfc"), (0.3, "fc")])
-def test_int8_gemm_with_an_alpha(alpha, opcode):
+@pytest.mark.parametrize(
+    "alpha, bias, opcode",
+    [
+        (0.5, False, "qfc"),
+        (2.0, False, "qfc"),
+        (0.3, False, "fc"),
+        (0.5, True, "qfc"),
+        (2.0, True, "fc"),
+    ],
+)
+def test_int8_gemm_with_an_alpha(alpha, bias, opcode):
     """cn10ka/1 tiles, x 1x1x1x1: to_rank2(Reshape) -> fc(Gemm, out=64, alpha=0.5, beta=0.5),
     quantized (found by --precision mixed). The import folds Gemm's alpha into the weights, so
     they were no int8 at the scales recorded and the build stopped ("its weights are not
     int8 at its scales"). The scales now carry an alpha that is a power of two (exact); any
-    other alpha leaves the fc in fp16 between its dequantize and quantize."""
+    other alpha leaves the fc in fp16 between its dequantize and quantize.
+
+    With a bias (beta=1; found by --precision int8, seed 54: x 1x3x4x131, out=17, alpha=2):
+    onnxruntime quantizes it at s_x·s_w, and at alpha=2 the accumulator counts steps of
+    s_x·s_w·2, where an odd bias is no integer and the build stopped ("its bias are not int32
+    at its scales"). Such an fc now stays in fp16; below 1, an alpha only doubles the bias."""
     import mrvl
 
-    fc = Layer("fc", {"op": "Gemm", "out": 64, "alpha": alpha, "beta": 0.5, "transB": False,
-                      "bias": False, "seed": 3306030})  # fmt: skip
-    spec = Spec((1, 1, 1, 1), (Layer("to_rank2", {"how": "Reshape"}), fc), seed=3306)
+    fc = Layer("fc", {"op": "Gemm", "out": 64 if not bias else 17, "alpha": alpha,
+                      "beta": 1.0 if bias else 0.5, "transB": False, "bias": bias,
+                      "seed": 3306030})  # fmt: skip
+    shape = (1, 3, 4, 131) if bias else (1, 1, 1, 1)
+    spec = Spec(shape, (Layer("to_rank2", {"how": "Reshape"}), fc), seed=3306)
     outcome = harness_int8.check_quantized(spec)
     assert outcome.status == harness.PASSED, outcome
     qdq, _ = harness_int8.quantized_model(spec, mixed=False)
