@@ -19,6 +19,7 @@ OP_RESIZE = OPCODE_BY_NAME["resize"].opcode
 OP_CONV = OPCODE_BY_NAME["conv"].opcode
 OP_POOL = OPCODE_BY_NAME["pool"].opcode
 OP_FC = OPCODE_BY_NAME["fc"].opcode
+OP_BMM = OPCODE_BY_NAME["bmm"].opcode
 OP_ADD = OPCODE_BY_NAME["add"].opcode
 OP_SCALE = OPCODE_BY_NAME["scale"].opcode
 OP_END = OPCODE_BY_NAME["end"].opcode

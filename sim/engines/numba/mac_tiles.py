@@ -366,8 +366,24 @@ def repack(ocm, w_addr, tap, outs, cache, lut):
 
 
 @jit
+def blocked_scratch(row, run, merged):
+    """The scratch arrays of conv_run_blocked for a run of `run` output channels, made once
+    per conv (a thread's chunks reuse them; making them per chunk was a third of a small
+    chunk's fixed cost): the segment lengths (conv_segments), each segment's input offsets
+    per position, the accumulator tile and its offsets, and the init and output offsets of
+    the tile computed in place."""
+    group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
+    lengths = conv_segments(row[CONV_KERNEL], row[CONV_KERNEL + 1], group_channels, merged)
+    pixels = NARROW_PIXELS if run <= LANES else MAC_PIXELS
+    rows = np.empty(lengths.size * pixels, np.int64)
+    acc = np.empty(pixels * MAC_CHANNELS, np.float32)
+    acc_at = np.arange(pixels) * MAC_CHANNELS
+    return lengths, rows, acc, acc_at, np.empty(pixels, np.int64), np.empty(pixels, np.int64)
+
+
+@jit
 def conv_run_blocked(
-    row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop, merged
+    row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop, merged, scratch
 ):
     """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
     positions x MAC_CHANNELS channels per mac_tile call (NARROW_PIXELS x LANES per
@@ -376,23 +392,17 @@ def conv_run_blocked(
     reading the inputs in the window `x` in place, segment by segment (conv_segments;
     `merged`: a segment per kernel row, the window having the zero columns of
     window_columns). The window ends with zeros as long as the longest segment, for the taps
-    in the padding (load_window)."""
+    in the padding (load_window). `scratch`: blocked_scratch(row, o_hi - o_lo, merged)."""
     out_channels = row[CONV_OUT_SHAPE + 3]
-    group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
     blocks = packed.size // (steps * MAC_CHANNELS)
     left, right = window_columns(row) if merged else (0, 0)
     padded_width = row[CONV_IN_SHAPE + 2] + left + right
-    lengths = conv_segments(row[CONV_KERNEL], row[CONV_KERNEL + 1], group_channels, merged)
+    lengths, rows, acc, acc_at, init_at, out_at = scratch
     segments = lengths.size
     zeros = x.size - lengths.max()
     narrow = o_hi - o_lo <= LANES  # one vector of channels: mac_tile_narrow
     pixels = NARROW_PIXELS if narrow else MAC_PIXELS
     lanes = LANES if narrow else MAC_CHANNELS
-    rows = np.empty(segments * pixels, np.int64)
-    acc = np.empty(pixels * MAC_CHANNELS, np.float32)
-    acc_at = np.arange(pixels) * MAC_CHANNELS
-    init_at = np.empty(pixels, np.int64)
-    out_at = np.empty(pixels, np.int64)
     init = partial if partial.size > 0 else bias
     from_partial = partial.size > 0
     for first in range(start, stop, pixels):

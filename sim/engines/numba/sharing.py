@@ -1,8 +1,8 @@
 """How the Numba engine's threads share a run: which instructions they share, and how they
 share each one's work.
 
-Thread 0 runs every instruction; the others join it only in the convs, adds and pools large
-enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
+Thread 0 runs every instruction; the others join it only in the convs, fcs, bmms, adds and pools
+large enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
 thread takes the next chunk nobody has taken from a shared atomic counter (`claim`) until none
 is left: a thread that another process keeps off its core simply takes fewer chunks, and one
 that comes late finds none and goes on, so nobody waits for a thread, only for chunks being
@@ -30,13 +30,22 @@ from mrvl.sim.engines.numba.fields import (
     ACT_PRELU,
     ADD_ACT,
     ADD_COUNT,
+    BMM_BATCH,
+    BMM_K,
+    BMM_M,
+    BMM_N,
     CONV_GROUPS,
     CONV_IN_SHAPE,
     CONV_KERNEL,
     CONV_OUT_SHAPE,
+    FC_K,
+    FC_N,
+    FC_O,
     OP_ADD,
+    OP_BMM,
     OP_CONV,
     OP_END,
+    OP_FC,
     OP_POOL,
     POOL_KERNEL,
     POOL_OUT_SHAPE,
@@ -377,10 +386,25 @@ def shared_values(op, row, workers):
 
 
 @jit
+def shared_product(op, row, slot, workers):
+    """Whether the threads share this fc (with a weight-cache slot) or bmm by blocks of rows:
+    at least SHARED_MACS multiply-adds (a transformer's fcs and attention products)."""
+    if workers <= 1:
+        return False
+    if op == OP_FC:
+        return slot >= 0 and row[FC_N] * row[FC_K] * row[FC_O] >= SHARED_MACS
+    if op == OP_BMM:
+        return row[BMM_BATCH] * row[BMM_M] * row[BMM_K] * row[BMM_N] >= SHARED_MACS
+    return False
+
+
+@jit
 def shared_work(op, row, slot, workers):
     """Whether the `workers` threads share this instruction (`slot`: its weight-cache slot)."""
     if op == OP_CONV:
         return shared_conv(row, slot, workers)
+    if op == OP_FC or op == OP_BMM:
+        return shared_product(op, row, slot, workers)
     return shared_values(op, row, workers)
 
 
