@@ -33,11 +33,13 @@ from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.mac_tiles import (
     MAC_PIXELS,
     NARROW,
+    NO_DEPTHWISE_TABLES,
     blocked_scratch,
     conv_depthwise,
     conv_order,
     conv_run_blocked,
     conv_run_narrow,
+    depthwise_tables,
     merges_kernel_rows,
     pack_weights,
     packed_size,
@@ -60,6 +62,7 @@ from mrvl.sim.engines.numba.sharing import (
     all_done,
     apart,
     chunk_size,
+    chunk_size_by_work,
     claim,
     count_done,
     end_shared,
@@ -194,7 +197,11 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
     if workers > 1 and not start_shared(sync, i, worker):
         return -1
     # whole mac_tile calls; a depthwise conv's whole output rows (conv_depthwise)
-    size = chunk_size(positions, MAC_PIXELS if raw.size > 0 else out_cols, workers)
+    if raw.size > 0:  # by multiply-adds: MAC_PIXELS positions of every output channel
+        tile_macs = MAC_PIXELS * steps * out_channels
+        size = chunk_size_by_work(positions, MAC_PIXELS, tile_macs, workers)
+    else:
+        size = chunk_size(positions, out_cols, workers)
     chunks = (positions + size - 1) // size
     chunk = claim(sync, i, workers, chunks, 0)
     if chunk >= chunks:
@@ -222,12 +229,15 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
     deferred = workers > 1 and not (output_apart(row, out_bytes) and weights_apart)
     slopes = load_slopes(ocm, row[CONV_ACT], row[CONV_ACT_ADDR], out_channels)
     scratch = blocked_scratch(row, out_channels, merged)  # for a slot's conv_run_blocked
+    tables = NO_DEPTHWISE_TABLES
+    if raw.size == 0 and group_channels == 1:
+        tables = depthwise_tables(row, w)
     mine = np.empty(chunks, np.int64)  # the chunks this thread took
     taken = 0
     while chunk < chunks:
         start, stop = chunk * size, min(positions, (chunk + 1) * size)
         loaded = load_window(row, ocm, x, start, stop, loaded, lut, merged)
-        conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged, scratch)
+        conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged, scratch, tables)
         mine[taken] = chunk
         taken += 1
         if not deferred:
@@ -247,10 +257,11 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
 
 
 @jit
-def conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged, scratch):
+def conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged, scratch, tables):
     """Compute output positions [start, stop) of every output channel into `out`, from the
     window `x` (load_window), the slot's packing `cached` if it has one (`scratch`: its
-    blocked_scratch), else the weights `w` (fp32)."""
+    blocked_scratch), else the weights `w` (fp32; a depthwise conv's `tables`:
+    depthwise_tables)."""
     kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
     out_cols, out_channels = row[CONV_OUT_SHAPE + 2], row[CONV_OUT_SHAPE + 3]
     group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
@@ -274,7 +285,7 @@ def conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged, s
         )
         return
     if group_channels == 1:
-        conv_depthwise(row, x, w, bias, partial, out, start // out_cols, -(-stop // out_cols))
+        conv_depthwise(row, x, tables, bias, partial, out, start // out_cols, -(-stop // out_cols))
         return
     oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // row[CONV_GROUPS]
     tap = conv_order(kh_count, kw_count, group_channels)

@@ -58,7 +58,7 @@ from mrvl.sim.engines.numba.sharing import (
     STORED,
     all_done,
     apart,
-    chunk_size,
+    chunk_size_by_work,
     claim,
     count_done,
     end_shared,
@@ -166,7 +166,7 @@ def fc(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
         repack(ocm, row[FC_W_ADDR], np.arange(inner), outs, cache, lut)
     if workers > 1 and not start_shared(sync, i, worker):
         return -1
-    size = chunk_size(rows, MAC_PIXELS, workers)
+    size = chunk_size_by_work(rows, MAC_PIXELS, MAC_PIXELS * inner * outs, workers)
     chunks = (rows + size - 1) // size
     chunk = claim(sync, i, workers, chunks, 0)
     if chunk >= chunks:
@@ -247,7 +247,7 @@ def bmm(row, ocm, lut, tally, sync, i, worker, workers):
         return -1
     tiles = (m + MAC_PIXELS - 1) // MAC_PIXELS  # blocks of rows per batch
     units = batch * tiles
-    size = chunk_size(units, 1, workers)
+    size = chunk_size_by_work(units, 1, MAC_PIXELS * k * n, workers)
     chunks = (units + size - 1) // size
     chunk = claim(sync, i, workers, chunks, 0)
     if chunk >= chunks:

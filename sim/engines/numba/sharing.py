@@ -331,6 +331,30 @@ def chunk_size(total, unit, workers):
     return per_chunk * unit
 
 
+CHUNK_MACS = 1 << 18
+"""The multiply-adds a chunk of a shared conv, fc or bmm should hold at least (about 8 us at
+mac_tile's 30-40 GMAC/s; `chunk_size_by_work`): a chunk costs about a microsecond of its own
+(claiming it, starting its tiles, storing it), which light ResNet-50's 1x1 conv pieces, cut
+into 16-17 chunks of one or two mac_tile rows, paid some 15 % of their time for."""
+MIN_CHUNKS_PER_THREAD = 2
+"""The fewest chunks a thread is offered however little work they hold: a thread that comes
+late or is slowed still finds one to take, and the last chunk's wait stays short."""
+
+
+@jit
+def chunk_size_by_work(total, unit, unit_macs, workers):
+    """The items of a chunk of a shared MAC instruction of `total` items, whole units of
+    `unit_macs` multiply-adds each: at least CHUNK_MACS a chunk, between MIN_CHUNKS_PER_THREAD
+    and CHUNKS_PER_THREAD chunks a thread (never more chunks than units; all of it on one
+    thread)."""
+    if workers <= 1:
+        return max(total, 1)
+    units = (total + unit - 1) // unit
+    chunks = min(units * unit_macs // CHUNK_MACS, CHUNKS_PER_THREAD * workers)
+    chunks = max(1, min(units, max(chunks, MIN_CHUNKS_PER_THREAD * workers)))
+    return (units + chunks - 1) // chunks * unit
+
+
 SHARED_MACS = 1 << 19
 """The fewest multiply-adds of a conv whose output positions the engine's threads share
 (`conv`); a smaller one costs less on one thread than sharing it does (opening it, claiming
