@@ -95,3 +95,33 @@ def test_bmms_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     assert batch * m * k * n >= engine_threads.SHARED_MACS
     flat = (out_bytes // 2,)
     same_on_any_number_of_threads(layer_program(staging, [ins], out_addr, flat))
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(
+    outer=st.integers(5, 40),
+    length=st.integers(100, 220),
+    inner=st.integers(1, 2),
+    place=st.sampled_from(["apart", "in_place", "overlap"]),
+    seed=st.integers(0, 2**16),
+)
+def test_softmaxes_the_threads_share_give_the_same_bits_on_any_number_of_threads(
+    outer, length, inner, place, seed
+):
+    """A softmax of at least SHARED_SOFTMAX_VALUES values is cut into chunks of outer indices;
+    its output may be its input exactly (each thread writes only the rows it read) or overlap
+    it a row further on (stored once every chunk is computed)."""
+    values = outer * length * inner
+    if values < engine_threads.SHARED_SOFTMAX_VALUES:
+        outer = -(-engine_threads.SHARED_SOFTMAX_VALUES // (length * inner))
+        values = outer * length * inner
+    staging = Staging()
+    in_addr = staging.add(f16_data(seed, values, True))
+    staging.reserve(2 * length * inner)  # room for the overlapping output
+    out_addr = {"in_place": in_addr, "overlap": in_addr + 2 * length * inner}.get(place)
+    if out_addr is None:
+        out_addr = staging.reserve(2 * values)
+    ins = instruction(
+        "softmax", in_addr=in_addr, out_addr=out_addr, outer=outer, length=length, inner=inner
+    )
+    same_on_any_number_of_threads(layer_program(staging, [ins], out_addr, (values,)))

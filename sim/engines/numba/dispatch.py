@@ -160,8 +160,7 @@ def _mul(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
 @implements("softmax")
 @jit
 def _softmax(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
-    softmax(row, machine[1][row[1]], machine[3], tally)
-    return 0
+    return softmax(row, machine[1][row[1]], machine[3], tally, sync, i, worker, workers)
 
 
 @implements("layernorm")

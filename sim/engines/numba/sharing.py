@@ -1,8 +1,8 @@
 """How the Numba engine's threads share a run: which instructions they share, and how they
 share each one's work.
 
-Thread 0 runs every instruction; the others join it only in the convs, fcs, bmms, adds and pools
-large enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
+Thread 0 runs every instruction; the others join it only in the convs, fcs, bmms, softmaxes,
+adds and pools large enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
 thread takes the next chunk nobody has taken from a shared atomic counter (`claim`) until none
 is left: a thread that another process keeps off its core simply takes fewer chunks, and one
 that comes late finds none and goes on, so nobody waits for a thread, only for chunks being
@@ -47,8 +47,12 @@ from mrvl.sim.engines.numba.fields import (
     OP_END,
     OP_FC,
     OP_POOL,
+    OP_SOFTMAX,
     POOL_KERNEL,
     POOL_OUT_SHAPE,
+    SOFTMAX_INNER,
+    SOFTMAX_LENGTH,
+    SOFTMAX_OUTER,
 )
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.errors import SimulatorInputError
@@ -422,6 +426,21 @@ def shared_product(op, row, slot, workers):
     return False
 
 
+SHARED_SOFTMAX_VALUES = 1 << 12
+"""The fewest values of a softmax whose outer indices the threads share (a value costs some
+7 ns: ViT-Tiny's attention softmaxes, 50 rows of 197 a tile, are 9,850)."""
+
+
+@jit
+def shared_softmax(row, workers):
+    """Whether the threads share this softmax: at least SHARED_SOFTMAX_VALUES values and two
+    outer indices."""
+    if workers <= 1 or row[SOFTMAX_OUTER] < 2:
+        return False
+    values = row[SOFTMAX_OUTER] * row[SOFTMAX_LENGTH] * row[SOFTMAX_INNER]
+    return values >= SHARED_SOFTMAX_VALUES
+
+
 @jit
 def shared_work(op, row, slot, workers):
     """Whether the `workers` threads share this instruction (`slot`: its weight-cache slot)."""
@@ -429,6 +448,8 @@ def shared_work(op, row, slot, workers):
         return shared_conv(row, slot, workers)
     if op == OP_FC or op == OP_BMM:
         return shared_product(op, row, slot, workers)
+    if op == OP_SOFTMAX:
+        return shared_softmax(row, workers)
     return shared_values(op, row, workers)
 
 
