@@ -125,3 +125,32 @@ def test_softmaxes_the_threads_share_give_the_same_bits_on_any_number_of_threads
         "softmax", in_addr=in_addr, out_addr=out_addr, outer=outer, length=length, inner=inner
     )
     same_on_any_number_of_threads(layer_program(staging, [ins], out_addr, (values,)))
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(
+    rows=st.integers(20, 60),
+    length=st.integers(140, 300),
+    place=st.sampled_from(["apart", "in_place", "overlap"]),
+    seed=st.integers(0, 2**16),
+)
+def test_layernorms_the_threads_share_give_the_same_bits_on_any_number_of_threads(
+    rows, length, place, seed
+):
+    """A layernorm of at least SHARED_LN_VALUES values is cut into chunks of rows; its output
+    may be its input exactly or overlap it a row further on."""
+    rows = max(rows, -(-engine_threads.SHARED_LN_VALUES // length))
+    values = rows * length
+    staging = Staging()
+    in_addr = staging.add(f16_data(seed, values, True))
+    staging.reserve(2 * length)  # room for the overlapping output
+    g_addr = staging.add(f16_data(seed + 1, length, False).astype(np.float32))
+    b_addr = staging.add(f16_data(seed + 2, length, False).astype(np.float32))
+    out_addr = {"in_place": in_addr, "overlap": in_addr + 2 * length}.get(place)
+    if out_addr is None:
+        out_addr = staging.reserve(2 * values)
+    ins = instruction(
+        "layernorm", in_addr=in_addr, out_addr=out_addr, rows=rows, length=length,
+        g_addr=g_addr, b_addr=b_addr, eps=1e-5,
+    )  # fmt: skip
+    same_on_any_number_of_threads(layer_program(staging, [ins], out_addr, (values,)))

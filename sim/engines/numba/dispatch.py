@@ -166,8 +166,7 @@ def _softmax(i, row, frow, machine, tally, weights, skip, sync, worker, workers)
 @implements("layernorm")
 @jit
 def _layernorm(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
-    layernorm(row, frow, machine[1][row[1]], machine[3], tally)
-    return 0
+    return layernorm(row, frow, machine[1][row[1]], machine[3], tally, sync, i, worker, workers)
 
 
 @implements("reduce")

@@ -1,13 +1,20 @@
 """The Numba engine's normalization instructions, `softmax` (and its exp32) and `layernorm`,
 bit for bit the reference interpreter's (docs/isa.md §3 and §4): the same fp32 steps in the
-same order, one row at a time. Threads share a large softmax by its outer indices."""
+same order, one row at a time. Threads share a large softmax by its outer indices, a large layernorm by rows."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from mrvl.isa import EXP_LN2_HI, EXP_LN2_LO, EXP_LOG2E, EXP_LOW, EXP_POLY, OPCODE_BY_NAME
+from mrvl.isa import EXP_LN2_HI, EXP_LN2_LO, EXP_LOG2E, EXP_LOW, EXP_POLY
 from mrvl.sim.engines.numba.fields import (
+    LN_B_ADDR,
+    LN_EPS,
+    LN_G_ADDR,
+    LN_IN_ADDR,
+    LN_LENGTH,
+    LN_OUT_ADDR,
+    LN_ROWS,
     SOFTMAX_IN_ADDR,
     SOFTMAX_INNER,
     SOFTMAX_LENGTH,
@@ -17,7 +24,6 @@ from mrvl.sim.engines.numba.fields import (
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.numerics import (
     f32_from_bits,
-    load_f16,
     load_f16_into,
     load_f32,
     store_f16,
@@ -33,7 +39,6 @@ from mrvl.sim.engines.numba.sharing import (
     end_shared,
     start_shared,
 )
-from mrvl.sim.validate import field_words
 
 _LOW, _LOG2E = np.float32(EXP_LOW), np.float32(EXP_LOG2E)
 _HI, _LO = np.float32(EXP_LN2_HI), np.float32(EXP_LN2_LO)
@@ -133,24 +138,65 @@ def softmax_rows(x, e, first, stop, length, inner):
                 x[base + j * stride] = e[j] / total
 
 
-_layernorm = field_words(OPCODE_BY_NAME["layernorm"])
-LN_IN_ADDR, LN_OUT_ADDR = _layernorm["in_addr"], _layernorm["out_addr"]
-LN_ROWS, LN_LENGTH = _layernorm["rows"], _layernorm["length"]
-LN_G_ADDR, LN_B_ADDR, LN_EPS = _layernorm["g_addr"], _layernorm["b_addr"], _layernorm["eps"]
+LN_VALUE_MACS = 40
+"""About what one layernorm value costs (two sums, a subtraction, two multiplies and an add:
+some 1.2 ns) in mac_tile multiply-adds, to size a shared layernorm's chunks by work."""
 
 
 @jit
-def layernorm(row, frow, ocm, lut, tally):
+def layernorm(row, frow, ocm, lut, tally, sync, i, worker, workers):
     """Each row of the [rows, length] input: the fp32 sum, the mean, the fp32 sum of squared
     deviations, the variance, rstd = 1 / sqrt(var + eps) (each one IEEE fp32 operation),
-    then ((x - mean) * rstd) * g + b, stored as f16."""
+    then ((x - mean) * rstd) * g + b, stored as f16. `workers` > 1 threads (shared_layernorm)
+    share it by chunks of rows, as softmax. Returns 0, or -1 if the run was abandoned."""
     rows, length = row[LN_ROWS], row[LN_LENGTH]
-    x = load_f16(ocm, row[LN_IN_ADDR], rows * length, lut)  # read before writing
+    if workers > 1 and not start_shared(sync, i, worker):
+        return -1
+    size = chunk_size_by_work(rows, 1, length * LN_VALUE_MACS, workers)
+    chunks = (rows + size - 1) // size
+    chunk = claim(sync, i, workers, chunks, 0)
+    if chunk >= chunks:
+        return end_shared(sync, i, worker, workers, chunks)
+    in_addr, out_addr = row[LN_IN_ADDR], row[LN_OUT_ADDR]
+    nbytes = 2 * rows * length
     g = load_f32(ocm, row[LN_G_ADDR], length)
     b = load_f32(ocm, row[LN_B_ADDR], length)
+    deferred = workers > 1 and not (
+        (in_addr == out_addr or apart(in_addr, nbytes, out_addr, nbytes))
+        and apart(row[LN_G_ADDR], 4 * length, out_addr, nbytes)
+        and apart(row[LN_B_ADDR], 4 * length, out_addr, nbytes)
+    )
+    x = np.empty(rows * length, np.float32)  # read before writing
     eps = np.float32(frow[LN_EPS])
+    mine = np.empty(chunks, np.int64)
+    taken = 0
+    while chunk < chunks:
+        lo, hi = chunk * size * length, min(rows, (chunk + 1) * size) * length
+        load_f16_into(ocm, in_addr + 2 * lo, x[lo:hi], lut)
+        layernorm_rows(x, g, b, eps, chunk * size, min(rows, (chunk + 1) * size), length)
+        mine[taken] = chunk
+        taken += 1
+        if not deferred:
+            store_f16(ocm, out_addr + 2 * lo, x[lo:hi], tally)
+        chunk = claim(sync, i, workers, chunks, taken)
+    if workers == 1:
+        return 0
+    if deferred:
+        count_done(sync, i, COMPUTED, taken)
+        if not all_done(sync, i, COMPUTED, chunks):
+            return -1
+        for c in range(taken):
+            lo, hi = mine[c] * size * length, min(rows, (mine[c] + 1) * size) * length
+            store_f16(ocm, out_addr + 2 * lo, x[lo:hi], tally)
+    count_done(sync, i, STORED, taken)
+    return end_shared(sync, i, worker, workers, chunks)
+
+
+@jit
+def layernorm_rows(x, g, b, eps, first, stop, length):
+    """layernorm's rows [first, stop) of x, in place."""
     count = np.float32(length)
-    for r in range(rows):
+    for r in range(first, stop):
         base = r * length
         total = np.float32(0.0)
         for j in range(length):
@@ -165,4 +211,3 @@ def layernorm(row, frow, ocm, lut, tally):
         rstd = np.float32(np.divide(np.float32(1.0), np.float32(np.sqrt(var + eps))))
         for j in range(length):
             x[base + j] = ((x[base + j] - mean) * rstd) * g[j] + b[j]
-    store_f16(ocm, row[LN_OUT_ADDR], x, tally)

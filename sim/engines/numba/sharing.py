@@ -2,7 +2,7 @@
 share each one's work.
 
 Thread 0 runs every instruction; the others join it only in the convs, fcs, bmms, softmaxes,
-adds and pools large enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
+layernorms, adds and pools large enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
 thread takes the next chunk nobody has taken from a shared atomic counter (`claim`) until none
 is left: a thread that another process keeps off its core simply takes fewer chunks, and one
 that comes late finds none and goes on, so nobody waits for a thread, only for chunks being
@@ -41,11 +41,14 @@ from mrvl.sim.engines.numba.fields import (
     FC_K,
     FC_N,
     FC_O,
+    LN_LENGTH,
+    LN_ROWS,
     OP_ADD,
     OP_BMM,
     OP_CONV,
     OP_END,
     OP_FC,
+    OP_LAYERNORM,
     OP_POOL,
     OP_SOFTMAX,
     POOL_KERNEL,
@@ -441,6 +444,19 @@ def shared_softmax(row, workers):
     return values >= SHARED_SOFTMAX_VALUES
 
 
+SHARED_LN_VALUES = 1 << 13
+"""The fewest values of a layernorm whose rows the threads share (about 1.2 ns a value: a
+ViT-Tiny tile's 50 rows of 192 are 9,600)."""
+
+
+@jit
+def shared_layernorm(row, workers):
+    """Whether the threads share this layernorm: at least SHARED_LN_VALUES values, two rows."""
+    if workers <= 1 or row[LN_ROWS] < 2:
+        return False
+    return row[LN_ROWS] * row[LN_LENGTH] >= SHARED_LN_VALUES
+
+
 @jit
 def shared_work(op, row, slot, workers):
     """Whether the `workers` threads share this instruction (`slot`: its weight-cache slot)."""
@@ -450,6 +466,8 @@ def shared_work(op, row, slot, workers):
         return shared_product(op, row, slot, workers)
     if op == OP_SOFTMAX:
         return shared_softmax(row, workers)
+    if op == OP_LAYERNORM:
+        return shared_layernorm(row, workers)
     return shared_values(op, row, workers)
 
 
