@@ -6,6 +6,7 @@
     .venv/bin/python bench/simulator.py --no-interp vgg19 zoo:mobilenet_v2
     .venv/bin/python bench/simulator.py --no-interp --zoo            # every zoo model
     .venv/bin/python bench/simulator.py --no-interp --contention resnet50
+    .venv/bin/python bench/simulator.py --no-interp --int8 resnet50
     taskset -c 0,1 .venv/bin/python bench/simulator.py --no-interp --threads resnet50
 
 Each model (a light model from `mrvl.models.light`, `zoo:<name>` from `mrvl.models.zoo`, both
@@ -32,6 +33,11 @@ shared with other work, best-of wall times are luck; the median ratio says more)
 spread (least and greatest) of the all/1t ratios. On a shared machine the default should be
 within 1.2x of one thread.
 
+`--int8` also times, after each model, its QDQ form (`mrvl.quantize`, min-max per channel,
+calibrated on 16 seeded inputs as `scripts/zoo_int8.py` makes it; row `<model> int8`), built
+and run the same way, against onnxruntime on the same QDQ model: issue 20's simulator goal is
+light ResNet-50 in int8 within 2x of onnxruntime's QDQ run and faster than its own fp16 row.
+
 `--threads` times the same three in turn without the looping process (`idle`, `idle 1t`,
 `idle all`): what the threads gain on an idle machine (there, `idle all` should be well
 under one thread).
@@ -52,7 +58,25 @@ import numpy as np
 DEFAULT_MODELS = ("resnet50", "squeezenet", "zoo:resnet18", "zoo:mobilenet_v2", "mnist")
 
 
-def _load(name: str, seed: int):
+CALIBRATION = 16
+"""Seeded calibration inputs of an `--int8` model (as `scripts/zoo_int8.py` quantizes)."""
+
+
+def _load(name: str, seed: int, int8: bool = False):
+    """The model and its seeded input; with `int8`, its QDQ form by `mrvl.quantize` (min-max,
+    per channel) calibrated on CALIBRATION seeded inputs, as `scripts/zoo_int8.py` makes it."""
+    from mrvl.models.light import random_inputs
+
+    model, feeds = _load_float(name, seed)
+    if int8:
+        import mrvl
+
+        calibration = [random_inputs(model, seed=seed + 1000 + i) for i in range(CALIBRATION)]
+        model = mrvl.quantize(model, calibration)
+    return model, feeds
+
+
+def _load_float(name: str, seed: int):
     from mrvl.models.light import load_light_model, random_inputs
 
     if name == "mnist":
@@ -114,7 +138,13 @@ def contention(vm_run, repeat: int) -> dict:
 
 
 def bench_model(
-    name: str, seed: int, repeat: int, interp: bool, busy: bool = False, idle: bool = False
+    name: str,
+    seed: int,
+    repeat: int,
+    interp: bool,
+    busy: bool = False,
+    idle: bool = False,
+    int8: bool = False,
 ) -> dict:
     import onnxruntime as ort
     import tvm
@@ -123,8 +153,8 @@ def bench_model(
     import mrvl
     from mrvl.sim import simulator_wall_time, use_engine
 
-    row: dict = {"model": name}
-    model, feeds = _load(name, seed)
+    row: dict = {"model": f"{name} int8" if int8 else name}
+    model, feeds = _load(name, seed, int8)
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
@@ -180,7 +210,13 @@ def bench_model(
 
 def _child(args) -> int:
     row = bench_model(
-        args.child, args.seed, args.repeat, not args.no_interp, args.contention, args.threads
+        args.child,
+        args.seed,
+        args.repeat,
+        not args.no_interp,
+        args.contention,
+        args.threads,
+        args.int8,
     )
     print(json.dumps(row))
     return 0
@@ -235,6 +271,12 @@ def main(argv=None) -> int:
         action="store_true",
         help="also time warm runs with the default threads, one and one a CPU, in turn",
     )
+    parser.add_argument(
+        "--int8",
+        action="store_true",
+        help="also time each model's QDQ form (mrvl.quantize, seeded calibration) against "
+        "onnxruntime on the same QDQ model",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -258,11 +300,14 @@ def main(argv=None) -> int:
     print("seconds per inference (VM run, regions on the simulator)")
     print(header)
     print("-" * len(header), flush=True)
-    for name in args.models:
+    for name, int8 in [(name, int8) for name in args.models for int8 in (False, True)]:
+        if int8 and not args.int8:
+            continue
         command = [sys.executable, __file__, "--child", name, "--seed", str(args.seed)]
         command += ["--repeat", str(args.repeat)] + (["--no-interp"] if args.no_interp else [])
         command += ["--contention"] if args.contention else []
         command += ["--threads"] if args.threads else []
+        command += ["--int8"] if int8 else []
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["?"])[-1]

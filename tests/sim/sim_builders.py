@@ -10,12 +10,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from helpers import assert_same_bytes  # noqa: F401 - re-exported for the sim tests
 from hypothesis import HealthCheck, settings
 
+from mrvl.act_tables import activation_table
 from mrvl.isa import (
     DTYPE_BYTES,
     NO_LOC,
+    TABLE_ACTIVATIONS,
     Activation,
     DType,
     Instruction,
@@ -545,3 +548,36 @@ def run_both(program, inputs, **kwargs) -> list[np.ndarray]:
     np.testing.assert_array_equal(counted.saturated, expected.saturated)
     np.testing.assert_array_equal(counted.nans, expected.nans)
     return reference
+
+
+def activation(staging: Staging, act: Activation, act_a: float, act_b: float, channels: int, seed):
+    """The code before a compute instruction with activation `act` (a `lut` for a table
+    activation) and its activation fields (PRELU slopes staged for `channels` channels)."""
+    fields = dict(act=int(act), act_a=act_a, act_b=act_b)
+    code = []
+    if act in TABLE_ACTIVATIONS:
+        code.append(
+            instruction("lut", src_addr=staging.add(activation_table(act, act_a, act_b)), **fields)
+        )
+    if act == Activation.PRELU:
+        slopes = f16_data(seed, max(channels, 1), False).astype(np.float32)
+        fields["act_addr"] = staging.add(slopes)
+    return code, fields
+
+
+def same_on_any_number_of_threads(program) -> None:
+    """The interpreter, and the engine on 1, 2 and 3 threads, give the same bytes and counts."""
+    from mrvl.sim import RunStats, prepare, run
+    from mrvl.sim.engines.numba.sharing import THREADS_ENV
+
+    valid = prepare(program)
+    expected = RunStats()
+    reference = run(valid, [], engine="interp", stats=expected)
+    for workers in (1, 2, 3):
+        counted = RunStats()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(THREADS_ENV, str(workers))
+            compiled = run(valid, [], engine="numba", stats=counted)
+        assert_same_bytes(reference, compiled)
+        np.testing.assert_array_equal(counted.saturated, expected.saturated)
+        np.testing.assert_array_equal(counted.nans, expected.nans)

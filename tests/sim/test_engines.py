@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from sim_builders import (
     ENGINE_SETTINGS,
     Staging,
+    activation,
     assert_same_bytes,
     conv,
     copy_bytes,
@@ -28,10 +29,10 @@ from sim_builders import (
     layer_program,
     pool,
     run_both,
+    same_on_any_number_of_threads,
 )
 
 import mrvl.sim.engines.numba as numba_engine
-from mrvl.act_tables import activation_table
 from mrvl.isa import (
     CONV_CI_BLOCK,
     TABLE_ACTIVATIONS,
@@ -63,21 +64,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
 
 
 SETTINGS = ENGINE_SETTINGS
-
-
-def activation(staging: Staging, act: Activation, act_a: float, act_b: float, channels: int, seed):
-    """The code before a compute instruction with activation `act` (a `lut` for a table
-    activation) and its activation fields (PRELU slopes staged for `channels` channels)."""
-    fields = dict(act=int(act), act_a=act_a, act_b=act_b)
-    code = []
-    if act in TABLE_ACTIVATIONS:
-        code.append(
-            instruction("lut", src_addr=staging.add(activation_table(act, act_a, act_b)), **fields)
-        )
-    if act == Activation.PRELU:
-        slopes = f16_data(seed, max(channels, 1), False).astype(np.float32)
-        fields["act_addr"] = staging.add(slopes)
-    return code, fields
 
 
 ACTIVATIONS = st.sampled_from(list(Activation))
@@ -238,23 +224,6 @@ def test_conv_engines_agree(layer):
     run_both(layer_program(staging, [*code, ins], out_addr, out_shape), [])
 
 
-def _same_on_any_number_of_threads(program) -> None:
-    """The interpreter, and the engine on 1, 2 and 3 threads, give the same bytes and counts."""
-    from mrvl.sim import RunStats
-
-    valid = prepare(program)
-    expected = RunStats()
-    reference = run(valid, [], engine="interp", stats=expected)
-    for workers in (1, 2, 3):
-        counted = RunStats()
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv(numba_engine.THREADS_ENV, str(workers))
-            compiled = run(valid, [], engine="numba", stats=counted)
-        assert_same_bytes(reference, compiled)
-        np.testing.assert_array_equal(counted.saturated, expected.saturated)
-        np.testing.assert_array_equal(counted.nans, expected.nans)
-
-
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(
     hw=st.tuples(st.integers(9, 12), st.integers(9, 12)),
@@ -311,7 +280,7 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     macs = positions * kernel[0] * kernel[1] * channels * out_channels
     assert macs >= engine_threads.SHARED_MACS
     flat = (out_bytes // 2,)
-    _same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, flat))
+    same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, flat))
 
 
 @settings(max_examples=12, deadline=None, derandomize=True)
@@ -361,7 +330,7 @@ def test_depthwise_convs_the_threads_share_give_the_same_bits_on_any_number_of_t
     )  # fmt: skip
     assert positions * 9 * out_channels >= engine_threads.SHARED_DEPTHWISE_MACS
     flat = (out_bytes // 2,)
-    _same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, flat))
+    same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, flat))
 
 
 @settings(max_examples=10, deadline=None, derandomize=True)
@@ -390,7 +359,7 @@ def test_adds_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     ins = instruction(
         "add", a_addr=a_addr, b_addr=b_addr, out_addr=out_addr, count=count, channels=0, **fields
     )
-    _same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, (count,)))
+    same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, (count,)))
 
 
 @settings(max_examples=8, deadline=None, derandomize=True)
@@ -415,7 +384,7 @@ def test_pools_the_threads_share_give_the_same_bits_on_any_number_of_threads(
         in_addr, in_shape, out_addr, out_shape, kernel=(3, 3), mode=mode, in_hw=hw,
         pad=(1, 1), pad_end=(1, 1),
     )  # fmt: skip
-    _same_on_any_number_of_threads(layer_program(staging, [ins], out_addr, out_shape))
+    same_on_any_number_of_threads(layer_program(staging, [ins], out_addr, out_shape))
 
 
 def test_helper_threads_start_only_for_a_program_with_work_to_share(monkeypatch):

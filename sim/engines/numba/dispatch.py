@@ -24,8 +24,9 @@ from mrvl.sim.engines.numba.int8 import INT8_KERNELS
 from mrvl.sim.engines.numba.int8_resize import qresize_kernel
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.long_rows import lnapply, lnstats
-from mrvl.sim.engines.numba.mac import bmm, conv, fc
+from mrvl.sim.engines.numba.mac import conv
 from mrvl.sim.engines.numba.mac_tiles import NARROW, packed_size
+from mrvl.sim.engines.numba.matmul import bmm, fc
 from mrvl.sim.engines.numba.normalization import layernorm, softmax
 from mrvl.sim.engines.numba.numerics import F16_TO_F32, F16_TO_F32_BITS
 from mrvl.sim.engines.numba.reduce import binary, reduce
@@ -110,15 +111,14 @@ def _conv(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
 @jit
 def _fc(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     tile = row[1]
-    fc(row, frow, machine[1][tile], machine[3], machine[2][tile], tally, cache_slot(weights, i))
-    return 0
+    ocm, table, cache = machine[1][tile], machine[2][tile], cache_slot(weights, i)
+    return fc(row, frow, ocm, machine[3], table, tally, cache, sync, i, worker, workers)
 
 
 @implements("bmm")
 @jit
 def _bmm(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
-    bmm(row, machine[1][row[1]], machine[3], tally)
-    return 0
+    return bmm(row, machine[1][row[1]], machine[3], tally, sync, i, worker, workers)
 
 
 @implements("pool")
@@ -161,15 +161,13 @@ def _mul(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
 @implements("softmax")
 @jit
 def _softmax(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
-    softmax(row, machine[1][row[1]], machine[3], tally)
-    return 0
+    return softmax(row, machine[1][row[1]], machine[3], tally, sync, i, worker, workers)
 
 
 @implements("layernorm")
 @jit
 def _layernorm(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
-    layernorm(row, frow, machine[1][row[1]], machine[3], tally)
-    return 0
+    return layernorm(row, frow, machine[1][row[1]], machine[3], tally, sync, i, worker, workers)
 
 
 @implements("lnstats")

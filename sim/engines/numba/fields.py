@@ -19,6 +19,9 @@ OP_RESIZE = OPCODE_BY_NAME["resize"].opcode
 OP_CONV = OPCODE_BY_NAME["conv"].opcode
 OP_POOL = OPCODE_BY_NAME["pool"].opcode
 OP_FC = OPCODE_BY_NAME["fc"].opcode
+OP_BMM = OPCODE_BY_NAME["bmm"].opcode
+OP_SOFTMAX = OPCODE_BY_NAME["softmax"].opcode
+OP_LAYERNORM = OPCODE_BY_NAME["layernorm"].opcode
 OP_ADD = OPCODE_BY_NAME["add"].opcode
 OP_SCALE = OPCODE_BY_NAME["scale"].opcode
 OP_END = OPCODE_BY_NAME["end"].opcode
@@ -108,3 +111,13 @@ ACT_PRELU = int(Activation.PRELU)
 IS_TABLE_ACT = np.array([a in TABLE_ACTIVATIONS for a in sorted(Activation)], np.bool_)
 POOL_MAX = int(PoolMode.MAX)
 CI_BLOCK = CONV_CI_BLOCK
+
+_softmax = field_words(OPCODE_BY_NAME["softmax"])
+SOFTMAX_IN_ADDR, SOFTMAX_OUT_ADDR = _softmax["in_addr"], _softmax["out_addr"]
+SOFTMAX_OUTER, SOFTMAX_LENGTH = _softmax["outer"], _softmax["length"]
+SOFTMAX_INNER = _softmax["inner"]
+
+_layernorm = field_words(OPCODE_BY_NAME["layernorm"])
+LN_IN_ADDR, LN_OUT_ADDR = _layernorm["in_addr"], _layernorm["out_addr"]
+LN_ROWS, LN_LENGTH = _layernorm["rows"], _layernorm["length"]
+LN_G_ADDR, LN_B_ADDR, LN_EPS = _layernorm["g_addr"], _layernorm["b_addr"], _layernorm["eps"]

@@ -1,24 +1,12 @@
-"""The Numba engine's `conv`, `fc` and `bmm` instructions, from the blocks of `mac_tiles.py`: the input
-window, the weight cache's packing, the threads' shares of a large conv, and the fused finish."""
+"""The Numba engine's `conv` instruction, from the blocks of `mac_tiles.py`: the input window,
+the weight cache's packing, the threads' shares of a large conv, and the fused finish (`fc`
+and `bmm` are in `matmul.py`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from mrvl.sim.engines.numba.fields import (
-    BMM_A_ADDR,
-    BMM_A_SHARED,
-    BMM_ACC_ADDR,
-    BMM_ACC_OUT,
-    BMM_B_ADDR,
-    BMM_B_SHARED,
-    BMM_BATCH,
-    BMM_K,
-    BMM_M,
-    BMM_N,
-    BMM_OUT_ADDR,
-    BMM_TRANS_A,
-    BMM_TRANS_B,
     CONV_ACC_ADDR,
     CONV_ACC_OUT,
     CONV_ACT,
@@ -40,28 +28,18 @@ from mrvl.sim.engines.numba.fields import (
     CONV_ROW0,
     CONV_STRIDE,
     CONV_W_ADDR,
-    FC_ACT,
-    FC_ACT_A,
-    FC_ACT_ADDR,
-    FC_ACT_B,
-    FC_B_ADDR,
-    FC_IN_ADDR,
-    FC_K,
-    FC_N,
-    FC_O,
-    FC_OUT_ADDR,
-    FC_W_ADDR,
 )
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.mac_tiles import (
-    MAC_CHANNELS,
     MAC_PIXELS,
     NARROW,
+    NO_DEPTHWISE_TABLES,
+    blocked_scratch,
     conv_depthwise,
     conv_order,
     conv_run_blocked,
     conv_run_narrow,
-    mac_tile,
+    depthwise_tables,
     merges_kernel_rows,
     pack_weights,
     packed_size,
@@ -76,7 +54,6 @@ from mrvl.sim.engines.numba.numerics import (
     load_f16_into,
     load_slopes,
     read_f32,
-    store_f16,
     store_f32,
 )
 from mrvl.sim.engines.numba.sharing import (
@@ -85,6 +62,7 @@ from mrvl.sim.engines.numba.sharing import (
     all_done,
     apart,
     chunk_size,
+    chunk_size_by_work,
     claim,
     count_done,
     end_shared,
@@ -219,7 +197,11 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
     if workers > 1 and not start_shared(sync, i, worker):
         return -1
     # whole mac_tile calls; a depthwise conv's whole output rows (conv_depthwise)
-    size = chunk_size(positions, MAC_PIXELS if raw.size > 0 else out_cols, workers)
+    if raw.size > 0:  # by multiply-adds: MAC_PIXELS positions of every output channel
+        tile_macs = MAC_PIXELS * steps * out_channels
+        size = chunk_size_by_work(positions, MAC_PIXELS, tile_macs, workers)
+    else:
+        size = chunk_size(positions, out_cols, workers)
     chunks = (positions + size - 1) // size
     chunk = claim(sync, i, workers, chunks, 0)
     if chunk >= chunks:
@@ -246,12 +228,16 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
     weights_apart = raw.size > 0 or apart(w_addr, 2 * out_channels * steps, out_addr, out_bytes)
     deferred = workers > 1 and not (output_apart(row, out_bytes) and weights_apart)
     slopes = load_slopes(ocm, row[CONV_ACT], row[CONV_ACT_ADDR], out_channels)
+    scratch = blocked_scratch(row, out_channels, merged)  # for a slot's conv_run_blocked
+    tables = NO_DEPTHWISE_TABLES
+    if raw.size == 0 and group_channels == 1:
+        tables = depthwise_tables(row, w)
     mine = np.empty(chunks, np.int64)  # the chunks this thread took
     taken = 0
     while chunk < chunks:
         start, stop = chunk * size, min(positions, (chunk + 1) * size)
         loaded = load_window(row, ocm, x, start, stop, loaded, lut, merged)
-        conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged)
+        conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged, scratch, tables)
         mine[taken] = chunk
         taken += 1
         if not deferred:
@@ -271,21 +257,35 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
 
 
 @jit
-def conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged):
+def conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged, scratch, tables):
     """Compute output positions [start, stop) of every output channel into `out`, from the
-    window `x` (load_window), the slot's packing `cached` if it has one, else the weights `w`
-    (fp32)."""
+    window `x` (load_window), the slot's packing `cached` if it has one (`scratch`: its
+    blocked_scratch), else the weights `w` (fp32; a depthwise conv's `tables`:
+    depthwise_tables)."""
     kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
     out_cols, out_channels = row[CONV_OUT_SHAPE + 2], row[CONV_OUT_SHAPE + 3]
     group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
     steps = kh_count * kw_count * group_channels
     if cached.size > 0:
         conv_run_blocked(
-            row, x, cached, steps, bias, partial, out, 0, out_channels, 0, start, stop, merged
+            row,
+            x,
+            cached,
+            steps,
+            bias,
+            partial,
+            out,
+            0,
+            out_channels,
+            0,
+            start,
+            stop,
+            merged,
+            scratch,
         )
         return
     if group_channels == 1:
-        conv_depthwise(row, x, w, bias, partial, out, start // out_cols, -(-stop // out_cols))
+        conv_depthwise(row, x, tables, bias, partial, out, start // out_cols, -(-stop // out_cols))
         return
     oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // row[CONV_GROUPS]
     tap = conv_order(kh_count, kw_count, group_channels)
@@ -299,8 +299,22 @@ def conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged):
         else:
             packed = np.empty(packed_size(o_hi - o_lo, steps), np.float32)
             pack_weights(w, tap, o_lo, o_hi, packed)
+            scratch = blocked_scratch(row, o_hi - o_lo, False)
             conv_run_blocked(
-                row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop, False
+                row,
+                x,
+                packed,
+                steps,
+                bias,
+                partial,
+                out,
+                o_lo,
+                o_hi,
+                c_base,
+                start,
+                stop,
+                False,
+                scratch,
             )
         o_lo = o_hi
 
@@ -318,108 +332,3 @@ def conv_store(row, frow, ocm, table, tally, out, slopes, start, stop, direct):
     addr = row[CONV_OUT_ADDR] + 2 * start * out_channels
     act_a, act_b = frow[CONV_ACT_A], frow[CONV_ACT_B]
     finish(span, row[CONV_ACT], act_a, act_b, slopes, table, ocm, addr, tally)
-
-
-@jit
-def fc(row, frow, ocm, lut, table, tally, cache):
-    """With a weight-cache slot (`cache` as for conv), the rows run on mac_tile, MAC_PIXELS
-    of them x MAC_CHANNELS outputs at a time, over the slot's packing; without one, on
-    weights transposed here."""
-    rows, inner, outs = row[FC_N], row[FC_K], row[FC_O]
-    x = load_f16(ocm, row[FC_IN_ADDR], rows * inner, lut)
-    bias = load_bias(ocm, row[FC_B_ADDR], outs)
-    out = np.empty(rows * outs, np.float32)
-    if cache[0].size > 0:
-        if packing_stale(ocm, row[FC_W_ADDR], cache):
-            repack(ocm, row[FC_W_ADDR], np.arange(inner), outs, cache, lut)
-        fc_run_blocked(x, cache[1], rows, inner, outs, bias, 0, out)
-    else:
-        w = load_f16(ocm, row[FC_W_ADDR], outs * inner, lut)
-        wt = np.empty(inner * outs, np.float32)  # [K, O]: output innermost
-        for j in range(outs):
-            for kk in range(inner):
-                wt[kk * outs + j] = w[j * inner + kk]
-        for i in range(rows):
-            acc = out[i * outs : (i + 1) * outs]
-            acc[:] = bias
-            for kk in range(inner):
-                xv = x[i * inner + kk]
-                for j in range(outs):
-                    acc[j] = acc[j] + xv * wt[kk * outs + j]
-    act = row[FC_ACT]
-    slopes = load_slopes(ocm, act, row[FC_ACT_ADDR], outs)
-    finish(out, act, frow[FC_ACT_A], frow[FC_ACT_B], slopes, table, ocm, row[FC_OUT_ADDR], tally)
-
-
-@jit
-def fc_run_blocked(x, packed, rows, inner, outs, init, init_stride, out):
-    """out[i, j] = init[i * init_stride + j] + sum over k of x[i, k] * w[j, k] in order of
-    k, by mac_tile over the packed weights (pack_weights with steps in order): the rows are
-    its positions, the reduction one segment; every tile goes through a scratch tile (rows
-    are few). An fc starts every row from its bias (`init_stride` 0); a bmm block from the
-    partial sums it continues (`init` is `out`: each element is read before it is written)."""
-    lengths = np.full(1, inner, np.int64)
-    at = np.empty(MAC_PIXELS, np.int64)
-    acc = np.empty(MAC_PIXELS * MAC_CHANNELS, np.float32)
-    acc_at = np.arange(MAC_PIXELS) * MAC_CHANNELS
-    for first in range(0, rows, MAC_PIXELS):
-        count = min(MAC_PIXELS, rows - first)
-        for q in range(MAC_PIXELS):  # rows past the end repeat the last one
-            at[q] = (first + min(q, count - 1)) * inner
-        for lo in range(0, outs, MAC_CHANNELS):
-            width = min(MAC_CHANNELS, outs - lo)
-            for q in range(MAC_PIXELS):  # indices, not slices (atomic reference counts)
-                at_init = (first + min(q, count - 1)) * init_stride + lo
-                for j in range(MAC_CHANNELS):
-                    acc[q * MAC_CHANNELS + j] = init[at_init + j] if j < width else 0.0
-            w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
-            mac_tile(x, at, lengths, 1, packed, w_off, acc, acc_at, acc, acc_at)
-            for q in range(count):
-                start = (first + q) * outs + lo
-                for j in range(width):
-                    out[start + j] = acc[q * MAC_CHANNELS + j]
-
-
-@jit
-def bmm(row, ocm, lut, tally):
-    """out[q] = acc[q] + A[q] . B[q] (isa.md `bmm`): each batch's product runs as an fc on
-    mac_tile, A's rows [M, K] the positions and B's columns the outputs, packed as fc weights
-    [N, K] (B as stored when transposed). The reduction is one segment, in order of k, so
-    each output's sum is the documented sequential one."""
-    batch, m, k, n = row[BMM_BATCH], row[BMM_M], row[BMM_K], row[BMM_N]
-    trans_a, trans_b = row[BMM_TRANS_A], row[BMM_TRANS_B]
-    a_stride = 0 if row[BMM_A_SHARED] else m * k
-    b_stride = 0 if row[BMM_B_SHARED] else k * n
-    a = load_f16(ocm, row[BMM_A_ADDR], m * k * (batch if a_stride else 1), lut)
-    b = load_f16(ocm, row[BMM_B_ADDR], k * n * (batch if b_stride else 1), lut)
-    out = np.zeros(batch * m * n, np.float32)
-    if row[BMM_ACC_ADDR] != -1:
-        out[:] = read_f32(ocm, row[BMM_ACC_ADDR], batch * m * n)
-    x = np.empty(m * k, np.float32)  # one A matrix as [M, K]
-    w = np.empty(n * k, np.float32)  # one B matrix as [N, K], the order of fc weights
-    packed = np.empty(packed_size(n, k), np.float32)
-    tap = np.arange(k)
-    for q in range(batch):
-        if q == 0 or a_stride:
-            a0 = q * a_stride
-            if trans_a:
-                for i in range(m):
-                    for kk in range(k):
-                        x[i * k + kk] = a[a0 + kk * m + i]
-            else:
-                x[:] = a[a0 : a0 + m * k]
-        if q == 0 or b_stride:
-            b0 = q * b_stride
-            if trans_b:
-                w[:] = b[b0 : b0 + n * k]
-            else:
-                for j in range(n):
-                    for kk in range(k):
-                        w[j * k + kk] = b[b0 + kk * n + j]
-            pack_weights(w, tap, 0, n, packed)
-        partial = out[q * m * n : (q + 1) * m * n]
-        fc_run_blocked(x, packed, m, k, n, partial, n, partial)
-    if row[BMM_ACC_OUT]:
-        store_f32(ocm, row[BMM_OUT_ADDR], out)
-    else:
-        store_f16(ocm, row[BMM_OUT_ADDR], out, tally)

@@ -366,8 +366,24 @@ def repack(ocm, w_addr, tap, outs, cache, lut):
 
 
 @jit
+def blocked_scratch(row, run, merged):
+    """The scratch arrays of conv_run_blocked for a run of `run` output channels, made once
+    per conv (a thread's chunks reuse them; making them per chunk was a third of a small
+    chunk's fixed cost): the segment lengths (conv_segments), each segment's input offsets
+    per position, the accumulator tile and its offsets, and the init and output offsets of
+    the tile computed in place."""
+    group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
+    lengths = conv_segments(row[CONV_KERNEL], row[CONV_KERNEL + 1], group_channels, merged)
+    pixels = NARROW_PIXELS if run <= LANES else MAC_PIXELS
+    rows = np.empty(lengths.size * pixels, np.int64)
+    acc = np.empty(pixels * MAC_CHANNELS, np.float32)
+    acc_at = np.arange(pixels) * MAC_CHANNELS
+    return lengths, rows, acc, acc_at, np.empty(pixels, np.int64), np.empty(pixels, np.int64)
+
+
+@jit
 def conv_run_blocked(
-    row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop, merged
+    row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop, merged, scratch
 ):
     """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
     positions x MAC_CHANNELS channels per mac_tile call (NARROW_PIXELS x LANES per
@@ -376,23 +392,17 @@ def conv_run_blocked(
     reading the inputs in the window `x` in place, segment by segment (conv_segments;
     `merged`: a segment per kernel row, the window having the zero columns of
     window_columns). The window ends with zeros as long as the longest segment, for the taps
-    in the padding (load_window)."""
+    in the padding (load_window). `scratch`: blocked_scratch(row, o_hi - o_lo, merged)."""
     out_channels = row[CONV_OUT_SHAPE + 3]
-    group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
     blocks = packed.size // (steps * MAC_CHANNELS)
     left, right = window_columns(row) if merged else (0, 0)
     padded_width = row[CONV_IN_SHAPE + 2] + left + right
-    lengths = conv_segments(row[CONV_KERNEL], row[CONV_KERNEL + 1], group_channels, merged)
+    lengths, rows, acc, acc_at, init_at, out_at = scratch
     segments = lengths.size
     zeros = x.size - lengths.max()
     narrow = o_hi - o_lo <= LANES  # one vector of channels: mac_tile_narrow
     pixels = NARROW_PIXELS if narrow else MAC_PIXELS
     lanes = LANES if narrow else MAC_CHANNELS
-    rows = np.empty(segments * pixels, np.int64)
-    acc = np.empty(pixels * MAC_CHANNELS, np.float32)
-    acc_at = np.arange(pixels) * MAC_CHANNELS
-    init_at = np.empty(pixels, np.int64)
-    out_at = np.empty(pixels, np.int64)
     init = partial if partial.size > 0 else bias
     from_partial = partial.size > 0
     for first in range(start, stop, pixels):
@@ -484,7 +494,46 @@ def conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base):
 
 
 @jit
-def conv_depthwise(row, x, w, bias, partial, out, first_row, stop_row):
+def depthwise_tables(row, w):
+    """What conv_depthwise reads besides the window, made once per conv and thread (made per
+    chunk of rows they were a third of a shared depthwise conv's time): the weights tap-major
+    (wt[t * C + o]), the input channel of each output channel, and, for stride 1 with one
+    output channel per group, the weights repeated along an output row (repeated[t * row_size
+    + c * C + o] = wt[t * C + o]), else an empty array."""
+    in_channels = row[CONV_IN_SHAPE + 3]
+    out_cols, out_channels = row[CONV_OUT_SHAPE + 2], row[CONV_OUT_SHAPE + 3]
+    steps = row[CONV_KERNEL] * row[CONV_KERNEL + 1]
+    oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // row[CONV_GROUPS]
+    channels = np.uint64(out_channels)
+    row_size = np.uint64(out_cols) * channels
+    wt = np.empty(steps * out_channels, np.float32)
+    for o in range(out_channels):
+        for t in range(steps):
+            wt[t * out_channels + o] = w[o * steps + t]
+    contiguous = group_outputs == 1 and oc0 == 0 and in_channels == out_channels
+    runs = contiguous and row[CONV_STRIDE + 1] == 1
+    channel = np.empty(out_channels, np.uint64)
+    for o in range(out_channels):
+        channel[o] = np.uint64((oc0 + o) // group_outputs)
+    repeated = np.empty(steps * out_cols * out_channels if runs else 0, np.float32)
+    if runs:
+        for t in range(np.uint64(steps)):
+            for c in range(np.uint64(out_cols)):
+                for o in range(channels):
+                    repeated[t * row_size + c * channels + o] = wt[t * channels + o]
+    return wt, channel, repeated
+
+
+NO_DEPTHWISE_TABLES = (
+    np.zeros(0, np.float32),
+    np.zeros(0, np.uint64),
+    np.zeros(0, np.float32),
+)
+"""depthwise_tables' types, for a conv that is not depthwise."""
+
+
+@jit
+def conv_depthwise(row, x, tables, bias, partial, out, first_row, stop_row):
     """A conv whose groups have one input channel each (depthwise), output row by output row:
     the row starts from the bias or the partial sums, then each tap in order (kh, kw) adds its
     multiply-adds to every output of the row, over all the tile's output channels at once, so
@@ -492,7 +541,7 @@ def conv_depthwise(row, x, w, bias, partial, out, first_row, stop_row):
     +0.0 times its weight, as the window's zeros would). With one output channel per group
     and stride 1, a tap's inputs for the row's columns inside the window are one contiguous
     run, multiplied by its weight repeated along the row. Only the output rows [first_row,
-    stop_row) of the N*OH rows (a thread's share).
+    stop_row) of the N*OH rows (a thread's share). `tables`: depthwise_tables(row, w).
 
     Every loop is here, with unsigned indices: a Numba function call or slice costs atomic
     reference counts (per column they were a fifth of a depthwise conv's time), and a signed
@@ -509,26 +558,13 @@ def conv_depthwise(row, x, w, bias, partial, out, first_row, stop_row):
         row[CONV_OUT_SHAPE + 3],
     )
     kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
-    steps = kh_count * kw_count
     oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // row[CONV_GROUPS]
     stride_w, pad_w, dilation_w = row[CONV_STRIDE + 1], row[CONV_PAD + 1], row[CONV_DILATION + 1]
     channels = np.uint64(out_channels)
     row_size = np.uint64(out_cols) * channels
-    wt = np.empty(steps * out_channels, np.float32)  # wt[t * C + o]: channel o's weight of tap t
-    for o in range(out_channels):
-        for t in range(steps):
-            wt[t * out_channels + o] = w[o * steps + t]
+    wt, channel, repeated = tables
     contiguous = group_outputs == 1 and oc0 == 0 and in_channels == out_channels
     runs = contiguous and stride_w == 1
-    channel = np.empty(out_channels, np.uint64)  # the input channel of each output channel
-    for o in range(out_channels):
-        channel[o] = np.uint64((oc0 + o) // group_outputs)
-    repeated = np.empty(steps * out_cols * out_channels if runs else 0, np.float32)
-    if runs:  # repeated[t * row_size + c * C + o] = wt[t * C + o]
-        for t in range(np.uint64(steps)):
-            for c in range(np.uint64(out_cols)):
-                for o in range(channels):
-                    repeated[t * row_size + c * channels + o] = wt[t * channels + o]
     zero = np.float32(0.0)
     for image_row in range(first_row, min(stop_row, n_count * out_rows)):
         n, r = image_row // out_rows, image_row % out_rows

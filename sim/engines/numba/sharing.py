@@ -1,8 +1,8 @@
 """How the Numba engine's threads share a run: which instructions they share, and how they
 share each one's work.
 
-Thread 0 runs every instruction; the others join it only in the convs, adds and pools large
-enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
+Thread 0 runs every instruction; the others join it only in the convs, fcs, bmms, softmaxes,
+layernorms, adds and pools large enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
 thread takes the next chunk nobody has taken from a shared atomic counter (`claim`) until none
 is left: a thread that another process keeps off its core simply takes fewer chunks, and one
 that comes late finds none and goes on, so nobody waits for a thread, only for chunks being
@@ -30,16 +30,32 @@ from mrvl.sim.engines.numba.fields import (
     ACT_PRELU,
     ADD_ACT,
     ADD_COUNT,
+    BMM_BATCH,
+    BMM_K,
+    BMM_M,
+    BMM_N,
     CONV_GROUPS,
     CONV_IN_SHAPE,
     CONV_KERNEL,
     CONV_OUT_SHAPE,
+    FC_K,
+    FC_N,
+    FC_O,
+    LN_LENGTH,
+    LN_ROWS,
     OP_ADD,
+    OP_BMM,
     OP_CONV,
     OP_END,
+    OP_FC,
+    OP_LAYERNORM,
     OP_POOL,
+    OP_SOFTMAX,
     POOL_KERNEL,
     POOL_OUT_SHAPE,
+    SOFTMAX_INNER,
+    SOFTMAX_LENGTH,
+    SOFTMAX_OUTER,
 )
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.errors import SimulatorInputError
@@ -322,6 +338,30 @@ def chunk_size(total, unit, workers):
     return per_chunk * unit
 
 
+CHUNK_MACS = 1 << 18
+"""The multiply-adds a chunk of a shared conv, fc or bmm should hold at least (about 8 us at
+mac_tile's 30-40 GMAC/s; `chunk_size_by_work`): a chunk costs about a microsecond of its own
+(claiming it, starting its tiles, storing it), which light ResNet-50's 1x1 conv pieces, cut
+into 16-17 chunks of one or two mac_tile rows, paid some 15 % of their time for."""
+MIN_CHUNKS_PER_THREAD = 2
+"""The fewest chunks a thread is offered however little work they hold: a thread that comes
+late or is slowed still finds one to take, and the last chunk's wait stays short."""
+
+
+@jit
+def chunk_size_by_work(total, unit, unit_macs, workers):
+    """The items of a chunk of a shared MAC instruction of `total` items, whole units of
+    `unit_macs` multiply-adds each: at least CHUNK_MACS a chunk, between MIN_CHUNKS_PER_THREAD
+    and CHUNKS_PER_THREAD chunks a thread (never more chunks than units; all of it on one
+    thread)."""
+    if workers <= 1:
+        return max(total, 1)
+    units = (total + unit - 1) // unit
+    chunks = min(units * unit_macs // CHUNK_MACS, CHUNKS_PER_THREAD * workers)
+    chunks = max(1, min(units, max(chunks, MIN_CHUNKS_PER_THREAD * workers)))
+    return (units + chunks - 1) // chunks * unit
+
+
 SHARED_MACS = 1 << 19
 """The fewest multiply-adds of a conv whose output positions the engine's threads share
 (`conv`); a smaller one costs less on one thread than sharing it does (opening it, claiming
@@ -377,10 +417,57 @@ def shared_values(op, row, workers):
 
 
 @jit
+def shared_product(op, row, slot, workers):
+    """Whether the threads share this fc (with a weight-cache slot) or bmm by blocks of rows:
+    at least SHARED_MACS multiply-adds (a transformer's fcs and attention products)."""
+    if workers <= 1:
+        return False
+    if op == OP_FC:
+        return slot >= 0 and row[FC_N] * row[FC_K] * row[FC_O] >= SHARED_MACS
+    if op == OP_BMM:
+        return row[BMM_BATCH] * row[BMM_M] * row[BMM_K] * row[BMM_N] >= SHARED_MACS
+    return False
+
+
+SHARED_SOFTMAX_VALUES = 1 << 12
+"""The fewest values of a softmax whose outer indices the threads share (a value costs some
+7 ns: ViT-Tiny's attention softmaxes, 50 rows of 197 a tile, are 9,850)."""
+
+
+@jit
+def shared_softmax(row, workers):
+    """Whether the threads share this softmax: at least SHARED_SOFTMAX_VALUES values and two
+    outer indices."""
+    if workers <= 1 or row[SOFTMAX_OUTER] < 2:
+        return False
+    values = row[SOFTMAX_OUTER] * row[SOFTMAX_LENGTH] * row[SOFTMAX_INNER]
+    return values >= SHARED_SOFTMAX_VALUES
+
+
+SHARED_LN_VALUES = 1 << 13
+"""The fewest values of a layernorm whose rows the threads share (about 1.2 ns a value: a
+ViT-Tiny tile's 50 rows of 192 are 9,600)."""
+
+
+@jit
+def shared_layernorm(row, workers):
+    """Whether the threads share this layernorm: at least SHARED_LN_VALUES values, two rows."""
+    if workers <= 1 or row[LN_ROWS] < 2:
+        return False
+    return row[LN_ROWS] * row[LN_LENGTH] >= SHARED_LN_VALUES
+
+
+@jit
 def shared_work(op, row, slot, workers):
     """Whether the `workers` threads share this instruction (`slot`: its weight-cache slot)."""
     if op == OP_CONV:
         return shared_conv(row, slot, workers)
+    if op == OP_FC or op == OP_BMM:
+        return shared_product(op, row, slot, workers)
+    if op == OP_SOFTMAX:
+        return shared_softmax(row, workers)
+    if op == OP_LAYERNORM:
+        return shared_layernorm(row, workers)
     return shared_values(op, row, workers)
 
 
