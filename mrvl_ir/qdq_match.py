@@ -151,6 +151,8 @@ def check_match(
         if biases:
             b = bias_quant(quantized.get(biases[0]), channels, ins[0].scale, s_w, call)
             bias = tuple(int(v) for v in b)
+    if kind in qdq.FP16_BETWEEN_EDGES:
+        return None  # dequant -> the fp16 layer -> quant, all on the MLIP: not an int8 layer
     if kind not in qdq.INT8_READY:
         raise NotInt8(NOT_LOWERED.format(kind=kind), at)
     if (
