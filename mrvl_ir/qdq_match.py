@@ -94,6 +94,18 @@ def _int8_affine(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr]) -> b
     return rank == 4 and all(_op(c) in AFFINE_OPS for c in calls)
 
 
+def _int8_subtract(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr], at) -> bool:
+    """Whether a `binary` match is a Sub of two int8 tensors of one shape, which runs as the
+    `qadd` of the first and the second negated (`passes/graph/fold_qdq_sub.py`); a Sub that
+    broadcasts is refused with its reason, other binary kinds are not int8."""
+    if len(calls) != 1 or _op(calls[0]) != "relax.subtract":
+        return False
+    lhs, rhs = calls[0].args
+    if len(inputs) != 2 or not tvm_ffi.structural_equal(lhs.ty, rhs.ty):
+        raise NotInt8("int8 sub of two shapes (a broadcast) or of a tensor and itself", at)
+    return True
+
+
 def check_match(
     kind: str,
     matched: Sequence[relax.Call],
@@ -153,7 +165,7 @@ def check_match(
             bias = tuple(int(v) for v in b)
     if kind in qdq.FP16_BETWEEN_EDGES:
         return None  # dequant -> the fp16 layer -> quant, all on the MLIP: not an int8 layer
-    if kind not in qdq.INT8_READY:
+    if kind not in qdq.INT8_READY and not (kind == "binary" and _int8_subtract(calls, inputs, at)):
         raise NotInt8(NOT_LOWERED.format(kind=kind), at)
     if (
         kind == "scale_shift"
