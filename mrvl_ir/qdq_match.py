@@ -59,7 +59,18 @@ class ModuleIndex:
             if tvm_ffi.structural_equal(c.ty, call.ty)
             and tvm_ffi.structural_equal(c.attrs, call.attrs)
         ]
+        if len(candidates) > 1:  # a Split's equal parts: one op and type, other bounds
+            candidates = [c for c in candidates if _same_fixed_args(c, call)]
         return candidates[0] if len(candidates) == 1 else None
+
+
+def _same_fixed_args(a: relax.Call, b: relax.Call) -> bool:
+    """Whether two calls have the same arguments but their variables (which a rebuilt
+    function renames): a strided slice's axes, begins and ends, a constant operand."""
+    return len(a.args) == len(b.args) and all(
+        isinstance(x, relax.Var) or isinstance(y, relax.Var) or tvm_ffi.structural_equal(x, y)
+        for x, y in zip(a.args, b.args)
+    )
 
 
 _INDEX: list = [None, None]

@@ -82,3 +82,59 @@ def test_int8_split_of_a_contiguous_prefix_builds_and_matches_onnxruntime(head_q
         scale = float(inits[producer[name].input[1]])  # each output is a DequantizeLinear's
         steps = np.rint(np.abs(got[index].numpy().astype(np.float64) - want[index]) / scale)
         assert steps.max() <= 1, (name, steps.max())  # moves and a table: exact but at ties
+
+
+def _c2f(seed: int = 0) -> onnx.ModelProto:
+    """YOLOv8's C2f block in small: conv 1x1 -> Split into two equal halves -> a conv of the
+    second half -> the concat of both halves and that conv -> conv 1x1."""
+    rng = np.random.default_rng(seed)
+
+    def weight(name, shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype("f4"), name)
+
+    inits = [
+        weight("w1", (8, 3, 1, 1)),
+        weight("w2", (4, 4, 3, 3)),
+        weight("w3", (8, 12, 1, 1)),
+        numpy_helper.from_array(np.array([4, 4], np.int64), "halves"),
+    ]
+    nodes = [
+        oh.make_node("Conv", ["x", "w1"], ["c1"], name="/cv1/Conv"),
+        oh.make_node("Split", ["c1", "halves"], ["a", "b"], name="/c2f/Split", axis=1),
+        oh.make_node("Conv", ["b", "w2"], ["c2"], name="/m/Conv", pads=[1, 1, 1, 1]),
+        oh.make_node("Concat", ["a", "b", "c2"], ["cat"], name="/c2f/Concat", axis=1),
+        oh.make_node("Conv", ["cat", "w3"], ["y"], name="/cv2/Conv"),
+    ]
+    graph = oh.make_graph(
+        nodes,
+        "c2f",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12, 12])],
+        inits,
+    )
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_int8_split_into_equal_parts_is_one_int8_copy_each():
+    """A Split into parts of one shape makes strided slices of one ONNX node, op and type,
+    which the partition could not tell apart in the QDQ model ("cannot tell this layer's
+    calls in the model apart": zoo YOLOv8n's 8 C2f Splits stayed on the CPU); their bounds
+    tell them apart."""
+    rng = np.random.default_rng(3)
+    feeds = [{"x": rng.standard_normal((1, 3, 12, 12)).astype(np.float32)} for _ in range(4)]
+    qdq = mrvl.quantize(_c2f(), feeds)
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=1)
+    report = mrvl.partition_report(mod, qdq)
+    assert len(report.regions) == 1 and not report.on_cpu(), report.summary()
+    rows = {r.node: r for r in report.rows}
+    assert rows["/c2f/Split"].dtype == "int8", rows["/c2f/Split"]
+    lib = mrvl.build(mod, target="llvm")
+    x = feeds[0]["x"]
+    got = relax.VirtualMachine(lib, tvm.cpu())["main"](tvm.runtime.tensor(x)).numpy()
+    (want,) = ort.InferenceSession(qdq.SerializeToString()).run(None, {"x": x})
+    inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
+    producer = {o: n for n in qdq.graph.node for o in n.output}
+    scale = float(inits[producer["y"].input[1]])
+    assert np.rint(np.abs(got.astype(np.float64) - want) / scale).max() <= 1
