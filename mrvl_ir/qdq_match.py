@@ -29,8 +29,13 @@ from mrvl.qdq import (
     quantized_form,
     weight_quant,
 )
+from mrvl.qdq_layers import RANKS as QDQ_RANKS
 
 QDQ_OPS = ("relax.quantize", "relax.dequantize")
+
+MOVE_KINDS = frozenset({"reshape", "transpose", "copy", "concat"})
+"""Layers that only move int8 values: in a chain through rank 5 or 6 their QDQ pairs are
+dropped (`qdq_moves.py`), and a float result of theirs is exact."""
 
 
 class ModuleIndex:
@@ -154,6 +159,11 @@ def check_match(
             raise NotInt8("dequantized int8 weights in a float layer (no quantize around it)", root)
         return None
     dequantizes, quantizes = form
+    rank = getattr(result.ty, "ndim", None) if result is not None else None
+    if kind not in MOVE_KINDS and rank is not None and rank not in QDQ_RANKS:
+        # the quantize of its result stays on the CPU (a region's int8 tensors are of rank 1
+        # to 4): the layer would compute in fp16 and hand a float result to it
+        raise NotInt8(f"its int8 result is of rank {rank}, quantized on the CPU", root)
     if weights and quantized.get(weights[0][1]) is None:
         return None  # float weights between int8 tensors: a layer kept in fp16 on purpose
     at = weights[0][0] if weights else root
