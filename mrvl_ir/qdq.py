@@ -362,6 +362,13 @@ kind is here, its quantized layers stay on the CPU (`NOT_LOWERED`), never in fp1
 int8 `mul` the `qmul` instruction, an int8 `resize` (bilinear, or a nearest that is no copy)
 the `qresize` instruction."""
 
+FP16_BETWEEN_EDGES: frozenset[str] = frozenset({"softmax"})
+"""Quantized composites the MLIP runs in fp16 between its own `dequant` and `quant` (issue
+20's mixed precision at the layer's edges): no int8 instruction computes them, and their
+fp16 result is within half a step of the exact one at any int8 output scale they have
+(a softmax's values lie in [0, 1], its f16 error below 2^-11 there). Such a layer is checked
+as an int8 one (its inputs' and result's quantization) but reported as fp16, never int8."""
+
 NOT_LOWERED = "int8 {kind}: not lowered to the MLIP's int8 instructions yet (never run in fp16)"
 
 

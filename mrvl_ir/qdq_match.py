@@ -29,8 +29,13 @@ from mrvl.qdq import (
     quantized_form,
     weight_quant,
 )
+from mrvl.qdq_layers import RANKS as QDQ_RANKS
 
 QDQ_OPS = ("relax.quantize", "relax.dequantize")
+
+MOVE_KINDS = frozenset({"reshape", "transpose", "copy", "concat"})
+"""Layers that only move int8 values: in a chain through rank 5 or 6 their QDQ pairs are
+dropped (`qdq_moves.py`), and a float result of theirs is exact."""
 
 
 class ModuleIndex:
@@ -59,7 +64,18 @@ class ModuleIndex:
             if tvm_ffi.structural_equal(c.ty, call.ty)
             and tvm_ffi.structural_equal(c.attrs, call.attrs)
         ]
+        if len(candidates) > 1:  # a Split's equal parts: one op and type, other bounds
+            candidates = [c for c in candidates if _same_fixed_args(c, call)]
         return candidates[0] if len(candidates) == 1 else None
+
+
+def _same_fixed_args(a: relax.Call, b: relax.Call) -> bool:
+    """Whether two calls have the same arguments but their variables (which a rebuilt
+    function renames): a strided slice's axes, begins and ends, a constant operand."""
+    return len(a.args) == len(b.args) and all(
+        isinstance(x, relax.Var) or isinstance(y, relax.Var) or tvm_ffi.structural_equal(x, y)
+        for x, y in zip(a.args, b.args)
+    )
 
 
 _INDEX: list = [None, None]
@@ -92,6 +108,18 @@ def _int8_affine(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr]) -> b
     ReLU or Clip), which runs in int8 as a depthwise conv."""
     rank = getattr(inputs[0].ty, "ndim", None) if len(inputs) == 1 else None
     return rank == 4 and all(_op(c) in AFFINE_OPS for c in calls)
+
+
+def _int8_subtract(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr], at) -> bool:
+    """Whether a `binary` match is a Sub of two int8 tensors of one shape, which runs as the
+    `qadd` of the first and the second negated (`passes/graph/fold_qdq_sub.py`); a Sub that
+    broadcasts is refused with its reason, other binary kinds are not int8."""
+    if len(calls) != 1 or _op(calls[0]) != "relax.subtract":
+        return False
+    lhs, rhs = calls[0].args
+    if len(inputs) != 2 or not tvm_ffi.structural_equal(lhs.ty, rhs.ty):
+        raise NotInt8("int8 sub of two shapes (a broadcast) or of a tensor and itself", at)
+    return True
 
 
 def check_match(
@@ -131,6 +159,11 @@ def check_match(
             raise NotInt8("dequantized int8 weights in a float layer (no quantize around it)", root)
         return None
     dequantizes, quantizes = form
+    rank = getattr(result.ty, "ndim", None) if result is not None else None
+    if kind not in MOVE_KINDS and rank is not None and rank not in QDQ_RANKS:
+        # the quantize of its result stays on the CPU (a region's int8 tensors are of rank 1
+        # to 4): the layer would compute in fp16 and hand a float result to it
+        raise NotInt8(f"its int8 result is of rank {rank}, quantized on the CPU", root)
     if weights and quantized.get(weights[0][1]) is None:
         return None  # float weights between int8 tensors: a layer kept in fp16 on purpose
     at = weights[0][0] if weights else root
@@ -151,7 +184,9 @@ def check_match(
         if biases:
             b = bias_quant(quantized.get(biases[0]), channels, ins[0].scale, s_w, call)
             bias = tuple(int(v) for v in b)
-    if kind not in qdq.INT8_READY:
+    if kind in qdq.FP16_BETWEEN_EDGES:
+        return None  # dequant -> the fp16 layer -> quant, all on the MLIP: not an int8 layer
+    if kind not in qdq.INT8_READY and not (kind == "binary" and _int8_subtract(calls, inputs, at)):
         raise NotInt8(NOT_LOWERED.format(kind=kind), at)
     if (
         kind == "scale_shift"

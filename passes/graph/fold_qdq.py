@@ -42,6 +42,7 @@ from mrvl.locations import location_name
 from mrvl.passes.common import InheritLocation, MrvlModulePass
 from mrvl.passes.graph.fold_qdq_affine import FoldQuantizedAffine
 from mrvl.passes.graph.fold_qdq_gated_tables import FoldGatedTable
+from mrvl.passes.graph.fold_qdq_sub import FoldQuantizedSub
 from mrvl.passes.graph.fold_qdq_tables import FoldQuantizedTable
 
 INT8_ACTIVATIONS = (None, "relu", "clip")
@@ -349,6 +350,7 @@ class FoldQdqPass(MrvlModulePass):
             FoldQuantizedAffine(),
             FoldQuantizedTable(),
             FoldGatedTable(),
+            FoldQuantizedSub(),
         ]
         PatternRewriteWalker(
             GreedyRewritePatternApplier([InheritLocation(p) for p in patterns])

@@ -10,6 +10,7 @@ within an ulp or two of a half step of the output (tested on all 256 inputs).
 from __future__ import annotations
 
 import numpy as np
+from xdsl.dialects.builtin import i8
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from mrvl.act_tables import reference
@@ -65,12 +66,27 @@ def _uniform(op: mrvl.ScaleShiftOp, value, what: str) -> float | None:
 
 
 def replace_scale_shift(
-    op: mrvl.QuantizeOp, layer: mrvl.ScaleShiftOp, new, rewriter: PatternRewriter
+    op: mrvl.QuantizeOp,
+    layer: mrvl.ScaleShiftOp,
+    new,
+    rewriter: PatternRewriter,
+    reshape: mrvl.ReshapeOp | None = None,
 ) -> None:
-    """`new` (at `layer`'s location) in place of the quantize `op` of `layer`, and `layer` and
-    its scale and shift constants erased once nothing else reads them."""
+    """`new` (at `layer`'s location) in place of the quantize `op` of `layer` (of `reshape`
+    of it: then the int8 result is reshaped the same way), and `layer` and its scale and
+    shift constants erased once nothing else reads them."""
     new.location = layer.location
-    rewriter.replace(op, new)
+    if reshape is None:
+        rewriter.replace(op, new)
+    else:
+        rewriter.insert(new)
+        out = reshape.output
+        moved = mrvl.ReshapeOp(
+            new.results[0], mrvl.tensor(mrvl.shape_of(out), i8, mrvl.layout_of(out))
+        )
+        moved.location = reshape.location
+        rewriter.replace(op, moved)
+        rewriter.erase(reshape)
     constants = [layer.scale.owner, layer.shift.owner]
     if not layer.output.uses:
         rewriter.erase(layer)
@@ -80,14 +96,21 @@ def replace_scale_shift(
 
 
 class FoldQuantizedTable(RewritePattern):
-    """`quantize(scale_shift(dequantize(q)))` with one scale and one shift -> the table."""
+    """`quantize(scale_shift(dequantize(q)))` with one scale and one shift -> the table. Also
+    `quantize(reshape(scale_shift(...)))`: an activation of a tensor of rank 2 or 3 imports
+    as a reshape to NHWC, the scale_shift, and a reshape back, and the quantize (elementwise)
+    of the result moves before the second reshape."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
         from mrvl import int8
 
-        layer = op.input.owner
+        layer, reshape = op.input.owner, None
+        if isinstance(layer, mrvl.ReshapeOp):
+            reshape, layer = layer, layer.input.owner
         if not isinstance(layer, mrvl.ScaleShiftOp) or not op.input.has_one_use():
+            return
+        if reshape is not None and not layer.output.has_one_use():
             return
         dq = layer.input.owner
         if not isinstance(dq, mrvl.DequantizeOp):
@@ -109,4 +132,4 @@ class FoldQuantizedTable(RewritePattern):
             lambda x: fn(np.array([np.float64(x) * s32 + b32]))[0], s_in, z_in, s_out, z_out
         )
         new = mrvl.Int8TableOp(dq.input, name, table, dq.quant, op.quant)
-        replace_scale_shift(op, layer, new, rewriter)
+        replace_scale_shift(op, layer, new, rewriter, reshape)

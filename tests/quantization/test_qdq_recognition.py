@@ -109,15 +109,14 @@ def test_forms_the_mlip_cannot_run_stay_on_the_cpu(options, reason):
         assert reason in rows[node].reason, rows[node].reason
 
 
-def test_a_classifier_is_one_region_with_its_softmax_on_the_cpu():
-    """The quantize/dequantize around a final Softmax on the CPU would be a region of their
-    own (a round trip through the MLIP for nothing): they stay on the CPU with it."""
-    from mrvl.partition import EDGES_ONLY
-
+def test_a_classifier_is_one_region_with_its_softmax_in_fp16_on_the_mlip():
+    """A quantized Softmax runs on the MLIP between the region's own dequant and quant
+    (`qdq.FP16_BETWEEN_EDGES`): the classifier is one region with nothing on the CPU, the
+    Softmax reported fp16 (no int8 instruction computes it), its QDQ pair in the region."""
     model = quantize_static_qdq(small_cnn(softmax=True))
     report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=1))
     assert len(report.regions) == 1
-    cpu = {r.node: r for r in report.on_cpu()}
-    assert cpu.pop("/Softmax").op_type == "Softmax"
-    assert cpu and all(r.reason == EDGES_ONLY for r in cpu.values()), cpu
-    assert {r.op_type for r in cpu.values()} <= {"QuantizeLinear", "DequantizeLinear"}
+    assert not report.on_cpu(), report.on_cpu()
+    rows = {r.node: r for r in report.rows}
+    assert rows["/Softmax"].dtype == "float16", rows["/Softmax"]
+    assert rows["/fc/Gemm"].dtype == "int8", rows["/fc/Gemm"]
