@@ -236,6 +236,27 @@ _PRELU_FIELD = _f(
 )
 """Where per-channel PRELU slopes live, on the instructions whose elements have a channel."""
 
+def _vector_fields(dtype: str, counted: bool = False) -> tuple[FieldSpec, ...]:
+    """a_addr, b_addr, out_addr and count of an elementwise instruction of two dense `dtype`
+    vectors (add, mul and their int8 kin); `counted`: a and the result say that they hold
+    `count` elements (b may hold fewer)."""
+    n = " [count]" if counted else ""
+    return (
+        _f("a_addr", "i32", f"OCM byte address of the first operand{n}, {dtype}"),
+        _f("b_addr", "i32", f"OCM byte address of the second operand, {dtype}"),
+        _f("out_addr", "i32", f"OCM byte address of the result{n}, {dtype}"),
+        _f("count", "i32", "number of elements", legal="count >= 1"),
+    )
+
+
+_BROADCAST_CHANNELS = _f(
+    "channels",
+    "i32",
+    "0: b holds count elements; C > 0: b holds C, element i reads b[i mod C]",
+    legal=("channels >= 0", "channels == 0 or count % channels == 0"),
+)
+"""The per-channel broadcast of the second operand of `mul` and `qmul`."""
+
 OPCODES: tuple[OpcodeSpec, ...] = (
     OpcodeSpec(
         "dma",
@@ -507,10 +528,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "Elementwise sum of two dense f16 vectors with a fused activation: "
         "out[i] = act(fp32(a[i]) + fp32(b[i])), rounded to f16.",
         (
-            _f("a_addr", "i32", "OCM byte address of the first operand, f16"),
-            _f("b_addr", "i32", "OCM byte address of the second operand, f16"),
-            _f("out_addr", "i32", "OCM byte address of the result, f16"),
-            _f("count", "i32", "number of elements", legal="count >= 1"),
+            *_vector_fields("f16"),
             _f(
                 "channels",
                 "i32",
@@ -550,19 +568,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "Elementwise product of two f16 vectors with a fused activation, the second one "
         "optionally broadcast per channel: out[i] = act(fp32(a[i]) * fp32(b[j])), rounded "
         "to f16, with j = i, or j = i mod channels when channels > 0.",
-        (
-            _f("a_addr", "i32", "OCM byte address of the first operand [count], f16"),
-            _f("b_addr", "i32", "OCM byte address of the second operand, f16"),
-            _f("out_addr", "i32", "OCM byte address of the result [count], f16"),
-            _f("count", "i32", "number of elements", legal="count >= 1"),
-            _f(
-                "channels",
-                "i32",
-                "0: b holds count elements; C > 0: b holds C, element i reads b[i mod C]",
-                legal=("channels >= 0", "channels == 0 or count % channels == 0"),
-            ),
-            *_ACT_FIELDS,
-        ),
+        (*_vector_fields("f16", counted=True), _BROADCAST_CHANNELS, *_ACT_FIELDS),
     ),
     OpcodeSpec(
         "softmax",
