@@ -120,15 +120,21 @@ def _dma(f: dict, ins: Instruction) -> Operands:
     return [src], [dst]
 
 
-@operands_of("cvt")
-def _cvt(f: dict, ins: Instruction) -> Operands:
+def _ddr_conversion(f: dict, src_dtype: DType, dst_dtype: DType) -> Operands:
+    """A dense DDR-to-DDR conversion (`cvt`, `quant`, `dequant`): the whole source read, the
+    whole destination written (nothing for an empty tensor)."""
     shape = f["src_shape"]
     if math.prod(shape) == 0:
         return [], []
     return (
-        [dense(DDR, f["src_addr"], f["src_dtype"], shape)],
-        [dense(DDR, f["dst_addr"], f["dst_dtype"], shape)],
+        [dense(DDR, f["src_addr"], src_dtype, shape)],
+        [dense(DDR, f["dst_addr"], dst_dtype, shape)],
     )
+
+
+@operands_of("cvt")
+def _cvt(f: dict, ins: Instruction) -> Operands:
+    return _ddr_conversion(f, f["src_dtype"], f["dst_dtype"])
 
 
 @operands_of("lut")
@@ -153,25 +159,35 @@ def _conv(f: dict, ins: Instruction) -> Operands:
     return reads, [dense(OCM, f["out_addr"], out_dtype, f["out_shape"])]
 
 
+def _window(f: dict, dtype: DType) -> Operands:
+    """The input window and the output tile of a `pool` or `qpool` (of `dtype`)."""
+    return (
+        [dense(OCM, f["in_addr"], dtype, f["in_shape"])],
+        [dense(OCM, f["out_addr"], dtype, f["out_shape"])],
+    )
+
+
 @operands_of("pool")
 def _pool(f: dict, ins: Instruction) -> Operands:
-    return (
-        [dense(OCM, f["in_addr"], DType.F16, f["in_shape"])],
-        [dense(OCM, f["out_addr"], DType.F16, f["out_shape"])],
-    )
+    return _window(f, DType.F16)
+
+
+def _resize_window(f: dict, dtype: DType, table: DType, columns: int) -> Operands:
+    """The window, the row and column tables ([OH, columns] and [OW, columns] of `table`)
+    and the output tile of a `resize` or `qresize` of `dtype` data."""
+    _, rows, cols, _ = f["out_shape"]
+    (window,), writes = _window(f, dtype)
+    reads = [
+        window,
+        dense(OCM, f["ytab_addr"], table, (rows, columns)),
+        dense(OCM, f["xtab_addr"], table, (cols, columns)),
+    ]
+    return reads, writes
 
 
 @operands_of("resize")
 def _resize(f: dict, ins: Instruction) -> Operands:
-    _, rows, cols, _ = f["out_shape"]
-    return (
-        [
-            dense(OCM, f["in_addr"], DType.F16, f["in_shape"]),
-            dense(OCM, f["ytab_addr"], DType.F32, (rows, 4)),
-            dense(OCM, f["xtab_addr"], DType.F32, (cols, 4)),
-        ],
-        [dense(OCM, f["out_addr"], DType.F16, f["out_shape"])],
-    )
+    return _resize_window(f, DType.F16, DType.F32, 4)
 
 
 @operands_of("fc")
@@ -263,24 +279,12 @@ def _int32_bias(f: dict, count: int) -> list[Access]:
 
 @operands_of("quant")
 def _quant(f: dict, ins: Instruction) -> Operands:
-    shape = f["src_shape"]
-    if math.prod(shape) == 0:
-        return [], []
-    return (
-        [dense(DDR, f["src_addr"], f["src_dtype"], shape)],
-        [dense(DDR, f["dst_addr"], DType.I8, shape)],
-    )
+    return _ddr_conversion(f, f["src_dtype"], DType.I8)
 
 
 @operands_of("dequant")
 def _dequant(f: dict, ins: Instruction) -> Operands:
-    shape = f["src_shape"]
-    if math.prod(shape) == 0:
-        return [], []
-    return (
-        [dense(DDR, f["src_addr"], DType.I8, shape)],
-        [dense(DDR, f["dst_addr"], f["dst_dtype"], shape)],
-    )
+    return _ddr_conversion(f, DType.I8, f["dst_dtype"])
 
 
 @operands_of("qconv")
@@ -303,10 +307,7 @@ def _qconv(f: dict, ins: Instruction) -> Operands:
 
 @operands_of("qpool")
 def _qpool(f: dict, ins: Instruction) -> Operands:
-    return (
-        [dense(OCM, f["in_addr"], DType.I8, f["in_shape"])],
-        [dense(OCM, f["out_addr"], DType.I8, f["out_shape"])],
-    )
+    return _window(f, DType.I8)
 
 
 @operands_of("qfc")
@@ -348,14 +349,8 @@ def _qmul(f: dict, ins: Instruction) -> Operands:
 
 @operands_of("qresize")
 def _qresize(f: dict, ins: Instruction) -> Operands:
-    _, rows, cols, _ = f["out_shape"]
-    reads = [
-        dense(OCM, f["in_addr"], DType.I8, f["in_shape"]),
-        dense(OCM, f["ytab_addr"], DType.I32, (rows, 3)),
-        dense(OCM, f["xtab_addr"], DType.I32, (cols, 3)),
-        *_int8_finish(f, None),
-    ]
-    return reads, [dense(OCM, f["out_addr"], DType.I8, f["out_shape"])]
+    reads, writes = _resize_window(f, DType.I8, DType.I32, 3)
+    return reads + _int8_finish(f, None), writes
 
 
 @operands_of("reduce")
