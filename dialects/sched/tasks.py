@@ -30,7 +30,7 @@ from xdsl.irdl import (
 from xdsl.irdl.operations import AttrSizedOperandSegments
 from xdsl.utils.exceptions import VerifyException
 
-from mrvl.dialects.mrvl import ACTIVATION_FORMAT, FusedActivation
+from mrvl.dialects.mrvl import ACTIVATION_FORMAT, FusedActivation, box_span
 from mrvl.dialects.sched.attributes import (
     BufferType,
     PoolKindAttr,
@@ -155,8 +155,7 @@ class DmaBase(TaskBase):
                     )
                 if min(box) < 1 or (what == "dest" and min(steps) < 0):
                     raise VerifyException(f"{self.name}: negative {what} stride or empty box")
-                first = offs[0] + sum((b - 1) * st for b, st in zip(box, steps) if st < 0)
-                last = offs[0] + sum((b - 1) * st for b, st in zip(box, steps) if st > 0)
+                first, last = box_span(offs[0], box, steps)
                 if first < 0 or last >= bt.dims[0]:
                     raise VerifyException(
                         f"{self.name}: {what} elements {first} to {last} are outside the buffer "
