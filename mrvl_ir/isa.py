@@ -236,6 +236,20 @@ _PRELU_FIELD = _f(
 )
 """Where per-channel PRELU slopes live, on the instructions whose elements have a channel."""
 
+def _fc_fields(dtype: str, bias: str) -> tuple[FieldSpec, ...]:
+    """The rows, sizes, weights, bias and output of `fc` and `qfc`: elements of `dtype`, a
+    bias of `bias`."""
+    return (
+        _f("in_addr", "i32", f"OCM byte address of the input rows [N, K], {dtype}"),
+        _f("n", "i32", "rows (batch)", legal="n >= 1"),
+        _f("k", "i32", "input features", legal="k >= 1"),
+        _f("o", "i32", "output features in this tile", legal="o >= 1"),
+        _f("w_addr", "i32", f"OCM byte address of the weights [O, K], {dtype}"),
+        _f("b_addr", "i32", f"OCM byte address of the bias [O], {bias}, or -1 for none"),
+        _f("out_addr", "i32", f"OCM byte address of the output [N, O], {dtype}"),
+    )
+
+
 def _vector_fields(dtype: str, counted: bool = False) -> tuple[FieldSpec, ...]:
     """a_addr, b_addr, out_addr and count of an elementwise instruction of two dense `dtype`
     vectors (add, mul and their int8 kin); `counted`: a and the result say that they hold
@@ -457,17 +471,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "mac",
         "Fully connected layer: out[N, O] = act(in[N, K] . W[O, K]^T + b[O]) for the tile's "
         "output features.",
-        (
-            _f("in_addr", "i32", "OCM byte address of the input rows [N, K], f16"),
-            _f("n", "i32", "rows (batch)", legal="n >= 1"),
-            _f("k", "i32", "input features", legal="k >= 1"),
-            _f("o", "i32", "output features in this tile", legal="o >= 1"),
-            _f("w_addr", "i32", "OCM byte address of the weights [O, K], f16"),
-            _f("b_addr", "i32", "OCM byte address of the bias [O], f32, or -1 for none"),
-            _f("out_addr", "i32", "OCM byte address of the output [N, O], f16"),
-            *_ACT_FIELDS,
-            _PRELU_FIELD,
-        ),
+        (*_fc_fields("f16", "f32"), *_ACT_FIELDS, _PRELU_FIELD),
     ),
     OpcodeSpec(
         "bmm",

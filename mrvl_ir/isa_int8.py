@@ -91,7 +91,7 @@ def _quant_fields(base: dict):
 def int8_opcodes(base: dict) -> tuple:
     """The int8 OpcodeSpecs, made from the fp16 specs `base` (by name) whose fields they
     share."""
-    from mrvl.isa import _BROADCAST_CHANNELS, OpcodeSpec, _f, _vector_fields
+    from mrvl.isa import _BROADCAST_CHANNELS, OpcodeSpec, _f, _fc_fields, _vector_fields
     from mrvl.isa_int8_resize import qresize_spec
 
     cvt, scale = _quant_fields(base)
@@ -217,11 +217,7 @@ def int8_opcodes(base: dict) -> tuple:
             "int8 fully connected layer: exact int32 acc = bias + sum (x - in_zp) * w, then per "
             "output feature requantization, out_zp, clamp and an optional int8 table.",
             (
-                _f("in_addr", "i32", "OCM byte address of the input rows [N, K], int8"),
-                *(f for f in base["fc"].fields if f.name in ("n", "k", "o")),
-                _f("w_addr", "i32", "OCM byte address of the weights [O, K], int8"),
-                _f("b_addr", "i32", "OCM byte address of the bias [O], int32, or -1 for none"),
-                _f("out_addr", "i32", "OCM byte address of the output [N, O], int8"),
+                *_fc_fields("int8", "int32"),
                 in_zp,
                 out_zp,
                 _f(
