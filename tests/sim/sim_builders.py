@@ -180,10 +180,13 @@ def pool(
     pad=(0, 0),
     pad_end=(0, 0),
     count_include_pad=0,
+    opcode="pool",
     **header,
 ) -> Instruction:
+    """A `pool`; with `opcode="qpool"` (and its in_zp, out_zp and rq among `header`), the int8
+    pool of the same geometry."""
     return instruction(
-        "pool",
+        opcode,
         **window_fields(in_addr, in_shape, row0, out_addr, out_shape, orow0, kernel, stride, pad),
         mode=int(mode),
         in_hw=tuple(in_hw),

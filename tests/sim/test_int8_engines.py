@@ -17,6 +17,7 @@ from sim_builders import (
     end,
     instruction,
     layer_program,
+    pool,
     qconv,
     run_both,
 )
@@ -290,21 +291,19 @@ def test_qpool_engines_agree(
     x = staging.add(int8_values(rng, (n, *in_hw, channels)))
     out_shape = (n, *out_hw, channels)
     out = staging.reserve(int(np.prod(out_shape)))
-    ins = instruction(
-        "qpool",
-        in_addr=x,
-        in_shape=(n, *in_hw, channels),
-        row0=0,
-        out_addr=out,
-        out_shape=out_shape,
-        orow0=0,
+    ins = pool(
+        x,
+        (n, *in_hw, channels),
+        out,
+        out_shape,
         kernel=kernel,
+        mode=mode,
+        in_hw=in_hw,
         stride=stride,
         pad=pad,
-        mode=int(mode),
-        in_hw=in_hw,
         pad_end=pad_end,
         count_include_pad=count_include_pad,
+        opcode="qpool",
         in_zp=zps[0],
         out_zp=zps[1],
         rq=rq,
