@@ -288,6 +288,26 @@ def add(
     )
 
 
+def qfc(in_addr, n, k, o, w_addr, out_addr, **fields) -> Instruction:
+    """An int8 `qfc` of rows [n, k] by weights [o, k]: no bias, pairs or table, zero points 0
+    and the full int8 clamp unless `fields` say otherwise."""
+    base = dict(
+        in_addr=in_addr,
+        n=n,
+        k=k,
+        o=o,
+        w_addr=w_addr,
+        b_addr=-1,
+        out_addr=out_addr,
+        in_zp=0,
+        out_zp=0,
+        rq_addr=-1,
+        clamp=(-128, 127),
+        lut_addr=-1,
+    )
+    return instruction("qfc", **{**base, **fields})
+
+
 def lut(src_addr, act, act_a=0.0, act_b=0.0, **header) -> Instruction:
     return instruction("lut", src_addr=src_addr, act=int(act), act_a=act_a, act_b=act_b, **header)
 

@@ -19,6 +19,7 @@ from sim_builders import (
     layer_program,
     pool,
     qconv,
+    qfc,
     run_both,
 )
 
@@ -159,15 +160,14 @@ def test_qfc_engines_agree(rows, inner, outs, bias, in_zp, out_zp, wild, seed, d
     b = staging.add(rng.integers(-(2**31), 2**31, outs).astype(np.int32))
     rq = staging.add(rescale_pairs(rng, outs, wild))
     out = staging.reserve(rows * outs)
-    ins = instruction(
-        "qfc",
-        in_addr=x,
-        n=rows,
-        k=inner,
-        o=outs,
-        w_addr=w,
+    ins = qfc(
+        x,
+        rows,
+        inner,
+        outs,
+        w,
+        out,
         b_addr=b if bias else -1,
-        out_addr=out,
         in_zp=in_zp,
         out_zp=out_zp,
         rq_addr=rq,
@@ -434,10 +434,7 @@ def _int8_program() -> Program:
             mode=int(PoolMode.AVG), in_hw=(4, 4), pad_end=(1, 1), count_include_pad=1,
             in_zp=3, out_zp=0, rq=(1 << 30, 1),
         ),
-        instruction(
-            "qfc", in_addr=x, n=2, k=16, o=8, w_addr=w, b_addr=-1, out_addr=out, in_zp=1,
-            out_zp=2, rq_addr=rq, **finish,
-        ),
+        qfc(x, 2, 16, 8, w, out, in_zp=1, out_zp=2, rq_addr=rq, **finish),
         instruction(
             "qadd", a_addr=x, b_addr=w, out_addr=out, count=64, a_zp=1, b_zp=-1, out_zp=0,
             **int8.qadd_params(0.1, 0.2, 0.15), **finish,
