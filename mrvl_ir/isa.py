@@ -6,7 +6,8 @@ another to the simulator. `docs/isa.md` is the prose specification of the same t
 
 Every instruction has a common header (tile, signal token, wait tokens, source-location index)
 and a fixed list of fields. A field is a signed 32-bit integer (`i32`), an IEEE binary32 value
-(`f32`), or a fixed-length vector of `i32` (`i32xN`).
+(`f32`), or a fixed-length vector of `i32` (`i32xN`): a `FieldSpec`, which `mrvl.isa_fields`
+defines with the groups of fields that several opcodes share.
 """
 
 from __future__ import annotations
@@ -14,6 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 
+from mrvl.isa_fields import (  # FieldSpec and _f are the table's, re-exported
+    _BROADCAST_CHANNELS,
+    _CONV_EXTENT,
+    FieldSpec,
+    _f,
+    _fc_fields,
+    _vector_fields,
+    _window_fields,
+)
 from mrvl.isa_int8 import with_int8_opcodes
 from mrvl.isa_long_rows import with_long_row_opcodes
 
@@ -121,33 +131,6 @@ BinaryMode = IntEnum("BinaryMode", {"ADD": 0, "SUB": 1, "MUL": 2, "DIV": 3, "MAX
 
 
 @dataclass(frozen=True)
-class FieldSpec:
-    name: str
-    kind: str  # "i32" | "f32" | "i32xN"
-    doc: str
-    enum: type[IntEnum] | None = None
-    """The enumeration an `i32` field holds (the `mlip` dialect prints its member names)."""
-    default: int | None = None
-    """The value of an optional field, or None for a required one. An optional field added to
-    an opcode keeps every existing program meaning what it meant: the `mlip` text leaves it out
-    when it holds its default (and parses it when present), `InstructionOp.build` and an
-    in-memory `Instruction` take the default when it is not given. The binary always carries
-    it. Optional fields come after the required ones of their opcode."""
-    legal: tuple[str, ...] = ()
-    """The field's legal range: conditions (Python expressions over the opcode's fields, `d`
-    the element of a vector field, and the machine's `ocm`, `ddr` and `tiles`) that every legal
-    value meets. The simulator's validator, the `mlip` verifier, the binary encoder and
-    docs/isa.md's fault list all read them (`isa_rules.legal_rules`, `isa_rules.broken_rule`)."""
-
-    @property
-    def length(self) -> int:
-        """Number of 32-bit words this field occupies in the encoding."""
-        if self.kind.startswith("i32x"):
-            return int(self.kind[4:])
-        return 1
-
-
-@dataclass(frozen=True)
 class OpcodeSpec:
     name: str
     opcode: int
@@ -167,60 +150,6 @@ class OpcodeSpec:
         raise KeyError(name)
 
 
-def _f(
-    name: str,
-    kind: str,
-    doc: str,
-    enum: type[IntEnum] | None = None,
-    *,
-    default: int | None = None,
-    legal: str | tuple[str, ...] = (),
-) -> FieldSpec:
-    return FieldSpec(name, kind, doc, enum, default, (legal,) if isinstance(legal, str) else legal)
-
-
-def _window_fields(extent: str, pad_legal: tuple[str, ...]) -> tuple[FieldSpec, ...]:
-    """The geometry shared by conv and pool. `extent` is the kernel's extent in columns (a
-    conv's is dilated); `pad_legal` bounds the leading padding."""
-    trailing = f"(out_shape[2] - 1) * stride[1] + {extent} - pad[1] - in_shape[2]"
-    return (
-        _f("in_addr", "i32", "OCM byte address of the input window, NHWC, f16"),
-        _f(
-            "in_shape",
-            "i32x4",
-            "input window shape [N, H, W, C]: all columns and channels, rows row0..",
-            legal="in_shape[d] >= 1",
-        ),
-        _f("row0", "i32", "input-tensor row held by the window's first row", legal="row0 >= 0"),
-        _f("out_addr", "i32", "OCM byte address of the output tile, NHWC, f16"),
-        _f(
-            "out_shape",
-            "i32x4",
-            "output tile shape [N, H, W, C]",
-            legal=(
-                "out_shape[d] >= 1",
-                "out_shape[0] == in_shape[0]",
-                # the trailing column padding the shapes imply, like the leading one, is at
-                # most twice the kernel's extent and the input's width: an engine that pads
-                # the window by them keeps its memory proportional to the window
-                f"{trailing} <= 2 * ({extent} + in_shape[2])",
-            ),
-        ),
-        _f("orow0", "i32", "output-tensor row of the tile's first row", legal="orow0 >= 0"),
-        _f("kernel", "i32x2", "kernel [KH, KW]", legal="kernel[d] >= 1"),
-        _f("stride", "i32x2", "stride [SH, SW]", legal="stride[d] >= 1"),
-        _f(
-            "pad",
-            "i32x2",
-            "leading padding [top, left]; trailing padding is implied by the shapes",
-            legal=pad_legal,
-        ),
-    )
-
-
-_CONV_EXTENT = "((kernel[1] - 1) * dilation[1] + 1)"
-"""The extent of a conv's kernel in input columns."""
-
 _ACT_FIELDS = (
     _f("act", "i32", "Activation", Activation),
     _f(
@@ -236,6 +165,7 @@ _PRELU_FIELD = _f(
     "act_addr", "i32", "OCM byte address of the PRELU slopes, f32 per output channel, or -1"
 )
 """Where per-channel PRELU slopes live, on the instructions whose elements have a channel."""
+
 
 OPCODES: tuple[OpcodeSpec, ...] = (
     OpcodeSpec(
@@ -437,17 +367,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "mac",
         "Fully connected layer: out[N, O] = act(in[N, K] . W[O, K]^T + b[O]) for the tile's "
         "output features.",
-        (
-            _f("in_addr", "i32", "OCM byte address of the input rows [N, K], f16"),
-            _f("n", "i32", "rows (batch)", legal="n >= 1"),
-            _f("k", "i32", "input features", legal="k >= 1"),
-            _f("o", "i32", "output features in this tile", legal="o >= 1"),
-            _f("w_addr", "i32", "OCM byte address of the weights [O, K], f16"),
-            _f("b_addr", "i32", "OCM byte address of the bias [O], f32, or -1 for none"),
-            _f("out_addr", "i32", "OCM byte address of the output [N, O], f16"),
-            *_ACT_FIELDS,
-            _PRELU_FIELD,
-        ),
+        (*_fc_fields("f16", "f32"), *_ACT_FIELDS, _PRELU_FIELD),
     ),
     OpcodeSpec(
         "bmm",
@@ -508,10 +428,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "Elementwise sum of two dense f16 vectors with a fused activation: "
         "out[i] = act(fp32(a[i]) + fp32(b[i])), rounded to f16.",
         (
-            _f("a_addr", "i32", "OCM byte address of the first operand, f16"),
-            _f("b_addr", "i32", "OCM byte address of the second operand, f16"),
-            _f("out_addr", "i32", "OCM byte address of the result, f16"),
-            _f("count", "i32", "number of elements", legal="count >= 1"),
+            *_vector_fields("f16"),
             _f(
                 "channels",
                 "i32",
@@ -551,19 +468,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
         "Elementwise product of two f16 vectors with a fused activation, the second one "
         "optionally broadcast per channel: out[i] = act(fp32(a[i]) * fp32(b[j])), rounded "
         "to f16, with j = i, or j = i mod channels when channels > 0.",
-        (
-            _f("a_addr", "i32", "OCM byte address of the first operand [count], f16"),
-            _f("b_addr", "i32", "OCM byte address of the second operand, f16"),
-            _f("out_addr", "i32", "OCM byte address of the result [count], f16"),
-            _f("count", "i32", "number of elements", legal="count >= 1"),
-            _f(
-                "channels",
-                "i32",
-                "0: b holds count elements; C > 0: b holds C, element i reads b[i mod C]",
-                legal=("channels >= 0", "channels == 0 or count % channels == 0"),
-            ),
-            *_ACT_FIELDS,
-        ),
+        (*_vector_fields("f16", counted=True), _BROADCAST_CHANNELS, *_ACT_FIELDS),
     ),
     OpcodeSpec(
         "softmax",

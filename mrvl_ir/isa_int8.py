@@ -91,7 +91,7 @@ def _quant_fields(base: dict):
 def int8_opcodes(base: dict) -> tuple:
     """The int8 OpcodeSpecs, made from the fp16 specs `base` (by name) whose fields they
     share."""
-    from mrvl.isa import OpcodeSpec, _f
+    from mrvl.isa import _BROADCAST_CHANNELS, OpcodeSpec, _f, _fc_fields, _vector_fields
     from mrvl.isa_int8_resize import qresize_spec
 
     cvt, scale = _quant_fields(base)
@@ -217,11 +217,7 @@ def int8_opcodes(base: dict) -> tuple:
             "int8 fully connected layer: exact int32 acc = bias + sum (x - in_zp) * w, then per "
             "output feature requantization, out_zp, clamp and an optional int8 table.",
             (
-                _f("in_addr", "i32", "OCM byte address of the input rows [N, K], int8"),
-                *(f for f in base["fc"].fields if f.name in ("n", "k", "o")),
-                _f("w_addr", "i32", "OCM byte address of the weights [O, K], int8"),
-                _f("b_addr", "i32", "OCM byte address of the bias [O], int32, or -1 for none"),
-                _f("out_addr", "i32", "OCM byte address of the output [N, O], int8"),
+                *_fc_fields("int8", "int32"),
                 in_zp,
                 out_zp,
                 _f(
@@ -242,10 +238,7 @@ def int8_opcodes(base: dict) -> tuple:
             "QADD_LEFT_SHIFT and rescaled, the sum rescaled to the output, plus out_zp, "
             "clamped, then an optional int8 table.",
             (
-                _f("a_addr", "i32", "OCM byte address of the first operand, int8"),
-                _f("b_addr", "i32", "OCM byte address of the second operand, int8"),
-                _f("out_addr", "i32", "OCM byte address of the result, int8"),
-                _f("count", "i32", "number of elements", legal="count >= 1"),
+                *_vector_fields("int8"),
                 _zp("a_zp", "zero point of a"),
                 _zp("b_zp", "zero point of b"),
                 out_zp,
@@ -280,16 +273,8 @@ def int8_opcodes(base: dict) -> tuple:
             "differences from the zero points, requantized once to the output, plus out_zp, "
             "clamped, then an optional int8 table.",
             (
-                _f("a_addr", "i32", "OCM byte address of the first operand [count], int8"),
-                _f("b_addr", "i32", "OCM byte address of the second operand, int8"),
-                _f("out_addr", "i32", "OCM byte address of the result [count], int8"),
-                _f("count", "i32", "number of elements", legal="count >= 1"),
-                _f(
-                    "channels",
-                    "i32",
-                    "0: b holds count elements; C > 0: b holds C, element i reads b[i mod C]",
-                    legal=("channels >= 0", "channels == 0 or count % channels == 0"),
-                ),
+                *_vector_fields("int8", counted=True),
+                _BROADCAST_CHANNELS,
                 _zp("a_zp", "zero point of a"),
                 _zp("b_zp", "zero point of b"),
                 out_zp,

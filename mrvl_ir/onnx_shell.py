@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 LARGE_INITIALIZER = 1024
 """Elements above which an initializer is declared by type and shape only."""
@@ -62,3 +62,29 @@ def with_outputs(model: onnx.ModelProto, names: list[str]) -> onnx.ModelProto:
                 helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
             )
     return onnx.shape_inference.infer_shapes(out)
+
+
+def last_quantized(model: onnx.ModelProto) -> dict[str, tuple[str, float]]:
+    """For each graph output of a QDQ model, the dequantized tensor it comes from and its
+    scale: the output itself when a DequantizeLinear with one scale writes it, else the
+    DequantizeLinear output that the one-input float ops after it (a CPU Softmax) read.
+    Outputs with none are left out. What the int8 zoo and the int8 fuzzer judge, to the
+    tensor's own quantization step."""
+    producer = {out: node for node in model.graph.node for out in node.output}
+    constants = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    found = {}
+    for output in model.graph.output:
+        name, seen = output.name, set()
+        while name in producer and name not in seen:
+            seen.add(name)
+            node = producer[name]
+            if node.op_type == "DequantizeLinear":
+                scale = constants.get(node.input[1])
+                if scale is not None and scale.size == 1:
+                    found[output.name] = (name, float(scale.reshape(())))
+                break
+            data = [i for i in node.input if i and i not in constants]
+            if len(data) != 1:
+                break
+            name = data[0]
+    return found

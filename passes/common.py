@@ -43,9 +43,13 @@ class InheritLocation(RewritePattern):
 
 
 def matched_op_types(pattern: type[RewritePattern]) -> tuple[type[Operation], ...]:
-    """The op classes a pattern's `@op_type_rewrite_pattern` method matches (read from the
-    decorator's closure, where xDSL keeps the type hint it checks), for the completeness
-    test's question "which op has no pattern"."""
+    """The op classes a pattern matches, for the completeness test's question "which op has
+    no pattern": the `source` a pattern names (`InstructionSelection`), else what its
+    `@op_type_rewrite_pattern` method matches (read from the decorator's closure, where xDSL
+    keeps the type hint it checks)."""
+    source = getattr(pattern, "source", None)
+    if source is not None:
+        return tuple(get_args(source) or (source,))
     closure = inspect.getclosurevars(pattern.match_and_rewrite).nonlocals
     expected = closure.get("expected_types") or (closure["expected_type"],)
     return tuple(t for e in expected for t in (get_args(e) or (e,)))

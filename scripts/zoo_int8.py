@@ -122,32 +122,6 @@ def quantized_zoo_model(name: str, seed: int = SEED, quantizer: str = "mrvl"):
     raise ValueError(f"quantizer {quantizer!r}: one of {', '.join(QUANTIZERS)}")
 
 
-def last_quantized(model) -> list[tuple[str, float]]:
-    """For each graph output of a QDQ model, the dequantized tensor it comes from and that
-    tensor's scale: the output itself when a DequantizeLinear writes it, else the
-    DequantizeLinear output that the float ops after it (a CPU Softmax) read."""
-    from onnx import numpy_helper
-
-    producer = {out: node for node in model.graph.node for out in node.output}
-    constants = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-    found = []
-    for output in model.graph.output:
-        name, seen = output.name, set()
-        while name in producer and name not in seen:
-            seen.add(name)
-            node = producer[name]
-            if node.op_type == "DequantizeLinear":
-                scale = constants.get(node.input[1])
-                if scale is not None and scale.size == 1:
-                    found.append((name, float(scale.reshape(()))))
-                break
-            data = [i for i in node.input if i and i not in constants]
-            if len(data) != 1:
-                break
-            name = data[0]
-    return found
-
-
 def _session(model):
     import onnxruntime as ort
 
@@ -203,14 +177,14 @@ def run_int8(
     import mrvl
     from mrvl.models.light import random_inputs
     from mrvl.models.zoo import zoo_model_info
-    from mrvl.onnx_shell import with_outputs
+    from mrvl.onnx_shell import last_quantized, with_outputs
 
     run = Int8Run(name, zoo_model_info(name).kind, quantizer=quantizer)
     start = time.perf_counter()
     stage = "quantize"
     try:
         model, qdq = quantized_zoo_model(name, seed, quantizer)
-        judged = last_quantized(qdq)
+        judged = list(last_quantized(qdq).values())
         qdq = with_outputs(qdq, [n for n, _ in judged])
         stage = "partition"
         mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), mcpu=MCPU, num_tiles=NUM_TILES)

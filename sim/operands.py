@@ -98,8 +98,33 @@ def _activation_reads(f: dict, channels: int | None) -> list[Access]:
     return []
 
 
-def _bias(f: dict, count: int) -> list[Access]:
-    return [dense(OCM, f["b_addr"], DType.F32, (count,))] if f["b_addr"] != -1 else []
+def _bias(f: dict, count: int, dtype: DType = DType.F32) -> list[Access]:
+    """The optional bias of `count` values (f32, or i32 for the int8 instructions)."""
+    return [dense(OCM, f["b_addr"], dtype, (count,))] if f["b_addr"] != -1 else []
+
+
+def _conv_inputs(f: dict, dtype: DType, bias: DType) -> list[Access]:
+    """The window, the weights [OCt, KH, KW, C/groups] (both `dtype`) and the optional bias
+    of a `conv` or `qconv`."""
+    out_channels = f["out_shape"][3]
+    kh, kw = f["kernel"]
+    weights = (out_channels, kh, kw, f["in_shape"][3] // f["groups"])
+    return [
+        dense(OCM, f["in_addr"], dtype, f["in_shape"]),
+        dense(OCM, f["w_addr"], dtype, weights),
+        *_bias(f, out_channels, bias),
+    ]
+
+
+def _fc_inputs(f: dict, dtype: DType, bias: DType) -> list[Access]:
+    """The rows [N, K], the weights [O, K] (both `dtype`) and the optional bias of an `fc` or
+    `qfc`."""
+    n, k, o = f["n"], f["k"], f["o"]
+    return [
+        dense(OCM, f["in_addr"], dtype, (n, k)),
+        dense(OCM, f["w_addr"], dtype, (o, k)),
+        *_bias(f, o, bias),
+    ]
 
 
 
@@ -120,15 +145,21 @@ def _dma(f: dict, ins: Instruction) -> Operands:
     return [src], [dst]
 
 
-@operands_of("cvt")
-def _cvt(f: dict, ins: Instruction) -> Operands:
+def _ddr_conversion(f: dict, src_dtype: DType, dst_dtype: DType) -> Operands:
+    """A dense DDR-to-DDR conversion (`cvt`, `quant`, `dequant`): the whole source read, the
+    whole destination written (nothing for an empty tensor)."""
     shape = f["src_shape"]
     if math.prod(shape) == 0:
         return [], []
     return (
-        [dense(DDR, f["src_addr"], f["src_dtype"], shape)],
-        [dense(DDR, f["dst_addr"], f["dst_dtype"], shape)],
+        [dense(DDR, f["src_addr"], src_dtype, shape)],
+        [dense(DDR, f["dst_addr"], dst_dtype, shape)],
     )
+
+
+@operands_of("cvt")
+def _cvt(f: dict, ins: Instruction) -> Operands:
+    return _ddr_conversion(f, f["src_dtype"], f["dst_dtype"])
 
 
 @operands_of("lut")
@@ -139,51 +170,48 @@ def _lut(f: dict, ins: Instruction) -> Operands:
 @operands_of("conv")
 def _conv(f: dict, ins: Instruction) -> Operands:
     out_channels = f["out_shape"][3]
-    kh, kw = f["kernel"]
-    weights = (out_channels, kh, kw, f["in_shape"][3] // f["groups"])
-    reads = [
-        dense(OCM, f["in_addr"], DType.F16, f["in_shape"]),
-        dense(OCM, f["w_addr"], DType.F16, weights),
-        *_bias(f, out_channels),
-        *_activation_reads(f, out_channels),
-    ]
+    reads = _conv_inputs(f, DType.F16, DType.F32) + _activation_reads(f, out_channels)
     if f["acc_addr"] != -1:
         reads.append(dense(OCM, f["acc_addr"], DType.F32, f["out_shape"]))
     out_dtype = DType.F32 if f["acc_out"] else DType.F16
     return reads, [dense(OCM, f["out_addr"], out_dtype, f["out_shape"])]
 
 
+def _window(f: dict, dtype: DType) -> Operands:
+    """The input window and the output tile of a `pool` or `qpool` (of `dtype`)."""
+    return (
+        [dense(OCM, f["in_addr"], dtype, f["in_shape"])],
+        [dense(OCM, f["out_addr"], dtype, f["out_shape"])],
+    )
+
+
 @operands_of("pool")
 def _pool(f: dict, ins: Instruction) -> Operands:
-    return (
-        [dense(OCM, f["in_addr"], DType.F16, f["in_shape"])],
-        [dense(OCM, f["out_addr"], DType.F16, f["out_shape"])],
-    )
+    return _window(f, DType.F16)
+
+
+def _resize_window(f: dict, dtype: DType, table: DType, columns: int) -> Operands:
+    """The window, the row and column tables ([OH, columns] and [OW, columns] of `table`)
+    and the output tile of a `resize` or `qresize` of `dtype` data."""
+    _, rows, cols, _ = f["out_shape"]
+    (window,), writes = _window(f, dtype)
+    reads = [
+        window,
+        dense(OCM, f["ytab_addr"], table, (rows, columns)),
+        dense(OCM, f["xtab_addr"], table, (cols, columns)),
+    ]
+    return reads, writes
 
 
 @operands_of("resize")
 def _resize(f: dict, ins: Instruction) -> Operands:
-    _, rows, cols, _ = f["out_shape"]
-    return (
-        [
-            dense(OCM, f["in_addr"], DType.F16, f["in_shape"]),
-            dense(OCM, f["ytab_addr"], DType.F32, (rows, 4)),
-            dense(OCM, f["xtab_addr"], DType.F32, (cols, 4)),
-        ],
-        [dense(OCM, f["out_addr"], DType.F16, f["out_shape"])],
-    )
+    return _resize_window(f, DType.F16, DType.F32, 4)
 
 
 @operands_of("fc")
 def _fc(f: dict, ins: Instruction) -> Operands:
-    n, k, o = f["n"], f["k"], f["o"]
-    reads = [
-        dense(OCM, f["in_addr"], DType.F16, (n, k)),
-        dense(OCM, f["w_addr"], DType.F16, (o, k)),
-        *_bias(f, o),
-        *_activation_reads(f, o),
-    ]
-    return reads, [dense(OCM, f["out_addr"], DType.F16, (n, o))]
+    reads = _fc_inputs(f, DType.F16, DType.F32) + _activation_reads(f, f["o"])
+    return reads, [dense(OCM, f["out_addr"], DType.F16, (f["n"], f["o"]))]
 
 
 @operands_of("bmm")
@@ -279,42 +307,20 @@ def _int8_finish(f: dict, channels: int | None) -> list[Access]:
     return reads
 
 
-def _int32_bias(f: dict, count: int) -> list[Access]:
-    return [dense(OCM, f["b_addr"], DType.I32, (count,))] if f["b_addr"] != -1 else []
-
-
 @operands_of("quant")
 def _quant(f: dict, ins: Instruction) -> Operands:
-    shape = f["src_shape"]
-    if math.prod(shape) == 0:
-        return [], []
-    return (
-        [dense(DDR, f["src_addr"], f["src_dtype"], shape)],
-        [dense(DDR, f["dst_addr"], DType.I8, shape)],
-    )
+    return _ddr_conversion(f, f["src_dtype"], DType.I8)
 
 
 @operands_of("dequant")
 def _dequant(f: dict, ins: Instruction) -> Operands:
-    shape = f["src_shape"]
-    if math.prod(shape) == 0:
-        return [], []
-    return (
-        [dense(DDR, f["src_addr"], DType.I8, shape)],
-        [dense(DDR, f["dst_addr"], f["dst_dtype"], shape)],
-    )
+    return _ddr_conversion(f, DType.I8, f["dst_dtype"])
 
 
 @operands_of("qconv")
 def _qconv(f: dict, ins: Instruction) -> Operands:
     out_channels = f["out_shape"][3]
-    kh, kw = f["kernel"]
-    weights = (out_channels, kh, kw, f["in_shape"][3] // f["groups"])
-    reads = [
-        dense(OCM, f["in_addr"], DType.I8, f["in_shape"]),
-        dense(OCM, f["w_addr"], DType.I8, weights),
-        *_int32_bias(f, out_channels),
-    ]
+    reads = _conv_inputs(f, DType.I8, DType.I32)
     if f["acc_addr"] != -1:
         reads.append(dense(OCM, f["acc_addr"], DType.I32, f["out_shape"]))
     if f["acc_out"]:
@@ -325,22 +331,13 @@ def _qconv(f: dict, ins: Instruction) -> Operands:
 
 @operands_of("qpool")
 def _qpool(f: dict, ins: Instruction) -> Operands:
-    return (
-        [dense(OCM, f["in_addr"], DType.I8, f["in_shape"])],
-        [dense(OCM, f["out_addr"], DType.I8, f["out_shape"])],
-    )
+    return _window(f, DType.I8)
 
 
 @operands_of("qfc")
 def _qfc(f: dict, ins: Instruction) -> Operands:
-    n, k, o = f["n"], f["k"], f["o"]
-    reads = [
-        dense(OCM, f["in_addr"], DType.I8, (n, k)),
-        dense(OCM, f["w_addr"], DType.I8, (o, k)),
-        *_int32_bias(f, o),
-        *_int8_finish(f, o),
-    ]
-    return reads, [dense(OCM, f["out_addr"], DType.I8, (n, o))]
+    reads = _fc_inputs(f, DType.I8, DType.I32) + _int8_finish(f, f["o"])
+    return reads, [dense(OCM, f["out_addr"], DType.I8, (f["n"], f["o"]))]
 
 
 @operands_of("qadd")
@@ -370,14 +367,8 @@ def _qmul(f: dict, ins: Instruction) -> Operands:
 
 @operands_of("qresize")
 def _qresize(f: dict, ins: Instruction) -> Operands:
-    _, rows, cols, _ = f["out_shape"]
-    reads = [
-        dense(OCM, f["in_addr"], DType.I8, f["in_shape"]),
-        dense(OCM, f["ytab_addr"], DType.I32, (rows, 3)),
-        dense(OCM, f["xtab_addr"], DType.I32, (cols, 3)),
-        *_int8_finish(f, None),
-    ]
-    return reads, [dense(OCM, f["out_addr"], DType.I8, f["out_shape"])]
+    reads, writes = _resize_window(f, DType.I8, DType.I32, 3)
+    return reads + _int8_finish(f, None), writes
 
 
 @operands_of("reduce")

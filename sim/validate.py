@@ -443,12 +443,18 @@ def _check_bmm(ins: Instruction, bounds: Bounds) -> None:
 
 @checks("add")
 def _check_add(ins: Instruction, bounds: Bounds) -> None:
+    _check_vectors(ins, bounds, ins.fields["count"])
+    check_activation(ins, bounds, ins.fields["channels"] or None)
+
+
+def _check_vectors(ins: Instruction, bounds: Bounds, b_count: int) -> None:
+    """The f16 output and operand a of `count` elements of an `add` or `mul`, and its
+    operand b of `b_count`."""
     f = ins.fields
-    count, channels = f["count"], f["channels"]
+    count = f["count"]
     bounds.dense(MemSpace.OCM, ins.tile, f["out_addr"], DType.F16, (count,), "output")
     bounds.dense(MemSpace.OCM, ins.tile, f["a_addr"], DType.F16, (count,), "operand a")
-    bounds.dense(MemSpace.OCM, ins.tile, f["b_addr"], DType.F16, (count,), "operand b")
-    check_activation(ins, bounds, channels or None)
+    bounds.dense(MemSpace.OCM, ins.tile, f["b_addr"], DType.F16, (b_count,), "operand b")
 
 
 @checks("scale")
@@ -465,12 +471,7 @@ def _check_scale(ins: Instruction, bounds: Bounds) -> None:
 
 @checks("mul")
 def _check_mul(ins: Instruction, bounds: Bounds) -> None:
-    f = ins.fields
-    count, channels = f["count"], f["channels"]
-    tile = ins.tile
-    bounds.dense(MemSpace.OCM, tile, f["out_addr"], DType.F16, (count,), "output")
-    bounds.dense(MemSpace.OCM, tile, f["a_addr"], DType.F16, (count,), "operand a")
-    bounds.dense(MemSpace.OCM, tile, f["b_addr"], DType.F16, (channels or count,), "operand b")
+    _check_vectors(ins, bounds, ins.fields["channels"] or ins.fields["count"])
     check_activation(ins, bounds, None)
 
 

@@ -164,6 +164,15 @@ class ReshapeOp(TensorMoveBase):
             raise VerifyException("mrvl.reshape: element type must not change")
 
 
+def box_span(offset: int, box: Sequence[int], strides: Sequence[int]) -> tuple[int, int]:
+    """The first and last element (inclusive) that a box of at least one element per
+    dimension reaches from `offset` by element `strides` (0 or negative allowed): what
+    `mrvl.strided_copy` and a strided `sched.dma` side check against their buffer."""
+    first = offset + sum((b - 1) * s for b, s in zip(box, strides) if s < 0)
+    last = offset + sum((b - 1) * s for b, s in zip(box, strides) if s > 0)
+    return first, last
+
+
 def layout_permutation(src: str, dst: str) -> tuple[int, ...]:
     """`perm` with dst dimension i = src dimension perm[i] (numpy.transpose order)."""
     return tuple(src.index(d) for d in dst)
@@ -347,8 +356,7 @@ class StridedCopyOp(IRDLOperation):
                 f"mrvl.strided_copy: box {list(box)} does not hold the "
                 f"{prod(shape_of(self.output))} elements of the result"
             )
-        first = offset + sum((b - 1) * s for b, s in zip(box, strides) if s < 0)
-        last = offset + sum((b - 1) * s for b, s in zip(box, strides) if s > 0)
+        first, last = box_span(offset, box, strides)
         if first < 0 or last >= prod(shape_of(self.input)):
             raise VerifyException(
                 f"mrvl.strided_copy: elements {first} to {last} are outside the input's "

@@ -41,6 +41,20 @@ from mrvl.dialects.mrvl.attributes import (
 from mrvl.dialects.mrvl.quantized import INT8_FORMAT, Int8Properties, is_int8
 
 
+def _verify_bias(op: IRDLOperation, channels: int) -> None:
+    """The optional bias of a conv or fc: `channels` values, f32 (the MLIP adds it in fp32)
+    unless the layer is int8 (its i32 bias is checked with `Int8Properties`)."""
+    if op.bias is None:
+        return
+    _check_tensor(op, "bias", op.bias, 1, "O")
+    if shape_of(op.bias) != (channels,):
+        raise VerifyException(
+            f"{op.name}: bias must have {channels} elements, got {shape_of(op.bias)}"
+        )
+    if not is_int8(op.output) and not isinstance(element_type_of(op.bias), Float32Type):
+        raise VerifyException(f"{op.name}: bias must be f32 (the MLIP adds it in fp32)")
+
+
 @irdl_op_definition
 class Conv2DOp(FusedActivation, Int8Properties, IRDLOperation):
     """2-D convolution, NHWC input, OHWI weights, optional f32 bias, fused activation; or
@@ -128,14 +142,7 @@ class Conv2DOp(FusedActivation, Int8Properties, IRDLOperation):
                 f"mrvl.conv2d: output shape {[on, oh, ow, oc]} does not match the computed "
                 f"{[n, exp_h, exp_w, o]}"
             )
-        if self.bias is not None:
-            _check_tensor(self, "bias", self.bias, 1, "O")
-            if shape_of(self.bias) != (o,):
-                raise VerifyException(
-                    f"mrvl.conv2d: bias must have {o} elements, got {shape_of(self.bias)}"
-                )
-            if not is_int8(self.output) and not isinstance(element_type_of(self.bias), Float32Type):
-                raise VerifyException("mrvl.conv2d: bias must be f32 (the MLIP adds it in fp32)")
+        _verify_bias(self, o)
 
 
 def pooled_size(
@@ -279,12 +286,7 @@ class FullyConnectedOp(FusedActivation, Int8Properties, IRDLOperation):
             raise VerifyException(
                 f"mrvl.fc: output shape {list(shape_of(self.output))} does not match [{n}, {o}]"
             )
-        if self.bias is not None:
-            _check_tensor(self, "bias", self.bias, 1, "O")
-            if shape_of(self.bias) != (o,):
-                raise VerifyException(f"mrvl.fc: bias must have {o} elements")
-            if not is_int8(self.output) and not isinstance(element_type_of(self.bias), Float32Type):
-                raise VerifyException("mrvl.fc: bias must be f32 (the MLIP adds it in fp32)")
+        _verify_bias(self, o)
 
 
 @irdl_op_definition

@@ -45,24 +45,11 @@ def _check_axes(op: IRDLOperation, axes: Sequence[int], rank: int) -> None:
         raise VerifyException(f"{op.name}: axes {list(axes)} outside a rank-{rank} tensor")
 
 
-@irdl_op_definition
-class SoftmaxOp(IRDLOperation):
-    """Softmax over `axes`, a run of consecutive dimensions of the operand in its own layout
-    (one axis, or the trailing axes an opset-11 export flattens), of any layout: each row is
-    the elements that differ only in those axes."""
+class ReducedAxes:
+    """Mixin: the run of consecutive `axes` a layer reduces over (softmax, reduce), and the
+    operand seen around them as (outer, length, inner)."""
 
-    name = "mrvl.softmax"
-    T: ClassVar = VarConstraint("T", base(TensorType))
-    input = operand_def(T)
-    output = result_def(T)
     axes = prop_def(DenseArrayBase[I64])
-    assembly_format = "$input `axes` $axes attr-dict `:` type($output)"
-    traits = traits_def(NoMemoryEffect())
-
-    def __init__(self, input: SSAValue, axes: Sequence[int]):
-        super().__init__(
-            operands=[input], result_types=[input.type], properties={"axes": _i64_array(axes)}
-        )
 
     @property
     def axis_list(self) -> tuple[int, ...]:
@@ -71,6 +58,25 @@ class SoftmaxOp(IRDLOperation):
     def rows(self) -> tuple[int, int, int]:
         """(outer, length, inner) of the operand around the reduced axes."""
         return reduced_view(shape_of(self.input), self.axis_list)
+
+
+@irdl_op_definition
+class SoftmaxOp(ReducedAxes, IRDLOperation):
+    """Softmax over `axes`, a run of consecutive dimensions of the operand in its own layout
+    (one axis, or the trailing axes an opset-11 export flattens), of any layout: each row is
+    the elements that differ only in those axes."""
+
+    name = "mrvl.softmax"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    output = result_def(T)
+    assembly_format = "$input `axes` $axes attr-dict `:` type($output)"
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(self, input: SSAValue, axes: Sequence[int]):
+        super().__init__(
+            operands=[input], result_types=[input.type], properties={"axes": _i64_array(axes)}
+        )
 
     def verify_(self) -> None:
         layout_of(self.input)

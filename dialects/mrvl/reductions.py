@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import I64, DenseArrayBase, StringAttr, TensorType, f32
+from xdsl.dialects.builtin import StringAttr, TensorType, f32
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -20,7 +20,7 @@ from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 from mrvl.dialects.mrvl.attributes import _i64_array, element_type_of, layout_of, shape_of, tensor
-from mrvl.dialects.mrvl.normalization import _check_axes, reduced_view
+from mrvl.dialects.mrvl.normalization import ReducedAxes, _check_axes
 
 REDUCE_KINDS = ("sum", "mean", "max", "min", "argmax", "l2")
 BINARY_KINDS = ("add", "sub", "mul", "div", "max", "min")
@@ -34,7 +34,7 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | Non
 
 
 @irdl_op_definition
-class ReduceOp(IRDLOperation):
+class ReduceOp(ReducedAxes, IRDLOperation):
     """`kind` (sum, mean, max, min, argmax or l2: the square root of the sum of squares) over
     `axes`, a run of consecutive dimensions of
     the operand in its own layout; the result has the operand's layout and rank, the reduced
@@ -45,7 +45,6 @@ class ReduceOp(IRDLOperation):
     input = operand_def(TensorType)
     output = result_def(TensorType)
     kind = prop_def(StringAttr)
-    axes = prop_def(DenseArrayBase[I64])
     assembly_format = (
         "$kind $input `axes` $axes attr-dict `:` type($input) `->` type($output)"
     )
@@ -62,14 +61,6 @@ class ReduceOp(IRDLOperation):
             result_types=[out],
             properties={"axes": _i64_array(axes), "kind": StringAttr(kind)},
         )
-
-    @property
-    def axis_list(self) -> tuple[int, ...]:
-        return tuple(self.axes.get_values())
-
-    def rows(self) -> tuple[int, int, int]:
-        """(outer, length, inner) of the operand around the reduced axes."""
-        return reduced_view(shape_of(self.input), self.axis_list)
 
     def verify_(self) -> None:
         if self.kind.data not in REDUCE_KINDS:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def
-from xdsl.utils.exceptions import VerifyException
 
-from mrvl.dialects.sched.attributes import BufferType, buffer_type
+from mrvl.dialects.sched.attributes import BufferType
 from mrvl.dialects.sched.int8_tasks import INT8_FORMAT, Int8TaskBase, _int_buffer
-from mrvl.dialects.sched.tasks import _check_ocm, task_format
+from mrvl.dialects.sched.tasks import task_format, verify_resize
 
 QRESIZE_TABLE_COLUMNS = 3
 """A `qresize` table row: i0, i1 and the weight w1 of i1 in 2^-11 units (int32)."""
@@ -35,20 +34,8 @@ class QResizeTaskOp(Int8TaskBase):
 
     def verify_(self) -> None:
         self.verify_int8()
-        _check_ocm(self, self.tile.value.data, self.input, self.ytab, self.xtab, self.output)
+        verify_resize(self, QRESIZE_TABLE_COLUMNS)
         _int_buffer(self, "the input", self.input, 8)
         _int_buffer(self, "the output", self.output, 8)
         _int_buffer(self, "the row table", self.ytab, 32)
         _int_buffer(self, "the column table", self.xtab, 32)
-        n, _, _, c = buffer_type(self.input).dims
-        on, oh, ow, oc = buffer_type(self.output).dims
-        if (on, oc) != (n, c):
-            raise VerifyException(f"{self.name}: input and output differ in N or C")
-        columns = QRESIZE_TABLE_COLUMNS
-        if buffer_type(self.ytab).dims != (oh, columns) or buffer_type(self.xtab).dims != (
-            ow,
-            columns,
-        ):
-            raise VerifyException(
-                f"{self.name}: the row table must be [OH, 3] and the column table [OW, 3]"
-            )

@@ -30,7 +30,7 @@ from xdsl.irdl import (
 from xdsl.irdl.operations import AttrSizedOperandSegments
 from xdsl.utils.exceptions import VerifyException
 
-from mrvl.dialects.mrvl import ACTIVATION_FORMAT, FusedActivation
+from mrvl.dialects.mrvl import ACTIVATION_FORMAT, FusedActivation, box_span
 from mrvl.dialects.sched.attributes import (
     BufferType,
     PoolKindAttr,
@@ -155,8 +155,7 @@ class DmaBase(TaskBase):
                     )
                 if min(box) < 1 or (what == "dest" and min(steps) < 0):
                     raise VerifyException(f"{self.name}: negative {what} stride or empty box")
-                first = offs[0] + sum((b - 1) * st for b, st in zip(box, steps) if st < 0)
-                last = offs[0] + sum((b - 1) * st for b, st in zip(box, steps) if st > 0)
+                first, last = box_span(offs[0], box, steps)
                 if first < 0 or last >= bt.dims[0]:
                     raise VerifyException(
                         f"{self.name}: {what} elements {first} to {last} are outside the buffer "
@@ -399,15 +398,23 @@ class ResizeTaskOp(TaskBase):
     )
 
     def verify_(self) -> None:
-        _check_ocm(self, self.tile.value.data, self.input, self.ytab, self.xtab, self.output)
-        n, _, _, c = buffer_type(self.input).dims
-        on, oh, ow, oc = buffer_type(self.output).dims
-        if (on, oc) != (n, c):
-            raise VerifyException("sched.resize: input and output differ in N or C")
-        if buffer_type(self.ytab).dims != (oh, 4) or buffer_type(self.xtab).dims != (ow, 4):
-            raise VerifyException(
-                "sched.resize: the row table must be [OH, 4] and the column table [OW, 4]"
-            )
+        verify_resize(self, 4)
+
+
+def verify_resize(op, columns: int) -> None:
+    """The OCM window, tables and tile of a resize task (fp16 or int8, whose table rows have
+    `columns` entries): input and output of one N and C, tables [OH, columns] and [OW,
+    columns]."""
+    _check_ocm(op, op.tile.value.data, op.input, op.ytab, op.xtab, op.output)
+    n, _, _, c = buffer_type(op.input).dims
+    on, oh, ow, oc = buffer_type(op.output).dims
+    if (on, oc) != (n, c):
+        raise VerifyException(f"{op.name}: input and output differ in N or C")
+    if buffer_type(op.ytab).dims != (oh, columns) or buffer_type(op.xtab).dims != (ow, columns):
+        raise VerifyException(
+            f"{op.name}: the row table must be [OH, {columns}] and the column table "
+            f"[OW, {columns}]"
+        )
 
 
 def fc_features(op) -> int:
@@ -574,17 +581,23 @@ class MulTaskOp(FusedActivation, TaskBase):
     )
 
     def verify_(self) -> None:
-        _check_ocm(self, self.tile.value.data, self.lhs, self.rhs, self.output)
-        (count,) = buffer_type(self.lhs).dims
-        (rhs,) = buffer_type(self.rhs).dims
-        channels = self.channels.value.data
-        if buffer_type(self.output).dims != (count,) or rhs != (channels or count):
-            raise VerifyException(
-                "sched.mul: lhs and output of one length; rhs of that length, or of `channels`"
-            )
-        if channels and count % channels:
-            raise VerifyException(f"sched.mul: {count} elements are not whole pixels of {channels}")
+        verify_channel_product(self)
         self.verify_activation()
+
+
+def verify_channel_product(op) -> None:
+    """The OCM operands of an elementwise product (fp16 or int8): `lhs` and the output of one
+    length, `rhs` of that length or, with `channels` C > 0, of C (whole pixels of C)."""
+    _check_ocm(op, op.tile.value.data, op.lhs, op.rhs, op.output)
+    (count,) = buffer_type(op.lhs).dims
+    (rhs,) = buffer_type(op.rhs).dims
+    channels = op.channels.value.data
+    if buffer_type(op.output).dims != (count,) or rhs != (channels or count):
+        raise VerifyException(
+            f"{op.name}: lhs and output of one length; rhs of that length, or of `channels`"
+        )
+    if channels and count % channels:
+        raise VerifyException(f"{op.name}: {count} elements are not whole pixels of {channels}")
 
 
 @irdl_op_definition

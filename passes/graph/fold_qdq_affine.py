@@ -24,7 +24,7 @@ from mrvl import int8
 from mrvl.dialects import mrvl
 from mrvl.errors import CompileError
 from mrvl.locations import location_name
-from mrvl.passes.graph.fold_qdq_tables import replace_scale_shift
+from mrvl.passes.graph.fold_qdq_tables import quantized_scale_shift, replace_scale_shift
 
 AFFINE_ACTIVATIONS = (None, "relu", "clip")
 """Activations of an affine that the int8 conv runs as its saturation bounds."""
@@ -61,12 +61,10 @@ class FoldQuantizedAffine(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
-        layer = op.input.owner
-        if not isinstance(layer, mrvl.ScaleShiftOp) or not op.input.has_one_use():
+        matched = quantized_scale_shift(op)
+        if matched is None or not is_per_channel(matched[0]):
             return
-        dq = layer.input.owner
-        if not isinstance(dq, mrvl.DequantizeOp) or not is_per_channel(layer):
-            return
+        layer, dq = matched
         where = f"{layer.name} at {location_name(layer.location)}"
         act = None if layer.activation is None else layer.activation.data.value
         if act not in AFFINE_ACTIVATIONS:

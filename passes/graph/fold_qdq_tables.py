@@ -65,6 +65,21 @@ def _uniform(op: mrvl.ScaleShiftOp, value, what: str) -> float | None:
     return float(data[0])
 
 
+def quantized_scale_shift(
+    op: mrvl.QuantizeOp,
+) -> tuple[mrvl.ScaleShiftOp, mrvl.DequantizeOp] | None:
+    """The scale_shift and the dequantize of `quantize(scale_shift(dequantize(q)))` that the
+    quantize `op` ends (the scale_shift read by `op` alone), or None: what the table and
+    the per-channel affine folds match."""
+    layer = op.input.owner
+    if not isinstance(layer, mrvl.ScaleShiftOp) or not op.input.has_one_use():
+        return None
+    dq = layer.input.owner
+    if not isinstance(dq, mrvl.DequantizeOp):
+        return None
+    return layer, dq
+
+
 def replace_scale_shift(
     op: mrvl.QuantizeOp,
     layer: mrvl.ScaleShiftOp,

@@ -22,7 +22,6 @@ from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
     RewritePattern,
-    op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -31,7 +30,7 @@ from mrvl.dialects.mrvl import numpy_dtype
 from mrvl.errors import CompileError, layer_boundary
 from mrvl.isa import NO_SIGNAL, Activation, BinaryMode, DType, MemSpace, PoolMode, ReduceMode
 from mrvl.locations import location_name
-from mrvl.passes.common import MrvlModulePass, matched_op_types
+from mrvl.passes.common import MrvlModulePass
 
 _DTYPES = {"float32": DType.F32, "float16": DType.F16, "int8": DType.I8, "int32": DType.I32}
 
@@ -183,13 +182,38 @@ class SelectionState:
             "out_addr": self.address(op.output),
         }
 
-    def vector_fields(self, op) -> dict:
-        """a_addr, b_addr, out_addr and count of an elementwise task of two vectors."""
+    def operand_fields(self, op) -> dict:
+        """a_addr, b_addr and out_addr of a task of two operands (`lhs`, `rhs`)."""
         return {
             "a_addr": self.address(op.lhs),
             "b_addr": self.address(op.rhs),
             "out_addr": self.address(op.output),
+        }
+
+    def vector_fields(self, op) -> dict:
+        """a_addr, b_addr, out_addr and count of an elementwise task of two vectors."""
+        return {**self.operand_fields(op), "count": sched.buffer_type(op.output).dims[0]}
+
+    def unary_fields(self, op) -> dict:
+        """in_addr, out_addr and count of an elementwise task of one vector."""
+        return {
+            "in_addr": self.address(op.input),
+            "out_addr": self.address(op.output),
             "count": sched.buffer_type(op.output).dims[0],
+        }
+
+    @staticmethod
+    def finish_fields(op) -> dict:
+        """clamp and lut_addr of an int8 result (isa_int8's `_finish_fields`): the task's
+        clamp, and no table."""
+        return {"clamp": list(op.clamp.get_values()), "lut_addr": -1}
+
+    def int8_fields(self, op) -> dict:
+        """in_zp, out_zp, clamp and lut_addr of an int8 task (`sched.Int8TaskBase`)."""
+        return {
+            "in_zp": op.in_zp.value.data,
+            "out_zp": op.out_zp.value.data,
+            **self.finish_fields(op),
         }
 
     def block_fields(self, op) -> dict:
@@ -273,20 +297,35 @@ class SelectionState:
                 b = op.beta.value.data
         return {"act": act, "act_a": a, "act_b": b}
 
+    def fused_activation_fields(self, op: Operation) -> dict:
+        """The activation fields and act_addr, the PRELU slopes, of a task that may have
+        them."""
+        return {**self.activation_fields(op), "act_addr": self.slopes_address(op)}
+
 
 class InstructionSelection(RewritePattern):
     """Base of the patterns, one per `sched` op that becomes an instruction: a subclass names
-    its `opcode` and builds the instruction's fields from the op (`select`). The instruction
-    is inserted before the op it replaces, with its location; the pass moves the
-    instructions out of the `sched.program` once every op is selected."""
+    the op class it selects (`source`), its `opcode`, and builds the instruction's fields from
+    the op (`fields`). The instruction is inserted before the op it replaces, with its
+    location; the pass moves the instructions out of the `sched.program` once every op is
+    selected."""
 
+    source: ClassVar[type[Operation]]
     opcode: ClassVar[str]
 
     def __init__(self, state: SelectionState):
         self.state = state
 
-    def select(self, op: sched.TaskBase, rewriter: PatternRewriter, fields: dict) -> None:
-        ins = mlip.INSTRUCTION_OPS[self.opcode].build(**self.state.header(op), fields=fields)
+    def fields(self, op) -> dict:
+        """The instruction's fields, by name (`mlip` takes them in the ISA table's order)."""
+        raise NotImplementedError
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, self.source):
+            return
+        ins = mlip.INSTRUCTION_OPS[self.opcode].build(
+            **self.state.header(op), fields=self.fields(op)
+        )
         ins.location = op.location
         rewriter.insert(ins)
         self.state.instructions.append(ins)
@@ -295,18 +334,17 @@ class InstructionSelection(RewritePattern):
 class SelectDma(InstructionSelection):
     """A DMA, one tile or multicast, is one `dma`."""
 
+    source = sched.DmaBase
     opcode = "dma"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.DmaBase, rewriter: PatternRewriter) -> None:
+    def fields(self, op: sched.DmaBase) -> dict:
         s = sched.buffer_type(op.source)
-        item = numpy_dtype(s.element_type).itemsize
         src_addr, src_strides = self.state.dma_side(op.source, op.src_offsets, op.src_strides)
         dst_addr, dst_strides = self.state.dma_side(op.dest, op.dst_offsets, op.dst_strides)
         src_strides, dst_strides, box = _merged_box(
             src_strides, dst_strides, op.box.get_values()
         )
-        fields = {
+        return {
             "src_space": self.state.space(op.source),
             "src_addr": src_addr,
             "src_strides": _pad4(src_strides, 0),
@@ -314,81 +352,69 @@ class SelectDma(InstructionSelection):
             "dst_addr": dst_addr,
             "dst_strides": _pad4(dst_strides, 0),
             "box": _pad4(box, 1),
-            "elem_bytes": item,
+            "elem_bytes": numpy_dtype(s.element_type).itemsize,
             "dst_tiles": (
                 sum(1 << t for t in op.dest_tiles)
                 if isinstance(op, sched.MulticastDmaOp)
                 else 0
             ),
         }
-        self.select(op, rewriter, fields)
 
 
 class SelectConvert(InstructionSelection):
     """A cast or layout conversion is one `cvt`."""
 
+    source = sched.ConvertOp
     opcode = "cvt"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.ConvertOp, rewriter: PatternRewriter) -> None:
-        fields = self.state.conversion_fields(op)
-        fields["src_dtype"] = _dtype(sched.buffer_type(op.source))
-        fields["dst_dtype"] = _dtype(sched.buffer_type(op.dest))
-        self.select(op, rewriter, fields)
+    def fields(self, op: sched.ConvertOp) -> dict:
+        return {
+            **self.state.conversion_fields(op),
+            "src_dtype": _dtype(sched.buffer_type(op.source)),
+            "dst_dtype": _dtype(sched.buffer_type(op.dest)),
+        }
 
 
 class SelectConv2D(InstructionSelection):
+    source = sched.Conv2DTaskOp
     opcode = "conv"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.Conv2DTaskOp, rewriter: PatternRewriter) -> None:
-        fields = self.state.conv_fields(op)
-        fields.update(
-            **self.state.activation_fields(op),
-            act_addr=self.state.slopes_address(op),
-        )
-        self.select(op, rewriter, fields)
+    def fields(self, op: sched.Conv2DTaskOp) -> dict:
+        return {**self.state.conv_fields(op), **self.state.fused_activation_fields(op)}
 
 
 class SelectPool2D(InstructionSelection):
+    source = sched.Pool2DTaskOp
     opcode = "pool"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.Pool2DTaskOp, rewriter: PatternRewriter) -> None:
-        self.select(op, rewriter, self.state.pool_fields(op))
+    def fields(self, op: sched.Pool2DTaskOp) -> dict:
+        return self.state.pool_fields(op)
 
 
 class SelectResize(InstructionSelection):
+    source = sched.ResizeTaskOp
     opcode = "resize"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.ResizeTaskOp, rewriter: PatternRewriter) -> None:
-        self.select(op, rewriter, self.state.resize_fields(op))
+    def fields(self, op: sched.ResizeTaskOp) -> dict:
+        return self.state.resize_fields(op)
 
 
 class SelectFullyConnected(InstructionSelection):
+    source = sched.FullyConnectedTaskOp
     opcode = "fc"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.FullyConnectedTaskOp, rewriter: PatternRewriter) -> None:
-        fields = {
-            **self.state.fc_fields(op),
-            **self.state.activation_fields(op),
-            "act_addr": self.state.slopes_address(op),
-        }
-        self.select(op, rewriter, fields)
+    def fields(self, op: sched.FullyConnectedTaskOp) -> dict:
+        return {**self.state.fc_fields(op), **self.state.fused_activation_fields(op)}
 
 
 class SelectBatchMatMul(InstructionSelection):
+    source = sched.BatchMatMulTaskOp
     opcode = "bmm"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.BatchMatMulTaskOp, rewriter: PatternRewriter) -> None:
+    def fields(self, op: sched.BatchMatMulTaskOp) -> dict:
         batch, m, k, n = op.dims()
-        fields = {
-            "a_addr": self.state.address(op.lhs),
-            "b_addr": self.state.address(op.rhs),
-            "out_addr": self.state.address(op.output),
+        return {
+            **self.state.operand_fields(op),
             "batch": batch,
             "m": m,
             "k": k,
@@ -399,78 +425,69 @@ class SelectBatchMatMul(InstructionSelection):
             "b_shared": int(sched.buffer_type(op.rhs).dims[0] < batch),
             **self.state.accumulator_fields(op),
         }
-        self.select(op, rewriter, fields)
 
 
 class SelectAdd(InstructionSelection):
+    source = sched.AddTaskOp
     opcode = "add"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.AddTaskOp, rewriter: PatternRewriter) -> None:
-        fields = {
+    def fields(self, op: sched.AddTaskOp) -> dict:
+        return {
             **self.state.vector_fields(op),
             "channels": self.state.slopes_channels(op),
-            **self.state.activation_fields(op),
-            "act_addr": self.state.slopes_address(op),
+            **self.state.fused_activation_fields(op),
         }
-        self.select(op, rewriter, fields)
 
 
 class SelectScale(InstructionSelection):
+    source = sched.ScaleTaskOp
     opcode = "scale"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.ScaleTaskOp, rewriter: PatternRewriter) -> None:
-        fields = {
-            "in_addr": self.state.address(op.input),
-            "out_addr": self.state.address(op.output),
-            "count": sched.buffer_type(op.output).dims[0],
+    def fields(self, op: sched.ScaleTaskOp) -> dict:
+        return {
+            **self.state.unary_fields(op),
             "channels": sched.buffer_type(op.scale).dims[0],
             "s_addr": self.state.address(op.scale),
             "b_addr": self.state.address(op.shift),
-            **self.state.activation_fields(op),
-            "act_addr": self.state.slopes_address(op),
+            **self.state.fused_activation_fields(op),
         }
-        self.select(op, rewriter, fields)
 
 
 class SelectMul(InstructionSelection):
+    source = sched.MulTaskOp
     opcode = "mul"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.MulTaskOp, rewriter: PatternRewriter) -> None:
-        fields = {
+    def fields(self, op: sched.MulTaskOp) -> dict:
+        return {
             **self.state.vector_fields(op),
             "channels": op.channels.value.data,
             **self.state.activation_fields(op),
         }
-        self.select(op, rewriter, fields)
 
 
 class SelectLut(InstructionSelection):
+    source = sched.LutTaskOp
     opcode = "lut"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.LutTaskOp, rewriter: PatternRewriter) -> None:
-        fields = {"src_addr": self.state.address(op.table), **self.state.activation_fields(op)}
-        self.select(op, rewriter, fields)
+    def fields(self, op: sched.LutTaskOp) -> dict:
+        return {"src_addr": self.state.address(op.table), **self.state.activation_fields(op)}
 
 
 class SelectSoftmax(InstructionSelection):
+    source = sched.SoftmaxTaskOp
     opcode = "softmax"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.SoftmaxTaskOp, rewriter: PatternRewriter) -> None:
-        self.select(op, rewriter, self.state.block_fields(op))
+    def fields(self, op: sched.SoftmaxTaskOp) -> dict:
+        return self.state.block_fields(op)
 
 
 class SelectLayerNorm(InstructionSelection):
+    source = sched.LayerNormTaskOp
     opcode = "layernorm"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.LayerNormTaskOp, rewriter: PatternRewriter) -> None:
+    def fields(self, op: sched.LayerNormTaskOp) -> dict:
         rows, length = sched.buffer_type(op.input).dims
-        fields = {
+        return {
             "in_addr": self.state.address(op.input),
             "out_addr": self.state.address(op.output),
             "rows": rows,
@@ -479,38 +496,33 @@ class SelectLayerNorm(InstructionSelection):
             "b_addr": self.state.address(op.shift),
             "eps": op.epsilon.value.data,
         }
-        self.select(op, rewriter, fields)
 
 
 class SelectReduce(InstructionSelection):
+    source = sched.ReduceTaskOp
     opcode = "reduce"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.ReduceTaskOp, rewriter: PatternRewriter) -> None:
-        fields = {
+    def fields(self, op: sched.ReduceTaskOp) -> dict:
+        return {
             **self.state.block_fields(op),
             "mode": ReduceMode[op.mode.data.upper()],
             "divisor": op.divisor.value.data,
             **self.state.accumulator_fields(op),
         }
-        self.select(op, rewriter, fields)
 
 
 class SelectBinary(InstructionSelection):
+    source = sched.BinaryTaskOp
     opcode = "binary"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.BinaryTaskOp, rewriter: PatternRewriter) -> None:
-        fields = {
-            "a_addr": self.state.address(op.lhs),
-            "b_addr": self.state.address(op.rhs),
-            "out_addr": self.state.address(op.output),
+    def fields(self, op: sched.BinaryTaskOp) -> dict:
+        return {
+            **self.state.operand_fields(op),
             "shape": list(sched.buffer_type(op.output).dims),
             "a_strides": list(op.lhs_strides.get_values()),
             "b_strides": list(op.rhs_strides.get_values()),
             "mode": BinaryMode[op.mode.data.upper()],
         }
-        self.select(op, rewriter, fields)
 
 
 from mrvl.passes.isa.select_int8 import INT8_SELECTIONS  # noqa: E402 - it extends the above
@@ -550,7 +562,7 @@ that every task op has one); the int8 tasks' are in `select_int8.py`."""
 def opcode_of(op_class: type[Operation]) -> str:
     """The opcode a `sched` op class becomes (what its selection pattern names)."""
     for pattern in INSTRUCTION_SELECTIONS:
-        if any(issubclass(op_class, t) for t in matched_op_types(pattern)):
+        if issubclass(op_class, pattern.source):
             return pattern.opcode
     raise KeyError(f"{op_class.name} selects no instruction")
 

@@ -6,8 +6,6 @@ into `INSTRUCTION_SELECTIONS`."""
 
 from __future__ import annotations
 
-from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
-
 from mrvl.dialects import sched
 from mrvl.passes.isa.convert_sched_to_mlip import InstructionSelection
 
@@ -16,42 +14,34 @@ IDENTITY_PAIR = (1 << 30, 1)
 
 
 class SelectQMul(InstructionSelection):
+    source = sched.QMulTaskOp
     opcode = "qmul"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.QMulTaskOp, rewriter: PatternRewriter) -> None:
-        fields = {
-            "a_addr": self.state.address(op.lhs),
-            "b_addr": self.state.address(op.rhs),
-            "out_addr": self.state.address(op.output),
-            "count": sched.buffer_type(op.output).dims[0],
+    def fields(self, op: sched.QMulTaskOp) -> dict:
+        return {
+            **self.state.vector_fields(op),
             "channels": op.channels.value.data,
             "a_zp": op.in_zp.value.data,
             "b_zp": op.rhs_zp.value.data,
             "out_zp": op.out_zp.value.data,
             "rq": list(op.rq.get_values()),
-            "clamp": list(op.clamp.get_values()),
-            "lut_addr": -1,
+            **self.state.finish_fields(op),
         }
-        self.select(op, rewriter, fields)
 
 
 class SelectQTable(InstructionSelection):
+    source = sched.QTableTaskOp
     opcode = "requant"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.QTableTaskOp, rewriter: PatternRewriter) -> None:
-        fields = {
-            "in_addr": self.state.address(op.input),
-            "out_addr": self.state.address(op.output),
-            "count": sched.buffer_type(op.output).dims[0],
+    def fields(self, op: sched.QTableTaskOp) -> dict:
+        return {
+            **self.state.unary_fields(op),
             "in_zp": 0,
             "out_zp": 0,
             "rq": list(IDENTITY_PAIR),
             "clamp": [-128, 127],
             "lut_addr": self.state.address(op.table),
         }
-        self.select(op, rewriter, fields)
 
 
 INT8_ELEMENTWISE_SELECTIONS: tuple[type[InstructionSelection], ...] = (SelectQMul, SelectQTable)

@@ -15,7 +15,7 @@ from tvm import relax
 
 import mrvl
 from mrvl.models.zoo import load_zoo_model
-from mrvl.onnx_shell import with_outputs
+from mrvl.onnx_shell import last_quantized, with_outputs
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,7 @@ def test_zoo_classifier_runs_in_int8_within_3_steps(name):
 def test_mobilenet_v3_small_runs_in_int8_in_one_region_within_3_steps():
     """MobileNetV3-Small: its HardSwish and HardSigmoid as int8 tables, its squeeze-excitation
     gates as qmul; one region, only the final Softmax (and its QDQ pair) on the CPU. Judged on
-    the dequantized tensor the Softmax reads (`scripts/zoo_int8.py`'s `last_quantized`)."""
+    the dequantized tensor the Softmax reads (`mrvl.onnx_shell.last_quantized`)."""
     import sys
     from pathlib import Path
 
@@ -62,7 +62,7 @@ def test_mobilenet_v3_small_runs_in_int8_in_one_region_within_3_steps():
 
     zoo_int8 = load_module("zoo_int8", root / "scripts" / "zoo_int8.py")
     _, qdq = zoo_int8.quantized_zoo_model("mobilenet_v3_small")
-    judged = zoo_int8.last_quantized(qdq)
+    judged = list(last_quantized(qdq).values())
     qdq = with_outputs(qdq, [n for n, _ in judged])
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=8)
     report = mrvl.partition_report(mod, qdq)

@@ -11,9 +11,10 @@ It is judged against onnxruntime running the same QDQ model:
   scale (DESIGN §9's int8 rule); a miss is triaged by `int8_triage` (its signature says
   whether a layer is off on its own inputs, or one step was carried and amplified);
 - a float output (a layer kept in fp16, or float ops on the CPU after the last dequantize):
-  the dequantized tensor it is computed from (`last_quantized`, as `scripts/zoo_int8.py`
-  judges a CPU Softmax's input), added as an output, within 3 steps, and the float ops
-  after it by the fp16 rule with its second look, run alone on mrvl's own dequantized tensor
+  the dequantized tensor it is computed from (`mrvl.onnx_shell.last_quantized`, as
+  `scripts/zoo_int8.py` judges a CPU Softmax's input), added as an output, within 3 steps,
+  and the float ops after it by the fp16 rule with its second look, run alone on mrvl's own
+  dequantized tensor
   (`_float_tail`: a step allowed there is no fp16 error after it; a difference of two
   near-equal values turns one step into any relative error). A float output with no such
   source is judged on the whole QDQ model (`judge_model`).
@@ -40,7 +41,7 @@ from harness import (
 from harness import reference as float_reference
 from onnx import helper, numpy_helper
 
-from mrvl.onnx_shell import with_outputs
+from mrvl.onnx_shell import last_quantized, with_outputs
 
 INT8_STEPS = 3
 """DESIGN §9: an int8 output within 3 quantization steps of onnxruntime on the same model."""
@@ -67,31 +68,6 @@ def kept_fp16(model: onnx.ModelProto, spec: Spec) -> list[str]:
     return [
         n.name for n in model.graph.node if n.op_type in _KEEPABLE and rng.random() < KEEP_CHANCE
     ]
-
-
-def last_quantized(model: onnx.ModelProto) -> dict[str, tuple[str, float]]:
-    """For each graph output of a QDQ model, the dequantized tensor it comes from and its
-    scale: the output itself when a DequantizeLinear with one scale writes it, else the
-    DequantizeLinear output that the one-input float ops after it read. Outputs with none
-    are left out."""
-    producer = {out: node for node in model.graph.node for out in node.output}
-    constants = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-    found = {}
-    for output in model.graph.output:
-        name, seen = output.name, set()
-        while name in producer and name not in seen:
-            seen.add(name)
-            node = producer[name]
-            if node.op_type == "DequantizeLinear":
-                scale = constants.get(node.input[1])
-                if scale is not None and scale.size == 1:
-                    found[output.name] = (name, float(scale.reshape(())))
-                break
-            data = [i for i in node.input if i and i not in constants]
-            if len(data) != 1:
-                break
-            name = data[0]
-    return found
 
 
 def _triage(qdq: onnx.ModelProto, x: np.ndarray, spec: Spec) -> str:

@@ -80,6 +80,20 @@ def dma(
     )
 
 
+def cvt(src_addr, src_dtype, src_shape, dst_addr, dst_dtype, perm, **header) -> Instruction:
+    """A `cvt` of a dense DDR tensor of `src_shape` to `dst_dtype`, dimensions permuted."""
+    return instruction(
+        "cvt",
+        src_addr=src_addr,
+        src_dtype=int(src_dtype),
+        src_shape=tuple(src_shape),
+        dst_addr=dst_addr,
+        dst_dtype=int(dst_dtype),
+        perm=tuple(perm),
+        **header,
+    )
+
+
 def copy_bytes(src_space, src_addr, dst_space, dst_addr, nbytes, **header) -> Instruction:
     """A DMA of nbytes contiguous bytes."""
     return dma(
@@ -169,10 +183,13 @@ def pool(
     pad=(0, 0),
     pad_end=(0, 0),
     count_include_pad=0,
+    opcode="pool",
     **header,
 ) -> Instruction:
+    """A `pool`; with `opcode="qpool"` (and its in_zp, out_zp and rq among `header`), the int8
+    pool of the same geometry."""
     return instruction(
-        "pool",
+        opcode,
         **window_fields(in_addr, in_shape, row0, out_addr, out_shape, orow0, kernel, stride, pad),
         mode=int(mode),
         in_hw=tuple(in_hw),
@@ -243,6 +260,55 @@ def qconv(in_addr, in_shape, out_addr, out_shape, w_addr, **fields) -> Instructi
         acc_out=0,
     )
     return instruction("qconv", **{**base, **fields})
+
+
+def add(
+    a_addr,
+    b_addr,
+    out_addr,
+    count,
+    *,
+    channels=0,
+    act=Activation.NONE,
+    act_a=0.0,
+    act_b=0.0,
+    act_addr=-1,
+    **header,
+) -> Instruction:
+    """An f16 `add` of two dense vectors, no activation (nor PRELU channels) unless given."""
+    return instruction(
+        "add",
+        a_addr=a_addr,
+        b_addr=b_addr,
+        out_addr=out_addr,
+        count=count,
+        channels=channels,
+        act=int(act),
+        act_a=act_a,
+        act_b=act_b,
+        act_addr=act_addr,
+        **header,
+    )
+
+
+def qfc(in_addr, n, k, o, w_addr, out_addr, **fields) -> Instruction:
+    """An int8 `qfc` of rows [n, k] by weights [o, k]: no bias, pairs or table, zero points 0
+    and the full int8 clamp unless `fields` say otherwise."""
+    base = dict(
+        in_addr=in_addr,
+        n=n,
+        k=k,
+        o=o,
+        w_addr=w_addr,
+        b_addr=-1,
+        out_addr=out_addr,
+        in_zp=0,
+        out_zp=0,
+        rq_addr=-1,
+        clamp=(-128, 127),
+        lut_addr=-1,
+    )
+    return instruction("qfc", **{**base, **fields})
 
 
 def lut(src_addr, act, act_a=0.0, act_b=0.0, **header) -> Instruction:
@@ -424,16 +490,7 @@ def conv_region_program(w: np.ndarray, b: np.ndarray, in_shape=(1, 3, 6, 6)) -> 
     x_ocm = consts_size  # the input window goes right after the weights and bias in OCM
     y_ocm = x_ocm + 2 * math.prod(in_shape)
     code = [
-        instruction(
-            "cvt",
-            src_addr=x_ddr,
-            src_dtype=int(DType.F32),
-            src_shape=in_shape,
-            dst_addr=x16_ddr,
-            dst_dtype=int(DType.F16),
-            perm=(0, 2, 3, 1),
-            signal=1,
-        ),
+        cvt(x_ddr, DType.F32, in_shape, x16_ddr, DType.F16, (0, 2, 3, 1), signal=1),
         copy_bytes(MemSpace.DDR, 0, MemSpace.OCM, 0, consts_size, signal=2),
         copy_bytes(
             MemSpace.DDR,
@@ -465,16 +522,7 @@ def conv_region_program(w: np.ndarray, b: np.ndarray, in_shape=(1, 3, 6, 6)) -> 
             waits=(4,),
             signal=5,
         ),
-        instruction(
-            "cvt",
-            src_addr=y16_ddr,
-            src_dtype=int(DType.F16),
-            src_shape=out_nhwc,
-            dst_addr=y_ddr,
-            dst_dtype=int(DType.F32),
-            perm=(0, 3, 1, 2),
-            waits=(5,),
-        ),
+        cvt(y16_ddr, DType.F16, out_nhwc, y_ddr, DType.F32, (0, 3, 1, 2), waits=(5,)),
         end(),
     ]
     return Program(

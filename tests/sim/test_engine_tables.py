@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sim_builders import Staging, f16_data, instruction, layer_program, run_both
+from sim_builders import Staging, add, f16_data, instruction, layer_program, run_both
 
 from mrvl.act_tables import activation_table
 from mrvl.isa import TABLE_ACTIVATIONS
@@ -32,15 +32,6 @@ def test_a_table_activation_at_any_alignment_gives_the_interpreters_bytes(odd_ta
     fields = dict(act=int(act), act_a=0.2, act_b=0.5)
     code = [
         instruction("lut", src_addr=src_addr, **fields),
-        instruction(
-            "add",
-            a_addr=a_addr,
-            b_addr=b_addr,
-            out_addr=out_addr,
-            count=count,
-            channels=0,
-            act_addr=-1,
-            **fields,
-        ),
+        add(a_addr, b_addr, out_addr, count, **fields),
     ]
     run_both(layer_program(staging, code, out_addr, (count,)), [])

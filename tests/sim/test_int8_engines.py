@@ -17,7 +17,9 @@ from sim_builders import (
     end,
     instruction,
     layer_program,
+    pool,
     qconv,
+    qfc,
     run_both,
 )
 
@@ -158,15 +160,14 @@ def test_qfc_engines_agree(rows, inner, outs, bias, in_zp, out_zp, wild, seed, d
     b = staging.add(rng.integers(-(2**31), 2**31, outs).astype(np.int32))
     rq = staging.add(rescale_pairs(rng, outs, wild))
     out = staging.reserve(rows * outs)
-    ins = instruction(
-        "qfc",
-        in_addr=x,
-        n=rows,
-        k=inner,
-        o=outs,
-        w_addr=w,
+    ins = qfc(
+        x,
+        rows,
+        inner,
+        outs,
+        w,
+        out,
         b_addr=b if bias else -1,
-        out_addr=out,
         in_zp=in_zp,
         out_zp=out_zp,
         rq_addr=rq,
@@ -290,21 +291,19 @@ def test_qpool_engines_agree(
     x = staging.add(int8_values(rng, (n, *in_hw, channels)))
     out_shape = (n, *out_hw, channels)
     out = staging.reserve(int(np.prod(out_shape)))
-    ins = instruction(
-        "qpool",
-        in_addr=x,
-        in_shape=(n, *in_hw, channels),
-        row0=0,
-        out_addr=out,
-        out_shape=out_shape,
-        orow0=0,
+    ins = pool(
+        x,
+        (n, *in_hw, channels),
+        out,
+        out_shape,
         kernel=kernel,
+        mode=mode,
+        in_hw=in_hw,
         stride=stride,
         pad=pad,
-        mode=int(mode),
-        in_hw=in_hw,
         pad_end=pad_end,
         count_include_pad=count_include_pad,
+        opcode="qpool",
         in_zp=zps[0],
         out_zp=zps[1],
         rq=rq,
@@ -435,10 +434,7 @@ def _int8_program() -> Program:
             mode=int(PoolMode.AVG), in_hw=(4, 4), pad_end=(1, 1), count_include_pad=1,
             in_zp=3, out_zp=0, rq=(1 << 30, 1),
         ),
-        instruction(
-            "qfc", in_addr=x, n=2, k=16, o=8, w_addr=w, b_addr=-1, out_addr=out, in_zp=1,
-            out_zp=2, rq_addr=rq, **finish,
-        ),
+        qfc(x, 2, 16, 8, w, out, in_zp=1, out_zp=2, rq_addr=rq, **finish),
         instruction(
             "qadd", a_addr=x, b_addr=w, out_addr=out, count=64, a_zp=1, b_zp=-1, out_zp=0,
             **int8.qadd_params(0.1, 0.2, 0.15), **finish,

@@ -25,6 +25,7 @@ from sim_builders import (
     instruction,
     layer_program,
     qconv,
+    qfc,
     run_both,
 )
 
@@ -248,21 +249,10 @@ def test_qfc_is_the_documented_integer_arithmetic(rows, inner, outs, in_zp, out_
     staging = Staging()
     xa, wa, ba, ra = staging.add(x), staging.add(w), staging.add(bias), staging.add(pairs)
     out = staging.reserve(rows * outs)
-    ins = instruction(
-        "qfc",
-        in_addr=xa,
-        n=rows,
-        k=inner,
-        o=outs,
-        w_addr=wa,
-        b_addr=ba,
-        out_addr=out,
-        in_zp=in_zp,
-        out_zp=out_zp,
-        rq_addr=ra,
+    ins = qfc(
+        xa, rows, inner, outs, wa, out, b_addr=ba, in_zp=in_zp, out_zp=out_zp, rq_addr=ra,
         clamp=(int(lo), int(hi)),
-        lut_addr=-1,
-    )
+    )  # fmt: skip
     (y,) = run_both(layer_program(staging, [ins], out, (rows, outs), dtype=DType.I8), [])
     acc = bias.astype(np.int64) + (x.astype(np.int64) - in_zp) @ w.astype(np.int64).T
     acc = (acc + 2**31) % 2**32 - 2**31
@@ -440,10 +430,7 @@ def test_qfc_is_within_one_step_of_onnxruntime_qlinearmatmul(rows, inner, outs, 
     pairs = int8.conv_requant_pairs(s_x, s_w, s_y)
     xa, wa, ra = staging.add(x), staging.add(w), staging.add(pairs)
     out = staging.reserve(rows * outs)
-    ins = instruction(
-        "qfc", in_addr=xa, n=rows, k=inner, o=outs, w_addr=wa, b_addr=-1, out_addr=out,
-        in_zp=zps[0], out_zp=zps[1], rq_addr=ra, clamp=(-128, 127), lut_addr=-1,
-    )  # fmt: skip
+    ins = qfc(xa, rows, inner, outs, wa, out, in_zp=zps[0], out_zp=zps[1], rq_addr=ra)
     (y,) = run_both(layer_program(staging, [ins], out, (rows, outs), dtype=DType.I8), [])
     assert np.abs(y.astype(np.int64) - expected.astype(np.int64)).max() <= 1
 

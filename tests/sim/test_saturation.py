@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sim_builders import Staging, instruction, layer_program
+from sim_builders import Staging, add, cvt, instruction, layer_program
 
 from mrvl.act_tables import activation_table
 from mrvl.binary import encode
@@ -40,19 +40,7 @@ def add_program(a, b, act=Activation.NONE, act_a=0.0, act_b=0.0) -> Program:
         code.append(
             instruction("lut", src_addr=staging.add(activation_table(act, act_a, act_b)), **fields)
         )
-    code.append(
-        instruction(
-            "add",
-            a_addr=a_addr,
-            b_addr=b_addr,
-            out_addr=out_addr,
-            count=count,
-            channels=0,
-            act_addr=-1,
-            loc=0,
-            **fields,  # fmt: skip
-        )
-    )
+    code.append(add(a_addr, b_addr, out_addr, count, loc=0, **fields))
     return layer_program(staging, code, out_addr, (count,), srcmap=["/net/Add"])
 
 
@@ -97,15 +85,7 @@ def test_cvt_to_f16_counts(engine):
         ddr_size=64,
         io=[IOEntry("x", True, x.shape, DType.F32, 0), IOEntry("y", False, x.shape, DType.F16, 32)],
         code=[
-            instruction(
-                "cvt",
-                src_addr=0,
-                src_dtype=int(DType.F32),
-                src_shape=x.shape,
-                dst_addr=32,
-                dst_dtype=int(DType.F16),
-                perm=(0, 1, 2, 3),
-            ),
+            cvt(0, DType.F32, x.shape, 32, DType.F16, (0, 1, 2, 3)),
             instruction("end"),
         ],
         const_base=0,

@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 from sim_builders import (
     Staging,
+    add,
     assert_f16_close,
     conv,
     conv_region_program,
     copy_bytes,
+    cvt,
     dma,
     end,
     fc,
@@ -509,15 +511,7 @@ def test_cvt_rounds_and_saturates():
             IOEntry("y", False, (4, 1, 1, 1), DType.F16, 16),
         ],
         code=[
-            instruction(
-                "cvt",
-                src_addr=0,
-                src_dtype=int(DType.F32),
-                src_shape=(1, 1, 1, 4),
-                dst_addr=16,
-                dst_dtype=int(DType.F16),
-                perm=(3, 1, 2, 0),
-            ),
+            cvt(0, DType.F32, (1, 1, 1, 4), 16, DType.F16, (3, 1, 2, 0)),
             end(),
         ],
         const_base=0,
@@ -694,18 +688,7 @@ def run_add(a, b, **kwargs):
     staging = Staging()
     a_addr, b_addr = staging.add(a), staging.add(b)
     out_addr = staging.reserve(a.size * 2)
-    ins = instruction(
-        "add",
-        a_addr=a_addr,
-        b_addr=b_addr,
-        out_addr=out_addr,
-        count=a.size,
-        channels=0,
-        act=int(kwargs.get("act", Activation.NONE)),
-        act_a=kwargs.get("act_a", 0.0),
-        act_b=kwargs.get("act_b", 0.0),
-        act_addr=-1,
-    )
+    ins = add(a_addr, b_addr, out_addr, a.size, **kwargs)
     (y,) = run_both(layer_program(staging, [ins], out_addr, a.shape), [])
     return y
 
