@@ -69,8 +69,8 @@ def quantized_scale_shift(
     op: mrvl.QuantizeOp,
 ) -> tuple[mrvl.ScaleShiftOp, mrvl.DequantizeOp] | None:
     """The scale_shift and the dequantize of `quantize(scale_shift(dequantize(q)))` that the
-    quantize `op` ends (the scale_shift read by `op` alone), or None: what the table and
-    the per-channel affine folds match."""
+    quantize `op` ends (the scale_shift read by `op` alone), or None: what the per-channel
+    affine fold matches (the table fold also looks through a reshape)."""
     layer = op.input.owner
     if not isinstance(layer, mrvl.ScaleShiftOp) or not op.input.has_one_use():
         return None
