@@ -4,35 +4,32 @@ gathers them into `INSTRUCTION_SELECTIONS`."""
 
 from __future__ import annotations
 
-from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
-
 from mrvl.dialects import sched
 from mrvl.passes.isa.convert_sched_to_mlip import InstructionSelection
 
 
 class SelectLayerNormStats(InstructionSelection):
+    source = sched.LayerNormStatsTaskOp
     opcode = "lnstats"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.LayerNormStatsTaskOp, rewriter: PatternRewriter) -> None:
+    def fields(self, op: sched.LayerNormStatsTaskOp) -> dict:
         rows, length = sched.buffer_type(op.input).dims
-        fields = {
+        return {
             "in_addr": self.state.address(op.input),
             "out_addr": self.state.address(op.output),
             "rows": rows,
             "length": length,
             "eps": op.epsilon.value.data,
         }
-        self.select(op, rewriter, fields)
 
 
 class SelectLayerNormApply(InstructionSelection):
+    source = sched.LayerNormApplyTaskOp
     opcode = "lnapply"
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: sched.LayerNormApplyTaskOp, rewriter: PatternRewriter) -> None:
+    def fields(self, op: sched.LayerNormApplyTaskOp) -> dict:
         rows, count = sched.buffer_type(op.input).dims
-        fields = {
+        return {
             "in_addr": self.state.address(op.input),
             "out_addr": self.state.address(op.output),
             "stats_addr": self.state.address(op.stats),
@@ -41,7 +38,6 @@ class SelectLayerNormApply(InstructionSelection):
             "g_addr": self.state.address(op.scale),
             "b_addr": self.state.address(op.shift),
         }
-        self.select(op, rewriter, fields)
 
 
 LONG_ROW_SELECTIONS: tuple[type[InstructionSelection], ...] = (
