@@ -15,10 +15,8 @@ LN_STATS_WORDS = 2
 
 
 def long_row_opcodes() -> tuple:
-    from mrvl.isa import FieldSpec, OpcodeSpec
-
-    def f(name, kind, doc, legal=()):
-        return FieldSpec(name, kind, doc, None, None, (legal,) if isinstance(legal, str) else legal)
+    from mrvl.isa import OpcodeSpec
+    from mrvl.isa import _f as f
 
     lnstats = OpcodeSpec(
         "lnstats",
