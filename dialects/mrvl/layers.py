@@ -416,8 +416,43 @@ class ScaleShiftOp(FusedActivation, IRDLOperation):
         self.verify_activation(self.channels)
 
 
+class BatchedProduct:
+    """The shape rule that `mrvl.bmm` and `sched.bmm` share: `lhs` [B or 1, M, K] ([.., K, M]
+    with `trans_a`), `rhs` [B or 1, K, N] ([.., N, K] with `trans_b`), `output` [B, M, N].
+    The op says how to read a value's shape: a tensor's, or a buffer's (`value_shape`)."""
+
+    def value_shape(self, value: SSAValue) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def dims(self) -> tuple[int, int, int, int]:
+        """(batch, M, K, N) of the product."""
+        batch, m, n = self.value_shape(self.output)
+        _, l1, l2 = self.value_shape(self.lhs)
+        return batch, m, (l1 if self.trans_a is not None else l2), n
+
+    def verify_product_shapes(self) -> None:
+        """The operands' matrices make the result's, and each holds one matrix or B."""
+        batch, m, n = self.value_shape(self.output)
+        lb, l1, l2 = self.value_shape(self.lhs)
+        rb, r1, r2 = self.value_shape(self.rhs)
+        lm, lk = (l2, l1) if self.trans_a is not None else (l1, l2)
+        rk, rn = (r2, r1) if self.trans_b is not None else (r1, r2)
+        if lk != rk:
+            raise VerifyException(f"{self.name}: lhs reduces over {lk} elements but rhs over {rk}")
+        if (lm, rn) != (m, n):
+            raise VerifyException(
+                f"{self.name}: result matrices are [{m}, {n}] but the operands make [{lm}, {rn}]"
+            )
+        for what, b in (("lhs", lb), ("rhs", rb)):
+            if b not in (1, batch):
+                raise VerifyException(
+                    f"{self.name}: {what} holds {b} matrices; the result has {batch} "
+                    "(1 broadcasts)"
+                )
+
+
 @irdl_op_definition
-class BatchMatMulOp(IRDLOperation):
+class BatchMatMulOp(BatchedProduct, IRDLOperation):
     """Batched product of two activations (attention's Q·Kᵀ and A·V), on rank-3 `NCW`
     tensors in Relax's row-major order: `lhs` [B or 1, M, K] ([.., K, M] with `trans_a`),
     `rhs` [B or 1, K, N] ([.., N, K] with `trans_b`), result [B, M, N]. An operand with one
@@ -445,11 +480,8 @@ class BatchMatMulOp(IRDLOperation):
             properties["trans_b"] = UnitAttr()
         super().__init__(operands=[lhs, rhs], result_types=[output_type], properties=properties)
 
-    def dims(self) -> tuple[int, int, int, int]:
-        """(batch, M, K, N) of the product."""
-        batch, m, n = shape_of(self.output)
-        lb, l1, l2 = shape_of(self.lhs)
-        return batch, m, (l1 if self.trans_a is not None else l2), n
+    def value_shape(self, value: SSAValue) -> tuple[int, ...]:
+        return shape_of(value)
 
     def verify_(self) -> None:
         for what, value in (("lhs", self.lhs), ("rhs", self.rhs), ("output", self.output)):
@@ -457,19 +489,4 @@ class BatchMatMulOp(IRDLOperation):
         types = {element_type_of(v) for v in (self.lhs, self.rhs, self.output)}
         if len(types) != 1:
             raise VerifyException("mrvl.bmm: operands and result must have one element type")
-        batch, m, n = shape_of(self.output)
-        lb, l1, l2 = shape_of(self.lhs)
-        rb, r1, r2 = shape_of(self.rhs)
-        lm, lk = (l2, l1) if self.trans_a is not None else (l1, l2)
-        rk, rn = (r2, r1) if self.trans_b is not None else (r1, r2)
-        if lk != rk:
-            raise VerifyException(f"mrvl.bmm: lhs reduces over {lk} elements but rhs over {rk}")
-        if (lm, rn) != (m, n):
-            raise VerifyException(
-                f"mrvl.bmm: result matrices are [{m}, {n}] but the operands make [{lm}, {rn}]"
-            )
-        for what, b in (("lhs", lb), ("rhs", rb)):
-            if b not in (1, batch):
-                raise VerifyException(
-                    f"mrvl.bmm: {what} holds {b} matrices; the result has {batch} (1 broadcasts)"
-                )
+        self.verify_product_shapes()

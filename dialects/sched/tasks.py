@@ -30,7 +30,7 @@ from xdsl.irdl import (
 from xdsl.irdl.operations import AttrSizedOperandSegments
 from xdsl.utils.exceptions import VerifyException
 
-from mrvl.dialects.mrvl import ACTIVATION_FORMAT, FusedActivation, box_span
+from mrvl.dialects.mrvl import ACTIVATION_FORMAT, BatchedProduct, FusedActivation, box_span
 from mrvl.dialects.sched.attributes import (
     BufferType,
     PoolKindAttr,
@@ -459,7 +459,7 @@ class FullyConnectedTaskOp(FusedActivation, TaskBase):
 
 
 @irdl_op_definition
-class BatchMatMulTaskOp(TaskBase):
+class BatchMatMulTaskOp(BatchedProduct, TaskBase):
     """Batched product of two OCM operands ([batch or 1, M, K] or, with `trans_a`, [.., K, M];
     [batch or 1, K, N] or, with `trans_b`, [.., N, K]) into [batch, M, N]: from +0.0, or from
     the fp32 partial sums `acc`; f16, or the fp32 accumulator with `acc_out`."""
@@ -479,25 +479,16 @@ class BatchMatMulTaskOp(TaskBase):
         "type($lhs) `,` type($rhs) `->` type($output)",
     )
 
-    def dims(self) -> tuple[int, int, int, int]:
-        """(batch, M, K, N) of the product."""
-        batch, m, n = buffer_type(self.output).dims
-        _, l1, l2 = buffer_type(self.lhs).dims
-        return batch, m, (l1 if self.trans_a is not None else l2), n
+    def value_shape(self, value: SSAValue) -> tuple[int, ...]:
+        return buffer_type(value).dims
 
     def verify_(self) -> None:
         tile = self.tile.value.data
         _check_ocm(self, tile, self.lhs, self.rhs, self.output)
-        shapes = [buffer_type(v).dims for v in (self.lhs, self.rhs, self.output)]
-        if any(len(s) != 3 for s in shapes):
+        if any(len(buffer_type(v).dims) != 3 for v in (self.lhs, self.rhs, self.output)):
             raise VerifyException("sched.bmm: operands and result must be rank 3")
-        (lb, l1, l2), (rb, r1, r2), (batch, m, n) = shapes
-        lm, lk = (l2, l1) if self.trans_a is not None else (l1, l2)
-        rk, rn = (r2, r1) if self.trans_b is not None else (r1, r2)
-        if lk != rk or (lm, rn) != (m, n) or lb not in (1, batch) or rb not in (1, batch):
-            raise VerifyException(
-                f"sched.bmm: shapes {[list(s) for s in shapes]} do not make a batched product"
-            )
+        self.verify_product_shapes()
+        batch, m, n = buffer_type(self.output).dims
         if self.acc is not None:
             _check_ocm(self, tile, self.acc)
             if buffer_type(self.acc).dims != (batch, m, n):

@@ -20,7 +20,7 @@ builtin.module {
   %o = sched.alloc tile(0) : !sched.buffer<ocm, 2x3x5xf16>
   %t = sched.bmm tile 0 %a, %b -> %o : !sched.buffer<ocm, 2x3x4xf16>, !sched.buffer<ocm, 2x4x6xf16> -> !sched.buffer<ocm, 2x3x5xf16>
 }
-// CHECK: sched.bmm: shapes [[2, 3, 4], [2, 4, 6], [2, 3, 5]] do not make a batched product
+// CHECK: sched.bmm: result matrices are [3, 5] but the operands make [3, 6]
 
 // -----
 
