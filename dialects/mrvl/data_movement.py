@@ -133,6 +133,12 @@ def is_data_constant(value: SSAValue) -> bool:
     return isinstance(value.owner, ConstantOp) and layout_of(value) in DATA_LAYOUTS
 
 
+def verify_element_type_kept(op: IRDLOperation) -> None:
+    """An op that moves or reshapes values (not a cast) keeps its input's element type."""
+    if element_type_of(op.input) != element_type_of(op.output):
+        raise VerifyException(f"{op.name}: element type must not change")
+
+
 class TensorMoveBase(IRDLOperation):
     """A pure op from one tensor to another that moves or converts its values (reshape,
     layout change, cast): `input`, `output` and their types."""
@@ -160,8 +166,7 @@ class ReshapeOp(TensorMoveBase):
                 f"mrvl.reshape: {list(shape_of(self.input))} and "
                 f"{list(shape_of(self.output))} hold different numbers of elements"
             )
-        if element_type_of(self.input) != element_type_of(self.output):
-            raise VerifyException("mrvl.reshape: element type must not change")
+        verify_element_type_kept(self)
 
 
 def box_span(offset: int, box: Sequence[int], strides: Sequence[int]) -> tuple[int, int]:
@@ -210,8 +215,7 @@ class LayoutConvertOp(TensorMoveBase):
                 f"mrvl.layout_convert: {src}->{dst} of {list(shape)} gives {expected}, "
                 f"not {list(shape_of(self.output))}"
             )
-        if element_type_of(self.input) != element_type_of(self.output):
-            raise VerifyException("mrvl.layout_convert: element type must not change")
+        verify_element_type_kept(self)
 
 
 @irdl_op_definition
@@ -362,8 +366,7 @@ class StridedCopyOp(IRDLOperation):
                 f"mrvl.strided_copy: elements {first} to {last} are outside the input's "
                 f"{prod(shape_of(self.input))} elements"
             )
-        if element_type_of(self.input) != element_type_of(self.output):
-            raise VerifyException("mrvl.strided_copy: element type must not change")
+        verify_element_type_kept(self)
 
 
 @irdl_op_definition
@@ -403,8 +406,7 @@ class ResizeOp(Int8Properties, IRDLOperation):
         on, oh, ow, oc = shape_of(self.output)
         if (on, oc) != (n, c):
             raise VerifyException("mrvl.resize: input and result differ in N or C")
-        if element_type_of(self.input) != element_type_of(self.output):
-            raise VerifyException("mrvl.resize: element type must not change")
+        verify_element_type_kept(self)
         self.verify_int8([self.input], self.output)
         int8 = self.out_quant is not None
         per_index, kind = (3, IntegerType) if int8 else (4, Float32Type)
@@ -454,5 +456,4 @@ class DilateOp(IRDLOperation):
             raise VerifyException(
                 f"mrvl.dilate: result shape {list(shape_of(self.output))} is not {list(expected)}"
             )
-        if element_type_of(self.input) != element_type_of(self.output):
-            raise VerifyException("mrvl.dilate: element type must not change")
+        verify_element_type_kept(self)

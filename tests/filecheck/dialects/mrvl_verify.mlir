@@ -190,3 +190,20 @@ func.func @f(%x: tensor<1x3x4x2xf16, #mrvl.layout<NHWC>>, %t: tensor<24xf32, #mr
   func.return
 }
 // CHECK: mrvl.resize: xtab must be f32 with 4 values per output index (32)
+
+// -----
+
+// Every move but a cast keeps the element type (one rule, `verify_element_type_kept`).
+func.func @f(%x: tensor<1x2x3x4xf16, #mrvl.layout<NCHW>>) {
+  %y = mrvl.reshape %x : tensor<1x2x3x4xf16, #mrvl.layout<NCHW>> -> tensor<1x24xf32, #mrvl.layout<NC>>
+  func.return
+}
+// CHECK: mrvl.reshape: element type must not change
+
+// -----
+
+func.func @f(%x: tensor<1x3x3x2xf16, #mrvl.layout<NHWC>>) {
+  %y = mrvl.dilate %x strides [2, 2] : tensor<1x3x3x2xf16, #mrvl.layout<NHWC>> -> tensor<1x5x5x2xf32, #mrvl.layout<NHWC>>
+  func.return
+}
+// CHECK: mrvl.dilate: element type must not change
