@@ -15,7 +15,7 @@ warm=$!
 wait "$warm" || echo "test.sh: the simulator warm-up failed; the pytest workers compile it" >&2
 # Two workers (CI has 2 cores), each running the simulator on one thread: a run's second
 # thread waits for the first between the convs they share, which would take the other
-# worker's core (tests/sim/test_engines.py runs 1, 2 and 3 threads on purpose).
+# worker's core (tests/sim/test_engine_threads.py runs 1, 2 and 3 threads on purpose).
 export MRVL_SIM_THREADS="${MRVL_SIM_THREADS:-1}"
 # Two workers (CI has 2 cores). Each unit of work (a test file, or one model of the
 # model-scale files: tests/conftest.py) runs on one worker, so that its shared builds are made

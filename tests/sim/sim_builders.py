@@ -629,3 +629,97 @@ def same_on_any_number_of_threads(program) -> None:
         assert_same_bytes(reference, compiled)
         np.testing.assert_array_equal(counted.saturated, expected.saturated)
         np.testing.assert_array_equal(counted.nans, expected.nans)
+
+
+def valid_conv_program() -> Program:
+    """x [1, 3, 3, 4] of ones and one 3x3 conv of it (2 outputs) on tile 0: the smallest valid
+    program, for tests of what happens around a run."""
+    staging = Staging()
+    x_addr = staging.add(np.ones((1, 3, 3, 4), np.float16))
+    w_addr = staging.add(np.ones((2, 3, 3, 4), np.float16))
+    out_addr = staging.reserve(2 * 2)
+    ins = conv(x_addr, (1, 3, 3, 4), out_addr, (1, 1, 1, 2), w_addr, kernel=(3, 3), loc=0)
+    return layer_program(staging, [ins], out_addr, (1, 1, 1, 2), srcmap=["/c/Conv"])
+
+
+def multicast_program(multicast: bool) -> Program:
+    """x [1, 5, 3, 4] and 3x3 conv weights (16 outputs) in the constant pool, brought to the
+    same OCM addresses on tiles 0, 1 and 2 by a multicast dma each (issued by tile 1), or by
+    one dma per tile; then tile t computes output row t with a conv that waits on both, and
+    stores it to row t of y [3, 16] (f16)."""
+    channels, outs, tiles = 4, 16, (0, 1, 2)
+    staging = Staging()
+    x = f16_data(11, (1, 5, 3, channels), False)
+    w = f16_data(12, (outs, 3, 3, channels), False)
+    x_addr, w_addr = staging.add(x), staging.add(w)
+    out_ocm = staging.reserve(outs * 2)
+    consts = bytes(staging.blob)
+    out_ddr, nbytes = len(consts), outs * 2
+    code = []
+    for signal, (addr, size) in enumerate(((x_addr, x.nbytes), (w_addr, w.nbytes)), 1):
+        ddr_to_ocm = (MemSpace.DDR, addr, MemSpace.OCM, addr, size)
+        if multicast:
+            code.append(copy_bytes(*ddr_to_ocm, tile=1, signal=signal, dst_tiles=0b111, loc=0))
+        else:
+            code += [copy_bytes(*ddr_to_ocm, tile=t, signal=signal, loc=0) for t in tiles]
+    for t in tiles:
+        code.append(
+            conv(
+                *(x_addr, (1, 5, 3, channels), out_ocm, (1, 1, 1, outs), w_addr),
+                kernel=(3, 3),
+                orow0=t,
+                tile=t,
+                waits=(1, 2),
+                signal=3 + t,
+                loc=1,
+            )
+        )
+        code.append(
+            copy_bytes(
+                *(MemSpace.OCM, out_ocm, MemSpace.DDR, out_ddr + t * nbytes, nbytes),
+                tile=t,
+                waits=(3 + t,),
+                loc=1,
+            )
+        )
+    return Program(
+        target="cn10ka",
+        num_tiles=3,
+        ddr_size=out_ddr + 3 * nbytes,
+        io=[IOEntry("y", False, (3, outs), DType.F16, out_ddr)],
+        code=[*code, end()],
+        const_base=0,
+        consts=consts,
+        srcmap=["/m/Load", "/m/Conv"],
+    )
+
+
+def run_conv(x, w, b=None, *, stride=(1, 1), pad=(0, 0), dilation=(1, 1), groups=1, **kwargs):
+    """One conv instruction over the whole input; output size from the bottom/right padding
+    that the reference uses (pad is [top, left], pad_end [bottom, right])."""
+    pad_end = kwargs.pop("pad_end", (0, 0))
+    n, height, width, _ = x.shape
+    out_channels, kh, kw, _ = w.shape
+    out_h = (height + pad[0] + pad_end[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    out_w = (width + pad[1] + pad_end[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    out_shape = (n, out_h, out_w, out_channels)
+    staging = Staging()
+    in_addr, w_addr = staging.add(x), staging.add(w)
+    b_addr = -1 if b is None else staging.add(b)
+    out_addr = staging.reserve(np.prod(out_shape) * 2)
+    ins = conv(
+        in_addr,
+        x.shape,
+        out_addr,
+        out_shape,
+        w_addr,
+        kernel=(kh, kw),
+        b_addr=b_addr,
+        stride=stride,
+        pad=pad,
+        dilation=dilation,
+        groups=groups,
+        **kwargs,
+    )
+    (y,) = run_both(layer_program(staging, [ins], out_addr, out_shape), [])
+    return y
