@@ -10,6 +10,10 @@ graph: that is what lets `fuzz.shrink` delete layers freely.
 The same generator serves hypothesis (`specs()`, which draws through hypothesis so it shrinks
 the usual way) and a plain seeded `random.Random` (`random_spec`, for `scripts/fuzz.py`).
 
+The graph under construction is `grammar_graph.py`'s; the per-element layers' emitters are in
+`grammar_pointwise.py` and the shape-changing ones in `grammar_shapes.py`, as the issue-21 forms
+are in the modules named below; this module draws every kind and registers their `EMITTERS`.
+
 The grammar covers every operator mrvl offloads today (Conv incl. grouped, depthwise,
 dilated and padded; BatchNormalization; Mul/Add by constants on either side; Relu, Clip,
 LeakyRelu; the unary layers of `grammar_unary.py` (GELU, Erf, Exp, Log, Sqrt, Pow...,
@@ -35,17 +39,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import grammar_einsum
 import grammar_moves
+import grammar_pointwise
 import grammar_rank5
 import grammar_reduce
+import grammar_shapes
 import numpy as np
 import onnx
+from grammar_graph import Graph, Value, _conv_out, _f32, _pool_out, _rng
 from grammar_unary import draw_unary, emit_unary
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 OPSET = 17
 MCPUS = ("cn10ka", "cnf10kb")
@@ -140,80 +147,6 @@ class Spec:
 
 
 # ---------------------------------------------------------------------------------------------
-# The graph under construction
-
-
-@dataclass
-class Value:
-    name: str
-    shape: tuple[int, ...]
-
-
-@dataclass
-class Graph:
-    nodes: list = field(default_factory=list)
-    inits: list = field(default_factory=list)
-    values: list[Value] = field(default_factory=list)  # every tensor made so far, in order
-    current: Value | None = None
-    macs: int = 0
-    _count: int = 0
-    _prefix: str = "L0"
-
-    def fresh(self, hint: str = "t") -> str:
-        self._count += 1
-        return f"{self._prefix}_{hint}{self._count}"
-
-    def const(self, array: np.ndarray, hint: str = "w") -> str:
-        name = self.fresh(hint)
-        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
-        return name
-
-    def named_const(self, name: str, array: np.ndarray) -> str:
-        """A constant shared by name (reused blocks); made once."""
-        if not any(init.name == name for init in self.inits):
-            self.inits.append(numpy_helper.from_array(np.asarray(array), name))
-        return name
-
-    def node(self, op: str, inputs: Sequence[str], shape: tuple[int, ...], **attrs) -> Value:
-        out = self.fresh("t")
-        self.nodes.append(helper.make_node(op, list(inputs), [out], name=self.fresh(op), **attrs))
-        value = Value(out, tuple(int(d) for d in shape))
-        self.values.append(value)
-        return value
-
-    def set(self, value: Value) -> None:
-        self.current = value
-
-    def earlier(self, pred: Callable[[tuple[int, ...]], bool]) -> list[Value]:
-        return [v for v in self.values[:-1] if pred(v.shape) and v is not self.current]
-
-
-def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
-
-def _f32(a) -> np.ndarray:
-    return np.asarray(a, dtype=np.float32)
-
-
-def _conv_out(size: int, k: int, s: int, d: int, p0: int, p1: int) -> int:
-    return (size + p0 + p1 - ((k - 1) * d + 1)) // s + 1
-
-
-def _pool_out(size: int, k: int, s: int, p0: int, p1: int, ceil_mode: bool) -> int:
-    """The output size; 0 when the window does not fit, and also for a ceil_mode whose last
-    window would start in the end padding, where ONNX's shape inference (which keeps it)
-    and onnxruntime (which drops it) disagree."""
-    span = size + p0 + p1 - k
-    if span < 0:
-        return 0
-    out = (-(-span // s) if ceil_mode else span // s) + 1
-    if ceil_mode and (out - 1) * s >= size + p0:
-        return 0
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
 # Emitters: (graph, params) -> True if the layer was added, False if it does not fit here.
 # Each emitter reads the current value, adds nodes, and sets the new current value.
 
@@ -266,114 +199,6 @@ def emit_conv(g: Graph, p: dict, x: Value | None = None, set_current: bool = Tru
     if set_current:
         g.set(out)
     return out
-
-
-def emit_bn(g: Graph, p: dict) -> bool:
-    x = g.current
-    if len(x.shape) not in (2, 4):
-        return False
-    c = x.shape[1]
-    rng = _rng(p["seed"])
-    gamma = _f32(rng.uniform(0.5, 1.5, c))
-    beta = _f32(rng.standard_normal(c) * 0.2)
-    mean = _f32(rng.standard_normal(c) * 0.2)
-    var = _f32(rng.uniform(0.5, 2.0, c))
-    names = [g.const(a, "bn") for a in (gamma, beta, mean, var)]
-    g.set(g.node("BatchNormalization", [x.name, *names], x.shape, epsilon=1e-5))
-    return True
-
-
-def _const_shape(x: Value, kind: str) -> tuple[int, ...] | None:
-    c = x.shape[1]
-    if kind == "scalar":
-        return ()
-    if len(x.shape) == 4:  # full and plane: no per-channel step, a binary's constant operand
-        return {"channel4": (1, c, 1, 1), "channel3": (c, 1, 1), "full": (1, *x.shape[1:]),
-                "plane": (1, 1, *x.shape[2:])}.get(kind, (1, c, 1, 1))  # fmt: skip
-    return {"channel4": (1, c), "channel3": (c,), "full": (1, c), "plane": x.shape}.get(kind, (c,))
-
-
-def emit_binary_const(g: Graph, p: dict) -> bool:
-    """Mul/Add/Sub/Div/Max/Min of the current tensor and a constant, the constant on `side`. A Div
-    with the constant on the left is made as Mul(c, x), since c / x has poles near 0."""
-    x = g.current
-    shape = _const_shape(x, p["kind"])
-    rng = _rng(p["seed"])
-    op = p["op"]
-    if op in ("Mul", "Div"):
-        magnitude = rng.uniform(0.5, 1.5, shape)
-        value = magnitude * rng.choice([-1.0, 1.0], shape) if p.get("signed") else magnitude
-    else:
-        value = rng.standard_normal(shape) * 0.3
-    c = g.const(_f32(value), "k")
-    if op == "Div" and p["side"] == "left":
-        op = "Mul"
-    inputs = [c, x.name] if p["side"] == "left" else [x.name, c]
-    g.set(g.node(op, inputs, x.shape))
-    return True
-
-
-def emit_activation(g: Graph, p: dict) -> bool:
-    x = g.current
-    act = p["act"]
-    if act == "Relu":
-        g.set(g.node("Relu", [x.name], x.shape))
-    elif act == "Clip":
-        lo, hi = p["bounds"]
-        ins = [x.name, g.const(_f32(lo), "lo")] + (
-            [g.const(_f32(hi), "hi")] if hi is not None else []
-        )
-        g.set(g.node("Clip", ins, x.shape))
-    elif act == "LeakyRelu":
-        g.set(g.node("LeakyRelu", [x.name], x.shape, alpha=p["alpha"]))
-    elif act == "Softmax":
-        g.set(g.node("Softmax", [x.name], x.shape, axis=1))
-    elif act == "HardSigmoid":
-        g.set(g.node("HardSigmoid", [x.name], x.shape, alpha=0.2, beta=0.5))
-    elif act == "SiLU":
-        s = g.node("Sigmoid", [x.name], x.shape)
-        g.set(
-            g.node(
-                "Mul", [x.name, s.name] if p.get("side") != "left" else [s.name, x.name], x.shape
-            )
-        )
-    else:  # Sigmoid, Tanh, HardSwish
-        g.set(g.node(act, [x.name], x.shape))
-    return True
-
-
-def emit_softmax(g: Graph, p: dict) -> bool:
-    """Softmax on any axis of a rank-2 or rank-4 tensor: after `to_rank2` a row is the whole
-    feature vector, up to 600,000 elements, beyond a tile's OCM (it must stay on the CPU)."""
-    x = g.current
-    g.set(g.node("Softmax", [x.name], x.shape, axis=p["axis"] % len(x.shape)))
-    return True
-
-
-def emit_layernorm(g: Graph, p: dict) -> bool:
-    """LayerNormalization over the last k axes, or the decomposed form older exports write
-    (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add); a row of a wide or flattened
-    tensor can exceed a tile's OCM (it must stay on the CPU)."""
-    x = g.current
-    k = min(p["k"], len(x.shape) - 1)
-    row = x.shape[-k:]
-    rng = _rng(p["seed"])
-    scale = g.const(_f32(1 + 0.2 * rng.standard_normal(row)), "g")
-    shift = g.const(_f32(0.2 * rng.standard_normal(row)), "b")
-    if not p["decomposed"]:
-        g.set(g.node("LayerNormalization", [x.name, scale, shift], x.shape, axis=-k, epsilon=1e-5))
-        return True
-    axes = list(range(len(x.shape) - k, len(x.shape)))  # an attribute at opset 17
-    reduced = x.shape[: len(x.shape) - k] + (1,) * k
-    mean = g.node("ReduceMean", [x.name], reduced, axes=axes)
-    d = g.node("Sub", [x.name, mean.name], x.shape)
-    sq = g.node("Pow", [d.name, g.const(_f32(2.0), "two")], x.shape)
-    var = g.node("ReduceMean", [sq.name], reduced, axes=axes)
-    std = g.node("Sqrt", [g.node("Add", [var.name, g.const(_f32(1e-5), "eps")], reduced).name],
-                 reduced)  # fmt: skip
-    n = g.node("Div", [d.name, std.name], x.shape)
-    g.set(g.node("Add", [g.node("Mul", [n.name, scale], x.shape).name, shift], x.shape))
-    return True
 
 
 def emit_pool(g: Graph, p: dict) -> bool:
@@ -437,83 +262,6 @@ def emit_global_pool(g: Graph, p: dict) -> bool:
     if len(x.shape) != 4:
         return False
     g.set(g.node(p["op"], [x.name], (*x.shape[:2], 1, 1)))
-    return True
-
-
-def emit_to_rank2(g: Graph, p: dict) -> bool:
-    """Flatten, Reshape(N, -1), or Squeeze of a 1x1 plane."""
-    x = g.current
-    if len(x.shape) != 4:
-        return False
-    n = x.shape[0]
-    flat = int(np.prod(x.shape[1:]))
-    how = p["how"]
-    if how == "Squeeze":
-        if x.shape[2:] != (1, 1):
-            return False
-        g.set(g.node("Squeeze", [x.name, g.const(np.array([2, 3], np.int64), "ax")], (n, flat)))
-    elif how == "Reshape":
-        shape = g.const(np.array([n, -1], np.int64), "sh")
-        g.set(g.node("Reshape", [x.name, shape], (n, flat)))
-    else:
-        g.set(g.node("Flatten", [x.name], (n, flat), axis=1))
-    return True
-
-
-def emit_reshape4(g: Graph, p: dict) -> bool:
-    x = g.current
-    if len(x.shape) != 4:
-        return False
-    n, c, h, w = x.shape
-    target = {
-        "fold_h": (n, c * h, w, 1),
-        "merge_hw": (n, c, h * w, 1),
-        "all_channels": (n, c * h * w, 1, 1),
-        "unflatten": None,
-    }[p["to"]]
-    if target is None:
-        return False
-    g.set(g.node("Reshape", [x.name, g.const(np.array(target, np.int64), "sh")], target))
-    return True
-
-
-def emit_unflatten(g: Graph, p: dict) -> bool:
-    """(N, F) -> (N, F, 1, 1) so that convs can follow an FC."""
-    x = g.current
-    if len(x.shape) != 2:
-        return False
-    target = (x.shape[0], x.shape[1], 1, 1)
-    g.set(g.node("Reshape", [x.name, g.const(np.array(target, np.int64), "sh")], target))
-    return True
-
-
-def emit_transpose(g: Graph, p: dict) -> bool:
-    x = g.current
-    if len(x.shape) != 4:
-        return False
-    if p["perm"] == "roundtrip":
-        t = g.node(
-            "Transpose", [x.name], tuple(x.shape[i] for i in (0, 2, 3, 1)), perm=[0, 2, 3, 1]
-        )
-        g.set(g.node("Transpose", [t.name], x.shape, perm=[0, 3, 1, 2]))
-        return True
-    perm = list(p["perm"])
-    g.set(g.node("Transpose", [x.name], tuple(x.shape[i] for i in perm), perm=perm))
-    return True
-
-
-def emit_channel_shuffle(g: Graph, p: dict) -> bool:
-    x = g.current
-    if len(x.shape) != 4:
-        return False
-    n, c, h, w = x.shape
-    groups = p["groups"]
-    if c % groups or c == groups:
-        return False
-    five = (n, groups, c // groups, h, w)
-    r = g.node("Reshape", [x.name, g.const(np.array(five, np.int64), "sh")], five)
-    t = g.node("Transpose", [r.name], (n, c // groups, groups, h, w), perm=[0, 2, 1, 3, 4])
-    g.set(g.node("Reshape", [t.name, g.const(np.array(x.shape, np.int64), "sh")], x.shape))
     return True
 
 
@@ -601,47 +349,6 @@ def emit_squeeze_excite(g: Graph, p: dict) -> bool:
     s = g.node(p.get("gate", "Sigmoid"), [s.name], s.shape)
     ins = [x.name, s.name] if p["order"] == 0 else [s.name, x.name]
     g.set(g.node("Mul", ins, x.shape))
-    return True
-
-
-def emit_resize(g: Graph, p: dict) -> bool:
-    x = g.current
-    if len(x.shape) != 4:
-        return False
-    n, c, h, w = x.shape
-    f = p["scale"]
-    scales = g.const(_f32([1, 1, f, f]), "sc")
-    attrs = {"mode": p["mode"]}
-    if p["mode"] == "nearest":
-        attrs["nearest_mode"] = "floor" if p["ctm"] == "asymmetric" else "round_prefer_floor"
-    if p["mode"] == "linear" and p["ctm"] == "align_corners" and (h == 1 or w == 1):
-        return False
-    attrs["coordinate_transformation_mode"] = p["ctm"]
-    g.set(g.node("Resize", [x.name, "", scales], (n, c, h * f, w * f), **attrs))
-    return True
-
-
-def emit_slice(g: Graph, p: dict) -> bool:
-    x = g.current
-    if len(x.shape) != 4:
-        return False
-    axis = p["axis"]
-    size = x.shape[axis]
-    bounds = grammar_moves.slice_bounds(size, p) if size >= 2 else None
-    if bounds is None:
-        return False
-    start, end, step, kept = bounds
-    shape = list(x.shape)
-    shape[axis] = kept
-    ins = [
-        x.name,
-        g.const(np.array([start], np.int64), "st"),
-        g.const(np.array([end if end >= 0 else -(2**62)], np.int64), "en"),
-        g.const(np.array([axis], np.int64), "ax"),
-    ]
-    if step != 1:
-        ins.append(g.const(np.array([step], np.int64), "sp"))
-    g.set(g.node("Slice", ins, tuple(shape)))
     return True
 
 
@@ -748,29 +455,19 @@ def emit_block(g: Graph, p: dict) -> bool:
 
 EMITTERS: dict[str, Callable[[Graph, dict], bool]] = {
     "conv": lambda g, p: emit_conv(g, p) is not False,
-    "bn": emit_bn,
-    "const": emit_binary_const,
-    "act": emit_activation,
-    "softmax": emit_softmax,
-    "layernorm": emit_layernorm,
     "pool": emit_pool,
     "global_pool": emit_global_pool,
     "pad": emit_pad,
-    "to_rank2": emit_to_rank2,
-    "reshape4": emit_reshape4,
-    "unflatten": emit_unflatten,
-    "transpose": emit_transpose,
-    "shuffle": emit_channel_shuffle,
     "add": emit_add_tensors,
     "concat": emit_concat,
     "se": emit_squeeze_excite,
-    "resize": emit_resize,
-    "slice": emit_slice,
     "fc": emit_fc,
     "matmul4": emit_matmul4,
     "bmm": emit_bmm,
     "block": emit_block,
     "unary": emit_unary,
+    **grammar_pointwise.EMITTERS,
+    **grammar_shapes.EMITTERS,
     **grammar_moves.EMITTERS,
     **grammar_reduce.EMITTERS,
     **grammar_einsum.EMITTERS,
