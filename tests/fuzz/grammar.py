@@ -50,7 +50,7 @@ import grammar_reduce
 import grammar_shapes
 import numpy as np
 import onnx
-from grammar_graph import Graph, Value, _conv_out, _f32, _pool_out, _rng
+from grammar_graph import Graph, Value, _conv_out, _f32, _pool_out, _rng, on_rank
 from grammar_unary import draw_unary, emit_unary
 from onnx import TensorProto, helper
 
@@ -201,10 +201,9 @@ def emit_conv(g: Graph, p: dict, x: Value | None = None, set_current: bool = Tru
     return out
 
 
+@on_rank(4)
 def emit_pool(g: Graph, p: dict) -> bool:
     x = g.current
-    if len(x.shape) != 4:
-        return False
     n, c, h, w = x.shape
     kh, kw = p["k"]
     sh, sw = p["s"]
@@ -257,10 +256,9 @@ def emit_pad(g: Graph, p: dict) -> bool:
     return True
 
 
+@on_rank(4)
 def emit_global_pool(g: Graph, p: dict) -> bool:
     x = g.current
-    if len(x.shape) != 4:
-        return False
     g.set(g.node(p["op"], [x.name], (*x.shape[:2], 1, 1)))
     return True
 
@@ -300,10 +298,9 @@ def emit_add_tensors(g: Graph, p: dict) -> bool:
     return True
 
 
+@on_rank(4)
 def emit_concat(g: Graph, p: dict) -> bool:
     x = g.current
-    if len(x.shape) != 4:
-        return False
     axis = p["axis"]
     n, c, h, w = x.shape
     if p["with"] == "earlier":
@@ -331,11 +328,10 @@ def emit_concat(g: Graph, p: dict) -> bool:
     return True
 
 
+@on_rank(4)
 def emit_squeeze_excite(g: Graph, p: dict) -> bool:
     """x * sigmoid(conv(relu(conv(gap(x))))): a tensor-by-tensor Mul with channel broadcast."""
     x = g.current
-    if len(x.shape) != 4:
-        return False
     n, c, h, w = x.shape
     s = g.node("GlobalAveragePool", [x.name], (n, c, 1, 1))
     mid = max(1, c // 2)
@@ -380,11 +376,10 @@ def _fc(g: Graph, x: Value, p: dict, set_current: bool = True):
     return value
 
 
+@on_rank(4)
 def emit_matmul4(g: Graph, p: dict) -> bool:
     """MatMul of a rank-4 tensor by a constant (W, K): a per-row FC, as in attention heads."""
     x = g.current
-    if len(x.shape) != 4:
-        return False
     n, c, h, w = x.shape
     rng = _rng(p["seed"])
     weight = g.const(_f32(rng.standard_normal((w, p["out"])) / np.sqrt(w)))
@@ -393,6 +388,7 @@ def emit_matmul4(g: Graph, p: dict) -> bool:
     return True
 
 
+@on_rank(4)
 def emit_bmm(g: Graph, p: dict) -> bool:
     """MatMul of two activations, as attention computes it, then a scale by 1/sqrt(k) (which
     keeps unit-RMS activations unit-RMS): `qk` x · yᵀ (y a conv branch of x, or x itself)
@@ -401,8 +397,6 @@ def emit_bmm(g: Graph, p: dict) -> bool:
     can exceed a tile's OCM; `shared` x · W where W is an activation [W, W] (a branch of a
     one-image GlobalAveragePool, shared by every batch)."""
     x = g.current
-    if len(x.shape) != 4:
-        return False
     n, c, h, w = x.shape
     form = p["form"]
     if form == "qk":
@@ -437,12 +431,11 @@ def emit_fc(g: Graph, p: dict) -> bool:
     return _fc(g, g.current, p) is not False
 
 
+@on_rank(4)
 def emit_block(g: Graph, p: dict) -> bool:
     """The same conv+relu block, with the same weights, applied `times` times in a row
     (TVM deduplicates identical composite functions)."""
     x = g.current
-    if len(x.shape) != 4:
-        return False
     conv = dict(cout=x.shape[1], groups=p["groups"], k=(3, 3), same=True, seed=p["seed"],
                 bias=p["bias"], shared=p["shared"])  # fmt: skip
     for _ in range(p["times"]):

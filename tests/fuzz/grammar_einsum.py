@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from grammar_graph import on_rank
 
 FORMS = ("transpose_hw", "transpose_ch", "linear", "linear_t", "gram_rows", "gram_cols",
          "sum_w", "product", "diagonal", "broadcast")  # fmt: skip
@@ -28,11 +29,10 @@ def _einsum(g, inputs: list[str], equation: str, shape: tuple[int, ...]):
     return g.node("Einsum", inputs, shape, equation=equation)
 
 
+@on_rank(4)
 def emit_einsum(g, p: dict) -> bool:
     """One Einsum of the drawn form on x; False (skipped) off rank 4."""
     x = g.current
-    if len(x.shape) != 4:
-        return False
     n, c, h, w = x.shape
     form = p["form"]
     rng = np.random.default_rng(p["seed"])

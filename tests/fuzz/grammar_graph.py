@@ -3,6 +3,7 @@ emitter shares; `grammar.py` re-exports them."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -79,3 +80,19 @@ def _pool_out(size: int, k: int, s: int, p0: int, p1: int, ceil_mode: bool) -> i
         return 0
     return out
 
+
+
+def on_rank(*ranks: int) -> Callable[[Callable[[Graph, dict], bool]], Callable[[Graph, dict], bool]]:
+    """An emitter for a current tensor of one of `ranks`: on any other it does not fit (False),
+    and adds nothing."""
+
+    def wrap(emit: Callable[[Graph, dict], bool]) -> Callable[[Graph, dict], bool]:
+        @functools.wraps(emit)
+        def emit_on_rank(g: Graph, p: dict) -> bool:
+            if len(g.current.shape) not in ranks:
+                return False
+            return emit(g, p)
+
+        return emit_on_rank
+
+    return wrap

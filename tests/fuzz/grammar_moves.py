@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from grammar_graph import on_rank
 
 
+@on_rank(4)
 def emit_gather(g, p: dict) -> bool:
     """Gather on `axis` of an NCHW tensor with constant indices (a vector: the rank stays)."""
     x = g.current
-    if len(x.shape) != 4:
-        return False
     axis = p["axis"]
     size = x.shape[axis]
     picks = [i % size for i in p["picks"]]
@@ -44,12 +44,11 @@ def emit_windows(g, p: dict) -> bool:
     return True
 
 
+@on_rank(4)
 def emit_repeat(g, p: dict) -> bool:
     """Tile on H and W by small repeats, or Expand of a 1x1 plane (a per-channel vector) to
     `size` x `size`."""
     x = g.current
-    if len(x.shape) != 4:
-        return False
     n, c, h, w = x.shape
     if p["op"] == "Tile":
         reps = (1, 1, p["rh"], p["rw"])

@@ -4,13 +4,12 @@ registers `EMITTERS`)."""
 
 from __future__ import annotations
 
-from grammar_graph import Graph, Value, _f32, _rng
+from grammar_graph import Graph, Value, _f32, _rng, on_rank
 
 
+@on_rank(2, 4)
 def emit_bn(g: Graph, p: dict) -> bool:
     x = g.current
-    if len(x.shape) not in (2, 4):
-        return False
     c = x.shape[1]
     rng = _rng(p["seed"])
     gamma = _f32(rng.uniform(0.5, 1.5, c))

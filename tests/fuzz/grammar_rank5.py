@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from grammar_graph import on_rank
 
 OPS = ("prelu", "prelu", "softmax")
 
@@ -23,11 +24,10 @@ def _rank5_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     return (n, c, 1, h, w)
 
 
+@on_rank(4)
 def emit_rank5(g, p: dict) -> bool:
     """Reshape to rank 5, the drawn op, reshape back; False (skipped) off rank 4."""
     x = g.current
-    if len(x.shape) != 4:
-        return False
     shape5 = _rank5_shape(x.shape)
     rng = np.random.default_rng(p["seed"])
     five = g.node("Reshape", [x.name, g.const(np.array(shape5, np.int64), "s5")], shape5)

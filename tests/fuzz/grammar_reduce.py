@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from grammar_graph import on_rank
 
 REDUCE_OPS = ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin")
 BINARY_OPS = ("Sub", "Div", "Max", "Min", "Add", "Mul")
@@ -28,11 +29,10 @@ def _reduce(g, x, op: str, axes, keepdims: bool):
     return g.node(op, [x.name], tuple(shape), axes=list(axes), keepdims=int(keepdims))
 
 
+@on_rank(4)
 def emit_reduce(g, p: dict) -> bool:
     """A reduction of an NCHW tensor, brought back to rank 4 (Unsqueeze) without keepdims."""
     x = g.current
-    if len(x.shape) != 4:
-        return False
     axes = p["axes"]
     r = _reduce(g, x, p["op"], axes, p["keepdims"])
     if not p["keepdims"]:
@@ -43,13 +43,12 @@ def emit_reduce(g, p: dict) -> bool:
     return True
 
 
+@on_rank(4)
 def emit_broadcast(g, p: dict) -> bool:
     """x op reduce(x): the reduction (keepdims) broadcasts back over its axes; with `swap`
     the small operand comes first. A Div's divisor is kept away from 0 (its absolute value
     plus 1: Abs and Add by a constant run on the MLIP as well)."""
     x = g.current
-    if len(x.shape) != 4:
-        return False
     small = _reduce(g, x, p["reduce"], p["axes"], True)
     if p["op"] == "Div":
         positive = g.node("Abs", [small.name], small.shape)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import grammar_moves
 import numpy as np
-from grammar_graph import Graph, _f32
+from grammar_graph import Graph, _f32, on_rank
 
 
+@on_rank(4)
 def emit_to_rank2(g: Graph, p: dict) -> bool:
     """Flatten, Reshape(N, -1), or Squeeze of a 1x1 plane."""
     x = g.current
-    if len(x.shape) != 4:
-        return False
     n = x.shape[0]
     flat = int(np.prod(x.shape[1:]))
     how = p["how"]
@@ -28,10 +27,9 @@ def emit_to_rank2(g: Graph, p: dict) -> bool:
     return True
 
 
+@on_rank(4)
 def emit_reshape4(g: Graph, p: dict) -> bool:
     x = g.current
-    if len(x.shape) != 4:
-        return False
     n, c, h, w = x.shape
     target = {
         "fold_h": (n, c * h, w, 1),
@@ -45,20 +43,18 @@ def emit_reshape4(g: Graph, p: dict) -> bool:
     return True
 
 
+@on_rank(2)
 def emit_unflatten(g: Graph, p: dict) -> bool:
     """(N, F) -> (N, F, 1, 1) so that convs can follow an FC."""
     x = g.current
-    if len(x.shape) != 2:
-        return False
     target = (x.shape[0], x.shape[1], 1, 1)
     g.set(g.node("Reshape", [x.name, g.const(np.array(target, np.int64), "sh")], target))
     return True
 
 
+@on_rank(4)
 def emit_transpose(g: Graph, p: dict) -> bool:
     x = g.current
-    if len(x.shape) != 4:
-        return False
     if p["perm"] == "roundtrip":
         t = g.node(
             "Transpose", [x.name], tuple(x.shape[i] for i in (0, 2, 3, 1)), perm=[0, 2, 3, 1]
@@ -70,10 +66,9 @@ def emit_transpose(g: Graph, p: dict) -> bool:
     return True
 
 
+@on_rank(4)
 def emit_channel_shuffle(g: Graph, p: dict) -> bool:
     x = g.current
-    if len(x.shape) != 4:
-        return False
     n, c, h, w = x.shape
     groups = p["groups"]
     if c % groups or c == groups:
@@ -87,10 +82,9 @@ def emit_channel_shuffle(g: Graph, p: dict) -> bool:
 
 
 
+@on_rank(4)
 def emit_resize(g: Graph, p: dict) -> bool:
     x = g.current
-    if len(x.shape) != 4:
-        return False
     n, c, h, w = x.shape
     f = p["scale"]
     scales = g.const(_f32([1, 1, f, f]), "sc")
@@ -104,10 +98,9 @@ def emit_resize(g: Graph, p: dict) -> bool:
     return True
 
 
+@on_rank(4)
 def emit_slice(g: Graph, p: dict) -> bool:
     x = g.current
-    if len(x.shape) != 4:
-        return False
     axis = p["axis"]
     size = x.shape[axis]
     bounds = grammar_moves.slice_bounds(size, p) if size >= 2 else None
