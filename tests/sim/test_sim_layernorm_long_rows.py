@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sim_builders import Staging, instruction, layer_program, run_both
-from test_sim_normalization import SPECIAL_F16, layernorm_program
+from test_sim_normalization import layernorm_inputs, layernorm_program
 
 from mrvl.sim import SimulatorError, prepare
 
@@ -65,13 +65,7 @@ def _runs(flat: np.ndarray, rows: int, length: int, width: int) -> np.ndarray:
     seed=st.integers(0, 2**16),
 )
 def test_lnstats_then_lnapply_give_layernorms_bits(rows, length, width, scale, eps, special, seed):
-    rng = np.random.default_rng(seed)
-    x = (rng.standard_normal((rows, length)) * scale + rng.standard_normal()).astype(np.float16)
-    if special:
-        picks = rng.random(x.shape) < 0.1
-        x[picks] = rng.choice(SPECIAL_F16, size=int(picks.sum()))
-    g = rng.standard_normal(length) * rng.choice([0.1, 1.0, 1e4])
-    b = rng.standard_normal(length)
+    x, g, b = layernorm_inputs(seed, rows, length, scale, special)
     width = min(width, length)
     (flat,) = run_both(long_row_program(x, g, b, eps, width), [])
     (whole,) = run_both(layernorm_program(x, g, b, eps), [])

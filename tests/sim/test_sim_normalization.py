@@ -119,6 +119,19 @@ def test_a_softmax_reaching_outside_the_ocm_fails_validation():
 # ------------------------------------------------------------------------------- layernorm
 
 
+def layernorm_inputs(seed: int, rows: int, length: int, scale: float, special: bool):
+    """A layernorm's rows x [rows, length] (f16, `scale` around a random mean; with `special`,
+    a tenth of them special values), scales g of a random magnitude and shifts b, from `seed`."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((rows, length)) * scale + rng.standard_normal()).astype(np.float16)
+    if special:
+        picks = rng.random(x.shape) < 0.1
+        x[picks] = rng.choice(SPECIAL_F16, size=int(picks.sum()))
+    g = rng.standard_normal(length) * rng.choice([0.1, 1.0, 1e4])
+    b = rng.standard_normal(length)
+    return x, g, b
+
+
 def layernorm_program(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float):
     rows, length = x.shape
     staging = Staging()
@@ -175,11 +188,5 @@ def test_layernorm_spec_order_by_hand():
     seed=st.integers(0, 2**16),
 )
 def test_layernorm_engines_agree(rows, length, scale, eps, special, seed):
-    rng = np.random.default_rng(seed)
-    x = (rng.standard_normal((rows, length)) * scale + rng.standard_normal()).astype(np.float16)
-    if special:
-        picks = rng.random(x.shape) < 0.1
-        x[picks] = rng.choice(SPECIAL_F16, size=int(picks.sum()))
-    g = rng.standard_normal(length) * rng.choice([0.1, 1.0, 1e4])
-    b = rng.standard_normal(length)
+    x, g, b = layernorm_inputs(seed, rows, length, scale, special)
     run_both(layernorm_program(x, g, b, eps), [])
