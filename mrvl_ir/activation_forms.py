@@ -65,17 +65,22 @@ def op_name(expr) -> str:
     return getattr(getattr(expr, "op", None), "name", "") if isinstance(expr, relax.Call) else ""
 
 
-def scalar(expr) -> float | None:
-    """The value of a scalar constant (a one-element tensor or a PrimValue), else None."""
-    if isinstance(expr, GenericConst):
-        array = expr.value.numpy()
-        return float(array.reshape(-1)[0]) if array.size == 1 else None
+def prim_float(expr) -> float | None:
+    """The value of a PrimValue, an IntImm/FloatImm or a Python number, else None."""
     value = getattr(expr, "value", expr)
     value = getattr(value, "value", value)
     try:
         return float(value)
     except (TypeError, ValueError):
         return None
+
+
+def scalar(expr) -> float | None:
+    """The value of a scalar constant (a one-element tensor or a PrimValue), else None."""
+    if isinstance(expr, GenericConst):
+        array = expr.value.numpy()
+        return float(array.reshape(-1)[0]) if array.size == 1 else None
+    return prim_float(expr)
 
 
 def _same(a, b) -> bool:

@@ -21,12 +21,10 @@ from mrvl.frontend import node_name_of
 from mrvl.pattern_checks import (
     _activation,
     _check_tail,
-    _constant,
-    _f32_result,
+    _conv_weight,
     _int_list,
     _no_leaks,
     _Reject,
-    _tensor_shape,
     conv_as_2d,
 )
 
@@ -46,17 +44,7 @@ def check_conv_transpose(ctx: PatternCheckContext) -> None:
     data_layout, kernel_layout = _LAYOUTS[conv.op.name]
     rank = len(data_layout)
     _activation(ann["data"], (rank,), conv, any_batch=True)
-    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != (
-        data_layout,
-        kernel_layout,
-        data_layout,
-    ):
-        raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
-    _f32_result(conv)
-    weight = _constant(ann["weight"], "weights", conv)
-    if weight.ndim != rank:
-        raise _Reject(f"weight rank {weight.ndim}", conv)
-    channels = _tensor_shape(conv.args[0], conv)[1]
+    weight, channels = _conv_weight(conv, ann["weight"], (data_layout, kernel_layout, data_layout))
     groups = int(attrs.groups)
     if weight.shape[0] != channels or channels % groups:
         raise _Reject(f"attribute group={groups}", conv)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from tvm.relax.dpl import is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
+from mrvl.activation_forms import prim_float
 from mrvl.dialects import mrvl
 from mrvl.errors import UnsupportedOpError
 from mrvl.frontend import node_name_of
@@ -20,7 +21,6 @@ from mrvl.move_checks import high_rank_neighbour
 from mrvl.pattern_checks import (
     _activation,
     _int_list,
-    _prim_float,
     _Reject,
     _tensor_shape,
     _whole_onnx_ops,
@@ -45,7 +45,7 @@ def pad_parts(call, rank: int) -> tuple[list[int], list[int], float]:
         raise _Reject(f"pads {widths}", call)
     if any(w < 0 for w in widths):
         raise _Reject("negative pads (a crop)", call)
-    value = _prim_float(attrs.pad_value)
+    value = prim_float(attrs.pad_value)
     if value is None:
         raise _Reject("a pad value that is not a number", call)
     return widths[0::2], widths[1::2], value

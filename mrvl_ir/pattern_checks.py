@@ -250,15 +250,6 @@ def _no_leaks(ctx: PatternCheckContext) -> None:
         raise _Reject("an intermediate result is also used outside the layer", ctx.matched_expr)
 
 
-def _prim_float(expr) -> float | None:
-    value = getattr(expr, "value", expr)
-    value = getattr(value, "value", value)
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 _STEP_OPS = frozenset({"relax.add", "relax.subtract", "relax.multiply", "relax.divide"})
 """A layer's affine steps: x+c, c+x, x-c, c-x, x*c, c*x, x/c with c per channel or scalar."""
 
@@ -319,6 +310,20 @@ def _int_list(values) -> list[int] | None:
     return None if values is None else [int(v) for v in values]
 
 
+def _conv_weight(conv: relax.Call, weight_expr, layouts: tuple[str, str, str]):
+    """What a conv and a transposed conv both check: their data, kernel and output `layouts`,
+    an f32 result, and constant weights of the layout's rank. Returns the weights and the
+    input's channels."""
+    attrs = conv.attrs
+    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != layouts:
+        raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
+    _f32_result(conv)
+    weight = _constant(weight_expr, "weights", conv)
+    if weight.ndim != len(layouts[0]):
+        raise _Reject(f"weight rank {weight.ndim}", conv)
+    return weight, _tensor_shape(conv.args[0], conv)[1]
+
+
 # ---------------------------------------------------------------------------------------------
 # Checks, one per layer.
 
@@ -334,13 +339,7 @@ def check_conv2d(ctx: PatternCheckContext) -> None:
     if "pad" in ann:
         _check_pad(ann["pad"])
     layouts = ("NCW", "OIW", "NCW") if one_d else ("NCHW", "OIHW", "NCHW")
-    if (attrs.data_layout, attrs.kernel_layout, attrs.out_layout) != layouts:
-        raise _Reject(f"layout {attrs.data_layout}/{attrs.kernel_layout}", conv)
-    _f32_result(conv)
-    weight = _constant(ann["weight"], "weights", conv)
-    if weight.ndim != rank:
-        raise _Reject(f"weight rank {weight.ndim}", conv)
-    channels = _tensor_shape(conv.args[0], conv)[1]
+    weight, channels = _conv_weight(conv, ann["weight"], layouts)
     out_ch, groups = weight.shape[0], int(attrs.groups)
     if channels % groups or out_ch % groups or weight.shape[1] * groups != channels:
         raise _Reject(f"attribute group={groups}", conv)
