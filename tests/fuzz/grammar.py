@@ -514,6 +514,26 @@ def input_array(spec: Spec) -> np.ndarray:
 # Generation: draw layers that fit the tensor they meet
 
 
+def conv_params(
+    seed: int,
+    cout: int,
+    k: tuple[int, int],
+    *,
+    groups: str = "1",
+    s: tuple[int, int] = (1, 1),
+    d: tuple[int, int] = (1, 1),
+    pads: tuple[int, int, int, int] | None = None,
+    bias: bool = True,
+    **extra,
+) -> dict[str, Any]:
+    """A conv layer's parameters, as `_draw_conv` draws them and the regression tests write
+    them: explicit `pads` [top, left, bottom, right], or 'same' padding when there are none;
+    `extra` holds the depthwise multiplier (`mult`)."""
+    return dict(cout=cout, groups=groups, k=tuple(k), s=tuple(s), d=tuple(d),
+                pads=(0, 0, 0, 0) if pads is None else tuple(pads), same=pads is None, bias=bias,
+                seed=seed, **extra)  # fmt: skip
+
+
 def _draw_conv(ch: Chooser, g: Graph, seed: int) -> dict | None:
     n, c, h, w = g.current.shape
     big = ch.chance(0.08)
@@ -530,8 +550,8 @@ def _draw_conv(ch: Chooser, g: Graph, seed: int) -> dict | None:
         pads, same = (0, 0, 0, 0), True
     else:
         pads, same = tuple(ch.integer(0, 2) for _ in range(4)), False
-    p = dict(cout=cout, groups=groups, k=(kh, kw), s=s, d=d, pads=pads, same=same,
-             bias=ch.chance(0.6), seed=seed)  # fmt: skip
+    p = conv_params(seed, cout, (kh, kw), groups=groups, s=s, d=d, pads=None if same else pads,
+                    bias=ch.chance(0.6))  # fmt: skip
     if groups == "dw":
         p["mult"] = ch.choice((1, 2))
     # keep the simulator's work bounded: shrink cout until the MACs fit

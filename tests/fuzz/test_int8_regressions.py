@@ -6,7 +6,7 @@ from __future__ import annotations
 import harness
 import harness_int8
 import pytest
-from grammar import Layer, Spec, input_array, random_spec
+from grammar import Layer, Spec, conv_params, input_array, random_spec
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -72,8 +72,7 @@ def test_int8_slice_of_a_contiguous_prefix_is_a_copy(shape):
     verify"). Only a run as long as the input is a relabelling now; also after an int8 conv."""
     take_first = Layer("slice", {"axis": 2, "start": 0, "len": 8, "step": 2})
     softmax = Layer("softmax", {"axis": -1})
-    conv = Layer("conv", {"cout": 1, "groups": "1", "k": (1, 1), "s": (1, 1), "d": (1, 1),
-                          "pads": (0, 0, 0, 0), "same": True, "bias": True, "seed": 5})  # fmt: skip
+    conv = Layer("conv", conv_params(5, 1, (1, 1)))
     for layers in ((softmax, take_first), (conv, take_first)):
         outcome = harness_int8.check_quantized(Spec(shape, layers, seed=17415))
         assert outcome.status == harness.PASSED, outcome
@@ -119,9 +118,7 @@ def test_int8_mul_with_a_hard_swish_stays_in_fp16(mixed):
     (found by --precision mixed, seed 33): the x*sigmoid(x) Mul took the HardSwish as its
     fused activation, which int8 does not run, and mrvl-fold-qdq stopped the build. A layer
     without int8 weights now stays in fp16 between its dequantize and quantize."""
-    conv = Layer("conv", {"cout": 300, "groups": "1", "k": (5, 5), "s": (1, 1), "d": (1, 1),
-                          "pads": (2, 2, 2, 1), "same": False, "bias": False,
-                          "seed": 4711030})  # fmt: skip
+    conv = Layer("conv", conv_params(4711030, 300, (5, 5), pads=(2, 2, 2, 1), bias=False))
     layers = (
         conv,
         Layer("act", {"act": "SiLU", "side": "left"}),
@@ -146,34 +143,8 @@ def test_int8_miss_carried_from_an_fp16_layer_through_five_int8_layers():
         (1, 2, 2, 80),
         (
             Layer("layernorm", {"k": 2, "decomposed": True, "seed": 47434010}),
-            Layer(
-                "conv",
-                {
-                    "cout": 2,
-                    "groups": "1",
-                    "k": (1, 1),
-                    "s": (1, 1),
-                    "d": (1, 1),
-                    "pads": (0, 0, 0, 0),
-                    "same": True,
-                    "bias": True,
-                    "seed": 47434030,
-                },
-            ),  # fmt: skip
-            Layer(
-                "conv",
-                {
-                    "cout": 8,
-                    "groups": "1",
-                    "k": (3, 3),
-                    "s": (1, 1),
-                    "d": (1, 1),
-                    "pads": (2, 1, 2, 2),
-                    "same": False,
-                    "bias": True,
-                    "seed": 47434050,
-                },
-            ),  # fmt: skip
+            Layer("conv", conv_params(47434030, 2, (1, 1))),
+            Layer("conv", conv_params(47434050, 8, (3, 3), pads=(2, 1, 2, 2))),
             Layer(
                 "block",
                 {"groups": "dw", "times": 3, "bias": False, "shared": True, "seed": 47434070},

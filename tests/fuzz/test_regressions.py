@@ -11,7 +11,7 @@ from __future__ import annotations
 import harness
 import numpy as np
 import pytest
-from grammar import Layer, Spec, build_model, input_array
+from grammar import Layer, Spec, build_model, conv_params, input_array
 from onnx import numpy_helper
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -55,23 +55,10 @@ def test_scale_shift_constant_on_the_left():
 def test_grouped_conv_too_big_for_one_tile():
     """cnf10kb/1 tiles, x 2x1x2x61: conv(cout=480, k=5x5, same) -> conv(cout=8, groups=2,
     k=5x5, pads=(2, 1, 2, 1))."""
-    wide = Layer(
-        "conv",
-        {
-            "cout": 480,
-            "groups": "1",
-            "k": (5, 5),
-            "s": (1, 1),
-            "d": (1, 1),
-            "pads": (0, 0, 0, 0),
-            "same": True,
-            "bias": True,
-            "seed": 56844010,
-        },
+    wide = Layer("conv", conv_params(56844010, 480, (5, 5)))
+    grouped = Layer(
+        "conv", conv_params(56844030, 8, (5, 5), groups="g2", pads=(2, 1, 2, 1), bias=False)
     )
-    grouped = Layer("conv", {"cout": 8, "groups": "g2", "k": (5, 5), "s": (1, 1), "d": (1, 1),
-                             "pads": (2, 1, 2, 1), "same": False, "bias": False,
-                             "seed": 56844030})  # fmt: skip
     assert_decided_at_partition(Spec((2, 1, 2, 61), (wide, grouped), "cnf10kb", 1, 56844))
 
 
@@ -86,17 +73,13 @@ def test_fc_too_big_for_one_tile():
 
 def test_depthwise_conv_too_big_for_one_tile():
     """cn10ka/1 tiles, x 1x512x4x80: conv(groups=dw, k=5x5, s=2x2, same, bias)."""
-    dw = Layer("conv", {"cout": 16, "groups": "dw", "k": (5, 5), "s": (2, 2), "d": (1, 1),
-                        "pads": (0, 0, 0, 0), "same": True, "bias": True, "seed": 50109020,
-                        "mult": 1})  # fmt: skip
+    dw = Layer("conv", conv_params(50109020, 16, (5, 5), groups="dw", s=(2, 2), mult=1))
     assert_decided_at_partition(Spec((1, 512, 4, 80), (dw,), seed=50109))
 
 
 def test_conv_row_too_big_for_one_tile():
     """cn10ka/1 tiles, x 1x480x9x39: conv(cout=4, k=7x7, pads=(0, 2, 0, 0))."""
-    conv = Layer("conv", {"cout": 4, "groups": "1", "k": (7, 7), "s": (1, 1), "d": (1, 1),
-                          "pads": (0, 2, 0, 0), "same": False, "bias": False,
-                          "seed": 13093020})  # fmt: skip
+    conv = Layer("conv", conv_params(13093020, 4, (7, 7), pads=(0, 2, 0, 0), bias=False))
     assert_decided_at_partition(Spec((1, 480, 9, 39), (conv,), seed=13093))
 
 
@@ -193,9 +176,7 @@ def _bmm_bn_constant_linear_bn_conv() -> Spec:
                         "seed": 4141020}),  # fmt: skip
         Layer("matmul4", {"out": 1, "seed": 4141030}),
         Layer("bn", {"seed": 4141040}),
-        Layer("conv", {"cout": 7, "groups": "1", "k": (1, 1), "s": (1, 1), "d": (3, 3),
-                       "pads": (2, 2, 2, 1), "same": False, "bias": True,
-                       "seed": 4141050}),  # fmt: skip
+        Layer("conv", conv_params(4141050, 7, (1, 1), d=(3, 3), pads=(2, 2, 2, 1))),
     )
     return Spec((1, 1, 2, 2), layers, seed=4141)
 
