@@ -81,12 +81,15 @@ def _pool_out(size: int, k: int, s: int, p0: int, p1: int, ceil_mode: bool) -> i
     return out
 
 
+Emitter = Callable[[Graph, dict], bool]
+"""Adds a layer to the graph; False (having added nothing) where it does not fit."""
 
-def on_rank(*ranks: int) -> Callable[[Callable[[Graph, dict], bool]], Callable[[Graph, dict], bool]]:
+
+def on_rank(*ranks: int) -> Callable[[Emitter], Emitter]:
     """An emitter for a current tensor of one of `ranks`: on any other it does not fit (False),
     and adds nothing."""
 
-    def wrap(emit: Callable[[Graph, dict], bool]) -> Callable[[Graph, dict], bool]:
+    def wrap(emit: Emitter) -> Emitter:
         @functools.wraps(emit)
         def emit_on_rank(g: Graph, p: dict) -> bool:
             if len(g.current.shape) not in ranks:

@@ -114,8 +114,6 @@ def emit_layernorm(g: Graph, p: dict) -> bool:
     return True
 
 
-
-
 EMITTERS = {
     "bn": emit_bn,
     "const": emit_binary_const,

@@ -80,8 +80,6 @@ def emit_channel_shuffle(g: Graph, p: dict) -> bool:
     return True
 
 
-
-
 @on_rank(4)
 def emit_resize(g: Graph, p: dict) -> bool:
     x = g.current
@@ -119,7 +117,6 @@ def emit_slice(g: Graph, p: dict) -> bool:
         ins.append(g.const(np.array([step], np.int64), "sp"))
     g.set(g.node("Slice", ins, tuple(shape)))
     return True
-
 
 
 EMITTERS = {
