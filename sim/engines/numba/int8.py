@@ -86,6 +86,23 @@ QM_A_ZP, QM_B_ZP, QM_OUT_ZP = _qmul["a_zp"], _qmul["b_zp"], _qmul["out_zp"]
 QM_RQ, QM_CLAMP, QM_LUT_ADDR = _qmul["rq"], _qmul["clamp"], _qmul["lut_addr"]
 
 
+OP_QCONV = OPCODE_BY_NAME["qconv"].opcode
+SHARED_QCONV_MACS = 1 << 21
+"""The fewest multiply-adds of a qconv (groups = 1) whose output positions the engine's threads
+share (`shared_qconv`): its blocks do about four times the fp16 conv's multiply-adds a second,
+so it is worth the meeting points at about four times sharing.SHARED_MACS."""
+
+
+@jit
+def shared_qconv(row, workers):
+    """Whether the `workers` threads share this qconv (`int8_conv.qconv_kernel`)."""
+    if workers <= 1 or row[QC_GROUPS] != 1:
+        return False
+    positions = row[QC_OUT_SHAPE] * row[QC_OUT_SHAPE + 1] * row[QC_OUT_SHAPE + 2]
+    steps = row[QC_KERNEL] * row[QC_KERNEL + 1] * row[QC_IN_SHAPE + 3]
+    return positions * steps * row[QC_OUT_SHAPE + 3] >= SHARED_QCONV_MACS
+
+
 # ------------------------------------------------------------------------------- arithmetic
 
 
@@ -267,8 +284,9 @@ def _accumulate_taps(x, wt, acc, geometry, group_base, broadcast):
 
 
 @jit
-def _qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
-    """The window less in_zp (a padding tap would read in_zp and add 0, so it is skipped),
+def qconv_kernel_loops(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
+    """`qconv` in plain loops, for any grouping (`int8_conv.py` runs groups = 1 on its
+    blocks, and the others here): the window less in_zp (a padding tap would read in_zp and add 0, so it is skipped),
     the weights as [KH, KW, Cg, OCt], the int32 start (partial sums or bias), the taps
     (`_accumulate_taps`), then the int32 result or its requantization per channel."""
     ocm = machine[1][row[1]]
@@ -477,11 +495,11 @@ def _qmul_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
 INT8_KERNELS = {
     "quant": _quant_kernel,
     "dequant": _dequant_kernel,
-    "qconv": _qconv_kernel,
     "qpool": _qpool_kernel,
     "qfc": _qfc_kernel,
     "qadd": _qadd_kernel,
     "requant": _requant_kernel,
     "qmul": _qmul_kernel,
 }
-"""The int8 opcodes' kernels, which `dispatch.py` registers."""
+"""The int8 opcodes' kernels, which `dispatch.py` registers (with `qconv` of `int8_conv.py` and
+`qresize` of `int8_resize.py`)."""

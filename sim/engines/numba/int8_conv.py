@@ -1,0 +1,311 @@
+"""The Numba engine's `qconv` instruction (docs/isa.md, `qconv` and "Numerics (int8 mode)"):
+one run of output channels (groups = 1) from the blocks of `int8_mac.py`, shared between the
+engine's threads as the fp16 `conv` is (`mac.py`); grouped and depthwise convs keep the plain
+loops of `int8.py`.
+
+The window is copied once per thread as int16 values less the zero point, padded on every side
+with zeros (a padding tap reads in_zp and adds 0) and each position's channels to an even
+count, so that every tap of every output position is a run of channel pairs at a fixed offset:
+no bounds test in the block. The weights are packed to the blocks' layout (`pack_qweights`).
+The int32 sums wrap modulo 2^32 in any order, so the bytes are the reference interpreter's
+whatever the blocking and whichever thread computes which chunk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mrvl.sim.engines.numba.int8 import (
+    QC_ACC_ADDR,
+    QC_ACC_OUT,
+    QC_B_ADDR,
+    QC_CLAMP,
+    QC_DILATION,
+    QC_GROUPS,
+    QC_IN_ADDR,
+    QC_IN_SHAPE,
+    QC_IN_ZP,
+    QC_KERNEL,
+    QC_LUT_ADDR,
+    QC_OROW0,
+    QC_OUT_ADDR,
+    QC_OUT_SHAPE,
+    QC_OUT_ZP,
+    QC_PAD,
+    QC_ROW0,
+    QC_RQ_ADDR,
+    QC_STRIDE,
+    QC_W_ADDR,
+    finish,
+    load_i32,
+    qconv_kernel_loops,
+    store_i32,
+    table_copy,
+    wrap_int32,
+)
+from mrvl.sim.engines.numba.int8_mac import QMAC_CHANNELS, QMAC_PIXELS, qmac_tile
+from mrvl.sim.engines.numba.jit import jit
+from mrvl.sim.engines.numba.sharing import (
+    COMPUTED,
+    STORED,
+    all_done,
+    apart,
+    chunk_size_by_work,
+    claim,
+    count_done,
+    end_shared,
+    start_shared,
+)
+
+QMAC_SPEEDUP = 4
+"""About how many times more multiply-adds a second `qmac_tile` does than the fp16 `mac_tile`
+that sharing.CHUNK_MACS is sized for: a qconv chunk holds as many seconds of work."""
+
+
+@jit
+def qconv_geometry(row):
+    """(padded rows, padded columns, channels padded to even) of a qconv's int16 window: every
+    input row and column its output positions' taps reach, in the padding or not."""
+    oh, ow = row[QC_OUT_SHAPE + 1], row[QC_OUT_SHAPE + 2]
+    rows = (oh - 1) * row[QC_STRIDE] + (row[QC_KERNEL] - 1) * row[QC_DILATION] + 1
+    cols = (ow - 1) * row[QC_STRIDE + 1] + (row[QC_KERNEL + 1] - 1) * row[QC_DILATION + 1] + 1
+    return rows, cols, row[QC_IN_SHAPE + 3] + row[QC_IN_SHAPE + 3] % 2
+
+
+@jit
+def qconv_window(row, ocm):
+    """int16[N, rows, cols, channels] (qconv_geometry): the input less in_zp where the taps
+    read inside the input tile, 0 in the padding, beyond the tile's rows and in the extra
+    channel."""
+    n, ih, iw, c = (
+        row[QC_IN_SHAPE],
+        row[QC_IN_SHAPE + 1],
+        row[QC_IN_SHAPE + 2],
+        row[QC_IN_SHAPE + 3],
+    )
+    rows, cols, cp = qconv_geometry(row)
+    top = row[QC_OROW0] * row[QC_STRIDE] - row[QC_PAD] - row[QC_ROW0]  # tile row of row 0
+    left = -row[QC_PAD + 1]
+    in_zp = np.int16(row[QC_IN_ZP])
+    raw = ocm[row[QC_IN_ADDR] : row[QC_IN_ADDR] + n * ih * iw * c].view(np.int8)
+    x = np.zeros(n * rows * cols * cp, np.int16)
+    c_lo, c_hi = max(0, -left), min(cols, iw - left)
+    for b in range(n):
+        for r in range(rows):
+            wr = r + top
+            if wr < 0 or wr >= ih:
+                continue
+            for q in range(c_lo, c_hi):
+                src = ((b * ih + wr) * iw + q + left) * c
+                dst = ((b * rows + r) * cols + q) * cp
+                for ci in range(c):
+                    x[dst + ci] = np.int16(raw[src + ci]) - in_zp
+    return x
+
+
+@jit
+def qconv_segments(row):
+    """(taps, pairs): each segment's offset from a position's window origin, and its channel
+    pairs (all alike). With a dilation of 1 across, a kernel row's taps are one run of
+    contiguous inputs; else each tap is its own."""
+    kh_count, kw_count = row[QC_KERNEL], row[QC_KERNEL + 1]
+    dh, dw = row[QC_DILATION], row[QC_DILATION + 1]
+    _, cols, cp = qconv_geometry(row)
+    if dw == 1:
+        taps = np.empty(kh_count, np.int64)
+        for kh in range(kh_count):
+            taps[kh] = kh * dh * cols * cp
+        return taps, kw_count * cp // 2
+    taps = np.empty(kh_count * kw_count, np.int64)
+    for kh in range(kh_count):
+        for kw in range(kw_count):
+            taps[kh * kw_count + kw] = (kh * dh * cols + kw * dw) * cp
+    return taps, cp // 2
+
+
+@jit
+def pack_qweights(row, ocm):
+    """The OHWI int8 weights as qmac_tile's blocks: per block of QMAC_CHANNELS output
+    channels, per channel pair (kh, kw, then channel pairs, the extra channel 0), the block's
+    channels' two weights side by side, as int16; 0 past the last output channel."""
+    oc = row[QC_OUT_SHAPE + 3]
+    kh_count, kw_count, c = row[QC_KERNEL], row[QC_KERNEL + 1], row[QC_IN_SHAPE + 3]
+    cp = c + c % 2
+    pairs = kh_count * kw_count * cp // 2
+    blocks = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS
+    w = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + oc * kh_count * kw_count * c].view(np.int8)
+    packed = np.zeros(blocks * pairs * QMAC_CHANNELS * 2, np.int16)
+    for o in range(oc):
+        block, lane = o // QMAC_CHANNELS, o % QMAC_CHANNELS
+        base = block * pairs * QMAC_CHANNELS * 2 + 2 * lane
+        for tap in range(kh_count * kw_count):
+            src = (o * kh_count * kw_count + tap) * c
+            step = tap * cp  # the tap's first step among the padded channels
+            for ci in range(c):
+                s = step + ci
+                packed[base + (s // 2) * QMAC_CHANNELS * 2 + s % 2] = w[src + ci]
+    return packed
+
+
+@jit
+def qconv_positions(row, x, packed, taps, pairs, acc, start, stop):
+    """acc[p * OCP + o] = the sum of position p's taps for output channel o (OCP: the channels
+    rounded up to whole blocks), for positions [start, stop); rows up to the next whole
+    QMAC_PIXELS are computed too (from the last position's window), so acc has room for them."""
+    oh, ow, oc = row[QC_OUT_SHAPE + 1], row[QC_OUT_SHAPE + 2], row[QC_OUT_SHAPE + 3]
+    rows, cols, cp = qconv_geometry(row)
+    sh, sw = row[QC_STRIDE], row[QC_STRIDE + 1]
+    blocks = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS
+    width = blocks * QMAC_CHANNELS
+    block_size = taps.size * pairs * QMAC_CHANNELS * 2
+    bases = np.empty(QMAC_PIXELS, np.int64)
+    out_at = np.empty(QMAC_PIXELS, np.int64)
+    for block in range(blocks):
+        for first in range(start, stop, QMAC_PIXELS):
+            for p in range(QMAC_PIXELS):
+                position = min(first + p, stop - 1)
+                b, rest = position // (oh * ow), position % (oh * ow)
+                r, q = rest // ow, rest % ow
+                bases[p] = ((b * rows + r * sh) * cols + q * sw) * cp
+                out_at[p] = (first + p) * width + block * QMAC_CHANNELS
+            qmac_tile(x, bases, taps, taps.size, pairs, packed, block * block_size, acc, out_at)
+
+
+@jit
+def qconv_start(row, ocm, bias, acc, start, stop):
+    """Add each position's int32 start to its sums, wrapped to int32: the partial sums at
+    acc_addr (read now, before any thread stores), else the bias (or 0)."""
+    oc = row[QC_OUT_SHAPE + 3]
+    width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
+    acc_addr = row[QC_ACC_ADDR]
+    if acc_addr != -1:
+        partial = load_i32(ocm, np.int64(acc_addr) + 4 * start * oc, (stop - start) * oc)
+        for p in range(start, stop):
+            for o in range(oc):
+                at = p * width + o
+                acc[at] = wrap_int32(np.int64(acc[at]) + partial[(p - start) * oc + o])
+        return
+    if bias.size == 0:
+        return
+    for p in range(start, stop):
+        for o in range(oc):
+            at = p * width + o
+            acc[at] = wrap_int32(np.int64(acc[at]) + bias[o])
+
+
+@jit
+def qconv_store(row, ocm, acc, start, stop, multipliers, rights, table, lut):
+    """Store positions [start, stop): the int32 accumulator (acc_out), or out_zp plus each
+    channel's requantization, clamped and looked up in the table (`finish`)."""
+    oc = row[QC_OUT_SHAPE + 3]
+    width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
+    out = np.int64(row[QC_OUT_ADDR])
+    if row[QC_ACC_OUT]:
+        values = np.empty((stop - start) * oc, np.int64)
+        for p in range(start, stop):
+            for o in range(oc):
+                values[(p - start) * oc + o] = acc[p * width + o]
+        if out % 4 == 0:
+            view = ocm[out + 4 * start * oc : out + 4 * stop * oc].view(np.int32)
+            for k in range(values.size):
+                view[k] = values[k]
+        else:
+            store_i32(ocm, out + 4 * start * oc, values)
+        return
+    lo, hi, out_zp = row[QC_CLAMP], row[QC_CLAMP + 1], np.int64(row[QC_OUT_ZP])
+    result = np.empty(oc, np.int64)
+    for p in range(start, stop):
+        for o in range(oc):
+            right = rights[o]
+            v = np.int64(acc[p * width + o]) * multipliers[o] + (np.int64(1) << (right - 1))
+            result[o] = out_zp + (v >> right)
+        at = out + p * oc
+        for o in range(oc):
+            ocm[at + o] = np.uint8(finish(result[o], lo, hi, table, lut) & 0xFF)
+
+
+@jit
+def qconv_output_apart(row):
+    """Whether a qconv's output lies apart from every OCM byte it reads: its input window,
+    weights, bias, partial sums, pairs and table. Then the threads sharing it may each store
+    their chunks as soon as they have them."""
+    n, ih, iw, c = (
+        row[QC_IN_SHAPE],
+        row[QC_IN_SHAPE + 1],
+        row[QC_IN_SHAPE + 2],
+        row[QC_IN_SHAPE + 3],
+    )
+    positions = row[QC_OUT_SHAPE] * row[QC_OUT_SHAPE + 1] * row[QC_OUT_SHAPE + 2]
+    oc = row[QC_OUT_SHAPE + 3]
+    out_addr = row[QC_OUT_ADDR]
+    nbytes = (4 if row[QC_ACC_OUT] else 1) * positions * oc
+    weights = oc * row[QC_KERNEL] * row[QC_KERNEL + 1] * c
+    return (
+        apart(row[QC_IN_ADDR], n * ih * iw * c, out_addr, nbytes)
+        and apart(row[QC_W_ADDR], weights, out_addr, nbytes)
+        and apart(row[QC_B_ADDR], 4 * oc, out_addr, nbytes)
+        and apart(row[QC_ACC_ADDR], 4 * positions * oc, out_addr, nbytes)
+        and apart(row[QC_RQ_ADDR], 8 * oc, out_addr, nbytes)
+        and apart(row[QC_LUT_ADDR], 256, out_addr, nbytes)
+    )
+
+
+@jit
+def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
+    """`qconv`: groups = 1 on the blocks (shared by chunks of output positions when `workers`
+    > 1, as the fp16 conv: each thread claims chunks of whole qmac_tile calls until none is
+    left, storing each at once, or once all are computed if the output overlaps what the conv
+    reads); other groupings on `int8.py`'s loops. Returns 0, or -1 if the run was abandoned."""
+    if row[QC_GROUPS] != 1:  # never shared (shared_qconv)
+        return qconv_kernel_loops(i, row, frow, machine, tally, weights, skip, sync, worker, 1)
+    ocm = machine[1][row[1]]
+    positions = row[QC_OUT_SHAPE] * row[QC_OUT_SHAPE + 1] * row[QC_OUT_SHAPE + 2]
+    oc = row[QC_OUT_SHAPE + 3]
+    if workers > 1 and not start_shared(sync, i, worker):
+        return -1
+    steps = row[QC_KERNEL] * row[QC_KERNEL + 1] * row[QC_IN_SHAPE + 3]
+    tile_macs = QMAC_PIXELS * steps * oc // QMAC_SPEEDUP
+    size = chunk_size_by_work(positions, QMAC_PIXELS, max(tile_macs, 1), workers)
+    chunks = (positions + size - 1) // size
+    chunk = claim(sync, i, workers, chunks, 0)
+    if chunk >= chunks:
+        return end_shared(sync, i, worker, workers, chunks)
+    # everything the conv reads, copied before this thread stores anything
+    x = qconv_window(row, ocm)
+    packed = pack_qweights(row, ocm)
+    taps, pairs = qconv_segments(row)
+    b_addr = row[QC_B_ADDR]
+    bias = load_i32(ocm, np.int64(b_addr), oc) if b_addr != -1 else np.zeros(0, np.int64)
+    rq = load_i32(ocm, np.int64(row[QC_RQ_ADDR]), 2 * oc) if not row[QC_ACC_OUT] else bias[:0]
+    multipliers = np.empty(oc, np.int64)
+    rights = np.empty(oc, np.int64)
+    if not row[QC_ACC_OUT]:
+        for o in range(oc):
+            multipliers[o] = rq[2 * o]
+            rights[o] = 31 - min(max(rq[2 * o + 1], -31), 30)  # requantize's r
+    table, lut = table_copy(ocm, row[QC_LUT_ADDR])
+    width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
+    acc = np.empty((positions + QMAC_PIXELS) * width, np.int32)
+    deferred = workers > 1 and not qconv_output_apart(row)
+    mine = np.empty(chunks, np.int64)  # the chunks this thread took
+    taken = 0
+    while chunk < chunks:
+        start, stop = chunk * size, min(positions, (chunk + 1) * size)
+        qconv_positions(row, x, packed, taps, pairs, acc, start, stop)
+        qconv_start(row, ocm, bias, acc, start, stop)
+        mine[taken] = chunk
+        taken += 1
+        if not deferred:
+            qconv_store(row, ocm, acc, start, stop, multipliers, rights, table, lut)
+        chunk = claim(sync, i, workers, chunks, taken)
+    if workers == 1:
+        return 0
+    if deferred:
+        count_done(sync, i, COMPUTED, taken)
+        if not all_done(sync, i, COMPUTED, chunks):
+            return -1
+        for k in range(taken):
+            start, stop = mine[k] * size, min(positions, (mine[k] + 1) * size)
+            qconv_store(row, ocm, acc, start, stop, multipliers, rights, table, lut)
+    count_done(sync, i, STORED, taken)
+    return end_shared(sync, i, worker, workers, chunks)
