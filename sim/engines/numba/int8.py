@@ -378,20 +378,39 @@ def _qfc_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, worke
 
 
 @jit
+def qadd_terms(zp, multiplier, shift):
+    """int64[256]: qadd's scaled term requantize((v - zp) << QADD_LEFT_SHIFT, pair) of every
+    int8 value v, at v + 128: an operand's term depends on its byte alone."""
+    terms = np.empty(256, np.int64)
+    for v in range(256):
+        terms[v] = requantize((np.int64(v) - 128 - zp) << QADD_LEFT_SHIFT, multiplier, shift)
+    return terms
+
+
+@jit
 def _qadd_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
+    """Each operand's term from a 256-entry table (`qadd_terms`), then their sum's
+    requantization, clamp and table: the operands are copied first, so an output that
+    overlaps them gets the reference interpreter's bytes."""
     ocm = machine[1][row[1]]
     count = row[QA_COUNT]
-    a = load_i8(ocm, np.int64(row[QA_A_ADDR]), count)
-    b = load_i8(ocm, np.int64(row[QA_B_ADDR]), count)
-    a_zp, b_zp, out_zp = np.int64(row[QA_A_ZP]), np.int64(row[QA_B_ZP]), row[QA_OUT_ZP]
-    lo, hi, lut = row[QA_CLAMP], row[QA_CLAMP + 1], row[QA_LUT_ADDR]
-    table, lut = table_copy(ocm, lut)
-    out = np.int64(row[QA_OUT_ADDR])
-    for k in range(count):
-        sa = requantize((a[k] - a_zp) << QADD_LEFT_SHIFT, row[QA_A_RQ], row[QA_A_RQ + 1])
-        sb = requantize((b[k] - b_zp) << QADD_LEFT_SHIFT, row[QA_B_RQ], row[QA_B_RQ + 1])
-        y = out_zp + requantize(sa + sb, row[QA_OUT_RQ], row[QA_OUT_RQ + 1])
-        store_i8(ocm, out + k, finish(y, lo, hi, table, lut))
+    a = ocm[row[QA_A_ADDR] : row[QA_A_ADDR] + count].copy()
+    b = ocm[row[QA_B_ADDR] : row[QA_B_ADDR] + count].copy()
+    a_terms = qadd_terms(np.int64(row[QA_A_ZP]), row[QA_A_RQ], row[QA_A_RQ + 1])
+    b_terms = qadd_terms(np.int64(row[QA_B_ZP]), row[QA_B_RQ], row[QA_B_RQ + 1])
+    out_zp = np.int64(row[QA_OUT_ZP])
+    lo, hi = np.int64(row[QA_CLAMP]), np.int64(row[QA_CLAMP + 1])
+    right = 31 - min(max(np.int64(row[QA_OUT_RQ + 1]), RQ_SHIFT_MIN), RQ_SHIFT_MAX)
+    multiplier, rounding = np.int64(row[QA_OUT_RQ]), np.int64(1) << (right - 1)
+    table, lut = table_copy(ocm, row[QA_LUT_ADDR])
+    out = ocm[row[QA_OUT_ADDR] : row[QA_OUT_ADDR] + count]
+    for k in range(count):  # a byte's int8 value + 128 is the byte ^ 0x80
+        total = a_terms[a[k] ^ 0x80] + b_terms[b[k] ^ 0x80]
+        y = out_zp + ((total * multiplier + rounding) >> right)
+        out[k] = np.uint8(min(max(y, lo), hi) & 0xFF)
+    if lut != -1:
+        for k in range(count):
+            out[k] = table[out[k] ^ 0x80]
     return 0
 
 

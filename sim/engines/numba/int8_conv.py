@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mrvl.isa_int8 import RQ_SHIFT_MAX, RQ_SHIFT_MIN
 from mrvl.sim.engines.numba.int8 import (
     QC_ACC_ADDR,
     QC_ACC_OUT,
@@ -36,12 +37,10 @@ from mrvl.sim.engines.numba.int8 import (
     QC_RQ_ADDR,
     QC_STRIDE,
     QC_W_ADDR,
-    finish,
     load_i32,
     qconv_kernel_loops,
     store_i32,
     table_copy,
-    wrap_int32,
 )
 from mrvl.sim.engines.numba.int8_mac import QMAC_CHANNELS, QMAC_PIXELS, qmac_tile
 from mrvl.sim.engines.numba.jit import jit
@@ -95,11 +94,23 @@ def qconv_window(row, ocm):
             wr = r + top
             if wr < 0 or wr >= ih:
                 continue
-            for q in range(c_lo, c_hi):
-                src = ((b * ih + wr) * iw + q + left) * c
-                dst = ((b * rows + r) * cols + q) * cp
-                for ci in range(c):
-                    x[dst + ci] = np.int16(raw[src + ci]) - in_zp
+            src = ((b * ih + wr) * iw + c_lo + left) * c
+            dst = ((b * rows + r) * cols + c_lo) * cp
+            if cp == c:  # the row's columns inside the tile are one run
+                run_in, run_out = (
+                    raw[src : src + (c_hi - c_lo) * c],
+                    x[dst : dst + (c_hi - c_lo) * c],
+                )
+                for k in range(run_in.size):
+                    run_out[k] = run_in[k] - in_zp
+                continue
+            for q in range(c_hi - c_lo):
+                run_in, run_out = (
+                    raw[src + q * c : src + q * c + c],
+                    x[dst + q * cp : dst + q * cp + c],
+                )
+                for k in range(c):
+                    run_out[k] = run_in[k] - in_zp
     return x
 
 
@@ -135,15 +146,19 @@ def pack_qweights(row, ocm):
     blocks = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS
     w = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + oc * kh_count * kw_count * c].view(np.int8)
     packed = np.zeros(blocks * pairs * QMAC_CHANNELS * 2, np.int16)
+    pair_stride = QMAC_CHANNELS * 2  # int16 values of one channel pair of a block
     for o in range(oc):
         block, lane = o // QMAC_CHANNELS, o % QMAC_CHANNELS
-        base = block * pairs * QMAC_CHANNELS * 2 + 2 * lane
+        lane_values = packed[block * pairs * pair_stride + 2 * lane :]
+        source = w[o * kh_count * kw_count * c : (o + 1) * kh_count * kw_count * c]
         for tap in range(kh_count * kw_count):
-            src = (o * kh_count * kw_count + tap) * c
-            step = tap * cp  # the tap's first step among the padded channels
-            for ci in range(c):
-                s = step + ci
-                packed[base + (s // 2) * QMAC_CHANNELS * 2 + s % 2] = w[src + ci]
+            taps_in, first = source[tap * c : (tap + 1) * c], tap * cp // 2
+            for ci in range(0, c - 1, 2):
+                at = (first + ci // 2) * pair_stride
+                lane_values[at] = taps_in[ci]
+                lane_values[at + 1] = taps_in[ci + 1]
+            if c % 2:
+                lane_values[(first + c // 2) * pair_stride] = taps_in[c - 1]
     return packed
 
 
@@ -181,47 +196,46 @@ def qconv_start(row, ocm, bias, acc, start, stop):
     if acc_addr != -1:
         partial = load_i32(ocm, np.int64(acc_addr) + 4 * start * oc, (stop - start) * oc)
         for p in range(start, stop):
-            for o in range(oc):
-                at = p * width + o
-                acc[at] = wrap_int32(np.int64(acc[at]) + partial[(p - start) * oc + o])
+            sums, starts = acc[p * width : p * width + oc], partial[(p - start) * oc :]
+            for o in range(oc):  # the int32 sum modulo 2^32 (LLVM's add wraps)
+                sums[o] = np.int32(np.int64(sums[o]) + starts[o])
         return
     if bias.size == 0:
         return
     for p in range(start, stop):
+        sums = acc[p * width : p * width + oc]
         for o in range(oc):
-            at = p * width + o
-            acc[at] = wrap_int32(np.int64(acc[at]) + bias[o])
+            sums[o] = np.int32(np.int64(sums[o]) + bias[o])
 
 
 @jit
-def qconv_store(row, ocm, acc, start, stop, multipliers, rights, table, lut):
+def qconv_store(row, ocm, acc, start, stop, multipliers, roundings, rights, table, lut):
     """Store positions [start, stop): the int32 accumulator (acc_out), or out_zp plus each
-    channel's requantization, clamped and looked up in the table (`finish`)."""
+    channel's requantization (`int8.requantize`, its factor, 2^(r - 1) and r per channel),
+    clamped and looked up in the table (`int8.finish`, in two passes)."""
     oc = row[QC_OUT_SHAPE + 3]
     width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
     out = np.int64(row[QC_OUT_ADDR])
     if row[QC_ACC_OUT]:
-        values = np.empty((stop - start) * oc, np.int64)
-        for p in range(start, stop):
-            for o in range(oc):
-                values[(p - start) * oc + o] = acc[p * width + o]
         if out % 4 == 0:
             view = ocm[out + 4 * start * oc : out + 4 * stop * oc].view(np.int32)
-            for k in range(values.size):
-                view[k] = values[k]
-        else:
-            store_i32(ocm, out + 4 * start * oc, values)
+            for p in range(start, stop):
+                view[(p - start) * oc : (p - start + 1) * oc] = acc[p * width : p * width + oc]
+            return
+        for p in range(start, stop):
+            store_i32(ocm, out + 4 * p * oc, acc[p * width : p * width + oc].astype(np.int64))
         return
-    lo, hi, out_zp = row[QC_CLAMP], row[QC_CLAMP + 1], np.int64(row[QC_OUT_ZP])
-    result = np.empty(oc, np.int64)
-    for p in range(start, stop):
-        for o in range(oc):
-            right = rights[o]
-            v = np.int64(acc[p * width + o]) * multipliers[o] + (np.int64(1) << (right - 1))
-            result[o] = out_zp + (v >> right)
+    lo, hi, out_zp = np.int64(row[QC_CLAMP]), np.int64(row[QC_CLAMP + 1]), np.int64(row[QC_OUT_ZP])
+    for p in range(start, stop):  # a loop the compiler vectorizes: no branch, no lookup
+        sums = acc[p * width : p * width + oc]
         at = out + p * oc
+        bytes_out = ocm[at : at + oc]
         for o in range(oc):
-            ocm[at + o] = np.uint8(finish(result[o], lo, hi, table, lut) & 0xFF)
+            v = (np.int64(sums[o]) * multipliers[o] + roundings[o]) >> rights[o]
+            bytes_out[o] = np.uint8(min(max(out_zp + v, lo), hi) & 0xFF)
+        if lut != -1:  # a byte's int8 value + 128 is the byte ^ 0x80
+            for o in range(oc):
+                bytes_out[o] = table[bytes_out[o] ^ 0x80]
 
 
 @jit
@@ -278,11 +292,13 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     bias = load_i32(ocm, np.int64(b_addr), oc) if b_addr != -1 else np.zeros(0, np.int64)
     rq = load_i32(ocm, np.int64(row[QC_RQ_ADDR]), 2 * oc) if not row[QC_ACC_OUT] else bias[:0]
     multipliers = np.empty(oc, np.int64)
+    roundings = np.empty(oc, np.int64)
     rights = np.empty(oc, np.int64)
-    if not row[QC_ACC_OUT]:
+    if not row[QC_ACC_OUT]:  # requantize's factor, 2^(r - 1) and r
         for o in range(oc):
             multipliers[o] = rq[2 * o]
-            rights[o] = 31 - min(max(rq[2 * o + 1], -31), 30)  # requantize's r
+            rights[o] = 31 - min(max(rq[2 * o + 1], RQ_SHIFT_MIN), RQ_SHIFT_MAX)
+            roundings[o] = np.int64(1) << (rights[o] - 1)
     table, lut = table_copy(ocm, row[QC_LUT_ADDR])
     width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
     acc = np.empty((positions + QMAC_PIXELS) * width, np.int32)
@@ -296,7 +312,7 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
         mine[taken] = chunk
         taken += 1
         if not deferred:
-            qconv_store(row, ocm, acc, start, stop, multipliers, rights, table, lut)
+            qconv_store(row, ocm, acc, start, stop, multipliers, roundings, rights, table, lut)
         chunk = claim(sync, i, workers, chunks, taken)
     if workers == 1:
         return 0
@@ -306,6 +322,6 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
             return -1
         for k in range(taken):
             start, stop = mine[k] * size, min(positions, (mine[k] + 1) * size)
-            qconv_store(row, ocm, acc, start, stop, multipliers, rights, table, lut)
+            qconv_store(row, ocm, acc, start, stop, multipliers, roundings, rights, table, lut)
     count_done(sync, i, STORED, taken)
     return end_shared(sync, i, worker, workers, chunks)
