@@ -195,6 +195,34 @@ def test_qconvs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     same_on_any_number_of_threads(layer_program(staging, [ins], out, out_shape, dtype=dtype))
 
 
+def test_a_qconvs_cached_weights_are_repacked_when_the_weights_in_ocm_change():
+    """Two qconvs of one weight slot (int8_weights.py: same node, weight address, first
+    channel and shape), the weights overwritten between them by a DMA: the second must use the
+    new weights, on the first run and on a warm one, as the interpreter does."""
+    from mrvl.sim import prepare, run
+
+    rng = np.random.default_rng(5)
+    in_shape, out_shape = (1, 6, 6, 67), (1, 6, 6, 40)
+    staging = Staging()
+    x = staging.add(int8_values(rng, in_shape))
+    w = staging.add(int8_values(rng, (40, 3, 3, 67)))
+    other = staging.add(int8_values(rng, (40, 3, 3, 67)))
+    rq = staging.add(rescale_pairs(rng, 40, wild=False))
+    size = int(np.prod(out_shape))
+    out = staging.reserve(2 * size)
+    fields = dict(kernel=(3, 3), pad=(1, 1), in_zp=-3, out_zp=4, rq_addr=rq)
+    code = [
+        qconv(x, in_shape, out, out_shape, w, **fields),
+        copy_bytes(MemSpace.OCM, other, MemSpace.OCM, w, 40 * 9 * 67),
+        qconv(x, in_shape, out + size, out_shape, w, **fields),
+    ]
+    valid = prepare(layer_program(staging, code, out, (2 * size,), dtype=DType.I8))
+    expected = run(valid, [], engine="interp")
+    assert expected[0][:size].tobytes() != expected[0][size:].tobytes()
+    for _ in range(2):
+        assert run(valid, [], engine="numba")[0].tobytes() == expected[0].tobytes()
+
+
 @ENGINE_SETTINGS
 @given(
     rows=st.integers(1, 3),

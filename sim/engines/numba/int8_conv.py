@@ -135,17 +135,17 @@ def qconv_segments(row):
 
 
 @jit
-def pack_qweights(row, ocm):
-    """The OHWI int8 weights as qmac_tile's blocks: per block of QMAC_CHANNELS output
-    channels, per channel pair (kh, kw, then channel pairs, the extra channel 0), the block's
-    channels' two weights side by side, as int16; 0 past the last output channel."""
+def pack_qweights(row, ocm, packed):
+    """Pack the OHWI int8 weights into `packed` (int16, int8_weights.packed_qweights_size)
+    as qmac_tile's blocks: per block of QMAC_CHANNELS output channels, per channel pair (kh,
+    kw, then channel pairs, the extra channel 0), the block's channels' two weights side by
+    side; 0 past the last output channel."""
     oc = row[QC_OUT_SHAPE + 3]
     kh_count, kw_count, c = row[QC_KERNEL], row[QC_KERNEL + 1], row[QC_IN_SHAPE + 3]
     cp = c + c % 2
     pairs = kh_count * kw_count * cp // 2
-    blocks = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS
     w = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + oc * kh_count * kw_count * c].view(np.int8)
-    packed = np.zeros(blocks * pairs * QMAC_CHANNELS * 2, np.int16)
+    packed[:] = 0
     pair_stride = QMAC_CHANNELS * 2  # int16 values of one channel pair of a block
     for o in range(oc):
         block, lane = o // QMAC_CHANNELS, o % QMAC_CHANNELS
@@ -159,7 +159,29 @@ def pack_qweights(row, ocm):
                 lane_values[at + 1] = taps_in[ci + 1]
             if c % 2:
                 lane_values[(first + c // 2) * pair_stride] = taps_in[c - 1]
-    return packed
+
+
+@jit
+def cached_qweights(row, ocm, slot_arrays, i, worker):
+    """Instruction i's packed weights from its int8_weights slot (thread 0 repacks it first
+    if the weights in OCM are not the bytes it was packed from), or an empty array if it has
+    none."""
+    slots, raw_at, packed_at, raw, packed, filled = slot_arrays
+    slot = slots[i]
+    if slot < 0:
+        return packed[:0]
+    mine = packed[packed_at[slot] : packed_at[slot + 1]]
+    if worker == 0:
+        bytes_packed = raw[raw_at[slot] : raw_at[slot + 1]]
+        weights = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + bytes_packed.size]
+        differ = np.uint8(filled[slot] == 0)
+        for k in range(weights.size):  # no early exit: a loop the compiler vectorizes
+            differ |= weights[k] ^ bytes_packed[k]
+        if differ != 0:
+            pack_qweights(row, ocm, mine)
+            bytes_packed[:] = weights
+            filled[slot] = 1
+    return mine
 
 
 @jit
@@ -275,6 +297,7 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     ocm = machine[1][row[1]]
     positions = row[QC_OUT_SHAPE] * row[QC_OUT_SHAPE + 1] * row[QC_OUT_SHAPE + 2]
     oc = row[QC_OUT_SHAPE + 3]
+    packed = cached_qweights(row, ocm, machine[5], i, worker)  # before the others start
     if workers > 1 and not start_shared(sync, i, worker):
         return -1
     steps = row[QC_KERNEL] * row[QC_KERNEL + 1] * row[QC_IN_SHAPE + 3]
@@ -286,7 +309,11 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
         return end_shared(sync, i, worker, workers, chunks)
     # everything the conv reads, copied before this thread stores anything
     x = qconv_window(row, ocm)
-    packed = pack_qweights(row, ocm)
+    if packed.size == 0:  # no slot: this thread packs its own
+        kh, kw, c = row[QC_KERNEL], row[QC_KERNEL + 1], row[QC_IN_SHAPE + 3]
+        blocks = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS
+        packed = np.empty(blocks * kh * kw * (c + c % 2) * QMAC_CHANNELS, np.int16)
+        pack_qweights(row, ocm, packed)
     taps, pairs = qconv_segments(row)
     b_addr = row[QC_B_ADDR]
     bias = load_i32(ocm, np.int64(b_addr), oc) if b_addr != -1 else np.zeros(0, np.int64)
