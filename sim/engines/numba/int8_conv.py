@@ -1,7 +1,7 @@
 """The Numba engine's `qconv` instruction (docs/isa.md, `qconv` and "Numerics (int8 mode)"):
 one run of output channels (groups = 1) from the blocks of `int8_mac.py`, shared between the
-engine's threads as the fp16 `conv` is (`mac.py`); grouped and depthwise convs keep the plain
-loops of `int8.py`.
+engine's threads as the fp16 `conv` is (`mac.py`); a depthwise conv across its channels
+(`qconv_depthwise`); other grouped convs keep the plain loops of `int8.py`.
 
 The window is copied once per thread as int16 values less the zero point, padded on every side
 with zeros (a padding tap reads in_zp and adds 0) and each position's channels to an even
@@ -28,6 +28,8 @@ from mrvl.sim.engines.numba.int8 import (
     QC_IN_ZP,
     QC_KERNEL,
     QC_LUT_ADDR,
+    QC_OC0,
+    QC_OC_TOTAL,
     QC_OROW0,
     QC_OUT_ADDR,
     QC_OUT_SHAPE,
@@ -261,6 +263,68 @@ def qconv_store(row, ocm, acc, start, stop, multipliers, roundings, rights, tabl
 
 
 @jit
+def qconv_rescale(row, ocm):
+    """Each output channel's requantization as (factor, 2^(r - 1), r) of `int8.requantize`
+    (int64[OCt] each; unused with acc_out)."""
+    oc = row[QC_OUT_SHAPE + 3]
+    multipliers = np.empty(oc, np.int64)
+    roundings = np.empty(oc, np.int64)
+    rights = np.empty(oc, np.int64)
+    if not row[QC_ACC_OUT]:
+        rq = load_i32(ocm, np.int64(row[QC_RQ_ADDR]), 2 * oc)
+        for o in range(oc):
+            multipliers[o] = rq[2 * o]
+            rights[o] = 31 - min(max(rq[2 * o + 1], RQ_SHIFT_MIN), RQ_SHIFT_MAX)
+            roundings[o] = np.int64(1) << (rights[o] - 1)
+    return multipliers, roundings, rights
+
+
+@jit
+def qconv_depthwise(row, ocm):
+    """A depthwise qconv (one input channel a group, one output channel each): per output
+    position, each tap's inputs times its weights added across the channels at once, in int32
+    that wraps, from the padded window (qconv_window: no bounds test); then qconv_start and
+    qconv_store, all positions at once after every read."""
+    n, oh, ow, oc = (
+        row[QC_OUT_SHAPE],
+        row[QC_OUT_SHAPE + 1],
+        row[QC_OUT_SHAPE + 2],
+        row[QC_OUT_SHAPE + 3],
+    )
+    kh_count, kw_count = row[QC_KERNEL], row[QC_KERNEL + 1]
+    dh, dw, sh, sw = row[QC_DILATION], row[QC_DILATION + 1], row[QC_STRIDE], row[QC_STRIDE + 1]
+    rows, cols, cp = qconv_geometry(row)
+    x = qconv_window(row, ocm)
+    taps = kh_count * kw_count
+    w = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + oc * taps].view(np.int8)
+    wt = np.empty((taps, oc), np.int32)  # [tap, channel]
+    offsets = np.empty(taps, np.int64)
+    for kh in range(kh_count):
+        for kw in range(kw_count):
+            offsets[kh * kw_count + kw] = (kh * dh * cols + kw * dw) * cp + row[QC_OC0]
+    for o in range(oc):
+        for t in range(taps):
+            wt[t, o] = w[o * taps + t]
+    positions = n * oh * ow
+    width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
+    acc = np.zeros(positions * width, np.int32)
+    for position in range(positions):
+        b, rest = position // (oh * ow), position % (oh * ow)
+        base = ((b * rows + (rest // ow) * sh) * cols + (rest % ow) * sw) * cp
+        sums = acc[position * width : position * width + oc]
+        for t in range(taps):
+            inputs, weights = x[base + offsets[t] : base + offsets[t] + oc], wt[t]
+            for o in range(oc):
+                sums[o] = np.int32(sums[o] + np.int32(inputs[o]) * weights[o])
+    b_addr = row[QC_B_ADDR]
+    bias = load_i32(ocm, np.int64(b_addr), oc) if b_addr != -1 else np.zeros(0, np.int64)
+    qconv_start(row, ocm, bias, acc, 0, positions)
+    multipliers, roundings, rights = qconv_rescale(row, ocm)
+    table, lut = table_copy(ocm, row[QC_LUT_ADDR])
+    qconv_store(row, ocm, acc, 0, positions, multipliers, roundings, rights, table, lut)
+
+
+@jit
 def qconv_output_apart(row):
     """Whether a qconv's output lies apart from every OCM byte it reads: its input window,
     weights, bias, partial sums, pairs and table. Then the threads sharing it may each store
@@ -291,8 +355,12 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     """`qconv`: groups = 1 on the blocks (shared by chunks of output positions when `workers`
     > 1, as the fp16 conv: each thread claims chunks of whole qmac_tile calls until none is
     left, storing each at once, or once all are computed if the output overlaps what the conv
-    reads); other groupings on `int8.py`'s loops. Returns 0, or -1 if the run was abandoned."""
+    reads); a depthwise one (one channel a group, one output each) on `qconv_depthwise`, other
+    groupings on `int8.py`'s loops. Returns 0, or -1 if the run was abandoned."""
     if row[QC_GROUPS] != 1:  # never shared (shared_qconv)
+        if row[QC_IN_SHAPE + 3] == row[QC_GROUPS] and row[QC_OC_TOTAL] == row[QC_GROUPS]:
+            qconv_depthwise(row, machine[1][row[1]])
+            return 0
         return qconv_kernel_loops(i, row, frow, machine, tally, weights, skip, sync, worker, 1)
     ocm = machine[1][row[1]]
     positions = row[QC_OUT_SHAPE] * row[QC_OUT_SHAPE + 1] * row[QC_OUT_SHAPE + 2]
@@ -317,15 +385,7 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     taps, pairs = qconv_segments(row)
     b_addr = row[QC_B_ADDR]
     bias = load_i32(ocm, np.int64(b_addr), oc) if b_addr != -1 else np.zeros(0, np.int64)
-    rq = load_i32(ocm, np.int64(row[QC_RQ_ADDR]), 2 * oc) if not row[QC_ACC_OUT] else bias[:0]
-    multipliers = np.empty(oc, np.int64)
-    roundings = np.empty(oc, np.int64)
-    rights = np.empty(oc, np.int64)
-    if not row[QC_ACC_OUT]:  # requantize's factor, 2^(r - 1) and r
-        for o in range(oc):
-            multipliers[o] = rq[2 * o]
-            rights[o] = 31 - min(max(rq[2 * o + 1], RQ_SHIFT_MIN), RQ_SHIFT_MAX)
-            roundings[o] = np.int64(1) << (rights[o] - 1)
+    multipliers, roundings, rights = qconv_rescale(row, ocm)
     table, lut = table_copy(ocm, row[QC_LUT_ADDR])
     width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
     acc = np.empty((positions + QMAC_PIXELS) * width, np.int32)
