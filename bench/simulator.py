@@ -36,7 +36,9 @@ within 1.2x of one thread.
 `--int8` also times, after each model, its QDQ form (`mrvl.quantize`, min-max per channel,
 calibrated on 16 seeded inputs as `scripts/zoo_int8.py` makes it; row `<model> int8`), built
 and run the same way, against onnxruntime on the same QDQ model: issue 20's simulator goal is
-light ResNet-50 in int8 within 2x of onnxruntime's QDQ run and faster than its own fp16 row.
+light ResNet-50 in int8 within 2x of onnxruntime's QDQ run and faster than its own fp16 row,
+which a line under each int8 row gives (`_goal`): the int8 row's warm time over onnxruntime's
+on the QDQ model, and its CPU time over the fp16 row's, both from this run.
 
 `--threads` times the same three in turn without the looping process (`idle`, `idle 1t`,
 `idle all`): what the threads gain on an idle machine (there, `idle all` should be well
@@ -254,6 +256,16 @@ def _format(row: dict) -> str:
     return " ".join(cells)
 
 
+def _goal(int8_row: dict, fp16_row: dict | None) -> str:
+    """Issue 20's simulator goal for an int8 row: its warm time over onnxruntime's on the same
+    QDQ model (goal: at most 2), and its CPU time over its model's fp16 row (goal: under 1)."""
+    cells = [f"{'':18s}  goal: int8/ORT-QDQ {int8_row['numba'] / int8_row['ort']:.2f} (<= 2)"]
+    if fp16_row is not None:
+        ratio = int8_row["numba_cpu"] / fp16_row["numba_cpu"]
+        cells.append(f"int8/fp16 CPU {ratio:.2f} (< 1)")
+    return ", ".join(cells)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="*", default=list(DEFAULT_MODELS))
@@ -300,6 +312,7 @@ def main(argv=None) -> int:
     print("seconds per inference (VM run, regions on the simulator)")
     print(header)
     print("-" * len(header), flush=True)
+    fp16_rows: dict[str, dict] = {}  # each model's fp16 row, for its int8 row's goal line
     for name, int8 in [(name, int8) for name in args.models for int8 in (False, True)]:
         if int8 and not args.int8:
             continue
@@ -313,7 +326,12 @@ def main(argv=None) -> int:
             last = (done.stderr.strip().splitlines() or ["?"])[-1]
             print(f"{name:18s} error: {last[:150]}", flush=True)
             continue
-        print(_format(json.loads(done.stdout.strip().splitlines()[-1])), flush=True)
+        row = json.loads(done.stdout.strip().splitlines()[-1])
+        print(_format(row), flush=True)
+        if int8:
+            print(_goal(row, fp16_rows.get(name)), flush=True)
+        else:
+            fp16_rows[name] = row
     return 0
 
 

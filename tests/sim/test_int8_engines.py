@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from sim_builders import (
     ENGINE_SETTINGS,
@@ -21,12 +21,14 @@ from sim_builders import (
     qconv,
     qfc,
     run_both,
+    same_on_any_number_of_threads,
 )
 
 from mrvl import int8
 from mrvl.isa import DType, IOEntry, MemSpace, PoolMode, Program
 from mrvl.isa_int8_resize import fixed_point_table
 from mrvl.sim import SimulatorError, validate
+from mrvl.sim.engines.numba.int8 import SHARED_QCONV_MACS
 from mrvl.strided import interpolation_table
 
 # dequant to f16 saturates on purpose; the warning is tested on its own.
@@ -138,6 +140,87 @@ def test_qconv_engines_agree(layer):
     )  # fmt: skip
     dtype = DType.I32 if layer["acc_out"] else DType.I8
     run_both(layer_program(staging, [ins], out, out_shape, dtype=dtype), [])
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(
+    hw=st.tuples(st.integers(14, 16), st.integers(14, 16)),
+    shape=st.sampled_from(
+        [((3, 3), 67, 40, 1), ((1, 1), 301, 40, 1), ((3, 3), 64, 64, 2), ((1, 1), 301, 128, 2)]
+    ),
+    extra_channels=st.integers(0, 9),
+    chain=st.sampled_from(["whole", "first", "next", "next_in_place", "over_input"]),
+    zps=st.tuples(ZERO_POINTS, ZERO_POINTS),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_qconvs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
+    hw, shape, extra_channels, chain, zps, seed, data
+):
+    """qconvs with at least SHARED_QCONV_MACS multiply-adds are split by output positions over
+    the engine's threads (`int8_conv.qconv_kernel`); a chunk may end inside a block's
+    positions, odd channel counts pad a pair, and a chain of input-channel blocks reads and
+    writes int32 partial sums apart (stored as computed) or in place, or the output overwrites
+    the input (stored once every thread has computed). The interpreter, and the engine on 1, 2
+    and 3 threads, give the same bytes and counts."""
+    rng = np.random.default_rng(seed)
+    kernel, channels, out_channels, stride = shape
+    out_channels += extra_channels
+    pad = (kernel[0] // 2, kernel[1] // 2)
+    in_shape = (1, *hw, channels)
+    out_hw = tuple((size + 2 * p - k) // stride + 1 for size, p, k in zip(hw, pad, kernel))
+    out_shape = (1, *out_hw, out_channels)
+    positions = out_hw[0] * out_hw[1]
+    staging = Staging()
+    x = staging.add(int8_values(rng, in_shape))
+    w = staging.add(int8_values(rng, (out_channels, *kernel, channels)))
+    b = staging.add(rng.integers(-(2**20), 2**20, out_channels).astype(np.int32))
+    rq = staging.add(rescale_pairs(rng, out_channels, wild=False))
+    acc_addr = -1
+    if chain.startswith("next"):
+        acc_addr = staging.add(rng.integers(-(2**31), 2**31, out_shape).astype(np.int32))
+    acc_out = chain in ("first", "next_in_place") and data.draw(st.booleans())
+    out_bytes = positions * out_channels * (4 if acc_out else 1)
+    out = {"next_in_place": acc_addr, "over_input": x}.get(chain)
+    if out is None:
+        out = staging.reserve(out_bytes)
+    ins = qconv(
+        x, in_shape, out, out_shape, w, kernel=kernel, stride=(stride, stride), pad=pad,
+        b_addr=b, in_zp=zps[0], out_zp=zps[1], rq_addr=rq, acc_addr=acc_addr,
+        acc_out=int(acc_out), **data.draw(int8_finish(staging, rng)),
+    )  # fmt: skip
+    macs = positions * kernel[0] * kernel[1] * channels * out_channels
+    assert macs >= SHARED_QCONV_MACS
+    dtype = DType.I32 if acc_out else DType.I8
+    same_on_any_number_of_threads(layer_program(staging, [ins], out, out_shape, dtype=dtype))
+
+
+def test_a_qconvs_cached_weights_are_repacked_when_the_weights_in_ocm_change():
+    """Two qconvs of one weight slot (int8_weights.py: same node, weight address, first
+    channel and shape), the weights overwritten between them by a DMA: the second must use the
+    new weights, on the first run and on a warm one, as the interpreter does."""
+    from mrvl.sim import prepare, run
+
+    rng = np.random.default_rng(5)
+    in_shape, out_shape = (1, 6, 6, 67), (1, 6, 6, 40)
+    staging = Staging()
+    x = staging.add(int8_values(rng, in_shape))
+    w = staging.add(int8_values(rng, (40, 3, 3, 67)))
+    other = staging.add(int8_values(rng, (40, 3, 3, 67)))
+    rq = staging.add(rescale_pairs(rng, 40, wild=False))
+    size = int(np.prod(out_shape))
+    out = staging.reserve(2 * size)
+    fields = dict(kernel=(3, 3), pad=(1, 1), in_zp=-3, out_zp=4, rq_addr=rq)
+    code = [
+        qconv(x, in_shape, out, out_shape, w, **fields),
+        copy_bytes(MemSpace.OCM, other, MemSpace.OCM, w, 40 * 9 * 67),
+        qconv(x, in_shape, out + size, out_shape, w, **fields),
+    ]
+    valid = prepare(layer_program(staging, code, out, (2 * size,), dtype=DType.I8))
+    expected = run(valid, [], engine="interp")
+    assert expected[0][:size].tobytes() != expected[0][size:].tobytes()
+    for _ in range(2):
+        assert run(valid, [], engine="numba")[0].tobytes() == expected[0].tobytes()
 
 
 @ENGINE_SETTINGS

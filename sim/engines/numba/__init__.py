@@ -12,6 +12,8 @@ bounds, and Numba does no bounds checking, so nothing here checks anything. By j
 - `dma`: `dma`, `cvt` and `lut`;
 - `mac_tiles` and `mac`: the multiply-accumulate blocks, and the `conv` and `fc` instructions;
 - `vector`: `pool`, `resize`, `add`, `scale` and `mul`;
+- `int8`, `int8_conv`, `int8_mac`, `int8_weights`, `int8_resize`: the int8 instructions
+  (`qconv` on int32 multiply-accumulate blocks, with its packed weights kept between runs);
 - `sharing`: which instructions the threads share, and how they take their work in chunks;
 - `dispatch`: one kernel per opcode in a table, the compiled loop, and `execute`.
 

@@ -4,7 +4,8 @@ which runs it on the engine's threads.
 
 Every kernel has one signature, `kernel(i, row, frow, machine, tally, weights, skip, sync,
 worker, workers) -> status`: instruction i's integer and float words, the machine's
-memories `machine` = (ddr, ocm, tables, lut, lut_bits), its (saturated, NaN) counts, the weight
+memories `machine` = (ddr, ocm, tables, lut, lut_bits, the qconvs' weight slots of
+`int8_weights.py`), its (saturated, NaN) counts, the weight
 cache's arrays and DMA skips, and the threads' shared state (`sharing.py`). The status is 0
 (done), STOP (the program ends here for this thread), or FAULT - fault.
 """
@@ -21,7 +22,9 @@ from mrvl.isa import OPCODE_BY_NAME, OpcodeTable
 from mrvl.sim.engines.numba.dma import cvt, dma, load_table
 from mrvl.sim.engines.numba.fields import OP_END
 from mrvl.sim.engines.numba.int8 import INT8_KERNELS
+from mrvl.sim.engines.numba.int8_conv import qconv_kernel
 from mrvl.sim.engines.numba.int8_resize import qresize_kernel
+from mrvl.sim.engines.numba.int8_weights import QWeightCache, qweight_cache
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.long_rows import lnapply, lnstats
 from mrvl.sim.engines.numba.mac import conv
@@ -206,6 +209,7 @@ def _end(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
 
 for _opcode, _kernel in INT8_KERNELS.items():  # quant, dequant, qconv, ... (int8.py)
     implements(_opcode)(_kernel)
+implements("qconv")(qconv_kernel)  # int8_conv.py
 implements("qresize")(qresize_kernel)  # int8_resize.py
 
 KERNELS.require_complete()
@@ -285,7 +289,10 @@ def execute(
     if workers > 1 and not shares_any(rows.words, arrays[0], workers):
         workers = 1  # nothing to share: no helper threads
     sync = new_sync(workers, len(rows.words))
-    machine = (memory.ddr, memory.ocm, memory.tables, F16_TO_F32, F16_TO_F32_BITS)
+    qcache = qweight_cache(rows)  # the qconvs' packed weights (int8_weights.py)
+    q_owned = qcache.lock.acquire(blocking=False)
+    qweights = qcache.arrays if q_owned else QWeightCache.none(rows)
+    machine = (memory.ddr, memory.ocm, memory.tables, F16_TO_F32, F16_TO_F32_BITS, qweights)
     args = (rows.words, rows.floats, machine)
     try:
         joined = []
@@ -308,6 +315,8 @@ def execute(
     finally:
         if owned:
             cache.lock.release()
+        if q_owned:
+            qcache.lock.release()
     if cache.origin is not None:  # rows back to instructions
         counts, per_row = np.zeros((len(valid.code), 2), np.int64), counts
         np.add.at(counts, cache.origin, per_row)

@@ -86,6 +86,23 @@ QM_A_ZP, QM_B_ZP, QM_OUT_ZP = _qmul["a_zp"], _qmul["b_zp"], _qmul["out_zp"]
 QM_RQ, QM_CLAMP, QM_LUT_ADDR = _qmul["rq"], _qmul["clamp"], _qmul["lut_addr"]
 
 
+OP_QCONV = OPCODE_BY_NAME["qconv"].opcode
+SHARED_QCONV_MACS = 1 << 21
+"""The fewest multiply-adds of a qconv (groups = 1) whose output positions the engine's threads
+share (`shared_qconv`): its blocks do about four times the fp16 conv's multiply-adds a second,
+so it is worth the meeting points at about four times sharing.SHARED_MACS."""
+
+
+@jit
+def shared_qconv(row, workers):
+    """Whether the `workers` threads share this qconv (`int8_conv.qconv_kernel`)."""
+    if workers <= 1 or row[QC_GROUPS] != 1:
+        return False
+    positions = row[QC_OUT_SHAPE] * row[QC_OUT_SHAPE + 1] * row[QC_OUT_SHAPE + 2]
+    steps = row[QC_KERNEL] * row[QC_KERNEL + 1] * row[QC_IN_SHAPE + 3]
+    return positions * steps * row[QC_OUT_SHAPE + 3] >= SHARED_QCONV_MACS
+
+
 # ------------------------------------------------------------------------------- arithmetic
 
 
@@ -267,8 +284,9 @@ def _accumulate_taps(x, wt, acc, geometry, group_base, broadcast):
 
 
 @jit
-def _qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
-    """The window less in_zp (a padding tap would read in_zp and add 0, so it is skipped),
+def qconv_kernel_loops(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
+    """`qconv` in plain loops, for any grouping (`int8_conv.py` runs groups = 1 on its
+    blocks, and the others here): the window less in_zp (a padding tap would read in_zp and add 0, so it is skipped),
     the weights as [KH, KW, Cg, OCt], the int32 start (partial sums or bias), the taps
     (`_accumulate_taps`), then the int32 result or its requantization per channel."""
     ocm = machine[1][row[1]]
@@ -360,20 +378,39 @@ def _qfc_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, worke
 
 
 @jit
+def qadd_terms(zp, multiplier, shift):
+    """int64[256]: qadd's scaled term requantize((v - zp) << QADD_LEFT_SHIFT, pair) of every
+    int8 value v, at v + 128: an operand's term depends on its byte alone."""
+    terms = np.empty(256, np.int64)
+    for v in range(256):
+        terms[v] = requantize((np.int64(v) - 128 - zp) << QADD_LEFT_SHIFT, multiplier, shift)
+    return terms
+
+
+@jit
 def _qadd_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
+    """Each operand's term from a 256-entry table (`qadd_terms`), then their sum's
+    requantization, clamp and table: the operands are copied first, so an output that
+    overlaps them gets the reference interpreter's bytes."""
     ocm = machine[1][row[1]]
     count = row[QA_COUNT]
-    a = load_i8(ocm, np.int64(row[QA_A_ADDR]), count)
-    b = load_i8(ocm, np.int64(row[QA_B_ADDR]), count)
-    a_zp, b_zp, out_zp = np.int64(row[QA_A_ZP]), np.int64(row[QA_B_ZP]), row[QA_OUT_ZP]
-    lo, hi, lut = row[QA_CLAMP], row[QA_CLAMP + 1], row[QA_LUT_ADDR]
-    table, lut = table_copy(ocm, lut)
-    out = np.int64(row[QA_OUT_ADDR])
-    for k in range(count):
-        sa = requantize((a[k] - a_zp) << QADD_LEFT_SHIFT, row[QA_A_RQ], row[QA_A_RQ + 1])
-        sb = requantize((b[k] - b_zp) << QADD_LEFT_SHIFT, row[QA_B_RQ], row[QA_B_RQ + 1])
-        y = out_zp + requantize(sa + sb, row[QA_OUT_RQ], row[QA_OUT_RQ + 1])
-        store_i8(ocm, out + k, finish(y, lo, hi, table, lut))
+    a = ocm[row[QA_A_ADDR] : row[QA_A_ADDR] + count].copy()
+    b = ocm[row[QA_B_ADDR] : row[QA_B_ADDR] + count].copy()
+    a_terms = qadd_terms(np.int64(row[QA_A_ZP]), row[QA_A_RQ], row[QA_A_RQ + 1])
+    b_terms = qadd_terms(np.int64(row[QA_B_ZP]), row[QA_B_RQ], row[QA_B_RQ + 1])
+    out_zp = np.int64(row[QA_OUT_ZP])
+    lo, hi = np.int64(row[QA_CLAMP]), np.int64(row[QA_CLAMP + 1])
+    right = 31 - min(max(np.int64(row[QA_OUT_RQ + 1]), RQ_SHIFT_MIN), RQ_SHIFT_MAX)
+    multiplier, rounding = np.int64(row[QA_OUT_RQ]), np.int64(1) << (right - 1)
+    table, lut = table_copy(ocm, row[QA_LUT_ADDR])
+    out = ocm[row[QA_OUT_ADDR] : row[QA_OUT_ADDR] + count]
+    for k in range(count):  # a byte's int8 value + 128 is the byte ^ 0x80
+        total = a_terms[a[k] ^ 0x80] + b_terms[b[k] ^ 0x80]
+        y = out_zp + ((total * multiplier + rounding) >> right)
+        out[k] = np.uint8(min(max(y, lo), hi) & 0xFF)
+    if lut != -1:
+        for k in range(count):
+            out[k] = table[out[k] ^ 0x80]
     return 0
 
 
@@ -477,11 +514,11 @@ def _qmul_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
 INT8_KERNELS = {
     "quant": _quant_kernel,
     "dequant": _dequant_kernel,
-    "qconv": _qconv_kernel,
     "qpool": _qpool_kernel,
     "qfc": _qfc_kernel,
     "qadd": _qadd_kernel,
     "requant": _requant_kernel,
     "qmul": _qmul_kernel,
 }
-"""The int8 opcodes' kernels, which `dispatch.py` registers."""
+"""The int8 opcodes' kernels, which `dispatch.py` registers (with `qconv` of `int8_conv.py` and
+`qresize` of `int8_resize.py`)."""

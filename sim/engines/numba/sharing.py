@@ -57,6 +57,7 @@ from mrvl.sim.engines.numba.fields import (
     SOFTMAX_LENGTH,
     SOFTMAX_OUTER,
 )
+from mrvl.sim.engines.numba.int8 import OP_QCONV, shared_qconv
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.errors import SimulatorInputError
 
@@ -468,6 +469,8 @@ def shared_work(op, row, slot, workers):
         return shared_softmax(row, workers)
     if op == OP_LAYERNORM:
         return shared_layernorm(row, workers)
+    if op == OP_QCONV:
+        return shared_qconv(row, workers)
     return shared_values(op, row, workers)
 
 
