@@ -24,7 +24,7 @@ from mrvl.sim.engines.numba.fields import (
     CONV_ROW0,
     CONV_STRIDE,
 )
-from mrvl.sim.engines.numba.jit import jit, jit_inline
+from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.numerics import counted_loop, load_f16
 from mrvl.sim.weight_cache import CONSTANT, PACKED
 
@@ -260,7 +260,7 @@ def window_columns(row):
     return left, max(0, last - (row[CONV_IN_SHAPE + 2] - 1))
 
 
-@jit_inline
+@jit
 def segment_rows(row, first, count, c_base, zeros, rows, pixels, left, padded_width, merged):
     """For the `pixels` output positions of one mac_tile call from `first` (those past
     first + count - 1 repeat the last), rows[s * pixels + q] = the offset in the window (of
