@@ -237,7 +237,7 @@ def run_program(words, floats, machine, counts, weights, skip, sync, worker):
     for i in range(words.shape[0]):
         row, frow = words[i], floats[i]
         op = row[0]
-        shared = shared_work(op, row, slots[i], workers)
+        shared = workers > 1 and shared_work(op, row, slots[i], workers)  # a call: refcounts
         if worker > 0 and not shared:
             if op == OP_END:
                 return -1

@@ -48,7 +48,8 @@ def dma_move(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_b
     buffers), in runs as long as both innermost strides allow, in units of `src.itemsize`
     bytes (addresses and strides are multiples of it, so they are divided once: an array's
     itemsize is a runtime field, and two 64-bit divisions an element took 9 ns). Indices, not
-    slices: a slice per run (often one element) cost two atomic reference counts."""
+    slices: a slice per run (often one element) cost two atomic reference counts. The box
+    and strides are tuples of four int64 (`dma`)."""
     unit = src.itemsize
     if src_strides[3] == elem_bytes and dst_strides[3] == elem_bytes:
         run, inner = box[3] * elem_bytes // unit, 1
@@ -132,8 +133,8 @@ def dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_b
         dma_runs(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes)
         return
     bits = src_addr | dst_addr | elem_bytes
-    for d in range(4):
-        bits |= src_strides[d] | dst_strides[d]
+    bits |= src_strides[0] | src_strides[1] | src_strides[2] | src_strides[3]
+    bits |= dst_strides[0] | dst_strides[1] | dst_strides[2] | dst_strides[3]
     if bits % 8 == 0:
         s = as_units(src, 8).view(np.uint64)
         t = as_units(dst, 8).view(np.uint64)
@@ -151,43 +152,61 @@ def dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_b
 
 
 @jit
+def fold_dim(box, d, src_strides, dst_strides):
+    """(whether, box): `box` with dimension d folded into the innermost one (d set to 1) if d
+    continues the innermost stride on both sides, else `box` as it is."""
+    if src_strides[d] != src_strides[3] * box[3] or dst_strides[d] != dst_strides[3] * box[3]:
+        return False, box
+    if d == 2:
+        return True, (box[0], box[1], np.int64(1), box[3] * box[2])
+    if d == 1:
+        return True, (box[0], np.int64(1), box[2], box[3] * box[1])
+    return True, (np.int64(1), box[1], box[2], box[3] * box[0])
+
+
+@jit
 def merge_dims(box, src_strides, dst_strides):
-    """Fold the outer dimensions of a DMA box that continue the innermost one's stride on both
-    sides into it, in place (box 1 where folded): the same elements copied in the same order,
+    """The DMA box with the outer dimensions that continue the innermost one's stride on both
+    sides folded into it (box 1 where folded): the same elements copied in the same order,
     in fewer, longer runs. A box of whole pixels of 3 channels (an image, a ViT's patches)
-    otherwise moves 6 bytes a run; dense in all its dimensions, it is one memcpy."""
-    for d in range(2, -1, -1):
+    otherwise moves 6 bytes a run; dense in all its dimensions, it is one memcpy. Tuples of
+    four int64, not arrays: three small arrays a DMA (their allocations and reference counts)
+    cost a short DMA much of its time."""
+    for d in (2, 1, 0):
         if box[d] == 1:
             continue
-        if src_strides[d] != src_strides[3] * box[3] or dst_strides[d] != dst_strides[3] * box[3]:
-            return
-        box[3] *= box[d]
-        box[d] = 1
+        folded, box = fold_dim(box, d, src_strides, dst_strides)
+        if not folded:
+            return box
+    return box
+
+
+@jit
+def four(row, at):
+    """row[at : at + 4] as a tuple of four int64."""
+    return (np.int64(row[at]), np.int64(row[at + 1]), np.int64(row[at + 2]), np.int64(row[at + 3]))
 
 
 @jit
 def dma(row, ddr, ocm):
-    box = row[DMA_BOX : DMA_BOX + 4].astype(np.int64)
+    box = four(row, DMA_BOX)
     elem_bytes = np.int64(row[DMA_ELEM_BYTES])
     if box[0] == 0 or box[1] == 0 or box[2] == 0 or box[3] == 0:
         return
     src = ddr if row[DMA_SRC_SPACE] == DDR else ocm
     dst = ddr if row[DMA_DST_SPACE] == DDR else ocm
-    src_strides = row[DMA_SRC_STRIDES : DMA_SRC_STRIDES + 4].astype(np.int64)
-    dst_strides = row[DMA_DST_STRIDES : DMA_DST_STRIDES + 4].astype(np.int64)
-    merge_dims(box, src_strides, dst_strides)
+    src_strides, dst_strides = four(row, DMA_SRC_STRIDES), four(row, DMA_DST_STRIDES)
+    box = merge_dims(box, src_strides, dst_strides)
     src_addr, dst_addr = np.int64(row[DMA_SRC_ADDR]), np.int64(row[DMA_DST_ADDR])
     if row[DMA_SRC_SPACE] != row[DMA_DST_SPACE]:  # DDR and OCM do not overlap: copy directly
         dma_copy(src, src_addr, src_strides, dst, dst_addr, dst_strides, box, elem_bytes)
         return
     # memmove semantics: the whole source is read before any destination byte is written.
     staged = np.empty(box[0] * box[1] * box[2] * box[3] * elem_bytes, np.uint8)
-    dense = np.empty(4, np.int64)
-    dense[3] = elem_bytes
-    for d in range(2, -1, -1):
-        dense[d] = dense[d + 1] * box[d + 1]
+    d2 = elem_bytes * box[3]
+    dense = (d2 * box[2] * box[1], d2 * box[2], d2, elem_bytes)
     dma_copy(src, src_addr, src_strides, staged, np.int64(0), dense, box, elem_bytes)
-    merge_dims(box, dense, dst_strides)  # the staged side is dense: fold what dst allows
+    box = merge_dims(box, dense, dst_strides)  # the staged side is dense: fold what dst allows
     dma_copy(staged, np.int64(0), dense, dst, dst_addr, dst_strides, box, elem_bytes)
 
 

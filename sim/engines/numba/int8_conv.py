@@ -47,13 +47,12 @@ from mrvl.sim.engines.numba.int8 import (
 from mrvl.sim.engines.numba.int8_mac import QMAC_CHANNELS, QMAC_PIXELS, qmac_tile
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.sharing import (
-    COMPUTED,
-    STORED,
-    all_done,
+    all_computed,
+    all_stored,
     apart,
+    chunk_bounds,
     chunk_size_by_work,
     claim,
-    count_done,
     end_shared,
     start_shared,
 )
@@ -393,7 +392,7 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     mine = np.empty(chunks, np.int64)  # the chunks this thread took
     taken = 0
     while chunk < chunks:
-        start, stop = chunk * size, min(positions, (chunk + 1) * size)
+        start, stop = chunk_bounds(chunk, size, positions)
         qconv_positions(row, x, packed, taps, pairs, acc, start, stop)
         qconv_start(row, ocm, bias, acc, start, stop)
         mine[taken] = chunk
@@ -401,14 +400,10 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
         if not deferred:
             qconv_store(row, ocm, acc, start, stop, multipliers, roundings, rights, table, lut)
         chunk = claim(sync, i, workers, chunks, taken)
-    if workers == 1:
-        return 0
     if deferred:
-        count_done(sync, i, COMPUTED, taken)
-        if not all_done(sync, i, COMPUTED, chunks):
+        if not all_computed(sync, i, taken, chunks):
             return -1
         for k in range(taken):
-            start, stop = mine[k] * size, min(positions, (mine[k] + 1) * size)
+            start, stop = chunk_bounds(mine[k], size, positions)
             qconv_store(row, ocm, acc, start, stop, multipliers, roundings, rights, table, lut)
-    count_done(sync, i, STORED, taken)
-    return end_shared(sync, i, worker, workers, chunks)
+    return all_stored(sync, i, worker, workers, taken, chunks)

@@ -57,14 +57,13 @@ from mrvl.sim.engines.numba.numerics import (
     store_f32,
 )
 from mrvl.sim.engines.numba.sharing import (
-    COMPUTED,
-    STORED,
-    all_done,
+    all_computed,
+    all_stored,
     apart,
+    chunk_bounds,
     chunk_size,
     chunk_size_by_work,
     claim,
-    count_done,
     end_shared,
     start_shared,
 )
@@ -235,7 +234,7 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
     mine = np.empty(chunks, np.int64)  # the chunks this thread took
     taken = 0
     while chunk < chunks:
-        start, stop = chunk * size, min(positions, (chunk + 1) * size)
+        start, stop = chunk_bounds(chunk, size, positions)
         loaded = load_window(row, ocm, x, start, stop, loaded, lut, merged)
         conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged, scratch, tables)
         mine[taken] = chunk
@@ -243,17 +242,13 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
         if not deferred:
             conv_store(row, frow, ocm, table, tally, out, slopes, start, stop, direct)
         chunk = claim(sync, i, workers, chunks, taken)
-    if workers == 1:
-        return 0
     if deferred:
-        count_done(sync, i, COMPUTED, taken)
-        if not all_done(sync, i, COMPUTED, chunks):
+        if not all_computed(sync, i, taken, chunks):
             return -1
         for k in range(taken):
-            start, stop = mine[k] * size, min(positions, (mine[k] + 1) * size)
+            start, stop = chunk_bounds(mine[k], size, positions)
             conv_store(row, frow, ocm, table, tally, out, slopes, start, stop, direct)
-    count_done(sync, i, STORED, taken)
-    return end_shared(sync, i, worker, workers, chunks)
+    return all_stored(sync, i, worker, workers, taken, chunks)
 
 
 @jit

@@ -54,13 +54,12 @@ from mrvl.sim.engines.numba.numerics import (
     store_f32,
 )
 from mrvl.sim.engines.numba.sharing import (
-    COMPUTED,
-    STORED,
-    all_done,
+    all_computed,
+    all_stored,
     apart,
+    chunk_bounds,
     chunk_size_by_work,
     claim,
-    count_done,
     end_shared,
     start_shared,
 )
@@ -185,7 +184,7 @@ def fc(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
     mine = np.empty(chunks, np.int64)
     taken = 0
     while chunk < chunks:
-        start, stop = chunk * size, min(rows, (chunk + 1) * size)
+        start, stop = chunk_bounds(chunk, size, rows)
         in_addr = row[FC_IN_ADDR] + 2 * start * inner
         load_f16_into(ocm, in_addr, x[start * inner : stop * inner], lut)
         mac_rows(x, 0, cache[1], start, stop, inner, outs, bias, 0, 0, out, 0, scratch)
@@ -194,17 +193,13 @@ def fc(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
         if not deferred:
             fc_store(frow, ocm, table, tally, out, slopes, act, out_addr, outs, start, stop)
         chunk = claim(sync, i, workers, chunks, taken)
-    if workers == 1:
-        return 0
     if deferred:
-        count_done(sync, i, COMPUTED, taken)
-        if not all_done(sync, i, COMPUTED, chunks):
+        if not all_computed(sync, i, taken, chunks):
             return -1
         for c in range(taken):
-            start, stop = mine[c] * size, min(rows, (mine[c] + 1) * size)
+            start, stop = chunk_bounds(mine[c], size, rows)
             fc_store(frow, ocm, table, tally, out, slopes, act, out_addr, outs, start, stop)
-    count_done(sync, i, STORED, taken)
-    return end_shared(sync, i, worker, workers, chunks)
+    return all_stored(sync, i, worker, workers, taken, chunks)
 
 
 @jit
@@ -312,16 +307,12 @@ def bmm(row, ocm, lut, tally, sync, i, worker, workers):
         if not deferred:
             bmm_store(ocm, tally, out, acc_out, out_addr, chunk * size, size, units, tiles, m, n)
         chunk = claim(sync, i, workers, chunks, taken)
-    if workers == 1:
-        return 0
     if deferred:
-        count_done(sync, i, COMPUTED, taken)
-        if not all_done(sync, i, COMPUTED, chunks):
+        if not all_computed(sync, i, taken, chunks):
             return -1
         for c in range(taken):
             bmm_store(ocm, tally, out, acc_out, out_addr, mine[c] * size, size, units, tiles, m, n)
-    count_done(sync, i, STORED, taken)
-    return end_shared(sync, i, worker, workers, chunks)
+    return all_stored(sync, i, worker, workers, taken, chunks)
 
 
 @jit

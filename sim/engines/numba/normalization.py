@@ -29,13 +29,12 @@ from mrvl.sim.engines.numba.numerics import (
     store_f16,
 )
 from mrvl.sim.engines.numba.sharing import (
-    COMPUTED,
-    STORED,
-    all_done,
+    all_computed,
+    all_stored,
     apart,
+    chunk_bounds,
     chunk_size_by_work,
     claim,
-    count_done,
     end_shared,
     start_shared,
 )
@@ -93,25 +92,22 @@ def softmax(row, ocm, lut, tally, sync, i, worker, workers):
     mine = np.empty(chunks, np.int64)
     taken = 0
     while chunk < chunks:
-        lo, hi = chunk * size * span, min(outer, (chunk + 1) * size) * span
+        first, last = chunk_bounds(chunk, size, outer)
+        lo, hi = first * span, last * span
         load_f16_into(ocm, in_addr + 2 * lo, x[lo:hi], lut)
-        softmax_rows(x, e, chunk * size, min(outer, (chunk + 1) * size), length, inner)
+        softmax_rows(x, e, first, last, length, inner)
         mine[taken] = chunk
         taken += 1
         if not deferred:
             store_f16(ocm, out_addr + 2 * lo, x[lo:hi], tally)
         chunk = claim(sync, i, workers, chunks, taken)
-    if workers == 1:
-        return 0
     if deferred:
-        count_done(sync, i, COMPUTED, taken)
-        if not all_done(sync, i, COMPUTED, chunks):
+        if not all_computed(sync, i, taken, chunks):
             return -1
         for c in range(taken):
-            lo, hi = mine[c] * size * span, min(outer, (mine[c] + 1) * size) * span
-            store_f16(ocm, out_addr + 2 * lo, x[lo:hi], tally)
-    count_done(sync, i, STORED, taken)
-    return end_shared(sync, i, worker, workers, chunks)
+            lo, hi = chunk_bounds(mine[c], size, outer)
+            store_f16(ocm, out_addr + 2 * lo * span, x[lo * span : hi * span], tally)
+    return all_stored(sync, i, worker, workers, taken, chunks)
 
 
 @jit
@@ -171,25 +167,22 @@ def layernorm(row, frow, ocm, lut, tally, sync, i, worker, workers):
     mine = np.empty(chunks, np.int64)
     taken = 0
     while chunk < chunks:
-        lo, hi = chunk * size * length, min(rows, (chunk + 1) * size) * length
+        first, last = chunk_bounds(chunk, size, rows)
+        lo, hi = first * length, last * length
         load_f16_into(ocm, in_addr + 2 * lo, x[lo:hi], lut)
-        layernorm_rows(x, g, b, eps, chunk * size, min(rows, (chunk + 1) * size), length)
+        layernorm_rows(x, g, b, eps, first, last, length)
         mine[taken] = chunk
         taken += 1
         if not deferred:
             store_f16(ocm, out_addr + 2 * lo, x[lo:hi], tally)
         chunk = claim(sync, i, workers, chunks, taken)
-    if workers == 1:
-        return 0
     if deferred:
-        count_done(sync, i, COMPUTED, taken)
-        if not all_done(sync, i, COMPUTED, chunks):
+        if not all_computed(sync, i, taken, chunks):
             return -1
         for c in range(taken):
-            lo, hi = mine[c] * size * length, min(rows, (mine[c] + 1) * size) * length
-            store_f16(ocm, out_addr + 2 * lo, x[lo:hi], tally)
-    count_done(sync, i, STORED, taken)
-    return end_shared(sync, i, worker, workers, chunks)
+            lo, hi = chunk_bounds(mine[c], size, rows)
+            store_f16(ocm, out_addr + 2 * lo * length, x[lo * length : hi * length], tally)
+    return all_stored(sync, i, worker, workers, taken, chunks)
 
 
 @jit

@@ -58,7 +58,7 @@ from mrvl.sim.engines.numba.fields import (
     SOFTMAX_OUTER,
 )
 from mrvl.sim.engines.numba.int8 import OP_QCONV, shared_qconv
-from mrvl.sim.engines.numba.jit import jit
+from mrvl.sim.engines.numba.jit import jit, jit_inline
 from mrvl.sim.errors import SimulatorInputError
 
 
@@ -326,6 +326,33 @@ def end_shared(sync, i, worker, workers, chunks):
     if worker > 0 or workers <= 1 or all_done(sync, i, STORED, chunks):
         return 0
     return -1
+
+
+@jit_inline
+def chunk_bounds(chunk, size, total):
+    """The items [start, stop) of chunk `chunk` (of `size` items) of `total` items."""
+    return chunk * size, min(total, (chunk + 1) * size)
+
+
+@jit_inline
+def all_computed(sync, i, taken, chunks):
+    """A thread's wait in shared instruction i whose stores are deferred (its output overlaps
+    what the instruction reads): count its `taken` chunks computed, then wait until all
+    `chunks` are, so that no store reaches a byte another thread still loads. False if the run
+    was abandoned meanwhile."""
+    count_done(sync, i, COMPUTED, taken)
+    return all_done(sync, i, COMPUTED, chunks)
+
+
+@jit_inline
+def all_stored(sync, i, worker, workers, taken, chunks):
+    """A thread's end of shared instruction i once it has stored its `taken` chunks: count
+    them stored, then `end_shared` (0 at once on one thread). Inlined, as the kernels' one-
+    thread path goes through it."""
+    if workers <= 1:
+        return 0
+    count_done(sync, i, STORED, taken)
+    return end_shared(sync, i, worker, workers, chunks)
 
 
 @jit

@@ -66,13 +66,12 @@ from mrvl.sim.engines.numba.numerics import (
     store_f16,
 )
 from mrvl.sim.engines.numba.sharing import (
-    COMPUTED,
-    STORED,
-    all_done,
+    all_computed,
+    all_stored,
     apart,
+    chunk_bounds,
     chunk_size,
     claim,
-    count_done,
     end_shared,
     start_shared,
 )
@@ -108,7 +107,7 @@ def pool(row, ocm, lut, tally, sync, i, worker, workers):
     mine = np.empty(chunks, np.int64)  # the chunks this thread took
     taken = 0
     while chunk < chunks:
-        first, stop = chunk * size, min(positions, (chunk + 1) * size)
+        first, stop = chunk_bounds(chunk, size, positions)
         pool_positions(row, x, out, first, stop)
         mine[taken] = chunk
         taken += 1
@@ -116,18 +115,14 @@ def pool(row, ocm, lut, tally, sync, i, worker, workers):
             span = out[first * channels : stop * channels]
             store_f16(ocm, out_addr + 2 * first * channels, span, tally)
         chunk = claim(sync, i, workers, chunks, taken)
-    if workers == 1:
-        return 0
     if deferred:
-        count_done(sync, i, COMPUTED, taken)
-        if not all_done(sync, i, COMPUTED, chunks):
+        if not all_computed(sync, i, taken, chunks):
             return -1
         for k in range(taken):
-            first, stop = mine[k] * size, min(positions, (mine[k] + 1) * size)
+            first, stop = chunk_bounds(mine[k], size, positions)
             span = out[first * channels : stop * channels]
             store_f16(ocm, out_addr + 2 * first * channels, span, tally)
-    count_done(sync, i, STORED, taken)
-    return end_shared(sync, i, worker, workers, chunks)
+    return all_stored(sync, i, worker, workers, taken, chunks)
 
 
 @jit
@@ -286,7 +281,7 @@ def add(row, frow, ocm, lut, table, tally, sync, i, worker, workers):
     mine = np.empty(chunks, np.int64)  # the chunks this thread took
     taken = 0
     while chunk < chunks:
-        start, stop = chunk * size, min(count, (chunk + 1) * size)
+        start, stop = chunk_bounds(chunk, size, count)
         span = sums[start:stop]
         load_f16_into(ocm, a_addr + 2 * start, span, lut)
         b = load_f16(ocm, b_addr + 2 * start, stop - start, lut)
@@ -297,18 +292,14 @@ def add(row, frow, ocm, lut, table, tally, sync, i, worker, workers):
         if not deferred:
             finish(span, act, act_a, act_b, slopes, table, ocm, out_addr + 2 * start, tally)
         chunk = claim(sync, i, workers, chunks, taken)
-    if workers == 1:
-        return 0
     if deferred:
-        count_done(sync, i, COMPUTED, taken)
-        if not all_done(sync, i, COMPUTED, chunks):
+        if not all_computed(sync, i, taken, chunks):
             return -1
         for k in range(taken):
-            start, stop = mine[k] * size, min(count, (mine[k] + 1) * size)
+            start, stop = chunk_bounds(mine[k], size, count)
             span = sums[start:stop]
             finish(span, act, act_a, act_b, slopes, table, ocm, out_addr + 2 * start, tally)
-    count_done(sync, i, STORED, taken)
-    return end_shared(sync, i, worker, workers, chunks)
+    return all_stored(sync, i, worker, workers, taken, chunks)
 
 
 @jit
