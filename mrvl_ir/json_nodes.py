@@ -161,7 +161,7 @@ class LayerNodes:
             attrs=attrs,
         )
 
-    def _bmm_node(self, op: mrvl.BatchMatMulOp) -> None:
+    def _bmm_node(self, op: mrvl.BatchMatMulOp | mrvl.QuantizedBatchMatMulOp) -> None:
         self._same_layout_node(
             op,
             "BatchMatMul",
@@ -487,6 +487,7 @@ NODE_BUILDERS: dict[type[Operation], Callable[[LayerNodes, Operation], None]] = 
     mrvl.PadOp: LayerNodes._pad_node,
     mrvl.ReduceOp: LayerNodes._reduce_node,
     mrvl.BinaryOp: LayerNodes._binary_node,
+    mrvl.QuantizedBatchMatMulOp: LayerNodes._bmm_node,  # its quant_attrs say int8
 }
 """The Nodes-JSON form of each `mrvl` layer op, by op class (constants are entries of the
 Constants-JSON, not nodes: `_constant_entry`). The completeness test checks that every layer

@@ -354,13 +354,14 @@ INT8_READY: frozenset[str] = frozenset(
     {
         "conv2d", "fc", "add", "pool2d", "global_pool2d", "reshape", "transpose", "concat",
         "copy", "quantize", "dequantize", "mul", "scale_shift", "resize",
+        "bmm_nn", "bmm_nt", "bmm_tn", "bmm_tt",  # qbmm: a product of two int8 activations
     }
 )  # fmt: skip
 """Composites whose int8 form the compiler lowers to the MLIP's int8 instructions. Until a
 kind is here, its quantized layers stay on the CPU (`NOT_LOWERED`), never in fp16. An int8
 `scale_shift` (an activation, with scalar steps) is a 256-entry table (`mrvl.int8_table`); an
 int8 `mul` the `qmul` instruction, an int8 `resize` (bilinear, or a nearest that is no copy)
-the `qresize` instruction."""
+the `qresize` instruction, an int8 `bmm_*` (a product of two activations) `qbmm`."""
 
 FP16_BETWEEN_EDGES: frozenset[str] = frozenset({"softmax"})
 """Quantized composites the MLIP runs in fp16 between its own `dequant` and `quant` (issue

@@ -41,6 +41,7 @@ from mrvl.errors import CompileError
 from mrvl.locations import location_name
 from mrvl.passes.common import InheritLocation, MrvlModulePass
 from mrvl.passes.graph.fold_qdq_affine import FoldQuantizedAffine
+from mrvl.passes.graph.fold_qdq_bmm import FoldQuantizedBatchMatMul
 from mrvl.passes.graph.fold_qdq_gated_tables import FoldGatedTable
 from mrvl.passes.graph.fold_qdq_sub import FoldQuantizedSub
 from mrvl.passes.graph.fold_qdq_tables import FoldQuantizedTable
@@ -351,6 +352,7 @@ class FoldQdqPass(MrvlModulePass):
             FoldQuantizedTable(),
             FoldGatedTable(),
             FoldQuantizedSub(),
+            FoldQuantizedBatchMatMul(),
         ]
         PatternRewriteWalker(
             GreedyRewritePatternApplier([InheritLocation(p) for p in patterns])

@@ -21,6 +21,7 @@ from mrvl.isa import OPCODE_BY_NAME, OpcodeTable
 from mrvl.sim.engines.numba.dma import cvt, dma, load_table
 from mrvl.sim.engines.numba.fields import OP_END
 from mrvl.sim.engines.numba.int8 import INT8_KERNELS
+from mrvl.sim.engines.numba.int8_bmm import qbmm_kernel
 from mrvl.sim.engines.numba.int8_resize import qresize_kernel
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.long_rows import lnapply, lnstats
@@ -207,6 +208,7 @@ def _end(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
 for _opcode, _kernel in INT8_KERNELS.items():  # quant, dequant, qconv, ... (int8.py)
     implements(_opcode)(_kernel)
 implements("qresize")(qresize_kernel)  # int8_resize.py
+implements("qbmm")(qbmm_kernel)  # int8_bmm.py
 
 KERNELS.require_complete()
 
