@@ -220,15 +220,19 @@ class LayerNodes:
         )
 
     def _sum_node(self, op: mrvl.AddOp) -> None:
+        """A sum of two tensors; an int8 add of a constant (a transformer's bias) has it in
+        `input_consts`, as `mrvl.binary`'s."""
         layout = mrvl.layout_of(op.output)
+        activations, consts = self._data_inputs(op, [op.lhs, op.rhs])
         self._same_layout_node(
             op,
             "Sum2D",
-            [op.lhs, op.rhs],
+            activations,
             op.lhs,
             layout,
+            num_constants=len(consts),
             composite="mrvl.sum2d",
-            attrs=self._activation_attrs(op),
+            attrs={**self._activation_attrs(op), **({"input_consts": consts} if consts else {})},
         )
 
     def _mul_node(self, op: mrvl.MulOp) -> None:

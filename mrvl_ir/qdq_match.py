@@ -122,6 +122,22 @@ def _int8_subtract(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr], at
     return True
 
 
+def _int8_constant_add(calls: Sequence[relax.Call], quantized, at) -> bool:
+    """Whether a `binary` match is an Add of an int8 tensor and a constant that dequantizes a
+    per-tensor int8 one (a transformer's bias after its MatMul), which runs as the `qadd` of
+    the tensor and the constant's int8 values (`passes/graph/fold_qdq_constant_add.py`)."""
+    from mrvl.qdq_constants import INT8_CONSTANT_OPS, per_tensor_int8
+
+    if len(calls) != 1 or _op(calls[0]) not in INT8_CONSTANT_OPS:
+        return False
+    consts = [a for a in calls[0].args if isinstance(a, GenericConst)]
+    if len(consts) != 1:
+        return False
+    if per_tensor_int8(quantized.get(consts[0])) is None:
+        raise NotInt8("int8 add of a float constant, or of one per channel", at)
+    return True
+
+
 def check_match(
     kind: str,
     matched: Sequence[relax.Call],
@@ -186,7 +202,10 @@ def check_match(
             bias = tuple(int(v) for v in b)
     if kind in qdq.FP16_BETWEEN_EDGES:
         return None  # dequant -> the fp16 layer -> quant, all on the MLIP: not an int8 layer
-    if kind not in qdq.INT8_READY and not (kind == "binary" and _int8_subtract(calls, inputs, at)):
+    if kind not in qdq.INT8_READY and not (
+        kind == "binary"
+        and (_int8_subtract(calls, inputs, at) or _int8_constant_add(calls, quantized, at))
+    ):
         raise NotInt8(NOT_LOWERED.format(kind=kind), at)
     if (
         kind == "scale_shift"
