@@ -124,3 +124,59 @@ def test_attention_region_is_bit_identical_on_both_engines(attention_build):
     by_interp = run(region.binary, [x], engine="interp")
     by_numba = run(region.binary, [x], engine="numba")
     assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
+
+
+def vit_qkv_block(seed: int = 0) -> onnx.ModelProto:
+    """ViT's attention input: one MatMul to q, k and v together, reshaped to rank 5 [1, T, 3,
+    H, D], transposed to [3, 1, H, T, D], split and squeezed into q, k, v; then Q·Kᵀ, Softmax,
+    A·V. A quantizer writes a QDQ pair after each of those moves (`qdq_moves` drops the
+    rank-5 ones; the moves around them are float copies of int8 values, `qdq_match`)."""
+    rng = np.random.default_rng(seed)
+    inits = [
+        numpy_helper.from_array(
+            (rng.standard_normal((WIDTH, 3 * WIDTH)) * WIDTH**-0.5).astype(np.float32), "wqkv"
+        ),
+        numpy_helper.from_array(np.array([1, TOKENS, 3, HEADS, HEAD], np.int64), "shape5"),
+        numpy_helper.from_array(np.array([1, 1, 1], np.int64), "thirds"),
+        numpy_helper.from_array(np.array([0], np.int64), "axis0"),
+    ]
+    nodes = [
+        oh.make_node("MatMul", ["x", "wqkv"], ["qkv"], name="/qkv/MatMul"),
+        oh.make_node("Reshape", ["qkv", "shape5"], ["qkv5"], name="/attn/Reshape"),
+        oh.make_node("Transpose", ["qkv5"], ["qkvt"], name="/attn/Transpose", perm=[2, 0, 3, 1, 4]),
+        oh.make_node("Split", ["qkvt", "thirds"], ["q5", "k5", "v5"], name="/attn/Split", axis=0),
+        *[
+            oh.make_node("Squeeze", [f"{p}5", "axis0"], [p], name=f"/attn/Squeeze_{p}")
+            for p in "qkv"
+        ],
+        oh.make_node("Transpose", ["k"], ["kt"], name="/attn/Transpose_1", perm=[0, 1, 3, 2]),
+        oh.make_node("MatMul", ["q", "kt"], ["s"], name="/attn/MatMul"),
+        oh.make_node("Softmax", ["s"], ["a"], name="/attn/Softmax", axis=-1),
+        oh.make_node("MatMul", ["a", "v"], ["y"], name="/attn/MatMul_1"),
+    ]
+    graph = oh.make_graph(
+        nodes,
+        "vit_qkv",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, [1, TOKENS, WIDTH])],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, HEADS, TOKENS, HEAD])],
+        inits,
+    )
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_vit_qkv_through_rank_5_is_one_int8_region_within_one_step():
+    qdq = mrvl.quantize(vit_qkv_block(), feeds(8, seed=1))
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=1)
+    report = mrvl.partition_report(mod, qdq)
+    assert len(report.regions) == 1 and not report.on_cpu(), report.summary()
+    assert report.int8_mac_fraction == 1.0, report.summary()
+    vm = relax.VirtualMachine(mrvl.build(mod, target="llvm", num_tiles=1), tvm.cpu())
+    session = ort.InferenceSession(qdq.SerializeToString())
+    inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
+    scale = float(inits[next(n for n in qdq.graph.node if "y" in n.output).input[1]])
+    for f in feeds(2, seed=3):
+        got = vm["main"](tvm.runtime.tensor(f["x"])).numpy()
+        steps = np.rint(np.abs(got - session.run(None, f)[0]) / scale)
+        assert steps.max() <= 1, steps.max()
