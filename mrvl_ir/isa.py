@@ -25,6 +25,7 @@ from mrvl.isa_fields import (  # FieldSpec and _f are the table's, re-exported
     _window_fields,
 )
 from mrvl.isa_int8 import with_int8_opcodes
+from mrvl.isa_int8_bmm import with_int8_bmm_opcode
 from mrvl.isa_long_rows import with_long_row_opcodes
 
 
@@ -550,6 +551,7 @@ OPCODES: tuple[OpcodeSpec, ...] = (
 )
 OPCODES = with_int8_opcodes(OPCODES)  # quant, dequant, qconv, ... (mrvl_ir/isa_int8.py)
 OPCODES = with_long_row_opcodes(OPCODES)  # lnstats, lnapply (mrvl_ir/isa_long_rows.py)
+OPCODES = with_int8_bmm_opcode(OPCODES)  # qbmm (mrvl_ir/isa_int8_bmm.py)
 
 OPCODE_BY_NAME = {spec.name: spec for spec in OPCODES}
 OPCODE_BY_VALUE = {spec.opcode: spec for spec in OPCODES}

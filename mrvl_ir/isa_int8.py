@@ -25,7 +25,7 @@ RQ_SHIFT_MIN, RQ_SHIFT_MAX = -31, 30
 the right shift 31 - shift of the rule lies in [1, 62]. A pair read from OCM (data) is
 clamped into this range; a pair in the instruction's fields must lie in it."""
 
-INT8_MAC_OPCODES = frozenset({"qconv", "qfc"})
+INT8_MAC_OPCODES = frozenset({"qconv", "qfc", "qbmm"})
 """The int8 instructions of the MAC array: they run at `int8_macs_per_cycle_per_tile`."""
 
 INT8_LUT_ENTRIES = 256

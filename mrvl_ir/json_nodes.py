@@ -161,7 +161,7 @@ class LayerNodes:
             attrs=attrs,
         )
 
-    def _bmm_node(self, op: mrvl.BatchMatMulOp) -> None:
+    def _bmm_node(self, op: mrvl.BatchMatMulOp | mrvl.QuantizedBatchMatMulOp) -> None:
         self._same_layout_node(
             op,
             "BatchMatMul",
@@ -220,15 +220,19 @@ class LayerNodes:
         )
 
     def _sum_node(self, op: mrvl.AddOp) -> None:
+        """A sum of two tensors; an int8 add of a constant (a transformer's bias) has it in
+        `input_consts`, as `mrvl.binary`'s."""
         layout = mrvl.layout_of(op.output)
+        activations, consts = self._data_inputs(op, [op.lhs, op.rhs])
         self._same_layout_node(
             op,
             "Sum2D",
-            [op.lhs, op.rhs],
+            activations,
             op.lhs,
             layout,
+            num_constants=len(consts),
             composite="mrvl.sum2d",
-            attrs=self._activation_attrs(op),
+            attrs={**self._activation_attrs(op), **({"input_consts": consts} if consts else {})},
         )
 
     def _mul_node(self, op: mrvl.MulOp) -> None:
@@ -487,6 +491,7 @@ NODE_BUILDERS: dict[type[Operation], Callable[[LayerNodes, Operation], None]] = 
     mrvl.PadOp: LayerNodes._pad_node,
     mrvl.ReduceOp: LayerNodes._reduce_node,
     mrvl.BinaryOp: LayerNodes._binary_node,
+    mrvl.QuantizedBatchMatMulOp: LayerNodes._bmm_node,  # its quant_attrs say int8
 }
 """The Nodes-JSON form of each `mrvl` layer op, by op class (constants are entries of the
 Constants-JSON, not nodes: `_constant_entry`). The completeness test checks that every layer

@@ -84,6 +84,7 @@ from .pattern_checks import (
     checked,
     current_collector,
 )
+from .qdq_constants import constant_quant_attrs
 from .qdq_layers import quant_patterns, weight_scale_attrs
 from .reductions import (
     BINARY_OPS,
@@ -360,7 +361,11 @@ def site_attrs(annotated) -> dict[str, str]:
     """
     collector = current_collector()
     counter = collector.sites if collector is not None else _SITES
-    return {_SITE_ATTR: str(next(counter)), **weight_scale_attrs(annotated)}
+    return {
+        _SITE_ATTR: str(next(counter)),
+        **weight_scale_attrs(annotated),
+        **constant_quant_attrs(annotated),
+    }
 
 
 def mrvl_patterns() -> list:

@@ -354,20 +354,38 @@ INT8_READY: frozenset[str] = frozenset(
     {
         "conv2d", "fc", "add", "pool2d", "global_pool2d", "reshape", "transpose", "concat",
         "copy", "quantize", "dequantize", "mul", "scale_shift", "resize",
+        "bmm_nn", "bmm_nt", "bmm_tn", "bmm_tt",  # qbmm: a product of two int8 activations
     }
 )  # fmt: skip
 """Composites whose int8 form the compiler lowers to the MLIP's int8 instructions. Until a
 kind is here, its quantized layers stay on the CPU (`NOT_LOWERED`), never in fp16. An int8
 `scale_shift` (an activation, with scalar steps) is a 256-entry table (`mrvl.int8_table`); an
 int8 `mul` the `qmul` instruction, an int8 `resize` (bilinear, or a nearest that is no copy)
-the `qresize` instruction."""
+the `qresize` instruction, an int8 `bmm_*` (a product of two activations) `qbmm`."""
 
-FP16_BETWEEN_EDGES: frozenset[str] = frozenset({"softmax"})
+FP16_BETWEEN_EDGES: frozenset[str] = frozenset(
+    {
+        "softmax",
+        "layernorm",
+    }
+)
 """Quantized composites the MLIP runs in fp16 between its own `dequant` and `quant` (issue
 20's mixed precision at the layer's edges): no int8 instruction computes them, and their
 fp16 result is within half a step of the exact one at any int8 output scale they have
 (a softmax's values lie in [0, 1], its f16 error below 2^-11 there). Such a layer is checked
-as an int8 one (its inputs' and result's quantization) but reported as fp16, never int8."""
+as an int8 one (its inputs' and result's quantization) but reported as fp16, never int8.
+
+A layernorm's outputs are not in [0, 1], so its bound is in steps of its output scale s_y,
+and it depends on the data. `layernorm` computes in fp32 and rounds once to f16: at most
+2^-11 |y|, and an unsaturated result has |y| <= 255 s_y, so at most 255/2048 < 1/8 step. Its
+input, the dequantized x in f16, carries up to 2^-11 |x_i| each, which moves the normalized
+(x_i - mean) / sigma by up to about 2^-11 (max|x| / sigma)(2 + |z_i|), z_i the normalized
+value: in steps, E = 2^-11 (max|x| / sigma)(2 |g|max + 255 s_y + |b|max) / s_y at most. For
+a transformer's residual stream (max|x| / sigma about 3 to 10, |g| and |b| within a few
+s_y·32) E is a few hundredths to a few tenths of a step; where E < 1 the quantized result is
+at most one step from the exact layernorm rounded at s_y, as the softmax's is. An input with
+a huge outlier against its own spread (max|x| / sigma in the thousands) breaks it.
+`tests/e2e/test_int8_layernorm.py` measures the f16 result against float64."""
 
 NOT_LOWERED = "int8 {kind}: not lowered to the MLIP's int8 instructions yet (never run in fp16)"
 

@@ -122,6 +122,53 @@ def _int8_subtract(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr], at
     return True
 
 
+def _int8_constant_add(calls: Sequence[relax.Call], quantized, at) -> bool:
+    """Whether a `binary` match is an Add of an int8 tensor and a constant that dequantizes a
+    per-tensor int8 one (a transformer's bias after its MatMul), which runs as the `qadd` of
+    the tensor and the constant's int8 values (`passes/graph/fold_qdq_constant_add.py`)."""
+    from mrvl.qdq_constants import INT8_CONSTANT_OPS, per_tensor_int8
+
+    if len(calls) != 1 or _op(calls[0]) not in INT8_CONSTANT_OPS:
+        return False
+    consts = [a for a in calls[0].args if isinstance(a, GenericConst)]
+    if len(consts) != 1:
+        return False
+    if per_tensor_int8(quantized.get(consts[0])) is None:
+        raise NotInt8("int8 add of a float constant, or of one per channel", at)
+    return True
+
+
+def _moved_from_dequantize(value, bound) -> bool:
+    """Whether `value` is a dequantize, or moves (`qdq_moves.MOVE_OPS`) of one."""
+    from mrvl.qdq_moves import MOVE_OPS
+
+    for _ in range(64):
+        call = bound.get(value)
+        if _op(call) == "relax.dequantize":
+            return True
+        if _op(call) not in MOVE_OPS:
+            return False
+        value = call.args[0]
+    return False
+
+
+def _moves_between_int8(inputs, result, dequantizes, quantizes, index: ModuleIndex) -> bool:
+    """Whether a move layer (a copy, reshape, transpose) is part of a chain of moves from
+    dequantized int8 values to further moves or to a quantize, without a QDQ pair of its own:
+    its input dequantized and its result read only by moves, or its input moved from a
+    dequantize and its result quantized."""
+    from mrvl.qdq_moves import MOVE_OPS
+
+    if result is None:
+        return False
+    users = [u for u in index.bound.values() if isinstance(u, relax.Call) and result in u.args]
+    if dequantizes and not quantizes:
+        return bool(users) and all(_op(u) in MOVE_OPS for u in users)
+    if quantizes and not dequantizes:
+        return all(_moved_from_dequantize(x, index.bound) for x in inputs)
+    return False
+
+
 def check_match(
     kind: str,
     matched: Sequence[relax.Call],
@@ -159,6 +206,11 @@ def check_match(
             raise NotInt8("dequantized int8 weights in a float layer (no quantize around it)", root)
         return None
     dequantizes, quantizes = form
+    if kind in MOVE_KINDS and _moves_between_int8(inputs, result, dequantizes, quantizes, index):
+        # int8 values moved through a chain of moves split into several layers (ViT's q, k
+        # and v sliced out of one rank-5 tensor, whose QDQ pairs `qdq_moves` dropped): exact
+        # in float, and `mrvl-fold-qdq` moves them into int8
+        return None
     rank = getattr(result.ty, "ndim", None) if result is not None else None
     if kind not in MOVE_KINDS and rank is not None and rank not in QDQ_RANKS:
         # the quantize of its result stays on the CPU (a region's int8 tensors are of rank 1
@@ -186,7 +238,10 @@ def check_match(
             bias = tuple(int(v) for v in b)
     if kind in qdq.FP16_BETWEEN_EDGES:
         return None  # dequant -> the fp16 layer -> quant, all on the MLIP: not an int8 layer
-    if kind not in qdq.INT8_READY and not (kind == "binary" and _int8_subtract(calls, inputs, at)):
+    if kind not in qdq.INT8_READY and not (
+        kind == "binary"
+        and (_int8_subtract(calls, inputs, at) or _int8_constant_add(calls, quantized, at))
+    ):
         raise NotInt8(NOT_LOWERED.format(kind=kind), at)
     if (
         kind == "scale_shift"

@@ -23,9 +23,11 @@ MOVE_OPS = frozenset(
     {
         "relax.reshape", "relax.permute_dims", "relax.strided_slice", "relax.squeeze",
         "relax.expand_dims", "relax.flatten",
+        "relax.split",
     }
 )  # fmt: skip
-"""Ops that only move values (each element of the result is one of the input)."""
+"""Ops that only move values (each element of the result is one of the input); a split's
+parts are the items of its tuple (ViT's q, k and v out of one rank-5 tensor)."""
 
 
 MAX_TENSOR_RANK = 4
@@ -63,8 +65,15 @@ def _redundant(bound: dict, users: dict, var: relax.Var) -> relax.Var | None:
         return None
     moved = source = q.args[0]
     steps = 0
-    while _op(bound.get(source)) in MOVE_OPS:
-        source = bound[source].args[0]
+    while True:
+        value = bound.get(source)
+        if isinstance(value, relax.TupleGetItem):  # a part of a split
+            value = bound.get(value.tuple_value)
+            if _op(value) != "relax.split":
+                break
+        elif _op(value) not in MOVE_OPS:
+            break
+        source = value.args[0]
         steps += 1
     origin = bound.get(source)
     if steps == 0 or _op(origin) != "relax.dequantize" or _params(origin) != params:

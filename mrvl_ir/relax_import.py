@@ -33,6 +33,7 @@ from mrvl.matmul import import_bmm
 from mrvl.normalization import import_layernorm, import_softmax
 from mrvl.padding import import_pad
 from mrvl.pattern_checks import conv_as_2d
+from mrvl.qdq_constants import with_constant_quant
 from mrvl.qdq_layers import QUANT_LAYERS, with_weight_scales
 from mrvl.reductions import import_binary, import_reduce
 
@@ -199,7 +200,8 @@ class _RegionImporter:
             chain = _Chain(calls, form)
             chain.activation_input = act_input
             chain.bound = bound
-            return with_weight_scales(handler(self, chain, inner), composite.attrs)
+            result = with_weight_scales(handler(self, chain, inner), composite.attrs)
+            return with_constant_quant(result, composite.attrs)
 
     # -- fused pieces ---------------------------------------------------------------------------
 

@@ -198,6 +198,12 @@ def _qfc(f: dict, target: Target) -> tuple[Cost, int]:
     return cost.mac(target, macs, int8=True), macs
 
 
+@costs("qbmm")
+def _qbmm(f: dict, target: Target) -> tuple[Cost, int]:
+    macs = f["batch"] * f["m"] * f["k"] * f["n"]
+    return cost.mac(target, macs, int8=True), macs
+
+
 @costs("qpool")
 def _qpool(f: dict, target: Target) -> tuple[Cost, int]:
     return cost.vector(target, cost.pool_element_ops(f["out_shape"], f["kernel"])), 0

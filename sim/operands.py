@@ -371,6 +371,17 @@ def _qresize(f: dict, ins: Instruction) -> Operands:
     return reads + _int8_finish(f, None), writes
 
 
+@operands_of("qbmm")
+def _qbmm(f: dict, ins: Instruction) -> Operands:
+    a, b, out = bmm_shapes(f)
+    reads = [dense(OCM, f["a_addr"], DType.I8, a), dense(OCM, f["b_addr"], DType.I8, b)]
+    if f["acc_addr"] != -1:
+        reads.append(dense(OCM, f["acc_addr"], DType.I32, out))
+    if f["acc_out"]:
+        return reads, [dense(OCM, f["out_addr"], DType.I32, out)]
+    return reads + _int8_finish(f, None), [dense(OCM, f["out_addr"], DType.I8, out)]
+
+
 @operands_of("reduce")
 def _reduce(f: dict, ins: Instruction) -> Operands:
     out = (f["outer"], f["inner"])

@@ -118,6 +118,21 @@ def _check_qresize(ins: Instruction, bounds) -> None:
     _finish_operands(ins, bounds, None)
 
 
+def _check_qbmm(ins: Instruction, bounds) -> None:
+    from mrvl.isa import bmm_shapes
+
+    f = ins.fields
+    a, b, out = bmm_shapes(f)
+    out_dtype = DType.I32 if f["acc_out"] else DType.I8  # partial sums, or the result
+    bounds.dense(OCM, ins.tile, f["out_addr"], out_dtype, out, "output")
+    bounds.dense(OCM, ins.tile, f["a_addr"], DType.I8, a, "operand A")
+    bounds.dense(OCM, ins.tile, f["b_addr"], DType.I8, b, "operand B")
+    if f["acc_addr"] != -1:
+        bounds.dense(OCM, ins.tile, f["acc_addr"], DType.I32, out, "partial sums")
+    if not f["acc_out"]:  # partial sums are written before any requantization
+        _finish_operands(ins, bounds, None)
+
+
 INT8_CHECKS = {
     "quant": _check_quant,
     "dequant": _check_dequant,
@@ -128,5 +143,6 @@ INT8_CHECKS = {
     "requant": _check_requant,
     "qmul": _check_qmul,
     "qresize": _check_qresize,
+    "qbmm": _check_qbmm,
 }
 """The int8 opcodes' checks, which `validate.py` registers."""

@@ -15,6 +15,7 @@ from mrvl.dialects import defined_ops_and_attributes
 from mrvl.dialects.mrvl import (
     attributes,
     data_movement,
+    int8_bmm,
     int8_tables,
     layers,
     normalization,
@@ -24,6 +25,7 @@ from mrvl.dialects.mrvl import (
 )
 from mrvl.dialects.mrvl.attributes import *
 from mrvl.dialects.mrvl.data_movement import *
+from mrvl.dialects.mrvl.int8_bmm import *
 from mrvl.dialects.mrvl.int8_tables import *
 from mrvl.dialects.mrvl.layers import *
 from mrvl.dialects.mrvl.normalization import *
@@ -35,7 +37,7 @@ Mrvl = Dialect(
     "mrvl",
     *defined_ops_and_attributes(
         attributes, data_movement, layers, normalization, quantized, reductions, padding,
-        int8_tables,
+        int8_tables, int8_bmm,
     ),
 )
 """Every op and attribute that the package's modules define."""

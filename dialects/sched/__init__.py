@@ -15,6 +15,7 @@ from mrvl.dialects import defined_ops_and_attributes
 from mrvl.dialects.sched import (
     attributes,
     buffers,
+    int8_bmm,
     int8_elementwise,
     int8_resize,
     int8_tasks,
@@ -25,6 +26,7 @@ from mrvl.dialects.sched import (
 )
 from mrvl.dialects.sched.attributes import *
 from mrvl.dialects.sched.buffers import *
+from mrvl.dialects.sched.int8_bmm import *
 from mrvl.dialects.sched.int8_elementwise import *
 from mrvl.dialects.sched.int8_resize import *
 from mrvl.dialects.sched.int8_tasks import *
@@ -37,7 +39,7 @@ Sched = Dialect(
     "sched",
     *defined_ops_and_attributes(
         attributes, buffers, int8_tasks, program, tasks, reductions, int8_elementwise,
-        int8_resize, long_rows,
+        int8_resize, long_rows, int8_bmm,
     ),  # fmt: skip
 )
 """Every op and attribute that the package's modules define."""

@@ -14,7 +14,9 @@ dequantize feeding a quantize of the same scale and zero point is no op, of anot
 `mrvl.requantize`. A table activation of a dequantized input is `mrvl.int8_table`
 (`fold_qdq_tables.py`); a per-channel affine (a BatchNormalization no conv absorbs) a
 depthwise 1x1 int8 conv (`fold_qdq_affine.py`); a product of a tensor and a table of it
-(SiLU) one table (`fold_qdq_gated_tables.py`). A concat of dequantized inputs is the concat of the int8 inputs, each
+(SiLU) one table (`fold_qdq_gated_tables.py`); a product of two dequantized activations
+`mrvl.qbmm` (`fold_qdq_bmm.py`); an add of a constant that dequantizes int8 values the int8
+add of them (`fold_qdq_constant_add.py`). A concat of dequantized inputs is the concat of the int8 inputs, each
 requantized to the result's scale where its own differs. What stays is a quantize where float data enters int8
 code and a dequantize where it leaves (region inputs and outputs, fp16 layers).
 """
@@ -41,6 +43,8 @@ from mrvl.errors import CompileError
 from mrvl.locations import location_name
 from mrvl.passes.common import InheritLocation, MrvlModulePass
 from mrvl.passes.graph.fold_qdq_affine import FoldQuantizedAffine
+from mrvl.passes.graph.fold_qdq_bmm import FoldQuantizedBatchMatMul
+from mrvl.passes.graph.fold_qdq_constant_add import FoldQuantizedConstantAdd
 from mrvl.passes.graph.fold_qdq_gated_tables import FoldGatedTable
 from mrvl.passes.graph.fold_qdq_sub import FoldQuantizedSub
 from mrvl.passes.graph.fold_qdq_tables import FoldQuantizedTable
@@ -351,6 +355,8 @@ class FoldQdqPass(MrvlModulePass):
             FoldQuantizedTable(),
             FoldGatedTable(),
             FoldQuantizedSub(),
+            FoldQuantizedBatchMatMul(),
+            FoldQuantizedConstantAdd(),
         ]
         PatternRewriteWalker(
             GreedyRewritePatternApplier([InheritLocation(p) for p in patterns])

@@ -526,6 +526,9 @@ class SelectBinary(InstructionSelection):
 
 
 from mrvl.passes.isa.select_int8 import INT8_SELECTIONS  # noqa: E402 - it extends the above
+from mrvl.passes.isa.select_int8_bmm import (  # noqa: E402 - it extends the above
+    INT8_BMM_SELECTIONS,
+)
 from mrvl.passes.isa.select_int8_elementwise import (  # noqa: E402 - it extends the above
     INT8_ELEMENTWISE_SELECTIONS,
 )
@@ -554,6 +557,7 @@ INSTRUCTION_SELECTIONS: tuple[type[InstructionSelection], ...] = (
     *INT8_ELEMENTWISE_SELECTIONS,
     *INT8_RESIZE_SELECTIONS,
     *LONG_ROW_SELECTIONS,
+    *INT8_BMM_SELECTIONS,
 )
 """The instruction selection of every `sched` task, by pattern (the completeness test checks
 that every task op has one); the int8 tasks' are in `select_int8.py`."""

@@ -13,6 +13,7 @@ import numpy as np
 from mrvl.int8 import dequantize_linear, quantize_linear, requantize
 from mrvl.isa import DTYPE_NUMPY, DType, Instruction, MemSpace, PoolMode
 from mrvl.isa_int8 import INT8_LUT_ENTRIES, QADD_LEFT_SHIFT
+from mrvl.sim.engines.reference_int8_bmm import qbmm
 from mrvl.sim.engines.reference_int8_resize import qresize
 from mrvl.sim.memory import Memory
 from mrvl.sim.numerics import F16Counts, f16_counts, round_to_f16
@@ -210,5 +211,6 @@ INT8_KERNELS = {
     "requant": _requant,
     "qmul": _qmul,
     "qresize": lambda memory, ins: qresize(memory, ins, _finish),
+    "qbmm": lambda memory, ins: qbmm(memory, ins, _finish, wrap_int32),
 }
 """The int8 opcodes' reference kernels, which `reference.py` registers."""

@@ -50,6 +50,29 @@ def test_the_int8_section_replaces_only_itself():
     assert second == f"{float_part}\n{zoo_int8.INT8_HEADING}\n\nnew\n"
 
 
+def test_merged_rows_replace_a_models_row_and_keep_the_others():
+    """`--merge`: docs/zoo.md's rows of other models and its text stay; a run's row replaces
+    its model's or is appended; the count within the goal is recounted over the rows."""
+    first = zoo_int8.markdown(_runs(), 90.0)
+    document = zoo_int8.with_int8_section("# The model zoo\n", first)
+    vit = zoo_int8.Int8Run(
+        "vit_tiny_patch16_224", "classifier", regions=1, int8_mac_fraction=0.99,
+        steps={"exact": 0.9, "1": 1.0, "3": 1.0, "max": 2.0}, seconds=10.0,
+    )  # fmt: skip
+    better = zoo_int8.Int8Run(
+        "mobilenet_v2", "classifier", regions=1, int8_mac_fraction=1.0,
+        steps={"exact": 1.0, "1": 1.0, "3": 1.0, "max": 0.0}, seconds=10.0,
+    )  # fmt: skip
+    merged = zoo_int8.with_merged_rows(document, [vit, better], "Merged here.")
+    rows = [line for line in merged.splitlines() if line.startswith("| ") and "---" not in line]
+    assert [r.split("|")[1].strip() for r in rows[1:]] == [
+        "mobilenet_v2", "mobilenet_v2 (static)", "vit_tiny_patch16_224",
+    ]  # fmt: skip
+    assert "/ 0 |" in rows[1] and "build: CompileError: no" in rows[2]
+    assert "2 of 3 runs within 3 steps" in merged and "Merged here." in merged
+    assert merged.startswith("# The model zoo\n")
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

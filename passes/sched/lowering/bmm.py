@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from xdsl.dialects.builtin import Float32Type, UnitAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from mrvl.dialects import mrvl, sched
@@ -58,18 +58,41 @@ def _aligned(nbytes: int, alignment: int) -> int:
     return -(-nbytes // alignment) * alignment
 
 
-def piece_bytes(s: BmmShape, bs: int, ms: int, kb: int, ns: int, blocks: int, align: int) -> int:
-    """OCM a piece holds at once: its operands' block, and its result (f16), or with blocks
-    of the reduction the fp32 partial sums it reads and the ones (or the result) it writes."""
-    a = (bs if s.lhs_batch > 1 else 1) * ms * kb * F16_BYTES
-    b = (bs if s.rhs_batch > 1 else 1) * kb * ns * F16_BYTES
+FP16_SIZES = (F16_BYTES, F16_BYTES, F32_BYTES)
+"""Bytes of an operand element, a result element and a partial sum of the fp16 `bmm`."""
+
+
+def piece_bytes(
+    s: BmmShape,
+    bs: int,
+    ms: int,
+    kb: int,
+    ns: int,
+    blocks: int,
+    align: int,
+    sizes: tuple[int, int, int] = FP16_SIZES,
+) -> int:
+    """OCM a piece holds at once: its operands' block, and its result, or with blocks of the
+    reduction the partial sums it reads and the ones (or the result) it writes; `sizes` are
+    the bytes of an operand element, a result element and a partial sum."""
+    operand, result, partial = sizes
+    a = (bs if s.lhs_batch > 1 else 1) * ms * kb * operand
+    b = (bs if s.rhs_batch > 1 else 1) * kb * ns * operand
     out = bs * ms * ns
-    results = [out * F16_BYTES] if blocks == 1 else [out * F32_BYTES, out * F32_BYTES]
+    results = [out * result] if blocks == 1 else [out * partial, out * partial]
     return sum(_aligned(x, align) for x in (a, b, *results))
 
 
-def plan_bmm(s: BmmShape, ocm_bytes: int, num_tiles: int, align: int, what: str) -> list[BmmPiece]:
-    """The pieces of a batched product, dealt round-robin over the tiles. The right operand's
+def plan_bmm(
+    s: BmmShape,
+    ocm_bytes: int,
+    num_tiles: int,
+    align: int,
+    what: str,
+    sizes: tuple[int, int, int] = FP16_SIZES,
+) -> list[BmmPiece]:
+    """The pieces of a batched product (elements of `sizes`, `piece_bytes`), dealt
+    round-robin over the tiles. The right operand's
     block (the bytes every row of a piece reads) first gets at most half the tile, cutting the
     reduction and then the columns; then the batch and the rows are halved until the piece
     fits, and further until each tile has a piece. Raises DoesNotFit when a piece of one
@@ -77,9 +100,9 @@ def plan_bmm(s: BmmShape, ocm_bytes: int, num_tiles: int, align: int, what: str)
     b_, m_, k_, n_ = s.batch, s.m, s.k, s.n
 
     def need() -> int:
-        return piece_bytes(s, b_, m_, k_, n_, ceil(s.k / k_), align)
+        return piece_bytes(s, b_, m_, k_, n_, ceil(s.k / k_), align, sizes)
 
-    while piece_bytes(s, 1, 1, k_, n_, ceil(s.k / k_), align) > ocm_bytes // 2 and (
+    while piece_bytes(s, 1, 1, k_, n_, ceil(s.k / k_), align, sizes) > ocm_bytes // 2 and (
         k_ > 1 or n_ > 1
     ):
         if k_ > 1:
@@ -138,44 +161,50 @@ class LowerBatchMatMul(LayerLowering):
         pieces = plan_bmm(
             shape, self.low.ocm_bytes(op), self.low.num_tiles, target.ocm_alignment, self.low.what(op)
         )
-        lhs, rhs = self.low.ddr_buffer(op.lhs), self.low.ddr_buffer(op.rhs)
-        dst = self.low.new_ddr(op.output)
-        trans_a, trans_b = op.trans_a is not None, op.trans_b is not None
-        element = mrvl.element_type_of(op.output)
-        for p in pieces:
-            tile = p.tile
-            acc: list[SSAValue] = []
-            t_acc: SSAValue | None = None
-            for index, (k0, kb) in enumerate(p.k_blocks):
-                last = index == len(p.k_blocks) - 1
-                a_b0, a_bs = (p.b0, p.bs) if shape.lhs_batch > 1 else (0, 1)
-                b_b0, b_bs = (p.b0, p.bs) if shape.rhs_batch > 1 else (0, 1)
-                a_off, a_box = (
-                    ([a_b0, k0, p.m0], [a_bs, kb, p.ms])
-                    if trans_a
-                    else ([a_b0, p.m0, k0], [a_bs, p.ms, kb])
-                )
-                b_off, b_box = (
-                    ([b_b0, p.n0, k0], [b_bs, p.ns, kb])
-                    if trans_b
-                    else ([b_b0, k0, p.n0], [b_bs, kb, p.ns])
-                )
-                a, t_a = self.low.load(lhs, a_off, a_box, tile)
-                b, t_b = self.low.load(rhs, b_off, b_box, tile)
-                deps = [t_a, t_b] + ([t_acc] if t_acc is not None else [])
-                out = self.low.ocm(
-                    [p.bs, p.ms, p.ns], element if last else Float32Type(), tile
-                )
-                props = {"tile": int_attr(tile)}
-                if trans_a:
-                    props["trans_a"] = UnitAttr()
-                if trans_b:
-                    props["trans_b"] = UnitAttr()
-                if not last:
-                    props["acc_out"] = UnitAttr()
-                task = sched.BatchMatMulTaskOp.make(
-                    props, deps=deps, lhs=a, rhs=b, acc=acc, output=out
-                )
-                t_acc = self.low.emit(task).results[0]
-                acc = [out]
-            self.low.store(acc[0], dst, [p.b0, p.m0, p.n0], tile, t_acc)
+        emit_pieces(self.low, op, shape, pieces, Float32Type(), sched.BatchMatMulTaskOp, {})
+
+
+def emit_pieces(
+    low, op, shape: BmmShape, pieces: list[BmmPiece], partial: Attribute, task_class, extra: dict
+) -> None:
+    """The loads, tasks (`task_class`, with the properties `extra` besides the tile, the
+    transposes and `acc_out`) and stores of each piece of a batched product `op` (`mrvl.bmm`
+    or `mrvl.qbmm`): a chain of tasks over the blocks of the reduction on the piece's tile,
+    each but the last writing partial sums of element type `partial`."""
+    lhs, rhs = low.ddr_buffer(op.lhs), low.ddr_buffer(op.rhs)
+    dst = low.new_ddr(op.output)
+    trans_a, trans_b = op.trans_a is not None, op.trans_b is not None
+    element = mrvl.element_type_of(op.output)
+    for p in pieces:
+        tile = p.tile
+        acc: list[SSAValue] = []
+        t_acc: SSAValue | None = None
+        for index, (k0, kb) in enumerate(p.k_blocks):
+            last = index == len(p.k_blocks) - 1
+            a_b0, a_bs = (p.b0, p.bs) if shape.lhs_batch > 1 else (0, 1)
+            b_b0, b_bs = (p.b0, p.bs) if shape.rhs_batch > 1 else (0, 1)
+            a_off, a_box = (
+                ([a_b0, k0, p.m0], [a_bs, kb, p.ms])
+                if trans_a
+                else ([a_b0, p.m0, k0], [a_bs, p.ms, kb])
+            )
+            b_off, b_box = (
+                ([b_b0, p.n0, k0], [b_bs, p.ns, kb])
+                if trans_b
+                else ([b_b0, k0, p.n0], [b_bs, kb, p.ns])
+            )
+            a, t_a = low.load(lhs, a_off, a_box, tile)
+            b, t_b = low.load(rhs, b_off, b_box, tile)
+            deps = [t_a, t_b] + ([t_acc] if t_acc is not None else [])
+            out = low.ocm([p.bs, p.ms, p.ns], element if last else partial, tile)
+            props = {"tile": int_attr(tile), **extra}
+            if trans_a:
+                props["trans_a"] = UnitAttr()
+            if trans_b:
+                props["trans_b"] = UnitAttr()
+            if not last:
+                props["acc_out"] = UnitAttr()
+            task = task_class.make(props, deps=deps, lhs=a, rhs=b, acc=acc, output=out)
+            t_acc = low.emit(task).results[0]
+            acc = [out]
+        low.store(acc[0], dst, [p.b0, p.m0, p.n0], tile, t_acc)

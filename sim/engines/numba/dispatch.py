@@ -22,6 +22,7 @@ from mrvl.isa import OPCODE_BY_NAME, OpcodeTable
 from mrvl.sim.engines.numba.dma import cvt, dma, load_table
 from mrvl.sim.engines.numba.fields import OP_END
 from mrvl.sim.engines.numba.int8 import INT8_KERNELS
+from mrvl.sim.engines.numba.int8_bmm import qbmm_kernel
 from mrvl.sim.engines.numba.int8_conv import qconv_kernel
 from mrvl.sim.engines.numba.int8_resize import qresize_kernel
 from mrvl.sim.engines.numba.int8_weights import QWeightCache, qweight_cache
@@ -211,6 +212,7 @@ for _opcode, _kernel in INT8_KERNELS.items():  # quant, dequant, qconv, ... (int
     implements(_opcode)(_kernel)
 implements("qconv")(qconv_kernel)  # int8_conv.py
 implements("qresize")(qresize_kernel)  # int8_resize.py
+implements("qbmm")(qbmm_kernel)  # int8_bmm.py
 
 KERNELS.require_complete()
 

@@ -20,6 +20,7 @@ STAMPED_MODULES = (
     "mrvl.isa",
     "mrvl.isa_int8",
     "mrvl.isa_int8_resize",
+    "mrvl.isa_int8_bmm",
     "mrvl.sim.validate",
     "mrvl.sim.weight_cache",
 )

@@ -1,0 +1,36 @@
+"""Instruction selection of the int8 product of two activations: `sched.qbmm` is one `qbmm`
+(docs/isa.md), `bmm`'s fields with the zero points, the pair and the int8 finish.
+`convert_sched_to_mlip.py` gathers these into `INSTRUCTION_SELECTIONS`."""
+
+from __future__ import annotations
+
+from mrvl.dialects import sched
+from mrvl.passes.isa.convert_sched_to_mlip import InstructionSelection
+
+
+class SelectQBatchMatMul(InstructionSelection):
+    source = sched.QBatchMatMulTaskOp
+    opcode = "qbmm"
+
+    def fields(self, op: sched.QBatchMatMulTaskOp) -> dict:
+        batch, m, k, n = op.dims()
+        return {
+            **self.state.operand_fields(op),
+            "batch": batch,
+            "m": m,
+            "k": k,
+            "n": n,
+            "trans_a": int(op.trans_a is not None),
+            "trans_b": int(op.trans_b is not None),
+            "a_shared": int(sched.buffer_type(op.lhs).dims[0] < batch),
+            "b_shared": int(sched.buffer_type(op.rhs).dims[0] < batch),
+            "a_zp": op.in_zp.value.data,
+            "b_zp": op.rhs_zp.value.data,
+            "out_zp": op.out_zp.value.data,
+            "rq": list(op.rq.get_values()),
+            **self.state.finish_fields(op),
+            **self.state.accumulator_fields(op),
+        }
+
+
+INT8_BMM_SELECTIONS: tuple[type[InstructionSelection], ...] = (SelectQBatchMatMul,)
