@@ -197,4 +197,7 @@ def check_match(
             "int8 per-channel scale, shift or slopes: an int8 table is one function of one value",
             at,
         )
-    return QuantizedLayer(tuple(ins), out, weight_scale, bias)
+    from mrvl.frontend import node_name_of
+
+    edges = tuple(n for c in (*dequantizes, *quantizes) if (n := node_name_of(c)) is not None)
+    return QuantizedLayer(tuple(ins), out, weight_scale, bias, edges)
