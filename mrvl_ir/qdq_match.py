@@ -29,6 +29,7 @@ from mrvl.qdq import (
     quantized_form,
     weight_quant,
 )
+from mrvl.qdq_binary import constant_binary_in_fp16
 from mrvl.qdq_layers import RANKS as QDQ_RANKS
 
 QDQ_OPS = ("relax.quantize", "relax.dequantize")
@@ -186,6 +187,8 @@ def check_match(
             bias = tuple(int(v) for v in b)
     if kind in qdq.FP16_BETWEEN_EDGES:
         return None  # dequant -> the fp16 layer -> quant, all on the MLIP: not an int8 layer
+    if kind == "binary" and constant_binary_in_fp16(calls, ins, out):
+        return None  # the same, for an op of a tensor and a constant (`qdq_binary.py`)
     if kind not in qdq.INT8_READY and not (kind == "binary" and _int8_subtract(calls, inputs, at)):
         raise NotInt8(NOT_LOWERED.format(kind=kind), at)
     if (
