@@ -31,6 +31,7 @@ from mrvl.qdq import (
 )
 from mrvl.qdq_binary import constant_binary_in_fp16
 from mrvl.qdq_layers import RANKS as QDQ_RANKS
+from mrvl.qdq_reduce import reduce_in_fp16
 
 QDQ_OPS = ("relax.quantize", "relax.dequantize")
 
@@ -189,6 +190,8 @@ def check_match(
         return None  # dequant -> the fp16 layer -> quant, all on the MLIP: not an int8 layer
     if kind == "binary" and constant_binary_in_fp16(calls, ins, out):
         return None  # the same, for an op of a tensor and a constant (`qdq_binary.py`)
+    if kind == "reduce" and reduce_in_fp16(calls, ins, out):
+        return None  # the same, for a mean, max or min (`qdq_reduce.py`)
     if kind not in qdq.INT8_READY and not (kind == "binary" and _int8_subtract(calls, inputs, at)):
         raise NotInt8(NOT_LOWERED.format(kind=kind), at)
     if (
