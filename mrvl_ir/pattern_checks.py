@@ -184,6 +184,7 @@ def _check_quantized(ctx: PatternCheckContext, kind: str, collector: Collector |
     MLIP runs exactly (`qdq_match.check_match`); a float layer passes."""
     if collector is None:
         return
+    from .qdq_layers import kept_in_fp16
     from .qdq_match import MOVE_KINDS, check_match, module_index
 
     calls = [c for c in ctx.matched_bindings.values() if isinstance(c, relax.Call)]
@@ -198,6 +199,8 @@ def _check_quantized(ctx: PatternCheckContext, kind: str, collector: Collector |
         )
     except qdq.NotInt8 as err:
         raise _Reject(err.reason, err.at, partial=err.partial) from None
+    if layer is not None and kept_in_fp16(kind, ctx):
+        return  # dequantize -> the fp16 layer -> quantize, reported fp16
     if layer is not None or kind in ("quantize", "dequantize"):
         names = [n for c in calls if (n := node_name_of(c)) is not None]
         collector.int8_nodes.update(names)
