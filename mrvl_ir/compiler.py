@@ -28,6 +28,7 @@ from mrvl.passes import (
     ISA_PIPELINE,
     SCHED_PIPELINE,
 )
+from mrvl.passes.graph.verify_int8 import INT8_NODES_ATTR, int8_nodes_attribute
 from mrvl.relax_import import import_region
 from mrvl.target import region_target
 
@@ -163,6 +164,9 @@ def compile_region(
     mcpu, num_tiles = _region_options(func, mcpu, num_tiles)
     with layer_boundary("importing a region"):
         module = import_region(func, constant_names)
+    int8_nodes = func.attrs.get(INT8_NODES_ATTR) if func.attrs is not None else None
+    if int8_nodes:  # what mrvl-verify-int8 checks the fold against
+        module.attributes[INT8_NODES_ATTR] = int8_nodes_attribute(str(n) for n in int8_nodes)
     symbol = next(iter(module.body.block.ops)).sym_name.data
 
     def print_ir(m: ModuleOp) -> str:
@@ -184,11 +188,13 @@ def compile_region(
             stages[stage_ends[name]] = print_ir(m)
 
     # the JSON describes the layers as the MLIP runs them: int8 ones too (mrvl-fold-qdq first)
-    folding, rest = DEFAULT_PIPELINE[:1], DEFAULT_PIPELINE[1:]
-    if _has_qdq(module):
+    # (and mrvl-verify-int8 checks the fold)
+    folding, rest = DEFAULT_PIPELINE[:2], DEFAULT_PIPELINE[2:]
+    if _has_qdq(module) or int8_nodes:
         run_pipeline(module, folding, after_pass=after_pass, verify_each_pass=dump is not None)
     else:  # nothing to fold (and no second verification of a float region)
-        after_pass(0, folding[0], module)
+        for index, name in enumerate(folding):
+            after_pass(index, name, module)
     nodes_json, consts, arrays = json_emitter.emit_json_parts(module, symbol)
     if json_dir is not None:
         json_emitter.write_region_json(json_dir, symbol, nodes_json, consts, arrays)

@@ -46,7 +46,8 @@ REASONS_ATTR = "mrvl.partition_reasons"
 """Module attribute: ONNX node name → why that node stayed on the CPU."""
 
 INT8_ATTR = "mrvl.int8_nodes"
-"""Module attribute: the ONNX nodes that run in int8 on the MLIP (set only when some do)."""
+"""Module attribute: the ONNX nodes that run in int8 on the MLIP (set only when some do); on a
+region, those in it (`mrvl-verify-int8` checks that its fold computes them in int8)."""
 
 MAC_COMPOSITES = ("mrvl.conv2d", "mrvl.conv_transpose", "mrvl.fc")
 """The layers that use the MAC arrays; `require_mac_layer` wants one in every region."""
@@ -55,7 +56,11 @@ DENIED_NODE = "denied by user (deny_nodes)"
 DENIED_OP = "denied by user (deny_ops)"
 NO_MAC_LAYER = "region without conv/fc (require_mac_layer)"
 EDGES_ONLY = "a quantize / dequantize with no layer on the MLIP to convert for (runs on the CPU)"
-FORCED_REASONS = (DENIED_NODE, DENIED_OP, NO_MAC_LAYER, EDGES_ONLY)
+EDGES_ELSEWHERE = (
+    "a quantized layer whose dequantize or quantize runs in another region or on the CPU "
+    "(it would compute in fp16 on a float tensor)"
+)
+FORCED_REASONS = (DENIED_NODE, DENIED_OP, NO_MAC_LAYER, EDGES_ONLY, EDGES_ELSEWHERE)
 
 EDGE_COMPOSITES = ("mrvl.quantize", "mrvl.dequantize")
 """The edges of int8 code: a region of nothing else would only round-trip a tensor."""
@@ -122,18 +127,25 @@ def partition_for_mrvl(
             partitioned = _fuse(mod)
         without_mac = _nodes_of_regions_without_mac(partitioned) if require_mac_layer else []
         edges_only = _nodes_of_regions_of_only(partitioned, EDGE_COMPOSITES)
-        if not without_mac and not edges_only:
+        float_moves, split = _int8_layers_with_edges_elsewhere(partitioned, collector)
+        if not without_mac and not edges_only and not split:
             break
         forced = {**forced, **{name: NO_MAC_LAYER for name in without_mac}}
         forced = {**forced, **{name: EDGES_ONLY for name in edges_only}}
+        forced = {**forced, **{name: EDGES_ELSEWHERE for name in split}}
+    collector.int8_nodes.difference_update(float_moves)
 
     for index, gvar in enumerate(_regions_in_call_order(partitioned)):
-        partitioned[gvar] = (
+        region = (
             partitioned[gvar]
             .with_attr("global_symbol", f"{REGION_PREFIX}{index}")
             .with_attr("mrvl.mcpu", mcpu)
             .with_attr("mrvl.num_tiles", num_tiles)
         )
+        int8_here = sorted(collector.int8_nodes.intersection(_span_names(region)))
+        if int8_here:  # what mrvl-verify-int8 checks the region's fold against
+            region = region.with_attr(INT8_ATTR, int8_here)
+        partitioned[gvar] = region
     # TVM names a merged region after every op in it (hundreds of characters on VGG-19);
     # NormalizeGlobalVar renames each region to its short global_symbol, calls included.
     partitioned = relax.transform.NormalizeGlobalVar()(partitioned)
@@ -265,6 +277,24 @@ def _regions_in_call_order(mod: tvm.IRModule) -> list[tvm.ir.GlobalVar]:
 
     relax.analysis.post_order_visit(mod["main"], visit)
     return ordered + sorted(regions - set(ordered), key=lambda gv: gv.name_hint)
+
+
+def _int8_layers_with_edges_elsewhere(
+    mod: tvm.IRModule, collector: Collector
+) -> tuple[list[str], list[str]]:
+    """The int8 layers placed apart from a dequantize or quantize of theirs (a tensor the
+    partition judged int8 crosses a region's edge in float): (the moves, the others).
+
+    A move copies the floats exactly, so it stays where it is, reported in fp16; any other
+    layer would compute in fp16 in place of int8, so it goes to the CPU with its edges."""
+    targets = node_targets(mod)
+    moves, others = [], []
+    for name, (is_move, edges) in collector.int8_edges.items():
+        here = targets.get(name, CPU)
+        if here == CPU or all(targets.get(e, CPU) == here for e in edges):
+            continue
+        (moves if is_move else others).append(name)
+    return moves, others
 
 
 def _composites(region: relax.Function) -> list[relax.Function]:

@@ -91,6 +91,8 @@ class Collector:
     """The integer origin of each dequantized constant (`qdq.quantized_constants`)."""
     int8_nodes: set = field(default_factory=set)
     """The ONNX nodes of the accepted matches that are int8 layers (`qdq_match`)."""
+    int8_edges: dict = field(default_factory=dict)
+    """An int8 layer's node -> (whether it only moves values, its QDQ edges' nodes)."""
 
     def reject(self, culprit: str | None, reason: str, involved: Sequence[str]) -> None:
         if culprit is not None:
@@ -182,7 +184,8 @@ def _check_quantized(ctx: PatternCheckContext, kind: str, collector: Collector |
     MLIP runs exactly (`qdq_match.check_match`); a float layer passes."""
     if collector is None:
         return
-    from .qdq_match import check_match, module_index
+    from .qdq_layers import kept_in_fp16
+    from .qdq_match import MOVE_KINDS, check_match, module_index
 
     calls = [c for c in ctx.matched_bindings.values() if isinstance(c, relax.Call)]
     try:
@@ -196,8 +199,13 @@ def _check_quantized(ctx: PatternCheckContext, kind: str, collector: Collector |
         )
     except qdq.NotInt8 as err:
         raise _Reject(err.reason, err.at, partial=err.partial) from None
+    if layer is not None and kept_in_fp16(kind, ctx):
+        return  # dequantize -> the fp16 layer -> quantize, reported fp16
     if layer is not None or kind in ("quantize", "dequantize"):
-        collector.int8_nodes.update(n for c in calls if (n := node_name_of(c)) is not None)
+        names = [n for c in calls if (n := node_name_of(c)) is not None]
+        collector.int8_nodes.update(names)
+        if layer is not None:
+            collector.int8_edges.update((n, (kind in MOVE_KINDS, layer.edges)) for n in names)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -214,6 +214,9 @@ class QuantizedLayer:
     output: TensorQuant
     weight_scale: tuple[float, ...] = ()
     bias: tuple[int, ...] = ()
+    edges: tuple[str, ...] = ()
+    """The ONNX nodes of the dequantizes and quantizes around it: the partition keeps it int8
+    only where they are in its region (a float tensor crosses the region's edge otherwise)."""
 
     def as_json(self) -> dict:
         out: dict = {

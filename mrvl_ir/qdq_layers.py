@@ -129,6 +129,30 @@ def weight_scale_attrs(annotated) -> dict[str, str]:
     return {WEIGHT_SCALES_ATTR: ",".join(repr(float(s)) for s in scale)}
 
 
+INT8_FUSED_ACTIVATIONS = (None, "relu", "clip")
+"""The fused activations an int8 add or mul runs (`fold_qdq.INT8_ACTIVATIONS`)."""
+
+
+def kept_in_fp16(kind: str, ctx) -> bool:
+    """Whether a quantized match that `qdq_match.check_match` found int8 is one the compiler
+    keeps in fp16 between its dequantize and quantize instead, so the partition does not
+    report it int8 (`mrvl-verify-int8` would stop the build): a conv or fc whose weight scales
+    cannot carry its Gemm alpha (`weight_scale_attrs` gives none), an add or mul whose fused
+    activation int8 does not run (a HardSwish after SiLU's product)."""
+    from mrvl.activation_forms import ActivationFormError, split_activation
+
+    if kind in ("conv2d", "fc"):
+        return not weight_scale_attrs(ctx.annotated_expr)
+    if kind in ("add", "mul"):
+        bindings = ctx.matched_bindings
+        try:
+            form, _ = split_activation(ctx.matched_expr, lambda e: bindings.get(e, e))
+        except ActivationFormError:
+            return False
+        return (None if form is None else form.kind) not in INT8_FUSED_ACTIVATIONS
+    return False
+
+
 def _bias_in_steps_of(core: relax.Call, collector, alpha: float) -> bool:
     """Whether the int32 bias added to `core` (a Gemm's matmul; none: True) is a multiple of
     `alpha`. onnxruntime quantizes a Gemm's bias at s_x·s_w, and the accumulator of an fc whose

@@ -29,7 +29,9 @@ from mrvl.qdq import (
     quantized_form,
     weight_quant,
 )
+from mrvl.qdq_binary import constant_binary_in_fp16
 from mrvl.qdq_layers import RANKS as QDQ_RANKS
+from mrvl.qdq_reduce import reduce_in_fp16
 
 QDQ_OPS = ("relax.quantize", "relax.dequantize")
 
@@ -122,20 +124,24 @@ def _int8_subtract(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr], at
     return True
 
 
-def _int8_constant_add(calls: Sequence[relax.Call], quantized, at) -> bool:
+def _constant_add_operand(calls: Sequence[relax.Call]) -> GenericConst | None:
+    """The constant of a `binary` match that adds one constant to a tensor, else None."""
+    from mrvl.qdq_constants import INT8_CONSTANT_OPS
+
+    if len(calls) != 1 or _op(calls[0]) not in INT8_CONSTANT_OPS:
+        return None
+    consts = [a for a in calls[0].args if isinstance(a, GenericConst)]
+    return consts[0] if len(consts) == 1 else None
+
+
+def _int8_constant_add(calls: Sequence[relax.Call], quantized) -> bool:
     """Whether a `binary` match is an Add of an int8 tensor and a constant that dequantizes a
     per-tensor int8 one (a transformer's bias after its MatMul), which runs as the `qadd` of
     the tensor and the constant's int8 values (`passes/graph/fold_qdq_constant_add.py`)."""
-    from mrvl.qdq_constants import INT8_CONSTANT_OPS, per_tensor_int8
+    from mrvl.qdq_constants import per_tensor_int8
 
-    if len(calls) != 1 or _op(calls[0]) not in INT8_CONSTANT_OPS:
-        return False
-    consts = [a for a in calls[0].args if isinstance(a, GenericConst)]
-    if len(consts) != 1:
-        return False
-    if per_tensor_int8(quantized.get(consts[0])) is None:
-        raise NotInt8("int8 add of a float constant, or of one per channel", at)
-    return True
+    const = _constant_add_operand(calls)
+    return const is not None and per_tensor_int8(quantized.get(const)) is not None
 
 
 def _moved_from_dequantize(value, bound) -> bool:
@@ -238,10 +244,19 @@ def check_match(
             bias = tuple(int(v) for v in b)
     if kind in qdq.FP16_BETWEEN_EDGES:
         return None  # dequant -> the fp16 layer -> quant, all on the MLIP: not an int8 layer
-    if kind not in qdq.INT8_READY and not (
-        kind == "binary"
-        and (_int8_subtract(calls, inputs, at) or _int8_constant_add(calls, quantized, at))
-    ):
+    # an exact int8 form first; else fp16 between the edges where that is within its bound
+    int8_binary = kind == "binary" and (
+        _int8_subtract(calls, inputs, at) or _int8_constant_add(calls, quantized)
+    )
+    if kind == "binary" and not int8_binary and constant_binary_in_fp16(calls, ins, out):
+        return None  # the same, for an op of a tensor and a constant (`qdq_binary.py`)
+    if kind == "reduce" and reduce_in_fp16(calls, ins, out):
+        return None  # the same, for a mean, max or min (`qdq_reduce.py`)
+    if kind == "binary" and not int8_binary and _constant_add_operand(calls) is not None:
+        raise NotInt8(
+            "int8 add of a float constant or of one per channel, beyond fp16's one-step bound", at
+        )
+    if kind not in qdq.INT8_READY and not int8_binary:
         raise NotInt8(NOT_LOWERED.format(kind=kind), at)
     if (
         kind == "scale_shift"
@@ -252,4 +267,7 @@ def check_match(
             "int8 per-channel scale, shift or slopes: an int8 table is one function of one value",
             at,
         )
-    return QuantizedLayer(tuple(ins), out, weight_scale, bias)
+    from mrvl.frontend import node_name_of
+
+    edges = tuple(n for c in (*dequantizes, *quantizes) if (n := node_name_of(c)) is not None)
+    return QuantizedLayer(tuple(ins), out, weight_scale, bias, edges)

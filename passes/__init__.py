@@ -28,6 +28,12 @@ def _fold_qdq():
     return FoldQdqPass
 
 
+def _verify_int8():
+    from mrvl.passes.graph.verify_int8 import VerifyInt8Pass
+
+    return VerifyInt8Pass
+
+
 def _fold_flatten():
     from mrvl.passes.graph.fold_flatten_into_fc import FoldFlattenIntoFcPass
 
@@ -111,6 +117,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "mrvl-canonicalize": _canonicalize,
     "mrvl-fold-flatten-into-fc": _fold_flatten,
     "mrvl-fold-qdq": _fold_qdq,
+    "mrvl-verify-int8": _verify_int8,
     "mrvl-split-batch": _split_batch,
     "sched-plan-tiling": _plan_tiling,
     "convert-mrvl-to-sched": _to_sched,
@@ -127,6 +134,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 
 GRAPH_PIPELINE = (
     "mrvl-fold-qdq",
+    "mrvl-verify-int8",
     "mrvl-cast-fp16",
     "mrvl-canonicalize",
     "mrvl-fold-flatten-into-fc",

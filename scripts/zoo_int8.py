@@ -184,7 +184,7 @@ def run_int8(
     stage = "quantize"
     try:
         model, qdq = quantized_zoo_model(name, seed, quantizer)
-        judged = list(last_quantized(qdq).values())
+        judged = list(last_quantized(qdq).values()) or dequantized_operands(qdq)
         qdq = with_outputs(qdq, [n for n, _ in judged])
         stage = "partition"
         mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), mcpu=MCPU, num_tiles=NUM_TILES)
@@ -229,6 +229,26 @@ def run_int8(
         traceback.print_exc()
     run.seconds = time.perf_counter() - start
     return run
+
+
+def dequantized_operands(qdq) -> list[tuple[str, float]]:
+    """The dequantized tensors (and scales) that the float ops writing the graph outputs read,
+    for a model whose outputs come from no chain of one-input ops (MobileFaceNet's L2
+    normalization, x / ReduceL2(x) on the CPU): what is judged there instead."""
+    from onnx import numpy_helper
+
+    producer = {out: node for node in qdq.graph.node for out in node.output}
+    constants = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
+    judged = {}
+    for output in qdq.graph.output:
+        writer = producer.get(output.name)
+        for name in writer.input if writer is not None else ():
+            node = producer.get(name)
+            if node is not None and node.op_type == "DequantizeLinear":
+                scale = constants.get(node.input[1])
+                if scale is not None and scale.size == 1:
+                    judged[name] = float(scale.reshape(()))
+    return list(judged.items())
 
 
 def cpu_reasons(report) -> dict[str, int]:

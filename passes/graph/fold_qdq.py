@@ -183,19 +183,22 @@ def _exact_integers(
 
 class FoldQuantizedLayer(RewritePattern):
     """`quantize(layer(dequantize(x)...))` -> the layer on int8 tensors (a resize with
-    `qresize`'s fixed-point tables). Also `quantize(reshape(layer(...)))` for a layer with
-    int8 weights: a MatMul of a rank-3 or rank-4 tensor by a constant imports as reshape, fc,
-    reshape, and the quantize of its result moves before the reshape (quantizing is
-    elementwise) to fold into the fc."""
+    `qresize`'s fixed-point tables). Also the quantize of the layer's result seen through
+    reshapes and layout conversions: the quantize moves before them (quantizing is
+    elementwise) to fold into the layer. A MatMul of a rank-3 or rank-4 tensor by a constant
+    imports as reshape, fc, reshape; a Conv1d as a conv2d, layout_convert, reshape; a rank-3
+    Add as reshape, add, reshape, and the layer after it may view its result at rank 4 again
+    (YOLOv8n's box decoding: two reshapes); a global average pool as a pool and a flatten."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: mrvl.QuantizeOp, rewriter: PatternRewriter) -> None:
         layer = op.input.owner
-        reshape = None
-        if isinstance(layer, mrvl.ReshapeOp) and op.input.has_one_use():
-            reshape, layer = layer, layer.input.owner
-            if not isinstance(layer, mrvl.Conv2DOp | mrvl.FullyConnectedOp):
-                return
+        views: list[mrvl.ReshapeOp | mrvl.LayoutConvertOp] = []  # from the quantize back
+        while isinstance(layer, mrvl.ReshapeOp | mrvl.LayoutConvertOp) and (
+            layer.output.has_one_use()
+        ):
+            views.append(layer)
+            layer = layer.input.owner
         if not isinstance(
             layer,
             mrvl.Conv2DOp
@@ -223,9 +226,7 @@ class FoldQuantizedLayer(RewritePattern):
             raise CompileError(f"{_what(layer)}: int8 with activation {act} is not supported yet")
         if isinstance(layer, mrvl.AvgPool2DOp) and _one_divisor(layer):
             new = self._average_as_conv(layer, dequantizes[0], op, rewriter)
-            rewriter.replace(op, [], [new.results[0]])
-            if not layer.output.uses:
-                rewriter.erase(layer)
+            _replace_through_views(op, layer, new.results[0], views, rewriter)
             return
         new = layer.clone()
         for index, dq in enumerate(dequantizes):
@@ -239,17 +240,7 @@ class FoldQuantizedLayer(RewritePattern):
         Rewriter.replace_value_with_new_type(new.results[0], _as_i8(layer.output.type))
         new.location = layer.location
         rewriter.insert(new)
-        result = new.results[0]
-        if reshape is not None:
-            moved = mrvl.ReshapeOp(result, _as_i8(reshape.output.type))
-            moved.location = reshape.location
-            rewriter.insert(moved)
-            result = moved.output
-        rewriter.replace(op, [], [result])
-        if reshape is not None and not reshape.output.uses:
-            rewriter.erase(reshape)
-        if not layer.output.uses:
-            rewriter.erase(layer)
+        _replace_through_views(op, layer, new.results[0], views, rewriter)
 
     @staticmethod
     def _average_as_conv(
@@ -313,6 +304,31 @@ class FoldQuantizedLayer(RewritePattern):
             new.operands[index] = _constant(
                 const, fixed_point_table(const.numpy()).reshape(-1), rewriter
             )
+
+
+def _replace_through_views(
+    quantize: mrvl.QuantizeOp,
+    layer: Operation,
+    result: SSAValue,
+    views: list[mrvl.ReshapeOp | mrvl.LayoutConvertOp],
+    rewriter: PatternRewriter,
+) -> None:
+    """Replace `quantize` by the int8 `result` seen through the same `views` (reshapes and
+    layout conversions, from the quantize back to the layer), and erase what is left unused."""
+    for view in reversed(views):
+        if isinstance(view, mrvl.LayoutConvertOp):
+            moved = mrvl.LayoutConvertOp(result, mrvl.layout_of(view.output))
+        else:
+            moved = mrvl.ReshapeOp(result, _as_i8(view.output.type))
+        moved.location = view.location
+        rewriter.insert(moved)
+        result = moved.output
+    rewriter.replace(quantize, [], [result])
+    for view in views:
+        if not view.output.uses:
+            rewriter.erase(view)
+    if not layer.output.uses:
+        rewriter.erase(layer)
 
 
 def _constant(old: mrvl.ConstantOp, data: np.ndarray, rewriter: PatternRewriter) -> SSAValue:

@@ -172,11 +172,18 @@ def _rank5_decode(seed: int = 0) -> onnx.ModelProto:
     return model
 
 
-def test_a_quantized_layer_whose_result_is_of_rank_5_stays_on_the_cpu():
+@pytest.mark.parametrize("rank_check", [True, False])
+def test_a_quantized_layer_whose_result_is_of_rank_5_stays_on_the_cpu(rank_check, monkeypatch):
     """The quantize of a rank-5 tensor stays on the CPU (a region's int8 tensors are of rank
     2 to 4), so a Sigmoid of one (zoo YOLOv5n's decode, three of them) was accepted as int8
     but ran in fp16 with a float result, one step off onnxruntime on up to 1.7 % of its
-    elements; it stays on the CPU with its reason, the moves before it on the MLIP."""
+    elements; it stays on the CPU with its reason, the moves before it on the MLIP. Without
+    the rank check, the partition's check that an int8 layer's quantize is in its region
+    keeps it there too."""
+    from mrvl import qdq_match
+
+    if not rank_check:
+        monkeypatch.setattr(qdq_match, "QDQ_RANKS", (2, 3, 4, 5))
     rng = np.random.default_rng(4)
     feeds = [{"x": rng.standard_normal((1, 8, 4, 4)).astype(np.float32)} for _ in range(4)]
     qdq = mrvl.quantize(_rank5_decode(), feeds)
@@ -184,7 +191,8 @@ def test_a_quantized_layer_whose_result_is_of_rank_5_stays_on_the_cpu():
     report = mrvl.partition_report(mod, qdq)
     rows = {r.node: r for r in report.rows}
     sigmoid = rows["/detect/Sigmoid"]
-    assert sigmoid.target == "cpu" and "rank 5, quantized on the CPU" in sigmoid.reason, sigmoid
+    why = "rank 5, quantized on the CPU" if rank_check else "quantize runs in another region"
+    assert sigmoid.target == "cpu" and why in sigmoid.reason, sigmoid
     assert rows["/m/Conv"].dtype == "int8", rows["/m/Conv"]
     lib = mrvl.build(mod, target="llvm")
     x = feeds[0]["x"]
@@ -194,3 +202,24 @@ def test_a_quantized_layer_whose_result_is_of_rank_5_stays_on_the_cpu():
     producer = {o: n for n in qdq.graph.node for o in n.output}
     scale = float(inits[producer["y"].input[1]])
     assert np.rint(np.abs(got.astype(np.float64) - want) / scale).max() <= 1
+
+
+def test_the_guard_stops_a_layer_reported_int8_that_computes_in_float(monkeypatch):
+    """`mrvl-verify-int8` checks the partition's int8 report against the fold: with 633748b's
+    rank check undone, and the partition's check that an int8 layer's edges share its region,
+    the rank-5 Sigmoid is reported int8 again while its quantize stays on the CPU (the old
+    bug), and the build stops on it, naming the layer, instead of running it in fp16."""
+    from mrvl import partition, qdq_match
+    from mrvl.errors import InternalCompilerError
+
+    rng = np.random.default_rng(4)
+    feeds = [{"x": rng.standard_normal((1, 8, 4, 4)).astype(np.float32)} for _ in range(4)]
+    qdq = mrvl.quantize(_rank5_decode(), feeds)
+    monkeypatch.setattr(qdq_match, "QDQ_RANKS", (2, 3, 4, 5))
+    monkeypatch.setattr(partition, "_int8_layers_with_edges_elsewhere", lambda *_: ([], []))
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=1)
+    rows = {r.node: r for r in mrvl.partition_report(mod, qdq).rows}
+    assert rows["/detect/Sigmoid"].dtype == "int8", rows["/detect/Sigmoid"]
+    with pytest.raises(InternalCompilerError, match="at /detect/Sigmoid was reported int8") as err:
+        mrvl.build(mod, target="llvm")
+    assert "computes in float" in str(err.value)
