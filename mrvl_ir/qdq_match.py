@@ -244,14 +244,19 @@ def check_match(
             bias = tuple(int(v) for v in b)
     if kind in qdq.FP16_BETWEEN_EDGES:
         return None  # dequant -> the fp16 layer -> quant, all on the MLIP: not an int8 layer
-    # an exact int8 form first; else fp16 between the edges where that is within its bound
-    int8_binary = kind == "binary" and (
-        _int8_subtract(calls, inputs, at) or _int8_constant_add(calls, quantized)
-    )
+    if kind == "concat" and any(isinstance(a, GenericConst) for a in args):
+        # a concat with a constant part (ViT's class token), which the int8 concat cannot
+        # take: fp16 between the edges, exact for the int8 parts (|q|·2^-11 is below half a
+        # step) and the constant quantized at the result's scale, as onnxruntime's Q does
+        return None
+    # an Add of an int8 constant is exact in int8; an op of a tensor and another constant
+    # runs in fp16 between the edges where that is within its bound
+    int8_binary = kind == "binary" and _int8_constant_add(calls, quantized)
     if kind == "binary" and not int8_binary and constant_binary_in_fp16(calls, ins, out):
         return None  # the same, for an op of a tensor and a constant (`qdq_binary.py`)
     if kind == "reduce" and reduce_in_fp16(calls, ins, out):
         return None  # the same, for a mean, max or min (`qdq_reduce.py`)
+    int8_binary = int8_binary or (kind == "binary" and _int8_subtract(calls, inputs, at))
     if kind == "binary" and not int8_binary and _constant_add_operand(calls) is not None:
         raise NotInt8(
             "int8 add of a float constant or of one per channel, beyond fp16's one-step bound", at
