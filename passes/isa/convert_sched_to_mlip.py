@@ -169,6 +169,21 @@ class SelectionState:
         """acc_addr and acc_out of a task that may start from or give partial sums."""
         return {"acc_addr": self.optional_address(op.acc), "acc_out": int(op.acc_out is not None)}
 
+    def bmm_fields(self, op) -> dict:
+        """The operand and geometry fields that `bmm` and `qbmm` share."""
+        batch, m, k, n = op.dims()
+        return {
+            **self.operand_fields(op),
+            "batch": batch,
+            "m": m,
+            "k": k,
+            "n": n,
+            "trans_a": int(op.trans_a is not None),
+            "trans_b": int(op.trans_b is not None),
+            "a_shared": int(sched.buffer_type(op.lhs).dims[0] < batch),
+            "b_shared": int(sched.buffer_type(op.rhs).dims[0] < batch),
+        }
+
     def fc_fields(self, op) -> dict:
         """The operand and shape fields that `fc` and `qfc` share."""
         n, k = sched.buffer_type(op.input).dims
@@ -412,19 +427,7 @@ class SelectBatchMatMul(InstructionSelection):
     opcode = "bmm"
 
     def fields(self, op: sched.BatchMatMulTaskOp) -> dict:
-        batch, m, k, n = op.dims()
-        return {
-            **self.state.operand_fields(op),
-            "batch": batch,
-            "m": m,
-            "k": k,
-            "n": n,
-            "trans_a": int(op.trans_a is not None),
-            "trans_b": int(op.trans_b is not None),
-            "a_shared": int(sched.buffer_type(op.lhs).dims[0] < batch),
-            "b_shared": int(sched.buffer_type(op.rhs).dims[0] < batch),
-            **self.state.accumulator_fields(op),
-        }
+        return {**self.state.bmm_fields(op), **self.state.accumulator_fields(op)}
 
 
 class SelectAdd(InstructionSelection):

@@ -13,17 +13,8 @@ class SelectQBatchMatMul(InstructionSelection):
     opcode = "qbmm"
 
     def fields(self, op: sched.QBatchMatMulTaskOp) -> dict:
-        batch, m, k, n = op.dims()
         return {
-            **self.state.operand_fields(op),
-            "batch": batch,
-            "m": m,
-            "k": k,
-            "n": n,
-            "trans_a": int(op.trans_a is not None),
-            "trans_b": int(op.trans_b is not None),
-            "a_shared": int(sched.buffer_type(op.lhs).dims[0] < batch),
-            "b_shared": int(sched.buffer_type(op.rhs).dims[0] < batch),
+            **self.state.bmm_fields(op),
             "a_zp": op.in_zp.value.data,
             "b_zp": op.rhs_zp.value.data,
             "out_zp": op.out_zp.value.data,

@@ -11,6 +11,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 import tvm
+from helpers import float_model
 from onnx import TensorProto, numpy_helper
 from onnx import helper as oh
 from tvm import relax
@@ -53,16 +54,8 @@ def attention_block(seed: int = 0) -> onnx.ModelProto:
         oh.make_node("Transpose", ["o"], ["o1"], name="/out/Transpose", perm=[0, 2, 1, 3]),
         oh.make_node("Reshape", ["o1", "merged"], ["y"], name="/out/Reshape"),
     ]
-    graph = oh.make_graph(
-        nodes,
-        "attention",
-        [oh.make_tensor_value_info("x", TensorProto.FLOAT, [1, TOKENS, WIDTH])],
-        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, TOKENS, WIDTH])],
-        inits,
-    )
-    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+    x, y = ("x", [1, TOKENS, WIDTH]), ("y", [1, TOKENS, WIDTH])
+    return float_model(nodes, inits, [x], [y], name="attention", opset=17, ir_version=8)
 
 
 def feeds(count: int, seed: int) -> list[dict[str, np.ndarray]]:

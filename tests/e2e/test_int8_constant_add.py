@@ -11,8 +11,9 @@ import onnx
 import onnxruntime as ort
 import pytest
 import tvm
-from onnx import TensorProto, numpy_helper
+from helpers import float_model
 from onnx import helper as oh
+from onnx import numpy_helper
 from tvm import relax
 
 import mrvl
@@ -32,16 +33,8 @@ def bias_block(seed: int = 0) -> onnx.ModelProto:
         oh.make_node("Add", ["b", "h"], ["y0"], name="/fc/Add"),
         oh.make_node("Relu", ["y0"], ["y"], name="/relu/Relu"),
     ]
-    graph = oh.make_graph(
-        nodes,
-        "bias",
-        [oh.make_tensor_value_info("x", TensorProto.FLOAT, [1, TOKENS, WIDTH])],
-        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, TOKENS, OUT])],
-        inits,
-    )
-    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+    x, y = ("x", [1, TOKENS, WIDTH]), ("y", [1, TOKENS, OUT])
+    return float_model(nodes, inits, [x], [y], name="bias", opset=17, ir_version=8)
 
 
 def feeds(count: int, seed: int) -> list[dict[str, np.ndarray]]:

@@ -11,8 +11,9 @@ import onnx
 import onnxruntime as ort
 import pytest
 import tvm
-from onnx import TensorProto, numpy_helper
+from helpers import float_model
 from onnx import helper as oh
+from onnx import numpy_helper
 from tvm import relax
 
 import mrvl
@@ -37,16 +38,8 @@ def layernorm_block(seed: int = 0) -> onnx.ModelProto:
         oh.make_node("Add", ["h", "x"], ["r"], name="/residual/Add"),
         oh.make_node("LayerNormalization", ["r", "g", "b"], ["y"], name="/norm/LayerNorm", axis=-1),
     ]
-    graph = oh.make_graph(
-        nodes,
-        "layernorm",
-        [oh.make_tensor_value_info("x", TensorProto.FLOAT, [1, TOKENS, WIDTH])],
-        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [1, TOKENS, WIDTH])],
-        inits,
-    )
-    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+    x, y = ("x", [1, TOKENS, WIDTH]), ("y", [1, TOKENS, WIDTH])
+    return float_model(nodes, inits, [x], [y], name="layernorm", opset=17, ir_version=8)
 
 
 def feeds(count: int, seed: int) -> list[dict[str, np.ndarray]]:
