@@ -20,9 +20,10 @@ from mrvl import qdq
 from mrvl.dialects import mrvl
 from mrvl.pattern_checks import current_collector
 
-CONSTANT_QUANT_ATTR = "mrvl.constant_quant"
-"""Composite attribute, and attribute of the `mrvl.constant` it reaches: "scale,zero_point"
-of the int8 tensor (one scale and zero point) a constant operand dequantizes."""
+CONSTANT_QUANT_ATTR = mrvl.CONSTANT_QUANT_ATTR
+"""Composite attribute ("scale,zero_point") and attribute of the `mrvl.constant` it reaches
+(`mrvl.ConstantOp.quant`): the int8 tensor (one scale and zero point) a constant operand
+dequantizes."""
 
 INT8_CONSTANT_OPS = ("relax.add",)
 """Elementwise ops whose int8 form takes a constant operand (the int8 `add`)."""
@@ -71,12 +72,3 @@ def with_constant_quant(result: SSAValue, attrs) -> SSAValue:
                 float(np.float32(scale)), int(zero)
             )
     return result
-
-
-def constant_quant(value: SSAValue) -> mrvl.QuantAttr | None:
-    """The int8 quantization a `mrvl.constant` was told it dequantizes, or None."""
-    owner = value.owner
-    if not isinstance(owner, mrvl.ConstantOp):
-        return None
-    quant = owner.attributes.get(CONSTANT_QUANT_ATTR)
-    return quant if isinstance(quant, mrvl.QuantAttr) else None

@@ -50,7 +50,7 @@ from mrvl.dialects.mrvl.attributes import (
     shape_of,
     tensor,
 )
-from mrvl.dialects.mrvl.quantized import INT8_FORMAT, Int8Properties
+from mrvl.dialects.mrvl.quantized import CONSTANT_QUANT_ATTR, INT8_FORMAT, Int8Properties, QuantAttr
 
 
 @irdl_op_definition
@@ -74,6 +74,12 @@ class ConstantOp(IRDLOperation):
             properties={"const_name": StringAttr(const_name), "value": value},
             result_types=[tensor(array.shape, el, layout)],
         )
+
+    @property
+    def quant(self) -> QuantAttr | None:
+        """The int8 tensor this constant's floats dequantize (`CONSTANT_QUANT_ATTR`), or None."""
+        quant = self.attributes.get(CONSTANT_QUANT_ATTR)
+        return quant if isinstance(quant, QuantAttr) else None
 
     def numpy(self) -> np.ndarray:
         """The constant's data as a (read-only) numpy array of the result's shape."""

@@ -42,6 +42,11 @@ from xdsl.utils.exceptions import VerifyException
 from mrvl.dialects.mrvl.attributes import element_type_of, layout_of, shape_of, tensor
 
 
+CONSTANT_QUANT_ATTR = "mrvl.constant_quant"
+"""Attribute of a `mrvl.constant` whose floats dequantize a per-tensor int8 tensor (a QDQ
+model's bias): that tensor's `#mrvl.quant` (`ConstantOp.quant`), set by the importer."""
+
+
 @irdl_attr_definition
 class QuantAttr(ParametrizedAttribute):
     """One int8 tensor's quantization: `#mrvl.quant<scale, zero_point>`."""

@@ -77,10 +77,17 @@ class MrvlOptMain(xDSLOptMain):
             help="list mrvl's own pipeline and passes, in order, and exit",
         )
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        arg_parser.epilog = (
-            mrvl_passes_text() + "\n\n(--list-mrvl-passes prints this list alone; the "
-            "passes listed under -p above also include all of xDSL's.)\n"
-        )
+        format_help = arg_parser.format_help
+
+        def format_help_with_passes() -> str:
+            # The list imports every pass (TVM with the int8 ones): only --help pays for it.
+            arg_parser.epilog = (
+                mrvl_passes_text() + "\n\n(--list-mrvl-passes prints this list alone; the "
+                "passes listed under -p above also include all of xDSL's.)\n"
+            )
+            return format_help()
+
+        arg_parser.format_help = format_help_with_passes
 
     stage = "parsing"
     """What the driver is doing, for the error line of an unexpected exception."""

@@ -1,5 +1,5 @@
 """`mrvl-fold-qdq`'s int8 add of a constant: `quantize(binary<add>(dequantize(x), c))`, c an
-`mrvl.constant` that dequantizes a per-tensor int8 tensor (its `mrvl.constant_quant`,
+`mrvl.constant` that dequantizes a per-tensor int8 tensor (`mrvl.ConstantOp.quant`, set by
 `mrvl_ir/qdq_constants.py`: a transformer's bias after its MatMul, a position embedding) ->
 the int8 `add` of x and c's int8 values broadcast to x's shape, a constant of the region.
 `qadd` adds them as it adds a residual, within one step of onnxruntime's DQ -> Add -> Q
@@ -13,11 +13,10 @@ from xdsl.dialects.builtin import ArrayAttr, i8
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import Rewriter
 
+from mrvl import int8
 from mrvl.dialects import mrvl
 from mrvl.errors import CompileError
 from mrvl.locations import location_name
-from mrvl.qdq import dequantized
-from mrvl.qdq_constants import constant_quant
 
 
 def int8_values(const: mrvl.ConstantOp, quant: mrvl.QuantAttr, what: str) -> np.ndarray:
@@ -30,7 +29,7 @@ def int8_values(const: mrvl.ConstantOp, quant: mrvl.QuantAttr, what: str) -> np.
         or q.min(initial=0) < -128
         or q.max(initial=0) > 127
         or not np.array_equal(
-            dequantized(q.astype(np.int64), np.float32(scale), np.int64(zero)), floats
+            int8.dequantize_linear(q, scale, zero), floats
         )
     ):
         raise CompileError(f"{what}: its constant is not int8 at scale {scale}, zero point {zero}")
@@ -49,7 +48,8 @@ class FoldQuantizedConstantAdd(RewritePattern):
         if not op.input.has_one_use():
             return
         for x, c in ((layer.lhs, layer.rhs), (layer.rhs, layer.lhs)):
-            dq, quant = x.owner, constant_quant(c)
+            dq = x.owner
+            quant = c.owner.quant if isinstance(c.owner, mrvl.ConstantOp) else None
             if isinstance(dq, mrvl.DequantizeOp) and quant is not None:
                 break
         else:
