@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from mrvl.sim.engines.numba.fields import (
@@ -40,12 +41,18 @@ LANES = 8
 """fp32 lanes of the vectors of `mac_tile_half` and `mac_tile_narrow` (one AVX register)."""
 
 
-def mac_tile_codegen(pixels, halves, lanes=LANES):
-    """The LLVM IR of a mac_tile kernel over `pixels` positions x `halves` vectors of `lanes`
-    output channels (the weights' packing has MAC_CHANNELS a step whatever `halves`). Wider
-    vectors do the same lanewise arithmetic in fewer instructions: mac_tile's 16 channels as
-    one vector of 16 lanes rather than two of 8 run 1.25-1.3x faster where AVX-512 is (28 vs
-    22.5 GMAC/s on one core of the Xeon this was measured on)."""
+def mac_tile_codegen(pixels, halves, lanes=LANES, blocks=1):
+    """The LLVM IR of a mac_tile kernel over `pixels` positions x `blocks` consecutive blocks
+    of MAC_CHANNELS output channels x `halves` vectors of `lanes` channels from each block (the
+    weights' packing has MAC_CHANNELS a step whatever `halves`; block b's weights start
+    b x the reduction's steps x MAC_CHANNELS after block 0's, its outputs MAC_CHANNELS after).
+    Wider vectors do the same lanewise arithmetic in fewer instructions: mac_tile's 16 channels
+    as one vector of 16 lanes rather than two of 8 run 1.25-1.3x faster where AVX-512 is (28
+    vs 22.5 GMAC/s on one core of the Xeon this was measured on).
+
+    Each multiply-add is one `llvm.fmuladd`: LLVM fuses it into one FMA instruction where the
+    CPU has them and emits a multiply and an add elsewhere, the same bits either way here
+    since both factors are f16 values, whose product is exact in fp32 (see mac_tile)."""
 
     def codegen(context, builder, signature, args):
         x_value, rows_value, lengths_value, segments_value, w_value, w_off_value = args[:6]
@@ -53,6 +60,9 @@ def mac_tile_codegen(pixels, halves, lanes=LANES):
         f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
         vector = ir.VectorType(f32, lanes)
         vector_ptr = vector.as_pointer()
+        fmuladd = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vector, [vector] * 3), f"llvm.fmuladd.v{lanes}f32"
+        )
 
         def data(index, value):
             return context.make_array(signature.args[index])(context, builder, value).data
@@ -69,14 +79,25 @@ def mac_tile_codegen(pixels, halves, lanes=LANES):
             return builder.bitcast(builder.gep(pointer, [offset]), vector_ptr)
 
         w_base = builder.gep(w_ptr, [w_off_value])
+        if blocks > 1:  # the steps of the whole reduction: the packing's block stride
+
+            def count_steps(s, total):
+                return [builder.add(total[0], builder.load(builder.gep(lengths_ptr, [s])))]
+
+            (steps,) = counted_loop(builder, "steps", segments_value, 1, [const(0)], count_steps)
+            block_stride = builder.mul(steps, const(MAC_CHANNELS))
+        else:
+            block_stride = const(0)
+        vectors = [(b, h) for b in range(blocks) for h in range(halves)]
 
         def pixel_base(pointer, at_ptr, p):
             return builder.gep(pointer, [builder.load(builder.gep(at_ptr, [const(p)]))])
 
         init_bases = [pixel_base(init_ptr, init_at_ptr, p) for p in range(pixels)]
-        slots = [(p, h) for p in range(pixels) for h in range(halves)]
+        slots = [(p, b, h) for p in range(pixels) for b, h in vectors]
         initial = [
-            builder.load(vector_at(init_bases[p], const(h * lanes)), align=4) for p, h in slots
+            builder.load(vector_at(init_bases[p], const(b * MAC_CHANNELS + h * lanes)), align=4)
+            for p, b, h in slots
         ]
         undef = ir.Constant(vector, ir.Undefined)
         splat = ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)
@@ -92,12 +113,17 @@ def mac_tile_codegen(pixels, halves, lanes=LANES):
                 for p in range(pixels)
             ]
             w_segment = builder.gep(w_base, [builder.mul(done, const(MAC_CHANNELS))])
+            w_blocks = [
+                builder.gep(w_segment, [builder.mul(block_stride, const(b))]) for b in range(blocks)
+            ]
 
             def step(t, sums):
-                w_step = builder.gep(w_segment, [builder.mul(t, const(MAC_CHANNELS))])
+                w_step = builder.mul(t, const(MAC_CHANNELS))
                 weights = [
-                    builder.load(vector_at(w_step, const(h * lanes)), align=4)
-                    for h in range(halves)
+                    builder.load(
+                        vector_at(builder.gep(w_blocks[b], [w_step]), const(h * lanes)), align=4
+                    )
+                    for b, h in vectors
                 ]
                 updated = []
                 for p in range(pixels):
@@ -105,9 +131,9 @@ def mac_tile_codegen(pixels, halves, lanes=LANES):
                     broadcast = builder.shuffle_vector(
                         builder.insert_element(undef, scalar, ir.Constant(i32, 0)), undef, splat
                     )
-                    for h in range(halves):
-                        product = builder.fmul(broadcast, weights[h])
-                        updated.append(builder.fadd(sums[p * halves + h], product))
+                    for v in range(len(vectors)):
+                        addend = sums[p * len(vectors) + v]
+                        updated.append(builder.call(fmuladd, [broadcast, weights[v], addend]))
                 return updated
 
             sums = counted_loop(builder, "mac", length, 1, sums, step)
@@ -115,8 +141,10 @@ def mac_tile_codegen(pixels, halves, lanes=LANES):
 
         carried = counted_loop(builder, "segment", segments_value, 1, [const(0), *initial], segment)
         out_bases = [pixel_base(out_ptr, out_at_ptr, p) for p in range(pixels)]
-        for (p, h), value in zip(slots, carried[1:]):
-            builder.store(value, vector_at(out_bases[p], const(h * lanes)), align=4)
+        for (p, b, h), value in zip(slots, carried[1:]):
+            builder.store(
+                value, vector_at(out_bases[p], const(b * MAC_CHANNELS + h * lanes)), align=4
+            )
         return context.get_dummy_value()
 
     return codegen
@@ -133,15 +161,30 @@ def mac_tile(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out
     block of one kernel tap of a conv, or a whole 1x1 reduction), so a conv reads its inputs
     where they are, with no patch gathered. The accumulators stay in vector registers for the
     whole reduction: each step is one vector load of 16 weights, one broadcast input per
-    position, then per output an fp32 multiply and an fp32 add, each rounding (IEEE, no
-    fast-math flags, no fused multiply-add), so every output's sum is the documented
-    sequential one. Numba cannot express vectors, hence LLVM IR.
+    position, then per output one multiply-add (`llvm.fmuladd`, no fast-math flags), so every
+    output's sum is the documented sequential one. Fused or not, the add is the only rounding:
+    every caller's factors are f16 values (inputs and weights converted from f16, or the zeros
+    of the padding), whose product is exact in fp32 (at most 11 x 11 significant bits, and
+    magnitudes in [2^-48, 2^32), subnormal f16 included: far inside fp32's normal range), so
+    fma(x, w, acc) = fp32(fp32(x * w) + acc) bit for bit (tests/sim/test_fma_exactness.py).
+    Numba cannot express vectors, hence LLVM IR.
     x, w, init, out: float32 C arrays; rows: int64[segments * MAC_PIXELS], offsets into x;
     lengths: int64[segments]; init_at, out_at: int64[MAC_PIXELS], offsets into init and out
     (the accumulators start from init and end in out, which may be one array: all are loaded
     before any is stored)."""
     sig = types.void(x, rows, lengths, segments, w, w_off, init, init_at, out, out_at)
     return sig, mac_tile_codegen(MAC_PIXELS, 1, MAC_CHANNELS)
+
+
+@intrinsic
+def mac_tile_pair(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out, out_at):
+    """mac_tile over two consecutive blocks of MAC_CHANNELS output channels at once: block 1's
+    packed weights follow block 0's (w_off + the reduction's steps x MAC_CHANNELS), its outputs
+    and accumulators MAC_CHANNELS after block 0's. Twice the independent accumulators of
+    mac_tile (2 x MAC_PIXELS vectors), which a chain of 4-cycle multiply-adds needs to keep
+    two FMA units busy, and one broadcast input per position for twice the multiply-adds."""
+    sig = types.void(x, rows, lengths, segments, w, w_off, init, init_at, out, out_at)
+    return sig, mac_tile_codegen(MAC_PIXELS, 1, MAC_CHANNELS, blocks=2)
 
 
 @intrinsic
@@ -386,7 +429,8 @@ def conv_run_blocked(
     row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop, merged, scratch
 ):
     """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
-    positions x MAC_CHANNELS channels per mac_tile call (NARROW_PIXELS x LANES per
+    positions x 2 MAC_CHANNELS channels per mac_tile_pair call while two whole blocks remain,
+    else x MAC_CHANNELS per mac_tile call (NARROW_PIXELS x LANES per
     mac_tile_narrow call for a run of at most LANES channels; a last block of at most LANES
     channels by mac_tile_half), with their `packed` weights,
     reading the inputs in the window `x` in place, segment by segment (conv_segments;
@@ -408,7 +452,8 @@ def conv_run_blocked(
     for first in range(start, stop, pixels):
         count = min(pixels, stop - first)
         segment_rows(row, first, count, c_base, zeros, rows, pixels, left, padded_width, merged)
-        for block in range(blocks):
+        block = 0
+        while block < blocks:
             lo = o_lo + block * MAC_CHANNELS
             width = min(lanes, o_hi - lo)
             w_off = block * steps * MAC_CHANNELS
@@ -418,7 +463,13 @@ def conv_run_blocked(
                 for q in range(pixels):
                     out_at[q] = (first + q) * out_channels + lo
                     init_at[q] = out_at[q] if from_partial else lo
-                if narrow:
+                block += 1
+                if not narrow and o_hi - lo >= 2 * MAC_CHANNELS:  # two whole blocks at once
+                    mac_tile_pair(
+                        x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at
+                    )
+                    block += 1
+                elif narrow:
                     mac_tile_narrow(
                         x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at
                     )
@@ -444,6 +495,7 @@ def conv_run_blocked(
                 at = (first + q) * out_channels + lo
                 for j in range(width):
                     out[at + j] = acc[q * MAC_CHANNELS + j]
+            block += 1
 
 
 NARROW = 8

@@ -39,6 +39,7 @@ from mrvl.sim.engines.numba.mac_tiles import (
     MAC_CHANNELS,
     MAC_PIXELS,
     mac_tile,
+    mac_tile_pair,
     packed_size,
     packing_stale,
     repack,
@@ -83,8 +84,9 @@ def mac_rows(
     """out[out0 + i * outs + j] = init[init0 + i * init_stride + j] + the sum over k of
     x[x0 + i * inner + k] * w[j, k] in order of k, for rows i in [first_row, stop_row), by
     mac_tile over the packed weights (pack_weights, steps in order; `pack_matrix`). A whole
-    tile (MAC_PIXELS rows x MAC_CHANNELS outputs) goes from init straight to out; the edges
-    through a scratch tile (rows past the end repeat the last one). An fc starts every row
+    tile (MAC_PIXELS rows x MAC_CHANNELS outputs; x 2 MAC_CHANNELS by mac_tile_pair while two
+    blocks remain) goes from init straight to out; the edges through a scratch tile (rows past
+    the end repeat the last one). An fc starts every row
     from its bias (init_stride 0); a bmm from the partial sums it continues (init is out:
     mac_tile loads every accumulator before it stores one)."""
     lengths, at, acc, acc_at, init_at, out_at = scratch
@@ -93,14 +95,20 @@ def mac_rows(
         count = min(MAC_PIXELS, stop_row - first)
         for q in range(MAC_PIXELS):
             at[q] = x0 + (first + min(q, count - 1)) * inner
-        for lo in range(0, outs, MAC_CHANNELS):
+        lo = 0
+        while lo < outs:
             width = min(MAC_CHANNELS, outs - lo)
             w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
             if count == MAC_PIXELS and width == MAC_CHANNELS:
                 for q in range(MAC_PIXELS):
                     init_at[q] = init0 + (first + q) * init_stride + lo
                     out_at[q] = out0 + (first + q) * outs + lo
+                if outs - lo >= 2 * MAC_CHANNELS:  # two blocks at once
+                    mac_tile_pair(x, at, lengths, 1, packed, w_off, init, init_at, out, out_at)
+                    lo += 2 * MAC_CHANNELS
+                    continue
                 mac_tile(x, at, lengths, 1, packed, w_off, init, init_at, out, out_at)
+                lo += MAC_CHANNELS
                 continue
             for q in range(MAC_PIXELS):  # indices, not slices (atomic reference counts)
                 at_init = init0 + (first + min(q, count - 1)) * init_stride + lo
@@ -111,6 +119,7 @@ def mac_rows(
                 start = out0 + (first + q) * outs + lo
                 for j in range(width):
                     out[start + j] = acc[q * MAC_CHANNELS + j]
+            lo += MAC_CHANNELS
 
 
 @jit
