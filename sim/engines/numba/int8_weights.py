@@ -26,19 +26,13 @@ from mrvl.sim.engines.numba.int8 import (
     QC_OUT_SHAPE,
     QC_W_ADDR,
 )
-from mrvl.sim.engines.numba.int8_mac import QMAC_CHANNELS
+from mrvl.sim.engines.numba.int8_conv import qweights_size
 from mrvl.sim.validate import ValidProgram
-
-
-def packed_qweights_size(out_channels: int, kh: int, kw: int, channels: int) -> int:
-    """int16 values of `int8_conv.pack_qweights`' packing of such weights."""
-    blocks = -(-out_channels // QMAC_CHANNELS)
-    return blocks * kh * kw * (channels + channels % 2) * QMAC_CHANNELS
 
 
 class QWeightCache:
     """A program's qconv weight slots: `arrays` = (slots per row, raw_at, packed_at, raw
-    bytes, packed int16 values, filled flags), and a lock that one run at a time holds."""
+    bytes, packed bytes (int8), filled flags), and a lock that one run at a time holds."""
 
     def __init__(self, valid: ValidProgram):
         self.lock = threading.Lock()
@@ -54,14 +48,14 @@ class QWeightCache:
             if key not in keys:
                 keys[key] = len(keys)
                 raw_at.append(raw_at[-1] + oc * kh * kw * channels)
-                packed_at.append(packed_at[-1] + packed_qweights_size(*shape))
+                packed_at.append(packed_at[-1] + int(qweights_size(*shape)))
             slots[index] = keys[key]
         self.arrays = (
             slots,
             np.array(raw_at, np.int64),
             np.array(packed_at, np.int64),
             np.zeros(raw_at[-1], np.uint8),
-            np.zeros(packed_at[-1], np.int16),
+            np.zeros(packed_at[-1], np.int8),
             np.zeros(len(keys), np.uint8),
         )
 
@@ -74,7 +68,7 @@ class QWeightCache:
             np.zeros(1, np.int64),
             np.zeros(1, np.int64),
             np.zeros(0, np.uint8),
-            np.zeros(0, np.int16),
+            np.zeros(0, np.int8),
             np.zeros(0, np.uint8),
         )
 
