@@ -27,8 +27,8 @@ HOST = llvmlite.binding.get_host_cpu_features()
 
 def _runner(tile):
     @njit(cache=False)
-    def run(x, bases, taps, groups, w, w_off, out, out_at):
-        tile(x, bases, taps, taps.size, groups, w, w_off, out, out_at)
+    def run(x, bases, taps, groups, w, w_off, starts, starts_at, out, out_at):
+        tile(x, bases, taps, taps.size, groups, w, w_off, starts, starts_at, out, out_at)
 
     return run
 
@@ -45,10 +45,10 @@ def _runnable(path: str) -> bool:
 RUNNERS = {path: _runner(tile) for path, tile in QMAC_TILES.items()}
 
 
-def _expected(x, bases, taps, groups, w, w_off):
-    """The block's int32 sums by numpy in int64, wrapped."""
+def _expected(x, bases, taps, groups, w, w_off, first):
+    """The block's int32 sums from `first` by numpy in int64, wrapped."""
     weights = w[w_off:].astype(np.int64)
-    sums = np.zeros((QMAC_PIXELS, QMAC_CHANNELS), np.int64)
+    sums = np.tile(first, (QMAC_PIXELS, 1))
     for p in range(QMAC_PIXELS):
         for s, tap in enumerate(taps):
             at = int(bases[p] + tap)
@@ -69,8 +69,8 @@ def _expected(x, bases, taps, groups, w, w_off):
 )
 def test_each_qmac_path_gives_the_exact_int32_sums(path, segments, groups, extreme, seed):
     """Bytes 0-255 times weights -128..127 at random offsets, or all at the extremes (255 x
-    -128 and 255 x 127, the largest products), over enough groups that the sums leave int16;
-    every path equals numpy's sums."""
+    -128 and 255 x 127, the largest products), over enough groups that the sums leave int16,
+    from random int32 starts; every path equals numpy's sums modulo 2^32."""
     if not _runnable(path):
         pytest.skip(f"this CPU has no {path}")
     rng = np.random.default_rng(seed)
@@ -87,8 +87,11 @@ def test_each_qmac_path_gives_the_exact_int32_sums(path, segments, groups, extre
         w[:] = -128 if extreme == "min" else 127
     out_at = rng.permutation(QMAC_PIXELS).astype(np.int64) * QMAC_CHANNELS
     out = np.full(QMAC_PIXELS * QMAC_CHANNELS, 7, np.int32)
-    RUNNERS[path](x, bases, taps, groups, w, w_off, out, out_at)
-    expected = _expected(x, bases, taps, groups, w, w_off)
+    starts_at = int(rng.integers(0, 16))
+    starts = rng.integers(-(2**31), 2**31, starts_at + QMAC_CHANNELS).astype(np.int32)
+    RUNNERS[path](x, bases, taps, groups, w, w_off, starts, starts_at, out, out_at)
+    first = starts[starts_at : starts_at + QMAC_CHANNELS].astype(np.int64)
+    expected = _expected(x, bases, taps, groups, w, w_off, first)
     got = out.reshape(QMAC_PIXELS, QMAC_CHANNELS)[out_at // QMAC_CHANNELS]
     np.testing.assert_array_equal(got, expected)
 
@@ -109,7 +112,7 @@ def test_a_large_sum_wraps_modulo_2_32_on_every_path():
         if not _runnable(path):
             continue
         out = np.zeros(QMAC_PIXELS * QMAC_CHANNELS, np.int32)
-        run(x, bases, taps, groups, w, 0, out, out_at)
+        run(x, bases, taps, groups, w, 0, np.zeros(QMAC_CHANNELS, np.int32), 0, out, out_at)
         assert (out == wrapped).all(), path
 
 

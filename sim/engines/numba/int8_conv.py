@@ -218,10 +218,11 @@ def cached_qweights(row, ocm, slot_arrays, i, worker):
 
 
 @jit
-def qconv_positions(row, x, packed, taps, groups, acc, start, stop):
-    """acc[p * OCP + o] = the sum of position p's taps for output channel o (OCP: the channels
-    rounded up to whole blocks), for positions [start, stop); rows up to the next whole
-    QMAC_PIXELS are computed too (from the last position's window), so acc has room for them."""
+def qconv_positions(row, x, packed, taps, groups, starts, acc, start, stop):
+    """acc[p * OCP + o] = starts[o] + the sum of position p's taps for output channel o (OCP:
+    the channels rounded up to whole blocks, as `starts`), for positions [start, stop); rows up
+    to the next whole QMAC_PIXELS are computed too (from the last position's window), so acc
+    has room for them."""
     oh, ow, oc = row[QC_OUT_SHAPE + 1], row[QC_OUT_SHAPE + 2], row[QC_OUT_SHAPE + 3]
     rows, cols, cp = qconv_geometry(row)
     sh, sw = row[QC_STRIDE], row[QC_STRIDE + 1]
@@ -238,7 +239,10 @@ def qconv_positions(row, x, packed, taps, groups, acc, start, stop):
                 r, q = rest // ow, rest % ow
                 bases[p] = ((b * rows + r * sh) * cols + q * sw) * cp
                 out_at[p] = (first + p) * width + block * QMAC_CHANNELS
-            qmac_tile(x, bases, taps, taps.size, groups, packed, block * block_size, acc, out_at)
+            w_off, starts_at = block * block_size, block * QMAC_CHANNELS
+            qmac_tile(
+                x, bases, taps, taps.size, groups, packed, w_off, starts, starts_at, acc, out_at
+            )
 
 
 @jit
@@ -256,6 +260,27 @@ def qconv_offsets(row, ocm, sums):
         for o in range(oc):
             offsets[o] += bias[o]
     return offsets
+
+
+@jit
+def qconv_first_sums(row, offsets):
+    """int32[OCP] (qconv_positions' `starts`): `offsets` wrapped to int32, 0 past the last
+    output channel."""
+    oc = row[QC_OUT_SHAPE + 3]
+    starts = np.zeros((oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS, np.int32)
+    for o in range(oc):
+        starts[o] = np.int32(offsets[o])  # modulo 2^32
+    return starts
+
+
+@jit
+def qconv_partials(row, ocm, acc, start, stop):
+    """Add the partial sums at acc_addr (read now, before any thread stores), if any, to
+    positions [start, stop) of `acc`, wrapped to int32."""
+    acc_addr = row[QC_ACC_ADDR]
+    if acc_addr == -1:
+        return
+    qconv_start(row, ocm, np.zeros(row[QC_OUT_SHAPE + 3], np.int64), acc, start, stop)
 
 
 @jit
@@ -429,7 +454,7 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
         packed = np.empty(qweights_size(oc, kh, kw, c), np.int8)
         pack_qweights(row, ocm, packed)
     taps, groups = qconv_segments(row)
-    offsets = qconv_offsets(row, ocm, weight_sums(packed, oc))
+    starts = qconv_first_sums(row, qconv_offsets(row, ocm, weight_sums(packed, oc)))
     multipliers, roundings, rights = qconv_rescale(row, ocm)
     table, lut = table_copy(ocm, row[QC_LUT_ADDR])
     width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
@@ -439,8 +464,8 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     taken = 0
     while chunk < chunks:
         start, stop = chunk_bounds(chunk, size, positions)
-        qconv_positions(row, x, packed, taps, groups, acc, start, stop)
-        qconv_start(row, ocm, offsets, acc, start, stop)
+        qconv_positions(row, x, packed, taps, groups, starts, acc, start, stop)
+        qconv_partials(row, ocm, acc, start, stop)
         mine[taken] = chunk
         taken += 1
         if not deferred:

@@ -98,7 +98,7 @@ def qmac_tile_codegen(pixels, vectors, path):
 
     def codegen(context, builder, signature, args):
         x_value, bases_value, taps_value, segments, groups, w_value, w_off = args[:7]
-        out_value, out_at_value = args[7:]
+        starts_value, starts_at, out_value, out_at_value = args[7:]
         i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
         acc_type = ir.VectorType(i32, QMAC_LANES)
         w_type = ir.VectorType(i8, QMAC_GROUP * QMAC_LANES)
@@ -108,13 +108,23 @@ def qmac_tile_codegen(pixels, vectors, path):
             return context.make_array(signature.args[index])(context, builder, value).data
 
         x_ptr, bases_ptr, taps_ptr = data(0, x_value), data(1, bases_value), data(2, taps_value)
-        w_ptr, out_ptr, out_at_ptr = data(5, w_value), data(7, out_value), data(8, out_at_value)
+        w_ptr, starts_ptr = data(5, w_value), data(7, starts_value)
+        out_ptr, out_at_ptr = data(9, out_value), data(10, out_at_value)
 
         def const(value):
             return ir.Constant(i64, value)
 
         bases = [builder.load(builder.gep(bases_ptr, [const(p)])) for p in range(pixels)]
-        zero = ir.Constant(acc_type, [0] * QMAC_LANES)
+        first_sums = [
+            builder.load(
+                builder.bitcast(
+                    builder.gep(starts_ptr, [builder.add(starts_at, const(h * QMAC_LANES))]),
+                    acc_type.as_pointer(),
+                ),
+                align=4,
+            )
+            for h in range(vectors)
+        ]
         splat = ir.Constant(ir.VectorType(i32, QMAC_LANES), [0] * QMAC_LANES)
         undef = ir.Constant(acc_type, ir.Undefined)
         w_base = builder.gep(w_ptr, [w_off])
@@ -154,7 +164,7 @@ def qmac_tile_codegen(pixels, vectors, path):
 
             return counted_loop(builder, "qmac", groups, 1, sums, step)
 
-        sums = counted_loop(builder, "qsegment", segments, 1, [zero] * (pixels * vectors), segment)
+        sums = counted_loop(builder, "qsegment", segments, 1, first_sums * pixels, segment)
         for p in range(pixels):
             at = builder.gep(out_ptr, [builder.load(builder.gep(out_at_ptr, [const(p)]))])
             for h in range(vectors):
@@ -170,8 +180,10 @@ def qmac_tile_codegen(pixels, vectors, path):
 def _qmac_tile_intrinsic(path):
     """qmac_tile compiled on `path` (QMAC_PATHS)."""
 
-    def qmac_tile(typingctx, x, bases, taps, segments, groups, w, w_off, out, out_at):
-        sig = types.void(x, bases, taps, segments, groups, w, w_off, out, out_at)
+    def qmac_tile(
+        typingctx, x, bases, taps, segments, groups, w, w_off, starts, starts_at, out, out_at
+    ):
+        sig = types.void(x, bases, taps, segments, groups, w, w_off, starts, starts_at, out, out_at)
         return sig, qmac_tile_codegen(QMAC_PIXELS, QMAC_VECTORS, path)
 
     qmac_tile.__name__ = qmac_tile.__qualname__ = f"qmac_tile_{path}"
@@ -183,7 +195,7 @@ QMAC_TILES = {path: _qmac_tile_intrinsic(path) for path in QMAC_PATHS}
 """qmac_tile on each path: the tests compare them on this machine."""
 
 qmac_tile = QMAC_TILES[QMAC_PATH]
-"""out[out_at[p] + j] = the int32 sum (modulo 2^32) over segments s < `segments`, channel groups
+"""out[out_at[p] + j] = starts[starts_at + j] + the int32 sum (modulo 2^32) over segments s < `segments`, channel groups
 t < `groups` and e < QMAC_GROUP of x[bases[p] + taps[s] + 4t + e] · w[w_off + ((s·groups + t)·
 QMAC_CHANNELS + j)·4 + e], for the QMAC_PIXELS x QMAC_CHANNELS outputs (p, j) at once: a
 position's window at bases[p], its segments (runs of contiguous inputs: a kernel row or a tap
@@ -192,4 +204,4 @@ of channel groups) at taps[s] from it, and one block of packed weights
 reduction; each group step is a vector load of the weights, one broadcast 32-bit load of an
 input group per position, and a four-product sum added per output (QMAC_PATH).
 x: uint8 C array (the input bytes + 128); w: int8 C array; bases, out_at: int64[QMAC_PIXELS];
-taps: int64[segments]; out: int32 C array."""
+taps: int64[segments]; starts, out: int32 C arrays."""
