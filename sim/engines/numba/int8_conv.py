@@ -222,26 +222,40 @@ def qconv_positions(row, x, packed, taps, groups, starts, acc, start, stop):
     """acc[p * OCP + o] = starts[o] + the sum of position p's taps for output channel o (OCP:
     the channels rounded up to whole blocks, as `starts`), for positions [start, stop); rows up
     to the next whole QMAC_PIXELS are computed too (from the last position's window), so acc
-    has room for them."""
+    has room for them. Each position's window offset is found once, not once per block."""
     oh, ow, oc = row[QC_OUT_SHAPE + 1], row[QC_OUT_SHAPE + 2], row[QC_OUT_SHAPE + 3]
     rows, cols, cp = qconv_geometry(row)
     sh, sw = row[QC_STRIDE], row[QC_STRIDE + 1]
     blocks = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS
     width = blocks * QMAC_CHANNELS
     block_size = taps.size * groups * QMAC_CHANNELS * QMAC_GROUP
-    bases = np.empty(QMAC_PIXELS, np.int64)
+    tiles = (stop - start + QMAC_PIXELS - 1) // QMAC_PIXELS
+    bases = np.empty(tiles * QMAC_PIXELS, np.int64)
+    for k in range(bases.size):
+        position = min(start + k, stop - 1)
+        b, rest = position // (oh * ow), position % (oh * ow)
+        r, q = rest // ow, rest % ow
+        bases[k] = ((b * rows + r * sh) * cols + q * sw) * cp
     out_at = np.empty(QMAC_PIXELS, np.int64)
     for block in range(blocks):
-        for first in range(start, stop, QMAC_PIXELS):
+        for tile in range(tiles):
+            first = tile * QMAC_PIXELS
             for p in range(QMAC_PIXELS):
-                position = min(first + p, stop - 1)
-                b, rest = position // (oh * ow), position % (oh * ow)
-                r, q = rest // ow, rest % ow
-                bases[p] = ((b * rows + r * sh) * cols + q * sw) * cp
-                out_at[p] = (first + p) * width + block * QMAC_CHANNELS
+                out_at[p] = (start + first + p) * width + block * QMAC_CHANNELS
+            tile_bases = bases[first : first + QMAC_PIXELS]
             w_off, starts_at = block * block_size, block * QMAC_CHANNELS
             qmac_tile(
-                x, bases, taps, taps.size, groups, packed, w_off, starts, starts_at, acc, out_at
+                x,
+                tile_bases,
+                taps,
+                taps.size,
+                groups,
+                packed,
+                w_off,
+                starts,
+                starts_at,
+                acc,
+                out_at,
             )
 
 
