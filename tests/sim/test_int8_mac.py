@@ -19,6 +19,7 @@ from mrvl.sim.engines.numba.int8_mac import (
     QMAC_PATHS,
     QMAC_PIXELS,
     QMAC_TILES,
+    cpu_features,
     qmac_path,
 )
 
@@ -132,4 +133,20 @@ def test_the_path_follows_the_cpu_features(features, path):
 
 
 def test_this_machine_takes_the_path_of_its_own_features():
-    assert QMAC_PATH == qmac_path(llvmlite.binding.get_host_cpu_features().flatten())
+    assert QMAC_PATH == qmac_path(cpu_features())
+    assert _runnable(QMAC_PATH)
+
+
+def test_the_features_follow_numbas_settings(monkeypatch):
+    """$NUMBA_CPU_FEATURES (config.CPU_FEATURES) replaces the host's features, and
+    $NUMBA_ENABLE_AVX=0 (config.ENABLE_AVX) turns every AVX feature off, as Numba compiles:
+    no VNNI instruction is then emitted."""
+    from numba.core import config
+
+    monkeypatch.setattr(config, "CPU_FEATURES", "+sse4.2,+avxvnni")
+    assert qmac_path(cpu_features()) == "avxvnni"
+    monkeypatch.setattr(config, "CPU_FEATURES", None)
+    monkeypatch.setattr(config, "ENABLE_AVX", False)
+    features = cpu_features()
+    assert not any(name.startswith("+avx") for name in features.split(","))
+    assert qmac_path(features) == "generic"

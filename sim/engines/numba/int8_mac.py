@@ -33,17 +33,26 @@ QMAC_GROUP = 4
 """Input channels a lane sums at once: the window's channels are padded to a multiple."""
 
 QMAC_PATHS = ("avx512vnni", "avxvnni", "generic")
-"""How `qmac_tile` sums four products into a lane: one 512-bit VPDPBUSD, two 256-bit ones
-(AVX-VNNI, or AVX-512 VNNI with VL but not 512-bit registers' BW), or plain LLVM integer
+"""How `qmac_tile` sums four products into a lane: one 512-bit VPDPBUSD (AVX-512 VNNI and
+BW), two 256-bit ones (AVX-VNNI, or AVX-512 VNNI and VL without BW), or plain LLVM integer
 arithmetic (zero- and sign-extend to int32, multiply, add), which any target compiles."""
 
 
 def cpu_features() -> str:
-    """The CPU features Numba compiles for, as LLVM spells them ("+avx2,-avx512vnni,..."):
-    $NUMBA_CPU_FEATURES if set, else the host's (as Numba chooses them)."""
+    """The CPU features Numba compiles for, as LLVM spells them ("+avx2,-avx512vnni,..."), by
+    Numba's rule: $NUMBA_CPU_FEATURES if set, else the host's as llvmlite reads them (none if
+    LLVM cannot tell), every AVX feature off if $NUMBA_ENABLE_AVX is 0."""
     if config.CPU_FEATURES is not None:
         return config.CPU_FEATURES
-    return binding.get_host_cpu_features().flatten()
+    try:
+        features = binding.get_host_cpu_features()
+    except RuntimeError:
+        return ""
+    if not config.ENABLE_AVX:
+        for name in features:
+            if name.startswith("avx"):
+                features[name] = False
+    return features.flatten()
 
 
 def qmac_path(features: str) -> str:
