@@ -131,6 +131,76 @@ def weight_only_dmas(
     return weight_only
 
 
+class SlotTable:
+    """The slots of an engine's packed weights as the flat arrays compiled code reads: per row
+    its slot (-1: none), per slot where its raw weights and its packing start in two flat
+    arrays, and per slot a flag. Instructions with one key share a slot. One builder for the
+    fp16 `WeightCache` and the Numba engine's int8 one (`int8_weights.QWeightCache`), which
+    differ in their keys, their element types and how much a packing holds."""
+
+    def __init__(self, rows: int, raw_dtype, packed_dtype):
+        self.raw_dtype, self.packed_dtype = raw_dtype, packed_dtype
+        self.slots = np.full(rows, -1, np.int64)
+        self.keys: dict = {}
+        self.raw_at, self.packed_at = [0], [0]
+
+    def add(self, index: int, key, raw_size: int, packed_size: int) -> bool:
+        """Row `index` takes the slot of `key`, a new one of `raw_size` raw and `packed_size`
+        packed elements if no row had it; returns whether the slot is new."""
+        new = key not in self.keys
+        if new:
+            self.keys[key] = len(self.keys)
+            self.raw_at.append(self.raw_at[-1] + raw_size)
+            self.packed_at.append(self.packed_at[-1] + packed_size)
+        self.slots[index] = self.keys[key]
+        return new
+
+    def arrays(self, flags: np.ndarray) -> tuple:
+        """(slots per row, raw_at, packed_at, raw, packed, flags per slot), raw and packed
+        zero."""
+        return (
+            self.slots,
+            np.array(self.raw_at, np.int64),
+            np.array(self.packed_at, np.int64),
+            np.zeros(self.raw_at[-1], self.raw_dtype),
+            np.zeros(self.packed_at[-1], self.packed_dtype),
+            flags,
+        )
+
+    @staticmethod
+    def empty(rows: int, raw_dtype, packed_dtype) -> tuple:
+        """The arrays of a table without slots (every row -1), of the same types: for a run
+        while another holds the cache's lock."""
+        return (
+            np.full(rows, -1, np.int64),
+            np.zeros(1, np.int64),
+            np.zeros(1, np.int64),
+            np.zeros(0, raw_dtype),
+            np.zeros(0, packed_dtype),
+            np.zeros(0, np.uint8),
+        )
+
+
+class PerProgram:
+    """Caches made on a program's first run and dropped with it, one per (program, key)."""
+
+    def __init__(self):
+        self._entries: dict = {}
+        self._lock = threading.Lock()
+
+    def get(self, valid: ValidProgram, key, make: Callable[[], object]):
+        """The cache of (`valid`, `key`), made by `make()` if there is none yet."""
+        full = (id(valid), key)
+        with self._lock:
+            entry = self._entries.get(full)
+            if entry is not None and entry[0]() is valid:
+                return entry[1]
+            cache = make()
+            drop = weakref.ref(valid, lambda _: self._entries.pop(full, None))
+            self._entries[full] = (drop, cache)
+            return cache
+
+
 class WeightCache:
     """The packed fp32 weights of a program's convs and fcs (in the engine's `Packing`), kept
     from run to run.
@@ -161,8 +231,7 @@ class WeightCache:
         self.rows, self.origin = single_tile(valid) or (None, None)
         if self.rows is not None:
             valid = self.rows
-        slots = np.full(len(valid.code), -1, np.int64)
-        raw_at, packed_at, keys, constant = [0], [0], {}, []
+        table, constant = SlotTable(len(valid.code), np.uint16, np.float32), []
         accesses = [operands(ins) for ins in valid.code]
         sources = constant_weights(valid, accesses)
         for index, ins in enumerate(valid.code):
@@ -180,20 +249,11 @@ class WeightCache:
                 continue
             if f["w_addr"] % 2:
                 continue
-            if key not in keys:
-                keys[key] = len(keys)
+            packed = int(packing.size(out_channels, steps))
+            if table.add(index, key, out_channels * steps, packed):
                 constant.append(sources[index] is not None)
-                raw_at.append(raw_at[-1] + out_channels * steps)
-                packed_at.append(packed_at[-1] + int(packing.size(out_channels, steps)))
-            slots[index] = keys[key]
-        self.arrays = (
-            slots,
-            np.array(raw_at, np.int64),
-            np.array(packed_at, np.int64),
-            np.zeros(raw_at[-1], np.uint16),
-            np.zeros(packed_at[-1], np.float32),
-            np.array(constant, np.uint8) * np.uint8(CONSTANT),
-        )
+        self.arrays = table.arrays(np.array(constant, np.uint8) * np.uint8(CONSTANT))
+        slots = table.slots
         self.weight_only = weight_only_dmas(valid, accesses, slots, np.array(constant, np.bool_))
         self.warm = False
         """Whether a whole run has used the cache, packing every slot (programs have no
@@ -208,28 +268,13 @@ class WeightCache:
     def none(valid: ValidProgram) -> tuple:
         """The arrays of an empty cache (every slot -1): for a run while another holds the
         lock."""
-        return (
-            np.full(len(valid.words), -1, np.int64),
-            np.zeros(1, np.int64),
-            np.zeros(1, np.int64),
-            np.zeros(0, np.uint16),
-            np.zeros(0, np.float32),
-            np.zeros(0, np.uint8),
-        )
+        return SlotTable.empty(len(valid.words), np.uint16, np.float32)
 
 
-_weight_caches: dict[tuple[int, Packing], tuple[weakref.ref, WeightCache]] = {}
-_weight_caches_lock = threading.Lock()
+_weight_caches = PerProgram()
 
 
 def weight_cache(valid: ValidProgram, packing: Packing) -> WeightCache:
     """The WeightCache of `valid` for an engine that packs as `packing`, made on its first run
     and dropped with it."""
-    key = (id(valid), packing)
-    with _weight_caches_lock:
-        entry = _weight_caches.get(key)
-        if entry is not None and entry[0]() is valid:
-            return entry[1]
-        cache = WeightCache(valid, packing)
-        _weight_caches[key] = (weakref.ref(valid, lambda _: _weight_caches.pop(key, None)), cache)
-        return cache
+    return _weight_caches.get(valid, packing, lambda: WeightCache(valid, packing))

@@ -159,7 +159,7 @@ def test_qconvs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
 ):
     """qconvs with at least SHARED_QCONV_MACS multiply-adds are split by output positions over
     the engine's threads (`int8_conv.qconv_kernel`); a chunk may end inside a block's
-    positions, odd channel counts pad a pair, and a chain of input-channel blocks reads and
+    positions, channel counts not a multiple of four pad a group, and a chain of input-channel blocks reads and
     writes int32 partial sums apart (stored as computed) or in place, or the output overwrites
     the input (stored once every thread has computed). The interpreter, and the engine on 1, 2
     and 3 threads, give the same bytes and counts."""
@@ -193,6 +193,46 @@ def test_qconvs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     assert macs >= SHARED_QCONV_MACS
     dtype = DType.I32 if acc_out else DType.I8
     same_on_any_number_of_threads(layer_program(staging, [ins], out, out_shape, dtype=dtype))
+
+
+@settings(max_examples=6, deadline=None, derandomize=True)
+@given(
+    in_zp=st.sampled_from([-128, 127, -1, 0]),
+    channels=st.integers(1, 6),
+    kernel=st.sampled_from([(3, 3), (5, 1), (1, 7)]),
+    depthwise=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_qconv_padding_at_any_input_zero_point_gives_the_same_bits_on_any_number_of_threads(
+    in_zp, channels, kernel, depthwise, seed
+):
+    """The engine's window holds the input bytes + 128 and in_zp + 128 in the padding and the
+    channels it adds up to a multiple of four (`int8_conv.qconv_window`); each sum starts at
+    -(in_zp + 128)·Σw. At the extreme zero points (bytes 0 and 255), inputs at the extremes
+    and every tap reaching the padding, the interpreter and the engine on 1, 2 and 3 threads
+    give the same bytes: a qconv big enough to share (where the OCM holds its output), or a
+    depthwise one."""
+    rng = np.random.default_rng(seed)
+    hw = (16, 15)
+    pad = (kernel[0] // 2 + 1, kernel[1] // 2 + 1)
+    groups = channels if depthwise else 1
+    out_hw = tuple(size + 2 * p - k + 1 for size, p, k in zip(hw, pad, kernel))
+    taps = int(np.prod(out_hw)) * kernel[0] * kernel[1] * channels
+    most = 120_000 // int(np.prod(out_hw))  # output channels the OCM holds
+    out_channels = channels if depthwise else min(-(-SHARED_QCONV_MACS // taps) + 3, most)
+    in_shape, out_shape = (1, *hw, channels), (1, *out_hw, out_channels)
+    staging = Staging()
+    x = staging.add(int8_values(rng, in_shape))
+    w = staging.add(int8_values(rng, (out_channels, *kernel, channels // groups)))
+    b = staging.add(rng.integers(-(2**20), 2**20, out_channels).astype(np.int32))
+    rq = staging.add(rescale_pairs(rng, out_channels, wild=False))
+    out = staging.reserve(int(np.prod(out_shape)))
+    ins = qconv(
+        x, in_shape, out, out_shape, w, kernel=kernel, pad=pad, groups=groups, b_addr=b,
+        in_zp=in_zp, out_zp=int(rng.integers(-128, 128)), rq_addr=rq, oc_total=out_channels,
+        clamp=(-128, 127), lut_addr=-1,
+    )  # fmt: skip
+    same_on_any_number_of_threads(layer_program(staging, [ins], out, out_shape))
 
 
 def test_a_qconvs_cached_weights_are_repacked_when_the_weights_in_ocm_change():

@@ -378,37 +378,38 @@ def _qfc_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, worke
 
 
 @jit
-def qadd_terms(zp, multiplier, shift):
-    """int64[256]: qadd's scaled term requantize((v - zp) << QADD_LEFT_SHIFT, pair) of every
-    int8 value v, at v + 128: an operand's term depends on its byte alone."""
-    terms = np.empty(256, np.int64)
-    for v in range(256):
-        terms[v] = requantize((np.int64(v) - 128 - zp) << QADD_LEFT_SHIFT, multiplier, shift)
-    return terms
+def rescale_terms(multiplier, shift):
+    """(factor, 2^(r - 1), r) with which an operand's term `requantize((v - zp) <<
+    QADD_LEFT_SHIFT, multiplier, shift)` is `((v - zp) * (factor) + 2^(r - 1)) >> r`: the
+    left shift folded into the factor ((v - zp)·2^20·multiplier < 2^59: exact in int64)."""
+    right = 31 - min(max(np.int64(shift), RQ_SHIFT_MIN), RQ_SHIFT_MAX)
+    return np.int64(multiplier) << QADD_LEFT_SHIFT, np.int64(1) << (right - 1), right
 
 
 @jit
 def _qadd_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
-    """Each operand's term from a 256-entry table (`qadd_terms`), then their sum's
-    requantization, clamp and table: the operands are copied first, so an output that
-    overlaps them gets the reference interpreter's bytes."""
+    """Each operand's scaled term, their sum's requantization, clamp and table, in one
+    branch-free int64 loop the compiler vectorizes (no lookup in it): the operands are copied
+    first, so an output that overlaps them gets the reference interpreter's bytes."""
     ocm = machine[1][row[1]]
     count = row[QA_COUNT]
-    a = ocm[row[QA_A_ADDR] : row[QA_A_ADDR] + count].copy()
-    b = ocm[row[QA_B_ADDR] : row[QA_B_ADDR] + count].copy()
-    a_terms = qadd_terms(np.int64(row[QA_A_ZP]), row[QA_A_RQ], row[QA_A_RQ + 1])
-    b_terms = qadd_terms(np.int64(row[QA_B_ZP]), row[QA_B_RQ], row[QA_B_RQ + 1])
+    a = ocm[row[QA_A_ADDR] : row[QA_A_ADDR] + count].copy().view(np.int8)
+    b = ocm[row[QA_B_ADDR] : row[QA_B_ADDR] + count].copy().view(np.int8)
+    a_zp, b_zp = np.int64(row[QA_A_ZP]), np.int64(row[QA_B_ZP])
+    a_factor, a_rounding, a_right = rescale_terms(row[QA_A_RQ], row[QA_A_RQ + 1])
+    b_factor, b_rounding, b_right = rescale_terms(row[QA_B_RQ], row[QA_B_RQ + 1])
     out_zp = np.int64(row[QA_OUT_ZP])
     lo, hi = np.int64(row[QA_CLAMP]), np.int64(row[QA_CLAMP + 1])
     right = 31 - min(max(np.int64(row[QA_OUT_RQ + 1]), RQ_SHIFT_MIN), RQ_SHIFT_MAX)
     multiplier, rounding = np.int64(row[QA_OUT_RQ]), np.int64(1) << (right - 1)
     table, lut = table_copy(ocm, row[QA_LUT_ADDR])
     out = ocm[row[QA_OUT_ADDR] : row[QA_OUT_ADDR] + count]
-    for k in range(count):  # a byte's int8 value + 128 is the byte ^ 0x80
-        total = a_terms[a[k] ^ 0x80] + b_terms[b[k] ^ 0x80]
-        y = out_zp + ((total * multiplier + rounding) >> right)
+    for k in range(count):
+        a_term = ((np.int64(a[k]) - a_zp) * a_factor + a_rounding) >> a_right
+        b_term = ((np.int64(b[k]) - b_zp) * b_factor + b_rounding) >> b_right
+        y = out_zp + (((a_term + b_term) * multiplier + rounding) >> right)
         out[k] = np.uint8(min(max(y, lo), hi) & 0xFF)
-    if lut != -1:
+    if lut != -1:  # a byte's int8 value + 128 is the byte ^ 0x80
         for k in range(count):
             out[k] = table[out[k] ^ 0x80]
     return 0

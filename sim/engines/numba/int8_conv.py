@@ -3,12 +3,14 @@ one run of output channels (groups = 1) from the blocks of `int8_mac.py`, shared
 engine's threads as the fp16 `conv` is (`mac.py`); a depthwise conv across its channels
 (`qconv_depthwise`); other grouped convs keep the plain loops of `int8.py`.
 
-The window is copied once per thread as int16 values less the zero point, padded on every side
-with zeros (a padding tap reads in_zp and adds 0) and each position's channels to an even
-count, so that every tap of every output position is a run of channel pairs at a fixed offset:
-no bounds test in the block. The weights are packed to the blocks' layout (`pack_qweights`).
-The int32 sums wrap modulo 2^32 in any order, so the bytes are the reference interpreter's
-whatever the blocking and whichever thread computes which chunk.
+The window is copied once per thread as unsigned bytes, the int8 input + 128, padded on every
+side with in_zp + 128 (a padding tap reads in_zp and adds 0) and each position's channels to a
+multiple of four, so that every tap of every output position is a run of channel groups at a
+fixed offset: no bounds test in the block. The weights are packed to the blocks' layout, with
+each output channel's weight sum Σw (`pack_qweights`): the blocks sum (x + 128)·w, and each
+sum starts at -(in_zp + 128)·Σw (`qconv_start`), which leaves the ISA's Σ(x - in_zp)·w. The
+int32 sums wrap modulo 2^32 in any order, so the bytes are the reference interpreter's whatever
+the blocking and whichever thread computes which chunk.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from mrvl.sim.engines.numba.int8 import (
     store_i32,
     table_copy,
 )
-from mrvl.sim.engines.numba.int8_mac import QMAC_CHANNELS, QMAC_PIXELS, qmac_tile
+from mrvl.sim.engines.numba.int8_mac import QMAC_CHANNELS, QMAC_GROUP, QMAC_PIXELS, qmac_tile
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.sharing import (
     all_computed,
@@ -64,19 +66,32 @@ that sharing.CHUNK_MACS is sized for: a qconv chunk holds as many seconds of wor
 
 @jit
 def qconv_geometry(row):
-    """(padded rows, padded columns, channels padded to even) of a qconv's int16 window: every
-    input row and column its output positions' taps reach, in the padding or not."""
+    """(padded rows, padded columns, channels padded to a multiple of QMAC_GROUP) of a qconv's
+    window: every input row and column its output positions' taps reach, in the padding or
+    not."""
     oh, ow = row[QC_OUT_SHAPE + 1], row[QC_OUT_SHAPE + 2]
     rows = (oh - 1) * row[QC_STRIDE] + (row[QC_KERNEL] - 1) * row[QC_DILATION] + 1
     cols = (ow - 1) * row[QC_STRIDE + 1] + (row[QC_KERNEL + 1] - 1) * row[QC_DILATION + 1] + 1
-    return rows, cols, row[QC_IN_SHAPE + 3] + row[QC_IN_SHAPE + 3] % 2
+    return rows, cols, padded_channels(row[QC_IN_SHAPE + 3])
+
+
+@jit
+def padded_channels(c):
+    """c rounded up to a multiple of QMAC_GROUP."""
+    return (c + QMAC_GROUP - 1) // QMAC_GROUP * QMAC_GROUP
+
+
+@jit
+def zero_byte(row):
+    """The window's byte for in_zp: every tap that reads it adds 0 to a sum."""
+    return np.uint8((row[QC_IN_ZP] + 128) & 0xFF)
 
 
 @jit
 def qconv_window(row, ocm):
-    """int16[N, rows, cols, channels] (qconv_geometry): the input less in_zp where the taps
-    read inside the input tile, 0 in the padding, beyond the tile's rows and in the extra
-    channel."""
+    """uint8[N, rows, cols, channels] (qconv_geometry): the input + 128 (its byte ^ 0x80)
+    where the taps read inside the input tile, in_zp + 128 (zero_byte) in the padding, beyond
+    the tile's rows and in the extra channels."""
     n, ih, iw, c = (
         row[QC_IN_SHAPE],
         row[QC_IN_SHAPE + 1],
@@ -86,9 +101,8 @@ def qconv_window(row, ocm):
     rows, cols, cp = qconv_geometry(row)
     top = row[QC_OROW0] * row[QC_STRIDE] - row[QC_PAD] - row[QC_ROW0]  # tile row of row 0
     left = -row[QC_PAD + 1]
-    in_zp = np.int16(row[QC_IN_ZP])
-    raw = ocm[row[QC_IN_ADDR] : row[QC_IN_ADDR] + n * ih * iw * c].view(np.int8)
-    x = np.zeros(n * rows * cols * cp, np.int16)
+    raw = ocm[row[QC_IN_ADDR] : row[QC_IN_ADDR] + n * ih * iw * c]
+    x = np.full(n * rows * cols * cp, zero_byte(row), np.uint8)
     c_lo, c_hi = max(0, -left), min(cols, iw - left)
     for b in range(n):
         for r in range(rows):
@@ -103,7 +117,7 @@ def qconv_window(row, ocm):
                     x[dst : dst + (c_hi - c_lo) * c],
                 )
                 for k in range(run_in.size):
-                    run_out[k] = run_in[k] - in_zp
+                    run_out[k] = run_in[k] ^ 0x80
                 continue
             for q in range(c_hi - c_lo):
                 run_in, run_out = (
@@ -111,15 +125,15 @@ def qconv_window(row, ocm):
                     x[dst + q * cp : dst + q * cp + c],
                 )
                 for k in range(c):
-                    run_out[k] = run_in[k] - in_zp
+                    run_out[k] = run_in[k] ^ 0x80
     return x
 
 
 @jit
 def qconv_segments(row):
-    """(taps, pairs): each segment's offset from a position's window origin, and its channel
-    pairs (all alike). With a dilation of 1 across, a kernel row's taps are one run of
-    contiguous inputs; else each tap is its own."""
+    """(taps, groups): each segment's offset from a position's window origin, and its groups
+    of QMAC_GROUP channels (all alike). With a dilation of 1 across, a kernel row's taps are
+    one run of contiguous inputs; else each tap is its own."""
     kh_count, kw_count = row[QC_KERNEL], row[QC_KERNEL + 1]
     dh, dw = row[QC_DILATION], row[QC_DILATION + 1]
     _, cols, cp = qconv_geometry(row)
@@ -127,39 +141,57 @@ def qconv_segments(row):
         taps = np.empty(kh_count, np.int64)
         for kh in range(kh_count):
             taps[kh] = kh * dh * cols * cp
-        return taps, kw_count * cp // 2
+        return taps, kw_count * cp // QMAC_GROUP
     taps = np.empty(kh_count * kw_count, np.int64)
     for kh in range(kh_count):
         for kw in range(kw_count):
             taps[kh * kw_count + kw] = (kh * dh * cols + kw * dw) * cp
-    return taps, cp // 2
+    return taps, cp // QMAC_GROUP
+
+
+@jit
+def qweights_size(out_channels, kh, kw, channels):
+    """Bytes of `pack_qweights`' packing of such weights: the blocks, then the int32 weight
+    sums of their channels."""
+    blocks = (out_channels + QMAC_CHANNELS - 1) // QMAC_CHANNELS
+    return blocks * QMAC_CHANNELS * (kh * kw * padded_channels(channels) + 4)
+
+
+@jit
+def weight_sums(packed, oc):
+    """int32[oc]: each output channel's weight sum Σw in `pack_qweights`' packing."""
+    blocks = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS
+    at = packed.size - 4 * blocks * QMAC_CHANNELS
+    return packed[at : at + 4 * oc].view(np.int32)
 
 
 @jit
 def pack_qweights(row, ocm, packed):
-    """Pack the OHWI int8 weights into `packed` (int16, int8_weights.packed_qweights_size)
-    as qmac_tile's blocks: per block of QMAC_CHANNELS output channels, per channel pair (kh,
-    kw, then channel pairs, the extra channel 0), the block's channels' two weights side by
-    side; 0 past the last output channel."""
+    """Pack the OHWI int8 weights into `packed` (int8, qweights_size) as qmac_tile's blocks:
+    per block of QMAC_CHANNELS output channels, per group of QMAC_GROUP channels (kh, kw, then
+    channel groups, the extra channels 0), the block's channels' four weights side by side, 0
+    past the last output channel; then each output channel's weight sum (`weight_sums`)."""
     oc = row[QC_OUT_SHAPE + 3]
     kh_count, kw_count, c = row[QC_KERNEL], row[QC_KERNEL + 1], row[QC_IN_SHAPE + 3]
-    cp = c + c % 2
-    pairs = kh_count * kw_count * cp // 2
-    w = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + oc * kh_count * kw_count * c].view(np.int8)
+    cp = padded_channels(c)
+    taps = kh_count * kw_count
+    groups = taps * cp // QMAC_GROUP
+    w = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + oc * taps * c].view(np.int8)
     packed[:] = 0
-    pair_stride = QMAC_CHANNELS * 2  # int16 values of one channel pair of a block
+    sums = weight_sums(packed, oc)
+    group_stride = QMAC_CHANNELS * QMAC_GROUP  # bytes of one channel group of a block
     for o in range(oc):
         block, lane = o // QMAC_CHANNELS, o % QMAC_CHANNELS
-        lane_values = packed[block * pairs * pair_stride + 2 * lane :]
-        source = w[o * kh_count * kw_count * c : (o + 1) * kh_count * kw_count * c]
-        for tap in range(kh_count * kw_count):
-            taps_in, first = source[tap * c : (tap + 1) * c], tap * cp // 2
-            for ci in range(0, c - 1, 2):
-                at = (first + ci // 2) * pair_stride
-                lane_values[at] = taps_in[ci]
-                lane_values[at + 1] = taps_in[ci + 1]
-            if c % 2:
-                lane_values[(first + c // 2) * pair_stride] = taps_in[c - 1]
+        lane_values = packed[block * groups * group_stride + QMAC_GROUP * lane :]
+        source = w[o * taps * c : (o + 1) * taps * c]
+        total = np.int32(0)
+        for tap in range(taps):
+            for ci in range(c):
+                k = tap * cp + ci  # the input channel's place in the window's taps
+                value = source[tap * c + ci]
+                lane_values[k // QMAC_GROUP * group_stride + k % QMAC_GROUP] = value
+                total += np.int32(value)
+        sums[o] = total
 
 
 @jit
@@ -186,33 +218,89 @@ def cached_qweights(row, ocm, slot_arrays, i, worker):
 
 
 @jit
-def qconv_positions(row, x, packed, taps, pairs, acc, start, stop):
-    """acc[p * OCP + o] = the sum of position p's taps for output channel o (OCP: the channels
-    rounded up to whole blocks), for positions [start, stop); rows up to the next whole
-    QMAC_PIXELS are computed too (from the last position's window), so acc has room for them."""
+def qconv_positions(row, x, packed, taps, groups, starts, acc, start, stop):
+    """acc[p * OCP + o] = starts[o] + the sum of position p's taps for output channel o (OCP:
+    the channels rounded up to whole blocks, as `starts`), for positions [start, stop); rows up
+    to the next whole QMAC_PIXELS are computed too (from the last position's window), so acc
+    has room for them. Each position's window offset is found once, not once per block."""
     oh, ow, oc = row[QC_OUT_SHAPE + 1], row[QC_OUT_SHAPE + 2], row[QC_OUT_SHAPE + 3]
     rows, cols, cp = qconv_geometry(row)
     sh, sw = row[QC_STRIDE], row[QC_STRIDE + 1]
     blocks = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS
     width = blocks * QMAC_CHANNELS
-    block_size = taps.size * pairs * QMAC_CHANNELS * 2
-    bases = np.empty(QMAC_PIXELS, np.int64)
+    block_size = taps.size * groups * QMAC_CHANNELS * QMAC_GROUP
+    tiles = (stop - start + QMAC_PIXELS - 1) // QMAC_PIXELS
+    bases = np.empty(tiles * QMAC_PIXELS, np.int64)
+    for k in range(bases.size):
+        position = min(start + k, stop - 1)
+        b, rest = position // (oh * ow), position % (oh * ow)
+        r, q = rest // ow, rest % ow
+        bases[k] = ((b * rows + r * sh) * cols + q * sw) * cp
     out_at = np.empty(QMAC_PIXELS, np.int64)
     for block in range(blocks):
-        for first in range(start, stop, QMAC_PIXELS):
+        for tile in range(tiles):
+            first = tile * QMAC_PIXELS
             for p in range(QMAC_PIXELS):
-                position = min(first + p, stop - 1)
-                b, rest = position // (oh * ow), position % (oh * ow)
-                r, q = rest // ow, rest % ow
-                bases[p] = ((b * rows + r * sh) * cols + q * sw) * cp
-                out_at[p] = (first + p) * width + block * QMAC_CHANNELS
-            qmac_tile(x, bases, taps, taps.size, pairs, packed, block * block_size, acc, out_at)
+                out_at[p] = (start + first + p) * width + block * QMAC_CHANNELS
+            tile_bases = bases[first : first + QMAC_PIXELS]
+            w_off, starts_at = block * block_size, block * QMAC_CHANNELS
+            qmac_tile(
+                x,
+                tile_bases,
+                taps,
+                taps.size,
+                groups,
+                packed,
+                w_off,
+                starts,
+                starts_at,
+                acc,
+                out_at,
+            )
 
 
 @jit
-def qconv_start(row, ocm, bias, acc, start, stop):
-    """Add each position's int32 start to its sums, wrapped to int32: the partial sums at
-    acc_addr (read now, before any thread stores), else the bias (or 0)."""
+def qconv_offsets(row, ocm, sums):
+    """Each output channel's int64 start besides any partial sums: the bias (none with partial
+    sums, else 0 if b_addr = -1) less (in_zp + 128)·Σw (`sums`: the blocks sum (x + 128)·w)."""
+    oc = row[QC_OUT_SHAPE + 3]
+    shift = np.int64(row[QC_IN_ZP]) + 128
+    offsets = np.empty(oc, np.int64)
+    for o in range(oc):
+        offsets[o] = -shift * np.int64(sums[o])
+    b_addr = row[QC_B_ADDR]
+    if row[QC_ACC_ADDR] == -1 and b_addr != -1:
+        bias = load_i32(ocm, np.int64(b_addr), oc)
+        for o in range(oc):
+            offsets[o] += bias[o]
+    return offsets
+
+
+@jit
+def qconv_first_sums(row, offsets):
+    """int32[OCP] (qconv_positions' `starts`): `offsets` wrapped to int32, 0 past the last
+    output channel."""
+    oc = row[QC_OUT_SHAPE + 3]
+    starts = np.zeros((oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS, np.int32)
+    for o in range(oc):
+        starts[o] = np.int32(offsets[o])  # modulo 2^32
+    return starts
+
+
+@jit
+def qconv_partials(row, ocm, acc, start, stop):
+    """Add the partial sums at acc_addr (read now, before any thread stores), if any, to
+    positions [start, stop) of `acc`, wrapped to int32."""
+    acc_addr = row[QC_ACC_ADDR]
+    if acc_addr == -1:
+        return
+    qconv_start(row, ocm, np.zeros(row[QC_OUT_SHAPE + 3], np.int64), acc, start, stop)
+
+
+@jit
+def qconv_start(row, ocm, offsets, acc, start, stop):
+    """Add each position's int32 start to its sums, wrapped to int32: `offsets`
+    (qconv_offsets) and the partial sums at acc_addr (read now, before any thread stores)."""
     oc = row[QC_OUT_SHAPE + 3]
     width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
     acc_addr = row[QC_ACC_ADDR]
@@ -221,14 +309,12 @@ def qconv_start(row, ocm, bias, acc, start, stop):
         for p in range(start, stop):
             sums, starts = acc[p * width : p * width + oc], partial[(p - start) * oc :]
             for o in range(oc):  # the int32 sum modulo 2^32 (LLVM's add wraps)
-                sums[o] = np.int32(np.int64(sums[o]) + starts[o])
-        return
-    if bias.size == 0:
+                sums[o] = np.int32(np.int64(sums[o]) + starts[o] + offsets[o])
         return
     for p in range(start, stop):
         sums = acc[p * width : p * width + oc]
         for o in range(oc):
-            sums[o] = np.int32(np.int64(sums[o]) + bias[o])
+            sums[o] = np.int32(np.int64(sums[o]) + offsets[o])
 
 
 @jit
@@ -281,9 +367,10 @@ def qconv_rescale(row, ocm):
 @jit
 def qconv_depthwise(row, ocm):
     """A depthwise qconv (one input channel a group, one output channel each): per output
-    position, each tap's inputs times its weights added across the channels at once, in int32
-    that wraps, from the padded window (qconv_window: no bounds test); then qconv_start and
-    qconv_store, all positions at once after every read."""
+    position, each tap's inputs (+ 128) times its weights added across the channels at once,
+    in int32 that wraps, from the padded window (qconv_window: no bounds test); then
+    qconv_start (less (in_zp + 128)·Σw) and qconv_store, all positions at once after every
+    read."""
     n, oh, ow, oc = (
         row[QC_OUT_SHAPE],
         row[QC_OUT_SHAPE + 1],
@@ -297,6 +384,7 @@ def qconv_depthwise(row, ocm):
     taps = kh_count * kw_count
     w = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + oc * taps].view(np.int8)
     wt = np.empty((taps, oc), np.int32)  # [tap, channel]
+    sums_w = np.zeros(oc, np.int32)
     offsets = np.empty(taps, np.int64)
     for kh in range(kh_count):
         for kw in range(kw_count):
@@ -304,6 +392,7 @@ def qconv_depthwise(row, ocm):
     for o in range(oc):
         for t in range(taps):
             wt[t, o] = w[o * taps + t]
+            sums_w[o] += wt[t, o]
     positions = n * oh * ow
     width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
     acc = np.zeros(positions * width, np.int32)
@@ -315,9 +404,7 @@ def qconv_depthwise(row, ocm):
             inputs, weights = x[base + offsets[t] : base + offsets[t] + oc], wt[t]
             for o in range(oc):
                 sums[o] = np.int32(sums[o] + np.int32(inputs[o]) * weights[o])
-    b_addr = row[QC_B_ADDR]
-    bias = load_i32(ocm, np.int64(b_addr), oc) if b_addr != -1 else np.zeros(0, np.int64)
-    qconv_start(row, ocm, bias, acc, 0, positions)
+    qconv_start(row, ocm, qconv_offsets(row, ocm, sums_w), acc, 0, positions)
     multipliers, roundings, rights = qconv_rescale(row, ocm)
     table, lut = table_copy(ocm, row[QC_LUT_ADDR])
     qconv_store(row, ocm, acc, 0, positions, multipliers, roundings, rights, table, lut)
@@ -378,12 +465,10 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     x = qconv_window(row, ocm)
     if packed.size == 0:  # no slot: this thread packs its own
         kh, kw, c = row[QC_KERNEL], row[QC_KERNEL + 1], row[QC_IN_SHAPE + 3]
-        blocks = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS
-        packed = np.empty(blocks * kh * kw * (c + c % 2) * QMAC_CHANNELS, np.int16)
+        packed = np.empty(qweights_size(oc, kh, kw, c), np.int8)
         pack_qweights(row, ocm, packed)
-    taps, pairs = qconv_segments(row)
-    b_addr = row[QC_B_ADDR]
-    bias = load_i32(ocm, np.int64(b_addr), oc) if b_addr != -1 else np.zeros(0, np.int64)
+    taps, groups = qconv_segments(row)
+    starts = qconv_first_sums(row, qconv_offsets(row, ocm, weight_sums(packed, oc)))
     multipliers, roundings, rights = qconv_rescale(row, ocm)
     table, lut = table_copy(ocm, row[QC_LUT_ADDR])
     width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
@@ -393,8 +478,8 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     taken = 0
     while chunk < chunks:
         start, stop = chunk_bounds(chunk, size, positions)
-        qconv_positions(row, x, packed, taps, pairs, acc, start, stop)
-        qconv_start(row, ocm, bias, acc, start, stop)
+        qconv_positions(row, x, packed, taps, groups, starts, acc, start, stop)
+        qconv_partials(row, ocm, acc, start, stop)
         mine[taken] = chunk
         taken += 1
         if not deferred:

@@ -13,7 +13,6 @@ engine reads the slots as the last element of its `machine` tuple (`dispatch.exe
 from __future__ import annotations
 
 import threading
-import weakref
 
 import numpy as np
 
@@ -26,24 +25,19 @@ from mrvl.sim.engines.numba.int8 import (
     QC_OUT_SHAPE,
     QC_W_ADDR,
 )
-from mrvl.sim.engines.numba.int8_mac import QMAC_CHANNELS
+from mrvl.sim.engines.numba.int8_conv import qweights_size
 from mrvl.sim.validate import ValidProgram
-
-
-def packed_qweights_size(out_channels: int, kh: int, kw: int, channels: int) -> int:
-    """int16 values of `int8_conv.pack_qweights`' packing of such weights."""
-    blocks = -(-out_channels // QMAC_CHANNELS)
-    return blocks * kh * kw * (channels + channels % 2) * QMAC_CHANNELS
+from mrvl.sim.weight_cache import PerProgram, SlotTable
 
 
 class QWeightCache:
     """A program's qconv weight slots: `arrays` = (slots per row, raw_at, packed_at, raw
-    bytes, packed int16 values, filled flags), and a lock that one run at a time holds."""
+    bytes, packed bytes (int8), filled flags), built as the fp16 cache's (`SlotTable`), and a
+    lock that one run at a time holds."""
 
     def __init__(self, valid: ValidProgram):
         self.lock = threading.Lock()
-        slots = np.full(len(valid.words), -1, np.int64)
-        raw_at, packed_at, keys = [0], [0], {}
+        table = SlotTable(len(valid.words), np.uint8, np.int8)
         for index, row in enumerate(valid.words):
             if row[0] != OP_QCONV or row[QC_GROUPS] != 1:
                 continue
@@ -51,46 +45,20 @@ class QWeightCache:
             channels = int(row[QC_IN_SHAPE + 3])
             shape = (oc, kh, kw, channels)
             key = (valid.code[index].loc, int(row[QC_W_ADDR]), int(row[QC_OC0]), shape)
-            if key not in keys:
-                keys[key] = len(keys)
-                raw_at.append(raw_at[-1] + oc * kh * kw * channels)
-                packed_at.append(packed_at[-1] + packed_qweights_size(*shape))
-            slots[index] = keys[key]
-        self.arrays = (
-            slots,
-            np.array(raw_at, np.int64),
-            np.array(packed_at, np.int64),
-            np.zeros(raw_at[-1], np.uint8),
-            np.zeros(packed_at[-1], np.int16),
-            np.zeros(len(keys), np.uint8),
-        )
+            table.add(index, key, oc * kh * kw * channels, int(qweights_size(*shape)))
+        self.arrays = table.arrays(np.zeros(len(table.keys), np.uint8))
 
     @staticmethod
     def none(valid: ValidProgram) -> tuple:
         """The arrays of an empty cache (every slot -1): for a run while another holds the
         lock; each qconv then packs its own weights."""
-        return (
-            np.full(len(valid.words), -1, np.int64),
-            np.zeros(1, np.int64),
-            np.zeros(1, np.int64),
-            np.zeros(0, np.uint8),
-            np.zeros(0, np.int16),
-            np.zeros(0, np.uint8),
-        )
+        return SlotTable.empty(len(valid.words), np.uint8, np.int8)
 
 
-_caches: dict[int, tuple] = {}
-_caches_lock = threading.Lock()
+_caches = PerProgram()
 
 
 def qweight_cache(valid: ValidProgram) -> QWeightCache:
     """The QWeightCache of `valid` (the rows the engine runs), made on its first run and
     dropped with it."""
-    key = id(valid)
-    with _caches_lock:
-        entry = _caches.get(key)
-        if entry is not None and entry[0]() is valid:
-            return entry[1]
-        cache = QWeightCache(valid)
-        _caches[key] = (weakref.ref(valid, lambda _: _caches.pop(key, None)), cache)
-        return cache
+    return _caches.get(valid, "qconv", lambda: QWeightCache(valid))
