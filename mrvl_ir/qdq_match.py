@@ -106,10 +106,10 @@ AFFINE_OPS = frozenset(
 
 
 def _int8_affine(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr]) -> bool:
-    """Whether a scale_shift with per-channel steps is an affine of an NCHW tensor (and a
-    ReLU or Clip), which runs in int8 as a depthwise conv."""
+    """Whether a scale_shift with per-channel steps is an affine of an NCHW tensor or of an
+    [N, C] one (and a ReLU or Clip), which runs in int8 as a depthwise conv."""
     rank = getattr(inputs[0].ty, "ndim", None) if len(inputs) == 1 else None
-    return rank == 4 and all(_op(c) in AFFINE_OPS for c in calls)
+    return rank in (2, 4) and all(_op(c) in AFFINE_OPS for c in calls)
 
 
 def _int8_subtract(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr], at) -> bool:

@@ -143,7 +143,9 @@ def vit_qkv_block(seed: int = 0, pick: str = "split") -> onnx.ModelProto:
     ]
     if pick == "split":
         nodes += [
-            oh.make_node("Split", ["qkvt", "thirds"], ["q5", "k5", "v5"], name="/attn/Split", axis=0),
+            oh.make_node(
+                "Split", ["qkvt", "thirds"], ["q5", "k5", "v5"], name="/attn/Split", axis=0
+            ),
             *[
                 oh.make_node("Squeeze", [f"{p}5", "axis0"], [p], name=f"/attn/Squeeze_{p}")
                 for p in "qkv"
