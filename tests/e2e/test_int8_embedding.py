@@ -2,7 +2,11 @@
 a BatchNormalization of that rank-2 tensor, between a dequantize and a quantize. No int8
 table computes a per-channel affine, but a depthwise 1x1 int8 conv does, and [N, C] is
 [N, 1, 1, C] in NHWC (`passes/graph/fold_qdq_affine.py`): one int8 region, within 1 step of
-onnxruntime running the same QDQ model, and the same bytes on both engines."""
+onnxruntime running the same QDQ model, and the same bytes on both engines.
+
+Then its L2 normalization, x / ReduceL2(x), which the quantizer leaves in float after the
+last quantize: it runs in the same region in fp16 (`qdq_float_tail.py`), as in the float
+model, within fp16's error of onnxruntime's fp32."""
 
 from __future__ import annotations
 
@@ -20,8 +24,9 @@ import mrvl
 FEATURES, WIDTH = 24, 16
 
 
-def embedding_tail(seed: int = 0):
-    """x [1, FEATURES] -> MatMul to [1, WIDTH] -> BatchNormalization (rank 2) -> y."""
+def embedding_tail(seed: int = 0, normalized: bool = False):
+    """x [1, FEATURES] -> MatMul to [1, WIDTH] -> BatchNormalization (rank 2) -> y; with
+    `normalized`, y / ReduceL2(y) is the output."""
     rng = np.random.default_rng(seed)
 
     def constant(name, values):
@@ -40,6 +45,12 @@ def embedding_tail(seed: int = 0):
             "BatchNormalization", ["e", "gamma", "beta", "mean", "var"], ["y"], name="/bn"
         ),
     ]
+    if normalized:
+        nodes[-1].output[0] = "b"
+        nodes += [
+            oh.make_node("ReduceL2", ["b"], ["n"], name="/ReduceL2", axes=[1], keepdims=1),
+            oh.make_node("Div", ["b", "n"], ["y"], name="/Div"),
+        ]
     return float_model(
         nodes, inits, [("x", [1, FEATURES])], [("y", [1, WIDTH])], name="embedding", opset=17
     )
@@ -94,3 +105,20 @@ def test_rank_2_batch_norm_is_bit_identical_on_both_engines(embedding_build):
     by_interp = run(region.binary, [x], engine="interp")
     by_numba = run(region.binary, [x], engine="numba")
     assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
+
+
+def test_l2_normalization_after_the_last_quantize_runs_in_fp16_in_the_region():
+    qdq = mrvl.quantize(embedding_tail(normalized=True), feeds(16, seed=1))
+    assert not any(n.op_type == "QuantizeLinear" and "n" in n.input for n in qdq.graph.node)
+    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=1)
+    report = mrvl.partition_report(mod, qdq)
+    assert len(report.regions) == 1 and not report.on_cpu(), report.summary()
+    rows = {r.node: r.dtype for r in report.rows}
+    assert rows["/bn"] == "int8" and rows["/ReduceL2"] == rows["/Div"] == "float16", rows
+    vm = relax.VirtualMachine(mrvl.build(mod, target="llvm", num_tiles=1), tvm.cpu())
+    session = ort.InferenceSession(qdq.SerializeToString())
+    for f in feeds(4, seed=7):
+        got = vm["main"](tvm.runtime.tensor(f["x"])).numpy()
+        want = session.run(None, f)[0]
+        # |y| <= 1: f16 roundings of x, of the norm and of the quotient, 2^-11 each
+        assert np.abs(got - want).max() <= 3 * 2.0**-11, np.abs(got - want).max()
