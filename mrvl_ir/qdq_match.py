@@ -30,6 +30,8 @@ from mrvl.qdq import (
     weight_quant,
 )
 from mrvl.qdq_binary import constant_binary_in_fp16
+from mrvl.qdq_float_activation import activation_before_pool, pool_after_activation
+from mrvl.qdq_float_tail import reaches_no_quantize
 from mrvl.qdq_layers import RANKS as QDQ_RANKS
 from mrvl.qdq_reduce import reduce_in_fp16
 
@@ -106,10 +108,10 @@ AFFINE_OPS = frozenset(
 
 
 def _int8_affine(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr]) -> bool:
-    """Whether a scale_shift with per-channel steps is an affine of an NCHW tensor (and a
-    ReLU or Clip), which runs in int8 as a depthwise conv."""
+    """Whether a scale_shift with per-channel steps is an affine of an NCHW tensor or of an
+    [N, C] one (and a ReLU or Clip), which runs in int8 as a depthwise conv."""
     rank = getattr(inputs[0].ty, "ndim", None) if len(inputs) == 1 else None
-    return rank == 4 and all(_op(c) in AFFINE_OPS for c in calls)
+    return rank in (2, 4) and all(_op(c) in AFFINE_OPS for c in calls)
 
 
 def _int8_subtract(calls: Sequence[relax.Call], inputs: Sequence[relax.Expr], at) -> bool:
@@ -212,6 +214,12 @@ def check_match(
             raise NotInt8("dequantized int8 weights in a float layer (no quantize around it)", root)
         return None
     dequantizes, quantizes = form
+    if not quantizes and not has_quantized_const and reaches_no_quantize(result, index.bound):
+        return None  # a float layer after the last quantize: fp16, as in the float model
+    if activation_before_pool(kind, inputs, dequantizes, result, index, users) or (
+        pool_after_activation(kind, inputs, result, quantizes, index, users)
+    ):
+        return None  # an activation and a pool left in float: fp16 between the edges
     if kind in MOVE_KINDS and _moves_between_int8(inputs, result, dequantizes, quantizes, index):
         # int8 values moved through a chain of moves split into several layers (ViT's q, k
         # and v sliced out of one rank-5 tensor, whose QDQ pairs `qdq_moves` dropped): exact

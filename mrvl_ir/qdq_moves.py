@@ -23,11 +23,12 @@ MOVE_OPS = frozenset(
     {
         "relax.reshape", "relax.permute_dims", "relax.strided_slice", "relax.squeeze",
         "relax.expand_dims", "relax.flatten",
-        "relax.split",
+        "relax.split", "relax.take",
     }
 )  # fmt: skip
 """Ops that only move values (each element of the result is one of the input); a split's
-parts are the items of its tuple (ViT's q, k and v out of one rank-5 tensor)."""
+parts are the items of its tuple (ViT's q, k and v out of one rank-5 tensor), a take's are
+the elements its indices pick (an ONNX Gather: Swin-T's and PP-OCRv3's q, k and v)."""
 
 
 MAX_TENSOR_RANK = 4

@@ -1,7 +1,8 @@
 """`mrvl-fold-qdq`'s per-channel affines: `quantize(scale_shift(dequantize(q)))` whose scale or
 shift differs between channels (a BatchNormalization no conv absorbs, DenseNet's after each
 concat; a Mul or an Add by per-channel constants) becomes a depthwise 1x1 int8 conv, `qconv`
-on the MLIP, with its ReLU or Clip as the saturation bounds.
+on the MLIP, with its ReLU or Clip as the saturation bounds. A rank-2 [N, C] affine (the
+BatchNormalization after MobileFaceNet's embedding) is the conv of its [N, 1, 1, C] view.
 
 The QDQ model means y = a[c] * x + b[c] on x = s_x * (q - z_x), then QuantizeLinear at s_y.
 Each channel's weight is the int8 of largest magnitude, w[c] = sign(a[c]) * 127 at the scale
@@ -17,7 +18,7 @@ A channel with a[c] = 0 has weight 0 and s_w[c] = s_y / s_x (the bias is b[c] in
 from __future__ import annotations
 
 import numpy as np
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, f32
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, f32, i8
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from mrvl import int8
@@ -69,7 +70,8 @@ class FoldQuantizedAffine(RewritePattern):
         act = None if layer.activation is None else layer.activation.data.value
         if act not in AFFINE_ACTIVATIONS:
             raise CompileError(f"{where}: an int8 per-channel affine with activation {act}")
-        if mrvl.layout_of(layer.input) != "NHWC":
+        rank_2 = mrvl.layout_of(layer.input) == "NC"
+        if mrvl.layout_of(layer.input) != "NHWC" and not rank_2:
             raise CompileError(
                 f"{where}: an int8 per-channel affine of a {mrvl.layout_of(layer.input)} tensor"
             )
@@ -92,15 +94,22 @@ class FoldQuantizedAffine(RewritePattern):
             rewriter.insert(constant)
             constants.append(constant.result)
         activation = {k: v for k in _ACTIVATION_PROPERTIES if (v := layer.properties.get(k))}
+        x, out_type = dq.input, op.output.type
+        if rank_2:  # [N, C] is [N, 1, 1, C] in NHWC, the same bytes
+            batch = mrvl.shape_of(x)[0]
+            out_type = mrvl.tensor((batch, 1, 1, channels), i8, "NHWC")
+            view = mrvl.ReshapeOp(x, out_type)
+            view.location = layer.location
+            rewriter.insert(view)
+            x = view.output
         conv = mrvl.Conv2DOp(
-            dq.input,
-            constants[0],
-            constants[1],
-            op.output.type,
-            groups=channels,
-            activation=activation,
+            x, constants[0], constants[1], out_type, groups=channels, activation=activation
         )
         conv.properties["in_quant"] = ArrayAttr([dq.quant])
         conv.properties["out_quant"] = op.quant
         conv.properties["weight_scales"] = DenseArrayBase.from_list(f32, scales.tolist())
+        if rank_2:
+            conv.location = layer.location
+            rewriter.insert(conv)
+            conv = mrvl.ReshapeOp(conv.results[0], op.output.type)
         replace_scale_shift(op, layer, conv, rewriter)

@@ -119,11 +119,13 @@ def test_attention_region_is_bit_identical_on_both_engines(attention_build):
     assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
 
 
-def vit_qkv_block(seed: int = 0) -> onnx.ModelProto:
+def vit_qkv_block(seed: int = 0, pick: str = "split") -> onnx.ModelProto:
     """ViT's attention input: one MatMul to q, k and v together, reshaped to rank 5 [1, T, 3,
-    H, D], transposed to [3, 1, H, T, D], split and squeezed into q, k, v; then Q·Kᵀ, Softmax,
-    A·V. A quantizer writes a QDQ pair after each of those moves (`qdq_moves` drops the
-    rank-5 ones; the moves around them are float copies of int8 values, `qdq_match`)."""
+    H, D], transposed to [3, 1, H, T, D], then q, k, v picked out of it (`pick`: split and
+    squeezed, as ViT exports; or three Gathers of one index each, as Swin-T and PP-OCRv3
+    export); then Q·Kᵀ, Softmax, A·V. A quantizer writes a QDQ pair after each of those moves
+    (`qdq_moves` drops the rank-5 ones; the moves around them are float copies of int8
+    values, `qdq_match`)."""
     rng = np.random.default_rng(seed)
     inits = [
         numpy_helper.from_array(
@@ -132,16 +134,29 @@ def vit_qkv_block(seed: int = 0) -> onnx.ModelProto:
         numpy_helper.from_array(np.array([1, TOKENS, 3, HEADS, HEAD], np.int64), "shape5"),
         numpy_helper.from_array(np.array([1, 1, 1], np.int64), "thirds"),
         numpy_helper.from_array(np.array([0], np.int64), "axis0"),
+        *[numpy_helper.from_array(np.array(i, np.int64), f"index{i}") for i in range(3)],
     ]
     nodes = [
         oh.make_node("MatMul", ["x", "wqkv"], ["qkv"], name="/qkv/MatMul"),
         oh.make_node("Reshape", ["qkv", "shape5"], ["qkv5"], name="/attn/Reshape"),
         oh.make_node("Transpose", ["qkv5"], ["qkvt"], name="/attn/Transpose", perm=[2, 0, 3, 1, 4]),
-        oh.make_node("Split", ["qkvt", "thirds"], ["q5", "k5", "v5"], name="/attn/Split", axis=0),
-        *[
-            oh.make_node("Squeeze", [f"{p}5", "axis0"], [p], name=f"/attn/Squeeze_{p}")
-            for p in "qkv"
-        ],
+    ]
+    if pick == "split":
+        nodes += [
+            oh.make_node(
+                "Split", ["qkvt", "thirds"], ["q5", "k5", "v5"], name="/attn/Split", axis=0
+            ),
+            *[
+                oh.make_node("Squeeze", [f"{p}5", "axis0"], [p], name=f"/attn/Squeeze_{p}")
+                for p in "qkv"
+            ],
+        ]
+    else:
+        nodes += [
+            oh.make_node("Gather", ["qkvt", f"index{i}"], [p], name=f"/attn/Gather_{p}", axis=0)
+            for i, p in enumerate("qkv")
+        ]
+    nodes += [
         oh.make_node("Transpose", ["k"], ["kt"], name="/attn/Transpose_1", perm=[0, 1, 3, 2]),
         oh.make_node("MatMul", ["q", "kt"], ["s"], name="/attn/MatMul"),
         oh.make_node("Softmax", ["s"], ["a"], name="/attn/Softmax", axis=-1),
@@ -159,8 +174,9 @@ def vit_qkv_block(seed: int = 0) -> onnx.ModelProto:
     return model
 
 
-def test_vit_qkv_through_rank_5_is_one_int8_region_within_one_step():
-    qdq = mrvl.quantize(vit_qkv_block(), feeds(8, seed=1))
+@pytest.mark.parametrize("pick", ["split", "gather"])
+def test_vit_qkv_through_rank_5_is_one_int8_region_within_one_step(pick):
+    qdq = mrvl.quantize(vit_qkv_block(pick=pick), feeds(8, seed=1))
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=1)
     report = mrvl.partition_report(mod, qdq)
     assert len(report.regions) == 1 and not report.on_cpu(), report.summary()
