@@ -423,8 +423,30 @@ def model_runs(name: str, seed: int = 0, with_mrvl: bool = True):
             for k, v in values.items()
         }
 
-    mrvl = as_signed(mrvl_int8(qdq, feeds, tensors)) if with_mrvl else None
-    return qdq, tensors, mrvl, as_signed(ort_int8(qdq, feeds, tensors))
+    inputs = input_quantizes(qdq, feeds)
+    mrvl = {**inputs, **as_signed(mrvl_int8(qdq, feeds, tensors))} if with_mrvl else None
+    return qdq, tensors, mrvl, {**inputs, **as_signed(ort_int8(qdq, feeds, tensors))}
+
+
+def input_quantizes(model: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:
+    """The signed int8 values of each per-tensor QuantizeLinear of a graph input: the
+    `quant` rule, which mrvl and onnxruntime share bit for bit (docs/isa.md), so that the
+    layers reading them (a CNN's first conv) are run alone too."""
+    from mrvl.int8 import quantize_linear
+
+    consts = _constants(model)
+    found = {}
+    for node in model.graph.node:
+        if node.op_type != "QuantizeLinear" or node.input[0] not in feeds:
+            continue
+        scale = consts.get(node.input[1])
+        zp = consts.get(node.input[2]) if len(node.input) > 2 else np.zeros((), np.int8)
+        if scale is None or scale.size != 1 or zp is None:
+            continue
+        z = int(zp.reshape(())) - (128 if zp.dtype == np.uint8 else 0)
+        q = quantize_linear(feeds[node.input[0]], float(scale.reshape(())), z)
+        found[node.output[0]] = q.astype(np.int64)
+    return found
 
 
 def report(diffs: list[LayerDiff], carried: dict[str, int], show: int = 12) -> list[str]:

@@ -43,8 +43,8 @@ def _snapped(value: np.ndarray, dq: onnx.NodeProto, inits: dict) -> np.ndarray:
     """mrvl's dequantized tensor as the exact multiple of its scale it stands for."""
     scale = np.float32(inits[dq.input[1]])
     zero = np.float32(inits[dq.input[2]]) if len(dq.input) > 2 else np.float32(0)
-    q = np.rint(value.astype(np.float64) / scale + zero)
-    return ((q - zero) * scale).astype(np.float32)
+    q = np.rint(np.asarray(value, np.float64) / scale + zero)
+    return np.asarray((q - zero) * scale, np.float32)  # an array even for a 0-d tensor
 
 
 def local_steps(qdq: onnx.ModelProto, x, spec, optimized: bool = False) -> list[LayerSteps]:
@@ -52,8 +52,9 @@ def local_steps(qdq: onnx.ModelProto, x, spec, optimized: bool = False) -> list[
     whose output one QuantizeLinear reads), in graph order, with its steps off alone and in
     the whole model on input `x` (an array fed to the graph input `x`, or feeds by input
     name), built for `spec`'s target. onnxruntime runs with its graph optimizations off
-    (DQ → fp32 op → Q as written), or with `optimized` on (its fused integer kernels: what
-    the int8 zoo compares with)."""
+    (DQ → fp32 op → Q as written), or with `optimized` on (what the int8 zoo compares the
+    whole model with). A layer alone keeps its int8 activations, which x86 does not fuse, so
+    it runs in fp32 either way; `scripts/int8_layer_rules.py` runs the fused kernels."""
     import tvm
     from tvm import relax
 

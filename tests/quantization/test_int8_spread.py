@@ -118,8 +118,9 @@ def test_conv_accumulator_is_onnxruntimes_conv():
 
 
 def test_fused_convs_follow_the_mlas_rule_and_mrvl_the_q31_rule(chain, feeds):
-    """The second conv run alone on mrvl's int8 inputs: onnxruntime's fused kernel gives the
-    `mlas` rule's result bit for bit, and mrvl the `q31` rule's (the numpy emulation of its
+    """Each conv run alone on mrvl's int8 inputs (the first on the graph input's quantize):
+    onnxruntime's fused kernel gives the `mlas` rule's result bit for bit, and mrvl the `q31`
+    rule's (the numpy emulation of its
     engines), so a rule's count against onnxruntime is what mrvl would change."""
     tensors = rules.quantized_tensors(chain)
     by_name = {t.name: t for t in tensors}
@@ -127,8 +128,9 @@ def test_fused_convs_follow_the_mlas_rule_and_mrvl_the_q31_rule(chain, feeds):
         k: rules._as_signed(v, by_name[k].zero_point, by_name[k].elem_type)[0]
         for k, v in rules.mrvl_int8(chain, feeds, tensors).items()
     }
+    mrvl.update(rules.input_quantizes(chain, feeds))
     diffs = [d for d in rules.layer_diffs(chain, tensors, mrvl) if d.rules]
-    assert [d.node for d in diffs] == ["/conv2/Conv"], diffs  # conv1 reads the graph input
+    assert [d.node for d in diffs] == ["/conv1/Conv", "/conv2/Conv"], diffs  # ReLU folded
     assert all(d.kind == "integer" for d in diffs), diffs
     for d in diffs:
         assert d.rules["mlas"]["on"] == 0, d
