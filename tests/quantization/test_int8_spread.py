@@ -147,3 +147,34 @@ def test_triage_takes_feeds_by_input_name():
     assert graph_feeds(model, {"x": x})["x"] is not None
     with pytest.raises(ValueError, match="model's inputs are"):
         graph_feeds(model, {"input_ids": x})
+
+
+def test_report_counts_layers_by_kind_and_totals_the_rules():
+    diffs = [
+        rules.LayerDiff("a", "Conv", "/a", "integer", 10, {"on": 0, "off": 1}, {"on": 0, "off": 1},
+                        {r: {"mrvl": 0, "on": 0} for r in rules.RULES}),
+        rules.LayerDiff("b", "Conv", "/b", "float", 10, {"on": 2, "off": 2}, {"on": 1, "off": 1},
+                        {r: {"mrvl": 0, "on": 2} for r in rules.RULES}),
+    ]  # fmt: skip
+    lines = rules.report(diffs, {"b": 5})
+    assert "| integer | Conv | 1 | 0 (0) | 1 (1) |" in lines
+    assert "| float | Conv | 1 | 1 (1) | 1 (1) |" in lines
+    assert any(line.startswith("- /b (Conv, float): alone 2 of 10") for line in lines)
+    assert any("recomputed float layers (10 elements)" in line and "q31 ≠ mrvl 0, on 2" in line
+               for line in lines)  # fmt: skip
+
+
+def test_a_layer_reading_an_unquantized_float_is_not_alone():
+    """small_cnn's Add reads a quantized tensor and a conv's; its QDQ form quantizes both, so
+    it is alone; the same Add fed by a float op (no quantize between) is not."""
+    qdq = quantize_static_qdq(small_cnn())
+    tensors = {t.layer.name: t for t in rules.quantized_tensors(qdq)}
+    assert rules.layer_group(qdq, tensors["/add/Add"]) is not None
+    cut = onnx.ModelProto()
+    cut.CopyFrom(qdq)
+    producer = {o: n for n in cut.graph.node for o in n.output}
+    add = next(n for n in cut.graph.node if n.name == "/add/Add")
+    dq = producer[add.input[0]]
+    add.input[0] = producer[dq.input[0]].input[0]  # the float before its Q -> DQ pair
+    t = next(t for t in rules.quantized_tensors(cut) if t.layer.name == "/add/Add")
+    assert rules.layer_group(cut, t) is None
