@@ -43,16 +43,19 @@ def _snapped(value: np.ndarray, dq: onnx.NodeProto, inits: dict) -> np.ndarray:
     """mrvl's dequantized tensor as the exact multiple of its scale it stands for."""
     scale = np.float32(inits[dq.input[1]])
     zero = np.float32(inits[dq.input[2]]) if len(dq.input) > 2 else np.float32(0)
-    q = np.rint(value.astype(np.float64) / scale + zero)
-    return ((q - zero) * scale).astype(np.float32)
+    q = np.rint(np.asarray(value, np.float64) / scale + zero)
+    return np.asarray((q - zero) * scale, np.float32)  # an array even for a 0-d tensor
 
 
-def local_steps(qdq: onnx.ModelProto, x: np.ndarray, spec) -> list[LayerSteps]:
+def local_steps(qdq: onnx.ModelProto, x, spec, optimized: bool = False) -> list[LayerSteps]:
     """Each quantized layer of `qdq` (a float op whose inputs are dequantized or constant and
     whose output one QuantizeLinear reads), in graph order, with its steps off alone and in
-    the whole model on input `x`, built for `spec`'s target."""
+    the whole model on input `x` (an array fed to the graph input `x`, or feeds by input
+    name), built for `spec`'s target. onnxruntime runs with its graph optimizations off
+    (DQ → fp32 op → Q as written), or with `optimized` on (what the int8 zoo compares the
+    whole model with). A layer alone keeps its int8 activations, which x86 does not fuse, so
+    it runs in fp32 either way; `scripts/int8_layer_rules.py` runs the fused kernels."""
     import tvm
-    from harness import reference
     from tvm import relax
 
     import mrvl
@@ -63,11 +66,12 @@ def local_steps(qdq: onnx.ModelProto, x: np.ndarray, spec) -> list[LayerSteps]:
     exposed = with_outputs(qdq, list(dequantizes))
     names = [o.name for o in exposed.graph.output]
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(exposed), mcpu=spec.mcpu, num_tiles=spec.num_tiles)
+    inputs = graph_feeds(qdq, x)
     vm = relax.VirtualMachine(mrvl.build(mod), tvm.cpu())
-    value = vm["main"](tvm.runtime.tensor(x))
+    value = vm["main"](*[tvm.runtime.tensor(v) for v in inputs.values()])
     got = dict(zip(names, [value] if hasattr(value, "numpy") else list(value), strict=True))
     got = {k: v.numpy() for k, v in got.items()}
-    want = dict(zip(names, reference(exposed, x), strict=True))
+    want = dict(zip(names, _run(exposed, inputs, optimized), strict=True))
     producer = {out: node for node in qdq.graph.node for out in node.output}
     found = []
     for name, dq in dequantizes.items():
@@ -82,8 +86,8 @@ def local_steps(qdq: onnx.ModelProto, x: np.ndarray, spec) -> list[LayerSteps]:
             source = producer.get(operand)
             if not operand or operand in inits:
                 continue
-            if operand == "x":
-                feeds[operand] = x
+            if operand in inputs:
+                feeds[operand] = inputs[operand]
             elif operand in dequantizes:
                 feeds[operand] = _snapped(got[operand], dequantizes[operand], inits)
             elif source is not None and source.op_type == "DequantizeLinear":
@@ -105,7 +109,7 @@ def local_steps(qdq: onnx.ModelProto, x: np.ndarray, spec) -> list[LayerSteps]:
             model = helper.make_model(alone, opset_imports=list(qdq.opset_import))
             model.ir_version = qdq.ir_version
             scale = float(inits[dq.input[1]])
-            (expected,) = _run(model, feeds)
+            (expected,) = _run(model, feeds, optimized)
             local = np.rint(np.abs(got[name].astype(np.float64) - expected) / scale)
             carried = np.rint(np.abs(got[name].astype(np.float64) - want[name]) / scale)
             found.append(
@@ -120,11 +124,31 @@ def local_steps(qdq: onnx.ModelProto, x: np.ndarray, spec) -> list[LayerSteps]:
     return found
 
 
-def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+def graph_feeds(model: onnx.ModelProto, x) -> dict[str, np.ndarray]:
+    """`x` as feeds of `model`'s graph inputs in their order: a dict as it is (every input
+    named, no other), an array as the one input `x`; else a ValueError that says what is
+    missing."""
+    inits = {i.name for i in model.graph.initializer}
+    wanted = [i.name for i in model.graph.input if i.name not in inits]
+    given = dict(x) if isinstance(x, dict) else {"x": x}
+    if sorted(given) != sorted(wanted):
+        raise ValueError(
+            f"feeds for inputs {sorted(given)}, but the model's inputs are {sorted(wanted)}"
+        )
+    return {name: np.asarray(given[name]) for name in wanted}
+
+
+def _run(
+    model: onnx.ModelProto, feeds: dict[str, np.ndarray], optimized: bool = False
+) -> list[np.ndarray]:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if optimized
+        else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    )
     options.log_severity_level = 3
     session = ort.InferenceSession(
         model.SerializeToString(), options, providers=["CPUExecutionProvider"]
@@ -132,9 +156,10 @@ def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarra
     return session.run(None, feeds)
 
 
-def triage(qdq: onnx.ModelProto, x: np.ndarray, spec) -> str:
-    """`local:<op>` for the first layer more than one step off on its own inputs, else
-    `carried` (every layer within one step alone; the miss was carried and amplified)."""
+def triage(qdq: onnx.ModelProto, x, spec) -> str:
+    """`local:<op>` for the first layer more than one step off on its own inputs (`x` as
+    `local_steps` takes it), else `carried` (every layer within one step alone; the miss was
+    carried and amplified)."""
     for layer in local_steps(qdq, x, spec):
         if layer.local > 1:
             return f"local:{layer.op_type}"
