@@ -179,6 +179,11 @@ def conv_depthwise(row, x, tables, bias, partial, out, first_row, stop_row):
     offsets = np.empty(taps * pixels, np.int64)
     init_at = np.empty(pixels, np.int64)
     out_at = np.empty(pixels, np.int64)
+    span_h, span_w = (kh_count - 1) * dilation_h, (kw_count - 1) * dilation_w
+    delta = np.empty(taps, np.int64)  # each tap's offset from the first, in the window
+    for kh in range(kh_count):
+        for kw in range(kw_count):
+            delta[kh * kw_count + kw] = (kh * dilation_h * width + kw * dilation_w) * in_channels
     start = first_row * out_cols
     stop = min(stop_row, n_count * out_rows) * out_cols
     init = partial if partial.size > 0 else bias
@@ -200,18 +205,23 @@ def conv_depthwise(row, x, tables, bias, partial, out, first_row, stop_row):
                         n += 1
             wr0 = r * stride_h - top
             iw0 = c * stride_w - row[CONV_PAD + 1]
-            s = q
-            for kh in range(kh_count):
-                wr = wr0 + kh * dilation_h
-                inside = 0 <= wr < height
-                at = (n * height + wr) * width
-                for kw in range(kw_count):
-                    iw = iw0 + kw * dilation_w
-                    if inside and 0 <= iw < width:
-                        offsets[s] = (at + iw) * in_channels + shift
-                    else:
-                        offsets[s] = -1
-                    s += pixels
+            if 0 <= wr0 and wr0 + span_h < height and 0 <= iw0 and iw0 + span_w < width:
+                base = ((n * height + wr0) * width + iw0) * in_channels + shift
+                for t in range(taps):  # every tap inside: the offsets of `delta`
+                    offsets[t * pixels + q] = base + delta[t]
+            else:  # some taps in the padding (-1); inline: a call costs reference counts
+                s = q
+                for kh in range(kh_count):
+                    wr = wr0 + kh * dilation_h
+                    inside = 0 <= wr < height
+                    at = (n * height + wr) * width
+                    for kw in range(kw_count):
+                        iw = iw0 + kw * dilation_w
+                        if inside and 0 <= iw < width:
+                            offsets[s] = (at + iw) * in_channels + shift
+                        else:
+                            offsets[s] = -1
+                        s += pixels
             last = min(q, count - 1)
             out_at[q] = (first + last) * channels
             init_at[q] = out_at[q] if from_partial else 0
