@@ -35,6 +35,9 @@ class Memory:
         copied there, or None."""
         self._tables_zero = True
         """No run has loaded an activation table since the tables were zeroed."""
+        self._dirty: tuple[int, tuple[tuple[int, int], ...]] | None = (0, ())
+        """(ocm_end, ddr_ranges): all the bytes that may not be zero outside the constant
+        pool (every OCM below ocm_end, the DDR ranges), or None for any byte."""
 
     def load(
         self,
@@ -43,6 +46,7 @@ class Memory:
         *,
         pool_kept: bool = False,
         tables_kept: bool = False,
+        written: tuple[int, tuple[tuple[int, int], ...]] | None = None,
     ) -> None:
         """The state at the start of a run (docs/isa.md §2): zeros, the constant pool at
         const_base, then each input dense at its ddr_addr. Reusing a Memory across runs costs
@@ -53,11 +57,21 @@ class Memory:
         same pool still holds it, and the pool (most of a model's bytes) is not copied again.
         `tables_kept` says the program loads no activation table (no `lut`): the tables, zero
         since the last run that did, are not zeroed again.
+        `written` (simulator.written_bytes) is where this run, its inputs included, may
+        write: the next load zeroes only that (and all of the memory after a `write`), not
+        the whole OCM and DDR (2 MiB of OCM for 8 tiles, much of a small model's run).
         """
         lo, hi = program.const_base, program.const_base + len(program.consts)
-        self.ddr[:lo].fill(0)
-        self.ddr[hi:].fill(0)
-        self.ocm.fill(0)
+        if self._dirty is None:
+            self.ddr[:lo].fill(0)
+            self.ddr[hi:].fill(0)
+            self.ocm.fill(0)
+        else:
+            ocm_end, ranges = self._dirty
+            self.ocm[:, :ocm_end].fill(0)
+            for start, stop in ranges:
+                self.ddr[start:stop].fill(0)
+        self._dirty = written
         if not self._tables_zero:
             self.tables.fill(0)
         self._tables_zero = tables_kept
@@ -65,8 +79,8 @@ class Memory:
         if self._pool is None or self._pool[0] != lo or self._pool[1] is not program.consts:
             self.ddr[lo:hi] = np.frombuffer(program.consts, np.uint8)
         self._pool = pool if pool_kept else None
-        for entry, value in zip(program.inputs, inputs):
-            self.write(MemSpace.DDR, 0, entry.ddr_addr, value)
+        for entry, value in zip(program.inputs, inputs):  # within `written`
+            self._store(MemSpace.DDR, 0, entry.ddr_addr, value)
 
     def outputs(self, program: Program) -> list[np.ndarray]:
         """Each output entry read densely from DDR, in native byte order for the caller."""
@@ -90,7 +104,12 @@ class Memory:
         return raw.view(element).reshape(shape).copy()
 
     def write(self, space: MemSpace, tile: int, addr: int, array: np.ndarray) -> None:
-        """Store `array` densely (C order, little-endian) at `addr`."""
+        """Store `array` densely (C order, little-endian) at `addr`; the next load zeroes
+        all of the memory again."""
+        self._dirty = None
+        self._store(space, tile, addr, array)
+
+    def _store(self, space: MemSpace, tile: int, addr: int, array: np.ndarray) -> None:
         raw = np.ascontiguousarray(array, dtype=little_endian(array.dtype)).view(np.uint8)
         raw = raw.reshape(-1)
         self.space(space, tile)[addr : addr + raw.size] = raw

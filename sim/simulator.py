@@ -16,6 +16,7 @@ from mrvl.sim import wall_time
 from mrvl.sim.engines import engine_name, load_engine
 from mrvl.sim.errors import SimulatorInputError
 from mrvl.sim.memory import Memory
+from mrvl.sim.operands import DDR, OCM, operands
 from mrvl.sim.stats import RunStats
 from mrvl.sim.validate import ValidProgram, box_extent, validate
 from mrvl.target import Target
@@ -81,6 +82,30 @@ def writes_constant_pool(valid: ValidProgram) -> bool:
     return False
 
 
+def written_bytes(valid: ValidProgram) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """(ocm_end, ddr_ranges): the end of the OCM bytes any instruction writes, on any tile,
+    and the DDR byte ranges [start, stop) the instructions and the inputs write, merged.
+    Outside them a run leaves its memory as Memory.load made it."""
+    ocm_end, ranges = 0, []
+    for ins in valid.code:
+        for access in operands(ins)[1]:
+            start, stop = access.hull
+            if access.space == OCM:
+                ocm_end = max(ocm_end, stop)
+            elif access.space == DDR:
+                ranges.append((start, stop))
+    for entry in valid.program.inputs:
+        nbytes = math.prod(entry.shape) * DTYPE_BYTES[DType(entry.dtype)]
+        ranges.append((entry.ddr_addr, entry.ddr_addr + nbytes))
+    merged: list[tuple[int, int]] = []
+    for start, stop in sorted(r for r in ranges if r[1] > r[0]):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
+        else:
+            merged.append((start, stop))
+    return ocm_end, tuple(merged)
+
+
 @dataclass(frozen=True)
 class MemoryUse:
     """What a reused Memory need not redo before a run of this program (Memory.load)."""
@@ -89,6 +114,8 @@ class MemoryUse:
     """No instruction writes the constant pool (writes_constant_pool)."""
     tables_kept: bool
     """No `lut` loads an activation table, so the tables stay zero."""
+    written: tuple[int, tuple[tuple[int, int], ...]]
+    """What a run of it may leave nonzero (written_bytes): all the next load must zero."""
 
 
 _memory_use: dict[int, tuple[weakref.ref, MemoryUse]] = {}
@@ -103,6 +130,7 @@ def memory_use(valid: ValidProgram) -> MemoryUse:
         use = MemoryUse(
             pool_kept=not writes_constant_pool(valid),
             tables_kept=all(ins.opcode != "lut" for ins in valid.code),
+            written=written_bytes(valid),
         )
         entry = _memory_use[key] = (ref, use)
     return entry[1]
@@ -153,7 +181,13 @@ def run(
     if memory is None:
         memory = new_memory(valid)
     use = memory_use(valid)
-    memory.load(valid.program, inputs, pool_kept=use.pool_kept, tables_kept=use.tables_kept)
+    memory.load(
+        valid.program,
+        inputs,
+        pool_kept=use.pool_kept,
+        tables_kept=use.tables_kept,
+        written=use.written,
+    )
     if stats is None:
         stats = RunStats()
     stats.reset(len(valid.code))

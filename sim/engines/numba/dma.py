@@ -36,6 +36,7 @@ from mrvl.sim.engines.numba.numerics import (
     f16_bits_from_f32,
     f32_from_bits,
     is_nan_f32,
+    load_f16_into,
     store_f16,
 )
 
@@ -237,22 +238,77 @@ def gather_permuted(source, shape, perm, out):
 
 
 @jit
+def scatter_permuted(source, shape, perm, out):
+    """gather_permuted's result, made in the order of `source` (each element read once, in
+    order, and written where the permuted order puts it): an image's NCHW -> NHWC has runs
+    of W this way, against runs of C (3) gathering."""
+    out_shape = np.empty(4, np.int64)
+    for i in range(4):
+        out_shape[i] = shape[perm[i]]
+    out_strides = dense_strides(out_shape)
+    to = np.empty(4, np.int64)  # to[d]: the stride in out of source dimension d
+    for i in range(4):
+        to[perm[i]] = out_strides[i]
+    k = 0
+    for i0 in range(shape[0]):
+        for i1 in range(shape[1]):
+            for i2 in range(shape[2]):
+                base = i0 * to[0] + i1 * to[1] + i2 * to[2]
+                for i3 in range(shape[3]):
+                    out[base + i3 * to[3]] = source[k]
+                    k += 1
+
+
+@jit
+def permute(source, shape, perm, out):
+    """out = the dense array `source` of `shape` transposed by `perm` (gather_permuted), by
+    the loop whose innermost run is the longer: gathering (runs of the destination's last
+    dimension) or scattering (runs of the source's)."""
+    if shape[perm[3]] >= shape[3]:
+        gather_permuted(source, shape, perm, out)
+    else:
+        scatter_permuted(source, shape, perm, out)
+
+
+@jit
 def cvt(row, ddr, lut_bits, tally):
+    """`cvt`: the source is read whole (converted, or permuted, into a staging array) before
+    any destination byte is written, so the two may overlap. F32 -> F16 converts first, then
+    moves halves; F16 -> F32 moves halves, then widens them; the saturation and NaN counts
+    are sums, the same in any order."""
     src_dtype, dst_dtype = row[CVT_SRC_DTYPE], row[CVT_DST_DTYPE]
     shape = row[CVT_SRC_SHAPE : CVT_SRC_SHAPE + 4].astype(np.int64)
     perm = row[CVT_PERM : CVT_PERM + 4]
     src_size, dst_size = DTYPE_SIZE[src_dtype], DTYPE_SIZE[dst_dtype]
     count = shape[0] * shape[1] * shape[2] * shape[3]
     src_addr = np.int64(row[CVT_SRC_ADDR])
-    if src_dtype == F32 and dst_dtype == F16 and src_addr % 4 == 0:  # a model's input, aligned
-        values = np.empty(count, np.float32)  # read whole before any byte is written
-        gather_permuted(ddr[src_addr : src_addr + 4 * count].view(np.float32), shape, perm, values)
-        store_f16(ddr, row[CVT_DST_ADDR], values, tally)
+    dst_addr = np.int64(row[CVT_DST_ADDR])
+    identity = perm[0] == 0 and perm[1] == 1 and perm[2] == 2 and perm[3] == 3
+    if src_dtype == F32 and dst_dtype == F16 and src_addr % 4 == 0 and dst_addr % 2 == 0:
+        staged = np.empty(2 * count, np.uint8)  # a model's input: rounded, then moved
+        store_f16(staged, 0, ddr[src_addr : src_addr + 4 * count].view(np.float32), tally)
+        halves = ddr[dst_addr : dst_addr + 2 * count].view(np.uint16)
+        if identity:
+            halves[:] = staged.view(np.uint16)
+        else:
+            permute(staged.view(np.uint16), shape, perm, halves)
         return
-    dst_addr = row[CVT_DST_ADDR]
+    if src_dtype == F16 and dst_dtype == F32 and src_addr % 2 == 0 and dst_addr % 4 == 0:
+        halves = ddr[src_addr : src_addr + 2 * count].view(np.uint16).copy()  # an output
+        if not identity:
+            moved = np.empty(count, np.uint16)
+            permute(halves, shape, perm, moved)
+            halves = moved
+        load_f16_into(
+            halves.view(np.uint8),
+            0,
+            ddr[dst_addr : dst_addr + 4 * count].view(np.float32),
+            lut_bits.view(np.float32),
+        )
+        return
     if src_dtype == dst_dtype and src_size == 2 and src_addr % 2 == 0:  # a transposition
         halves = np.empty(count, np.uint16)  # read whole before any byte is written
-        gather_permuted(ddr[src_addr : src_addr + 2 * count].view(np.uint16), shape, perm, halves)
+        permute(ddr[src_addr : src_addr + 2 * count].view(np.uint16), shape, perm, halves)
         ddr[dst_addr : dst_addr + 2 * count] = halves.view(np.uint8)
         return
     strides = dense_strides(shape)

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from mrvl.sim.engines.numba.depthwise import (
+    NO_DEPTHWISE_TABLES,
+    conv_depthwise,
+    depthwise_tables,
+)
 from mrvl.sim.engines.numba.fields import (
     CONV_ACC_ADDR,
     CONV_ACC_OUT,
@@ -33,13 +38,10 @@ from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.mac_tiles import (
     MAC_PIXELS,
     NARROW,
-    NO_DEPTHWISE_TABLES,
     blocked_scratch,
-    conv_depthwise,
     conv_order,
     conv_run_blocked,
     conv_run_narrow,
-    depthwise_tables,
     merges_kernel_rows,
     pack_weights,
     packed_size,

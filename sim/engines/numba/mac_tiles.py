@@ -1,7 +1,7 @@
 """The Numba engine's multiply-accumulate blocks: `mac_tile` (LLVM IR vectors, each output's
 sum in the documented order), the weight packing it reads, the conv's segments of contiguous
-inputs, and the kernels for runs of few output channels and for depthwise convs. `mac.py`
-assembles them into the `conv` and `fc` instructions."""
+inputs, and the kernel for runs of few output channels. `mac.py` assembles them into the
+`conv` and `fc` instructions (depthwise convs: `depthwise.py`)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ from mrvl.sim.engines.numba.fields import (
     CONV_GROUPS,
     CONV_IN_SHAPE,
     CONV_KERNEL,
-    CONV_OC0,
-    CONV_OC_TOTAL,
     CONV_OROW0,
     CONV_OUT_SHAPE,
     CONV_PAD,
@@ -543,127 +541,3 @@ def conv_run_narrow(row, x, w, tap, bias, partial, out, o_lo, o_hi, c_base):
             base = (first + q) * out_channels + o_lo
             for o in range(run):
                 out[base + o] = acc_t[o, q]
-
-
-@jit
-def depthwise_tables(row, w):
-    """What conv_depthwise reads besides the window, made once per conv and thread (made per
-    chunk of rows they were a third of a shared depthwise conv's time): the weights tap-major
-    (wt[t * C + o]), the input channel of each output channel, and, for stride 1 with one
-    output channel per group, the weights repeated along an output row (repeated[t * row_size
-    + c * C + o] = wt[t * C + o]), else an empty array."""
-    in_channels = row[CONV_IN_SHAPE + 3]
-    out_cols, out_channels = row[CONV_OUT_SHAPE + 2], row[CONV_OUT_SHAPE + 3]
-    steps = row[CONV_KERNEL] * row[CONV_KERNEL + 1]
-    oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // row[CONV_GROUPS]
-    channels = np.uint64(out_channels)
-    row_size = np.uint64(out_cols) * channels
-    wt = np.empty(steps * out_channels, np.float32)
-    for o in range(out_channels):
-        for t in range(steps):
-            wt[t * out_channels + o] = w[o * steps + t]
-    contiguous = group_outputs == 1 and oc0 == 0 and in_channels == out_channels
-    runs = contiguous and row[CONV_STRIDE + 1] == 1
-    channel = np.empty(out_channels, np.uint64)
-    for o in range(out_channels):
-        channel[o] = np.uint64((oc0 + o) // group_outputs)
-    repeated = np.empty(steps * out_cols * out_channels if runs else 0, np.float32)
-    if runs:
-        for t in range(np.uint64(steps)):
-            for c in range(np.uint64(out_cols)):
-                for o in range(channels):
-                    repeated[t * row_size + c * channels + o] = wt[t * channels + o]
-    return wt, channel, repeated
-
-
-NO_DEPTHWISE_TABLES = (
-    np.zeros(0, np.float32),
-    np.zeros(0, np.uint64),
-    np.zeros(0, np.float32),
-)
-"""depthwise_tables' types, for a conv that is not depthwise."""
-
-
-@jit
-def conv_depthwise(row, x, tables, bias, partial, out, first_row, stop_row):
-    """A conv whose groups have one input channel each (depthwise), output row by output row:
-    the row starts from the bias or the partial sums, then each tap in order (kh, kw) adds its
-    multiply-adds to every output of the row, over all the tile's output channels at once, so
-    each output's sum runs over its taps in the documented order (a tap in the padding adds
-    +0.0 times its weight, as the window's zeros would). With one output channel per group
-    and stride 1, a tap's inputs for the row's columns inside the window are one contiguous
-    run, multiplied by its weight repeated along the row. Only the output rows [first_row,
-    stop_row) of the N*OH rows (a thread's share). `tables`: depthwise_tables(row, w).
-
-    Every loop is here, with unsigned indices: a Numba function call or slice costs atomic
-    reference counts (per column they were a fifth of a depthwise conv's time), and a signed
-    index keeps a loop scalar (Numba's negative-index wraparound), 5x slower than vectors."""
-    n_count, height, width, in_channels = (
-        row[CONV_IN_SHAPE],
-        row[CONV_IN_SHAPE + 1],
-        row[CONV_IN_SHAPE + 2],
-        row[CONV_IN_SHAPE + 3],
-    )
-    out_rows, out_cols, out_channels = (
-        row[CONV_OUT_SHAPE + 1],
-        row[CONV_OUT_SHAPE + 2],
-        row[CONV_OUT_SHAPE + 3],
-    )
-    kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
-    oc0, group_outputs = row[CONV_OC0], row[CONV_OC_TOTAL] // row[CONV_GROUPS]
-    stride_w, pad_w, dilation_w = row[CONV_STRIDE + 1], row[CONV_PAD + 1], row[CONV_DILATION + 1]
-    channels = np.uint64(out_channels)
-    row_size = np.uint64(out_cols) * channels
-    wt, channel, repeated = tables
-    contiguous = group_outputs == 1 and oc0 == 0 and in_channels == out_channels
-    runs = contiguous and stride_w == 1
-    zero = np.float32(0.0)
-    for image_row in range(first_row, min(stop_row, n_count * out_rows)):
-        n, r = image_row // out_rows, image_row % out_rows
-        wr0 = (row[CONV_OROW0] + r) * row[CONV_STRIDE] - row[CONV_PAD] - row[CONV_ROW0]
-        at = np.uint64(image_row * out_cols * out_channels)
-        if partial.size > 0:
-            for e in range(row_size):
-                out[at + e] = partial[at + e]
-        else:
-            for c in range(np.uint64(out_cols)):
-                for o in range(channels):
-                    out[at + c * channels + o] = bias[o]
-        for kh in range(kh_count):
-            wr = wr0 + kh * row[CONV_DILATION]
-            inside = 0 <= wr < height
-            for kw in range(kw_count):
-                # the output columns whose tap column lies in the window: [lo, hi)
-                offset = kw * dilation_w - pad_w
-                lo, hi = out_cols, out_cols
-                if inside:
-                    lo = min(out_cols, max(0, (-offset + stride_w - 1) // stride_w))
-                    hi = max(lo, min(out_cols, (width - 1 - offset) // stride_w + 1))
-                t = np.uint64(kh * kw_count + kw)
-                for c in range(np.uint64(out_cols)):  # the padding: +0.0 times the weight
-                    if lo <= c < hi:
-                        continue
-                    a = at + c * channels
-                    for o in range(channels):
-                        out[a + o] = out[a + o] + zero * wt[t * channels + o]
-                if hi <= lo:
-                    continue
-                base = ((n * height + wr) * width + offset) * in_channels
-                if runs:  # columns [lo, hi) in one run
-                    span = np.uint64((hi - lo) * out_channels)
-                    a = at + np.uint64(lo * out_channels)
-                    b = np.uint64(base + lo * in_channels)
-                    rw = t * row_size
-                    for e in range(span):
-                        out[a + e] = out[a + e] + x[b + e] * repeated[rw + e]
-                    continue
-                for c in range(lo, hi):
-                    a = at + np.uint64(c * out_channels)
-                    b = np.uint64(base + c * stride_w * in_channels)
-                    if contiguous:  # whole pixels: channel o is input o
-                        for o in range(channels):
-                            out[a + o] = out[a + o] + x[b + o] * wt[t * channels + o]
-                    else:
-                        for o in range(channels):
-                            x_o = x[b + channel[o]]
-                            out[a + o] = out[a + o] + x_o * wt[t * channels + o]
