@@ -25,6 +25,7 @@ from mrvl.sim.engines.numba.fields import (
     CONV_STRIDE,
 )
 from mrvl.sim.engines.numba.jit import jit
+from mrvl.sim.engines.numba.mac_tiles import next_position
 from mrvl.sim.engines.numba.numerics import counted_loop
 
 DEPTHWISE_PIXELS = 8
@@ -52,7 +53,10 @@ def depthwise_tile_codegen(pixels, lanes):
         vector = ir.VectorType(f32, lanes)
         vector_ptr = vector.as_pointer()
         fma_type = ir.FunctionType(vector, [vector, vector, vector])
-        fma = cgutils.get_or_insert_function(builder.module, fma_type, f"llvm.fma.v{lanes}f32")
+        # fmuladd, as mac_tile: one FMA where the CPU has it, mul and add where not (the
+        # product of two f16 values is exact, so the bits are the same either way)
+        name = f"llvm.fmuladd.v{lanes}f32"
+        fma = cgutils.get_or_insert_function(builder.module, fma_type, name)
 
         def data(index, value):
             return context.make_array(signature.args[index])(context, builder, value).data
@@ -196,13 +200,7 @@ def conv_depthwise(row, x, tables, bias, partial, out, first_row, stop_row):
         # every tap's input offset per position (those past count repeat the last), or -1
         for q in range(pixels):
             if 0 < q < count:
-                c += 1
-                if c == out_cols:
-                    c = 0
-                    r += 1
-                    if r == out_rows:
-                        r = 0
-                        n += 1
+                n, r, c = next_position(n, r, c, out_rows, out_cols)
             wr0 = r * stride_h - top
             iw0 = c * stride_w - row[CONV_PAD + 1]
             if 0 <= wr0 and wr0 + span_h < height and 0 <= iw0 and iw0 + span_w < width:

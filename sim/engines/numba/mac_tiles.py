@@ -23,7 +23,7 @@ from mrvl.sim.engines.numba.fields import (
     CONV_ROW0,
     CONV_STRIDE,
 )
-from mrvl.sim.engines.numba.jit import jit
+from mrvl.sim.engines.numba.jit import jit, jit_inline
 from mrvl.sim.engines.numba.numerics import counted_loop, load_f16
 from mrvl.sim.weight_cache import CONSTANT, PACKED
 
@@ -301,6 +301,20 @@ def window_columns(row):
     return left, max(0, last - (row[CONV_IN_SHAPE + 2] - 1))
 
 
+@jit_inline
+def next_position(n, r, c, out_rows, out_cols):
+    """The output position after (n, r, c), in N, rows, columns order: a conv's positions are
+    stepped, not divided out of their index (divisions per position cost more than its MACs)."""
+    c += 1
+    if c == out_cols:
+        c = 0
+        r += 1
+        if r == out_rows:
+            r = 0
+            n += 1
+    return n, r, c
+
+
 @jit
 def segment_rows(row, first, count, c_base, zeros, rows, pixels, left, padded_width, merged):
     """For the `pixels` output positions of one mac_tile call from `first` (those past
@@ -327,14 +341,8 @@ def segment_rows(row, first, count, c_base, zeros, rows, pixels, left, padded_wi
     r = (first // out_cols) % out_rows
     c = first % out_cols
     for q in range(pixels):
-        if 0 < q < count:  # the next position (divisions per position cost more than its MACs)
-            c += 1
-            if c == out_cols:
-                c = 0
-                r += 1
-                if r == out_rows:
-                    r = 0
-                    n += 1
+        if 0 < q < count:
+            n, r, c = next_position(n, r, c, out_rows, out_cols)
         wr0 = r * stride_h - top
         iw0 = c * stride_w - row[CONV_PAD + 1]
         s = q
