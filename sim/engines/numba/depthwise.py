@@ -223,13 +223,7 @@ def conv_depthwise(row, x, tables, bias, partial, out, first_row, stop_row):
             last = min(q, count - 1)
             out_at[q] = (first + last) * channels
             init_at[q] = out_at[q] if from_partial else 0
-        c += 1  # to the next call's first position
-        if c == out_cols:
-            c = 0
-            r += 1
-            if r == out_rows:
-                r = 0
-                n += 1
+        n, r, c = next_position(n, r, c, out_rows, out_cols)  # the next call's first
         lo = 0
         while lo < channels:
             left = channels - lo
