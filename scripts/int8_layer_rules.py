@@ -118,6 +118,20 @@ def _as_signed(q: np.ndarray, zero_point: int, elem_type: int) -> tuple[np.ndarr
     return q, zero_point
 
 
+def with_int8_outputs(
+    model: onnx.ModelProto, tensors: list[QuantizedTensor] | None = None
+) -> onnx.ModelProto:
+    """A copy of `model` with `tensors` (by default every one of `quantized_tensors`) as
+    further graph outputs of their own int8 / uint8 type."""
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    have = {o.name for o in exposed.graph.output}
+    for t in quantized_tensors(model) if tensors is None else tensors:
+        if t.name not in have:
+            exposed.graph.output.append(helper.make_tensor_value_info(t.name, t.elem_type, None))
+    return exposed
+
+
 def ort_int8(
     model: onnx.ModelProto, feeds: dict, tensors: list[QuantizedTensor]
 ) -> dict[str, np.ndarray]:
@@ -126,12 +140,7 @@ def ort_int8(
     made an output would change the graph onnxruntime fuses: `QDQS8ToU8Transformer` turns an
     int8 Q → DQ pair into uint8 only when the Q has one reader, and on x86 only uint8
     activations fuse; so the fused kernels are run one layer at a time, `fused_alone`.)"""
-    exposed = onnx.ModelProto()
-    exposed.CopyFrom(model)
-    have = {o.name for o in exposed.graph.output}
-    for t in tensors:
-        if t.name not in have:
-            exposed.graph.output.append(helper.make_tensor_value_info(t.name, t.elem_type, None))
+    exposed = with_int8_outputs(model, tensors)
     names = [o.name for o in exposed.graph.output]
     values = ort_session(exposed, optimized=False).run(None, feeds)
     return {n: v for n, v in zip(names, values) if n in {t.name for t in tensors}}

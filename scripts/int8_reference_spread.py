@@ -17,6 +17,10 @@ prints in quantization steps of each judged tensor (exact / within 1 / within 3 
 - `ort-off vs ort-on`: the reference's own spread;
 - `mrvl vs ort-on`: what docs/zoo.md's int8 table reports;
 - `mrvl vs ort-off`: mrvl against the spec's float arithmetic;
+- with `--all-tensors`, `ort-on-all` against both: onnxruntime's default optimizations on the
+  same model with every quantized tensor also a graph output, which computes the judged
+  tensors by the same QDQ model but fuses otherwise (a Q with another reader is not moved
+  to uint8, `QDQS8ToU8Transformer`), so it rounds other near-ties than `ort-on`;
 
 and with `--kernels`, the optimized graph's node counts by kind: the integer kernels
 onnxruntime fused, and the float ops it runs between a DequantizeLinear and a QuantizeLinear.
@@ -36,8 +40,15 @@ import onnx
 
 ROOT = Path(__file__).resolve().parents[1]
 
-PAIRS = (("ort-off", "ort-on"), ("mrvl", "ort-on"), ("mrvl", "ort-off"))
-"""The comparisons printed per model, (first, second), in this order."""
+PAIRS = (
+    ("ort-off", "ort-on"),
+    ("mrvl", "ort-on"),
+    ("mrvl", "ort-off"),
+    ("ort-on-all", "ort-off"),
+    ("ort-on-all", "ort-on"),
+)
+"""The comparisons printed per model, (first, second), in this order (those whose both
+sides were run)."""
 
 QDQ_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})
 
@@ -174,14 +185,21 @@ def mrvl_outputs(qdq: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.
     return _vm_runner(mrvl.build(mod, mcpu=MCPU, num_tiles=NUM_TILES))(feeds)
 
 
-def model_spread(name: str, seed: int = 0, with_mrvl: bool = True):
-    """(the `spread` of zoo model `name` on its seed-`seed` input, its QDQ model)."""
+def model_spread(name: str, seed: int = 0, with_mrvl: bool = True, all_tensors: bool = False):
+    """(the `spread` of zoo model `name` on its seed-`seed` input, its QDQ model); with
+    `all_tensors`, also the `ort-on-all` session's."""
     qdq, judged, feeds = judged_model(name, seed)
     names = [o.name for o in qdq.graph.output]
     results = {
         "ort-on": dict(zip(names, ort_session(qdq, True).run(None, feeds))),
         "ort-off": dict(zip(names, ort_session(qdq, False).run(None, feeds))),
     }
+    if all_tensors:
+        from int8_layer_rules import with_int8_outputs
+
+        exposed = with_int8_outputs(qdq)
+        outputs = ort_session(exposed, True).run(None, feeds)
+        results["ort-on-all"] = dict(zip([o.name for o in exposed.graph.output], outputs))
     if with_mrvl:
         results["mrvl"] = dict(zip(names, mrvl_outputs(qdq, feeds)))
     return spread(results, judged), qdq
@@ -204,6 +222,11 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--kernels", action="store_true", help="also count the optimized graph's nodes by kind"
     )
+    parser.add_argument(
+        "--all-tensors",
+        action="store_true",
+        help="also onnxruntime optimized with every quantized tensor an output (ort-on-all)",
+    )
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in ZOO_MODELS]
     if unknown:
@@ -211,7 +234,7 @@ def main(argv=None) -> int:
     print("| model | pair | exact / ≤1 / ≤3 / max |\n| --- | --- | --- |", flush=True)
     for name in args.names:
         start = time.perf_counter()
-        found, qdq = model_spread(name, args.seed, with_mrvl=not args.no_mrvl)
+        found, qdq = model_spread(name, args.seed, not args.no_mrvl, args.all_tensors)
         for (first, second), summary in found.items():
             print(f"| {name} | {first} vs {second} | {_cell(summary)} |", flush=True)
         if args.kernels:
