@@ -22,6 +22,13 @@ elements where each rule differs from `on` and from `mrvl`:
 - `mlas`: onnxruntime's `MlasRequantizeOutput`: fp32(acc) · fp32(fp32(s_x·s_w) / s_y),
   rounded half to even, then the zero point and the int8 saturation;
 - `exact`: acc · s_x·s_w/s_y in float64, rounded half to even (the correctly rounded value).
+
+On a CPU without VNNI (AVX2, or AVX-512 without VNNI), onnxruntime's fused uint8 × int8 kernel
+adds each two neighbouring products in int16 with saturation (VPMADDUBSW) before it sums in
+int32, so its accumulator is not the exact one where a pair overflows. There the `mlas` rule is
+applied to that accumulator (`ORT_SATURATES_PAIRS`, `conv_pair_saturated`, int8 activations
+taken as uint8 with 128 added) for a group-1 Conv, the form this was checked on; other layers
+keep the exact accumulator.
 """
 
 from __future__ import annotations
@@ -291,21 +298,50 @@ def requantize_rule(
     return saturate(q + z_y)
 
 
-def conv_accumulator(x: np.ndarray, w: np.ndarray, node: onnx.NodeProto) -> np.ndarray:
-    """The exact int64 sums of a 2-D Conv `node` of x [N, C, H, W] (zero point removed, so
-    padding adds 0) and w [O, C/g, kh, kw]: [N, OH, OW, O] (channel last)."""
+def ort_saturates_pairs() -> bool:
+    """Whether onnxruntime's x86 uint8 × int8 kernels on this host sum neighbouring products
+    in int16 with saturation: AVX2 or AVX-512 BW without AVX-VNNI or AVX-512 VNNI, as MLAS
+    dispatches (its SSE4.1 kernel widens to int16 products first, which cannot overflow)."""
+    from llvmlite import binding
+
+    try:
+        have = {k for k, v in binding.get_host_cpu_features().items() if v}
+    except RuntimeError:
+        return False
+    if have & {"avxvnni", "avx512vnni"}:
+        return False
+    return bool(have & {"avx2", "avx512bw"})
+
+
+ORT_SATURATES_PAIRS = ort_saturates_pairs()
+
+
+
+def _conv_windows(
+    x: np.ndarray, kernel: tuple[int, int], node: onnx.NodeProto, pad_value: int = 0
+) -> np.ndarray:
+    """Each output position's input window of a 2-D Conv `node` (kernel `kernel`) of
+    x [N, C, H, W] padded with `pad_value`: a view [N, C, OH, OW, kh, kw]."""
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    group = int(attrs.get("group", 1))
     strides = attrs.get("strides", [1, 1])
     dilations = attrs.get("dilations", [1, 1])
     pads = attrs.get("pads", [0, 0, 0, 0])
     if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") or x.ndim != 4:
         raise ValueError(f"{node.name}: only explicit pads of a 2-D conv are recomputed")
-    x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
-    o, cg, kh, kw = w.shape
+    x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])),
+               constant_values=pad_value)  # fmt: skip
+    kh, kw = kernel
     span_h, span_w = (kh - 1) * dilations[0] + 1, (kw - 1) * dilations[1] + 1
     windows = np.lib.stride_tricks.sliding_window_view(x, (span_h, span_w), axis=(2, 3))
-    windows = windows[:, :, :: strides[0], :: strides[1], :: dilations[0], :: dilations[1]]
+    return windows[:, :, :: strides[0], :: strides[1], :: dilations[0], :: dilations[1]]
+
+
+def conv_accumulator(x: np.ndarray, w: np.ndarray, node: onnx.NodeProto) -> np.ndarray:
+    """The exact int64 sums of a 2-D Conv `node` of x [N, C, H, W] (zero point removed, so
+    padding adds 0) and w [O, C/g, kh, kw]: [N, OH, OW, O] (channel last)."""
+    group = int(next((a.i for a in node.attribute if a.name == "group"), 1))
+    windows = _conv_windows(x, w.shape[2:], node)
+    o, cg = w.shape[:2]
     og = o // group
     parts = []
     for g in range(group):
@@ -315,12 +351,40 @@ def conv_accumulator(x: np.ndarray, w: np.ndarray, node: onnx.NodeProto) -> np.n
     return np.concatenate(parts, axis=-1)
 
 
+def conv_pair_saturated(
+    x_u8: np.ndarray, zero_point: int, w: np.ndarray, node: onnx.NodeProto
+) -> np.ndarray:
+    """The sums of a group-1 Conv as onnxruntime's uint8 × int8 kernel forms them on a CPU
+    without VNNI: the uint8 inputs x_u8 (padding at `zero_point`) in (kh, kw, channel) order,
+    channel fastest, multiplied by the int8 weights, each two neighbouring products added and
+    saturated to int16, then summed in int32 and the zero point's term taken off:
+    [N, OH, OW, O], to compare with `conv_accumulator` of x_u8 - zero_point."""
+    if int(next((a.i for a in node.attribute if a.name == "group"), 1)) != 1:
+        raise ValueError(f"{node.name}: only a group-1 conv's pairs are modelled")
+    windows = _conv_windows(x_u8.astype(np.int64), w.shape[2:], node, zero_point)
+    n, _, oh, ow = windows.shape[:4]
+    inputs = windows.transpose(0, 2, 3, 4, 5, 1).reshape(n, oh, ow, -1)
+    weights = w.transpose(0, 2, 3, 1).reshape(w.shape[0], -1).astype(np.int64)
+    if inputs.shape[-1] % 2:  # an odd depth: the last product pairs with a zero
+        inputs = np.concatenate([inputs, np.zeros((n, oh, ow, 1), np.int64)], axis=-1)
+        weights = np.concatenate([weights, np.zeros((weights.shape[0], 1), np.int64)], axis=-1)
+    acc = np.zeros((n, oh, ow, weights.shape[0]), np.int64)
+    for k in range(0, inputs.shape[-1], 2):
+        pair = inputs[..., k, None] * weights[:, k] + inputs[..., k + 1, None] * weights[:, k + 1]
+        acc += np.clip(pair, -(2**15), 2**15 - 1)
+    return acc - zero_point * weights.sum(axis=-1)
+
+
 def layer_accumulator(
-    model: onnx.ModelProto, layer: onnx.NodeProto, int8: dict[str, np.ndarray]
+    model: onnx.ModelProto,
+    layer: onnx.NodeProto,
+    int8: dict[str, np.ndarray],
+    ort_pairs: bool = False,
 ) -> tuple[np.ndarray, float, np.ndarray] | None:
     """(exact accumulator with the output channel last, s_x, s_w) of a Conv, MatMul or Gemm
     `layer` of a QDQ model from its input's int8 values in `int8` (signed), its int8
-    weights and its int32 bias; None for another layer or form."""
+    weights and its int32 bias; None for another layer or form. With `ort_pairs`, a group-1
+    Conv sums as onnxruntime's kernel does without VNNI (`conv_pair_saturated`)."""
     consts = _constants(model)
     producer = {out: node for node in model.graph.node for out in node.output}
     dqs = [producer.get(i) for i in layer.input if i]
@@ -340,7 +404,11 @@ def layer_accumulator(
         return None  # asymmetric weights: not mrvl's int8 contract
     s_w = consts[w_dq.input[1]].astype(np.float32)
     attrs = {a.name: helper.get_attribute_value(a) for a in layer.attribute}
-    if layer.op_type == "Conv":
+    if layer.op_type == "Conv" and ort_pairs and attrs.get("group", 1) == 1:
+        # int8 activations too: the kernel takes them as uint8, 128 added to value and zero point
+        x_u8 = np.asarray(int8[x_dq.input[0]], np.int64) + 128
+        acc = conv_pair_saturated(x_u8, z_x + 128, w, layer)
+    elif layer.op_type == "Conv":
         acc = conv_accumulator(x, w, layer)
     elif layer.op_type == "Gemm":
         if attrs.get("transA", 0):
@@ -375,10 +443,13 @@ def rule_counts(
     if found is None:
         return {}
     acc, s_x, s_w = found
+    ort_acc = acc
+    if ORT_SATURATES_PAIRS:  # onnxruntime's own sums on this host
+        ort_acc = layer_accumulator(model, layer, int8, ort_pairs=True)[0]
     z_y = t.zero_point - (128 if t.elem_type == onnx.TensorProto.UINT8 else 0)
     counts = {}
     for rule in RULES:
-        mine = requantize_rule(rule, acc, s_x, s_w, t.scale, z_y)
+        mine = requantize_rule(rule, ort_acc if rule == "mlas" else acc, s_x, s_w, t.scale, z_y)
         mine = np.maximum(mine, z_y) if relu else mine
         counts[rule] = {
             side: int(np.count_nonzero(mine != _channel_last(theirs, layer.op_type)))

@@ -117,9 +117,29 @@ def test_conv_accumulator_is_onnxruntimes_conv():
     np.testing.assert_array_equal(got, np.moveaxis(want, 1, -1).astype(np.int64))
 
 
+def test_pair_saturated_sums_are_exact_until_a_pair_overflows_int16():
+    """Below int16 the paired sums are the exact accumulator of x - zero point (padding at
+    the zero point adds nothing); 255 · 127 twice is 64,770 and saturates at 32,767."""
+    rng = np.random.default_rng(4)
+    node = oh.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 0, 1, 1], strides=[2, 1])
+    x = rng.integers(0, 40, (1, 3, 6, 5))
+    w = rng.integers(-20, 21, (4, 3, 3, 3))
+    got = rules.conv_pair_saturated(x, 17, w, node)
+    np.testing.assert_array_equal(got, rules.conv_accumulator(x - 17, w, node))
+    x = np.full((1, 2, 1, 1), 255)
+    w = np.full((1, 2, 1, 1), 127)
+    plain = oh.make_node("Conv", ["x", "w"], ["y"], name="conv")
+    assert rules.conv_pair_saturated(x, 0, w, plain).ravel().tolist() == [32767]
+    assert rules.conv_accumulator(x, w, plain).ravel().tolist() == [64770]
+    grouped = oh.make_node("Conv", ["x", "w"], ["y"], name="conv", group=2)
+    with pytest.raises(ValueError, match="group-1"):
+        rules.conv_pair_saturated(x, 0, w[:, :1].repeat(2, 0), grouped)
+
+
 def test_fused_convs_follow_the_mlas_rule_and_mrvl_the_q31_rule(chain, feeds):
     """Each conv run alone on mrvl's int8 inputs (the first on the graph input's quantize):
-    onnxruntime's fused kernel gives the `mlas` rule's result bit for bit, and mrvl the `q31`
+    onnxruntime's fused kernel gives the `mlas` rule's result bit for bit (on its own sums,
+    pair-saturated on a CPU without VNNI: `rules.ORT_SATURATES_PAIRS`), and mrvl the `q31`
     rule's (the numpy emulation of its
     engines), so a rule's count against onnxruntime is what mrvl would change."""
     tensors = rules.quantized_tensors(chain)
