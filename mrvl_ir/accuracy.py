@@ -6,6 +6,7 @@ ignored; every other element must be within 3 % relative error.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,3 +79,43 @@ def relative_errors(result: np.ndarray, reference: np.ndarray) -> np.ndarray:
             reference[significant]
         )
     return np.where(np.isfinite(error), error, np.inf)
+
+
+QDQ_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})
+
+
+@functools.cache
+def int8_pairs_saturate() -> bool:
+    """Whether onnxruntime's fused x86 uint8 × int8 kernels on this CPU add each two
+    neighbouring products in int16 with saturation before summing in int32 (MLAS's VPMADDUBSW
+    kernels, chosen on AVX2 or AVX-512 BW without AVX-VNNI or AVX-512 VNNI; its SSE4.1 kernel
+    widens first and its VNNI ones sum four products exactly). Where a pair overflows, such a
+    session's int8 conv is not what the QDQ model means (up to 52 steps on LR-ASPP's output;
+    onnxruntime's own documentation advises `reduce_range` for such CPUs)."""
+    from llvmlite import binding
+
+    try:
+        have = {name for name, on in binding.get_host_cpu_features().items() if on}
+    except RuntimeError:  # LLVM cannot tell: not an x86 CPU it knows
+        return False
+    if have & {"avxvnni", "avx512vnni"}:
+        return False
+    return bool(have & {"avx2", "avx512bw"})
+
+
+def reference_session(model, options=None):
+    """onnxruntime's CPU session that mrvl's results are judged against (`model`: an
+    `onnx.ModelProto` or its bytes). A QDQ model on a CPU whose int8 kernels saturate pairs
+    (`int8_pairs_saturate`) runs with graph optimizations off: DequantizeLinear → fp32 op →
+    QuantizeLinear as written, which is the model's meaning, instead of the fused kernels."""
+    import onnx
+    import onnxruntime as ort
+
+    proto = model if isinstance(model, onnx.ModelProto) else onnx.load_from_string(model)
+    if options is None:
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+    if int8_pairs_saturate() and any(n.op_type in QDQ_OPS for n in proto.graph.node):
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
+    return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])

@@ -26,9 +26,9 @@ elements where each rule differs from `on` and from `mrvl`:
 On a CPU without VNNI (AVX2, or AVX-512 without VNNI), onnxruntime's fused uint8 × int8 kernel
 adds each two neighbouring products in int16 with saturation (VPMADDUBSW) before it sums in
 int32, so its accumulator is not the exact one where a pair overflows. There the `mlas` rule is
-applied to that accumulator (`ORT_SATURATES_PAIRS`, `conv_pair_saturated`, int8 activations
-taken as uint8 with 128 added) for a group-1 Conv, the form this was checked on; other layers
-keep the exact accumulator.
+applied to that accumulator (`ORT_SATURATES_PAIRS`, from `mrvl.accuracy.int8_pairs_saturate`;
+`conv_pair_saturated`, int8 activations taken as uint8 with 128 added) for a group-1 Conv, the
+form this was checked on; other layers keep the exact accumulator.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from int8_reference_spread import ort_session  # noqa: E402
+
+from mrvl.accuracy import int8_pairs_saturate  # noqa: E402
 
 RULES = ("q31", "mlas", "exact")
 
@@ -298,22 +300,7 @@ def requantize_rule(
     return saturate(q + z_y)
 
 
-def ort_saturates_pairs() -> bool:
-    """Whether onnxruntime's x86 uint8 × int8 kernels on this host sum neighbouring products
-    in int16 with saturation: AVX2 or AVX-512 BW without AVX-VNNI or AVX-512 VNNI, as MLAS
-    dispatches (its SSE4.1 kernel widens to int16 products first, which cannot overflow)."""
-    from llvmlite import binding
-
-    try:
-        have = {k for k, v in binding.get_host_cpu_features().items() if v}
-    except RuntimeError:
-        return False
-    if have & {"avxvnni", "avx512vnni"}:
-        return False
-    return bool(have & {"avx2", "avx512bw"})
-
-
-ORT_SATURATES_PAIRS = ort_saturates_pairs()
+ORT_SATURATES_PAIRS = int8_pairs_saturate()
 
 
 

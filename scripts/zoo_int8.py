@@ -123,13 +123,9 @@ def quantized_zoo_model(name: str, seed: int = SEED, quantizer: str = "mrvl"):
 
 
 def _session(model):
-    import onnxruntime as ort
+    from mrvl.accuracy import reference_session
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return ort.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
+    return reference_session(model)
 
 
 def _vm_runner(lib):

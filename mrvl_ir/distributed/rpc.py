@@ -67,8 +67,9 @@ class RpcRunner:
     """`LocalRunner`'s rows, from a VM on the remote; onnxruntime's reference runs here."""
 
     def __init__(self, remote, library: bytes, model: bytes, classifier: bool | None = None):
-        import onnxruntime as ort
         from tvm import relax
+
+        from mrvl.accuracy import reference_session
 
         name = f"mrvl-{hashlib.sha256(library).hexdigest()[:16]}.so"
         with tempfile.TemporaryDirectory(prefix="mrvl-rpc-") as work:
@@ -91,7 +92,7 @@ class RpcRunner:
             self._take_stats()  # counts from before this session's runs are not ours
         except Exception:  # noqa: BLE001 - a server without mrvl's functions counts nothing
             self._take_stats = None
-        self._session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        self._session = reference_session(model)
         self._classifier = classifier
 
     def pid(self) -> int:

@@ -127,6 +127,7 @@ class LocalRunner:
         from tvm import relax
 
         import mrvl  # noqa: F401 - registers mrvl.runtime.run_region, which the library calls
+        from mrvl.accuracy import reference_session
 
         for target in targets:  # the library's binaries name them
             register_target(target)
@@ -137,7 +138,7 @@ class LocalRunner:
         self._vm = relax.VirtualMachine(tvm.runtime.load_module(path), tvm.cpu())
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1  # one core per worker, like the simulator's thread
-        self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        self._session = reference_session(model, options)
         self._engine = engine
         self._classifier = classifier
 

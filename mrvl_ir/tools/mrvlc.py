@@ -336,15 +336,13 @@ def run_against_onnxruntime(lib, model, shapes, seed: int, engine: str | None = 
     import tvm
     from tvm import relax
 
-    from mrvl.accuracy import fp16_agreement
+    from mrvl.accuracy import fp16_agreement, reference_session
     from mrvl.errors import MrvlError
     from mrvl.sim import one_line_warnings, use_engine
 
     feeds = _random_feeds(model, shapes, seed)
     try:
-        session = ort.InferenceSession(
-            model.SerializeToString(), providers=["CPUExecutionProvider"]
-        )
+        session = reference_session(model)
     except Exception as err:  # noqa: BLE001 - onnxruntime raises its own unrelated types
         raise MrvlError(
             f"onnxruntime {ort.__version__} cannot load the model to compare with: "
