@@ -101,6 +101,40 @@ def run_on_both_engines(lib, x: np.ndarray) -> list[np.ndarray]:
     return outputs[0]
 
 
+def flatten_outputs(value) -> list[np.ndarray]:
+    """The arrays of a Relax VM result (a tensor, or nested tuples of them), in order."""
+    import tvm
+
+    if isinstance(value, tvm.runtime.Tensor):
+        return [value.numpy()]
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "Array":
+        return [array for item in value for array in flatten_outputs(item)]
+    return [np.asarray(value)]
+
+
+def run_model_on_both_engines(lib, inputs) -> int:
+    """Run the VM on `inputs` on the interpreter, then twice on the Numba engine (the second
+    run is warm: its weight cache packed, the DMAs only constant weights read skipped),
+    require the same output bytes; returns the number of simulator runs per engine run."""
+    import tvm
+    from tvm import relax
+
+    from mrvl.sim import simulator_wall_time, use_engine
+
+    vm = relax.VirtualMachine(lib, tvm.cpu())
+    args = [tvm.runtime.tensor(np.asarray(x)) for x in inputs]
+    outputs, calls = [], []
+    for engine in ("interp", "numba", "numba"):
+        with use_engine(engine), simulator_wall_time() as spent:
+            outputs.append(flatten_outputs(vm["main"](*args)))
+        calls.append(spent.calls)
+        assert set(spent.by_engine) == {engine}
+    assert calls[0] == calls[1] == calls[2] > 0, "nothing ran on the simulator"
+    assert_same_bytes(outputs[0], outputs[1])
+    assert_same_bytes(outputs[0], outputs[2])
+    return calls[1]
+
+
 def assert_fp16_rule(lib, onnx_model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> None:
     """`main` of a built library on `feeds` agrees with onnxruntime by the fp16 rule."""
     import tvm
@@ -325,6 +359,39 @@ def assert_features_pinned(key: str, features: set[tuple]) -> None:
         f"{sorted(features - pinned)}, gone: {sorted(pinned - features)}); re-record with "
         f"scripts/engine_features.py --record {key}"
     )
+
+
+# ---------------------------------------------------------- conformance cases on both engines
+
+CONFORMANCE_ENGINE_CASES = frozenset(
+    {
+        "test_conv_with_strides_and_asymmetric_padding+const",
+        "test_maxpool_2d_ceil",
+        "test_averagepool_2d_pads_count_include_pad",
+        "test_globalaveragepool",
+        "test_gemm_all_attributes+const",
+        "test_batchnorm_example+const",
+        "test_concat_2d_axis_1",
+    }
+)
+"""Offloaded ONNX node conformance cases of several kinds that run on both engines by
+default, one test each (tests/sim/test_engines_models.py); the other offloaded cases are
+compared by one `slow` test (tests/conformance/test_node_conformance.py)."""
+
+
+def conformance_partitioned(case, num_tiles: int = 8):
+    """A conformance case imported and partitioned, or None if mrvl rejects it (the
+    conformance suite reports those: tests/conformance)."""
+    import warnings
+
+    import mrvl
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return mrvl.partition_for_mrvl(mrvl.from_onnx(case.model), num_tiles=num_tiles)
+    except mrvl.MrvlError:
+        return None
 
 
 def warm_simulator() -> None:
