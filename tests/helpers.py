@@ -252,7 +252,10 @@ def blocks_net() -> onnx.ModelProto:
     tile, in the forms DenseNet-121 and ResNet-50 run and the other corpus models do not: the
     first block of a bias-free 1x1 conv and of a padded 3x3 one, a narrow (16-channel) padded
     one, the last block of a strided, padded conv with relu, and a max of two tensors
-    (`binary`). With it, those two light models need no interpreter run of their own."""
+    (`binary`); and in the forms only Inception v1 and v2 ran: the last block of a narrow conv
+    with relu (padded 3x3 and unpadded 1x1), of a strided, padded conv with no activation
+    (wide, and narrow with a bias in its first block). With it, those four light models need
+    no interpreter run of their own."""
     rng = np.random.default_rng(0)
     c = 1024
 
@@ -268,10 +271,18 @@ def blocks_net() -> onnx.ModelProto:
         node("Conv", ["q", "w3"], ["y3"], name="conv_narrow_blocks", pads=[1, 1, 1, 1]),
         node("Conv", ["q", "w4"], ["c4"], name="conv_stride_blocks", pads=[1, 1, 1, 1], strides=[2, 2]),
         node("Relu", ["c4"], ["y4"], name="conv_stride_blocks_relu"),
+        node("Conv", ["q", "w5"], ["c5"], name="conv_narrow_relu_blocks", pads=[1, 1, 1, 1]),
+        node("Relu", ["c5"], ["y5"], name="conv_narrow_relu_blocks_relu"),
+        node("Conv", ["p", "w6"], ["c6"], name="conv_narrow_1x1_relu_blocks"),
+        node("Relu", ["c6"], ["y6"], name="conv_narrow_1x1_relu_blocks_relu"),
+        node("Conv", ["q", "w7", "b7"], ["y7"], name="conv_narrow_stride_blocks", pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Conv", ["q", "w8"], ["y8"], name="conv_stride_linear_blocks", pads=[1, 1, 1, 1], strides=[2, 2]),
     ]  # fmt: skip
     inits = [
         init("w1", (64, c, 1, 1)), init("w2", (64, c, 3, 3)), init("w3", (16, c, 3, 3)),
         init("w4", (64, c, 3, 3)),
+        init("w5", (16, c, 3, 3)), init("w6", (16, c, 1, 1)), init("w7", (16, c, 3, 3)),
+        init("b7", (16,)), init("w8", (64, c, 3, 3)),
     ]  # fmt: skip
     value = helper.make_tensor_value_info
     graph = helper.make_graph(
@@ -283,6 +294,10 @@ def blocks_net() -> onnx.ModelProto:
             value("y2", TensorProto.FLOAT, [1, 64, 3, 3]),
             value("y3", TensorProto.FLOAT, [1, 16, 3, 3]),
             value("y4", TensorProto.FLOAT, [1, 64, 2, 2]),
+            value("y5", TensorProto.FLOAT, [1, 16, 3, 3]),
+            value("y6", TensorProto.FLOAT, [1, 16, 2, 16]),
+            value("y7", TensorProto.FLOAT, [1, 16, 2, 2]),
+            value("y8", TensorProto.FLOAT, [1, 64, 2, 2]),
         ],
         inits,
     )
