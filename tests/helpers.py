@@ -203,7 +203,10 @@ def paths_net() -> onnx.ModelProto:
     input a strided, unpadded conv with relu over 8192 channels, too wide for one tile's OCM
     with even one output channel, so it is cut into input-channel blocks (fp32 partial sums)
     as ZFNet-512's layers are, and a narrow strided, unpadded conv with relu in one block (as
-    ZFNet-512's are when the tiling search keeps a layer's input channels whole)."""
+    ZFNet-512's are when the tiling search keeps a layer's input channels whole). Then paths
+    only some zoo models ran: a narrow 1x1 conv with bias and sigmoid (RegNetY's squeeze-
+    excitation), a wide strided, padded conv with bias and relu, and on a third input a
+    narrow strided, padded depthwise conv with bias and no activation (ShuffleNetV2's)."""
     rng = np.random.default_rng(0)
     c = 64
 
@@ -217,6 +220,8 @@ def paths_net() -> onnx.ModelProto:
         init("w3", (c, c, 1, 1)), init("w4", (c, c, 3, 3)),
         init("w5", (32, 8192, 3, 3)), init("b5", (32,)),
         init("w6", (16, c, 3, 3)), init("b6", (16,)),
+        init("w7", (8, c, 1, 1)), init("b7", (8,)), init("w8", (32, c, 3, 3)), init("b8", (32,)),
+        init("w9", (16, 1, 3, 3)), init("b9", (16,)),
     ]  # fmt: skip
     node = helper.make_node
     nodes = [
@@ -229,6 +234,11 @@ def paths_net() -> onnx.ModelProto:
         node("Relu", ["c5"], ["y2"], name="conv_blocks_relu"),
         node("Conv", ["x", "w6", "b6"], ["c6"], name="conv_narrow", strides=[2, 2]),
         node("Relu", ["c6"], ["y3"], name="conv_narrow_relu"),
+        node("Conv", ["x", "w7", "b7"], ["c7"], name="conv_narrow_sigmoid"),
+        node("Sigmoid", ["c7"], ["y4"], name="conv_narrow_sigmoid_sigmoid"),
+        node("Conv", ["x", "w8", "b8"], ["c8"], name="conv_stride_relu", pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Relu", ["c8"], ["y5"], name="conv_stride_relu_relu"),
+        node("Conv", ["d", "w9", "b9"], ["y6"], name="conv_depthwise_narrow", group=16, pads=[1, 1, 1, 1], strides=[2, 2]),
     ]  # fmt: skip
     graph = helper.make_graph(
         nodes,
@@ -236,11 +246,15 @@ def paths_net() -> onnx.ModelProto:
         [
             helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 8, 8]),
             helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 8192, 3, 3]),
+            helper.make_tensor_value_info("d", TensorProto.FLOAT, [1, 16, 8, 8]),
         ],
         [
             helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 4, 4]),
             helper.make_tensor_value_info("y2", TensorProto.FLOAT, [1, 32, 1, 1]),
             helper.make_tensor_value_info("y3", TensorProto.FLOAT, [1, 16, 3, 3]),
+            helper.make_tensor_value_info("y4", TensorProto.FLOAT, [1, 8, 8, 8]),
+            helper.make_tensor_value_info("y5", TensorProto.FLOAT, [1, 32, 4, 4]),
+            helper.make_tensor_value_info("y6", TensorProto.FLOAT, [1, 16, 4, 4]),
         ],
         inits,
     )
@@ -254,8 +268,9 @@ def blocks_net() -> onnx.ModelProto:
     one, the last block of a strided, padded conv with relu, and a max of two tensors
     (`binary`); and in the forms only Inception v1 and v2 ran: the last block of a narrow conv
     with relu (padded 3x3 and unpadded 1x1), of a strided, padded conv with no activation
-    (wide, and narrow with a bias in its first block). With it, those four light models need
-    no interpreter run of their own."""
+    (wide, and narrow with a bias in its first block); and the last block of a 1x1 conv with
+    sigmoid (LR-ASPP's). With it, those four light models need no interpreter run of their
+    own."""
     rng = np.random.default_rng(0)
     c = 1024
 
@@ -277,12 +292,14 @@ def blocks_net() -> onnx.ModelProto:
         node("Relu", ["c6"], ["y6"], name="conv_narrow_1x1_relu_blocks_relu"),
         node("Conv", ["q", "w7", "b7"], ["y7"], name="conv_narrow_stride_blocks", pads=[1, 1, 1, 1], strides=[2, 2]),
         node("Conv", ["q", "w8"], ["y8"], name="conv_stride_linear_blocks", pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Conv", ["p", "w9"], ["c9"], name="conv_1x1_sigmoid_blocks"),
+        node("Sigmoid", ["c9"], ["y9"], name="conv_1x1_sigmoid_blocks_sigmoid"),
     ]  # fmt: skip
     inits = [
         init("w1", (64, c, 1, 1)), init("w2", (64, c, 3, 3)), init("w3", (16, c, 3, 3)),
         init("w4", (64, c, 3, 3)),
         init("w5", (16, c, 3, 3)), init("w6", (16, c, 1, 1)), init("w7", (16, c, 3, 3)),
-        init("b7", (16,)), init("w8", (64, c, 3, 3)),
+        init("b7", (16,)), init("w8", (64, c, 3, 3)), init("w9", (64, c, 1, 1)),
     ]  # fmt: skip
     value = helper.make_tensor_value_info
     graph = helper.make_graph(
@@ -298,6 +315,7 @@ def blocks_net() -> onnx.ModelProto:
             value("y6", TensorProto.FLOAT, [1, 16, 2, 16]),
             value("y7", TensorProto.FLOAT, [1, 16, 2, 2]),
             value("y8", TensorProto.FLOAT, [1, 64, 2, 2]),
+            value("y9", TensorProto.FLOAT, [1, 64, 2, 16]),
         ],
         inits,
     )
