@@ -206,7 +206,10 @@ def paths_net() -> onnx.ModelProto:
     ZFNet-512's are when the tiling search keeps a layer's input channels whole). Then paths
     only some zoo models ran: a narrow 1x1 conv with bias and sigmoid (RegNetY's squeeze-
     excitation), a wide strided, padded conv with bias and relu, and on a third input a
-    narrow strided, padded depthwise conv with bias and no activation (ShuffleNetV2's)."""
+    narrow strided, padded depthwise conv with bias and no activation (ShuffleNetV2's) and one
+    with relu (MobileNetV3-Small's); MobileNetV2's relu6 (a clip) fused into a wide strided,
+    padded conv and into wide depthwise convs, strided and not; and on a fourth input an fc
+    with hard-swish (MobileNetV3-Small's classifier)."""
     rng = np.random.default_rng(0)
     c = 64
 
@@ -222,6 +225,11 @@ def paths_net() -> onnx.ModelProto:
         init("w6", (16, c, 3, 3)), init("b6", (16,)),
         init("w7", (8, c, 1, 1)), init("b7", (8,)), init("w8", (32, c, 3, 3)), init("b8", (32,)),
         init("w9", (16, 1, 3, 3)), init("b9", (16,)),
+        init("w10", (32, c, 3, 3)), init("b10", (32,)), init("w11", (c, 1, 3, 3)),
+        init("b11", (c,)), init("w12", (c, 1, 3, 3)), init("b12", (c,)),
+        init("w13", (16, 1, 3, 3)), init("b13", (16,)), init("w14", (32, c)), init("b14", (32,)),
+        numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+        numpy_helper.from_array(np.array(6.0, np.float32), "six"),
     ]  # fmt: skip
     node = helper.make_node
     nodes = [
@@ -239,6 +247,16 @@ def paths_net() -> onnx.ModelProto:
         node("Conv", ["x", "w8", "b8"], ["c8"], name="conv_stride_relu", pads=[1, 1, 1, 1], strides=[2, 2]),
         node("Relu", ["c8"], ["y5"], name="conv_stride_relu_relu"),
         node("Conv", ["d", "w9", "b9"], ["y6"], name="conv_depthwise_narrow", group=16, pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Conv", ["x", "w10", "b10"], ["c10"], name="conv_stride_clip", pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Clip", ["c10", "zero", "six"], ["y7"], name="conv_stride_clip_clip"),
+        node("Conv", ["x", "w11", "b11"], ["c11"], name="conv_depthwise_clip", group=c, pads=[1, 1, 1, 1]),
+        node("Clip", ["c11", "zero", "six"], ["y8"], name="conv_depthwise_clip_clip"),
+        node("Conv", ["x", "w12", "b12"], ["c12"], name="conv_depthwise_stride_clip", group=c, pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Clip", ["c12", "zero", "six"], ["y9"], name="conv_depthwise_stride_clip_clip"),
+        node("Conv", ["d", "w13", "b13"], ["c13"], name="conv_depthwise_narrow_relu", group=16, pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Relu", ["c13"], ["y10"], name="conv_depthwise_narrow_relu_relu"),
+        node("Gemm", ["f", "w14", "b14"], ["g14"], name="fc_hardswish", transB=1),
+        node("HardSwish", ["g14"], ["y11"], name="fc_hardswish_hardswish"),
     ]  # fmt: skip
     graph = helper.make_graph(
         nodes,
@@ -247,6 +265,7 @@ def paths_net() -> onnx.ModelProto:
             helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 8, 8]),
             helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 8192, 3, 3]),
             helper.make_tensor_value_info("d", TensorProto.FLOAT, [1, 16, 8, 8]),
+            helper.make_tensor_value_info("f", TensorProto.FLOAT, [1, c]),
         ],
         [
             helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 4, 4]),
@@ -255,6 +274,11 @@ def paths_net() -> onnx.ModelProto:
             helper.make_tensor_value_info("y4", TensorProto.FLOAT, [1, 8, 8, 8]),
             helper.make_tensor_value_info("y5", TensorProto.FLOAT, [1, 32, 4, 4]),
             helper.make_tensor_value_info("y6", TensorProto.FLOAT, [1, 16, 4, 4]),
+            helper.make_tensor_value_info("y7", TensorProto.FLOAT, [1, 32, 4, 4]),
+            helper.make_tensor_value_info("y8", TensorProto.FLOAT, [1, c, 8, 8]),
+            helper.make_tensor_value_info("y9", TensorProto.FLOAT, [1, c, 4, 4]),
+            helper.make_tensor_value_info("y10", TensorProto.FLOAT, [1, 16, 4, 4]),
+            helper.make_tensor_value_info("y11", TensorProto.FLOAT, [1, 32]),
         ],
         inits,
     )
