@@ -209,7 +209,8 @@ def paths_net() -> onnx.ModelProto:
     narrow strided, padded depthwise conv with bias and no activation (ShuffleNetV2's) and one
     with relu (MobileNetV3-Small's); MobileNetV2's relu6 (a clip) fused into a wide strided,
     padded conv and into wide depthwise convs, strided and not; and on a fourth input an fc
-    with hard-swish (MobileNetV3-Small's classifier)."""
+    with hard-swish (MobileNetV3-Small's classifier); EfficientNet-B0's wide 1x1 conv with bias
+    and sigmoid, and its depthwise convs with SiLU (x * sigmoid(x)), strided and not."""
     rng = np.random.default_rng(0)
     c = 64
 
@@ -228,6 +229,8 @@ def paths_net() -> onnx.ModelProto:
         init("w10", (32, c, 3, 3)), init("b10", (32,)), init("w11", (c, 1, 3, 3)),
         init("b11", (c,)), init("w12", (c, 1, 3, 3)), init("b12", (c,)),
         init("w13", (16, 1, 3, 3)), init("b13", (16,)), init("w14", (32, c)), init("b14", (32,)),
+        init("w15", (32, c, 1, 1)), init("b15", (32,)), init("w16", (c, 1, 3, 3)),
+        init("b16", (c,)), init("w17", (c, 1, 3, 3)), init("b17", (c,)),
         numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
         numpy_helper.from_array(np.array(6.0, np.float32), "six"),
     ]  # fmt: skip
@@ -257,6 +260,14 @@ def paths_net() -> onnx.ModelProto:
         node("Relu", ["c13"], ["y10"], name="conv_depthwise_narrow_relu_relu"),
         node("Gemm", ["f", "w14", "b14"], ["g14"], name="fc_hardswish", transB=1),
         node("HardSwish", ["g14"], ["y11"], name="fc_hardswish_hardswish"),
+        node("Conv", ["x", "w15", "b15"], ["c15"], name="conv_1x1_sigmoid"),
+        node("Sigmoid", ["c15"], ["y12"], name="conv_1x1_sigmoid_sigmoid"),
+        node("Conv", ["x", "w16", "b16"], ["c16"], name="conv_depthwise_silu", group=c, pads=[1, 1, 1, 1]),
+        node("Sigmoid", ["c16"], ["s16"], name="conv_depthwise_silu_sigmoid"),
+        node("Mul", ["c16", "s16"], ["y13"], name="conv_depthwise_silu_mul"),
+        node("Conv", ["x", "w17", "b17"], ["c17"], name="conv_depthwise_stride_silu", group=c, pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Sigmoid", ["c17"], ["s17"], name="conv_depthwise_stride_silu_sigmoid"),
+        node("Mul", ["c17", "s17"], ["y14"], name="conv_depthwise_stride_silu_mul"),
     ]  # fmt: skip
     graph = helper.make_graph(
         nodes,
@@ -279,6 +290,9 @@ def paths_net() -> onnx.ModelProto:
             helper.make_tensor_value_info("y9", TensorProto.FLOAT, [1, c, 4, 4]),
             helper.make_tensor_value_info("y10", TensorProto.FLOAT, [1, 16, 4, 4]),
             helper.make_tensor_value_info("y11", TensorProto.FLOAT, [1, 32]),
+            helper.make_tensor_value_info("y12", TensorProto.FLOAT, [1, 32, 8, 8]),
+            helper.make_tensor_value_info("y13", TensorProto.FLOAT, [1, c, 8, 8]),
+            helper.make_tensor_value_info("y14", TensorProto.FLOAT, [1, c, 4, 4]),
         ],
         inits,
     )
@@ -292,9 +306,10 @@ def blocks_net() -> onnx.ModelProto:
     one, the last block of a strided, padded conv with relu, and a max of two tensors
     (`binary`); and in the forms only Inception v1 and v2 ran: the last block of a narrow conv
     with relu (padded 3x3 and unpadded 1x1), of a strided, padded conv with no activation
-    (wide, and narrow with a bias in its first block); and the last block of a 1x1 conv with
-    sigmoid (LR-ASPP's). With it, those four light models need no interpreter run of their
-    own."""
+    (wide, and narrow with a bias in its first block); and the forms of zoo models: the last
+    block of a 1x1 conv with sigmoid (LR-ASPP's), the blocks of a narrow 1x1 conv with SiLU and
+    of one with a bias and no activation (EfficientNet-B0's). With it, those models need no
+    interpreter run of their own."""
     rng = np.random.default_rng(0)
     c = 1024
 
@@ -318,12 +333,17 @@ def blocks_net() -> onnx.ModelProto:
         node("Conv", ["q", "w8"], ["y8"], name="conv_stride_linear_blocks", pads=[1, 1, 1, 1], strides=[2, 2]),
         node("Conv", ["p", "w9"], ["c9"], name="conv_1x1_sigmoid_blocks"),
         node("Sigmoid", ["c9"], ["y9"], name="conv_1x1_sigmoid_blocks_sigmoid"),
+        node("Conv", ["p", "w10"], ["c10"], name="conv_narrow_1x1_silu_blocks"),
+        node("Sigmoid", ["c10"], ["s10"], name="conv_narrow_1x1_silu_blocks_sigmoid"),
+        node("Mul", ["c10", "s10"], ["y10"], name="conv_narrow_1x1_silu_blocks_mul"),
+        node("Conv", ["p", "w11", "b11"], ["y11"], name="conv_narrow_1x1_bias_blocks"),
     ]  # fmt: skip
     inits = [
         init("w1", (64, c, 1, 1)), init("w2", (64, c, 3, 3)), init("w3", (16, c, 3, 3)),
         init("w4", (64, c, 3, 3)),
         init("w5", (16, c, 3, 3)), init("w6", (16, c, 1, 1)), init("w7", (16, c, 3, 3)),
         init("b7", (16,)), init("w8", (64, c, 3, 3)), init("w9", (64, c, 1, 1)),
+        init("w10", (16, c, 1, 1)), init("w11", (16, c, 1, 1)), init("b11", (16,)),
     ]  # fmt: skip
     value = helper.make_tensor_value_info
     graph = helper.make_graph(
@@ -340,6 +360,8 @@ def blocks_net() -> onnx.ModelProto:
             value("y7", TensorProto.FLOAT, [1, 16, 2, 2]),
             value("y8", TensorProto.FLOAT, [1, 64, 2, 2]),
             value("y9", TensorProto.FLOAT, [1, 64, 2, 16]),
+            value("y10", TensorProto.FLOAT, [1, 16, 2, 16]),
+            value("y11", TensorProto.FLOAT, [1, 16, 2, 16]),
         ],
         inits,
     )

@@ -56,7 +56,6 @@ FAST_MODELS = frozenset({"squeezenet1_1"})
 RUN_MODELS = tuple(n for n in ZOO_MODELS if n not in zoo_report.PARTITION_ONLY_IN_SUITE)
 ENGINE_IDENTITY_MODELS = frozenset(
     {
-        "efficientnet_b0",
         "deeplabv3_mobilenet_v3_large",
         "yolov5n",
         "vit_tiny_patch16_224",
@@ -71,7 +70,7 @@ a dilated conv, an activation fused into a depthwise or grouped conv, a table or
 own. The rest of `RUN_MODELS` run only paths these, the engine corpus and the light models'
 identity builds run, at other sizes (`test_zoo_model_engine_paths_are_covered`; the corpus's
 `helpers.paths_net` and `blocks_net` hold the paths MobileNetV2, MobileNetV3-Small,
-RegNetY-400MF, ShuffleNetV2 and LR-ASPP used to be the only ones to run); their interpreter runs cost the suite minutes (ResNet-50
+EfficientNet-B0, RegNetY-400MF, ShuffleNetV2 and LR-ASPP used to be the only ones to run); their interpreter runs cost the suite minutes (ResNet-50
 30 s, DenseNet-121 27 s on 2 cores)."""
 KINDS = ("classifier", "segmentation", "detector", "encoder", "recognizer", "audio")
 FEW_REGION_MODELS = tuple(
