@@ -101,6 +101,40 @@ def run_on_both_engines(lib, x: np.ndarray) -> list[np.ndarray]:
     return outputs[0]
 
 
+def flatten_outputs(value) -> list[np.ndarray]:
+    """The arrays of a Relax VM result (a tensor, or nested tuples of them), in order."""
+    import tvm
+
+    if isinstance(value, tvm.runtime.Tensor):
+        return [value.numpy()]
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "Array":
+        return [array for item in value for array in flatten_outputs(item)]
+    return [np.asarray(value)]
+
+
+def run_model_on_both_engines(lib, inputs) -> int:
+    """Run the VM on `inputs` on the interpreter, then twice on the Numba engine (the second
+    run is warm: its weight cache packed, the DMAs only constant weights read skipped),
+    require the same output bytes; returns the number of simulator runs per engine run."""
+    import tvm
+    from tvm import relax
+
+    from mrvl.sim import simulator_wall_time, use_engine
+
+    vm = relax.VirtualMachine(lib, tvm.cpu())
+    args = [tvm.runtime.tensor(np.asarray(x)) for x in inputs]
+    outputs, calls = [], []
+    for engine in ("interp", "numba", "numba"):
+        with use_engine(engine), simulator_wall_time() as spent:
+            outputs.append(flatten_outputs(vm["main"](*args)))
+        calls.append(spent.calls)
+        assert set(spent.by_engine) == {engine}
+    assert calls[0] == calls[1] == calls[2] > 0, "nothing ran on the simulator"
+    assert_same_bytes(outputs[0], outputs[1])
+    assert_same_bytes(outputs[0], outputs[2])
+    return calls[1]
+
+
 def assert_fp16_rule(lib, onnx_model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> None:
     """`main` of a built library on `feeds` agrees with onnxruntime by the fp16 rule."""
     import tvm
@@ -169,7 +203,14 @@ def paths_net() -> onnx.ModelProto:
     input a strided, unpadded conv with relu over 8192 channels, too wide for one tile's OCM
     with even one output channel, so it is cut into input-channel blocks (fp32 partial sums)
     as ZFNet-512's layers are, and a narrow strided, unpadded conv with relu in one block (as
-    ZFNet-512's are when the tiling search keeps a layer's input channels whole)."""
+    ZFNet-512's are when the tiling search keeps a layer's input channels whole). Then paths
+    only some zoo models ran: a narrow 1x1 conv with bias and sigmoid (RegNetY's squeeze-
+    excitation), a wide strided, padded conv with bias and relu, and on a third input a
+    narrow strided, padded depthwise conv with bias and no activation (ShuffleNetV2's) and one
+    with relu (MobileNetV3-Small's); MobileNetV2's relu6 (a clip) fused into a wide strided,
+    padded conv and into wide depthwise convs, strided and not; and on a fourth input an fc
+    with hard-swish (MobileNetV3-Small's classifier); EfficientNet-B0's wide 1x1 conv with bias
+    and sigmoid, and its depthwise convs with SiLU (x * sigmoid(x)), strided and not."""
     rng = np.random.default_rng(0)
     c = 64
 
@@ -183,6 +224,15 @@ def paths_net() -> onnx.ModelProto:
         init("w3", (c, c, 1, 1)), init("w4", (c, c, 3, 3)),
         init("w5", (32, 8192, 3, 3)), init("b5", (32,)),
         init("w6", (16, c, 3, 3)), init("b6", (16,)),
+        init("w7", (8, c, 1, 1)), init("b7", (8,)), init("w8", (32, c, 3, 3)), init("b8", (32,)),
+        init("w9", (16, 1, 3, 3)), init("b9", (16,)),
+        init("w10", (32, c, 3, 3)), init("b10", (32,)), init("w11", (c, 1, 3, 3)),
+        init("b11", (c,)), init("w12", (c, 1, 3, 3)), init("b12", (c,)),
+        init("w13", (16, 1, 3, 3)), init("b13", (16,)), init("w14", (32, c)), init("b14", (32,)),
+        init("w15", (32, c, 1, 1)), init("b15", (32,)), init("w16", (c, 1, 3, 3)),
+        init("b16", (c,)), init("w17", (c, 1, 3, 3)), init("b17", (c,)),
+        numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+        numpy_helper.from_array(np.array(6.0, np.float32), "six"),
     ]  # fmt: skip
     node = helper.make_node
     nodes = [
@@ -195,6 +245,29 @@ def paths_net() -> onnx.ModelProto:
         node("Relu", ["c5"], ["y2"], name="conv_blocks_relu"),
         node("Conv", ["x", "w6", "b6"], ["c6"], name="conv_narrow", strides=[2, 2]),
         node("Relu", ["c6"], ["y3"], name="conv_narrow_relu"),
+        node("Conv", ["x", "w7", "b7"], ["c7"], name="conv_narrow_sigmoid"),
+        node("Sigmoid", ["c7"], ["y4"], name="conv_narrow_sigmoid_sigmoid"),
+        node("Conv", ["x", "w8", "b8"], ["c8"], name="conv_stride_relu", pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Relu", ["c8"], ["y5"], name="conv_stride_relu_relu"),
+        node("Conv", ["d", "w9", "b9"], ["y6"], name="conv_depthwise_narrow", group=16, pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Conv", ["x", "w10", "b10"], ["c10"], name="conv_stride_clip", pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Clip", ["c10", "zero", "six"], ["y7"], name="conv_stride_clip_clip"),
+        node("Conv", ["x", "w11", "b11"], ["c11"], name="conv_depthwise_clip", group=c, pads=[1, 1, 1, 1]),
+        node("Clip", ["c11", "zero", "six"], ["y8"], name="conv_depthwise_clip_clip"),
+        node("Conv", ["x", "w12", "b12"], ["c12"], name="conv_depthwise_stride_clip", group=c, pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Clip", ["c12", "zero", "six"], ["y9"], name="conv_depthwise_stride_clip_clip"),
+        node("Conv", ["d", "w13", "b13"], ["c13"], name="conv_depthwise_narrow_relu", group=16, pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Relu", ["c13"], ["y10"], name="conv_depthwise_narrow_relu_relu"),
+        node("Gemm", ["f", "w14", "b14"], ["g14"], name="fc_hardswish", transB=1),
+        node("HardSwish", ["g14"], ["y11"], name="fc_hardswish_hardswish"),
+        node("Conv", ["x", "w15", "b15"], ["c15"], name="conv_1x1_sigmoid"),
+        node("Sigmoid", ["c15"], ["y12"], name="conv_1x1_sigmoid_sigmoid"),
+        node("Conv", ["x", "w16", "b16"], ["c16"], name="conv_depthwise_silu", group=c, pads=[1, 1, 1, 1]),
+        node("Sigmoid", ["c16"], ["s16"], name="conv_depthwise_silu_sigmoid"),
+        node("Mul", ["c16", "s16"], ["y13"], name="conv_depthwise_silu_mul"),
+        node("Conv", ["x", "w17", "b17"], ["c17"], name="conv_depthwise_stride_silu", group=c, pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Sigmoid", ["c17"], ["s17"], name="conv_depthwise_stride_silu_sigmoid"),
+        node("Mul", ["c17", "s17"], ["y14"], name="conv_depthwise_stride_silu_mul"),
     ]  # fmt: skip
     graph = helper.make_graph(
         nodes,
@@ -202,11 +275,24 @@ def paths_net() -> onnx.ModelProto:
         [
             helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 8, 8]),
             helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 8192, 3, 3]),
+            helper.make_tensor_value_info("d", TensorProto.FLOAT, [1, 16, 8, 8]),
+            helper.make_tensor_value_info("f", TensorProto.FLOAT, [1, c]),
         ],
         [
             helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 4, 4]),
             helper.make_tensor_value_info("y2", TensorProto.FLOAT, [1, 32, 1, 1]),
             helper.make_tensor_value_info("y3", TensorProto.FLOAT, [1, 16, 3, 3]),
+            helper.make_tensor_value_info("y4", TensorProto.FLOAT, [1, 8, 8, 8]),
+            helper.make_tensor_value_info("y5", TensorProto.FLOAT, [1, 32, 4, 4]),
+            helper.make_tensor_value_info("y6", TensorProto.FLOAT, [1, 16, 4, 4]),
+            helper.make_tensor_value_info("y7", TensorProto.FLOAT, [1, 32, 4, 4]),
+            helper.make_tensor_value_info("y8", TensorProto.FLOAT, [1, c, 8, 8]),
+            helper.make_tensor_value_info("y9", TensorProto.FLOAT, [1, c, 4, 4]),
+            helper.make_tensor_value_info("y10", TensorProto.FLOAT, [1, 16, 4, 4]),
+            helper.make_tensor_value_info("y11", TensorProto.FLOAT, [1, 32]),
+            helper.make_tensor_value_info("y12", TensorProto.FLOAT, [1, 32, 8, 8]),
+            helper.make_tensor_value_info("y13", TensorProto.FLOAT, [1, c, 8, 8]),
+            helper.make_tensor_value_info("y14", TensorProto.FLOAT, [1, c, 4, 4]),
         ],
         inits,
     )
@@ -218,7 +304,12 @@ def blocks_net() -> onnx.ModelProto:
     tile, in the forms DenseNet-121 and ResNet-50 run and the other corpus models do not: the
     first block of a bias-free 1x1 conv and of a padded 3x3 one, a narrow (16-channel) padded
     one, the last block of a strided, padded conv with relu, and a max of two tensors
-    (`binary`). With it, those two light models need no interpreter run of their own."""
+    (`binary`); and in the forms only Inception v1 and v2 ran: the last block of a narrow conv
+    with relu (padded 3x3 and unpadded 1x1), of a strided, padded conv with no activation
+    (wide, and narrow with a bias in its first block); and the forms of zoo models: the last
+    block of a 1x1 conv with sigmoid (LR-ASPP's), the blocks of a narrow 1x1 conv with SiLU and
+    of one with a bias and no activation (EfficientNet-B0's). With it, those models need no
+    interpreter run of their own."""
     rng = np.random.default_rng(0)
     c = 1024
 
@@ -234,10 +325,25 @@ def blocks_net() -> onnx.ModelProto:
         node("Conv", ["q", "w3"], ["y3"], name="conv_narrow_blocks", pads=[1, 1, 1, 1]),
         node("Conv", ["q", "w4"], ["c4"], name="conv_stride_blocks", pads=[1, 1, 1, 1], strides=[2, 2]),
         node("Relu", ["c4"], ["y4"], name="conv_stride_blocks_relu"),
+        node("Conv", ["q", "w5"], ["c5"], name="conv_narrow_relu_blocks", pads=[1, 1, 1, 1]),
+        node("Relu", ["c5"], ["y5"], name="conv_narrow_relu_blocks_relu"),
+        node("Conv", ["p", "w6"], ["c6"], name="conv_narrow_1x1_relu_blocks"),
+        node("Relu", ["c6"], ["y6"], name="conv_narrow_1x1_relu_blocks_relu"),
+        node("Conv", ["q", "w7", "b7"], ["y7"], name="conv_narrow_stride_blocks", pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Conv", ["q", "w8"], ["y8"], name="conv_stride_linear_blocks", pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Conv", ["p", "w9"], ["c9"], name="conv_1x1_sigmoid_blocks"),
+        node("Sigmoid", ["c9"], ["y9"], name="conv_1x1_sigmoid_blocks_sigmoid"),
+        node("Conv", ["p", "w10"], ["c10"], name="conv_narrow_1x1_silu_blocks"),
+        node("Sigmoid", ["c10"], ["s10"], name="conv_narrow_1x1_silu_blocks_sigmoid"),
+        node("Mul", ["c10", "s10"], ["y10"], name="conv_narrow_1x1_silu_blocks_mul"),
+        node("Conv", ["p", "w11", "b11"], ["y11"], name="conv_narrow_1x1_bias_blocks"),
     ]  # fmt: skip
     inits = [
         init("w1", (64, c, 1, 1)), init("w2", (64, c, 3, 3)), init("w3", (16, c, 3, 3)),
         init("w4", (64, c, 3, 3)),
+        init("w5", (16, c, 3, 3)), init("w6", (16, c, 1, 1)), init("w7", (16, c, 3, 3)),
+        init("b7", (16,)), init("w8", (64, c, 3, 3)), init("w9", (64, c, 1, 1)),
+        init("w10", (16, c, 1, 1)), init("w11", (16, c, 1, 1)), init("b11", (16,)),
     ]  # fmt: skip
     value = helper.make_tensor_value_info
     graph = helper.make_graph(
@@ -249,6 +355,13 @@ def blocks_net() -> onnx.ModelProto:
             value("y2", TensorProto.FLOAT, [1, 64, 3, 3]),
             value("y3", TensorProto.FLOAT, [1, 16, 3, 3]),
             value("y4", TensorProto.FLOAT, [1, 64, 2, 2]),
+            value("y5", TensorProto.FLOAT, [1, 16, 3, 3]),
+            value("y6", TensorProto.FLOAT, [1, 16, 2, 16]),
+            value("y7", TensorProto.FLOAT, [1, 16, 2, 2]),
+            value("y8", TensorProto.FLOAT, [1, 64, 2, 2]),
+            value("y9", TensorProto.FLOAT, [1, 64, 2, 16]),
+            value("y10", TensorProto.FLOAT, [1, 16, 2, 16]),
+            value("y11", TensorProto.FLOAT, [1, 16, 2, 16]),
         ],
         inits,
     )
@@ -325,6 +438,39 @@ def assert_features_pinned(key: str, features: set[tuple]) -> None:
         f"{sorted(features - pinned)}, gone: {sorted(pinned - features)}); re-record with "
         f"scripts/engine_features.py --record {key}"
     )
+
+
+# ---------------------------------------------------------- conformance cases on both engines
+
+CONFORMANCE_ENGINE_CASES = frozenset(
+    {
+        "test_conv_with_strides_and_asymmetric_padding+const",
+        "test_maxpool_2d_ceil",
+        "test_averagepool_2d_pads_count_include_pad",
+        "test_globalaveragepool",
+        "test_gemm_all_attributes+const",
+        "test_batchnorm_example+const",
+        "test_concat_2d_axis_1",
+    }
+)
+"""Offloaded ONNX node conformance cases of several kinds that run on both engines by
+default, one test each (tests/sim/test_engines_models.py); the other offloaded cases are
+compared by one `slow` test (tests/conformance/test_node_conformance.py)."""
+
+
+def conformance_partitioned(case, num_tiles: int = 8):
+    """A conformance case imported and partitioned, or None if mrvl rejects it (the
+    conformance suite reports those: tests/conformance)."""
+    import warnings
+
+    import mrvl
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return mrvl.partition_for_mrvl(mrvl.from_onnx(case.model), num_tiles=num_tiles)
+    except mrvl.MrvlError:
+        return None
 
 
 def warm_simulator() -> None:

@@ -5,6 +5,10 @@ Every case of the ops issue 3 lists goes ONNX → `mrvl.from_onnx` → `partitio
 a case whose node ran on the MLIP must meet the fp16 acceptance rule (DESIGN §9), a case that
 fell back to TVM's CPU build must be exact within float32 tolerance. A case may fail only if
 `KNOWN_FAILURES` names it, with the reason.
+
+When the `slow` test of the engines is selected, every case's build with an MLIP region also
+runs on both simulator engines as it is built (before the conformance run), and that test
+collects the outcomes: one import, partition and build per case for both checks.
 """
 
 from __future__ import annotations
@@ -12,12 +16,16 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import CONFORMANCE_ENGINE_CASES, conformance_partitioned, run_model_on_both_engines
 
+import mrvl
 from mrvl.accuracy import fp16_agreement
+from mrvl.placement import is_region
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,9 +121,49 @@ def _param(case):
     return pytest.param(case, id=case.id, marks=marks)
 
 
+ENGINES_TEST = "test_every_offloaded_conformance_case_engines_agree"
+
+ENGINE_OUTCOMES: dict[str, str | None] = {}
+"""Per case `test_node_case` built with the engines test selected: None if both engines gave
+the same bytes, "cpu only" if the partition has no region (nothing to compare), else what
+differed. Read by the engines test, which builds and compares itself the cases missing
+here."""
+
+
+@contextmanager
+def engines_compared_on_build(case):
+    """While `run_case` runs: its `mrvl.build` result, if the partition has a region, runs on
+    both engines right away (the Numba engine's first run cold, as in a build of its own),
+    the outcome kept in `ENGINE_OUTCOMES` (the case's own test must not fail for it, nor an
+    xfail hide it)."""
+    real_build = mrvl.build
+
+    def build(mod, *args, **kwargs):
+        lib = real_build(mod, *args, **kwargs)
+        outcome = "cpu only"
+        if any(is_region(func) for func in mod.functions.values()):
+            try:
+                assert lib.mrvl_regions, "a region in the partition, none in the build"
+                run_model_on_both_engines(lib, case.inputs)
+                outcome = None
+            except Exception as err:  # noqa: BLE001 - reported by the engines test
+                outcome = f"{type(err).__name__}: {err}"
+        ENGINE_OUTCOMES[case.id] = outcome
+        return lib
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mrvl, "build", build)
+        yield
+
+
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
-def test_node_case(case):
-    result = conformance.run_case(case)
+def test_node_case(case, request):
+    compare = case.id not in CONFORMANCE_ENGINE_CASES  # those have tests of their own
+    if compare and any(item.name == ENGINES_TEST for item in request.session.items):
+        with engines_compared_on_build(case):
+            result = conformance.run_case(case)
+    else:
+        result = conformance.run_case(case)
     if result.error:
         pytest.fail(result.error)
     expected = [np.asarray(x) for x in case.outputs]
@@ -154,3 +202,56 @@ def test_known_failures_do_not_hide_const_variants_by_accident():
             for pattern in KNOWN_FAILURES:
                 if re.fullmatch(pattern, case.id):
                     assert r"\+const" in pattern, f"{pattern!r} matches {case.id}"
+
+
+MIN_COMPARED_CASES = 110
+"""Floor on the conformance cases with a region (124 with onnx 1.23 when this was written):
+guards against the selection silently becoming empty."""
+
+
+@pytest.mark.slow
+def test_every_offloaded_conformance_case_engines_agree(record_property):
+    """Every case with a region (by the partition; CPU-only cases are not compared) gives the
+    same output bytes on both engines, except `CONFORMANCE_ENGINE_CASES` (tests of their own
+    in tests/sim/test_engines_models.py). The outcomes of `test_node_case`'s builds, which
+    run before this test in its unit of work; a case not built there is built here."""
+    compared, cpu_only, rejected, differ = [], [], [], []
+    for case in CASES:
+        if case.id in CONFORMANCE_ENGINE_CASES:
+            continue  # a test of its own
+        if case.id in ENGINE_OUTCOMES:
+            outcome = ENGINE_OUTCOMES[case.id]
+            if outcome == "cpu only":
+                cpu_only.append(case.id)
+                continue
+            if outcome is not None:
+                differ.append(f"{case.id}: {outcome}")
+            compared.append(case.id)
+            continue
+        mod = conformance_partitioned(case)
+        if mod is None:
+            rejected.append(case.id)
+            continue
+        if not any(is_region(func) for func in mod.functions.values()):
+            cpu_only.append(case.id)
+            continue
+        try:
+            lib = mrvl.build(mod)
+        except mrvl.MrvlError:
+            rejected.append(case.id)
+            continue
+        assert lib.mrvl_regions, f"{case.id}: a region in the partition, none in the build"
+        try:
+            run_model_on_both_engines(lib, case.inputs)
+        except AssertionError as err:
+            differ.append(f"{case.id}: {err}")
+        compared.append(case.id)
+    total = len(compared) + len(CONFORMANCE_ENGINE_CASES)
+    record_property("compared_cases", total)
+    print(
+        f"\n{total} conformance cases compared on both engines ({len(ENGINE_OUTCOMES)} on the "
+        f"builds of test_node_case); {len(cpu_only)} CPU-only and {len(rejected)} rejected by "
+        "mrvl not run"
+    )
+    assert not differ, "\n".join(differ)
+    assert total >= MIN_COMPARED_CASES, f"only {total} conformance cases have a region"

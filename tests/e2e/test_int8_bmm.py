@@ -12,6 +12,7 @@ import onnxruntime as ort
 import pytest
 import tvm
 from helpers import float_model
+from int8_builders import assert_region_engines_agree, qdq_build, steps_off_onnxruntime
 from onnx import TensorProto, numpy_helper
 from onnx import helper as oh
 from tvm import relax
@@ -66,8 +67,7 @@ def feeds(count: int, seed: int) -> list[dict[str, np.ndarray]]:
 @pytest.fixture(scope="module")
 def attention_build():
     qdq = mrvl.quantize(attention_block(), feeds(16, seed=1))
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=2)
-    return qdq, mrvl.partition_report(mod, qdq), mrvl.build(mod, target="llvm", num_tiles=2)
+    return (qdq, *qdq_build(qdq, num_tiles=2))
 
 
 def test_attention_products_are_qbmm_in_the_one_region(attention_build):
@@ -90,18 +90,7 @@ def _output_scale(qdq) -> float:
 
 def test_attention_is_within_three_steps_of_onnxruntime(attention_build):
     qdq, _, lib = attention_build
-    vm = relax.VirtualMachine(lib, tvm.cpu())
-    session = ort.InferenceSession(qdq.SerializeToString())
-    scale = _output_scale(qdq)
-    steps = np.concatenate(
-        [
-            np.rint(
-                np.abs(vm["main"](tvm.runtime.tensor(f["x"])).numpy() - session.run(None, f)[0])
-                / scale
-            ).ravel()
-            for f in feeds(4, seed=7)
-        ]
-    )
+    steps = steps_off_onnxruntime(qdq, lib, feeds(4, seed=7), _output_scale(qdq))
     print(
         f"attention: exact {(steps == 0).mean():.4f}, <=1 {(steps <= 1).mean():.4f}, max {steps.max():.0f}"
     )
@@ -109,14 +98,8 @@ def test_attention_is_within_three_steps_of_onnxruntime(attention_build):
 
 
 def test_attention_region_is_bit_identical_on_both_engines(attention_build):
-    from mrvl.sim import run
-
     _, _, lib = attention_build
-    (region,) = lib.mrvl_regions
-    x = feeds(1, seed=5)[0]["x"]
-    by_interp = run(region.binary, [x], engine="interp")
-    by_numba = run(region.binary, [x], engine="numba")
-    assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
+    assert_region_engines_agree(lib, [feeds(1, seed=5)[0]["x"]])
 
 
 def vit_qkv_block(seed: int = 0, pick: str = "split") -> onnx.ModelProto:

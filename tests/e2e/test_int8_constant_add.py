@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
-import tvm
 from helpers import float_model
+from int8_builders import (
+    assert_region_engines_agree,
+    output_scale,
+    qdq_build,
+    steps_off_onnxruntime,
+)
 from onnx import helper as oh
 from onnx import numpy_helper
-from tvm import relax
 
 import mrvl
 
@@ -49,8 +52,7 @@ def bias_qdq():
 
 @pytest.fixture(scope="module")
 def bias_build(bias_qdq):
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(bias_qdq), num_tiles=2)
-    return mrvl.partition_report(mod, bias_qdq), mrvl.build(mod, target="llvm", num_tiles=2)
+    return qdq_build(bias_qdq, num_tiles=2)
 
 
 def test_the_bias_add_is_a_qadd_in_the_one_region(bias_build):
@@ -65,33 +67,14 @@ def test_the_bias_add_is_a_qadd_in_the_one_region(bias_build):
 
 def test_the_bias_add_is_within_one_step_of_onnxruntime(bias_qdq, bias_build):
     _, lib = bias_build
-    vm = relax.VirtualMachine(lib, tvm.cpu())
-    session = ort.InferenceSession(bias_qdq.SerializeToString())
-    inits = {i.name: numpy_helper.to_array(i) for i in bias_qdq.graph.initializer}
-    dq = next(n for n in bias_qdq.graph.node if "y" in n.output)
-    scale = float(inits[dq.input[1]])
-    steps = np.concatenate(
-        [
-            np.rint(
-                np.abs(vm["main"](tvm.runtime.tensor(f["x"])).numpy() - session.run(None, f)[0])
-                / scale
-            ).ravel()
-            for f in feeds(4, seed=13)
-        ]
-    )
+    steps = steps_off_onnxruntime(bias_qdq, lib, feeds(4, seed=13), output_scale(bias_qdq))
     print(f"bias add: exact {(steps == 0).mean():.4f}, max {steps.max():.0f}")
     assert steps.max() <= 1, steps.max()
 
 
 def test_the_bias_add_region_is_bit_identical_on_both_engines(bias_build):
-    from mrvl.sim import run
-
     _, lib = bias_build
-    (region,) = lib.mrvl_regions
-    x = feeds(1, seed=5)[0]["x"]
-    by_interp = run(region.binary, [x], engine="interp")
-    by_numba = run(region.binary, [x], engine="numba")
-    assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
+    assert_region_engines_agree(lib, [feeds(1, seed=5)[0]["x"]])
 
 
 def test_an_add_of_a_float_constant_runs_in_fp16_between_edges_never_int8(bias_qdq):

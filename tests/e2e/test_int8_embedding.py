@@ -15,6 +15,12 @@ import onnxruntime as ort
 import pytest
 import tvm
 from helpers import float_model
+from int8_builders import (
+    assert_region_engines_agree,
+    output_scale,
+    qdq_build,
+    steps_off_onnxruntime,
+)
 from onnx import helper as oh
 from onnx import numpy_helper
 from tvm import relax
@@ -64,8 +70,7 @@ def feeds(count: int, seed: int) -> list[dict[str, np.ndarray]]:
 @pytest.fixture(scope="module")
 def embedding_build():
     qdq = mrvl.quantize(embedding_tail(), feeds(16, seed=1))
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=1)
-    return qdq, mrvl.partition_report(mod, qdq), mrvl.build(mod, target="llvm", num_tiles=1)
+    return (qdq, *qdq_build(qdq, num_tiles=1))
 
 
 def test_rank_2_batch_norm_is_an_int8_depthwise_conv(embedding_build):
@@ -80,31 +85,14 @@ def test_rank_2_batch_norm_is_an_int8_depthwise_conv(embedding_build):
 
 def test_rank_2_batch_norm_is_within_one_step_of_onnxruntime(embedding_build):
     qdq, _, lib = embedding_build
-    vm = relax.VirtualMachine(lib, tvm.cpu())
-    session = ort.InferenceSession(qdq.SerializeToString())
-    inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
-    out_dq = next(n for n in qdq.graph.node if "y" in n.output)
-    scale = float(inits[out_dq.input[1]])
-    steps = np.concatenate(
-        [
-            np.rint(np.abs(vm["main"](tvm.runtime.tensor(f["x"])).numpy() - session.run(None, f)[0])
-                    / scale).ravel()
-            for f in feeds(8, seed=7)
-        ]
-    )  # fmt: skip
+    steps = steps_off_onnxruntime(qdq, lib, feeds(8, seed=7), output_scale(qdq))
     print(f"rank-2 bn: exact {(steps == 0).mean():.4f}, max {steps.max():.0f}")
     assert steps.max() <= 1, steps.max()
 
 
 def test_rank_2_batch_norm_is_bit_identical_on_both_engines(embedding_build):
-    from mrvl.sim import run
-
     _, _, lib = embedding_build
-    (region,) = lib.mrvl_regions
-    x = feeds(1, seed=5)[0]["x"]
-    by_interp = run(region.binary, [x], engine="interp")
-    by_numba = run(region.binary, [x], engine="numba")
-    assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
+    assert_region_engines_agree(lib, [feeds(1, seed=5)[0]["x"]])
 
 
 def test_l2_normalization_after_the_last_quantize_runs_in_fp16_in_the_region():

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 import tvm
+from int8_builders import QdqBuilds, assert_region_engines_agree, output_scale, qdq_build
 from onnx import numpy_helper
 from tvm import relax
 
@@ -31,46 +31,37 @@ from qdq_models import (  # noqa: E402
 LAYERS = ("/conv1/Conv", "/conv2/Conv", "/add/Add", "/pool/GlobalAveragePool", "/fc/Gemm")
 
 
-def output_scale(model: onnx.ModelProto) -> float:
-    """The scale of the DequantizeLinear that makes the model's output."""
-    out = model.graph.output[0].name
-    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-    dq = next(n for n in model.graph.node if out in n.output)
-    assert dq.op_type == "DequantizeLinear"
-    return float(inits[dq.input[1]])
-
-
-def steps(model: onnx.ModelProto, got: np.ndarray, want: np.ndarray) -> np.ndarray:
+def steps(model, got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return np.rint(np.abs(got.astype(np.float64) - want) / output_scale(model))
 
 
-def built(model: onnx.ModelProto, num_tiles: int):
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=num_tiles)
-    ex = mrvl.build(mod, target="llvm")
-    return mrvl.partition_report(mod), relax.VirtualMachine(ex, tvm.cpu())
+def built(model, num_tiles: int):
+    report, lib = qdq_build(model, num_tiles)
+    return report, relax.VirtualMachine(lib, tvm.cpu())
 
 
 @pytest.fixture(scope="module")
 def static_qdq():
-    return quantize_static_qdq(small_cnn())
+    """onnxruntime's QDQ form of `small_cnn`, with its builds (shared by the tests here)."""
+    return QdqBuilds(quantize_static_qdq(small_cnn()))
 
 
 @pytest.fixture(scope="module")
 def mrvl_qdq():
     feeds = calibration(16, seed=2)
-    return mrvl.quantize(small_cnn(), feeds)
+    return QdqBuilds(mrvl.quantize(small_cnn(), feeds))
 
 
-def built_in_one_int8_region(model, num_tiles: int, layers):
+def built_in_one_int8_region(builds: QdqBuilds, num_tiles: int, layers):
     """The built VM of a QDQ model that must be one region with `layers` and all its MACs in
     int8."""
-    report, vm = built(model, num_tiles)
+    report, lib = builds(num_tiles)
     assert len(report.regions) == 1, report
     rows = {r.node: r for r in report.rows}
     for node in layers:
         assert rows[node].dtype == "int8", (node, rows[node])
     assert report.int8_mac_fraction == 1.0
-    return vm
+    return relax.VirtualMachine(lib, tvm.cpu())
 
 
 def steps_on_calibration(model, vm) -> list[np.ndarray]:
@@ -88,11 +79,11 @@ def steps_on_calibration(model, vm) -> list[np.ndarray]:
 @pytest.mark.parametrize("num_tiles", [1, 8])
 @pytest.mark.parametrize("source", ["static_qdq", "mrvl_qdq"])
 def test_qdq_model_runs_in_int8_within_3_steps(source, num_tiles, request):
-    model = request.getfixturevalue(source)
-    vm = built_in_one_int8_region(model, num_tiles, LAYERS)
+    builds = request.getfixturevalue(source)
+    vm = built_in_one_int8_region(builds, num_tiles, LAYERS)
     counts = np.zeros(3)
     total = 0
-    for off in steps_on_calibration(model, vm):
+    for off in steps_on_calibration(builds.model, vm):
         assert off.max() <= 3, off.max()
         counts += [(off == 0).sum(), (off <= 1).sum(), (off <= 3).sum()]
         total += off.size
@@ -102,7 +93,7 @@ def test_qdq_model_runs_in_int8_within_3_steps(source, num_tiles, request):
 
 def test_float_layers_of_a_qdq_model_are_not_fp16_in_disguise(static_qdq):
     """Nothing in the report is float16: every offloaded node of the QDQ model is int8."""
-    report, _ = built(static_qdq, 1)
+    report, _ = static_qdq(1)
     assert {r.dtype for r in report.rows if r.offloaded} == {"int8"}
     assert INPUT_SHAPE == (1, 3, 16, 16)
 
@@ -111,17 +102,12 @@ def test_float_layers_of_a_qdq_model_are_not_fp16_in_disguise(static_qdq):
 def test_int8_region_is_bit_identical_on_both_engines(static_qdq, num_tiles):
     """The interpreter and the Numba engine give the same bytes on the compiled int8 region
     (every int8 instruction the compiler selects: quant, qconv, qadd, qfc, dequant)."""
-    from mrvl.sim import run
-
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(static_qdq), num_tiles=num_tiles)
-    (region,) = mrvl.build(mod, target="llvm").mrvl_regions
+    _, lib = static_qdq(num_tiles)
+    (region,) = lib.mrvl_regions
     opcodes = {ins.opcode for ins in region.program.code}
     assert {"quant", "qconv", "qadd", "qfc", "dequant"} <= opcodes, opcodes
     for feed in calibration(2, seed=5):
-        by_interp = run(region.binary, [feed["x"]], engine="interp")
-        by_numba = run(region.binary, [feed["x"]], engine="numba")
-        for a, b in zip(by_interp, by_numba):
-            assert a.tobytes() == b.tobytes()
+        assert_region_engines_agree(lib, [feed["x"]])
 
 
 @pytest.fixture(scope="module")
@@ -132,9 +118,8 @@ def concat_qdq():
 def test_int8_concat_and_copies_in_one_region(concat_qdq):
     """A concat of inputs at their own scales (`requant` rescales them) and a slice run in int8 in the one region, within 1 step of onnxruntime on the same QDQ model,
     and both engines give the same bytes."""
-    from mrvl.sim import run
-
-    report, vm = built(concat_qdq, 8)
+    report, lib = qdq_build(concat_qdq, 8)
+    vm = relax.VirtualMachine(lib, tvm.cpu())
     assert len(report.regions) == 1, report
     kinds = {r.op_type for r in report.rows if r.dtype == "int8"}
     assert {"Concat", "Slice", "Conv"} <= kinds, kinds
@@ -150,13 +135,9 @@ def test_int8_concat_and_copies_in_one_region(concat_qdq):
     )
     assert off.max() <= 1, off.max()
     print(f"concat: exact {(off == 0).mean():.3f}")
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(concat_qdq), num_tiles=8)
-    (region,) = mrvl.build(mod, target="llvm").mrvl_regions
+    (region,) = lib.mrvl_regions
     assert "requant" in {ins.opcode for ins in region.program.code}
-    x = calibration(1, seed=5)[0]["x"]
-    by_interp = run(region.binary, [x], engine="interp")
-    by_numba = run(region.binary, [x], engine="numba")
-    assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
+    assert_region_engines_agree(lib, [calibration(1, seed=5)[0]["x"]])
 
 
 def test_int8_channel_shuffle_is_one_copy():
@@ -207,7 +188,7 @@ ACTIVATION_LAYERS = (
 def activation_qdq():
     from qdq_models import activation_cnn
 
-    return mrvl.quantize(activation_cnn(), calibration(16, seed=2))
+    return QdqBuilds(mrvl.quantize(activation_cnn(), calibration(16, seed=2)))
 
 
 @pytest.mark.parametrize("num_tiles", [1, 8])
@@ -216,26 +197,21 @@ def test_int8_tables_and_products_in_one_region_within_one_step(activation_qdq, 
     too, the squeeze-excitation gate as qmul: one region, every layer int8, each output within one step of
     onnxruntime running the same QDQ model (the tables are exact; each qmul is within one)."""
     vm = built_in_one_int8_region(activation_qdq, num_tiles, ACTIVATION_LAYERS)
-    off = np.concatenate([o.ravel() for o in steps_on_calibration(activation_qdq, vm)])
+    off = np.concatenate([o.ravel() for o in steps_on_calibration(activation_qdq.model, vm)])
     assert off.max() <= 1, off.max()
     print(f"{num_tiles} tiles: exact {np.mean(off == 0):.3f}, <=1 {np.mean(off <= 1):.3f}")
 
 
 def test_int8_tables_and_products_are_bit_identical_on_both_engines(activation_qdq):
-    from mrvl.sim import run
-
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(activation_qdq), num_tiles=8)
-    (region,) = mrvl.build(mod, target="llvm").mrvl_regions
+    _, lib = activation_qdq(8)
+    (region,) = lib.mrvl_regions
     code = region.program.code
     assert any(i.opcode == "qmul" and i.fields["channels"] > 0 for i in code)  # the SE gate
     # x * sigmoid x is one table (fold_qdq_gated_tables.py), no same-shape qmul
     assert not any(i.opcode == "qmul" and i.fields["channels"] == 0 for i in code)
     assert any(i.opcode == "requant" and i.fields["lut_addr"] != -1 for i in code)  # tables
     for feed in calibration(2, seed=5):
-        by_interp = run(region.binary, [feed["x"]], engine="interp")
-        by_numba = run(region.binary, [feed["x"]], engine="numba")
-        for a, b in zip(by_interp, by_numba):
-            assert a.tobytes() == b.tobytes()
+        assert_region_engines_agree(lib, [feed["x"]])
 
 
 def test_per_channel_int8_prelu_stays_on_the_cpu_with_its_reason():

@@ -12,6 +12,7 @@ import onnxruntime as ort
 import pytest
 import tvm
 from helpers import float_model
+from int8_builders import assert_region_engines_agree, qdq_build
 from onnx import helper as oh
 from onnx import numpy_helper
 from tvm import relax
@@ -53,8 +54,7 @@ def feeds(count: int, seed: int) -> list[dict[str, np.ndarray]]:
 @pytest.fixture(scope="module")
 def layernorm_build():
     qdq = mrvl.quantize(layernorm_block(), feeds(16, seed=1))
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=2)
-    return qdq, mrvl.partition_report(mod, qdq), mrvl.build(mod, target="llvm", num_tiles=2)
+    return (qdq, *qdq_build(qdq, num_tiles=2))
 
 
 def test_the_layernorm_runs_in_fp16_between_dequant_and_quant_in_the_one_region(
@@ -118,11 +118,5 @@ def test_the_layernorm_is_within_one_step_of_the_exact_one(layernorm_build):
 
 
 def test_the_layernorm_region_is_bit_identical_on_both_engines(layernorm_build):
-    from mrvl.sim import run
-
     _, _, lib = layernorm_build
-    (region,) = lib.mrvl_regions
-    x = feeds(1, seed=5)[0]["x"]
-    by_interp = run(region.binary, [x], engine="interp")
-    by_numba = run(region.binary, [x], engine="numba")
-    assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
+    assert_region_engines_agree(lib, [feeds(1, seed=5)[0]["x"]])

@@ -6,6 +6,7 @@ QDQ model, in quantization steps of the output's scale."""
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import tvm
+from int8_builders import assert_region_engines_agree, qdq_build
 from tvm import relax
 
 import mrvl
@@ -27,9 +29,8 @@ from test_int8_end_to_end import steps  # noqa: E402
 def build_and_compare(model, num_tiles: int = 1, inputs: int = 4):
     """The QDQ model's partition report and the largest step of its build's output from
     onnxruntime's on `inputs` seeded inputs."""
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=num_tiles)
-    report = mrvl.partition_report(mod, model)
-    vm = relax.VirtualMachine(mrvl.build(mod, target="llvm"), tvm.cpu())
+    report, lib = qdq_build(model, num_tiles)
+    vm = relax.VirtualMachine(lib, tvm.cpu())
     session = ort.InferenceSession(model.SerializeToString())
     worst = 0.0
     for x in calibration(inputs, seed=11):
@@ -86,16 +87,22 @@ def test_light_qdq_models_build_in_int8(name, regions):
     from mrvl.models.light import random_inputs
 
     qdq = _light_qdq(name)
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=8)
-    report = mrvl.partition_report(mod, qdq)
+    report, lib = qdq_build(qdq, num_tiles=8)
     assert len(report.regions) == regions, report
     assert report.int8_mac_fraction == 1.0
     assert {r.op_type for r in report.on_cpu()} <= {"Softmax", "QuantizeLinear", "DequantizeLinear"}
-    vm = relax.VirtualMachine(mrvl.build(mod, target="llvm"), tvm.cpu())
+    vm = relax.VirtualMachine(lib, tvm.cpu())
     feeds = random_inputs(qdq, seed=5)
     got = vm["main"](*[tvm.runtime.tensor(x) for x in feeds.values()]).numpy()
     want = ort.InferenceSession(qdq.SerializeToString()).run(None, feeds)[0]
     assert steps(qdq, got, want).max() <= 3
+
+
+@functools.cache
+def _affine_qdq(form: str):
+    """`affine_cnn(form=form)` quantized by `mrvl.quantize`, once (both tests of the "bn"
+    form use it)."""
+    return mrvl.quantize(affine_cnn(form=form), calibration(16, seed=2))
 
 
 @pytest.mark.parametrize("form", ["bn", "muladd"])
@@ -103,8 +110,7 @@ def test_per_channel_affine_is_a_depthwise_int8_conv(form):
     """DenseNet's BatchNormalization after a concat (and a Mul + Add by per-channel
     constants) between a dequantize and a quantize runs as a depthwise 1x1 `qconv` in the one
     int8 region (`fold_qdq_affine.py`), within 1 step of onnxruntime's float affine."""
-    model = mrvl.quantize(affine_cnn(form=form), calibration(16, seed=2))
-    report, worst = build_and_compare(model)
+    report, worst = build_and_compare(_affine_qdq(form))
     assert len(report.regions) == 1, report
     rows = {r.node: r.dtype for r in report.rows}
     for node in ["/bn"] if form == "bn" else ["/mul", "/add"]:
@@ -113,18 +119,12 @@ def test_per_channel_affine_is_a_depthwise_int8_conv(form):
 
 
 def test_per_channel_affine_is_bit_identical_on_both_engines():
-    from mrvl.sim import run
-
-    model = mrvl.quantize(affine_cnn(), calibration(16, seed=2))
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=2)
-    (region,) = mrvl.build(mod, target="llvm").mrvl_regions
+    _, lib = qdq_build(_affine_qdq("bn"), num_tiles=2)
+    (region,) = lib.mrvl_regions
     convs = [i for i in region.program.code if i.opcode == "qconv"]
     assert len(convs) >= 3, [i.opcode for i in region.program.code]
     (feed,) = calibration(1, seed=5)
-    by_interp = run(region.binary, [feed["x"]], engine="interp")
-    by_numba = run(region.binary, [feed["x"]], engine="numba")
-    for a, b in zip(by_interp, by_numba):
-        assert a.tobytes() == b.tobytes()
+    assert_region_engines_agree(lib, [feed["x"]])
 
 
 @pytest.mark.parametrize(

@@ -8,13 +8,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
-import onnxruntime as ort
 import pytest
-import tvm
-from tvm import relax
-
-import mrvl
+from int8_builders import (
+    assert_region_engines_agree,
+    output_scale,
+    qdq_build,
+    steps_off_onnxruntime,
+)
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "quantization"))
 from qdq_models import calibration, quantize_static_qdq, resize_cnn  # noqa: E402
@@ -29,8 +29,7 @@ def resize_qdq():
 
 @pytest.fixture(scope="module")
 def resize_build(resize_qdq):
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(resize_qdq), num_tiles=8)
-    return mrvl.partition_report(mod, resize_qdq), mrvl.build(mod, target="llvm")
+    return qdq_build(resize_qdq, num_tiles=8)
 
 
 def test_int8_resizes_run_in_the_one_int8_region(resize_build):
@@ -45,34 +44,13 @@ def test_int8_resizes_run_in_the_one_int8_region(resize_build):
 
 
 def test_int8_resizes_are_within_3_steps_of_onnxruntime(resize_qdq, resize_build):
-    from onnx import numpy_helper
-
     _, lib = resize_build
-    vm = relax.VirtualMachine(lib, tvm.cpu())
-    session = ort.InferenceSession(resize_qdq.SerializeToString())
-    inits = {i.name: numpy_helper.to_array(i) for i in resize_qdq.graph.initializer}
-    dq = next(n for n in resize_qdq.graph.node if "y" in n.output)
-    scale = float(inits[dq.input[1]])
-    off = np.concatenate(
-        [
-            np.rint(
-                np.abs(vm["main"](tvm.runtime.tensor(v["x"])).numpy() - session.run(None, v)[0])
-                / scale
-            ).ravel()
-            for v in calibration(4, seed=11)
-        ]
-    )
+    off = steps_off_onnxruntime(resize_qdq, lib, calibration(4, seed=11), output_scale(resize_qdq))
     print(f"resize_cnn: exact {(off == 0).mean():.4f}, within 1 {(off <= 1).mean():.4f}")
     assert off.max() <= 3, off.max()  # DESIGN §9; each qresize alone is within 1 (sim tests)
     assert (off <= 1).mean() >= 0.99, (off <= 1).mean()
 
 
 def test_int8_resize_region_is_bit_identical_on_both_engines(resize_build):
-    from mrvl.sim import run
-
     _, lib = resize_build
-    (region,) = lib.mrvl_regions
-    x = calibration(1, seed=5)[0]["x"]
-    by_interp = run(region.binary, [x], engine="interp")
-    by_numba = run(region.binary, [x], engine="numba")
-    assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
+    assert_region_engines_agree(lib, [calibration(1, seed=5)[0]["x"]])

@@ -13,10 +13,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import tvm
+from int8_builders import assert_region_engines_agree, qdq_build
 from onnx import numpy_helper
 from tvm import relax
 
-import mrvl
 from mrvl.onnx_shell import with_outputs
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "quantization"))
@@ -34,8 +34,7 @@ def softmax_qdq(request):
 
 @pytest.fixture(scope="module")
 def softmax_build(softmax_qdq):
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(softmax_qdq), num_tiles=1)
-    return mrvl.partition_report(mod, softmax_qdq), mrvl.build(mod, target="llvm")
+    return qdq_build(softmax_qdq, num_tiles=1)
 
 
 def test_the_softmax_runs_in_fp16_between_dequant_and_quant_in_the_one_region(softmax_build):
@@ -89,11 +88,5 @@ def test_the_softmax_is_within_one_step_of_the_exact_one(softmax_qdq, softmax_bu
 
 
 def test_the_softmax_region_is_bit_identical_on_both_engines(softmax_build):
-    from mrvl.sim import run
-
     _, lib = softmax_build
-    (region,) = lib.mrvl_regions
-    x = calibration(1, seed=5)[0]["x"]
-    by_interp = run(region.binary, [x], engine="interp")
-    by_numba = run(region.binary, [x], engine="numba")
-    assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
+    assert_region_engines_agree(lib, [calibration(1, seed=5)[0]["x"]])

@@ -9,12 +9,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 import pytest
-import tvm
+from int8_builders import (
+    assert_region_engines_agree,
+    output_scale,
+    qdq_build,
+    steps_off_onnxruntime,
+)
 from onnx import helper as oh
-from onnx import numpy_helper
-from tvm import relax
 
 import mrvl
 from mrvl import int8
@@ -61,8 +63,7 @@ def _sub_cnn(broadcast: bool = False):
 @pytest.fixture(scope="module")
 def sub_build():
     qdq = _sub_cnn()
-    mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=1)
-    return qdq, mrvl.partition_report(mod, qdq), mrvl.build(mod, target="llvm")
+    return (qdq, *qdq_build(qdq, num_tiles=1))
 
 
 def test_int8_sub_is_a_table_and_a_qadd_in_the_one_region(sub_build):
@@ -77,33 +78,14 @@ def test_int8_sub_is_a_table_and_a_qadd_in_the_one_region(sub_build):
 
 def test_int8_sub_is_within_one_step_of_onnxruntime(sub_build):
     qdq, _, lib = sub_build
-    vm = relax.VirtualMachine(lib, tvm.cpu())
-    session = ort.InferenceSession(qdq.SerializeToString())
-    inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
-    dq = next(n for n in qdq.graph.node if "y" in n.output)
-    scale = float(inits[dq.input[1]])
-    steps = np.concatenate(
-        [
-            np.rint(
-                np.abs(vm["main"](tvm.runtime.tensor(v["x"])).numpy() - session.run(None, v)[0])
-                / scale
-            ).ravel()
-            for v in calibration(4, seed=13)
-        ]
-    )
+    steps = steps_off_onnxruntime(qdq, lib, calibration(4, seed=13), output_scale(qdq))
     print(f"sub_cnn: exact {(steps == 0).mean():.4f}, max {steps.max():.0f}")
     assert steps.max() <= 1, steps.max()  # qadd: within one step (docs/isa.md)
 
 
 def test_int8_sub_region_is_bit_identical_on_both_engines(sub_build):
-    from mrvl.sim import run
-
     _, _, lib = sub_build
-    (region,) = lib.mrvl_regions
-    x = calibration(1, seed=5)[0]["x"]
-    by_interp = run(region.binary, [x], engine="interp")
-    by_numba = run(region.binary, [x], engine="numba")
-    assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
+    assert_region_engines_agree(lib, [calibration(1, seed=5)[0]["x"]])
 
 
 def test_an_int8_sub_that_broadcasts_stays_on_the_cpu_with_its_reason():

@@ -319,6 +319,27 @@ def end(**header) -> Instruction:
     return instruction("end", **header)
 
 
+def cvt_program(
+    shape, perm, src: DType, dst: DType, *, src_addr: int, dst_addr: int, ddr_size: int
+) -> Program:
+    """One `cvt` of input 'x' ([`shape`] of `src` at DDR `src_addr`) to output 'y' (`dst`,
+    dimensions permuted by `perm`, at `dst_addr`, which may overlap the input), in a DDR of
+    `ddr_size` bytes."""
+    return Program(
+        target="cn10ka",
+        num_tiles=1,
+        ddr_size=ddr_size,
+        io=[
+            IOEntry("x", True, tuple(shape), src, src_addr),
+            IOEntry("y", False, tuple(shape[p] for p in perm), dst, dst_addr),
+        ],
+        code=[cvt(src_addr, src, shape, dst_addr, dst, perm), end()],
+        const_base=0,
+        consts=b"",
+        srcmap=[],
+    )
+
+
 def conversion_program(opcode: str, shape, perm, src: DType, dst: DType, scale, zp) -> Program:
     """One `quant` or `dequant` from input 'x' at DDR 0 to output 'y'."""
     count = int(np.prod(shape))
@@ -611,6 +632,23 @@ def activation(staging: Staging, act: Activation, act_a: float, act_b: float, ch
         slopes = f16_data(seed, max(channels, 1), False).astype(np.float32)
         fields["act_addr"] = staging.add(slopes)
     return code, fields
+
+
+def stage_bias_and_partial_sums(
+    staging: Staging, chain: str, seed: int, out_channels: int, positions: int, special=False
+):
+    """Where a conv stands in its `chain` of input-channel blocks: "whole" (from the bias to
+    f16), "first" (to fp32 partial sums), "next" or "next_in_place" (fp32 partial sums in and
+    out) or "last" (fp32 in, f16 out). Stages its fp32 bias and, for a chain it continues,
+    the fp32 partial sums over `positions` output positions (`special` values among them).
+    Returns (b_addr, acc_addr (-1: none), acc_out, the output's bytes)."""
+    b_addr = staging.add(f16_data(seed + 2, out_channels, False).astype(np.float32))
+    acc_addr = -1
+    if chain.startswith("next") or chain == "last":
+        partial = f16_data(seed + 3, positions * out_channels, special)
+        acc_addr = staging.add(partial.astype(np.float32))
+    acc_out = chain == "first" or chain.startswith("next")
+    return b_addr, acc_addr, acc_out, positions * out_channels * (4 if acc_out else 2)
 
 
 def same_on_any_number_of_threads(program) -> None:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sim_builders import ENGINE_SETTINGS, end, instruction, run_both
+from sim_builders import ENGINE_SETTINGS, cvt_program, run_both
 
-from mrvl.isa import DType, IOEntry, Program
+from mrvl.isa import DType
 
 pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
 
@@ -53,30 +53,8 @@ def test_cvt_engines_agree_on_every_layout_and_placement(
         "overlap": src_addr + 2 * (count // 3),
     }[place]
     ddr_size = max(src_addr + src_bytes, dst_addr + dst_bytes) + 64
-    dst_shape = tuple(shape[p] for p in perm)
     x = source_values(np.random.default_rng(seed), src, count).reshape(shape)
-    program = Program(
-        target="cn10ka",
-        num_tiles=1,
-        ddr_size=ddr_size,
-        io=[
-            IOEntry("x", True, shape, src, src_addr),
-            IOEntry("y", False, dst_shape, dst, dst_addr),
-        ],
-        code=[
-            instruction(
-                "cvt",
-                src_addr=src_addr,
-                src_dtype=int(src),
-                src_shape=shape,
-                dst_addr=dst_addr,
-                dst_dtype=int(dst),
-                perm=tuple(perm),
-            ),
-            end(),
-        ],
-        const_base=0,
-        consts=b"",
-        srcmap=[],
+    program = cvt_program(
+        shape, perm, src, dst, src_addr=src_addr, dst_addr=dst_addr, ddr_size=ddr_size
     )
     run_both(program, [x])

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sim_builders import ENGINE_SETTINGS, Staging, activation, conv, f16_data, layer_program
+from sim_builders import (
+    ENGINE_SETTINGS,
+    Staging,
+    activation,
+    conv,
+    f16_data,
+    layer_program,
+    stage_bias_and_partial_sums,
+)
 from sim_builders import run_both as run_engines
 
 from mrvl.isa import Activation
@@ -68,14 +76,9 @@ def test_depthwise_convs_engines_agree(layer):
     x = f16_data(layer["seed"], in_shape, layer["special"])
     w = f16_data(layer["seed"] + 1, (out_shape[3], *kernel, 1), layer["special"])
     in_addr, w_addr = staging.add(x), staging.add(w)
-    b_addr = staging.add(f16_data(layer["seed"] + 2, out_shape[3], False).astype(np.float32))
-    chain = layer["chain"]
-    acc_addr = -1
-    if chain in ("next", "last"):
-        partial = f16_data(layer["seed"] + 3, positions * out_shape[3], layer["special"])
-        acc_addr = staging.add(partial.astype(np.float32))
-    acc_out = chain in ("first", "next")
-    out_bytes = positions * out_shape[3] * (4 if acc_out else 2)
+    b_addr, acc_addr, acc_out, out_bytes = stage_bias_and_partial_sums(
+        staging, layer["chain"], layer["seed"], out_shape[3], positions, layer["special"]
+    )
     out_addr = staging.reserve(out_bytes)
     code, act = [], {}
     if not acc_out:

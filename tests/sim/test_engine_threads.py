@@ -20,6 +20,7 @@ from sim_builders import (
     layer_program,
     pool,
     same_on_any_number_of_threads,
+    stage_bias_and_partial_sums,
     valid_conv_program,
 )
 
@@ -72,14 +73,11 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     x = f16_data(seed, in_shape, chain == "whole")
     w = f16_data(seed + 1, (out_channels, *kernel, channels), False)
     in_addr, w_addr = staging.add(x), staging.add(w)
-    b_addr = staging.add(f16_data(seed + 2, out_channels, False).astype(np.float32))
     positions = hw[0] * hw[1]
-    acc_addr = -1
-    if chain.startswith("next"):  # continue from fp32 partial sums (maybe overwriting them)
-        partial = f16_data(seed + 3, positions * out_channels, False).astype(np.float32)
-        acc_addr = staging.add(partial)
-    acc_out = chain != "whole"
-    out_bytes = positions * out_channels * (4 if acc_out else 2)
+    # "next...": continue from fp32 partial sums (maybe overwriting them)
+    b_addr, acc_addr, acc_out, out_bytes = stage_bias_and_partial_sums(
+        staging, chain, seed, out_channels, positions
+    )
     out_addr = acc_addr if chain == "next_in_place" else staging.reserve(out_bytes)
     code, act_fields = activation(staging, act, 0.25, 1.5, out_channels, seed)
     if acc_out:
@@ -128,14 +126,10 @@ def test_depthwise_convs_the_threads_share_give_the_same_bits_on_any_number_of_t
     x = f16_data(seed, in_shape, chain == "whole")
     in_addr = staging.add(x)
     w_addr = staging.add(f16_data(seed + 1, (out_channels, 3, 3, 1), False))
-    b_addr = staging.add(f16_data(seed + 2, out_channels, False).astype(np.float32))
     positions = out_shape[1] * out_shape[2]
-    acc_addr = -1
-    if chain.startswith("next"):
-        partial = f16_data(seed + 3, positions * out_channels, False).astype(np.float32)
-        acc_addr = staging.add(partial)
-    acc_out = chain != "whole"
-    out_bytes = positions * out_channels * (4 if acc_out else 2)
+    b_addr, acc_addr, acc_out, out_bytes = stage_bias_and_partial_sums(
+        staging, chain, seed, out_channels, positions
+    )
     if chain == "next_in_place":
         out_addr = acc_addr
     else:

@@ -20,6 +20,7 @@ from sim_builders import (
     Staging,
     activation,
     conv,
+    cvt_program,
     dma,
     end,
     f16_data,
@@ -395,30 +396,9 @@ def test_cvt_engines_agree(shape, perm, dtypes, seed):
         with np.errstate(over="ignore"):  # beyond the f16 range: infinities, on purpose
             x = (rng.standard_normal(shape) * 3e4).astype(numpy_type[src])
         x.reshape(-1)[::7] = np.nan
-    count = int(np.prod(shape))
     dst_addr = ((x.nbytes + 63) // 64) * 64
-    dst_shape = tuple(shape[p] for p in perm)
-    program = Program(
-        target="cn10ka",
-        num_tiles=1,
-        ddr_size=dst_addr + count * 4,
-        io=[IOEntry("x", True, shape, src, 0), IOEntry("y", False, dst_shape, dst, dst_addr)],
-        code=[
-            instruction(
-                "cvt",
-                src_addr=0,
-                src_dtype=int(src),
-                src_shape=shape,
-                dst_addr=dst_addr,
-                dst_dtype=int(dst),
-                perm=tuple(perm),
-            ),
-            end(),
-        ],
-        const_base=0,
-        consts=b"",
-        srcmap=[],
-    )
+    ddr_size = dst_addr + x.size * 4
+    program = cvt_program(shape, perm, src, dst, src_addr=0, dst_addr=dst_addr, ddr_size=ddr_size)
     run_both(program, [x])
 
 

@@ -56,12 +56,6 @@ FAST_MODELS = frozenset({"squeezenet1_1"})
 RUN_MODELS = tuple(n for n in ZOO_MODELS if n not in zoo_report.PARTITION_ONLY_IN_SUITE)
 ENGINE_IDENTITY_MODELS = frozenset(
     {
-        "mobilenet_v2",
-        "mobilenet_v3_small",
-        "efficientnet_b0",
-        "regnet_y_400mf",
-        "shufflenet_v2_x1_0",
-        "lraspp_mobilenet_v3_large",
         "deeplabv3_mobilenet_v3_large",
         "yolov5n",
         "vit_tiny_patch16_224",
@@ -74,8 +68,10 @@ ENGINE_IDENTITY_MODELS = frozenset(
 Each runs an engine path (`helpers.instruction_features`) that no other identity build runs:
 a dilated conv, an activation fused into a depthwise or grouped conv, a table or scale of its
 own. The rest of `RUN_MODELS` run only paths these, the engine corpus and the light models'
-identity builds run, at other sizes (`test_zoo_model_engine_paths_are_covered`); their
-interpreter runs cost the suite minutes (ResNet-50 30 s, DenseNet-121 27 s on 2 cores)."""
+identity builds run, at other sizes (`test_zoo_model_engine_paths_are_covered`; the corpus's
+`helpers.paths_net` and `blocks_net` hold the paths MobileNetV2, MobileNetV3-Small,
+EfficientNet-B0, RegNetY-400MF, ShuffleNetV2 and LR-ASPP used to be the only ones to run); their interpreter runs cost the suite minutes (ResNet-50
+30 s, DenseNet-121 27 s on 2 cores)."""
 KINDS = ("classifier", "segmentation", "detector", "encoder", "recognizer", "audio")
 FEW_REGION_MODELS = tuple(
     n for n in ZOO_MODELS if zoo_model_info(n).kind in zoo_report.FEW_REGION_KINDS
