@@ -241,12 +241,14 @@ class _DropUnitAxis(relax.PyExprMutator):
 
 
 def drop_unit_axis(mod: tvm.IRModule) -> tvm.IRModule:
-    """`mod` with each group of a QDQ model's unit rank-5 tensors computed at rank 4."""
+    """`mod` with each group of a QDQ model's unit rank-5 tensors computed at rank 4 (a new
+    module; `mod` is left as it was)."""
     if not any(_op(v) in QDQ_OPS for v in _all_bindings(mod).values()):
         return mod
     quantized = quantized_constants(mod)
     origins: dict = {}
-    for gv, func in list(mod.functions.items()):
+    rewritten = {}
+    for gv, func in mod.functions.items():
         if not isinstance(func, relax.Function):
             continue
         bound = _bindings(func)
@@ -254,9 +256,13 @@ def drop_unit_axis(mod: tvm.IRModule) -> tvm.IRModule:
         if not group:
             continue
         mutator = _DropUnitAxis(mod, group, quantized)
-        mod[gv] = mutator.visit_expr(func)
+        rewritten[gv] = mutator.visit_expr(func)
         origins.update(mutator.origins)
-    return attach(mod, origins) if origins else mod
+    if not rewritten:
+        return mod
+    functions = {gv: rewritten.get(gv, func) for gv, func in mod.functions.items()}
+    out = tvm.IRModule(functions, attrs=mod.attrs, global_infos=mod.global_infos)
+    return attach(out, origins) if origins else out
 
 
 def _bindings(func: relax.Function) -> dict:
