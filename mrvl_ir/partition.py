@@ -24,6 +24,7 @@ from .patterns import CODEGEN, LAYER_OPS, mrvl_patterns
 from .placement import CPU, node_targets
 from .qdq import quantized_constants
 from .qdq_moves import drop_move_qdq_pairs
+from .qdq_unit_axis import drop_unit_axis
 from .target import TILE_COUNTS, Target, get_target, valid_tile_count
 
 __all__ = [
@@ -108,8 +109,9 @@ def partition_for_mrvl(
     forced = _denied_nodes(mod, deny_nodes, deny_ops)
     # The patterns want folded constants (TVM's importer leaves reshape(bias), permute_dims(W)
     # on them). A module from mrvl.from_onnx is folded already. A QDQ pair on a chain of
-    # moves (a channel shuffle) is dropped where that is exact, so the chain is one copy.
-    mod = drop_move_qdq_pairs(fold_constants(mod))
+    # moves (a channel shuffle) is dropped where that is exact, so the chain is one copy; a
+    # QDQ model's other rank-5 tensors of one batch are computed on their rank-4 views.
+    mod = drop_unit_axis(drop_move_qdq_pairs(fold_constants(mod)))
     bound = bound_values(mod)
     op_types = onnx_nodes_of(mod) or {}
     quantized = quantized_constants(mod)

@@ -26,10 +26,11 @@ reflect and edge Pad; and, from `grammar_moves.py`, Slice with any step, Gather 
 indices, Tile, Expand and a window scramble through rank 6; from `grammar_reduce.py`, the
 reductions over any axes and Sub / Div / Max / Min / Add / Mul that broadcast; from
 `grammar_einsum.py`, Einsum as a transpose, a Linear or a product of two activations, and
-forms that stay on the CPU; from `grammar_rank5.py`, PRelu with per-channel slopes and Softmax
-at rank 5; Max / Min by a constant tensor are `const` layers). It also makes reused
-identical blocks (one sub-graph with the same weights at two places), odd sizes (1x1 planes,
-one channel, prime widths) and layers too big for one tile's OCM.
+forms that stay on the CPU; from `grammar_rank5.py`, PRelu with per-channel slopes, Softmax,
+Sigmoid and Add of a constant (after a Transpose) at rank 5; Max / Min by a constant tensor
+are `const` layers). It also makes reused identical blocks (one sub-graph with the same weights
+at two places), odd sizes (1x1 planes, one channel, prime widths) and layers too big for one
+tile's OCM.
 
 Weights are scaled by 1/sqrt(fan-in) so each layer keeps unit-RMS activations unit-RMS, and
 the fp16 acceptance rule measures the compiler rather than fp16 overflow.
