@@ -270,6 +270,21 @@ def test_pool_engines_agree(
     special=st.booleans(),
 )
 def test_fc_engines_agree(rows, inner, outs, bias, act, seed, special):
+    run_fc(rows, inner, outs, bias, act, seed, special)
+
+
+@pytest.mark.parametrize("rows, outs", [(1, 64), (1, 133), (7, 150), (13, 200)])
+@pytest.mark.parametrize("act", [Activation.NONE, Activation.HARD_SWISH])
+def test_fc_last_row_alone_engines_agree(rows, outs, act):
+    """A last row alone with at least mac_tiles.ROW_BLOCKS blocks of outputs left runs on
+    mac_tile_row (a classifier's one row), the blocks after them and the other rows on
+    mac_tile: the same bits as the interpreter."""
+    assert outs >= mac_tiles.ROW_BLOCKS * mac_tiles.MAC_CHANNELS
+    run_fc(rows, 150, outs, True, act, rows * outs, True)
+
+
+def run_fc(rows, inner, outs, bias, act, seed, special):
+    """An fc of `rows` x `inner` inputs and `outs` outputs on both engines (run_both)."""
     staging = Staging()
     in_addr = staging.add(f16_data(seed, (rows, inner), special))
     w_addr = staging.add(f16_data(seed + 1, (outs, inner), False))
