@@ -106,20 +106,6 @@ def _best(function, repeat: int) -> float:
     return min(times)
 
 
-def _load_memory(memory, valid, inputs) -> None:
-    """`memory` as `mrvl.sim.run` loads it before a run of `valid` on `inputs`."""
-    from mrvl.sim import simulator
-
-    use = simulator.memory_use(valid)
-    memory.load(
-        valid.program,
-        inputs,
-        pool_kept=use.pool_kept,
-        tables_kept=use.tables_kept,
-        written=use.written,
-    )
-
-
 def _phases(valid, inputs, repeat: int) -> dict[str, float]:
     from mrvl.sim import simulator
     from mrvl.sim.engines.numba import execute
@@ -128,7 +114,7 @@ def _phases(valid, inputs, repeat: int) -> dict[str, float]:
     memory, stats = simulator.new_memory(valid), RunStats()
 
     def load():
-        _load_memory(memory, valid, inputs)
+        simulator.load_memory(valid, memory, inputs)
 
     load()
     stats.reset(len(valid.code))
@@ -160,7 +146,7 @@ def _instruction_cycles(valid, inputs, repeat: int) -> tuple[np.ndarray, list]:
     timed = _timed_loop(dispatch.KERNEL_TABLE)
     runs = []
     for _ in range(repeat + 1):  # the first run packs the weight cache
-        _load_memory(memory, valid, inputs)
+        simulator.load_memory(valid, memory, inputs)
         machine = (memory.ddr, memory.ocm, memory.tables, F16_TO_F32, F16_TO_F32_BITS,
                    qweight_cache(rows).arrays)
         cycles = np.zeros(len(rows.words), np.int64)
