@@ -141,6 +141,19 @@ def new_memory(valid: ValidProgram) -> Memory:
     return Memory(program.ddr_size, program.num_tiles, valid.target.ocm_bytes_per_tile)
 
 
+def load_memory(valid: ValidProgram, memory: Memory, inputs: Sequence[np.ndarray]) -> None:
+    """`memory` (new_memory's) as a run of `valid` on `inputs` starts: Memory.load, keeping
+    what the program's MemoryUse says it leaves alone."""
+    use = memory_use(valid)
+    memory.load(
+        valid.program,
+        inputs,
+        pool_kept=use.pool_kept,
+        tables_kept=use.tables_kept,
+        written=use.written,
+    )
+
+
 def run(
     program_or_bytes: Program | bytes | ValidProgram,
     inputs: Sequence[np.ndarray],
@@ -180,14 +193,7 @@ def run(
         valid = validate(program, target)
     if memory is None:
         memory = new_memory(valid)
-    use = memory_use(valid)
-    memory.load(
-        valid.program,
-        inputs,
-        pool_kept=use.pool_kept,
-        tables_kept=use.tables_kept,
-        written=use.written,
-    )
+    load_memory(valid, memory, inputs)
     if stats is None:
         stats = RunStats()
     stats.reset(len(valid.code))

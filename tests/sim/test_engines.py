@@ -11,6 +11,7 @@ test_engines_models.py does the same for the e2e nets, node conformance cases an
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given
@@ -72,13 +73,20 @@ def _numba_round(values: np.ndarray) -> np.ndarray:
     odd_buffer, odd_tally = np.zeros_like(buffer), np.zeros(2, np.int64)
     numerics.store_f16(odd_buffer, 1, values, odd_tally)
     assert odd_buffer[1:].tobytes() == buffer[:-1].tobytes()
-    nans = int(np.isnan(values).sum())
-    saturated = int((np.abs(values[~np.isnan(values)]) > 65504).sum())  # infinities too
-    assert tally.tolist() == odd_tally.tolist() == [saturated, nans]
+    assert tally.tolist() == odd_tally.tolist() == _rounding_counts(values)
     return buffer[:-1].view(np.uint16)
 
 
-def test_f32_to_f16_matches_numpy_on_every_half_and_random_floats():
+def _rounding_counts(values: np.ndarray) -> list[int]:
+    """[saturated, NaNs] of storing `values` as f16 (docs/isa.md §4)."""
+    nans = int(np.isnan(values).sum())
+    saturated = int((np.abs(values[~np.isnan(values)]) > 65504).sum())  # infinities too
+    return [saturated, nans]
+
+
+def _rounding_cases() -> np.ndarray:
+    """Every half, random fp32 bit patterns, every tie between two neighbouring halves, and
+    halfway cases around the subnormals and 65504."""
     halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
     rng = np.random.default_rng(0)
     bits = rng.integers(0, 1 << 32, size=1 << 20, dtype=np.uint64).astype(np.uint32)
@@ -93,10 +101,35 @@ def test_f32_to_f16_matches_numpy_on_every_half_and_random_floats():
             np.array([2.0**-25, -(2.0**-25), 2.0**-24 * 1.5, 65519.99, 65520, 1e38], np.float32),
         ]
     )
+    return values
+
+
+def test_f32_to_f16_matches_numpy_on_every_half_and_random_floats():
+    values = _rounding_cases()
     expected = round_to_f16(values).view(np.uint16)
     np.testing.assert_array_equal(_numba_round(values), expected)
     for size in range(1, 20):  # every length of the scalar tail after the vector lanes
         np.testing.assert_array_equal(_numba_round(values[-size:]), expected[-size:])
+
+
+@pytest.mark.parametrize("f16c", [False, True])
+def test_f16_vector_rounding_with_and_without_f16c(monkeypatch, f16c):
+    """round_f16_vectors' two ways, the CPU's conversion (F16C) and integer steps (elsewhere),
+    each compiled here afresh, give numpy's bits and the documented counts."""
+    if f16c and not numerics.has_f16c():
+        pytest.skip("this CPU has no F16C")
+    monkeypatch.setattr(numerics, "has_f16c", lambda: f16c)
+
+    @numba.njit
+    def round_vectors(values, halves, tally):
+        numerics.round_f16_vectors(values, halves, values.size, tally)
+
+    values = _rounding_cases()
+    values = values[: values.size - values.size % numerics.F16_LANES]
+    halves, tally = np.zeros(values.size, np.uint16), np.zeros(2, np.int64)
+    round_vectors(values, halves, tally)
+    np.testing.assert_array_equal(halves, round_to_f16(values).view(np.uint16))
+    assert tally.tolist() == _rounding_counts(values)
 
 
 def test_f16_to_f32_table_is_numpy_exact():
@@ -271,6 +304,21 @@ def test_pool_engines_agree(
     special=st.booleans(),
 )
 def test_fc_engines_agree(rows, inner, outs, bias, act, seed, special):
+    run_fc(rows, inner, outs, bias, act, seed, special)
+
+
+@pytest.mark.parametrize("rows, outs", [(1, 64), (1, 133), (7, 150), (13, 200)])
+@pytest.mark.parametrize("act", [Activation.NONE, Activation.HARD_SWISH])
+def test_fc_last_row_alone_engines_agree(rows, outs, act):
+    """A last row alone with at least mac_tiles.ROW_BLOCKS blocks of outputs left runs on
+    mac_tile_row (a classifier's one row), the blocks after them and the other rows on
+    mac_tile: the same bits as the interpreter."""
+    assert outs >= mac_tiles.ROW_BLOCKS * mac_tiles.MAC_CHANNELS
+    run_fc(rows, 150, outs, True, act, rows * outs, True)
+
+
+def run_fc(rows, inner, outs, bias, act, seed, special):
+    """An fc of `rows` x `inner` inputs and `outs` outputs on both engines (run_both)."""
     staging = Staging()
     in_addr = staging.add(f16_data(seed, (rows, inner), special))
     w_addr = staging.add(f16_data(seed + 1, (outs, inner), False))

@@ -25,7 +25,7 @@ from mrvl.sim.engines.numba.fields import (
     CONV_STRIDE,
 )
 from mrvl.sim.engines.numba.jit import jit
-from mrvl.sim.engines.numba.mac_tiles import next_position
+from mrvl.sim.engines.numba.mac_tiles import WIDE_REGISTERS, next_position
 from mrvl.sim.engines.numba.numerics import counted_loop
 
 DEPTHWISE_PIXELS = 8
@@ -33,9 +33,10 @@ DEPTHWISE_PIXELS = 8
 cover a fused multiply-add's latency on two ports."""
 DEPTHWISE_LANES = 16
 """Output channels of one full `depthwise_tile` call (one AVX-512 register; LLVM splits it on
-narrower machines, with the same results: each lane is computed on its own). A conv's last
-channels, fewer than 16, go through the 8-, 4-, 2- and 1-lane variants, so no lane reads or
-writes past its channels."""
+narrower machines, with the same results: each lane is computed on its own), where
+`mac_tiles.WIDE_REGISTERS`; elsewhere 8 (its DEPTHWISE_PIXELS x 16 accumulators would spill
+out of AVX2's 16 registers). A conv's last channels, fewer than that, go through the 8-, 4-,
+2- and 1-lane variants, so no lane reads or writes past its channels."""
 
 
 def depthwise_tile_codegen(pixels, lanes):
@@ -227,7 +228,7 @@ def conv_depthwise(row, x, tables, bias, partial, out, first_row, stop_row):
         lo = 0
         while lo < channels:
             left = channels - lo
-            if left >= 16:
+            if WIDE_REGISTERS and left >= 16:
                 depthwise_tile16(
                     x, offsets, taps, lo, wt, channels, zero, init, init_at, out, out_at
                 )

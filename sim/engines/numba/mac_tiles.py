@@ -23,6 +23,7 @@ from mrvl.sim.engines.numba.fields import (
     CONV_ROW0,
     CONV_STRIDE,
 )
+from mrvl.sim.engines.numba.int8_mac import cpu_features
 from mrvl.sim.engines.numba.jit import jit, jit_inline
 from mrvl.sim.engines.numba.numerics import counted_loop, load_f16
 from mrvl.sim.weight_cache import CONSTANT, PACKED
@@ -37,6 +38,13 @@ register; LLVM splits it in two on machines with 256-bit vectors, in four with 1
 with the same results: each lane is computed on its own)."""
 LANES = 8
 """fp32 lanes of the vectors of `mac_tile_half` and `mac_tile_narrow` (one AVX register)."""
+WIDE_REGISTERS = "+avx512f" in cpu_features().split(",")
+"""Whether Numba compiles for AVX-512's 32 vector registers of 16 fp32 lanes. Then the
+kernels with twice the accumulators (`mac_tile_pair`, `depthwise.depthwise_tile16`) keep them
+all in registers; with AVX2's 16 registers of 8 lanes they spill, and their callers take the
+smaller kernel instead (the same bits: each lane is computed on its own, in the same order).
+On an AMD EPYC (znver3, AVX2 and FMA), in a loop over a 1x1 conv's tiles: mac_tile_pair 21
+GMAC/s, mac_tile 50; depthwise_tile16 15, depthwise_tile8 21 (25 taps)."""
 
 
 def mac_tile_codegen(pixels, halves, lanes=LANES, blocks=1):
@@ -192,6 +200,21 @@ def mac_tile_half(typingctx, x, rows, lengths, segments, w, w_off, init, init_at
     networks), computed straight into the output instead of 16 lanes through a scratch tile."""
     sig = types.void(x, rows, lengths, segments, w, w_off, init, init_at, out, out_at)
     return sig, mac_tile_codegen(MAC_PIXELS, 1)
+
+
+ROW_BLOCKS = 4
+"""Blocks of MAC_CHANNELS output channels of one `mac_tile_row` call."""
+
+
+@intrinsic
+def mac_tile_row(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out, out_at):
+    """mac_tile for one position over ROW_BLOCKS consecutive blocks of MAC_CHANNELS output
+    channels (packed as for mac_tile_pair): a matrix's last row, such as a classifier's only
+    one, which mac_tile would compute MAC_PIXELS times over. Its ROW_BLOCKS x MAC_CHANNELS
+    lanes are enough independent accumulators to hide a multiply-add's latency. rows:
+    int64[segments]; init_at, out_at: int64[1]."""
+    sig = types.void(x, rows, lengths, segments, w, w_off, init, init_at, out, out_at)
+    return sig, mac_tile_codegen(1, 1, MAC_CHANNELS, blocks=ROW_BLOCKS)
 
 
 NARROW_PIXELS = 12
@@ -435,8 +458,8 @@ def conv_run_blocked(
     row, x, packed, steps, bias, partial, out, o_lo, o_hi, c_base, start, stop, merged, scratch
 ):
     """Output channels [o_lo, o_hi) of one group at output positions [start, stop), MAC_PIXELS
-    positions x 2 MAC_CHANNELS channels per mac_tile_pair call while two whole blocks remain,
-    else x MAC_CHANNELS per mac_tile call (NARROW_PIXELS x LANES per
+    positions x 2 MAC_CHANNELS channels per mac_tile_pair call while two whole blocks remain
+    (WIDE_REGISTERS only), else x MAC_CHANNELS per mac_tile call (NARROW_PIXELS x LANES per
     mac_tile_narrow call for a run of at most LANES channels; a last block of at most LANES
     channels by mac_tile_half), with their `packed` weights,
     reading the inputs in the window `x` in place, segment by segment (conv_segments;
@@ -470,7 +493,7 @@ def conv_run_blocked(
                     out_at[q] = (first + q) * out_channels + lo
                     init_at[q] = out_at[q] if from_partial else lo
                 block += 1
-                if not narrow and o_hi - lo >= 2 * MAC_CHANNELS:  # two whole blocks at once
+                if WIDE_REGISTERS and not narrow and o_hi - lo >= 2 * MAC_CHANNELS:  # two blocks
                     mac_tile_pair(
                         x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at
                     )

@@ -38,8 +38,11 @@ from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.mac_tiles import (
     MAC_CHANNELS,
     MAC_PIXELS,
+    ROW_BLOCKS,
+    WIDE_REGISTERS,
     mac_tile,
     mac_tile_pair,
+    mac_tile_row,
     packed_size,
     packing_stale,
     repack,
@@ -85,8 +88,9 @@ def mac_rows(
     x[x0 + i * inner + k] * w[j, k] in order of k, for rows i in [first_row, stop_row), by
     mac_tile over the packed weights (pack_weights, steps in order; `pack_matrix`). A whole
     tile (MAC_PIXELS rows x MAC_CHANNELS outputs; x 2 MAC_CHANNELS by mac_tile_pair while two
-    blocks remain) goes from init straight to out; the edges through a scratch tile (rows past
-    the end repeat the last one). An fc starts every row
+    blocks remain, WIDE_REGISTERS only) goes from init straight to out, and so does a last
+    row alone by mac_tile_row while ROW_BLOCKS blocks remain; the edges through a scratch tile
+    (rows past the end repeat the last one). An fc starts every row
     from its bias (init_stride 0); a bmm from the partial sums it continues (init is out:
     mac_tile loads every accumulator before it stores one)."""
     lengths, at, acc, acc_at, init_at, out_at = scratch
@@ -99,11 +103,17 @@ def mac_rows(
         while lo < outs:
             width = min(MAC_CHANNELS, outs - lo)
             w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
+            if count == 1 and outs - lo >= ROW_BLOCKS * MAC_CHANNELS:  # one row, blocks at once
+                init_at[0] = init0 + first * init_stride + lo
+                out_at[0] = out0 + first * outs + lo
+                mac_tile_row(x, at, lengths, 1, packed, w_off, init, init_at, out, out_at)
+                lo += ROW_BLOCKS * MAC_CHANNELS
+                continue
             if count == MAC_PIXELS and width == MAC_CHANNELS:
                 for q in range(MAC_PIXELS):
                     init_at[q] = init0 + (first + q) * init_stride + lo
                     out_at[q] = out0 + (first + q) * outs + lo
-                if outs - lo >= 2 * MAC_CHANNELS:  # two blocks at once
+                if WIDE_REGISTERS and outs - lo >= 2 * MAC_CHANNELS:  # two blocks at once
                     mac_tile_pair(x, at, lengths, 1, packed, w_off, init, init_at, out, out_at)
                     lo += 2 * MAC_CHANNELS
                     continue

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Where a warm run of the Numba engine spends its time, per opcode and outside the loop.
+
+    .venv/bin/python bench/engine_profile.py zoo:mobilenet_v2 zoo:mobilenet_v3_small
+    .venv/bin/python bench/engine_profile.py resnet50 --repeat 50 --top 15
+
+Each model (as `bench/simulator.py` names them) is compiled for 8 tiles and run once in the
+Relax VM, which records each region's validated program and inputs. Then, on one thread:
+- the phases of `mrvl.sim.run` (checks, `Memory.load`, `execute`, outputs, warnings), the
+  best of `--repeat` runs each;
+- per opcode, the instructions, their multiply-adds and their summed time, each instruction's
+  the least of `--repeat` runs (on a loaded machine a typical run takes longer: its median
+  is given too), taken by the CPU's cycle counter around each instruction in a copy of
+  `dispatch.run_program`'s loop, converted to seconds against `time.perf_counter`;
+- the `--top` costliest kinds of instruction (opcode and shapes), one a line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+
+import numpy as np
+from llvmlite import ir
+from numba import literal_unroll, njit, types
+from numba.extending import intrinsic
+
+
+@intrinsic
+def cycle_counter(typingctx):
+    """The CPU's cycle counter (llvm.readcyclecounter: RDTSC on x86)."""
+    sig = types.int64()
+
+    def codegen(context, builder, signature, args):
+        function = builder.module.declare_intrinsic(
+            "llvm.readcyclecounter", fnty=ir.FunctionType(ir.IntType(64), [])
+        )
+        return builder.call(function, [])
+
+    return sig, codegen
+
+
+def _timed_loop(kernel_table):
+    """`dispatch.run_program`'s loop on one thread, with each instruction's counter cycles."""
+
+    @njit
+    def timed(words, floats, machine, counts, weights, skip, sync, cycles):
+        for i in range(words.shape[0]):
+            row, frow = words[i], floats[i]
+            start = cycle_counter()
+            status = -1
+            for entry in literal_unroll(kernel_table):
+                if entry[0] == row[0]:
+                    status = entry[1](i, row, frow, machine, counts[i], weights, skip, sync, 0, 1)
+            cycles[i] = cycle_counter() - start
+            if status < 0:
+                return i
+        return words.shape[0]
+
+    return timed
+
+
+def _counter_hz() -> float:
+    """Cycle-counter ticks a second, against perf_counter over 0.2 s."""
+    cycle_counter_now = njit(lambda: cycle_counter())
+    cycle_counter_now()
+    t0, c0 = time.perf_counter(), cycle_counter_now()
+    time.sleep(0.2)
+    return (cycle_counter_now() - c0) / (time.perf_counter() - t0)
+
+
+def _capture(name: str, seed: int):
+    """Compile `name` for 8 tiles, run it once in the VM; its regions' (ValidProgram, inputs)."""
+    import tvm
+    from tvm import relax
+
+    import mrvl
+    import mrvl.sim
+    from simulator import _load
+
+    model, feeds = _load(name, seed)
+    lib = mrvl.build(mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=8))
+    captured, run = [], mrvl.sim.run
+
+    def recording_run(valid, inputs, **kwargs):
+        captured.append((valid, [np.array(x) for x in inputs]))
+        return run(valid, inputs, **kwargs)
+
+    mrvl.sim.run = recording_run
+    try:
+        vm = relax.VirtualMachine(lib, tvm.cpu())
+        vm["main"](*[tvm.runtime.tensor(x) for x in feeds.values()])
+    finally:
+        mrvl.sim.run = run
+    return captured
+
+
+def _best(function, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _phases(valid, inputs, repeat: int) -> dict[str, float]:
+    from mrvl.sim import simulator
+    from mrvl.sim.engines.numba import execute
+    from mrvl.sim.stats import RunStats
+
+    memory, stats = simulator.new_memory(valid), RunStats()
+
+    def load():
+        simulator.load_memory(valid, memory, inputs)
+
+    load()
+    stats.reset(len(valid.code))
+    execute(valid, memory, stats, workers=1)
+    return {
+        "run": _best(lambda: simulator.run(valid, inputs, memory=memory, stats=stats), repeat),
+        "check_inputs": _best(lambda: simulator.check_inputs(valid.program, inputs), repeat),
+        "memory.load": _best(load, repeat),
+        "stats.reset": _best(lambda: stats.reset(len(valid.code)), repeat),
+        "execute": _best(lambda: execute(valid, memory, stats, workers=1), repeat),
+        "outputs": _best(lambda: memory.outputs(valid.program), repeat),
+        "stats.warn": _best(lambda: stats.warn(valid.program), repeat),
+    }
+
+
+def _instruction_cycles(valid, inputs, repeat: int) -> tuple[np.ndarray, list]:
+    """Each row's counter cycles in each of `repeat` warm runs ([repeat, rows]), and the
+    rows' instructions."""
+    from mrvl.sim import simulator
+    from mrvl.sim.engines.numba import dispatch
+    from mrvl.sim.engines.numba.int8_weights import qweight_cache
+    from mrvl.sim.engines.numba.numerics import F16_TO_F32, F16_TO_F32_BITS
+    from mrvl.sim.weight_cache import weight_cache
+
+    memory = simulator.new_memory(valid)
+    cache = weight_cache(valid, dispatch.PACKING)
+    rows = valid if cache.rows is None else cache.rows
+    origin = cache.origin if cache.origin is not None else np.arange(len(rows.words))
+    timed = _timed_loop(dispatch.KERNEL_TABLE)
+    runs = []
+    for _ in range(repeat + 1):  # the first run packs the weight cache
+        simulator.load_memory(valid, memory, inputs)
+        machine = (memory.ddr, memory.ocm, memory.tables, F16_TO_F32, F16_TO_F32_BITS,
+                   qweight_cache(rows).arrays)
+        cycles = np.zeros(len(rows.words), np.int64)
+        counts = np.zeros((len(rows.words), 2), np.int64)
+        timed(rows.words, rows.floats, machine, counts, cache.arrays, cache.skip(),
+              dispatch.new_sync(1, len(rows.words)), cycles)
+        cache.warm = True
+        runs.append(cycles)
+    return np.array(runs[1:]), [valid.code[o] for o in origin]
+
+
+def _macs(ins) -> int:
+    """A conv's or fc's multiply-adds (0 for other opcodes)."""
+    f = ins.fields
+    if ins.opcode == "conv":
+        out, kernel = f["out_shape"], f["kernel"]
+        per_output = kernel[0] * kernel[1] * f["in_shape"][3] // f["groups"]
+        return out[0] * out[1] * out[2] * out[3] * per_output
+    if ins.opcode == "fc":
+        return f["n"] * f["k"] * f["o"]
+    return 0
+
+
+def _describe(ins) -> str:
+    f = ins.fields
+    if ins.opcode == "conv":
+        return (f"conv in {tuple(f['in_shape'])} out {tuple(f['out_shape'])} k "
+                f"{tuple(f['kernel'])} g {f['groups']}")
+    if ins.opcode == "dma":
+        return f"dma box {tuple(f['box'])} {f['src_space']}->{f['dst_space']}"
+    keys = [k for k in f if "shape" in k or k in ("count", "n", "k", "o")]
+    return f"{ins.opcode} " + " ".join(f"{k} {f[k]}" for k in keys)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--top", type=int, default=8)
+    args = parser.parse_args(argv)
+    from mrvl.sim import use_engine
+
+    hz = _counter_hz()
+    for name in args.models:
+        with use_engine("numba"):
+            regions = _capture(name, args.seed)
+        for index, (valid, inputs) in enumerate(regions):
+            print(f"== {name} region {index}: {len(valid.code)} instructions")
+            phases = _phases(valid, inputs, args.repeat)
+            print("  " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in phases.items()))
+            cycles, instructions = _instruction_cycles(valid, inputs, args.repeat)
+            seconds = cycles.min(axis=0) / hz
+            typical = np.median(cycles.sum(axis=1)) / hz
+            by_op: dict[str, list] = defaultdict(lambda: [0, 0, 0.0])
+            for ins, s in zip(instructions, seconds):
+                entry = by_op[ins.opcode]
+                entry[0] += 1
+                entry[1] += _macs(ins)
+                entry[2] += s
+            total = seconds.sum()
+            print(f"  timed loop {total * 1e3:.3f} ms (sum of the instructions' least times; "
+                  f"a run's median {typical * 1e3:.3f} ms)")
+            print(f"  {'opcode':10s} {'count':>6s} {'MMACs':>8s} {'ms':>8s} {'%':>5s} {'us each':>8s}")
+            for op, (count, macs, s) in sorted(by_op.items(), key=lambda kv: -kv[1][2]):
+                print(f"  {op:10s} {count:6d} {macs / 1e6:8.2f} {s * 1e3:8.3f} "
+                      f"{100 * s / total:5.1f} {s / count * 1e6:8.2f}")
+            kinds: dict[str, list] = defaultdict(lambda: [0, 0.0])
+            for ins, s in zip(instructions, seconds):
+                entry = kinds[_describe(ins)]
+                entry[0] += 1
+                entry[1] += s
+            print("  costliest kinds:")
+            for kind, (count, s) in sorted(kinds.items(), key=lambda kv: -kv[1][1])[: args.top]:
+                print(f"    {s * 1e3:7.3f} ms {count:4d}x {s / count * 1e6:8.2f} us  {kind}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    sys.exit(main())
