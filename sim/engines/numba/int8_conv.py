@@ -3,7 +3,8 @@ one run of output channels (groups = 1) from the blocks of `int8_mac.py`, shared
 engine's threads as the fp16 `conv` is (`mac.py`); a depthwise conv across its channels
 (`qconv_depthwise`); other grouped convs keep the plain loops of `int8.py`.
 
-The window is copied once per thread as unsigned bytes, the int8 input + 128, padded on every
+The window is copied once per thread as unsigned values (bytes, or uint16 where the blocks
+read them so: `int8_mac.QMAC_WINDOW`), the int8 input + 128, padded on every
 side with in_zp + 128 (a padding tap reads in_zp and adds 0) and each position's channels to a
 multiple of four, so that every tap of every output position is a run of channel groups at a
 fixed offset: no bounds test in the block. The weights are packed to the blocks' layout, with
@@ -46,7 +47,13 @@ from mrvl.sim.engines.numba.int8 import (
     store_i32,
     table_copy,
 )
-from mrvl.sim.engines.numba.int8_mac import QMAC_CHANNELS, QMAC_GROUP, QMAC_PIXELS, qmac_tile
+from mrvl.sim.engines.numba.int8_mac import (
+    QMAC_CHANNELS,
+    QMAC_GROUP,
+    QMAC_PIXELS,
+    QMAC_WINDOW,
+    qmac_tile,
+)
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.sharing import (
     all_computed,
@@ -88,10 +95,11 @@ def zero_byte(row):
 
 
 @jit
-def qconv_window(row, ocm):
-    """uint8[N, rows, cols, channels] (qconv_geometry): the input + 128 (its byte ^ 0x80)
-    where the taps read inside the input tile, in_zp + 128 (zero_byte) in the padding, beyond
-    the tile's rows and in the extra channels."""
+def qconv_window(row, ocm, dtype):
+    """[N, rows, cols, channels] (qconv_geometry) of `dtype` (uint8, or uint16 for
+    QMAC_WINDOW): the input + 128 (its byte ^ 0x80) where the taps read inside the input
+    tile, in_zp + 128 (zero_byte) in the padding, beyond the tile's rows and in the extra
+    channels."""
     n, ih, iw, c = (
         row[QC_IN_SHAPE],
         row[QC_IN_SHAPE + 1],
@@ -102,7 +110,7 @@ def qconv_window(row, ocm):
     top = row[QC_OROW0] * row[QC_STRIDE] - row[QC_PAD] - row[QC_ROW0]  # tile row of row 0
     left = -row[QC_PAD + 1]
     raw = ocm[row[QC_IN_ADDR] : row[QC_IN_ADDR] + n * ih * iw * c]
-    x = np.full(n * rows * cols * cp, zero_byte(row), np.uint8)
+    x = np.full(n * rows * cols * cp, zero_byte(row), dtype)
     c_lo, c_hi = max(0, -left), min(cols, iw - left)
     for b in range(n):
         for r in range(rows):
@@ -380,7 +388,7 @@ def qconv_depthwise(row, ocm):
     kh_count, kw_count = row[QC_KERNEL], row[QC_KERNEL + 1]
     dh, dw, sh, sw = row[QC_DILATION], row[QC_DILATION + 1], row[QC_STRIDE], row[QC_STRIDE + 1]
     rows, cols, cp = qconv_geometry(row)
-    x = qconv_window(row, ocm)
+    x = qconv_window(row, ocm, np.uint8)
     taps = kh_count * kw_count
     w = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + oc * taps].view(np.int8)
     wt = np.empty((taps, oc), np.int32)  # [tap, channel]
@@ -462,7 +470,7 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     if chunk >= chunks:
         return end_shared(sync, i, worker, workers, chunks)
     # everything the conv reads, copied before this thread stores anything
-    x = qconv_window(row, ocm)
+    x = qconv_window(row, ocm, QMAC_WINDOW)
     if packed.size == 0:  # no slot: this thread packs its own
         kh, kw, c = row[QC_KERNEL], row[QC_KERNEL + 1], row[QC_IN_SHAPE + 3]
         packed = np.empty(qweights_size(oc, kh, kw, c), np.int8)
