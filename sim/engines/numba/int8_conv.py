@@ -342,14 +342,15 @@ def qconv_store(row, ocm, acc, start, stop, multipliers, roundings, rights, tabl
         for p in range(start, stop):
             store_i32(ocm, out + 4 * p * oc, acc[p * width : p * width + oc].astype(np.int64))
         return
-    lo, hi, out_zp = np.int64(row[QC_CLAMP]), np.int64(row[QC_CLAMP + 1]), np.int64(row[QC_OUT_ZP])
+    out_zp = np.int64(row[QC_OUT_ZP])
+    lo, hi = np.int64(row[QC_CLAMP]) - out_zp, np.int64(row[QC_CLAMP + 1]) - out_zp
     for p in range(start, stop):  # a loop the compiler vectorizes: no branch, no lookup
         sums = acc[p * width : p * width + oc]
         at = out + p * oc
         bytes_out = ocm[at : at + oc]
-        for o in range(oc):
-            v = (np.int64(sums[o]) * multipliers[o] + roundings[o]) >> rights[o]
-            bytes_out[o] = np.uint8(min(max(out_zp + v, lo), hi) & 0xFF)
+        for o in range(oc):  # int32 x int32: one VPMULDQ a lane pair, not an int64 product
+            v = (np.int64(sums[o]) * np.int64(multipliers[o]) + roundings[o]) >> rights[o]
+            bytes_out[o] = np.uint8((min(max(v, lo), hi) + out_zp) & 0xFF)
         if lut != -1:  # a byte's int8 value + 128 is the byte ^ 0x80
             for o in range(oc):
                 bytes_out[o] = table[bytes_out[o] ^ 0x80]
@@ -358,9 +359,9 @@ def qconv_store(row, ocm, acc, start, stop, multipliers, roundings, rights, tabl
 @jit
 def qconv_rescale(row, ocm):
     """Each output channel's requantization as (factor, 2^(r - 1), r) of `int8.requantize`
-    (int64[OCt] each; unused with acc_out)."""
+    (the Q31 factor as int32[OCt], the others int64[OCt]; unused with acc_out)."""
     oc = row[QC_OUT_SHAPE + 3]
-    multipliers = np.empty(oc, np.int64)
+    multipliers = np.empty(oc, np.int32)
     roundings = np.empty(oc, np.int64)
     rights = np.empty(oc, np.int64)
     if not row[QC_ACC_OUT]:
