@@ -8,9 +8,10 @@ Both instructions compute the same layer shape (a ResNet stage's 3x3 conv by def
 data already in OCM, on a cn10ka whose tile OCM is made large enough to hold it whole (a
 derived target), so the time is the kernel's and not the tiler's. Each is run once to load
 or compile the engine, then `--repeat` times; the table gives the best time of each, their
-ratio, and the modelled cycles of each instruction (the int8 MAC rate is twice fp16's).
-Threads: `MRVL_SIM_THREADS` (default: the engine's); the fp16 conv is shared among threads,
-the int8 one runs on one.
+ratio, and the modelled cycles of each instruction (the int8 MAC rate is twice fp16's), and
+the path the int8 block took on this CPU (`int8_mac.QMAC_PATH`: VNNI, AVX2 or generic).
+Threads: `MRVL_SIM_THREADS` (default: the engine's); both convs are shared among threads
+(the int8 one from `int8.SHARED_QCONV_MACS` multiply-adds).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 from mrvl.isa import DType, Instruction, IOEntry, MemSpace, Program
 from mrvl.sim import prepare, run
 from mrvl.sim.cycles import instruction_cost
+from mrvl.sim.engines.numba.int8_mac import QMAC_PATH
 from mrvl.target import derive_target
 
 
@@ -140,7 +142,7 @@ def main() -> None:
     print(f"{'instruction':<12} {'best ms':>9} {'GMAC/s':>7} {'modelled cycles':>16}")
     for name, seconds, cycles in rows:
         print(f"{name:<12} {1e3 * seconds:9.2f} {macs / seconds / 1e9:7.2f} {cycles:16d}")
-    print(f"int8 / fp16 time: {rows[0][1] / rows[1][1]:.2f}x")
+    print(f"int8 / fp16 time: {rows[0][1] / rows[1][1]:.2f}x (int8 path: {QMAC_PATH})")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The Numba engine's int8 block `qmac_tile` (sim/engines/numba/int8_mac.py) gives the exact
 int32 sums (modulo 2^32) on each of its paths, all built and run on this machine: the VNNI
-ones where the CPU has them, and the generic one every other target compiles, which the
-engine never takes here. And the path is chosen from the CPU's features as LLVM names them."""
+ones where the CPU has them, AVX2's, and the generic one every other target compiles, which
+the engine never takes here. And the path is chosen from the CPU's features as LLVM names them."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from mrvl.sim.engines.numba.int8_mac import (
     QMAC_PATHS,
     QMAC_PIXELS,
     QMAC_TILES,
+    QMAC_WINDOWS,
     cpu_features,
     qmac_path,
 )
@@ -40,6 +41,8 @@ def _runnable(path: str) -> bool:
         return bool(HOST.get("avx512vnni") and HOST.get("avx512bw"))
     if path == "avxvnni":
         return bool(HOST.get("avxvnni") or (HOST.get("avx512vnni") and HOST.get("avx512vl")))
+    if path == "avx2":
+        return bool(HOST.get("avx2"))
     return True
 
 
@@ -79,7 +82,7 @@ def test_each_qmac_path_gives_the_exact_int32_sums(path, segments, groups, extre
     taps = rng.integers(0, span // QMAC_GROUP + 1, segments).astype(np.int64) * QMAC_GROUP
     bases = rng.integers(0, 64, QMAC_PIXELS).astype(np.int64) * QMAC_GROUP
     reach = int(bases.max() + taps.max() + groups * QMAC_GROUP)  # every read inside x
-    x = rng.integers(0, 256, reach).astype(np.uint8)
+    x = rng.integers(0, 256, reach).astype(QMAC_WINDOWS[path])
     w_off = int(rng.integers(0, 64))
     w = rng.integers(-128, 128, w_off + segments * groups * QMAC_CHANNELS * QMAC_GROUP)
     w = w.astype(np.int8)
@@ -113,7 +116,8 @@ def test_a_large_sum_wraps_modulo_2_32_on_every_path():
         if not _runnable(path):
             continue
         out = np.zeros(QMAC_PIXELS * QMAC_CHANNELS, np.int32)
-        run(x, bases, taps, groups, w, 0, np.zeros(QMAC_CHANNELS, np.int32), 0, out, out_at)
+        window = x.astype(QMAC_WINDOWS[path])
+        run(window, bases, taps, groups, w, 0, np.zeros(QMAC_CHANNELS, np.int32), 0, out, out_at)
         assert (out == wrapped).all(), path
 
 
@@ -123,7 +127,9 @@ def test_a_large_sum_wraps_modulo_2_32_on_every_path():
         ("+avx2,+avx512f,+avx512bw,+avx512vl,+avx512vnni,+avxvnni", "avx512vnni"),
         ("+avx2,+avx512f,+avx512bw,-avx512vnni,+avxvnni", "avxvnni"),
         ("+avx2,+avx512f,+avx512vl,+avx512vnni,-avx512bw", "avxvnni"),
-        ("+avx2,+avx512f,+avx512bw,-avx512vnni,-avxvnni", "generic"),
+        ("+avx2,+avx512f,+avx512bw,-avx512vnni,-avxvnni", "avx2"),
+        ("+avx2,+fma,-avx512f,-avxvnni", "avx2"),
+        ("+sse4.2,-avx,-avx2", "generic"),
         ("+neon,+dotprod", "generic"),
         ("", "generic"),
     ],

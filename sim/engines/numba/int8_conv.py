@@ -3,7 +3,8 @@ one run of output channels (groups = 1) from the blocks of `int8_mac.py`, shared
 engine's threads as the fp16 `conv` is (`mac.py`); a depthwise conv across its channels
 (`qconv_depthwise`); other grouped convs keep the plain loops of `int8.py`.
 
-The window is copied once per thread as unsigned bytes, the int8 input + 128, padded on every
+The window is copied once per thread as unsigned values (bytes, or uint16 where the blocks
+read them so: `int8_mac.QMAC_WINDOW`), the int8 input + 128, padded on every
 side with in_zp + 128 (a padding tap reads in_zp and adds 0) and each position's channels to a
 multiple of four, so that every tap of every output position is a run of channel groups at a
 fixed offset: no bounds test in the block. The weights are packed to the blocks' layout, with
@@ -46,7 +47,13 @@ from mrvl.sim.engines.numba.int8 import (
     store_i32,
     table_copy,
 )
-from mrvl.sim.engines.numba.int8_mac import QMAC_CHANNELS, QMAC_GROUP, QMAC_PIXELS, qmac_tile
+from mrvl.sim.engines.numba.int8_mac import (
+    QMAC_CHANNELS,
+    QMAC_GROUP,
+    QMAC_PIXELS,
+    QMAC_WINDOW,
+    qmac_tile,
+)
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.sharing import (
     all_computed,
@@ -88,10 +95,11 @@ def zero_byte(row):
 
 
 @jit
-def qconv_window(row, ocm):
-    """uint8[N, rows, cols, channels] (qconv_geometry): the input + 128 (its byte ^ 0x80)
-    where the taps read inside the input tile, in_zp + 128 (zero_byte) in the padding, beyond
-    the tile's rows and in the extra channels."""
+def qconv_window(row, ocm, dtype):
+    """[N, rows, cols, channels] (qconv_geometry) of `dtype` (uint8, or uint16 for
+    QMAC_WINDOW): the input + 128 (its byte ^ 0x80) where the taps read inside the input
+    tile, in_zp + 128 (zero_byte) in the padding, beyond the tile's rows and in the extra
+    channels."""
     n, ih, iw, c = (
         row[QC_IN_SHAPE],
         row[QC_IN_SHAPE + 1],
@@ -102,7 +110,7 @@ def qconv_window(row, ocm):
     top = row[QC_OROW0] * row[QC_STRIDE] - row[QC_PAD] - row[QC_ROW0]  # tile row of row 0
     left = -row[QC_PAD + 1]
     raw = ocm[row[QC_IN_ADDR] : row[QC_IN_ADDR] + n * ih * iw * c]
-    x = np.full(n * rows * cols * cp, zero_byte(row), np.uint8)
+    x = np.full(n * rows * cols * cp, zero_byte(row), dtype)
     c_lo, c_hi = max(0, -left), min(cols, iw - left)
     for b in range(n):
         for r in range(rows):
@@ -334,14 +342,15 @@ def qconv_store(row, ocm, acc, start, stop, multipliers, roundings, rights, tabl
         for p in range(start, stop):
             store_i32(ocm, out + 4 * p * oc, acc[p * width : p * width + oc].astype(np.int64))
         return
-    lo, hi, out_zp = np.int64(row[QC_CLAMP]), np.int64(row[QC_CLAMP + 1]), np.int64(row[QC_OUT_ZP])
+    out_zp = np.int64(row[QC_OUT_ZP])
+    lo, hi = np.int64(row[QC_CLAMP]) - out_zp, np.int64(row[QC_CLAMP + 1]) - out_zp
     for p in range(start, stop):  # a loop the compiler vectorizes: no branch, no lookup
         sums = acc[p * width : p * width + oc]
         at = out + p * oc
         bytes_out = ocm[at : at + oc]
-        for o in range(oc):
-            v = (np.int64(sums[o]) * multipliers[o] + roundings[o]) >> rights[o]
-            bytes_out[o] = np.uint8(min(max(out_zp + v, lo), hi) & 0xFF)
+        for o in range(oc):  # int32 x int32: one VPMULDQ a lane pair, not an int64 product
+            v = (np.int64(sums[o]) * np.int64(multipliers[o]) + roundings[o]) >> rights[o]
+            bytes_out[o] = np.uint8((min(max(v, lo), hi) + out_zp) & 0xFF)
         if lut != -1:  # a byte's int8 value + 128 is the byte ^ 0x80
             for o in range(oc):
                 bytes_out[o] = table[bytes_out[o] ^ 0x80]
@@ -350,9 +359,9 @@ def qconv_store(row, ocm, acc, start, stop, multipliers, roundings, rights, tabl
 @jit
 def qconv_rescale(row, ocm):
     """Each output channel's requantization as (factor, 2^(r - 1), r) of `int8.requantize`
-    (int64[OCt] each; unused with acc_out)."""
+    (the Q31 factor as int32[OCt], the others int64[OCt]; unused with acc_out)."""
     oc = row[QC_OUT_SHAPE + 3]
-    multipliers = np.empty(oc, np.int64)
+    multipliers = np.empty(oc, np.int32)
     roundings = np.empty(oc, np.int64)
     rights = np.empty(oc, np.int64)
     if not row[QC_ACC_OUT]:
@@ -380,7 +389,7 @@ def qconv_depthwise(row, ocm):
     kh_count, kw_count = row[QC_KERNEL], row[QC_KERNEL + 1]
     dh, dw, sh, sw = row[QC_DILATION], row[QC_DILATION + 1], row[QC_STRIDE], row[QC_STRIDE + 1]
     rows, cols, cp = qconv_geometry(row)
-    x = qconv_window(row, ocm)
+    x = qconv_window(row, ocm, np.uint8)
     taps = kh_count * kw_count
     w = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + oc * taps].view(np.int8)
     wt = np.empty((taps, oc), np.int32)  # [tap, channel]
@@ -462,7 +471,7 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     if chunk >= chunks:
         return end_shared(sync, i, worker, workers, chunks)
     # everything the conv reads, copied before this thread stores anything
-    x = qconv_window(row, ocm)
+    x = qconv_window(row, ocm, QMAC_WINDOW)
     if packed.size == 0:  # no slot: this thread packs its own
         kh, kw, c = row[QC_KERNEL], row[QC_KERNEL + 1], row[QC_IN_SHAPE + 3]
         packed = np.empty(qweights_size(oc, kh, kw, c), np.int8)
