@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import tvm
 from onnx import numpy_helper
 from tvm import relax
 
 import mrvl
+from mrvl.accuracy import reference_session
 
 
 def qdq_build(qdq: onnx.ModelProto, num_tiles: int):
@@ -50,7 +50,7 @@ def steps_off_onnxruntime(qdq: onnx.ModelProto, lib, feeds, scale: float) -> np.
     """How many steps of `scale` the build `lib` of `qdq` is off onnxruntime running `qdq`,
     per element of the first output, on every feed of `feeds` (one array, flat)."""
     vm = relax.VirtualMachine(lib, tvm.cpu())
-    session = ort.InferenceSession(qdq.SerializeToString())
+    session = reference_session(qdq)
     steps = []
     for feed in feeds:
         got = vm["main"](*[tvm.runtime.tensor(v) for v in feed.values()]).numpy()

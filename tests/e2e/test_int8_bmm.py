@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 import tvm
 from helpers import float_model
@@ -18,6 +17,7 @@ from onnx import helper as oh
 from tvm import relax
 
 import mrvl
+from mrvl.accuracy import reference_session
 
 TOKENS, WIDTH, HEADS = 16, 32, 2
 HEAD = WIDTH // HEADS
@@ -165,7 +165,7 @@ def test_vit_qkv_through_rank_5_is_one_int8_region_within_one_step(pick):
     assert len(report.regions) == 1 and not report.on_cpu(), report.summary()
     assert report.int8_mac_fraction == 1.0, report.summary()
     vm = relax.VirtualMachine(mrvl.build(mod, target="llvm", num_tiles=1), tvm.cpu())
-    session = ort.InferenceSession(qdq.SerializeToString())
+    session = reference_session(qdq)
     inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
     scale = float(inits[next(n for n in qdq.graph.node if "y" in n.output).input[1]])
     for f in feeds(2, seed=3):

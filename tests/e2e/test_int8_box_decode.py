@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 import tvm
 from onnx import TensorProto, numpy_helper
@@ -17,6 +16,7 @@ from onnx import helper as oh
 from tvm import relax
 
 import mrvl
+from mrvl.accuracy import reference_session
 from mrvl.qdq import TensorQuant
 from mrvl.qdq_binary import fp16_error_in_steps
 
@@ -74,7 +74,7 @@ def test_box_decoding_runs_on_the_mlip_in_fp16_between_edges():
     lib = mrvl.build(mod, target="llvm")
     x = feeds[0]["x"]
     got = relax.VirtualMachine(lib, tvm.cpu())["main"](tvm.runtime.tensor(x)).numpy()
-    (want,) = ort.InferenceSession(qdq.SerializeToString()).run(None, {"x": x})
+    (want,) = reference_session(qdq).run(None, {"x": x})
     inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
     producer = {o: n for n in qdq.graph.node for o in n.output}
     scale = float(inits[producer["boxes"].input[1]])

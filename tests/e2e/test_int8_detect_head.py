@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 import tvm
 from onnx import TensorProto, numpy_helper
@@ -18,6 +17,7 @@ from onnx import helper as oh
 from tvm import relax
 
 import mrvl
+from mrvl.accuracy import reference_session
 
 SHAPE = (1, 32, 30, 70)  # 30 x 70 = 2100 anchors, as YOLOv8n's three maps at 320 x 320
 
@@ -80,7 +80,7 @@ def test_int8_split_of_a_contiguous_prefix_builds_and_matches_onnxruntime(head_q
     assert "requant" in opcodes and not opcodes & {"lut", "scale"}, opcodes
     (x,) = [f["x"] for f in _feeds(1, seed=7)]
     got = relax.VirtualMachine(lib, tvm.cpu())["main"](tvm.runtime.tensor(x))
-    want = ort.InferenceSession(head_qdq.SerializeToString()).run(None, {"x": x})
+    want = reference_session(head_qdq).run(None, {"x": x})
     inits = {i.name: numpy_helper.to_array(i) for i in head_qdq.graph.initializer}
     producer = {o: n for n in head_qdq.graph.node for o in n.output}
     for index, name in enumerate(("boxes", "scores")):
@@ -139,7 +139,7 @@ def test_int8_split_into_equal_parts_is_one_int8_copy_each():
     lib = mrvl.build(mod, target="llvm")
     x = feeds[0]["x"]
     got = relax.VirtualMachine(lib, tvm.cpu())["main"](tvm.runtime.tensor(x)).numpy()
-    (want,) = ort.InferenceSession(qdq.SerializeToString()).run(None, {"x": x})
+    (want,) = reference_session(qdq).run(None, {"x": x})
     inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
     producer = {o: n for n in qdq.graph.node for o in n.output}
     scale = float(inits[producer["y"].input[1]])
@@ -197,7 +197,7 @@ def test_a_quantized_layer_whose_result_is_of_rank_5_stays_on_the_cpu(rank_check
     lib = mrvl.build(mod, target="llvm")
     x = feeds[0]["x"]
     got = relax.VirtualMachine(lib, tvm.cpu())["main"](tvm.runtime.tensor(x)).numpy()
-    (want,) = ort.InferenceSession(qdq.SerializeToString()).run(None, {"x": x})
+    (want,) = reference_session(qdq).run(None, {"x": x})
     inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
     producer = {o: n for n in qdq.graph.node for o in n.output}
     scale = float(inits[producer["y"].input[1]])

@@ -11,7 +11,6 @@ model, within fp16's error of onnxruntime's fp32."""
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 import tvm
 from helpers import float_model
@@ -26,6 +25,7 @@ from onnx import numpy_helper
 from tvm import relax
 
 import mrvl
+from mrvl.accuracy import reference_session
 
 FEATURES, WIDTH = 24, 16
 
@@ -104,7 +104,7 @@ def test_l2_normalization_after_the_last_quantize_runs_in_fp16_in_the_region():
     rows = {r.node: r.dtype for r in report.rows}
     assert rows["/bn"] == "int8" and rows["/ReduceL2"] == rows["/Div"] == "float16", rows
     vm = relax.VirtualMachine(mrvl.build(mod, target="llvm", num_tiles=1), tvm.cpu())
-    session = ort.InferenceSession(qdq.SerializeToString())
+    session = reference_session(qdq)
     for f in feeds(4, seed=7):
         got = vm["main"](tvm.runtime.tensor(f["x"])).numpy()
         want = session.run(None, f)[0]

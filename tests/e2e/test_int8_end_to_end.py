@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 import tvm
 from int8_builders import QdqBuilds, assert_region_engines_agree, output_scale, qdq_build
@@ -17,6 +16,7 @@ from onnx import numpy_helper
 from tvm import relax
 
 import mrvl
+from mrvl.accuracy import reference_session
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "quantization"))
 from qdq_models import (  # noqa: E402
@@ -67,7 +67,7 @@ def built_in_one_int8_region(builds: QdqBuilds, num_tiles: int, layers):
 def steps_on_calibration(model, vm) -> list[np.ndarray]:
     """How many quantization steps the build is off onnxruntime running the same QDQ model,
     per element, on each of 8 seeded inputs."""
-    session = ort.InferenceSession(model.SerializeToString())
+    session = reference_session(model)
     offs = []
     for x in calibration(8, seed=11):
         want = session.run(None, x)[0]
@@ -124,7 +124,7 @@ def test_int8_concat_and_copies_in_one_region(concat_qdq):
     kinds = {r.op_type for r in report.rows if r.dtype == "int8"}
     assert {"Concat", "Slice", "Conv"} <= kinds, kinds
     assert {r.dtype for r in report.rows if r.offloaded} == {"int8"}
-    session = ort.InferenceSession(concat_qdq.SerializeToString())
+    session = reference_session(concat_qdq)
     off = np.concatenate(
         [
             steps(
@@ -149,7 +149,7 @@ def test_int8_channel_shuffle_is_one_copy():
     rows = {r.node: r for r in report.rows}
     assert rows["/shuffle/Transpose"].dtype == "int8"
     assert rows["gt_QuantizeLinear"].target == "folded"
-    session = ort.InferenceSession(model.SerializeToString())
+    session = reference_session(model)
     for v in calibration(4, seed=11):
         got = vm["main"](tvm.runtime.tensor(v["x"])).numpy()
         assert steps(model, got, session.run(None, v)[0]).max() <= 1

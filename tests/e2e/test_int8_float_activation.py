@@ -7,7 +7,6 @@ onnxruntime running the same QDQ model."""
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 import tvm
 from helpers import float_model
@@ -16,6 +15,7 @@ from onnx import numpy_helper
 from tvm import relax
 
 import mrvl
+from mrvl.accuracy import reference_session
 
 SHAPE = [1, 8, 6, 10]
 
@@ -62,7 +62,7 @@ def test_hardswish_and_pool_left_in_float_run_in_fp16_in_the_region(hswish_qdq):
     assert rows["/act"] == rows["/pool"] == "float16", rows
     assert rows["/conv1"] == rows["/conv2"] == "int8", rows
     vm = relax.VirtualMachine(mrvl.build(mod, target="llvm", num_tiles=1), tvm.cpu())
-    session = ort.InferenceSession(hswish_qdq.SerializeToString())
+    session = reference_session(hswish_qdq)
     inits = {i.name: numpy_helper.to_array(i) for i in hswish_qdq.graph.initializer}
     pool_q = next(
         n for n in hswish_qdq.graph.node if n.op_type == "QuantizeLinear" and "p" in n.input

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 import tvm
 from helpers import float_model
@@ -18,6 +17,7 @@ from onnx import numpy_helper
 from tvm import relax
 
 import mrvl
+from mrvl.accuracy import reference_session
 from mrvl.onnx_shell import with_outputs
 
 TOKENS, WIDTH = 16, 48
@@ -94,7 +94,7 @@ def test_the_layernorm_is_within_one_step_of_the_exact_one(layernorm_build):
 
     gamma, beta = value(norm.input[1]), value(norm.input[2])
     scale, zero = _quantize_of(qdq, norm.output[0])
-    session = ort.InferenceSession(with_outputs(qdq, ["y", norm.input[0]]).SerializeToString())
+    session = reference_session(with_outputs(qdq, ["y", norm.input[0]]))
     vm = relax.VirtualMachine(lib, tvm.cpu())
     to_exact, to_onnxruntime = [], []
     for f in feeds(4, seed=9):

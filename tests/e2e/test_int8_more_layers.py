@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 import tvm
 from int8_builders import assert_region_engines_agree, qdq_build
 from tvm import relax
 
 import mrvl
+from mrvl.accuracy import reference_session
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "quantization"))
 from qdq_models import affine_cnn, calibration, dropout_cnn, sum_cnn  # noqa: E402
@@ -31,7 +31,7 @@ def build_and_compare(model, num_tiles: int = 1, inputs: int = 4):
     onnxruntime's on `inputs` seeded inputs."""
     report, lib = qdq_build(model, num_tiles)
     vm = relax.VirtualMachine(lib, tvm.cpu())
-    session = ort.InferenceSession(model.SerializeToString())
+    session = reference_session(model)
     worst = 0.0
     for x in calibration(inputs, seed=11):
         got = vm["main"](tvm.runtime.tensor(x["x"])).numpy()
@@ -94,7 +94,7 @@ def test_light_qdq_models_build_in_int8(name, regions):
     vm = relax.VirtualMachine(lib, tvm.cpu())
     feeds = random_inputs(qdq, seed=5)
     got = vm["main"](*[tvm.runtime.tensor(x) for x in feeds.values()]).numpy()
-    want = ort.InferenceSession(qdq.SerializeToString()).run(None, feeds)[0]
+    want = reference_session(qdq).run(None, feeds)[0]
     assert steps(qdq, got, want).max() <= 3
 
 
@@ -165,7 +165,7 @@ def test_silu_table_is_onnxruntime_qdq_on_every_input(scales):
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
     model.ir_version = 9
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = reference_session(model)
     (want,) = session.run(None, {"q": np.arange(-128, 128, dtype=np.int8)})
     sigmoid = int8.int8_table(lambda v: 1 / (1 + np.exp(-v)), s_x, z_x, s_g, z_g)
     got = gated_table(sigmoid, (s_x, z_x), (s_g, z_g), (s_y, z_y))

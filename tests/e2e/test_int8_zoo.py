@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 import tvm
 from onnx import numpy_helper
 from tvm import relax
 
 import mrvl
+from mrvl.accuracy import reference_session
 from mrvl.models.zoo import load_zoo_model
 from mrvl.onnx_shell import last_quantized, with_outputs
 
@@ -42,7 +42,7 @@ def test_zoo_classifier_runs_in_int8_within_3_steps(name):
     assert report.int8_mac_fraction >= 0.99, report.summary()
     assert {r.op_type for r in report.on_cpu()} <= {"Softmax", "QuantizeLinear", "DequantizeLinear"}
     vm = relax.VirtualMachine(mrvl.build(mod, target="llvm"), tvm.cpu())
-    session = ort.InferenceSession(qdq.SerializeToString())
+    session = reference_session(qdq)
     inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
     out = qdq.graph.output[0].name
     dq = next(n for n in qdq.graph.node if out in n.output)
@@ -78,7 +78,7 @@ def test_mobilenet_v3_small_runs_in_int8_in_one_region_within_3_steps():
     assert report.int8_mac_fraction >= 0.99, report.summary()
     assert {r.op_type for r in report.on_cpu()} <= {"Softmax", "QuantizeLinear", "DequantizeLinear"}
     vm = relax.VirtualMachine(mrvl.build(mod, target="llvm"), tvm.cpu())
-    session = ort.InferenceSession(qdq.SerializeToString())
+    session = reference_session(qdq)
     names = [o.name for o in qdq.graph.output]
     rng = np.random.default_rng(0)
     shape = [d.dim_value for d in qdq.graph.input[0].type.tensor_type.shape.dim]

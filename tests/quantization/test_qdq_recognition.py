@@ -5,7 +5,6 @@ on the CPU with its reason (uint8 or asymmetric weights, ...)."""
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 import tvm
 from onnx import numpy_helper
@@ -14,6 +13,7 @@ from tvm import relax
 
 import mrvl
 from mrvl import qdq
+from mrvl.accuracy import reference_session
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_dequantized_constants_keep_their_integers(qdq_model, imported):
 def test_imported_qdq_model_computes_what_onnxruntime_does(qdq_model, imported):
     """The numpy fold of the constants' DequantizeLinear changes nothing TVM computes."""
     x = np.random.default_rng(5).standard_normal(INPUT_SHAPE).astype(np.float32)
-    want = ort.InferenceSession(qdq_model.SerializeToString()).run(None, {"x": x})[0]
+    want = reference_session(qdq_model).run(None, {"x": x})[0]
     ex = tvm.compile(imported, target="llvm")
     got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.runtime.tensor(x)).numpy()
     scale = 0.0073105855844914913  # the output's quantization step (y_scale)

@@ -9,12 +9,12 @@ from collections import Counter
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from helpers import truncated_at
 from onnx import numpy_helper
 
 import mrvl
+from mrvl.accuracy import reference_session
 from mrvl.mixed_precision import AccuracyTargetWarning, output_error, quantization_report
 from mrvl.quantization import QuantizeError
 from mrvl.tools import mrvlc
@@ -91,8 +91,8 @@ def test_qdq_model_tracks_the_float_model(mnist_model, qdq):
     """On other samples than the calibration's, the QDQ model's logits stay within 5 % of the
     range of the float model's (measured: 2.9 % at most, 1.3 % on average), and the class
     agrees on all but at most one."""
-    float_run = ort.InferenceSession(truncated_at(mnist_model, "logits").SerializeToString())
-    qdq_run = ort.InferenceSession(truncated_at(qdq, "logits").SerializeToString())
+    float_run = reference_session(truncated_at(mnist_model, "logits"))
+    qdq_run = reference_session(truncated_at(qdq, "logits"))
     name = float_run.get_inputs()[0].name
     agree = 0
     for sample in np.random.default_rng(4).standard_normal((SAMPLES, 1, 1, 28, 28)):
@@ -272,7 +272,7 @@ def test_a_model_below_opset_13_is_upgraded_before_quantizing():
         if a.name == "axis"
     }  # fmt: skip
     assert axes, "the weights are quantized per channel"
-    session = ort.InferenceSession(qdq.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = reference_session(qdq)
     assert session.run(None, {"x": feeds[:1]})[0].shape == (1, 10)
 
 
@@ -330,7 +330,7 @@ def test_batch_norm_after_conv_is_folded_before_quantizing():
     assert folded.graph.node[0].name == "conv"
 
     def run(m, feed):
-        sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        sess = reference_session(m)
         return sess.run(None, {"x": feed})[0]
 
     np.testing.assert_allclose(run(folded, x[:1]), run(model, x[:1]), rtol=1e-5, atol=1e-5)
