@@ -99,7 +99,12 @@ def load_light_model(name: str, seed: int = 0, *, calibrate: bool = True) -> onn
 
 
 def reweight(
-    model: onnx.ModelProto, seed: int = 0, *, calibrate: bool = True, initializers: bool = True
+    model: onnx.ModelProto,
+    seed: int = 0,
+    *,
+    calibrate: bool = True,
+    initializers: bool = True,
+    scales: dict[str, float] | None = None,
 ) -> onnx.ModelProto:
     """`model` with seeded random weights (see the module docstring), checked.
 
@@ -107,11 +112,16 @@ def reweight(
     models' case), the float initializers too. Without it, initializers are kept as they
     are: a weight-free export stores only its fixed constants (HardSwish's 3 and 6, a
     detector's anchors) as initializers. With `calibrate`, each Conv/Gemm/MatMul is then
-    rescaled to unit output RMS on a seeded input (see `calibrate_scales`).
+    rescaled to unit output RMS on a seeded input (see `calibrate_scales`), by `scales` when
+    given (`calibrate_scales`'s factors, recorded: they are the same on every CPU).
     """
     skeleton, weights = _random_weights(model, seed, initializers=initializers)
     if calibrate:
-        scales = calibrate_scales(skeleton, weights, seed=seed)
+        if scales is None:
+            scales = calibrate_scales(skeleton, weights, seed=seed)
+        elif set(scales) - set(weights):
+            unknown = sorted(set(scales) - set(weights))
+            raise ValueError(f"calibration factors for weights the model lacks: {unknown[:3]}")
         for weight, scale in scales.items():
             weights[weight] *= np.float32(scale)
     model = _with_weights(skeleton, weights)

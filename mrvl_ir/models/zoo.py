@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from mrvl.models.light import reweight
@@ -112,9 +113,42 @@ def load_zoo_model(name: str, seed: int = 0, *, calibrate: bool = True) -> onnx.
     """`zoo_onnx/<name>.onnx` with seeded random weights; checked.
 
     With `calibrate` (the default) each Conv/Gemm is rescaled so that its output has unit RMS
-    on a seeded calibration input (`mrvl.models.light.calibrate_scales`).
+    on a seeded calibration input (`mrvl.models.light.calibrate_scales`); for seed 0 by the
+    factors recorded in `zoo_onnx/calibration.json` (`calibration_factors`).
     """
-    return reweight(onnx.load(zoo_model_path(name)), seed, calibrate=calibrate, initializers=False)
+    scales = calibration_factors(name) if calibrate and seed == 0 else None
+    return reweight(
+        onnx.load(zoo_model_path(name)), seed, calibrate=calibrate, initializers=False,
+        scales=scales,
+    )  # fmt: skip
+
+
+CALIBRATION_FILE = ZOO_DIR / "calibration.json"
+"""Seed 0's calibration factors per model, weight name → float32 factor, as
+`calibrate_scales` found them (`python -m mrvl.models.zoo --record-calibration`). They are
+recorded because they are not the same bits on every CPU: they come from onnxruntime's fp32
+runs, whose last bits differ between CPUs (AVX2 and AVX-512 builds of its kernels), and a
+factor one bit off moves fp16 weights, and so the binaries the suite pins (it moved four zoo
+models' on an AVX2 host). With them, the zoo's weights are the same bits everywhere."""
+
+
+def calibration_factors(name: str) -> dict[str, float] | None:
+    """Seed 0's recorded factors of zoo model `name`, or None if none are recorded."""
+    if not CALIBRATION_FILE.exists():
+        return None
+    return json.loads(CALIBRATION_FILE.read_text()).get(name)
+
+
+def record_calibration(names=None) -> None:
+    """Compute seed 0's calibration factors of `names` (default: all) and record them."""
+    from mrvl.models.light import _random_weights, calibrate_scales
+
+    recorded = json.loads(CALIBRATION_FILE.read_text()) if CALIBRATION_FILE.exists() else {}
+    for name in names or ZOO_MODELS:
+        skeleton, weights = _random_weights(onnx.load(zoo_model_path(name)), 0, initializers=False)
+        factors = calibrate_scales(skeleton, weights, seed=0)
+        recorded[name] = {k: float(np.float32(v)) for k, v in sorted(factors.items())}
+        CALIBRATION_FILE.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
 
 
 def _summary() -> None:
@@ -132,5 +166,20 @@ def _summary() -> None:
         )
 
 
+def main(argv=None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="The zoo's models, or record their calibration.")
+    parser.add_argument(
+        "--record-calibration", nargs="*", metavar="NAME",
+        help="record seed 0's calibration factors (default: all models') in calibration.json",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.record_calibration is not None:
+        record_calibration(args.record_calibration)
+    else:
+        _summary()
+
+
 if __name__ == "__main__":
-    _summary()
+    main()
