@@ -78,17 +78,7 @@ FEW_REGION_MODELS = tuple(
 )
 
 # What each model does today (model → the failure seen). Remove an entry when it passes.
-HYBRID_FAILURES: dict[str, str] = {
-    "unet_pixelshuffle": (
-        "fp16 noise judged on few elements: 8.45 % against the emulation's 7.31 % (one element), "
-        "and on the distribution 45 elements beyond 3 % against the emulation's 37 of 127,838 "
-        "(1.1x is 40.7) with the same 99th percentile (1.110 % against 1.085 %). Not systematic "
-        "(scripts/second_look_seeds.py unet_pixelshuffle --inputs 20): over 20 seeded inputs "
-        "mrvl has 54.8 +- 10.2 elements beyond 3 %, the emulation 53.2 +- 9.9 (paired difference "
-        "+1.6, standard error 1.8), mrvl above on 11 of 20; p99 1.104 +- 0.024 % against "
-        "1.103 +- 0.022 %. Input seed 0, the suite's, is one of the draws where mrvl is above"
-    ),
-}
+HYBRID_FAILURES: dict[str, str] = {}
 MAC_GOAL_FAILURES: dict[str, str] = {}
 REGION_GOAL_FAILURES: dict[str, str] = {}
 
