@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install mrvl (if needed) and run the whole test suite: the FileCheck tests (lit), then
-# pytest including the model-scale tests marked slow (about 15 minutes on 2 cores).
+# pytest including the model-scale tests marked slow (about 20 minutes on 2 cores).
 # `--fast` leaves the slow tests out (about three minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
