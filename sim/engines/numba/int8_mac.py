@@ -15,11 +15,11 @@ int32 (`QMAC_PATHS`).
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import binding, ir
+from llvmlite import ir
 from numba import types
-from numba.core import config
 from numba.extending import intrinsic
 
+from mrvl.sim.engines.numba.jit import cpu_features
 from mrvl.sim.engines.numba.numerics import counted_loop
 
 QMAC_PIXELS = 6
@@ -43,23 +43,6 @@ int32, multiply, add), which any target compiles."""
 PAIR_LANES = 8
 """Output channels of one pass of the avx2 path (`_pairs_codegen`): a 256-bit vector of int32
 sums, held as two vectors of half sums while the pass runs."""
-
-
-def cpu_features() -> str:
-    """The CPU features Numba compiles for, as LLVM spells them ("+avx2,-avx512vnni,..."), by
-    Numba's rule: $NUMBA_CPU_FEATURES if set, else the host's as llvmlite reads them (none if
-    LLVM cannot tell), every AVX feature off if $NUMBA_ENABLE_AVX is 0."""
-    if config.CPU_FEATURES is not None:
-        return config.CPU_FEATURES
-    try:
-        features = binding.get_host_cpu_features()
-    except RuntimeError:
-        return ""
-    if not config.ENABLE_AVX:
-        for name in features:
-            if name.startswith("avx"):
-                features[name] = False
-    return features.flatten()
 
 
 def qmac_path(features: str) -> str:

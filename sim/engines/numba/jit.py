@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from llvmlite import binding as _llvm
 from numba.core import config as _numba_config
 
 STAMPED_MODULES = (
@@ -43,6 +44,25 @@ def cache_dir() -> Path:
         stamp.update(source.name.encode())
         stamp.update(source.read_bytes())
     return Path(base) / f"isa-{stamp.hexdigest()}"
+
+
+def cpu_features() -> str:
+    """The CPU features Numba compiles for, as LLVM spells them ("+avx2,-avx512vnni,..."), by
+    Numba's rule: $NUMBA_CPU_FEATURES if set, else the host's as llvmlite reads them (none if
+    LLVM cannot tell), every AVX feature off if $NUMBA_ENABLE_AVX is 0. The kernels that
+    emit vector code choose their form by it (`int8_mac.QMAC_PATH`, `mac_tiles.WIDE_REGISTERS`,
+    `numerics.has_f16c`)."""
+    if _numba_config.CPU_FEATURES is not None:
+        return _numba_config.CPU_FEATURES
+    try:
+        features = _llvm.get_host_cpu_features()
+    except RuntimeError:
+        return ""
+    if not _numba_config.ENABLE_AVX:
+        for name in features:
+            if name.startswith("avx"):
+                features[name] = False
+    return features.flatten()
 
 
 # Numba reads CACHE_DIR when a function is decorated, so it is set before the first @njit.

@@ -23,8 +23,7 @@ from mrvl.sim.engines.numba.fields import (
     CONV_ROW0,
     CONV_STRIDE,
 )
-from mrvl.sim.engines.numba.int8_mac import cpu_features
-from mrvl.sim.engines.numba.jit import jit, jit_inline
+from mrvl.sim.engines.numba.jit import cpu_features, jit, jit_inline
 from mrvl.sim.engines.numba.numerics import counted_loop, load_f16
 from mrvl.sim.weight_cache import CONSTANT, PACKED
 

@@ -24,7 +24,7 @@ from mrvl.sim.engines.numba.fields import (
     ACT_RELU,
     IS_TABLE_ACT,
 )
-from mrvl.sim.engines.numba.jit import jit
+from mrvl.sim.engines.numba.jit import cpu_features, jit
 
 F16_TO_F32 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
 F16_TO_F32 = F16_TO_F32.astype(np.float32)
@@ -261,9 +261,7 @@ def beyond_f16(u):
 
 def has_f16c() -> bool:
     """Whether Numba compiles for a CPU with F16C (x86's vector conversions between fp32 and
-    f16; `int8_mac.cpu_features`, imported here as it imports this module)."""
-    from mrvl.sim.engines.numba.int8_mac import cpu_features
-
+    f16; `jit.cpu_features`)."""
     return "+f16c" in cpu_features().split(",")
 
 
