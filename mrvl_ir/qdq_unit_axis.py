@@ -27,6 +27,7 @@ import tvm
 from tvm import relax
 from tvm.ir.expr import GenericConst
 
+from mrvl.pattern_checks import bound_values
 from mrvl.qdq import QuantizedConstant, _op, _view, attach, quantized_constants
 
 RANK = 5
@@ -243,7 +244,7 @@ class _DropUnitAxis(relax.PyExprMutator):
 def drop_unit_axis(mod: tvm.IRModule) -> tvm.IRModule:
     """`mod` with each group of a QDQ model's unit rank-5 tensors computed at rank 4 (a new
     module; `mod` is left as it was)."""
-    if not any(_op(v) in QDQ_OPS for v in _all_bindings(mod).values()):
+    if not any(_op(v) in QDQ_OPS for v in bound_values(mod).values()):
         return mod
     quantized = quantized_constants(mod)
     origins: dict = {}
@@ -272,11 +273,3 @@ def _bindings(func: relax.Function) -> dict:
         for b in block.bindings
         if isinstance(b, relax.VarBinding)
     }
-
-
-def _all_bindings(mod: tvm.IRModule) -> dict:
-    out: dict = {}
-    for func in mod.functions.values():
-        if isinstance(func, relax.Function):
-            out.update(_bindings(func))
-    return out
