@@ -185,6 +185,7 @@ class CaseResult:
     offloaded: bool = False  # some call of the node ran in an MLIP region
     error: str = ""  # the stage and error that stopped the flow, if any
     actual: list[np.ndarray] | None = field(default=None, repr=False)  # the VM's outputs
+    lib: object = field(default=None, repr=False)  # the `mrvl.build` result, once built
 
     @property
     def passed(self) -> bool:
@@ -192,7 +193,9 @@ class CaseResult:
 
 
 def run_case(case: NodeCase, *, mcpu: str = "cn10ka", num_tiles: int = 8) -> CaseResult:
-    """Run one case through the whole flow and classify it (see the module docstring)."""
+    """Run one case through the whole flow and classify it (see the module docstring). The
+    result keeps the build (`lib`) for a caller that runs it again: the suite runs it on both
+    engines (tests/conformance)."""
     import tvm
     from tvm import relax
 
@@ -200,12 +203,12 @@ def run_case(case: NodeCase, *, mcpu: str = "cn10ka", num_tiles: int = 8) -> Cas
     from mrvl.placement import CPU, node_targets
 
     start = time.perf_counter()
-    offloaded, regions, actual, why_cpu = False, 0, None, ""
+    offloaded, regions, actual, why_cpu, lib = False, 0, None, "", None
 
     def result(status: str, reason: str, error: str = "") -> CaseResult:
         return CaseResult(
             case.id, case.op_type, status, reason, time.perf_counter() - start, regions,
-            offloaded, error, actual,
+            offloaded, error, actual, lib,
         )  # fmt: skip
 
     try:
@@ -399,6 +402,7 @@ def run_all(
     for index, case in enumerate(progress, 1):
         progress.set_postfix_str(case.id, refresh=False)
         result = run_case(case)
+        result.lib = None  # the report needs no build, and 200 builds kept add up
         results.append(result)
         if verbose:
             progress.write(

@@ -112,27 +112,38 @@ def flatten_outputs(value) -> list[np.ndarray]:
     return [np.asarray(value)]
 
 
-def run_model_on_both_engines(lib, inputs) -> int:
+def run_model_on_both_engines(lib, inputs, cold=None) -> int:
     """Run the VM on `inputs` on the interpreter, then twice on the Numba engine (the second
     run is warm: its weight cache packed, the DMAs only constant weights read skipped),
-    require the same output bytes; returns the number of simulator runs per engine run."""
+    require the same output bytes; returns the number of simulator runs per engine run.
+    `cold`: the outputs and simulator runs (`engine_run`) of the Numba engine's first run
+    of `lib` on `inputs` if the caller made it already, compared in its place."""
     import tvm
     from tvm import relax
-
-    from mrvl.sim import simulator_wall_time, use_engine
 
     vm = relax.VirtualMachine(lib, tvm.cpu())
     args = [tvm.runtime.tensor(np.asarray(x)) for x in inputs]
     outputs, calls = [], []
-    for engine in ("interp", "numba", "numba"):
-        with use_engine(engine), simulator_wall_time() as spent:
-            outputs.append(flatten_outputs(vm["main"](*args)))
-        calls.append(spent.calls)
-        assert set(spent.by_engine) == {engine}
+    for engine, done in (("interp", None), ("numba", cold), ("numba", None)):
+        if done is None:
+            done = engine_run(engine, lambda: flatten_outputs(vm["main"](*args)))
+        outputs.append(done[0])
+        calls.append(done[1])
     assert calls[0] == calls[1] == calls[2] > 0, "nothing ran on the simulator"
     assert_same_bytes(outputs[0], outputs[1])
     assert_same_bytes(outputs[0], outputs[2])
     return calls[1]
+
+
+def engine_run(engine: str, call):
+    """`call()`, which runs a built library, with its regions on the simulator engine
+    `engine`: what it returns and how many simulator runs it made, each one on `engine`."""
+    from mrvl.sim import simulator_wall_time, use_engine
+
+    with use_engine(engine), simulator_wall_time() as spent:
+        result = call()
+    assert set(spent.by_engine) <= {engine}, spent.by_engine
+    return result, spent.calls
 
 
 def assert_fp16_rule(lib, onnx_model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> None:

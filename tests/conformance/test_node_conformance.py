@@ -7,8 +7,9 @@ fell back to TVM's CPU build must be exact within float32 tolerance. A case may 
 `KNOWN_FAILURES` names it, with the reason.
 
 When the `slow` test of the engines is selected, every case's build with an MLIP region also
-runs on both simulator engines as it is built (before the conformance run), and that test
-collects the outcomes: one import, partition and build per case for both checks.
+runs on both simulator engines after its conformance run (the build `run_case` returns, its
+conformance run the Numba engine's first, cold, run), and that test collects the outcomes:
+one import, partition and build per case for both checks.
 """
 
 from __future__ import annotations
@@ -16,12 +17,16 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import CONFORMANCE_ENGINE_CASES, conformance_partitioned, run_model_on_both_engines
+from helpers import (
+    CONFORMANCE_ENGINE_CASES,
+    conformance_partitioned,
+    engine_run,
+    run_model_on_both_engines,
+)
 
 import mrvl
 from mrvl.accuracy import fp16_agreement
@@ -130,38 +135,30 @@ differed. Read by the engines test, which builds and compares itself the cases m
 here."""
 
 
-@contextmanager
-def engines_compared_on_build(case):
-    """While `run_case` runs: its `mrvl.build` result, if the partition has a region, runs on
-    both engines right away (the Numba engine's first run cold, as in a build of its own),
-    the outcome kept in `ENGINE_OUTCOMES` (the case's own test must not fail for it, nor an
-    xfail hide it)."""
-    real_build = mrvl.build
-
-    def build(mod, *args, **kwargs):
-        lib = real_build(mod, *args, **kwargs)
-        outcome = "cpu only"
-        if any(is_region(func) for func in mod.functions.values()):
-            try:
-                assert lib.mrvl_regions, "a region in the partition, none in the build"
-                run_model_on_both_engines(lib, case.inputs)
-                outcome = None
-            except Exception as err:  # noqa: BLE001 - reported by the engines test
-                outcome = f"{type(err).__name__}: {err}"
-        ENGINE_OUTCOMES[case.id] = outcome
-        return lib
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(mrvl, "build", build)
-        yield
+def engines_outcome(case, result, runs: int) -> str | None:
+    """What `ENGINE_OUTCOMES` keeps for a case `run_case` built (`result.lib`): its build run
+    on the interpreter and warm on the Numba engine, compared with its conformance run
+    (`runs` simulator runs, on the Numba engine, cold) and each other. Errors are kept, not
+    raised: the case's own test must not fail for them, nor an xfail hide them."""
+    lib = result.lib
+    if not lib.mrvl_regions and not result.offloaded:
+        return "cpu only"
+    cold = (result.actual, runs) if result.actual is not None else None
+    try:
+        assert lib.mrvl_regions, "a region in the partition, none in the build"
+        run_model_on_both_engines(lib, case.inputs, cold=cold)
+    except Exception as err:  # noqa: BLE001 - reported by the engines test
+        return f"{type(err).__name__}: {err}"
+    return None
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
 def test_node_case(case, request):
     compare = case.id not in CONFORMANCE_ENGINE_CASES  # those have tests of their own
     if compare and any(item.name == ENGINES_TEST for item in request.session.items):
-        with engines_compared_on_build(case):
-            result = conformance.run_case(case)
+        result, runs = engine_run("numba", lambda: conformance.run_case(case))
+        if result.lib is not None:
+            ENGINE_OUTCOMES[case.id] = engines_outcome(case, result, runs)
     else:
         result = conformance.run_case(case)
     if result.error:
