@@ -6,7 +6,8 @@ once (module fixtures, module-level caches) is built once, except for three file
 model-scale tests: the zoo and the light models are cut by model, each model one unit with all
 of its tests (they share one build and run; the zoo's outputs are also the pinned hashes), and
 the hazard tests of test_cycles.py are one unit each (each compiles its own model).
-`UNIT_SECONDS` records the longest units as measured.
+`UNIT_SECONDS` records the longest units as measured. With pytest 9.2, pytest-xdist 3.8
+loses the units unless this file writes them into the node ids (`_name_group_in_node_id`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 UNIT_SECONDS = {
-    "tests/conformance/test_node_conformance.py": 510,
     "light:vgg19": 350,
     "light:densenet121": 250,
     "zoo:resnet50": 190,
@@ -51,6 +51,7 @@ UNIT_SECONDS = {
     "light:inception_v2": 111,
     "tests/distributed/test_evaluate.py": 135,
     "light:resnet50": 130,
+    "tests/conformance/test_node_conformance.py": 120,
     "cycles:resnet50-1": 108,
     "zoo:deeplabv3_mobilenet_v3_large": 104,
     "zoo:efficientnet_b0": 103,
@@ -73,7 +74,15 @@ EfficientNet-B0 the same way, and test_engines_models.py by the ratio measured f
 98 s to 197 s, its slow test of every conformance case now on the conformance unit's own
 builds, which stays about as long): only their order matters, which is the order in which
 the workers get them (`pytest_collection_modifyitems`). Units not listed come
-after them, in pytest's order. Refresh from the `--durations` list `scripts/test.sh` prints."""
+after them, in pytest's order. Refresh from the `--durations` list `scripts/test.sh` prints.
+
+Until 2026-11-27 every test was a unit of its own on the workers (pytest 9.2 had dropped the
+units: `_name_group_in_node_id`), so these figures include the builds that the tests of one
+unit made on both workers. The conformance unit was re-measured alone then, on one process
+under a load of 12 on 2 cores: 643 test-seconds, 85 CPU-seconds, against 1560 and 305 for
+light:vgg19 measured the same way (its 510 had counted, besides the split, the engines test
+building again the cases whose conformance runs went to the other worker); 120 puts it where
+those ratios to light:vgg19's 350 do (100 to 145)."""
 
 
 def _unit(item: pytest.Item) -> str:
@@ -104,8 +113,24 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(_unit(item)))
     result = yield
+    if getattr(config.option, "loadgroup", False):  # a worker of `--dist loadgroup`
+        for item in items:
+            _name_group_in_node_id(item)
     items[:] = sorted(items, key=lambda item: -UNIT_SECONDS.get(_group(item), 0))
     return result
+
+
+def _name_group_in_node_id(item: pytest.Item) -> None:
+    """End the test's node id in `@<its unit>`, which is how pytest-xdist's loadgroup
+    scheduler learns a test's unit. pytest-xdist 3.8 writes that suffix into `item._nodeid`,
+    which pytest 9.2 no longer reads (its node ids are structured, `item._id`: pytest-xdist
+    issue 1386), so the suffix was lost and every test went out as a unit of its own: the
+    tests of one model or file ran on both workers, each worker building what they share.
+    The same suffix, written where pytest 9.2 reads it; nothing if it is already there."""
+    suffix = f"@{_group(item)}"
+    if item.nodeid.endswith(suffix) or not hasattr(item, "_id"):
+        return
+    item._id = type(item._id).parse(item.nodeid + suffix)
 
 
 def _group(item: pytest.Item) -> str:
