@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install mrvl (if needed) and run the whole test suite: the FileCheck tests (lit), then
-# pytest including the model-scale tests marked slow (about 20 minutes on 2 cores).
+# pytest including the model-scale tests marked slow (about 20 minutes on 2 cores, measured
+# before the units of work reached pytest-xdist again on 2026-11-27: less since, see README).
 # `--fast` leaves the slow tests out (about three minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
