@@ -7,7 +7,8 @@ input and each float output of every node) rounded through fp16, with the arithm
 done in fp32 by onnxruntime. The rounding is a `Cast` to float16 and back after each such
 tensor; onnxruntime's graph optimizations are off so that no pass removes the pair. What the
 MLIP keeps in f32 the emulation keeps in f32 too (`on_chip_f32_tensors`: biases, scales and
-shifts, PRelu slopes, the softmax and layernorm accumulators); otherwise it would charge
+shifts, PRelu slopes, the softmax and layernorm accumulators), and what it never stores it
+does not round (the sigmoid inside a SiLU, one table lookup); otherwise it would charge
 fp16 for roundings the hardware never makes and flatter itself.
 
 A result is as good as fp16 allows when its error is within max(3 %, the emulation's own
@@ -60,6 +61,7 @@ __all__ = [
     "on_chip_f32_tensors",
     "redrawn_errors",
     "redrawn_feeds",
+    "silu_f32_tensors",
 ]
 
 _UNROUNDED = "__mrvl_fp32"
@@ -72,8 +74,9 @@ def fp16_storage_model(model: onnx.ModelProto) -> onnx.ModelProto:
     Float initializers and `Constant` values are rounded to fp16 in place. Every float graph
     input and every float node output is followed by Cast(float16) → Cast(float); consumers
     and graph outputs read the rounded tensor under its original name. What the MLIP keeps in
-    fp32 stays fp32 (`on_chip_f32_tensors`): biases, scales and shifts, PRelu slopes, and
-    a layer normalization's parameters and the intermediate tensors of its decomposed form.
+    fp32 stays fp32 (`on_chip_f32_tensors`): biases, scales and shifts, PRelu slopes,
+    a layer normalization's parameters and the intermediate tensors of its decomposed form,
+    and the sigmoid inside a SiLU, which the MLIP never stores.
     (Softmax and LayerNormalization nodes keep their sums in fp32 inside onnxruntime
     already.) Types come from ONNX
     shape inference; a node output whose type it cannot tell raises `ValueError`, so no
@@ -145,18 +148,16 @@ def on_chip_f32_tensors(graph: onnx.GraphProto, ranks: dict[str, int] | None = N
       folds a chain of them into the layer before it (its f32 bias) or into one `scale`
       (f32 scale and shift), so their constants stay f32, and so does every tensor inside
       such a chain that only the next step reads: the MLIP rounds the chain's result once;
-    - a layer normalization's parameters and accumulators (`layernorm_f32_tensors`).
+    - a layer normalization's parameters and accumulators (`layernorm_f32_tensors`);
+    - the sigmoid inside a SiLU (`silu_f32_tensors`).
     """
-    kept = layernorm_f32_tensors(graph, ranks)
+    kept = layernorm_f32_tensors(graph, ranks) | silu_f32_tensors(graph)
     constants = {i.name: tuple(i.dims) for i in graph.initializer}
     for node in graph.node:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
             constants[node.output[0]] = tuple(node.attribute[0].t.dims)
     producer = {out: node for node in graph.node for out in node.output}
-    readers: dict[str, int] = {}
-    for node in graph.node:
-        for name in node.input:
-            readers[name] = readers.get(name, 0) + 1
+    readers = _reader_counts(graph)
     outputs = {o.name for o in graph.output}
     for node in graph.node:
         bias = _BIAS_INPUT.get(node.op_type)
@@ -183,6 +184,43 @@ def on_chip_f32_tensors(graph: onnx.GraphProto, ranks: dict[str, int] | None = N
         if folds and readers.get(data[0]) == 1 and data[0] not in outputs:
             kept.add(data[0])
     return kept
+
+
+def silu_f32_tensors(graph: onnx.GraphProto) -> set[str]:
+    """The Sigmoid output of each SiLU, `Mul(x, Sigmoid(x))`, that only the Mul reads.
+
+    The compiler makes the pair one SILU table lookup (`activation_forms`; docs/isa.md, table
+    activations): `f16(silu(f16 x))`, one rounding, the sigmoid never stored. So the
+    emulation rounds x and the product, not the sigmoid. Rounding it as well is no harmless
+    excess: on an ill-conditioned network the two forms' errors differ several-fold either
+    way, input by input (EfficientNet-B0, docs/architecture.md)."""
+    producer = {node.output[0]: node for node in graph.node if node.output}
+    readers = _reader_counts(graph)
+    outputs = {o.name for o in graph.output}
+    kept = set()
+    for node in graph.node:
+        if node.op_type != "Mul" or len(node.input) != 2:
+            continue
+        for gate, x in (node.input, node.input[::-1]):
+            sigmoid = producer.get(gate)
+            if (
+                sigmoid is not None
+                and sigmoid.op_type == "Sigmoid"
+                and sigmoid.input[0] == x
+                and readers[gate] == 1
+                and gate not in outputs
+            ):
+                kept.add(gate)
+    return kept
+
+
+def _reader_counts(graph: onnx.GraphProto) -> dict[str, int]:
+    """How many node inputs read each tensor."""
+    readers: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers[name] = readers.get(name, 0) + 1
+    return readers
 
 
 def _per_channel(dims: tuple[int, ...]) -> bool:

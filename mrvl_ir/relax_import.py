@@ -67,8 +67,9 @@ class _RegionImporter:
         self.composites: dict[relax.Var, relax.Function] = {}
         self.block = Block(arg_types=[self._relax_tensor_type(p) for p in region.params])
         self.builder = Builder(InsertPoint.at_end(self.block))
+        taken: set[str] = set()
         for param, arg in zip(region.params, self.block.args):
-            arg.name_hint = _ssa_name(param.name)
+            arg.name_hint = _unique(_ssa_name(param.name), taken)
             self.values[param] = arg
 
     # -- types and values ---------------------------------------------------------------------
@@ -679,6 +680,19 @@ def _ssa_name(name: str) -> str:
     (ONNX inputs are often called `gpu_0/data_0` or `0`)."""
     valid = re.sub(r"[^A-Za-z0-9_$.-]", "_", name)
     return valid if valid and not valid[0].isdigit() else f"v{valid}"
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """`name`, or `name.<k>` for the first k that is free, added to `taken`: a region's inputs
+    are named after its parameters, whose names TVM does not keep apart (a partitioned
+    module's `lv9` twice; ONNX inputs `a/b` and `a:b` are both `a_b` as SSA names), and
+    the program's I/O names must be (`mlip.io`). (xDSL drops a `_<k>` suffix from a name.)"""
+    unique, k = name, 0
+    while unique in taken:
+        k += 1
+        unique = f"{name}.{k}"
+    taken.add(unique)
+    return unique
 
 
 def _scalar(expr) -> float:

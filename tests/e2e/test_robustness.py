@@ -183,6 +183,26 @@ def test_mrvlc_writes_the_json_files_it_streams(tmp_path):
     assert len(consts) == 2  # the conv's weights and bias
 
 
+def test_region_inputs_of_one_ssa_name_get_distinct_io_names():
+    """ONNX inputs `a/b` and `a:b` are both `a_b` as SSA names (and a partitioned module can
+    pass a region two parameters TVM named alike: EfficientNet-B0 with its Sigmoids denied,
+    `lv9` twice): the program's inputs were both named so and the build failed ('mlip.io:
+    the name ... is used twice'). They are `a_b` and `a_b.1` now, bound in order."""
+    shape = [1, 4, 2, 2]
+    nodes = [helper.make_node("Sub", ["a/b", "a:b"], ["y"], name="sub")]
+    model = float_model(
+        nodes, [], [("a/b", shape), ("a:b", shape)], [("y", shape)], name="names", opset=17
+    )
+    lib = mrvl.build(mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=1), num_tiles=1)
+    (region,) = lib.mrvl_regions
+    assert [e.name for e in region.program.inputs] == ["a_b", "a_b.1"]
+    a, b = (np.random.default_rng(s).standard_normal(shape).astype(np.float32) for s in (0, 1))
+    main = relax.VirtualMachine(lib, tvm.cpu())["main"]
+    result = main(tvm.runtime.tensor(a), tvm.runtime.tensor(b))
+    (reference,) = onnxruntime_outputs(model, {"a/b": a, "a:b": b})
+    assert fp16_agreement(result.numpy(), reference).passed
+
+
 def test_input_channel_blocks_continue_the_accumulation_bit_exactly():
     """A 3x3 conv over 4096 channels: one output channel's weights (73 KB) and input (73 KB)
     do not fit a cnf10kb tile (128 KB) together, so the conv is cut into blocks of input
