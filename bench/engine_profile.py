@@ -3,9 +3,11 @@
 
     .venv/bin/python bench/engine_profile.py zoo:mobilenet_v2 zoo:mobilenet_v3_small
     .venv/bin/python bench/engine_profile.py resnet50 --repeat 50 --top 15
+    .venv/bin/python bench/engine_profile.py resnet50 --int8 --threads 1 2
 
-Each model (as `bench/simulator.py` names them) is compiled for 8 tiles and run once in the
-Relax VM, which records each region's validated program and inputs. Then, on one thread:
+Each model (as `bench/simulator.py` names them; with `--int8`, its QDQ form as that script's
+`--int8` makes it) is compiled for 8 tiles and run once in the Relax VM, which records each
+region's validated program and inputs. Then, on one thread:
 - the phases of `mrvl.sim.run` (checks, `Memory.load`, `execute`, outputs, warnings), the
   best of `--repeat` runs each;
 - per opcode, the instructions, their multiply-adds and their summed time, each instruction's
@@ -13,6 +15,11 @@ Relax VM, which records each region's validated program and inputs. Then, on one
   is given too), taken by the CPU's cycle counter around each instruction in a copy of
   `dispatch.run_program`'s loop, converted to seconds against `time.perf_counter`;
 - the `--top` costliest kinds of instruction (opcode and shapes), one a line.
+
+`--threads 1 2` times the instructions again with each of these thread counts (the engine's
+helper threads join thread 0 as in a run; thread 0's time is counted), and gives per opcode
+each count's time and how many of its instructions the threads share (`shared`): an opcode
+whose time does not fall with more threads runs on thread 0 while the others wait.
 """
 
 from __future__ import annotations
@@ -43,17 +50,25 @@ def cycle_counter(typingctx):
 
 
 def _timed_loop(kernel_table):
-    """`dispatch.run_program`'s loop on one thread, with each instruction's counter cycles."""
+    """`dispatch.run_program`'s loop as thread 0 runs it (the instructions shared with the
+    other threads, `sharing.shared_work`, as in a run), with each instruction's counter
+    cycles."""
+    from mrvl.sim.engines.numba.sharing import SYNC_WORKERS, shared_work
 
     @njit
     def timed(words, floats, machine, counts, weights, skip, sync, cycles):
+        slots, workers = weights[0], sync[SYNC_WORKERS]
         for i in range(words.shape[0]):
             row, frow = words[i], floats[i]
+            shared = workers > 1 and shared_work(row[0], row, slots[i], workers)
+            together = workers if shared else 1
             start = cycle_counter()
             status = -1
             for entry in literal_unroll(kernel_table):
                 if entry[0] == row[0]:
-                    status = entry[1](i, row, frow, machine, counts[i], weights, skip, sync, 0, 1)
+                    status = entry[1](
+                        i, row, frow, machine, counts[i], weights, skip, sync, 0, together
+                    )
             cycles[i] = cycle_counter() - start
             if status < 0:
                 return i
@@ -71,16 +86,16 @@ def _counter_hz() -> float:
     return (cycle_counter_now() - c0) / (time.perf_counter() - t0)
 
 
-def _capture(name: str, seed: int):
+def _capture(name: str, seed: int, int8: bool = False):
     """Compile `name` for 8 tiles, run it once in the VM; its regions' (ValidProgram, inputs)."""
     import tvm
+    from simulator import _load
     from tvm import relax
 
     import mrvl
     import mrvl.sim
-    from simulator import _load
 
-    model, feeds = _load(name, seed)
+    model, feeds = _load(name, seed, int8)
     lib = mrvl.build(mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=8))
     captured, run = [], mrvl.sim.run
 
@@ -130,11 +145,11 @@ def _phases(valid, inputs, repeat: int) -> dict[str, float]:
     }
 
 
-def _instruction_cycles(valid, inputs, repeat: int) -> tuple[np.ndarray, list]:
-    """Each row's counter cycles in each of `repeat` warm runs ([repeat, rows]), and the
-    rows' instructions."""
+def _instruction_cycles(valid, inputs, repeat: int, workers: int = 1):
+    """Each row's counter cycles on thread 0 in each of `repeat` warm runs on `workers`
+    threads ([repeat, rows]), the rows' instructions, and whether the threads share each."""
     from mrvl.sim import simulator
-    from mrvl.sim.engines.numba import dispatch
+    from mrvl.sim.engines.numba import dispatch, sharing
     from mrvl.sim.engines.numba.int8_weights import qweight_cache
     from mrvl.sim.engines.numba.numerics import F16_TO_F32, F16_TO_F32_BITS
     from mrvl.sim.weight_cache import weight_cache
@@ -147,15 +162,37 @@ def _instruction_cycles(valid, inputs, repeat: int) -> tuple[np.ndarray, list]:
     runs = []
     for _ in range(repeat + 1):  # the first run packs the weight cache
         simulator.load_memory(valid, memory, inputs)
-        machine = (memory.ddr, memory.ocm, memory.tables, F16_TO_F32, F16_TO_F32_BITS,
-                   qweight_cache(rows).arrays)
+        machine = (
+            memory.ddr,
+            memory.ocm,
+            memory.tables,
+            F16_TO_F32,
+            F16_TO_F32_BITS,
+            qweight_cache(rows).arrays,
+        )
         cycles = np.zeros(len(rows.words), np.int64)
         counts = np.zeros((len(rows.words), 2), np.int64)
-        timed(rows.words, rows.floats, machine, counts, cache.arrays, cache.skip(),
-              dispatch.new_sync(1, len(rows.words)), cycles)
+        sync, skip = dispatch.new_sync(workers, len(rows.words)), cache.skip()
+        args = (rows.words, rows.floats, machine)
+        helpers = [
+            sharing._helper_pool(workers - 1).submit(
+                dispatch._run_program, *args, np.zeros_like(counts), cache.arrays, skip, sync, w
+            )
+            for w in range(1, workers)
+        ]
+        try:
+            timed(*args, counts, cache.arrays, skip, sync, cycles)
+        finally:
+            sharing.abandon(sync)
+            for helper in helpers:
+                helper.result()
         cache.warm = True
         runs.append(cycles)
-    return np.array(runs[1:]), [valid.code[o] for o in origin]
+    shared = [
+        workers > 1 and bool(sharing.shared_work(w[0], w, cache.arrays[0][k], workers))
+        for k, w in enumerate(rows.words)
+    ]
+    return np.array(runs[1:]), [valid.code[o] for o in origin], shared
 
 
 def _macs(ins) -> int:
@@ -173,8 +210,10 @@ def _macs(ins) -> int:
 def _describe(ins) -> str:
     f = ins.fields
     if ins.opcode == "conv":
-        return (f"conv in {tuple(f['in_shape'])} out {tuple(f['out_shape'])} k "
-                f"{tuple(f['kernel'])} g {f['groups']}")
+        return (
+            f"conv in {tuple(f['in_shape'])} out {tuple(f['out_shape'])} k "
+            f"{tuple(f['kernel'])} g {f['groups']}"
+        )
     if ins.opcode == "dma":
         return f"dma box {tuple(f['box'])} {f['src_space']}->{f['dst_space']}"
     keys = [k for k in f if "shape" in k or k in ("count", "n", "k", "o")]
@@ -187,18 +226,22 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--top", type=int, default=8)
+    parser.add_argument("--int8", action="store_true", help="each model's QDQ form")
+    parser.add_argument(
+        "--threads", type=int, nargs="+", help="also time thread 0 with these thread counts"
+    )
     args = parser.parse_args(argv)
     from mrvl.sim import use_engine
 
     hz = _counter_hz()
     for name in args.models:
         with use_engine("numba"):
-            regions = _capture(name, args.seed)
+            regions = _capture(name, args.seed, args.int8)
         for index, (valid, inputs) in enumerate(regions):
             print(f"== {name} region {index}: {len(valid.code)} instructions")
             phases = _phases(valid, inputs, args.repeat)
             print("  " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in phases.items()))
-            cycles, instructions = _instruction_cycles(valid, inputs, args.repeat)
+            cycles, instructions, _ = _instruction_cycles(valid, inputs, args.repeat)
             seconds = cycles.min(axis=0) / hz
             typical = np.median(cycles.sum(axis=1)) / hz
             by_op: dict[str, list] = defaultdict(lambda: [0, 0, 0.0])
@@ -208,12 +251,18 @@ def main(argv=None) -> int:
                 entry[1] += _macs(ins)
                 entry[2] += s
             total = seconds.sum()
-            print(f"  timed loop {total * 1e3:.3f} ms (sum of the instructions' least times; "
-                  f"a run's median {typical * 1e3:.3f} ms)")
-            print(f"  {'opcode':10s} {'count':>6s} {'MMACs':>8s} {'ms':>8s} {'%':>5s} {'us each':>8s}")
+            print(
+                f"  timed loop {total * 1e3:.3f} ms (sum of the instructions' least times; "
+                f"a run's median {typical * 1e3:.3f} ms)"
+            )
+            print(
+                f"  {'opcode':10s} {'count':>6s} {'MMACs':>8s} {'ms':>8s} {'%':>5s} {'us each':>8s}"
+            )
             for op, (count, macs, s) in sorted(by_op.items(), key=lambda kv: -kv[1][2]):
-                print(f"  {op:10s} {count:6d} {macs / 1e6:8.2f} {s * 1e3:8.3f} "
-                      f"{100 * s / total:5.1f} {s / count * 1e6:8.2f}")
+                print(
+                    f"  {op:10s} {count:6d} {macs / 1e6:8.2f} {s * 1e3:8.3f} "
+                    f"{100 * s / total:5.1f} {s / count * 1e6:8.2f}"
+                )
             kinds: dict[str, list] = defaultdict(lambda: [0, 0.0])
             for ins, s in zip(instructions, seconds):
                 entry = kinds[_describe(ins)]
@@ -222,7 +271,35 @@ def main(argv=None) -> int:
             print("  costliest kinds:")
             for kind, (count, s) in sorted(kinds.items(), key=lambda kv: -kv[1][1])[: args.top]:
                 print(f"    {s * 1e3:7.3f} ms {count:4d}x {s / count * 1e6:8.2f} us  {kind}")
+            if args.threads:
+                _thread_table(valid, inputs, args.repeat, args.threads, hz, args.top)
     return 0
+
+
+def _thread_table(valid, inputs, repeat: int, counts: list[int], hz: float, top: int) -> None:
+    """Per opcode (and for the `top` costliest kinds), thread 0's summed least times with each
+    of `counts` threads, and how many of its instructions the threads share."""
+    per_count = []
+    for workers in counts:
+        cycles, instructions, shared = _instruction_cycles(valid, inputs, repeat, workers)
+        per_count.append((cycles.min(axis=0) / hz, np.median(cycles.sum(axis=1)) / hz, shared))
+    header = " ".join(f"{f'{w}t ms':>9s}" for w in counts)
+    print(
+        f"  thread 0 with {', '.join(map(str, counts))} threads "
+        f"(runs' medians: {', '.join(f'{m * 1e3:.3f}' for _, m, _ in per_count)} ms)"
+    )
+    for label, key in (("opcode", lambda ins: ins.opcode), ("kind", _describe)):
+        groups: dict[str, list] = defaultdict(lambda: [0, 0, np.zeros(len(counts))])
+        for k, ins in enumerate(instructions):
+            entry = groups[key(ins)]
+            entry[0] += 1
+            entry[1] += any(shared[k] for _, _, shared in per_count)
+            entry[2] += [seconds[k] for seconds, _, _ in per_count]
+        ranked = sorted(groups.items(), key=lambda kv: -kv[1][2][-1])
+        print(f"  {label:10s} {'count':>6s} {'shared':>6s} {header}")
+        for name, (count, shared_count, s) in ranked[: top if label == "kind" else None]:
+            cells = " ".join(f"{v * 1e3:9.3f}" for v in s)
+            print(f"  {name:10s} {count:6d} {shared_count:6d} {cells}")
 
 
 if __name__ == "__main__":

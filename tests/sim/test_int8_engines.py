@@ -28,7 +28,12 @@ from mrvl import int8
 from mrvl.isa import DType, IOEntry, MemSpace, PoolMode, Program
 from mrvl.isa_int8_resize import fixed_point_table
 from mrvl.sim import SimulatorError, validate
-from mrvl.sim.engines.numba.int8 import SHARED_QCONV_MACS
+from mrvl.sim.engines.numba.int8 import (
+    SHARED_QCONV_MACS,
+    SHARED_QDEPTHWISE_MACS,
+    SHARED_QFC_MACS,
+    SHARED_QVALUES,
+)
 from mrvl.strided import interpolation_table
 
 # dequant to f16 saturates on purpose; the warning is tested on its own.
@@ -207,7 +212,7 @@ def test_qconv_padding_at_any_input_zero_point_gives_the_same_bits_on_any_number
     in_zp, channels, kernel, depthwise, seed
 ):
     """The engine's window holds the input bytes + 128 and in_zp + 128 in the padding and the
-    channels it adds up to a multiple of four (`int8_conv.qconv_window`); each sum starts at
+    channels it adds up to a multiple of four (`int8_conv.fill_window_rows`); each sum starts at
     -(in_zp + 128)·Σw. At the extreme zero points (bytes 0 and 255), inputs at the extremes
     and every tap reaching the padding, the interpreter and the engine on 1, 2 and 3 threads
     give the same bytes: a qconv big enough to share (where the OCM holds its output), or a
@@ -233,6 +238,159 @@ def test_qconv_padding_at_any_input_zero_point_gives_the_same_bits_on_any_number
         clamp=(-128, 127), lut_addr=-1,
     )  # fmt: skip
     same_on_any_number_of_threads(layer_program(staging, [ins], out, out_shape))
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(
+    shape=st.sampled_from(
+        [((28, 28), (3, 3), 1, 1), ((28, 28), (3, 3), 1, 2), ((26, 22), (5, 5), 1, 1)]
+        + [((40, 40), (3, 3), 2, 1)]
+    ),
+    channels=st.sampled_from([48, 45]),
+    chain=st.sampled_from(["whole", "next", "over_input"]),
+    zps=st.tuples(ZERO_POINTS, ZERO_POINTS),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_depthwise_qconvs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
+    shape, channels, chain, zps, seed, data
+):
+    """Depthwise qconvs (one input channel a group) of at least SHARED_QDEPTHWISE_MACS
+    multiply-adds are split by output positions over the threads, each filling the window rows
+    its chunks read (`int8_conv.window_rows`), with strides, dilations, a channel slice (oc0),
+    int32 partial sums, or the output over the input (stored once every thread has computed).
+    The interpreter, and the engine on 1, 2 and 3 threads, give the same bytes and counts."""
+    rng = np.random.default_rng(seed)
+    hw, kernel, stride, dilation = shape
+    pad = tuple((k - 1) * dilation // 2 for k in kernel)
+    oc0 = data.draw(st.sampled_from([0, 5]))
+    out_channels = channels - oc0
+    in_shape = (1, *hw, channels)
+    out_hw = tuple(
+        (size + 2 * p - (k - 1) * dilation - 1) // stride + 1 for size, p, k in zip(hw, pad, kernel)
+    )
+    out_shape = (1, *out_hw, out_channels)
+    staging = Staging()
+    x = staging.add(int8_values(rng, in_shape))
+    w = staging.add(int8_values(rng, (out_channels, *kernel, 1)))
+    b = staging.add(rng.integers(-(2**20), 2**20, out_channels).astype(np.int32))
+    rq = staging.add(rescale_pairs(rng, out_channels, wild=False))
+    acc_addr = -1
+    if chain == "next":
+        acc_addr = staging.add(rng.integers(-(2**31), 2**31, out_shape).astype(np.int32))
+    out = x if chain == "over_input" else staging.reserve(int(np.prod(out_shape)))
+    ins = qconv(
+        x, in_shape, out, out_shape, w, kernel=kernel, stride=(stride, stride), pad=pad,
+        dilation=(dilation, dilation), groups=channels, oc0=oc0, oc_total=channels,
+        b_addr=b, in_zp=zps[0], out_zp=zps[1], rq_addr=rq, acc_addr=acc_addr,
+        **data.draw(int8_finish(staging, rng)),
+    )  # fmt: skip
+    assert np.prod(out_shape) * kernel[0] * kernel[1] >= SHARED_QDEPTHWISE_MACS
+    same_on_any_number_of_threads(layer_program(staging, [ins], out, out_shape, dtype=DType.I8))
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(
+    extra=st.integers(0, 999),
+    layout=st.sampled_from(["apart", "in_place", "over_b", "over_table"]),
+    zps=st.tuples(ZERO_POINTS, ZERO_POINTS, ZERO_POINTS),
+    scales=st.tuples(*[st.floats(1e-3, 1.0)] * 3),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_qadds_the_threads_share_give_the_same_bits_on_any_number_of_threads(
+    extra, layout, zps, scales, seed, data
+):
+    """A qadd of at least SHARED_QVALUES values is split by values over the threads
+    (`int8_spans.span_kernel`): each stores its chunks at once when the output is apart from
+    what it reads or is an operand itself, and once every chunk is computed when it overlaps
+    the other operand at another offset or the table. The interpreter, and the engine on 1, 2
+    and 3 threads, give the same bytes and counts."""
+    rng = np.random.default_rng(seed)
+    count = SHARED_QVALUES + extra
+    staging = Staging()
+    a = staging.add(int8_values(rng, count))
+    b = staging.add(int8_values(rng, count + 128))  # room for an output 64 bytes on
+    lut = staging.add(rng.integers(-128, 128, 256).astype(np.int8))
+    out = {"in_place": a, "over_b": b + 64, "over_table": lut - 64}.get(layout)
+    if out is None:
+        out = staging.reserve(count)
+    else:
+        staging.reserve(count)  # room for an output that runs past the staged bytes
+    finish = data.draw(int8_finish(staging, rng))
+    if layout == "over_table":
+        finish["lut_addr"] = lut
+    ins = instruction(
+        "qadd", a_addr=a, b_addr=b, out_addr=out, count=count, a_zp=zps[0], b_zp=zps[1],
+        out_zp=zps[2], **int8.qadd_params(*scales), **finish,
+    )  # fmt: skip
+    same_on_any_number_of_threads(layer_program(staging, [ins], out, (count,), dtype=DType.I8))
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(
+    in_hw=st.sampled_from([(56, 56), (47, 53)]),
+    channels=st.sampled_from([24, 21]),
+    kernel=st.sampled_from([(3, 3), (2, 2), (1, 3)]),
+    stride=st.sampled_from([(1, 1), (2, 2)]),
+    mode=st.sampled_from(list(PoolMode)),
+    count_include_pad=st.integers(0, 1),
+    over_input=st.booleans(),
+    zps=st.tuples(ZERO_POINTS, ZERO_POINTS),
+    rq=st.tuples(MULTIPLIERS, SHIFTS),
+    seed=st.integers(0, 2**16),
+)
+def test_qpools_the_threads_share_give_the_same_bits_on_any_number_of_threads(
+    in_hw, channels, kernel, stride, mode, count_include_pad, over_input, zps, rq, seed
+):
+    """A qpool of at least SHARED_QVALUES output values times taps is split by output
+    positions over the threads, its output apart from its input or over it. The
+    interpreter, and the engine on 1, 2 and 3 threads, give the same bytes and counts."""
+    pad = tuple(k // 2 for k in kernel)
+    out_hw = tuple((h + 2 * p - k) // s + 1 for h, p, k, s in zip(in_hw, pad, kernel, stride))
+    rng = np.random.default_rng(seed)
+    staging = Staging()
+    x = staging.add(int8_values(rng, (1, *in_hw, channels)))
+    out_shape = (1, *out_hw, channels)
+    out = x if over_input else staging.reserve(int(np.prod(out_shape)))
+    ins = pool(
+        x, (1, *in_hw, channels), out, out_shape, kernel=kernel, mode=mode, in_hw=in_hw,
+        stride=stride, pad=pad, pad_end=pad, count_include_pad=count_include_pad,
+        opcode="qpool", in_zp=zps[0], out_zp=zps[1], rq=rq,
+    )  # fmt: skip
+    assert np.prod(out_shape) * kernel[0] * kernel[1] >= SHARED_QVALUES
+    same_on_any_number_of_threads(layer_program(staging, [ins], out, out_shape, dtype=DType.I8))
+
+
+@settings(max_examples=6, deadline=None, derandomize=True)
+@given(
+    rows=st.integers(1, 3),
+    inner=st.sampled_from([512, 777]),
+    bias=st.booleans(),
+    over_input=st.booleans(),
+    zps=st.tuples(ZERO_POINTS, ZERO_POINTS),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_qfcs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
+    rows, inner, bias, over_input, zps, seed, data
+):
+    """A qfc of at least SHARED_QFC_MACS multiply-adds is split by outputs (across its rows)
+    over the threads, its output apart from its operands or over its inputs. The
+    interpreter, and the engine on 1, 2 and 3 threads, give the same bytes and counts."""
+    outs = -(-SHARED_QFC_MACS // (rows * inner)) + data.draw(st.integers(0, 9))
+    rng = np.random.default_rng(seed)
+    staging = Staging()
+    x = staging.add(int8_values(rng, (rows, max(inner, outs))))
+    w = staging.add(int8_values(rng, (outs, inner)))
+    b = staging.add(rng.integers(-(2**31), 2**31, outs).astype(np.int32))
+    rq = staging.add(rescale_pairs(rng, outs, wild=True))
+    out = x if over_input else staging.reserve(rows * outs)
+    ins = qfc(
+        x, rows, inner, outs, w, out, b_addr=b if bias else -1, in_zp=zps[0], out_zp=zps[1],
+        rq_addr=rq, **data.draw(int8_finish(staging, rng)),
+    )  # fmt: skip
+    same_on_any_number_of_threads(layer_program(staging, [ins], out, (rows, outs), dtype=DType.I8))
 
 
 def test_a_qconvs_cached_weights_are_repacked_when_the_weights_in_ocm_change():

@@ -21,10 +21,10 @@ from numba.core.errors import NumbaExperimentalFeatureWarning
 from mrvl.isa import OPCODE_BY_NAME, OpcodeTable
 from mrvl.sim.engines.numba.dma import cvt, dma, load_table
 from mrvl.sim.engines.numba.fields import OP_END
-from mrvl.sim.engines.numba.int8 import INT8_KERNELS
 from mrvl.sim.engines.numba.int8_bmm import qbmm_kernel
 from mrvl.sim.engines.numba.int8_conv import qconv_kernel
 from mrvl.sim.engines.numba.int8_resize import qresize_kernel
+from mrvl.sim.engines.numba.int8_spans import INT8_KERNELS
 from mrvl.sim.engines.numba.int8_weights import QWeightCache, qweight_cache
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.long_rows import lnapply, lnstats
@@ -208,7 +208,7 @@ def _end(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
     return STOP
 
 
-for _opcode, _kernel in INT8_KERNELS.items():  # quant, dequant, qconv, ... (int8.py)
+for _opcode, _kernel in INT8_KERNELS.items():  # quant, qadd, ... (int8.py, int8_spans.py)
     implements(_opcode)(_kernel)
 implements("qconv")(qconv_kernel)  # int8_conv.py
 implements("qresize")(qresize_kernel)  # int8_resize.py

@@ -1,11 +1,12 @@
 """The Numba engine's int8 instructions (docs/isa.md, the int8 instructions and "Numerics
-(int8 mode)"): `quant`, `dequant`, `qconv`, `qpool`, `qfc`, `qadd`, `requant` and `qmul`
-(`qresize` is in `int8_resize.py`).
+(int8 mode)"): `quant`, `dequant`, `qconv` in plain loops, `requant` and `qmul`, and which
+int8 instructions the engine's threads share (`shared_int8`). `qconv` runs on the blocks of
+`int8_conv.py`, `qadd`, `qpool` and `qfc` in `int8_spans.py`, `qresize` in `int8_resize.py`.
 
 Integer sums are exact in int64 and wrapped to int32 once, which is the ISA's int32
 accumulation modulo 2^32 whatever the order: so these loops run in whatever order is fast and
-still give the reference interpreter's bytes. `dispatch.py` registers `INT8_KERNELS`; each has
-the dispatch signature.
+still give the reference interpreter's bytes. `dispatch.py` registers the kernels (through
+`int8_spans.INT8_KERNELS`); each has the dispatch signature.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 from mrvl.isa import OPCODE_BY_NAME
 from mrvl.isa_int8 import QADD_LEFT_SHIFT, RQ_SHIFT_MAX, RQ_SHIFT_MIN
 from mrvl.sim.engines.numba.dma import gather_permuted
-from mrvl.sim.engines.numba.fields import F32, POOL_MAX
+from mrvl.sim.engines.numba.fields import F32
+from mrvl.sim.engines.numba.int8_mac import QMAC_SPEEDUP
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.numerics import load_f16, load_f32, store_f16, store_f32
 from mrvl.sim.validate import field_words
@@ -87,20 +89,54 @@ QM_RQ, QM_CLAMP, QM_LUT_ADDR = _qmul["rq"], _qmul["clamp"], _qmul["lut_addr"]
 
 
 OP_QCONV = OPCODE_BY_NAME["qconv"].opcode
-SHARED_QCONV_MACS = 1 << 21
+OP_QADD = OPCODE_BY_NAME["qadd"].opcode
+OP_QPOOL = OPCODE_BY_NAME["qpool"].opcode
+OP_QFC = OPCODE_BY_NAME["qfc"].opcode
+SHARED_QCONV_MACS = int((1 << 19) * QMAC_SPEEDUP)
 """The fewest multiply-adds of a qconv (groups = 1) whose output positions the engine's threads
-share (`shared_qconv`): its blocks do about four times the fp16 conv's multiply-adds a second,
-so it is worth the meeting points at about four times sharing.SHARED_MACS."""
+share (`shared_qconv`): as many seconds of work as sharing.SHARED_MACS (2^19) of the fp16
+conv's (`int8_mac.QMAC_SPEEDUP` times as many: 2^21 with VNNI, 2^19 on AVX2)."""
+SHARED_QDEPTHWISE_MACS = 1 << 17
+"""The fewest multiply-adds of a depthwise qconv whose output positions the threads share."""
+SHARED_QVALUES = 1 << 15
+"""The fewest output values of a `qadd`, or output values times taps of a `qpool`, that the
+threads share."""
+SHARED_QFC_MACS = 1 << 16
+"""The fewest multiply-adds of a `qfc` whose outputs the threads share."""
 
 
 @jit
 def shared_qconv(row, workers):
-    """Whether the `workers` threads share this qconv (`int8_conv.qconv_kernel`)."""
-    if workers <= 1 or row[QC_GROUPS] != 1:
+    """Whether the `workers` threads share this qconv (`int8_conv.qconv_kernel`): one group,
+    or depthwise (one input channel a group, one output channel each)."""
+    if workers <= 1:
         return False
     positions = row[QC_OUT_SHAPE] * row[QC_OUT_SHAPE + 1] * row[QC_OUT_SHAPE + 2]
-    steps = row[QC_KERNEL] * row[QC_KERNEL + 1] * row[QC_IN_SHAPE + 3]
-    return positions * steps * row[QC_OUT_SHAPE + 3] >= SHARED_QCONV_MACS
+    taps = row[QC_KERNEL] * row[QC_KERNEL + 1]
+    if row[QC_GROUPS] == 1:
+        return positions * taps * row[QC_IN_SHAPE + 3] * row[QC_OUT_SHAPE + 3] >= SHARED_QCONV_MACS
+    depthwise = row[QC_IN_SHAPE + 3] == row[QC_GROUPS] and row[QC_OC_TOTAL] == row[QC_GROUPS]
+    return depthwise and positions * taps * row[QC_OUT_SHAPE + 3] >= SHARED_QDEPTHWISE_MACS
+
+
+@jit
+def shared_int8(op, row, workers):
+    """Whether the `workers` threads share this instruction, if it is an int8 one: a qconv
+    (`shared_qconv`), a qadd of SHARED_QVALUES values, a qpool of two output positions and
+    SHARED_QVALUES values times taps, or a qfc of SHARED_QFC_MACS (`int8_spans.py`)."""
+    if workers <= 1:
+        return False
+    if op == OP_QCONV:
+        return shared_qconv(row, workers)
+    if op == OP_QADD:
+        return row[QA_COUNT] >= SHARED_QVALUES
+    if op == OP_QPOOL:
+        positions = row[QP_OUT_SHAPE] * row[QP_OUT_SHAPE + 1] * row[QP_OUT_SHAPE + 2]
+        values = positions * row[QP_OUT_SHAPE + 3] * row[QP_KERNEL] * row[QP_KERNEL + 1]
+        return positions >= 2 and values >= SHARED_QVALUES
+    if op == OP_QFC:
+        return row[QF_N] * row[QF_K] * row[QF_O] >= SHARED_QFC_MACS
+    return False
 
 
 # ------------------------------------------------------------------------------- arithmetic
@@ -352,67 +388,12 @@ def qconv_kernel_loops(i, row, frow, machine, tally, weights, skip, sync, worker
 
 
 @jit
-def _qfc_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
-    ocm = machine[1][row[1]]
-    rows, inner, outs = row[QF_N], row[QF_K], row[QF_O]
-    in_zp = np.int64(row[QF_IN_ZP])
-    x = load_i8(ocm, np.int64(row[QF_IN_ADDR]), rows * inner)
-    for k in range(x.size):
-        x[k] -= in_zp
-    w = load_i8(ocm, np.int64(row[QF_W_ADDR]), outs * inner)
-    b_addr = row[QF_B_ADDR]
-    bias = load_i32(ocm, np.int64(b_addr), outs) if b_addr != -1 else np.zeros(outs, np.int64)
-    pairs = load_i32(ocm, np.int64(row[QF_RQ_ADDR]), 2 * outs)
-    lo, hi, lut, out_zp = row[QF_CLAMP], row[QF_CLAMP + 1], row[QF_LUT_ADDR], row[QF_OUT_ZP]
-    table, lut = table_copy(ocm, lut)
-    out = np.int64(row[QF_OUT_ADDR])
-    for r in range(rows):
-        for j in range(outs):
-            s = np.int64(0)
-            for kk in range(inner):
-                s += x[r * inner + kk] * w[j * inner + kk]
-            acc = wrap_int32(bias[j] + s)
-            y = out_zp + requantize(acc, pairs[2 * j], pairs[2 * j + 1])
-            store_i8(ocm, out + r * outs + j, finish(y, lo, hi, table, lut))
-    return 0
-
-
-@jit
 def rescale_terms(multiplier, shift):
     """(factor, 2^(r - 1), r) with which an operand's term `requantize((v - zp) <<
     QADD_LEFT_SHIFT, multiplier, shift)` is `((v - zp) * (factor) + 2^(r - 1)) >> r`: the
     left shift folded into the factor ((v - zp)·2^20·multiplier < 2^59: exact in int64)."""
     right = 31 - min(max(np.int64(shift), RQ_SHIFT_MIN), RQ_SHIFT_MAX)
     return np.int64(multiplier) << QADD_LEFT_SHIFT, np.int64(1) << (right - 1), right
-
-
-@jit
-def _qadd_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
-    """Each operand's scaled term, their sum's requantization, clamp and table, in one
-    branch-free int64 loop the compiler vectorizes (no lookup in it): the operands are copied
-    first, so an output that overlaps them gets the reference interpreter's bytes."""
-    ocm = machine[1][row[1]]
-    count = row[QA_COUNT]
-    a = ocm[row[QA_A_ADDR] : row[QA_A_ADDR] + count].copy().view(np.int8)
-    b = ocm[row[QA_B_ADDR] : row[QA_B_ADDR] + count].copy().view(np.int8)
-    a_zp, b_zp = np.int64(row[QA_A_ZP]), np.int64(row[QA_B_ZP])
-    a_factor, a_rounding, a_right = rescale_terms(row[QA_A_RQ], row[QA_A_RQ + 1])
-    b_factor, b_rounding, b_right = rescale_terms(row[QA_B_RQ], row[QA_B_RQ + 1])
-    out_zp = np.int64(row[QA_OUT_ZP])
-    lo, hi = np.int64(row[QA_CLAMP]), np.int64(row[QA_CLAMP + 1])
-    right = 31 - min(max(np.int64(row[QA_OUT_RQ + 1]), RQ_SHIFT_MIN), RQ_SHIFT_MAX)
-    multiplier, rounding = np.int64(row[QA_OUT_RQ]), np.int64(1) << (right - 1)
-    table, lut = table_copy(ocm, row[QA_LUT_ADDR])
-    out = ocm[row[QA_OUT_ADDR] : row[QA_OUT_ADDR] + count]
-    for k in range(count):
-        a_term = ((np.int64(a[k]) - a_zp) * a_factor + a_rounding) >> a_right
-        b_term = ((np.int64(b[k]) - b_zp) * b_factor + b_rounding) >> b_right
-        y = out_zp + (((a_term + b_term) * multiplier + rounding) >> right)
-        out[k] = np.uint8(min(max(y, lo), hi) & 0xFF)
-    if lut != -1:  # a byte's int8 value + 128 is the byte ^ 0x80
-        for k in range(count):
-            out[k] = table[out[k] ^ 0x80]
-    return 0
 
 
 @jit
@@ -427,71 +408,6 @@ def _requant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, w
     for k in range(count):
         y = out_zp + requantize(x[k] - in_zp, row[RQ_RQ], row[RQ_RQ + 1])
         store_i8(ocm, out + k, finish(y, lo, hi, table, lut))
-    return 0
-
-
-@jit
-def _qpool_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
-    """Per output position and channel: the max of the valid taps, or the sum of their
-    differences from in_zp divided by the divisor (ties away from zero); then rescaled."""
-    ocm = machine[1][row[1]]
-    n, ih, iw, c = (
-        row[QP_IN_SHAPE],
-        row[QP_IN_SHAPE + 1],
-        row[QP_IN_SHAPE + 2],
-        row[QP_IN_SHAPE + 3],
-    )
-    oh, ow = row[QP_OUT_SHAPE + 1], row[QP_OUT_SHAPE + 2]
-    kh_count, kw_count = row[QP_KERNEL], row[QP_KERNEL + 1]
-    sh, sw, top, left = row[QP_STRIDE], row[QP_STRIDE + 1], row[QP_PAD], row[QP_PAD + 1]
-    height, width = row[QP_IN_HW], row[QP_IN_HW + 1]
-    bottom, right = row[QP_PAD_END], row[QP_PAD_END + 1]
-    is_max, include_pad = row[QP_MODE] == POOL_MAX, row[QP_COUNT_INCLUDE_PAD] != 0
-    in_zp, out_zp = np.int64(row[QP_IN_ZP]), row[QP_OUT_ZP]
-    multiplier, shift = row[QP_RQ], row[QP_RQ + 1]
-    x = load_i8(ocm, np.int64(row[QP_IN_ADDR]), n * ih * iw * c)
-    out = np.int64(row[QP_OUT_ADDR])
-    acc = np.empty(c, np.int64)
-    for b in range(n):
-        for r in range(oh):
-            rows0 = (row[QP_OROW0] + r) * sh - top  # input-tensor row of the first tap
-            for q in range(ow):
-                cols0 = q * sw - left
-                for ch in range(c):
-                    acc[ch] = -(np.int64(1) << 40) if is_max else 0
-                valid = 0
-                for kh in range(kh_count):
-                    wr = rows0 + kh - row[QP_ROW0]
-                    if wr < 0 or wr >= ih:
-                        continue
-                    for kw in range(kw_count):
-                        wc = cols0 + kw
-                        if wc < 0 or wc >= iw:
-                            continue
-                        valid += 1
-                        pixel = ((b * ih + wr) * iw + wc) * c
-                        for ch in range(c):
-                            v = x[pixel + ch]
-                            if is_max:
-                                if v > acc[ch]:
-                                    acc[ch] = v
-                            else:
-                                acc[ch] += v - in_zp
-                divisor = valid
-                if include_pad:
-                    rows_in = min(rows0 + kh_count, height + bottom) - max(rows0, -top)
-                    cols_in = min(cols0 + kw_count, width + right) - max(cols0, -left)
-                    divisor = rows_in * cols_in
-                at = ((b * oh + r) * ow + q) * c
-                for ch in range(c):
-                    if is_max:
-                        value = acc[ch] - in_zp
-                    else:
-                        s = acc[ch]
-                        magnitude = (abs(s) + divisor // 2) // divisor
-                        value = magnitude if s >= 0 else -magnitude
-                    y = out_zp + requantize(value, multiplier, shift)
-                    store_i8(ocm, out + at + ch, min(max(y, -128), 127))
     return 0
 
 
@@ -515,11 +431,8 @@ def _qmul_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
 INT8_KERNELS = {
     "quant": _quant_kernel,
     "dequant": _dequant_kernel,
-    "qpool": _qpool_kernel,
-    "qfc": _qfc_kernel,
-    "qadd": _qadd_kernel,
     "requant": _requant_kernel,
     "qmul": _qmul_kernel,
 }
-"""The int8 opcodes' kernels, which `dispatch.py` registers (with `qconv` of `int8_conv.py` and
-`qresize` of `int8_resize.py`)."""
+"""The kernels of the int8 opcodes no two threads share; `int8_spans.INT8_KERNELS` adds
+`qadd`, `qpool` and `qfc` to them."""

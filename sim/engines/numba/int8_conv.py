@@ -1,10 +1,11 @@
 """The Numba engine's `qconv` instruction (docs/isa.md, `qconv` and "Numerics (int8 mode)"):
-one run of output channels (groups = 1) from the blocks of `int8_mac.py`, shared between the
-engine's threads as the fp16 `conv` is (`mac.py`); a depthwise conv across its channels
-(`qconv_depthwise`); other grouped convs keep the plain loops of `int8.py`.
+one run of output channels (groups = 1) from the blocks of `int8_mac.py`, or a depthwise conv
+across its channels (`depthwise_positions`), both shared between the engine's threads as the
+fp16 `conv` is (`mac.py`); other grouped convs keep the plain loops of `int8.py`.
 
-The window is copied once per thread as unsigned values (bytes, or uint16 where the blocks
-read them so: `int8_mac.QMAC_WINDOW`), the int8 input + 128, padded on every
+The window is copied by each thread, the rows its chunks read (`window_rows`), as unsigned
+values (bytes, or uint16 where the blocks read them so: `int8_mac.QMAC_WINDOW`), the int8
+input + 128, padded on every
 side with in_zp + 128 (a padding tap reads in_zp and adds 0) and each position's channels to a
 multiple of four, so that every tap of every output position is a run of channel groups at a
 fixed offset: no bounds test in the block. The weights are packed to the blocks' layout, with
@@ -51,6 +52,7 @@ from mrvl.sim.engines.numba.int8_mac import (
     QMAC_CHANNELS,
     QMAC_GROUP,
     QMAC_PIXELS,
+    QMAC_SPEEDUP,
     QMAC_WINDOW,
     qmac_tile,
 )
@@ -66,9 +68,9 @@ from mrvl.sim.engines.numba.sharing import (
     start_shared,
 )
 
-QMAC_SPEEDUP = 4
-"""About how many times more multiply-adds a second `qmac_tile` does than the fp16 `mac_tile`
-that sharing.CHUNK_MACS is sized for: a qconv chunk holds as many seconds of work."""
+QDEPTHWISE_SLOWDOWN = 4
+"""About how many times fewer multiply-adds a second `depthwise_positions` does than the fp16
+`mac_tile`: a depthwise qconv's chunk holds as many seconds of work as a conv's."""
 
 
 @jit
@@ -95,46 +97,56 @@ def zero_byte(row):
 
 
 @jit
-def qconv_window(row, ocm, dtype):
-    """[N, rows, cols, channels] (qconv_geometry) of `dtype` (uint8, or uint16 for
-    QMAC_WINDOW): the input + 128 (its byte ^ 0x80) where the taps read inside the input
-    tile, in_zp + 128 (zero_byte) in the padding, beyond the tile's rows and in the extra
-    channels."""
-    n, ih, iw, c = (
-        row[QC_IN_SHAPE],
-        row[QC_IN_SHAPE + 1],
-        row[QC_IN_SHAPE + 2],
-        row[QC_IN_SHAPE + 3],
-    )
+def window_rows(row, start, stop):
+    """The window rows [lo, hi) that output positions [start, stop) read, counted across the
+    batch (image b's row r is b * rows + r): a thread sharing a qconv fills only those of its
+    chunks (`fill_window_rows`)."""
+    oh, ow = row[QC_OUT_SHAPE + 1], row[QC_OUT_SHAPE + 2]
+    rows, _, _ = qconv_geometry(row)
+    first, last = start, stop - 1
+    lo = first // (oh * ow) * rows + first % (oh * ow) // ow * row[QC_STRIDE]
+    reach = (row[QC_KERNEL] - 1) * row[QC_DILATION] + 1
+    hi = last // (oh * ow) * rows + last % (oh * ow) // ow * row[QC_STRIDE] + reach
+    return lo, hi
+
+
+@jit
+def fill_window_rows(row, ocm, x, lo, hi):
+    """Rows [lo, hi) (counted across the batch, as `window_rows`) of a qconv's window `x`,
+    [N, rows, cols, channels] (qconv_geometry) of QMAC_WINDOW values: the input + 128 (its
+    byte ^ 0x80) where the taps read inside the input tile, in_zp + 128 (zero_byte) in the
+    padding, beyond the tile's rows and in the extra channels."""
+    ih, iw, c = row[QC_IN_SHAPE + 1], row[QC_IN_SHAPE + 2], row[QC_IN_SHAPE + 3]
     rows, cols, cp = qconv_geometry(row)
     top = row[QC_OROW0] * row[QC_STRIDE] - row[QC_PAD] - row[QC_ROW0]  # tile row of row 0
     left = -row[QC_PAD + 1]
-    raw = ocm[row[QC_IN_ADDR] : row[QC_IN_ADDR] + n * ih * iw * c]
-    x = np.full(n * rows * cols * cp, zero_byte(row), dtype)
+    raw = ocm[row[QC_IN_ADDR] : row[QC_IN_ADDR] + row[QC_IN_SHAPE] * ih * iw * c]
+    zero = zero_byte(row)
     c_lo, c_hi = max(0, -left), min(cols, iw - left)
-    for b in range(n):
-        for r in range(rows):
-            wr = r + top
-            if wr < 0 or wr >= ih:
-                continue
-            src = ((b * ih + wr) * iw + c_lo + left) * c
-            dst = ((b * rows + r) * cols + c_lo) * cp
-            if cp == c:  # the row's columns inside the tile are one run
-                run_in, run_out = (
-                    raw[src : src + (c_hi - c_lo) * c],
-                    x[dst : dst + (c_hi - c_lo) * c],
-                )
-                for k in range(run_in.size):
-                    run_out[k] = run_in[k] ^ 0x80
-                continue
-            for q in range(c_hi - c_lo):
-                run_in, run_out = (
-                    raw[src + q * c : src + q * c + c],
-                    x[dst + q * cp : dst + q * cp + c],
-                )
-                for k in range(c):
-                    run_out[k] = run_in[k] ^ 0x80
-    return x
+    for flat in range(lo, hi):
+        b, r = flat // rows, flat % rows
+        line = x[flat * cols * cp : (flat + 1) * cols * cp]
+        line[:] = zero
+        wr = r + top
+        if wr < 0 or wr >= ih:
+            continue
+        src = ((b * ih + wr) * iw + c_lo + left) * c
+        dst = c_lo * cp
+        if cp == c:  # the row's columns inside the tile are one run
+            run_in, run_out = (
+                raw[src : src + (c_hi - c_lo) * c],
+                line[dst : dst + (c_hi - c_lo) * c],
+            )
+            for k in range(run_in.size):
+                run_out[k] = run_in[k] ^ 0x80
+            continue
+        for q in range(c_hi - c_lo):
+            run_in, run_out = (
+                raw[src + q * c : src + q * c + c],
+                line[dst + q * cp : dst + q * cp + c],
+            )
+            for k in range(c):
+                run_out[k] = run_in[k] ^ 0x80
 
 
 @jit
@@ -374,49 +386,46 @@ def qconv_rescale(row, ocm):
 
 
 @jit
-def qconv_depthwise(row, ocm):
-    """A depthwise qconv (one input channel a group, one output channel each): per output
-    position, each tap's inputs (+ 128) times its weights added across the channels at once,
-    in int32 that wraps, from the padded window (qconv_window: no bounds test); then
-    qconv_start (less (in_zp + 128)·Σw) and qconv_store, all positions at once after every
-    read."""
-    n, oh, ow, oc = (
-        row[QC_OUT_SHAPE],
-        row[QC_OUT_SHAPE + 1],
-        row[QC_OUT_SHAPE + 2],
-        row[QC_OUT_SHAPE + 3],
-    )
-    kh_count, kw_count = row[QC_KERNEL], row[QC_KERNEL + 1]
-    dh, dw, sh, sw = row[QC_DILATION], row[QC_DILATION + 1], row[QC_STRIDE], row[QC_STRIDE + 1]
-    rows, cols, cp = qconv_geometry(row)
-    x = qconv_window(row, ocm, np.uint8)
+def depthwise_weights(row, ocm):
+    """A depthwise qconv's (one input channel a group, one output each) weights as int32
+    [tap, channel], each tap's offset from a position's window origin (its channel oc0
+    included), and each output channel's int64 start (`qconv_offsets`)."""
+    oc, kh_count, kw_count = row[QC_OUT_SHAPE + 3], row[QC_KERNEL], row[QC_KERNEL + 1]
+    _, cols, cp = qconv_geometry(row)
     taps = kh_count * kw_count
     w = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + oc * taps].view(np.int8)
-    wt = np.empty((taps, oc), np.int32)  # [tap, channel]
+    wt = np.empty((taps, oc), np.int32)
     sums_w = np.zeros(oc, np.int32)
     offsets = np.empty(taps, np.int64)
     for kh in range(kh_count):
         for kw in range(kw_count):
-            offsets[kh * kw_count + kw] = (kh * dh * cols + kw * dw) * cp + row[QC_OC0]
+            at = (kh * row[QC_DILATION] * cols + kw * row[QC_DILATION + 1]) * cp
+            offsets[kh * kw_count + kw] = at + row[QC_OC0]
     for o in range(oc):
         for t in range(taps):
             wt[t, o] = w[o * taps + t]
             sums_w[o] += wt[t, o]
-    positions = n * oh * ow
+    return wt, offsets, qconv_offsets(row, ocm, sums_w)
+
+
+@jit
+def depthwise_positions(row, x, wt, offsets, acc, start, stop):
+    """acc[p * OCP + o] = the sum of position p's taps of channel o (inputs + 128 times
+    weights, across the channels at once, in int32 that wraps) for positions [start, stop),
+    from the padded window (no bounds test)."""
+    oh, ow, oc = row[QC_OUT_SHAPE + 1], row[QC_OUT_SHAPE + 2], row[QC_OUT_SHAPE + 3]
+    sh, sw = row[QC_STRIDE], row[QC_STRIDE + 1]
+    rows, cols, cp = qconv_geometry(row)
     width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
-    acc = np.zeros(positions * width, np.int32)
-    for position in range(positions):
+    for position in range(start, stop):
         b, rest = position // (oh * ow), position % (oh * ow)
         base = ((b * rows + (rest // ow) * sh) * cols + (rest % ow) * sw) * cp
         sums = acc[position * width : position * width + oc]
-        for t in range(taps):
+        sums[:] = 0
+        for t in range(offsets.size):
             inputs, weights = x[base + offsets[t] : base + offsets[t] + oc], wt[t]
             for o in range(oc):
                 sums[o] = np.int32(sums[o] + np.int32(inputs[o]) * weights[o])
-    qconv_start(row, ocm, qconv_offsets(row, ocm, sums_w), acc, 0, positions)
-    multipliers, roundings, rights = qconv_rescale(row, ocm)
-    table, lut = table_copy(ocm, row[QC_LUT_ADDR])
-    qconv_store(row, ocm, acc, 0, positions, multipliers, roundings, rights, table, lut)
 
 
 @jit
@@ -434,7 +443,7 @@ def qconv_output_apart(row):
     oc = row[QC_OUT_SHAPE + 3]
     out_addr = row[QC_OUT_ADDR]
     nbytes = (4 if row[QC_ACC_OUT] else 1) * positions * oc
-    weights = oc * row[QC_KERNEL] * row[QC_KERNEL + 1] * c
+    weights = oc * row[QC_KERNEL] * row[QC_KERNEL + 1] * (c // row[QC_GROUPS])
     return (
         apart(row[QC_IN_ADDR], n * ih * iw * c, out_addr, nbytes)
         and apart(row[QC_W_ADDR], weights, out_addr, nbytes)
@@ -446,16 +455,33 @@ def qconv_output_apart(row):
 
 
 @jit
+def is_depthwise(row):
+    """Whether a qconv is depthwise: one input channel a group, one output channel each."""
+    return row[QC_IN_SHAPE + 3] == row[QC_GROUPS] and row[QC_OC_TOTAL] == row[QC_GROUPS]
+
+
+@jit
+def qconv_chunk_size(row, positions, workers):
+    """The output positions of a chunk of a shared qconv: whole qmac_tile calls of about as
+    many seconds of work as sharing.CHUNK_MACS (QMAC_SPEEDUP), or for a depthwise one
+    (QDEPTHWISE_SLOWDOWN) single positions."""
+    oc, taps = row[QC_OUT_SHAPE + 3], row[QC_KERNEL] * row[QC_KERNEL + 1]
+    if is_depthwise(row):
+        return chunk_size_by_work(positions, 1, taps * oc * QDEPTHWISE_SLOWDOWN, workers)
+    tile_macs = np.int64(QMAC_PIXELS * taps * row[QC_IN_SHAPE + 3] * oc / QMAC_SPEEDUP)
+    return chunk_size_by_work(positions, QMAC_PIXELS, max(tile_macs, 1), workers)
+
+
+@jit
 def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
-    """`qconv`: groups = 1 on the blocks (shared by chunks of output positions when `workers`
-    > 1, as the fp16 conv: each thread claims chunks of whole qmac_tile calls until none is
-    left, storing each at once, or once all are computed if the output overlaps what the conv
-    reads); a depthwise one (one channel a group, one output each) on `qconv_depthwise`, other
-    groupings on `int8.py`'s loops. Returns 0, or -1 if the run was abandoned."""
-    if row[QC_GROUPS] != 1:  # never shared (shared_qconv)
-        if row[QC_IN_SHAPE + 3] == row[QC_GROUPS] and row[QC_OC_TOTAL] == row[QC_GROUPS]:
-            qconv_depthwise(row, machine[1][row[1]])
-            return 0
+    """`qconv`: groups = 1 on the blocks, or a depthwise one (`depthwise_positions`); both
+    shared by chunks of output positions when `workers` > 1, as the fp16 conv: each thread
+    claims chunks until none is left, fills the window rows they read (`window_rows`), and
+    stores each chunk at once, or once all are computed if the output overlaps what the conv
+    reads. Other groupings run on `int8.py`'s loops. Returns 0, or -1 if the run was
+    abandoned."""
+    depthwise = is_depthwise(row)
+    if row[QC_GROUPS] != 1 and not depthwise:  # never shared (shared_qconv)
         return qconv_kernel_loops(i, row, frow, machine, tally, weights, skip, sync, worker, 1)
     ocm = machine[1][row[1]]
     positions = row[QC_OUT_SHAPE] * row[QC_OUT_SHAPE + 1] * row[QC_OUT_SHAPE + 2]
@@ -463,23 +489,29 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     packed = cached_qweights(row, ocm, machine[5], i, worker)  # before the others start
     if workers > 1 and not start_shared(sync, i, worker):
         return -1
-    steps = row[QC_KERNEL] * row[QC_KERNEL + 1] * row[QC_IN_SHAPE + 3]
-    tile_macs = QMAC_PIXELS * steps * oc // QMAC_SPEEDUP
-    size = chunk_size_by_work(positions, QMAC_PIXELS, max(tile_macs, 1), workers)
+    size = qconv_chunk_size(row, positions, workers)
     chunks = (positions + size - 1) // size
     chunk = claim(sync, i, workers, chunks, 0)
     if chunk >= chunks:
         return end_shared(sync, i, worker, workers, chunks)
-    # everything the conv reads, copied before this thread stores anything
-    x = qconv_window(row, ocm, QMAC_WINDOW)
-    if packed.size == 0:  # no slot: this thread packs its own
-        kh, kw, c = row[QC_KERNEL], row[QC_KERNEL + 1], row[QC_IN_SHAPE + 3]
-        packed = np.empty(qweights_size(oc, kh, kw, c), np.int8)
-        pack_qweights(row, ocm, packed)
-    taps, groups = qconv_segments(row)
-    starts = qconv_first_sums(row, qconv_offsets(row, ocm, weight_sums(packed, oc)))
+    # everything the conv reads but its window, copied before this thread stores anything
+    if depthwise:
+        wt, taps, offsets = depthwise_weights(row, ocm)
+        groups = 0
+    else:
+        if packed.size == 0:  # no slot: this thread packs its own
+            kh, kw, c = row[QC_KERNEL], row[QC_KERNEL + 1], row[QC_IN_SHAPE + 3]
+            packed = np.empty(qweights_size(oc, kh, kw, c), np.int8)
+            pack_qweights(row, ocm, packed)
+        wt = np.empty((0, 0), np.int32)
+        taps, groups = qconv_segments(row)
+        offsets = qconv_offsets(row, ocm, weight_sums(packed, oc))
+    starts = qconv_first_sums(row, offsets)
     multipliers, roundings, rights = qconv_rescale(row, ocm)
     table, lut = table_copy(ocm, row[QC_LUT_ADDR])
+    rows, cols, cp = qconv_geometry(row)
+    x = np.empty(row[QC_IN_SHAPE] * rows * cols * cp, QMAC_WINDOW)
+    filled = 0  # the window rows filled: a thread's chunks come in order
     width = (oc + QMAC_CHANNELS - 1) // QMAC_CHANNELS * QMAC_CHANNELS
     acc = np.empty((positions + QMAC_PIXELS) * width, np.int32)
     deferred = workers > 1 and not qconv_output_apart(row)
@@ -487,8 +519,15 @@ def qconv_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, work
     taken = 0
     while chunk < chunks:
         start, stop = chunk_bounds(chunk, size, positions)
-        qconv_positions(row, x, packed, taps, groups, starts, acc, start, stop)
-        qconv_partials(row, ocm, acc, start, stop)
+        lo, hi = window_rows(row, start, stop)
+        fill_window_rows(row, ocm, x, max(lo, filled), hi)
+        filled = max(filled, hi)
+        if depthwise:
+            depthwise_positions(row, x, wt, taps, acc, start, stop)
+            qconv_start(row, ocm, offsets, acc, start, stop)
+        else:
+            qconv_positions(row, x, packed, taps, groups, starts, acc, start, stop)
+            qconv_partials(row, ocm, acc, start, stop)
         mine[taken] = chunk
         taken += 1
         if not deferred:

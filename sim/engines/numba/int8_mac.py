@@ -60,13 +60,23 @@ def qmac_path(features: str) -> str:
 QMAC_PATH = qmac_path(cpu_features())
 """The path `qmac_tile` is compiled with on this machine."""
 
+QMAC_SPEEDUPS = {"avx512vnni": 4.0, "avxvnni": 2.0, "avx2": 1.0, "generic": 0.125}
+"""About how many times the fp16 conv's multiply-adds a second a qconv does on each path (its
+blocks, window, start and store: light ResNet-50's int8 pieces on an AVX-512 VNNI host, and
+on a 2-core AVX2 one, where a 1x1 piece of 1.6 M runs at about 30 GMAC/s, as fp16's). The
+threads share a qconv of as many seconds of work as an fp16 conv (`int8.SHARED_QCONV_MACS`)
+and cut it into chunks of as many seconds as an fp16 conv's (`int8_conv.qconv_chunk_size`)."""
+
+QMAC_SPEEDUP = QMAC_SPEEDUPS[QMAC_PATH]
+"""This machine's QMAC_SPEEDUPS entry."""
+
 QMAC_WINDOWS = {"avx512vnni": np.uint8, "avxvnni": np.uint8, "avx2": np.uint16, "generic": np.uint8}
 """The type of the window (the inputs + 128) each path reads: bytes, or on the avx2 path
 uint16 values, which VPMADDWD takes as they are (a broadcast load of a position's group, not
 a load, a widening and a broadcast)."""
 
 QMAC_WINDOW = QMAC_WINDOWS[QMAC_PATH]
-"""The window type of this machine's path (`int8_conv.qconv_window`)."""
+"""The window type of this machine's path (`int8_conv.fill_window_rows`)."""
 
 
 def _dot4(builder, path, sums, inputs, weights):

@@ -2,7 +2,7 @@
 share each one's work.
 
 Thread 0 runs every instruction; the others join it only in the convs, fcs, bmms, softmaxes,
-layernorms, adds and pools large enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
+layernorms, adds and pools, fp16 or int8, large enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
 thread takes the next chunk nobody has taken from a shared atomic counter (`claim`) until none
 is left: a thread that another process keeps off its core simply takes fewer chunks, and one
 that comes late finds none and goes on, so nobody waits for a thread, only for chunks being
@@ -57,7 +57,7 @@ from mrvl.sim.engines.numba.fields import (
     SOFTMAX_LENGTH,
     SOFTMAX_OUTER,
 )
-from mrvl.sim.engines.numba.int8 import OP_QCONV, shared_qconv
+from mrvl.sim.engines.numba.int8 import shared_int8
 from mrvl.sim.engines.numba.jit import jit, jit_inline
 from mrvl.sim.errors import SimulatorInputError
 
@@ -496,9 +496,7 @@ def shared_work(op, row, slot, workers):
         return shared_softmax(row, workers)
     if op == OP_LAYERNORM:
         return shared_layernorm(row, workers)
-    if op == OP_QCONV:
-        return shared_qconv(row, workers)
-    return shared_values(op, row, workers)
+    return shared_values(op, row, workers) or shared_int8(op, row, workers)
 
 
 @jit
