@@ -447,7 +447,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--from-json", type=Path, nargs="+", help="make the table from saved runs, run nothing"
     )
-    parser.add_argument("--doc", type=Path, help="replace this document's int8 section")
+    parser.add_argument(
+        "--doc",
+        type=Path,
+        help="replace this document's int8 section (the triage text after its table too; "
+        "--merge keeps it)",
+    )
     parser.add_argument(
         "--merge",
         action="store_true",
