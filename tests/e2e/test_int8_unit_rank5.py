@@ -1,9 +1,11 @@
-"""Rank-5 tensors of one batch in a QDQ model (issue 20: "its QDQ form builds in as few regions as
-its float form"): YOLOv5's decode head and Swin's shifted-window mask Add quantize tensors of
-rank 5, which a region's int8 tensors are not. `qdq_unit_axis.drop_unit_axis` computes them on
-their rank-4 views (the leading 1 dropped), so the whole head runs in int8 in the one region,
-within 3 steps of onnxruntime on the same QDQ model, the same bytes on both engines, and the
-report still names each original ONNX node. A batch of two is left as it was."""
+"""Rank-5 tensors in a QDQ model (issue 20: "its QDQ form builds in as few regions as its float
+form"): YOLOv5's decode head and Swin's shifted-window mask Add quantize tensors of rank 5,
+which a region's int8 tensors are not. `qdq_unit_axis.drop_unit_axis` computes them on rank-4
+views (with a batch of one the leading 1 dropped; with a batch of two the pair of neighbouring
+axes that every op keeps together merged into one), so the whole head runs in int8 in the
+one region, within 3 steps of onnxruntime on the same QDQ model, the same bytes on both
+engines, and the report still names each original ONNX node. Tensors with no such pair stay
+on the CPU."""
 
 from __future__ import annotations
 
@@ -66,16 +68,16 @@ def decode_head(batch: int = 1, seed: int = 0):
     return float_model(nodes, inits, [x], [y, z], name="decode", opset=17, ir_version=8)
 
 
-def masked_attention(seed: int = 0):
-    """Swin's shifted-window attention mask: x [windows, heads, N, D] -> scores x·xᵀ
-    [windows, heads, N, N] -> Reshape
-    [1, windows, heads, N, N] -> Add of a constant mask [1, windows, 1, N, N] -> Reshape back
+def masked_attention(batch: int = 1, seed: int = 0):
+    """Swin's shifted-window attention mask: x [b·windows, heads, N, D] -> scores x·xᵀ
+    [b·windows, heads, N, N] -> Reshape
+    [b, windows, heads, N, N] -> Add of a constant mask [1, windows, 1, N, N] -> Reshape back
     (opset 17; the Softmax after it is the model's output here, which stays on the CPU)."""
     rng = np.random.default_rng(seed)
     mask = np.where(rng.random((1, WINDOWS, 1, TOKENS, TOKENS)) < 0.3, -100.0, 0.0)
     inits = [
-        _const("five", np.array([1, WINDOWS, HEADS, TOKENS, TOKENS], np.int64)),
-        _const("four", np.array([WINDOWS, HEADS, TOKENS, TOKENS], np.int64)),
+        _const("five", np.array([batch, WINDOWS, HEADS, TOKENS, TOKENS], np.int64)),
+        _const("four", np.array([batch * WINDOWS, HEADS, TOKENS, TOKENS], np.int64)),
         _const("mask", mask.astype("f4")),
     ]
     nodes = [
@@ -85,7 +87,8 @@ def masked_attention(seed: int = 0):
         oh.make_node("Add", ["mask", "r"], ["m"], name="/attn/Add"),  # the constant first
         oh.make_node("Reshape", ["m", "four"], ["y"], name="/attn/Reshape_1"),
     ]
-    x, y = ("x", [WINDOWS, HEADS, TOKENS, DEPTH]), ("y", [WINDOWS, HEADS, TOKENS, TOKENS])
+    x = ("x", [batch * WINDOWS, HEADS, TOKENS, DEPTH])
+    y = ("y", [batch * WINDOWS, HEADS, TOKENS, TOKENS])
     return float_model(nodes, inits, [x], [y], name="mask", opset=17)
 
 
@@ -100,9 +103,12 @@ def _quantized(model):
     return mrvl.quantize(model, _feeds(model, 8, seed=1))
 
 
-@pytest.fixture(scope="module", params=["decode", "mask"])
+@pytest.fixture(scope="module", params=["decode", "mask", "decode-b2", "mask-b2"])
 def built(request):
-    model = decode_head() if request.param == "decode" else masked_attention()
+    """A batch of one drops the unit leading axis; a batch of two merges the pair of axes
+    that every op keeps together (H and W of the decode, the two token axes of the mask)."""
+    kind, _, batch = request.param.partition("-b")
+    model = (decode_head if kind == "decode" else masked_attention)(batch=int(batch or 1))
     qdq = _quantized(model)
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=2)
     report = mrvl.partition_report(mod, qdq)
@@ -118,7 +124,7 @@ def test_the_rank5_ops_run_in_int8_in_one_region_named_as_in_the_model(built):
     int8 = {
         "decode": ["/detect/Sigmoid", "/detect/Mul", "/detect/Pow"],
         "mask": ["/attn/MatMul", "/attn/Add"],
-    }[name]
+    }[name.split("-")[0]]
     assert all(rows[n].dtype == "int8" for n in int8), [rows[n] for n in int8]
 
 
@@ -171,11 +177,32 @@ def test_bit_identical_on_both_engines(built):
     assert all(a.tobytes() == b.tobytes() for a, b in zip(by_interp, by_numba))
 
 
-def test_a_batch_of_two_keeps_its_rank5_tensors_on_the_cpu():
-    """Only a unit leading axis is dropped: with a batch of two the decode's rank-5 tensors
-    are no rank-4 views, and its quantized ops stay on the CPU with their reasons."""
-    qdq = _quantized(decode_head(batch=2))
+def _unmergeable(batch: int = 2):
+    """x [b, 12, 5, 6] -> Reshape [b, 3, 4, 5, 6] -> Sigmoid -> Add of a constant
+    [1, 3, 1, 5, 1] -> Reshape back: the constant broadcasts along one axis of every
+    neighbouring pair, so no pair merges into one axis of a rank-4 view."""
+    rng = np.random.default_rng(3)
+    inits = [
+        _const("five", np.array([batch, 3, 4, 5, 6], np.int64)),
+        _const("four", np.array([batch, 12, 5, 6], np.int64)),
+        _const("bias", rng.standard_normal((1, 3, 1, 5, 1)).astype("f4")),
+    ]
+    nodes = [
+        oh.make_node("Reshape", ["x", "five"], ["r"], name="/r/Reshape"),
+        oh.make_node("Sigmoid", ["r"], ["s"], name="/r/Sigmoid"),
+        oh.make_node("Add", ["s", "bias"], ["a"], name="/r/Add"),
+        oh.make_node("Reshape", ["a", "four"], ["y"], name="/r/Reshape_1"),
+    ]
+    x, y = ("x", [batch, 12, 5, 6]), ("y", [batch, 12, 5, 6])
+    return float_model(nodes, inits, [x], [y], name="unmergeable", opset=17)
+
+
+def test_rank5_tensors_with_no_pair_to_merge_stay_on_the_cpu():
+    """With a batch of two and a constant that broadcasts along one axis of each pair of
+    neighbouring axes, the rank-5 tensors have no rank-4 view that every op keeps: their
+    quantized ops stay on the CPU with their reasons."""
+    qdq = _quantized(_unmergeable())
     report = mrvl.partition_report(mrvl.partition_for_mrvl(mrvl.from_onnx(qdq), num_tiles=2))
     rows = {r.node: r for r in report.rows}
-    assert rows["/detect/Sigmoid"].target == "cpu", rows["/detect/Sigmoid"]
-    assert "rank 5" in rows["/detect/Sigmoid"].reason, rows["/detect/Sigmoid"]
+    assert all(rows[n].target == "cpu" and rows[n].reason for n in ("/r/Sigmoid", "/r/Add"))
+    assert "rank 5" in rows["/r/Sigmoid"].reason, rows["/r/Sigmoid"]
