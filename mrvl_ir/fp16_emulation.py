@@ -8,7 +8,8 @@ done in fp32 by onnxruntime. The rounding is a `Cast` to float16 and back after 
 tensor; onnxruntime's graph optimizations are off so that no pass removes the pair. What the
 MLIP keeps in f32 the emulation keeps in f32 too (`on_chip_f32_tensors`: biases, scales and
 shifts, PRelu slopes, the softmax and layernorm accumulators), and what it never stores it
-does not round (the sigmoid inside a SiLU, one table lookup); otherwise it would charge
+does not round (what lies inside an activation written out as a formula, such as a SiLU's
+sigmoid or a GELU's erf: one table lookup); otherwise it would charge
 fp16 for roundings the hardware never makes and flatter itself.
 
 A result is as good as fp16 allows when its error is within max(3 %, the emulation's own
@@ -37,6 +38,7 @@ as discriminating on the zoo and on synthetic bugs (docs/zoo.md) and costs nine 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -45,6 +47,14 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from .accuracy import FP16_MAX_RELATIVE_ERROR, Agreement, fp16_agreement, relative_errors
+from .activation_forms import (
+    GELU_ERF_DIVISOR,
+    GELU_HALF,
+    GELU_ONE,
+    GELU_TANH_CUBIC,
+    GELU_TANH_SCALE,
+    _near,  # the compiler's tolerance on a formula's constants
+)
 from .onnx_shell import weightless_shell
 
 __all__ = [
@@ -55,13 +65,13 @@ __all__ = [
     "Verdict",
     "fp16_emulation_outputs",
     "fp16_storage_model",
+    "fused_activation_f32_tensors",
     "judge",
     "judge_model",
     "layernorm_f32_tensors",
     "on_chip_f32_tensors",
     "redrawn_errors",
     "redrawn_feeds",
-    "silu_f32_tensors",
 ]
 
 _UNROUNDED = "__mrvl_fp32"
@@ -76,7 +86,8 @@ def fp16_storage_model(model: onnx.ModelProto) -> onnx.ModelProto:
     and graph outputs read the rounded tensor under its original name. What the MLIP keeps in
     fp32 stays fp32 (`on_chip_f32_tensors`): biases, scales and shifts, PRelu slopes,
     a layer normalization's parameters and the intermediate tensors of its decomposed form,
-    and the sigmoid inside a SiLU, which the MLIP never stores.
+    and what lies inside an activation written out as a formula the compiler makes one table
+    lookup (`fused_activation_f32_tensors`), which the MLIP never stores.
     (Softmax and LayerNormalization nodes keep their sums in fp32 inside onnxruntime
     already.) Types come from ONNX
     shape inference; a node output whose type it cannot tell raises `ValueError`, so no
@@ -149,9 +160,10 @@ def on_chip_f32_tensors(graph: onnx.GraphProto, ranks: dict[str, int] | None = N
       (f32 scale and shift), so their constants stay f32, and so does every tensor inside
       such a chain that only the next step reads: the MLIP rounds the chain's result once;
     - a layer normalization's parameters and accumulators (`layernorm_f32_tensors`);
-    - the sigmoid inside a SiLU (`silu_f32_tensors`).
+    - the tensors inside an activation written out as a formula that the compiler reads as
+      one table lookup: a SiLU's sigmoid, a GELU's erf, ... (`fused_activation_f32_tensors`).
     """
-    kept = layernorm_f32_tensors(graph, ranks) | silu_f32_tensors(graph)
+    kept = layernorm_f32_tensors(graph, ranks) | fused_activation_f32_tensors(graph)
     constants = {i.name: tuple(i.dims) for i in graph.initializer}
     for node in graph.node:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
@@ -186,32 +198,241 @@ def on_chip_f32_tensors(graph: onnx.GraphProto, ranks: dict[str, int] | None = N
     return kept
 
 
-def silu_f32_tensors(graph: onnx.GraphProto) -> set[str]:
-    """The Sigmoid output of each SiLU, `Mul(x, Sigmoid(x))`, that only the Mul reads.
+def fused_activation_f32_tensors(graph: onnx.GraphProto) -> set[str]:
+    """The tensors strictly inside each activation written out as a formula that the compiler
+    reads as one table lookup, which the MLIP never stores.
 
-    The compiler makes the pair one SILU table lookup (`activation_forms`; docs/isa.md, table
-    activations): `f16(silu(f16 x))`, one rounding, the sigmoid never stored. So the
-    emulation rounds x and the product, not the sigmoid. Rounding it as well is no harmless
-    excess: on an ill-conditioned network the two forms' errors differ several-fold either
-    way, input by input (EfficientNet-B0, docs/architecture.md)."""
-    producer = {node.output[0]: node for node in graph.node if node.output}
+    `activation_forms.split_activation` reads these ONNX formulas, as TVM imports them, as one
+    activation of x: SiLU `x * Sigmoid(x)`; HardSwish `x * HardSigmoid(x)` (alpha 1/6, beta
+    0.5), `x * Clip(x * (1/6) + 0.5, 0, 1)`, `x * (Clip(x + 3, 0, 6) / 6)` and
+    `(x * Clip(x + 3, 0, 6)) / 6`; Mish `x * Tanh(Log(1 + Exp(x)))`; GELU
+    `x * (1 + Erf(x / sqrt 2)) * 0.5` and GELU-tanh `x * (1 + Tanh(sqrt(2/pi) (x + 0.044715
+    x^3))) * 0.5` in their orders and groupings (`_activation_formula`). The MLIP computes
+    `f16(act(f16 x))`: one rounding. So the emulation rounds x and the formula's result, not
+    what lies between. Rounding it as well is no harmless excess: on an ill-conditioned
+    network the two forms' errors differ several-fold either way, input by input
+    (EfficientNet-B0's SiLUs, docs/architecture.md). A formula the compiler does not read as
+    one (ONNX Softplus, which TVM writes as max(x, 0) + log(1 + exp(-|x|)); a Clip written as
+    Max and Min) or one with an intermediate read outside it or a graph output (then stored)
+    is rounded tensor by tensor."""
+    formulas = _Formulas(graph)
     readers = _reader_counts(graph)
     outputs = {o.name for o in graph.output}
-    kept = set()
+    kept: set[str] = set()
     for node in graph.node:
-        if node.op_type != "Mul" or len(node.input) != 2:
+        nodes = formulas.activation(node)
+        if nodes is None:
             continue
-        for gate, x in (node.input, node.input[::-1]):
-            sigmoid = producer.get(gate)
-            if (
-                sigmoid is not None
-                and sigmoid.op_type == "Sigmoid"
-                and sigmoid.input[0] == x
-                and readers[gate] == 1
-                and gate not in outputs
-            ):
-                kept.add(gate)
+        inside = [n.output[0] for n in nodes if n is not node]
+        reads = {t: sum(list(n.input).count(t) for n in nodes) for t in inside}
+        if all(readers.get(t) == reads[t] and t not in outputs for t in inside):
+            kept.update(inside)
     return kept
+
+
+_HALF = ""
+"""The factor 0.5 that a GELU divided by 2 stands for (no tensor has the empty name)."""
+
+
+class _Formulas:
+    """`activation_forms`' readings of an activation written out, on an ONNX graph: each
+    matcher mirrors the Relax one of the same name and returns the formula's nodes (or the
+    reading the Relax one returns), None when it is not that form."""
+
+    def __init__(self, graph: onnx.GraphProto):
+        self.producer = {out: node for node in graph.node for out in node.output if out}
+        self.scalars: dict[str, float] = {}
+        for init in graph.initializer:
+            if int(np.prod(init.dims)) == 1:
+                self.scalars[init.name] = float(numpy_helper.to_array(init).reshape(-1)[0])
+        for node in graph.node:
+            for attr in node.attribute if node.op_type == "Constant" else ():
+                if attr.name == "value" and int(np.prod(attr.t.dims)) == 1:
+                    value = numpy_helper.to_array(attr.t).reshape(-1)[0]
+                    self.scalars[node.output[0]] = float(value)
+                elif attr.name == "value_float":
+                    self.scalars[node.output[0]] = float(attr.f)
+        self.scalars[_HALF] = GELU_HALF
+
+    def activation(self, root: onnx.NodeProto) -> list[onnx.NodeProto] | None:
+        """The nodes of the activation `root` ends (`split_activation`'s order), else None."""
+        if root.op_type in ("Mul", "Div") and len(root.input) == 2:
+            gelu = self._gelu(root)
+            if gelu is not None:
+                return gelu
+        if root.op_type == "Mul" and len(root.input) == 2:
+            for x, gate in (root.input, root.input[::-1]):
+                nodes = self._gate(gate, x)
+                if nodes is not None:
+                    return [*nodes, root]
+        if root.op_type == "Div" and len(root.input) == 2 and self._near(root.input[1], 6.0):
+            mul = self._call(root.input[0], "Mul")
+            if mul is not None:
+                for x, other in (mul.input, mul.input[::-1]):
+                    parts = self._relu6_of_x_plus_3(other, x)
+                    if parts is not None:
+                        return [*parts, mul, root]
+        return None
+
+    def _call(self, name: str, op_type: str) -> onnx.NodeProto | None:
+        node = self.producer.get(name)
+        return node if node is not None and node.op_type == op_type else None
+
+    def _near(self, name: str | None, target: float) -> bool:
+        return _near(self.scalars.get(name) if name is not None else None, target)
+
+    @staticmethod
+    def _other(node: onnx.NodeProto, x: str) -> str | None:
+        if len(node.input) != 2:
+            return None
+        a, b = node.input
+        return b if a == x else a if b == x else None
+
+    def _clip_bounds(self, clip: onnx.NodeProto, lo: float, hi: float) -> bool:
+        attrs = {a.name: a.f for a in clip.attribute}  # opset < 11
+        bounds = [attrs.get("min", -math.inf), attrs.get("max", math.inf)]
+        for index in (1, 2):
+            if len(clip.input) > index and clip.input[index]:
+                bounds[index - 1] = self.scalars.get(clip.input[index])
+        return _near(bounds[0], lo) and _near(bounds[1], hi)
+
+    def _relu6_of_x_plus_3(self, name: str, x: str) -> list | None:
+        clip = self._call(name, "Clip")
+        if clip is None or not self._clip_bounds(clip, 0.0, 6.0):
+            return None
+        add = self._call(clip.input[0], "Add")
+        if add is None or not self._near(self._other(add, x), 3.0):
+            return None
+        return [add, clip]
+
+    def _gate(self, gate: str, x: str) -> list | None:
+        sigmoid = self._call(gate, "Sigmoid")
+        if sigmoid is not None and sigmoid.input[0] == x:
+            return [sigmoid]
+        hard = self._call(gate, "HardSigmoid")  # TVM: clip(alpha * x + beta, 0, 1)
+        if hard is not None and hard.input[0] == x:
+            attrs = {a.name: a.f for a in hard.attribute}
+            if _near(attrs.get("alpha", 0.2), 1 / 6) and _near(attrs.get("beta", 0.5), 0.5):
+                return [hard]
+        divide = self._call(gate, "Div")
+        if divide is not None and self._near(divide.input[1], 6.0):
+            parts = self._relu6_of_x_plus_3(divide.input[0], x)
+            if parts is not None:
+                return [*parts, divide]
+        clip = self._call(gate, "Clip")
+        if clip is not None and self._clip_bounds(clip, 0.0, 1.0):
+            add = self._call(clip.input[0], "Add")
+            for operand in add.input if add is not None else ():
+                mul = self._call(operand, "Mul")
+                if mul is None:
+                    continue
+                if self._near(self._other(mul, x), 1 / 6) and self._near(
+                    self._other(add, operand), 0.5
+                ):
+                    return [mul, add, clip]
+        tanh = self._call(gate, "Tanh")
+        log = self._call(tanh.input[0], "Log") if tanh is not None else None
+        add = self._call(log.input[0], "Add") if log is not None else None
+        for operand in add.input if add is not None else ():
+            exp = self._call(operand, "Exp")
+            if exp is not None and exp.input[0] == x and self._near(self._other(add, operand), 1):
+                return [exp, add, log, tanh]
+        return None
+
+    def _products(self, name: str) -> list[tuple[list, list]]:
+        call = self._call(name, "Mul")
+        if call is None or len(call.input) != 2:
+            return []
+        readings = [(list(call.input), [call])]
+        for inner_name, third in (call.input, call.input[::-1]):
+            inner = self._call(inner_name, "Mul")
+            if inner is not None and len(inner.input) == 2:
+                readings.append(([*inner.input, third], [inner, call]))
+        return readings
+
+    def _cube(self, name: str, x: str) -> list | None:
+        power = self._call(name, "Pow")
+        if power is not None and power.input[0] == x and self._near(power.input[1], 3.0):
+            return [power]
+        for factors, muls in self._products(name):
+            if len(factors) == 3 and all(f == x for f in factors):
+                return muls
+        return None
+
+    def _scaled(self, name: str, x: str, factor: float) -> onnx.NodeProto | None:
+        mul = self._call(name, "Mul")
+        if mul is not None and self._near(self._other(mul, x), factor):
+            return mul
+        div = self._call(name, "Div")
+        if div is not None and div.input[0] == x and self._near(div.input[1], 1 / factor):
+            return div
+        return None
+
+    def _gelu_inner(self, g: str) -> tuple[str, list] | None:
+        """(x, nodes) when g is erf(x / sqrt 2) or tanh(sqrt(2/pi) (x + 0.044715 x^3))."""
+        erf = self._call(g, "Erf")
+        if erf is not None:
+            arg = self.producer.get(erf.input[0])
+            for x in list(arg.input)[:2] if arg is not None else ():
+                step = self._scaled(erf.input[0], x, 1 / GELU_ERF_DIVISOR)
+                if step is not None:
+                    return x, [step, erf]
+            return None
+        tanh = self._call(g, "Tanh")
+        arg = self.producer.get(tanh.input[0]) if tanh is not None else None
+        if arg is None or len(arg.input) != 2:
+            return None
+        if arg.op_type == "Mul":  # sqrt(2/pi) * (x + 0.044715 x^3)
+            for inner in arg.input:
+                add = self._call(inner, "Add")
+                if add is None or not self._near(self._other(arg, inner), GELU_TANH_SCALE):
+                    continue
+                for x, cubic in (add.input, add.input[::-1]):
+                    term = self._call(cubic, "Mul")
+                    for cube_name in term.input if term is not None else ():
+                        cube = self._cube(cube_name, x)
+                        if cube is not None and self._near(
+                            self._other(term, cube_name), GELU_TANH_CUBIC
+                        ):
+                            return x, [*cube, term, add, arg, tanh]
+        if arg.op_type == "Add":  # sqrt(2/pi) x + 0.044715 sqrt(2/pi) x^3
+            for linear_name, cubic in (arg.input, arg.input[::-1]):
+                linear, term = self._call(linear_name, "Mul"), self._call(cubic, "Mul")
+                if linear is None or term is None:
+                    continue
+                for x in linear.input:
+                    if not self._near(self._other(linear, x), GELU_TANH_SCALE):
+                        continue
+                    for cube_name in term.input:
+                        cube = self._cube(cube_name, x)
+                        factor = GELU_TANH_CUBIC * GELU_TANH_SCALE
+                        if cube is not None and self._near(self._other(term, cube_name), factor):
+                            return x, [linear, *cube, term, arg, tanh]
+        return None
+
+    def _gelu(self, root: onnx.NodeProto) -> list | None:
+        """GELU written out: the product of x, 0.5 (or a division by 2) and 1 + erf(...) or
+        1 + tanh(...), in any order and grouping."""
+        if root.op_type == "Div":
+            if not self._near(root.input[1], 2.0):
+                return None
+            readings = [([*f, _HALF], [*m, root]) for f, m in self._products(root.input[0])]
+        else:
+            readings = self._products(root.output[0])
+        for factors, nodes in readings:
+            halves = [i for i, f in enumerate(factors) if self._near(f, GELU_HALF)]
+            rest = [f for i, f in enumerate(factors) if i not in halves]
+            if len(factors) != 3 or len(halves) != 1 or len(rest) != 2:
+                continue
+            for x_factor, sum_factor in (rest, rest[::-1]):
+                add = self._call(sum_factor, "Add")
+                for g in add.input if add is not None else ():
+                    if not self._near(self._other(add, g), GELU_ONE):
+                        continue
+                    inner = self._gelu_inner(g)
+                    if inner is not None and inner[0] == x_factor:
+                        return [*inner[1], add, *nodes]
+        return None
 
 
 def _reader_counts(graph: onnx.GraphProto) -> dict[str, int]:

@@ -16,6 +16,7 @@ only partitioned here (their MAC and region goals); the report builds, runs and 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,7 @@ from mrvl.fp16_emulation import (
     REDRAWS,
     fp16_emulation_outputs,
     fp16_storage_model,
+    fused_activation_f32_tensors,
     judge,
     judge_model,
     layernorm_f32_tensors,
@@ -492,6 +494,234 @@ def test_fp16_emulation_rounds_a_silu_once_as_its_table_does():
     twice = f16(xh * f16(1.0 / (1.0 + np.exp(-xh.astype(np.float64)))))
     assert np.mean(y == once) > 0.99 and np.mean(y == twice) < 0.9
     assert g.tobytes() == f16(g).tobytes()  # the second sigmoid is a graph output: stored
+
+
+def _scalars(**values):
+    return [numpy_helper.from_array(np.array(v, np.float32), name) for name, v in values.items()]
+
+
+_ACTIVATION_SCALARS = _scalars(
+    zero=0.0, half=0.5, one=1.0, two=2.0, three=3.0, six=6.0, sixth=1 / 6,
+    sqrt2=np.sqrt(2.0), rsqrt2=1 / np.sqrt(2.0), k=np.sqrt(2 / np.pi), cubic=0.044715,
+    kcubic=0.044715 * np.sqrt(2 / np.pi),
+)  # fmt: skip
+
+
+def _node(op, inputs, output, **attrs):
+    return helper.make_node(op, inputs, [output], name=output, **attrs)
+
+
+_GELU_TANH_INNER = [  # u = sqrt(2/pi) (x + 0.044715 x^3), x^3 a Pow
+    _node("Pow", ["x", "three"], "p"),
+    _node("Mul", ["p", "cubic"], "t"),
+    _node("Add", ["x", "t"], "s"),
+    _node("Mul", ["s", "k"], "u"),
+]
+WRITTEN_OUT_ACTIVATIONS = {
+    # name: (nodes ending in y, the kind split_activation reads, the tensors kept in f32)
+    "silu": ([_node("Sigmoid", ["x"], "s"), _node("Mul", ["x", "s"], "y")], "silu", "s"),
+    "hard_swish_hardsigmoid": (
+        [_node("HardSigmoid", ["x"], "h", alpha=1 / 6, beta=0.5), _node("Mul", ["h", "x"], "y")],
+        "hard_swish",
+        "h",
+    ),
+    "hard_swish_clip": (
+        [
+            _node("Mul", ["sixth", "x"], "m"),
+            _node("Add", ["m", "half"], "a"),
+            _node("Clip", ["a", "zero", "one"], "c"),
+            _node("Mul", ["x", "c"], "y"),
+        ],
+        "hard_swish",
+        "m a c",
+    ),
+    "hard_swish_tvm": (
+        [
+            _node("Add", ["x", "three"], "a"),
+            _node("Clip", ["a", "zero", "six"], "c"),
+            _node("Div", ["c", "six"], "d"),
+            _node("Mul", ["x", "d"], "y"),
+        ],
+        "hard_swish",
+        "a c d",
+    ),
+    "hard_swish_written": (
+        [
+            _node("Add", ["three", "x"], "a"),
+            _node("Clip", ["a", "zero", "six"], "c"),
+            _node("Mul", ["c", "x"], "m"),
+            _node("Div", ["m", "six"], "y"),
+        ],
+        "hard_swish",
+        "a c m",
+    ),
+    "mish": (
+        [
+            _node("Exp", ["x"], "e"),
+            _node("Add", ["one", "e"], "a"),
+            _node("Log", ["a"], "l"),
+            _node("Tanh", ["l"], "t"),
+            _node("Mul", ["x", "t"], "y"),
+        ],
+        "mish",
+        "e a l t",
+    ),
+    "gelu": (  # as torch exports it: (x * (1 + erf(x / sqrt 2))) * 0.5
+        [
+            _node("Div", ["x", "sqrt2"], "d"),
+            _node("Erf", ["d"], "e"),
+            _node("Add", ["e", "one"], "a"),
+            _node("Mul", ["x", "a"], "m"),
+            _node("Mul", ["m", "half"], "y"),
+        ],
+        "gelu",
+        "d e a m",
+    ),
+    "gelu_half_first": (  # (0.5 * x) * (1 + erf(x * (1 / sqrt 2)))
+        [
+            _node("Mul", ["x", "rsqrt2"], "d"),
+            _node("Erf", ["d"], "e"),
+            _node("Add", ["one", "e"], "a"),
+            _node("Mul", ["half", "x"], "h"),
+            _node("Mul", ["h", "a"], "y"),
+        ],
+        "gelu",
+        "d e a h",
+    ),
+    "gelu_over_two": (  # (x * (1 + erf(x / sqrt 2))) / 2
+        [
+            _node("Div", ["x", "sqrt2"], "d"),
+            _node("Erf", ["d"], "e"),
+            _node("Add", ["e", "one"], "a"),
+            _node("Mul", ["a", "x"], "m"),
+            _node("Div", ["m", "two"], "y"),
+        ],
+        "gelu",
+        "d e a m",
+    ),
+    "gelu_tanh": (
+        [
+            *_GELU_TANH_INNER,
+            _node("Tanh", ["u"], "th"),
+            _node("Add", ["th", "one"], "a"),
+            _node("Mul", ["x", "a"], "m"),
+            _node("Mul", ["m", "half"], "y"),
+        ],
+        "gelu_tanh",
+        "p t s u th a m",
+    ),
+    "gelu_tanh_products": (  # x^3 as (x * x) * x, sqrt(2/pi) distributed
+        [
+            _node("Mul", ["x", "x"], "xx"),
+            _node("Mul", ["xx", "x"], "p"),
+            _node("Mul", ["kcubic", "p"], "t"),
+            _node("Mul", ["x", "k"], "l"),
+            _node("Add", ["l", "t"], "u"),
+            _node("Tanh", ["u"], "th"),
+            _node("Add", ["one", "th"], "a"),
+            _node("Mul", ["half", "x"], "h"),
+            _node("Mul", ["a", "h"], "y"),
+        ],
+        "gelu_tanh",
+        "xx p t l u th a h",
+    ),
+    # Formulas the compiler does not read as one activation: each tensor is stored, rounded.
+    "mish_softplus": (  # TVM writes Softplus as max(x, 0) + log(1 + exp(-|x|))
+        [_node("Softplus", ["x"], "sp"), _node("Tanh", ["sp"], "t"), _node("Mul", ["x", "t"], "y")],
+        None,
+        "",
+    ),
+    "hard_swish_default_hardsigmoid": (  # alpha 0.2: x * HardSigmoid(x) is no HardSwish
+        [_node("HardSigmoid", ["x"], "h"), _node("Mul", ["h", "x"], "y")],
+        None,
+        "",
+    ),
+    "hard_swish_max_min": (  # relu6 as Min(Max(x + 3, 0), 6): two clips, not one
+        [
+            _node("Add", ["x", "three"], "a"),
+            _node("Max", ["a", "zero"], "r"),
+            _node("Min", ["r", "six"], "c"),
+            _node("Div", ["c", "six"], "d"),
+            _node("Mul", ["x", "d"], "y"),
+        ],
+        None,
+        "",
+    ),
+    "gelu_wrong_constant": (  # erf(x / 2): not a GELU
+        [
+            _node("Div", ["x", "two"], "d"),
+            _node("Erf", ["d"], "e"),
+            _node("Add", ["e", "one"], "a"),
+            _node("Mul", ["x", "a"], "m"),
+            _node("Mul", ["m", "half"], "y"),
+        ],
+        None,
+        "",
+    ),
+}
+
+
+def _activation_model(nodes, outputs=("y",), extra=(), shape=(1, 2, 4, 4)):
+    shape = list(shape)
+    used = {name for node in [*nodes, *extra] for name in node.input}
+    inits = [i for i in _ACTIVATION_SCALARS if i.name in used]
+    return float_model(
+        [*nodes, *extra], inits, [("x", shape)], [(o, shape) for o in outputs], name="act", opset=17
+    )
+
+
+@pytest.mark.parametrize("form", sorted(WRITTEN_OUT_ACTIVATIONS))
+def test_fp16_emulation_keeps_inside_each_written_out_activation_the_compiler_fuses(form):
+    """An activation written out as a formula that the compiler reads as one activation
+    (`split_activation`, on the Relax that `from_onnx` makes of it) is one table lookup on the
+    MLIP, f16(act(f16 x)): the emulation keeps the tensors inside it in f32, and only those.
+    A formula the compiler does not read as one keeps nothing (each step is stored)."""
+    from mrvl import from_onnx
+    from mrvl.activation_forms import split_activation
+
+    nodes, kind, kept = WRITTEN_OUT_ACTIVATIONS[form]
+    model = _activation_model(nodes)
+    assert fused_activation_f32_tensors(model.graph) == set(kept.split())
+    main = from_onnx(model)["main"]
+    bound = {b.var: b.value for block in main.body.blocks for b in block.bindings}
+    root = bound[main.body.body]
+    activation, x = split_activation(root, lambda e: bound.get(e, e))
+    assert (activation.kind if activation is not None else None) == kind
+    if kind is not None:
+        assert x.same_as(main.params[0])
+
+
+@pytest.mark.parametrize("form", ["gelu", "hard_swish_tvm", "mish"])
+def test_fp16_emulation_rounds_a_written_out_activation_read_outside_it(form):
+    """A formula whose intermediate is also read elsewhere, or is a graph output, is stored
+    there: the compiler cannot make it one table lookup, so the emulation keeps nothing of
+    it in f32."""
+    nodes, _, kept = WRITTEN_OUT_ACTIVATIONS[form]
+    inner = kept.split()[1]
+    read_twice = _activation_model(nodes, ("y", "z"), [_node("Neg", [inner], "z")])
+    assert fused_activation_f32_tensors(read_twice.graph) == set()
+    as_output = _activation_model(nodes, ("y", inner))
+    assert fused_activation_f32_tensors(as_output.graph) == set()
+    assert fused_activation_f32_tensors(_activation_model(nodes).graph) == set(kept.split())
+
+
+def test_fp16_emulation_rounds_a_written_out_gelu_once_as_its_table_does():
+    """GELU as torch exports it, x * (1 + erf(x / sqrt 2)) * 0.5, is one GELU table lookup:
+    the emulation's result is f16(gelu(f16 x)), not four roundings of the steps."""
+    shape = (1, 2, 64, 64)
+    model = _activation_model(WRITTEN_OUT_ACTIVATIONS["gelu"][0], shape=shape)
+    x = np.random.default_rng(0).normal(scale=3.0, size=shape).astype(np.float32)
+    (y,) = fp16_emulation_outputs(model, {"x": x})
+    erf = np.vectorize(math.erf)
+
+    def f16(a):
+        return np.asarray(a, np.float32).astype(np.float16).astype(np.float32)
+
+    xh = f16(x).astype(np.float64)
+    once = f16(xh * (1 + erf(xh / np.sqrt(2))) * 0.5)
+    steps = f16(f16(xh * f16(1 + f16(erf(f16(xh / np.sqrt(2)))))) * 0.5)
+    exact = xh > -2  # below, 1 + erf(x / sqrt 2) cancels in onnxruntime's fp32
+    assert np.all((y == once)[exact]) and np.mean((y == steps)[exact]) < 0.9
 
 
 def test_fp16_emulation_keeps_a_decomposed_layernorm_in_f32_only_over_trailing_axes():
