@@ -450,6 +450,17 @@ def test_cvt_engines_agree(shape, perm, dtypes, seed):
     run_both(program, [x])
 
 
+def permuted_strides(box, elem_bytes, order):
+    """The strides of a dense box of `box` whose dimensions lie in memory in `order`
+    (outermost first), and the bytes it spans."""
+    strides = [0, 0, 0, 0]
+    step = elem_bytes
+    for d in reversed(order):
+        strides[d] = step
+        step *= box[d]
+    return tuple(strides), step
+
+
 @SETTINGS
 @given(
     box=st.tuples(*[st.integers(0, 3)] * 3, st.integers(1, 12)),
@@ -466,11 +477,7 @@ def test_dma_engines_agree(box, elem_bytes, order, reverse, tiles):
     dense = [0, 0, 0, elem_bytes]
     for d in (2, 1, 0):
         dense[d] = dense[d + 1] * box[d + 1]
-    permuted = [0, 0, 0, 0]
-    step = elem_bytes
-    for d in reversed(order):
-        permuted[d] = step
-        step *= box[d]
+    permuted, step = permuted_strides(box, elem_bytes, order)
     size = max(step, 1)
     negated = {"none": (), "all": (0, 1, 2, 3), "outer": (0, 1, 2)}[reverse]
     dst_addr = 256 + sum((box[d] - 1) * permuted[d] for d in negated if box[d])
@@ -496,6 +503,39 @@ def test_dma_engines_agree(box, elem_bytes, order, reverse, tiles):
         ],
         const_base=0,
         consts=consts,
+        srcmap=[],
+    )
+    run_both(program, [])
+
+
+@SETTINGS
+@given(
+    box=st.tuples(*[st.integers(1, 3)] * 2, st.integers(1, 9), st.integers(1, 4)),
+    elem_bytes=st.sampled_from([1, 2, 4]),
+    src_order=st.permutations(range(4)),
+    dst_order=st.permutations(range(4)),
+    dst_at=st.integers(0, 2),
+)
+def test_dma_within_one_memory_engines_agree(box, elem_bytes, src_order, dst_order, dst_at):
+    """A box moved within DDR between permuted layouts (a channel shuffle's, among others),
+    its destination overlapping its source (dst_at 0: the same bytes, 1: half way) or apart
+    (2): the Numba engine copies disjoint boxes directly, in its own loop order, and stages
+    overlapping ones, as the reference reads the whole source first."""
+    src_strides, size = permuted_strides(box, elem_bytes, src_order)
+    dst_strides, _ = permuted_strides(box, elem_bytes, dst_order)
+    dst_addr = (dst_at * size // 2) // elem_bytes * elem_bytes
+    ddr_size = 2 * size + elem_bytes
+    program = Program(
+        target="cn10ka",
+        num_tiles=1,
+        ddr_size=ddr_size,
+        io=[IOEntry("y", False, (ddr_size,), DType.I8, 0)],
+        code=[
+            dma(MemSpace.DDR, 0, src_strides, MemSpace.DDR, dst_addr, dst_strides, box, elem_bytes),
+            end(),
+        ],
+        const_base=0,
+        consts=(np.arange(ddr_size) * 37 % 251).astype(np.uint8).tobytes(),
         srcmap=[],
     )
     run_both(program, [])

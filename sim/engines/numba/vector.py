@@ -58,6 +58,7 @@ from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.numerics import (
     F16_LANES,
     NO_SLOPES,
+    f32_from_bits,
     finish,
     load_f16,
     load_f16_into,
@@ -141,6 +142,8 @@ def pool_positions(row, x, out, first, stop):
     bottom, right = row[POOL_PAD_END], row[POOL_PAD_END + 1]
     is_max = row[POOL_MODE] == POOL_MAX
     initial = np.float32(-np.inf) if is_max else np.float32(0.0)
+    x_bits, out_bits = x.view(np.uint32), out.view(np.uint32)
+    lanes = np.uint64(channels)
     for position in range(first, stop):
         n = position // (out_rows * out_cols)
         r = position // out_cols % out_rows
@@ -148,8 +151,9 @@ def pool_positions(row, x, out, first, stop):
         ih0 = (row[POOL_OROW0] + r) * stride_h - top  # input-tensor row of tap 0
         iw0 = c * stride_w - left
         base = position * channels
-        acc = out[base : base + channels]
-        acc[:] = initial
+        acc = np.uint64(base)  # unsigned indices, no slices: the loops vectorize
+        for ch in range(lanes):
+            out[acc + ch] = initial
         valid = 0
         padded = 0
         for kh in range(kh_count):
@@ -162,20 +166,21 @@ def pool_positions(row, x, out, first, stop):
                 if not (0 <= wr < height and 0 <= iw < width):
                     continue
                 valid += 1
-                x_base = ((n * height + wr) * width + iw) * channels
-                if is_max:
-                    for ch in range(channels):
-                        v = x[x_base + ch]
-                        if v > acc[ch] or np.isnan(v):
-                            acc[ch] = v
+                x_base = np.uint64(((n * height + wr) * width + iw) * channels)
+                if is_max:  # v taken if v > acc or v is a NaN, by a mask (a branch is scalar)
+                    for ch in range(lanes):
+                        v_bits, a_bits = x_bits[x_base + ch], out_bits[acc + ch]
+                        v, a = f32_from_bits(v_bits), f32_from_bits(a_bits)
+                        take = np.uint32(0) - np.uint32((v > a) | np.isnan(v))
+                        out_bits[acc + ch] = (v_bits & take) | (a_bits & ~take)
                 else:
-                    for ch in range(channels):
-                        acc[ch] = acc[ch] + x[x_base + ch]
+                    for ch in range(lanes):
+                        out[acc + ch] = out[acc + ch] + x[x_base + ch]
         if not is_max:
             count = padded if row[POOL_COUNT_INCLUDE_PAD] != 0 else valid
             divisor = np.float32(count)
-            for ch in range(channels):
-                acc[ch] = acc[ch] / divisor
+            for ch in range(lanes):
+                out[acc + ch] = out[acc + ch] / divisor
 
 
 TABLE_NOT_INTEGER, TABLE_OUTSIDE = 1, 2
