@@ -40,6 +40,15 @@ import numpy as np
 from tvm import relax
 from tvm.ir.expr import GenericConst
 
+from .formula_constants import (
+    GELU_ERF_DIVISOR,
+    GELU_HALF,
+    GELU_ONE,
+    GELU_TANH_CUBIC,
+    GELU_TANH_SCALE,
+    near_constant,
+)
+
 Resolve = Callable[[relax.Expr], relax.Expr]
 """Maps a variable to the expression bound to it (identity for anything else)."""
 
@@ -102,12 +111,8 @@ def _other(call: relax.Call, x) -> relax.Expr | None:
     return None
 
 
-def _near(value: float | None, target: float) -> bool:
-    return value is not None and abs(value - target) <= 1e-6 * max(1.0, abs(target))
-
-
 def _clip_bounds(clip: relax.Call, lo: float, hi: float) -> bool:
-    return _near(scalar(clip.args[1]), lo) and _near(scalar(clip.args[2]), hi)
+    return near_constant(scalar(clip.args[1]), lo) and near_constant(scalar(clip.args[2]), hi)
 
 
 def _relu6_of_x_plus_3(resolve: Resolve, expr, x) -> list | None:
@@ -116,7 +121,7 @@ def _relu6_of_x_plus_3(resolve: Resolve, expr, x) -> list | None:
     if clip is None or not _clip_bounds(clip, 0.0, 6.0):
         return None
     add = _call(resolve, clip.args[0], "relax.add")
-    if add is None or not _near(scalar(_other(add, x)), 3.0):
+    if add is None or not near_constant(scalar(_other(add, x)), 3.0):
         return None
     return [add, clip]
 
@@ -127,7 +132,7 @@ def _gate(resolve: Resolve, gate_expr, x) -> FusedActivationForm | None:
     if sigmoid is not None and _same(sigmoid.args[0], x):
         return FusedActivationForm("silu", calls=[sigmoid])
     divide = _call(resolve, gate_expr, "relax.divide")
-    if divide is not None and _near(scalar(divide.args[1]), 6.0):
+    if divide is not None and near_constant(scalar(divide.args[1]), 6.0):
         parts = _relu6_of_x_plus_3(resolve, divide.args[0], x)
         if parts is not None:
             return FusedActivationForm("hard_swish", calls=[*parts, divide])
@@ -140,7 +145,7 @@ def _gate(resolve: Resolve, gate_expr, x) -> FusedActivationForm | None:
                 if mul is None:
                     continue
                 alpha, beta = scalar(_other(mul, x)), scalar(_other(add, operand))
-                if _near(alpha, 1 / 6) and _near(beta, 0.5):
+                if near_constant(alpha, 1 / 6) and near_constant(beta, 0.5):
                     return FusedActivationForm("hard_swish", calls=[mul, add, clip])
     tanh = _call(resolve, gate_expr, "relax.tanh")
     log = _call(resolve, tanh.args[0], "relax.log") if tanh is not None else None
@@ -151,7 +156,7 @@ def _gate(resolve: Resolve, gate_expr, x) -> FusedActivationForm | None:
             if (
                 exp is not None
                 and _same(exp.args[0], x)
-                and _near(scalar(_other(add, operand)), 1.0)
+                and near_constant(scalar(_other(add, operand)), 1.0)
             ):
                 return FusedActivationForm("mish", calls=[exp, add, log, tanh])
     return None
@@ -174,11 +179,6 @@ ONNX_ACTIVATION_OPS = frozenset(
 """ONNX ops (beyond the classic ones) whose whole node can be a layer's fused activation or a
 scale_shift of its own (Neg is a scale of -1, Max / Min by a constant a clip)."""
 
-GELU_HALF, GELU_ONE = 0.5, 1.0
-GELU_ERF_DIVISOR = math.sqrt(2.0)
-GELU_TANH_SCALE = math.sqrt(2.0 / math.pi)
-GELU_TANH_CUBIC = 0.044715
-
 
 def _products(resolve: Resolve, expr) -> list[tuple[list, list]]:
     """Each way to read expr as a product of two or three terms: (factors, multiplies)."""
@@ -196,7 +196,7 @@ def _products(resolve: Resolve, expr) -> list[tuple[list, list]]:
 def _cube(resolve: Resolve, expr, x) -> list | None:
     """The calls of x^3 written as power(x, 3), (x * x) * x or x * (x * x)."""
     power = _call(resolve, expr, "relax.power")
-    if power is not None and _same(power.args[0], x) and _near(scalar(power.args[1]), 3.0):
+    if power is not None and _same(power.args[0], x) and near_constant(scalar(power.args[1]), 3.0):
         return [power]
     for factors, muls in _products(resolve, expr):
         if len(factors) == 3 and all(_same(f, x) for f in factors):
@@ -207,10 +207,10 @@ def _cube(resolve: Resolve, expr, x) -> list | None:
 def _scaled(resolve: Resolve, expr, x, factor: float) -> relax.Call | None:
     """The call if expr is x * factor, factor * x or x / (1 / factor)."""
     mul = _call(resolve, expr, "relax.multiply")
-    if mul is not None and _near(scalar(_other(mul, x)), factor):
+    if mul is not None and near_constant(scalar(_other(mul, x)), factor):
         return mul
     div = _call(resolve, expr, "relax.divide")
-    if div is not None and _same(div.args[0], x) and _near(scalar(div.args[1]), 1 / factor):
+    if div is not None and _same(div.args[0], x) and near_constant(scalar(div.args[1]), 1 / factor):
         return div
     return None
 
@@ -233,7 +233,7 @@ def _gelu_inner(resolve: Resolve, g) -> tuple[str, relax.Expr, list] | None:
     if op_name(arg) == "relax.multiply":
         for inner_expr in arg.args:
             add = _call(resolve, inner_expr, "relax.add")
-            if add is None or not _near(scalar(_other(arg, inner_expr)), GELU_TANH_SCALE):
+            if add is None or not near_constant(scalar(_other(arg, inner_expr)), GELU_TANH_SCALE):
                 continue
             for x, cubic in ((add.args[0], add.args[1]), (add.args[1], add.args[0])):
                 term = _call(resolve, cubic, "relax.multiply")
@@ -241,7 +241,9 @@ def _gelu_inner(resolve: Resolve, g) -> tuple[str, relax.Expr, list] | None:
                     continue
                 for cube_expr in term.args:
                     cube = _cube(resolve, cube_expr, x)
-                    if cube is not None and _near(scalar(_other(term, cube_expr)), GELU_TANH_CUBIC):
+                    if cube is not None and near_constant(
+                        scalar(_other(term, cube_expr)), GELU_TANH_CUBIC
+                    ):
                         return "gelu_tanh", x, [*cube, term, add, arg, tanh]
     # sqrt(2/pi) x + 0.044715 sqrt(2/pi) x^3 (onnxruntime's FastGelu as TVM writes it)
     if op_name(arg) == "relax.add":
@@ -251,12 +253,14 @@ def _gelu_inner(resolve: Resolve, g) -> tuple[str, relax.Expr, list] | None:
             if linear is None or term is None:
                 continue
             for x in linear.args:
-                if not _near(scalar(_other(linear, x)), GELU_TANH_SCALE):
+                if not near_constant(scalar(_other(linear, x)), GELU_TANH_SCALE):
                     continue
                 for cube_expr in term.args:
                     cube = _cube(resolve, cube_expr, x)
                     factor = scalar(_other(term, cube_expr))
-                    if cube is not None and _near(factor, GELU_TANH_CUBIC * GELU_TANH_SCALE):
+                    if cube is not None and near_constant(
+                        factor, GELU_TANH_CUBIC * GELU_TANH_SCALE
+                    ):
                         return "gelu_tanh", x, [linear, *cube, term, arg, tanh]
     return None
 
@@ -264,12 +268,14 @@ def _gelu_inner(resolve: Resolve, g) -> tuple[str, relax.Expr, list] | None:
 def _gelu(resolve: Resolve, root: relax.Call) -> tuple[FusedActivationForm, relax.Expr] | None:
     """GELU written out: the product of x, 0.5 (or a division by 2) and 1 + erf(...) or
     1 + tanh(...), in any order and grouping."""
-    if op_name(root) == "relax.divide" and _near(scalar(root.args[1]), 2.0):
+    if op_name(root) == "relax.divide" and near_constant(scalar(root.args[1]), 2.0):
         readings = [([*f, GELU_HALF], [*m, root]) for f, m in _products(resolve, root.args[0])]
     else:
         readings = _products(resolve, root)
     for factors, calls in readings:
-        halves = [f for f in factors if _near(f if isinstance(f, float) else scalar(f), 0.5)]
+        halves = [
+            f for f in factors if near_constant(f if isinstance(f, float) else scalar(f), 0.5)
+        ]
         rest = [f for f in factors if not any(f is h for h in halves)]
         if len(factors) != 3 or len(halves) != 1 or len(rest) != 2:
             continue
@@ -278,7 +284,7 @@ def _gelu(resolve: Resolve, root: relax.Call) -> tuple[FusedActivationForm, rela
             if add is None:
                 continue
             for g in add.args:
-                if not _near(scalar(_other(add, g)), GELU_ONE):
+                if not near_constant(scalar(_other(add, g)), GELU_ONE):
                     continue
                 inner = _gelu_inner(resolve, g)
                 if inner is not None and _same(inner[1], x_factor):
@@ -344,7 +350,7 @@ def split_activation(
         if exponent is None:
             raise ActivationFormError("Pow by a non-scalar exponent", root)
         return FusedActivationForm("pow", {"alpha": exponent}, [root]), root.args[0]
-    if name == "relax.divide" and _near(scalar(root.args[0]), 1.0):
+    if name == "relax.divide" and near_constant(scalar(root.args[0]), 1.0):
         if isinstance(root.args[0], GenericConst) and not isinstance(root.args[1], GenericConst):
             return FusedActivationForm("reciprocal", calls=[root]), root.args[1]
     if name in ("relax.multiply", "relax.divide"):
@@ -367,7 +373,7 @@ def split_activation(
                 form.calls.append(root)
                 return form, x
         return None, root
-    if name == "relax.divide" and _near(scalar(root.args[1]), 6.0):
+    if name == "relax.divide" and near_constant(scalar(root.args[1]), 6.0):
         mul = _call(resolve, root.args[0], "relax.multiply")
         if mul is not None:
             for x, other in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):

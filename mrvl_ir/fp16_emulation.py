@@ -47,13 +47,13 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from .accuracy import FP16_MAX_RELATIVE_ERROR, Agreement, fp16_agreement, relative_errors
-from .activation_forms import (
+from .formula_constants import (
     GELU_ERF_DIVISOR,
     GELU_HALF,
     GELU_ONE,
     GELU_TANH_CUBIC,
     GELU_TANH_SCALE,
-    _near,  # the compiler's tolerance on a formula's constants
+    near_constant,
 )
 from .onnx_shell import weightless_shell
 
@@ -279,7 +279,7 @@ class _Formulas:
         return node if node is not None and node.op_type == op_type else None
 
     def _near(self, name: str | None, target: float) -> bool:
-        return _near(self.scalars.get(name) if name is not None else None, target)
+        return near_constant(self.scalars.get(name) if name is not None else None, target)
 
     @staticmethod
     def _other(node: onnx.NodeProto, x: str) -> str | None:
@@ -294,7 +294,7 @@ class _Formulas:
         for index in (1, 2):
             if len(clip.input) > index and clip.input[index]:
                 bounds[index - 1] = self.scalars.get(clip.input[index])
-        return _near(bounds[0], lo) and _near(bounds[1], hi)
+        return near_constant(bounds[0], lo) and near_constant(bounds[1], hi)
 
     def _relu6_of_x_plus_3(self, name: str, x: str) -> list | None:
         clip = self._call(name, "Clip")
@@ -312,7 +312,9 @@ class _Formulas:
         hard = self._call(gate, "HardSigmoid")  # TVM: clip(alpha * x + beta, 0, 1)
         if hard is not None and hard.input[0] == x:
             attrs = {a.name: a.f for a in hard.attribute}
-            if _near(attrs.get("alpha", 0.2), 1 / 6) and _near(attrs.get("beta", 0.5), 0.5):
+            if near_constant(attrs.get("alpha", 0.2), 1 / 6) and near_constant(
+                attrs.get("beta", 0.5), 0.5
+            ):
                 return [hard]
         divide = self._call(gate, "Div")
         if divide is not None and self._near(divide.input[1], 6.0):
@@ -497,9 +499,7 @@ def _over_trailing_axes(mean: onnx.NodeProto, var: onnx.NodeProto, graph, ranks)
     return normal[0] == normal[1] == list(range(normal[0][0], rank)) if normal[0] else False
 
 
-def layernorm_f32_tensors(
-    graph: onnx.GraphProto, ranks: dict[str, int] | None = None
-) -> set[str]:
+def layernorm_f32_tensors(graph: onnx.GraphProto, ranks: dict[str, int] | None = None) -> set[str]:
     """Tensors of `graph` the MLIP keeps in fp32 around a layer normalization: the scale and
     shift initializers of each LayerNormalization node, and in the decomposed form (ReduceMean,
     Sub, Pow, ReduceMean, Add, Sqrt, Div, then an optional Mul and Add by constants, matched
