@@ -6,8 +6,9 @@ four axes, a Sigmoid, an Add of a rank-5 constant with a unit leading axis that 
 along some axes), and is reshaped back. On the MLIP the PRelu is a scale_shift on a 4-D view
 of the same bytes whose channel axis is the slopes' (`mrvl.high_rank_prelu`), the Softmax a
 softmax on [outer, length, inner]; the reshapes are copies at rank 5. Quantized
-(`harness_int8`) with a batch of one, the Sigmoid and the Add run in int8 on the rank-4
-views of their tensors (`mrvl.qdq_unit_axis`).
+(`harness_int8`), the Sigmoid and the Add run in int8 on the rank-4 views of their tensors
+(`mrvl.qdq_unit_axis`: the unit axis dropped, or with a batch of two, two neighbouring axes
+merged), at either of the grammar's batches (1 and 2).
 """
 
 from __future__ import annotations

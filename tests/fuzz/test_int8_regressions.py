@@ -178,22 +178,24 @@ def test_quantized_graphs_agree_with_onnxruntime(index, mixed):
     assert not outcome.signature.startswith("rejected:build"), f"{spec.describe()}\n{outcome}"
 
 
+@pytest.mark.parametrize("batch", [1, 2])
 @pytest.mark.parametrize(
     "shape, params, op_type",
     [
-        ((1, 3, 4, 7), dict(op="sigmoid", axis=3, per_channel=True, last=False), "Sigmoid"),
-        ((1, 3, 4, 7), dict(op="add", axis=2, per_channel=True, last=False), "Add"),
-        ((1, 4, 6, 5), dict(op="add", axis=3, per_channel=True, last=True), "Add"),
+        ((3, 4, 7), dict(op="sigmoid", axis=3, per_channel=True, last=False), "Sigmoid"),
+        ((3, 4, 7), dict(op="add", axis=2, per_channel=True, last=False), "Add"),
+        ((4, 6, 5), dict(op="add", axis=3, per_channel=True, last=True), "Add"),
     ],
     ids=["sigmoid", "add-broadcast", "transpose-add"],
 )
-def test_int8_elementwise_at_rank_5_of_one_batch(shape, params, op_type):
+def test_int8_elementwise_at_rank_5(shape, params, op_type, batch):
     """The grammar's rank-5 Sigmoid and Add of a constant [1, ...] (YOLOv5's decode, Swin's
-    mask), quantized: computed on the rank-4 views (`mrvl.qdq_unit_axis`), in int8 on the
-    MLIP, within 3 steps of onnxruntime and the same bytes on both engines."""
+    mask), quantized: computed on the rank-4 views (`mrvl.qdq_unit_axis`; with a batch of two,
+    two neighbouring axes merged into one), in int8 on the MLIP, within 3 steps of onnxruntime
+    and the same bytes on both engines."""
     import mrvl
 
-    spec = Spec(shape, (Layer("rank5", {**params, "seed": 7}),), seed=11)
+    spec = Spec((batch, *shape), (Layer("rank5", {**params, "seed": 7}),), seed=11)
     outcome = harness_int8.check_quantized(spec)
     assert outcome.status == harness.PASSED, outcome
     qdq, _ = harness_int8.quantized_model(spec, mixed=False)
