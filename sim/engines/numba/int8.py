@@ -106,17 +106,22 @@ SHARED_QFC_MACS = 1 << 16
 
 
 @jit
+def is_depthwise(row):
+    """Whether a qconv is depthwise: one input channel a group, one output channel each."""
+    return row[QC_IN_SHAPE + 3] == row[QC_GROUPS] and row[QC_OC_TOTAL] == row[QC_GROUPS]
+
+
+@jit
 def shared_qconv(row, workers):
     """Whether the `workers` threads share this qconv (`int8_conv.qconv_kernel`): one group,
-    or depthwise (one input channel a group, one output channel each)."""
+    or depthwise (`is_depthwise`)."""
     if workers <= 1:
         return False
     positions = row[QC_OUT_SHAPE] * row[QC_OUT_SHAPE + 1] * row[QC_OUT_SHAPE + 2]
     taps = row[QC_KERNEL] * row[QC_KERNEL + 1]
     if row[QC_GROUPS] == 1:
         return positions * taps * row[QC_IN_SHAPE + 3] * row[QC_OUT_SHAPE + 3] >= SHARED_QCONV_MACS
-    depthwise = row[QC_IN_SHAPE + 3] == row[QC_GROUPS] and row[QC_OC_TOTAL] == row[QC_GROUPS]
-    return depthwise and positions * taps * row[QC_OUT_SHAPE + 3] >= SHARED_QDEPTHWISE_MACS
+    return is_depthwise(row) and positions * taps * row[QC_OUT_SHAPE + 3] >= SHARED_QDEPTHWISE_MACS
 
 
 @jit

@@ -33,7 +33,6 @@ from mrvl.sim.engines.numba.int8 import (
     QC_KERNEL,
     QC_LUT_ADDR,
     QC_OC0,
-    QC_OC_TOTAL,
     QC_OROW0,
     QC_OUT_ADDR,
     QC_OUT_SHAPE,
@@ -43,6 +42,7 @@ from mrvl.sim.engines.numba.int8 import (
     QC_RQ_ADDR,
     QC_STRIDE,
     QC_W_ADDR,
+    is_depthwise,
     load_i32,
     qconv_kernel_loops,
     store_i32,
@@ -455,12 +455,6 @@ def qconv_output_apart(row):
         and apart(row[QC_RQ_ADDR], 8 * oc, out_addr, nbytes)
         and apart(row[QC_LUT_ADDR], 256, out_addr, nbytes)
     )
-
-
-@jit
-def is_depthwise(row):
-    """Whether a qconv is depthwise: one input channel a group, one output channel each."""
-    return row[QC_IN_SHAPE + 3] == row[QC_GROUPS] and row[QC_OC_TOTAL] == row[QC_GROUPS]
 
 
 @jit
