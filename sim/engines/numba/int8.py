@@ -234,13 +234,20 @@ def store_i8(buf, addr, value):
 # ------------------------------------------------------------------------- the instructions
 
 
+ROUND_HALF_EVEN = np.float32(1.5 * 2**23)
+"""Added to and taken from an fp32 value of size at most 2^22, it rounds it to the nearest
+integer, ties to even (the fp32 addition's own rounding): `np.rint` without a call."""
+
+
 @jit
 def quantize_value(x, scale, zp):
     """The `quant` rule on one fp32 value: saturate(round_half_even(x / scale) + zp); NaN ->
-    -128. Branch-free (fmax takes -1024 over a NaN), so a loop of it vectorizes."""
+    -128. No branch and no call (a NaN fails both comparisons and takes -1024), so a loop of
+    it vectorizes."""
     q = x / scale  # both float32: one IEEE fp32 division
-    q = np.fmin(np.fmax(q, np.float32(-1024.0)), np.float32(1024.0))
-    v = np.int64(np.rint(q)) + zp
+    q = q if q >= np.float32(-1024.0) else np.float32(-1024.0)
+    q = q if q <= np.float32(1024.0) else np.float32(1024.0)
+    v = np.int64(np.int32((q + ROUND_HALF_EVEN) - ROUND_HALF_EVEN)) + zp  # an fp32 -> int32
     return min(max(v, -128), 127)
 
 
