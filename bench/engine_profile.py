@@ -159,8 +159,9 @@ def _instruction_cycles(valid, inputs, repeat: int, workers: int = 1):
     rows = valid if cache.rows is None else cache.rows
     origin = cache.origin if cache.origin is not None else np.arange(len(rows.words))
     timed = _timed_loop(dispatch.KERNEL_TABLE)
+    qcache = qweight_cache(rows)
     runs = []
-    for _ in range(repeat + 1):  # the first run packs the weight cache
+    for _ in range(repeat + 1):  # the first run packs the weight caches
         simulator.load_memory(valid, memory, inputs)
         machine = (
             memory.ddr,
@@ -168,11 +169,11 @@ def _instruction_cycles(valid, inputs, repeat: int, workers: int = 1):
             memory.tables,
             F16_TO_F32,
             F16_TO_F32_BITS,
-            qweight_cache(rows).arrays,
+            qcache.arrays,
         )
         cycles = np.zeros(len(rows.words), np.int64)
         counts = np.zeros((len(rows.words), 2), np.int64)
-        sync, skip = dispatch.new_sync(workers, len(rows.words)), cache.skip()
+        sync, skip = dispatch.new_sync(workers, len(rows.words)), cache.skip() | qcache.skip()
         args = (rows.words, rows.floats, machine)
         helpers = [
             sharing._helper_pool(workers - 1).submit(
@@ -186,7 +187,7 @@ def _instruction_cycles(valid, inputs, repeat: int, workers: int = 1):
             sharing.abandon(sync)
             for helper in helpers:
                 helper.result()
-        cache.warm = True
+        cache.warm = qcache.warm = True
         runs.append(cycles)
     shared = [
         workers > 1 and bool(sharing.shared_work(w[0], w, cache.arrays[0][k], workers))

@@ -37,10 +37,16 @@ PACKED, CONSTANT = 1, 2
 slice of the constant pool (constant_weights), so a run need not compare them."""
 
 
+WEIGHT_BYTES = {"conv": 2, "fc": 2, "qconv": 1}
+"""The bytes a weight takes, per opcode whose weights an engine may pack: f16 for `conv` and
+`fc`, int8 for `qconv` (the Numba engine's `int8_weights.QWeightCache`)."""
+
+
 def weight_shape(ins) -> tuple[int, int] | None:
-    """(outputs, steps per output) of a conv's or fc's f16 weights; None for other opcodes."""
+    """(outputs, steps per output) of a conv's, qconv's or fc's weights; None for other
+    opcodes."""
     f = ins.fields
-    if ins.opcode == "conv":
+    if ins.opcode in ("conv", "qconv"):
         return f["out_shape"][3], f["kernel"][0] * f["kernel"][1] * f["in_shape"][3] // f["groups"]
     if ins.opcode == "fc":
         return f["o"], f["k"]
@@ -48,14 +54,15 @@ def weight_shape(ins) -> tuple[int, int] | None:
 
 
 def weight_bytes(ins) -> tuple[int, int]:
-    """[start, stop) of a conv's or fc's f16 weights in its tile's OCM."""
+    """[start, stop) of a conv's, qconv's or fc's weights in its tile's OCM."""
     outs, steps = weight_shape(ins)
-    return ins.fields["w_addr"], ins.fields["w_addr"] + 2 * outs * steps
+    size = WEIGHT_BYTES[ins.opcode] * outs * steps
+    return ins.fields["w_addr"], ins.fields["w_addr"] + size
 
 
 def constant_weights(valid: ValidProgram, accesses: list) -> list:
-    """Per instruction, for a conv whose weights are a fixed slice of the constant pool, what
-    they are a copy of; else None. They are when, in program order, the bytes of its weights
+    """Per instruction, for a conv, qconv or fc whose weights are a fixed slice of the
+    constant pool, what they are a copy of; else None. They are when, in program order, the bytes of its weights
     in its tile's OCM were last written by one `dma` from the constant pool into a dense OCM
     range (no later write to that tile's OCM touched them) and no instruction writes the pool:
     the pool is the program's own and is loaded before each run, so the weights are the same
@@ -71,7 +78,7 @@ def constant_weights(valid: ValidProgram, accesses: list) -> list:
     copies_by_tile: dict[int, list] = {}  # tile -> [(start, stop, the copy)] of OCM bytes
     for index, (ins, (reads, writes)) in enumerate(zip(valid.code, accesses, strict=True)):
         copies = copies_by_tile.setdefault(ins.tile, [])
-        if ins.opcode in ("conv", "fc"):
+        if ins.opcode in WEIGHT_BYTES:
             start, stop = weight_bytes(ins)
             for lo, hi, copy in copies:
                 if lo <= start and stop <= hi:
@@ -96,7 +103,9 @@ def weight_only_dmas(
     valid: ValidProgram, accesses: list, slots: np.ndarray, constant: np.ndarray
 ) -> np.ndarray:
     """Per instruction, 1 for a DDR-to-OCM `dma` whose bytes no instruction reads except as
-    the weights of convs with a constant slot (`constant_weights`). Once every such slot is
+    the weights of convs with a constant slot (`constant_weights`; `slots` and `constant`:
+    one cache's, the fp16 one's or the int8 one's, whose slots are of different opcodes, so a
+    read by the other's layers keeps the DMA). Once every such slot is
     packed, those convs read their packing and not the bytes, so a run may skip the DMA: no
     instruction can tell, and OCM is not an output. A read of any other kind, even of part of
     the bytes, keeps the DMA. Bytes stop being the DMA's when a dense write covers them (a

@@ -421,6 +421,49 @@ def test_a_qconvs_cached_weights_are_repacked_when_the_weights_in_ocm_change():
         assert run(valid, [], engine="numba")[0].tobytes() == expected[0].tobytes()
 
 
+def test_constant_qconv_weights_are_packed_once_and_their_dmas_skipped_on_warm_runs():
+    """Two qconvs read weights at one OCM address, each brought there by a DMA from its own
+    part of the constant pool: each has a constant slot (packed once, never compared), and
+    once a run has packed them, warm runs skip both DMAs (not the first, which also brings
+    the input, nor the last); every run gives the interpreter's bytes."""
+    from mrvl.sim import prepare, run
+    from mrvl.sim.engines.numba.int8_weights import qweight_cache
+    from mrvl.sim.weight_cache import CONSTANT
+
+    rng = np.random.default_rng(6)
+    in_shape, out_shape = (1, 6, 6, 67), (1, 6, 6, 40)
+    nbytes = 40 * 9 * 67
+    staging = Staging()
+    x = staging.add(int8_values(rng, in_shape))
+    first = staging.add(int8_values(rng, (40, 3, 3, 67)))
+    second = staging.add(int8_values(rng, (40, 3, 3, 67)))
+    w = staging.reserve(nbytes)
+    rq = staging.add(rescale_pairs(rng, 40, wild=False))
+    size = int(np.prod(out_shape))
+    out = staging.reserve(2 * size)
+    fields = dict(kernel=(3, 3), pad=(1, 1), in_zp=-3, out_zp=4, rq_addr=rq)
+    code = [
+        copy_bytes(MemSpace.DDR, first, MemSpace.OCM, w, nbytes),
+        qconv(x, in_shape, out, out_shape, w, **fields),
+        copy_bytes(MemSpace.DDR, second, MemSpace.OCM, w, nbytes),
+        qconv(x, in_shape, out + size, out_shape, w, **fields),
+    ]
+    valid = prepare(layer_program(staging, code, out, (2 * size,), dtype=DType.I8))
+    cache = qweight_cache(valid)
+    slots, *_, flags = cache.arrays
+    layers = [i for i, ins in enumerate(valid.code) if ins.opcode == "qconv"]
+    dmas = [i for i, ins in enumerate(valid.code) if ins.opcode == "dma"]
+    assert slots[layers[0]] != slots[layers[1]]
+    assert [int(flags[slots[i]]) & CONSTANT for i in layers] == [CONSTANT, CONSTANT]
+    assert cache.weight_only[dmas].tolist() == [0, 1, 1, 0] and not cache.skip().any()
+    expected = run(valid, [], engine="interp")
+    assert expected[0][:size].tobytes() != expected[0][size:].tobytes()
+    assert run(valid, [], engine="numba")[0].tobytes() == expected[0].tobytes()
+    assert cache.skip()[dmas].tolist() == [0, 1, 1, 0]
+    for _ in range(2):
+        assert run(valid, [], engine="numba")[0].tobytes() == expected[0].tobytes()
+
+
 @ENGINE_SETTINGS
 @given(
     rows=st.integers(1, 3),

@@ -294,6 +294,8 @@ def execute(
     qcache = qweight_cache(rows)  # the qconvs' packed weights (int8_weights.py)
     q_owned = qcache.lock.acquire(blocking=False)
     qweights = qcache.arrays if q_owned else QWeightCache.none(rows)
+    if q_owned:
+        skip = skip | qcache.skip()  # the DMAs of constant qconv weights, once packed
     machine = (memory.ddr, memory.ocm, memory.tables, F16_TO_F32, F16_TO_F32_BITS, qweights)
     args = (rows.words, rows.floats, machine)
     try:
@@ -309,6 +311,7 @@ def execute(
             status = _run_program(*args, counts, arrays, skip, sync, 0)
             if status < 0:
                 cache.warm = owned or cache.warm  # every conv ran: its slot is packed
+                qcache.warm = q_owned or qcache.warm
         finally:
             abandon(sync)  # the helpers that wait for thread 0 stop waiting
             for future, mine in joined:

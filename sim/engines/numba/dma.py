@@ -279,13 +279,14 @@ def gather_permuted(source, shape, perm, out):
     strides = dense_strides(shape)
     s0, s1, s2, s3 = strides[perm[0]], strides[perm[1]], strides[perm[2]], strides[perm[3]]
     k = 0
+    inner, stride = np.uint64(shape[perm[3]]), np.uint64(s3)
     for j0 in range(shape[perm[0]]):
         for j1 in range(shape[perm[1]]):
             for j2 in range(shape[perm[2]]):
-                base = j0 * s0 + j1 * s1 + j2 * s2
-                for j3 in range(shape[perm[3]]):
-                    out[k] = source[base + j3 * s3]
-                    k += 1
+                base, at = np.uint64(j0 * s0 + j1 * s1 + j2 * s2), np.uint64(k)
+                for j3 in range(inner):  # unsigned indices: no wraparound test an element
+                    out[at + j3] = source[base + j3 * stride]
+                k += shape[perm[3]]
 
 
 @jit
@@ -301,13 +302,14 @@ def scatter_permuted(source, shape, perm, out):
     for i in range(4):
         to[perm[i]] = out_strides[i]
     k = 0
+    inner, stride = np.uint64(shape[3]), np.uint64(to[3])
     for i0 in range(shape[0]):
         for i1 in range(shape[1]):
             for i2 in range(shape[2]):
-                base = i0 * to[0] + i1 * to[1] + i2 * to[2]
-                for i3 in range(shape[3]):
-                    out[base + i3 * to[3]] = source[k]
-                    k += 1
+                base, at = np.uint64(i0 * to[0] + i1 * to[1] + i2 * to[2]), np.uint64(k)
+                for i3 in range(inner):  # unsigned indices: no wraparound test an element
+                    out[base + i3 * stride] = source[at + i3]
+                k += shape[3]
 
 
 @jit

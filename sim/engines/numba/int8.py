@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from mrvl.isa import OPCODE_BY_NAME
-from mrvl.isa_int8 import QADD_LEFT_SHIFT, RQ_SHIFT_MAX, RQ_SHIFT_MIN
-from mrvl.sim.engines.numba.dma import gather_permuted
+from mrvl.isa_int8 import RQ_SHIFT_MAX, RQ_SHIFT_MIN
+from mrvl.sim.engines.numba.dma import gather_permuted, permute
 from mrvl.sim.engines.numba.fields import F32
 from mrvl.sim.engines.numba.int8_mac import QMAC_SPEEDUP
 from mrvl.sim.engines.numba.jit import jit
@@ -106,17 +106,22 @@ SHARED_QFC_MACS = 1 << 16
 
 
 @jit
+def is_depthwise(row):
+    """Whether a qconv is depthwise: one input channel a group, one output channel each."""
+    return row[QC_IN_SHAPE + 3] == row[QC_GROUPS] and row[QC_OC_TOTAL] == row[QC_GROUPS]
+
+
+@jit
 def shared_qconv(row, workers):
     """Whether the `workers` threads share this qconv (`int8_conv.qconv_kernel`): one group,
-    or depthwise (one input channel a group, one output channel each)."""
+    or depthwise (`is_depthwise`)."""
     if workers <= 1:
         return False
     positions = row[QC_OUT_SHAPE] * row[QC_OUT_SHAPE + 1] * row[QC_OUT_SHAPE + 2]
     taps = row[QC_KERNEL] * row[QC_KERNEL + 1]
     if row[QC_GROUPS] == 1:
         return positions * taps * row[QC_IN_SHAPE + 3] * row[QC_OUT_SHAPE + 3] >= SHARED_QCONV_MACS
-    depthwise = row[QC_IN_SHAPE + 3] == row[QC_GROUPS] and row[QC_OC_TOTAL] == row[QC_GROUPS]
-    return depthwise and positions * taps * row[QC_OUT_SHAPE + 3] >= SHARED_QDEPTHWISE_MACS
+    return is_depthwise(row) and positions * taps * row[QC_OUT_SHAPE + 3] >= SHARED_QDEPTHWISE_MACS
 
 
 @jit
@@ -229,22 +234,28 @@ def store_i8(buf, addr, value):
 # ------------------------------------------------------------------------- the instructions
 
 
+ROUND_HALF_EVEN = np.float32(1.5 * 2**23)
+"""Added to and taken from an fp32 value of size at most 2^22, it rounds it to the nearest
+integer, ties to even (the fp32 addition's own rounding): `np.rint` without a call."""
+
+
 @jit
 def quantize_value(x, scale, zp):
-    """The `quant` rule on one fp32 value: saturate(round_half_even(x / scale) + zp); NaN -> -128."""
+    """The `quant` rule on one fp32 value: saturate(round_half_even(x / scale) + zp); NaN ->
+    -128. No branch and no call (a NaN fails both comparisons and takes -1024), so a loop of
+    it vectorizes."""
     q = x / scale  # both float32: one IEEE fp32 division
-    if q != q:
-        q = np.float32(-1024.0)
-    if q > np.float32(1024.0):
-        q = np.float32(1024.0)
-    elif q < np.float32(-1024.0):
-        q = np.float32(-1024.0)
-    v = np.int64(np.rint(q)) + zp
+    q = q if q >= np.float32(-1024.0) else np.float32(-1024.0)
+    q = q if q <= np.float32(1024.0) else np.float32(1024.0)
+    v = np.int64(np.int32((q + ROUND_HALF_EVEN) - ROUND_HALF_EVEN)) + zp  # an fp32 -> int32
     return min(max(v, -128), 127)
 
 
 @jit
 def _quant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, workers):
+    """`quant`: every value quantized in the source's order (a loop that vectorizes), then the
+    bytes moved into the destination's order (`dma.permute`; the source is read whole
+    first)."""
     ddr = machine[0]
     shape = row[Q_SRC_SHAPE : Q_SRC_SHAPE + 4].astype(np.int64)
     perm = row[Q_PERM : Q_PERM + 4]
@@ -255,11 +266,11 @@ def _quant_kernel(i, row, frow, machine, tally, weights, skip, sync, worker, wor
         if row[Q_SRC_DTYPE] == F32
         else load_f16(ddr, src, count, machine[3])
     )
-    values = np.empty(count, np.float32)
-    gather_permuted(source, shape, perm, values)
     scale, zp, dst = frow[Q_SCALE], np.int64(row[Q_ZP]), np.int64(row[Q_DST_ADDR])
+    quantized = np.empty(count, np.uint8)
     for k in range(count):
-        store_i8(ddr, dst + k, quantize_value(values[k], scale, zp))
+        quantized[k] = np.uint8(quantize_value(source[k], scale, zp) & 0xFF)
+    permute(quantized, shape, perm, ddr[dst : dst + count])
     return 0
 
 
@@ -389,11 +400,13 @@ def qconv_kernel_loops(i, row, frow, machine, tally, weights, skip, sync, worker
 
 @jit
 def rescale_terms(multiplier, shift):
-    """(factor, 2^(r - 1), r) with which an operand's term `requantize((v - zp) <<
-    QADD_LEFT_SHIFT, multiplier, shift)` is `((v - zp) * (factor) + 2^(r - 1)) >> r`: the
-    left shift folded into the factor ((v - zp)·2^20·multiplier < 2^59: exact in int64)."""
+    """(multiplier, 2^(r - 1), r) with which an operand's term `requantize((v - zp) <<
+    QADD_LEFT_SHIFT, multiplier, shift)` is `(((v - zp) << QADD_LEFT_SHIFT) * multiplier +
+    2^(r - 1)) >> r`: both factors are int32 values ((v - zp)·2^20 < 2^28, a multiplier below
+    2^31), so their product is one signed 32 x 32 -> 64-bit multiply (VPMULDQ a lane pair on
+    AVX2, which has no 64-bit multiply), exact in int64."""
     right = 31 - min(max(np.int64(shift), RQ_SHIFT_MIN), RQ_SHIFT_MAX)
-    return np.int64(multiplier) << QADD_LEFT_SHIFT, np.int64(1) << (right - 1), right
+    return np.int64(np.int32(multiplier)), np.int64(1) << (right - 1), right
 
 
 @jit

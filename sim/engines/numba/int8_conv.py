@@ -33,7 +33,6 @@ from mrvl.sim.engines.numba.int8 import (
     QC_KERNEL,
     QC_LUT_ADDR,
     QC_OC0,
-    QC_OC_TOTAL,
     QC_OROW0,
     QC_OUT_ADDR,
     QC_OUT_SHAPE,
@@ -43,6 +42,7 @@ from mrvl.sim.engines.numba.int8 import (
     QC_RQ_ADDR,
     QC_STRIDE,
     QC_W_ADDR,
+    is_depthwise,
     load_i32,
     qconv_kernel_loops,
     store_i32,
@@ -67,6 +67,7 @@ from mrvl.sim.engines.numba.sharing import (
     end_shared,
     start_shared,
 )
+from mrvl.sim.weight_cache import CONSTANT, PACKED
 
 QDEPTHWISE_SLOWDOWN = 4
 """About how many times fewer multiply-adds a second `depthwise_positions` does than the fp16
@@ -216,24 +217,26 @@ def pack_qweights(row, ocm, packed):
 
 @jit
 def cached_qweights(row, ocm, slot_arrays, i, worker):
-    """Instruction i's packed weights from its int8_weights slot (thread 0 repacks it first
-    if the weights in OCM are not the bytes it was packed from), or an empty array if it has
-    none."""
+    """Instruction i's packed weights from its int8_weights slot, or an empty array if it has
+    none. Thread 0 packs a slot first if it is not packed, and repacks one whose weights are
+    not constant if the weights in OCM are not the bytes it was packed from (a constant slot's
+    DMA may have been skipped: its bytes in OCM are not read)."""
     slots, raw_at, packed_at, raw, packed, filled = slot_arrays
     slot = slots[i]
     if slot < 0:
         return packed[:0]
     mine = packed[packed_at[slot] : packed_at[slot + 1]]
-    if worker == 0:
+    flag = filled[slot]
+    if worker == 0 and ((flag & PACKED) == 0 or (flag & CONSTANT) == 0):
         bytes_packed = raw[raw_at[slot] : raw_at[slot + 1]]
         weights = ocm[row[QC_W_ADDR] : row[QC_W_ADDR] + bytes_packed.size]
-        differ = np.uint8(filled[slot] == 0)
+        differ = np.uint8((flag & PACKED) == 0)
         for k in range(weights.size):  # no early exit: a loop the compiler vectorizes
             differ |= weights[k] ^ bytes_packed[k]
         if differ != 0:
             pack_qweights(row, ocm, mine)
             bytes_packed[:] = weights
-            filled[slot] = 1
+            filled[slot] = flag | PACKED
     return mine
 
 
@@ -452,12 +455,6 @@ def qconv_output_apart(row):
         and apart(row[QC_RQ_ADDR], 8 * oc, out_addr, nbytes)
         and apart(row[QC_LUT_ADDR], 256, out_addr, nbytes)
     )
-
-
-@jit
-def is_depthwise(row):
-    """Whether a qconv is depthwise: one input channel a group, one output channel each."""
-    return row[QC_IN_SHAPE + 3] == row[QC_GROUPS] and row[QC_OC_TOTAL] == row[QC_GROUPS]
 
 
 @jit

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mrvl.isa_int8 import RQ_SHIFT_MAX, RQ_SHIFT_MIN
+from mrvl.isa_int8 import QADD_LEFT_SHIFT
 from mrvl.sim.engines.numba.fields import POOL_MAX
 from mrvl.sim.engines.numba.int8 import (
     INT8_KERNELS as UNSHARED_KERNELS,
@@ -88,22 +88,28 @@ from mrvl.sim.engines.numba.sharing import (
 @jit
 def qadd_span(row, ocm, results, start, stop, table, lut):
     """Values [start, stop) of a qadd into results[start:stop]: each operand's scaled term,
-    their sum's requantization and clamp in one branch-free int64 loop the compiler
-    vectorizes (no lookup in it), then the table."""
+    their sum's requantization and clamp in one branch-free loop the compiler vectorizes (no
+    lookup in it), then the table. Every product is of two int32 values (`rescale_terms`; a
+    term is below 2^28 in size, as a_rq and b_rq multiply by less than 1, so their sum is an
+    int32 too): one signed 32 x 32 -> 64-bit multiply each, not an emulated 64-bit one."""
     a = ocm[row[QA_A_ADDR] + start : row[QA_A_ADDR] + stop].view(np.int8)
     b = ocm[row[QA_B_ADDR] + start : row[QA_B_ADDR] + stop].view(np.int8)
-    a_zp, b_zp = np.int64(row[QA_A_ZP]), np.int64(row[QA_B_ZP])
+    a_zp, b_zp = np.int32(row[QA_A_ZP]), np.int32(row[QA_B_ZP])
     a_factor, a_rounding, a_right = rescale_terms(row[QA_A_RQ], row[QA_A_RQ + 1])
     b_factor, b_rounding, b_right = rescale_terms(row[QA_B_RQ], row[QA_B_RQ + 1])
     out_zp = np.int64(row[QA_OUT_ZP])
     lo, hi = np.int64(row[QA_CLAMP]), np.int64(row[QA_CLAMP + 1])
-    right = 31 - min(max(np.int64(row[QA_OUT_RQ + 1]), RQ_SHIFT_MIN), RQ_SHIFT_MAX)
-    multiplier, rounding = np.int64(row[QA_OUT_RQ]), np.int64(1) << (right - 1)
+    multiplier, rounding, right = rescale_terms(row[QA_OUT_RQ], row[QA_OUT_RQ + 1])
     out = results[start:stop]
     for k in range(stop - start):
-        a_term = ((np.int64(a[k]) - a_zp) * a_factor + a_rounding) >> a_right
-        b_term = ((np.int64(b[k]) - b_zp) * b_factor + b_rounding) >> b_right
-        y = out_zp + (((a_term + b_term) * multiplier + rounding) >> right)
+        # int64 of an int32 (Numba's int32 arithmetic is int64): the compiler sees the
+        # factors' 32 bits and multiplies them as such
+        a_shifted = np.int64(np.int32((np.int32(a[k]) - a_zp) << QADD_LEFT_SHIFT))
+        b_shifted = np.int64(np.int32((np.int32(b[k]) - b_zp) << QADD_LEFT_SHIFT))
+        a_term = np.int32((a_shifted * a_factor + a_rounding) >> a_right)
+        b_term = np.int32((b_shifted * b_factor + b_rounding) >> b_right)
+        total = np.int64(np.int32(a_term + b_term))
+        y = out_zp + ((total * multiplier + rounding) >> right)
         out[k] = np.uint8(min(max(y, lo), hi) & 0xFF)
     if lut != -1:  # a byte's int8 value + 128 is the byte ^ 0x80
         for k in range(stop - start):
