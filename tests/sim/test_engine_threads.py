@@ -37,6 +37,7 @@ from mrvl.sim import (
     run,
 )
 from mrvl.sim.engines.numba import sharing as engine_threads
+from mrvl.sim.engines.numba.mac_tiles import MAC_CHANNELS, MAC_PIXELS
 
 # The generated programs saturate and make NaNs on purpose; the warning is tested on its own.
 pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
@@ -63,7 +64,37 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     in place (stored after every thread has computed). The interpreter, and the engine on 1,
     2 and 3 threads, give the same bytes and counts."""
     kernel, channels, out_channels = shape
-    out_channels += extra_channels
+    _same_shared_conv(hw, kernel, channels, out_channels + extra_channels, chain, act, seed)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(
+    hw=st.tuples(st.integers(1, 2), st.integers(3, 9)),
+    out_channels=st.integers(32, 120),
+    chain=st.sampled_from(["whole", "first", "next", "next_in_place"]),
+    act=ACTIVATIONS,
+    seed=st.integers(0, 2**16),
+)
+def test_convs_on_few_positions_the_threads_share_by_channels_give_the_same_bits(
+    hw, out_channels, chain, act, seed
+):
+    """A 1x1 conv of at least SHARED_MACS multiply-adds on a tile's few output positions
+    (fewer mac_tile calls than MIN_CHUNKS_PER_THREAD chunks a thread) is cut into runs of
+    output channels too (`channel_parts`): a thread computes and stores a run of channels of
+    each position, PRELU with their slopes, partial sums a position at a time."""
+    positions = hw[0] * hw[1]
+    channels = -(-engine_threads.SHARED_MACS // (positions * out_channels)) + seed % 5
+    work = MAC_PIXELS * channels * out_channels
+    size = engine_threads.chunk_size_by_work(positions, MAC_PIXELS, work, 2)
+    chunks = -(-positions // size)
+    assert engine_threads.channel_parts(chunks, out_channels, MAC_CHANNELS, 2) > 1
+    _same_shared_conv(hw, (1, 1), channels, out_channels, chain, act, seed)
+
+
+def _same_shared_conv(hw, kernel, channels, out_channels, chain, act, seed):
+    """A conv of at least SHARED_MACS multiply-adds over [1, *hw, channels], padded to keep
+    its size, at its place in a `chain` of input-channel blocks
+    (`stage_bias_and_partial_sums`): the same bytes and counts on any number of threads."""
     in_shape = (1, *hw, channels)
     pad = (kernel[0] // 2, kernel[1] // 2)
     out_shape = (1, *hw, out_channels)
