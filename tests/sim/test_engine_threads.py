@@ -70,25 +70,28 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(
     hw=st.tuples(st.integers(1, 2), st.integers(3, 9)),
+    kernel=st.sampled_from([(1, 1), (3, 3)]),
     out_channels=st.integers(32, 120),
     chain=st.sampled_from(["whole", "first", "next", "next_in_place"]),
     act=ACTIVATIONS,
     seed=st.integers(0, 2**16),
 )
 def test_convs_on_few_positions_the_threads_share_by_channels_give_the_same_bits(
-    hw, out_channels, chain, act, seed
+    hw, kernel, out_channels, chain, act, seed
 ):
-    """A 1x1 conv of at least SHARED_MACS multiply-adds on a tile's few output positions
-    (fewer mac_tile calls than MIN_CHUNKS_PER_THREAD chunks a thread) is cut into runs of
-    output channels too (`channel_parts`): a thread computes and stores a run of channels of
-    each position, PRELU with their slopes, partial sums a position at a time."""
+    """A conv of at least SHARED_MACS multiply-adds on a tile's few output positions (fewer
+    mac_tile calls than MIN_CHUNKS_PER_THREAD chunks a thread) is cut into runs of output
+    channels too (`channel_parts`): a thread computes and stores a run of channels of each
+    position, PRELU with their slopes, partial sums a position at a time (and a last tile of
+    one position, 7 or 13 of them, runs on mac_tile_row and mac_tile_one)."""
     positions = hw[0] * hw[1]
-    channels = -(-engine_threads.SHARED_MACS // (positions * out_channels)) + seed % 5
-    work = MAC_PIXELS * channels * out_channels
+    steps = kernel[0] * kernel[1]
+    channels = -(-engine_threads.SHARED_MACS // (positions * steps * out_channels)) + seed % 5
+    work = MAC_PIXELS * steps * channels * out_channels
     size = engine_threads.chunk_size_by_work(positions, MAC_PIXELS, work, 2)
     chunks = -(-positions // size)
     assert engine_threads.channel_parts(chunks, out_channels, MAC_CHANNELS, 2) > 1
-    _same_shared_conv(hw, (1, 1), channels, out_channels, chain, act, seed)
+    _same_shared_conv(hw, kernel, channels, out_channels, chain, act, seed)
 
 
 def _same_shared_conv(hw, kernel, channels, out_channels, chain, act, seed):

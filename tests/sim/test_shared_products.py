@@ -42,15 +42,8 @@ def test_fcs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     of rows (the last one short, the last output block narrower than a vector); its output may
     overwrite its input rows."""
     inner = math.ceil(engine_threads.SHARED_MACS / (rows * outs)) + seed % 7
-    staging = Staging()
-    in_addr = staging.add(f16_data(seed, (rows, inner), True))
-    w_addr = staging.add(f16_data(seed + 1, (outs, inner), False))
-    b_addr = staging.add(f16_data(seed + 2, outs, False).astype(np.float32))
-    out_addr = in_addr if place == "on_input" else staging.reserve(rows * outs * 2)
-    code, fields = activation(staging, act, 0.25, 1.5, outs, seed)
-    ins = fc(in_addr, rows, inner, outs, w_addr, out_addr, b_addr=b_addr, **fields)
     assert rows * inner * outs >= engine_threads.SHARED_MACS
-    same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, (rows, outs)))
+    _same_shared_fc(rows, inner, outs, place, act, seed)
 
 
 @settings(max_examples=8, deadline=None, derandomize=True)
@@ -69,6 +62,13 @@ def test_fcs_of_few_rows_the_threads_share_by_outputs_give_the_same_bits(
     cut into runs of whole blocks of outputs (`channel_parts`), the last one with the outputs
     past the last whole block: each thread computes its run of each row."""
     inner = math.ceil(engine_threads.SHARED_FC_WEIGHTS / outs) + seed % 7
+    assert engine_threads.channel_parts(1, outs, 16, 2) > 1
+    _same_shared_fc(rows, inner, outs, place, act, seed)
+
+
+def _same_shared_fc(rows, inner, outs, place, act, seed):
+    """An fc of [rows, inner] by [outs, inner] weights, its output apart or over its input
+    (`place`): the same bytes and counts on any number of threads."""
     staging = Staging()
     in_addr = staging.add(f16_data(seed, (rows, inner), True))
     w_addr = staging.add(f16_data(seed + 1, (outs, inner), False))
@@ -76,7 +76,6 @@ def test_fcs_of_few_rows_the_threads_share_by_outputs_give_the_same_bits(
     out_addr = in_addr if place == "on_input" else staging.reserve(rows * outs * 2)
     code, fields = activation(staging, act, 0.25, 1.5, outs, seed)
     ins = fc(in_addr, rows, inner, outs, w_addr, out_addr, b_addr=b_addr, **fields)
-    assert engine_threads.channel_parts(1, outs, 16, 2) > 1
     same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, (rows, outs)))
 
 

@@ -445,9 +445,10 @@ points sooner (MobileNetV2's 3x3 pieces of 14 rows are 0.45 M)."""
 
 @jit
 def shared_conv(row, slot, workers):
-    """Whether the threads share this conv's output positions: a cached single run of output
-    channels (a weight-cache slot) with at least SHARED_MACS multiply-adds, or a depthwise
-    conv (one input channel a group, no slot: `conv_depthwise`) with SHARED_DEPTHWISE_MACS."""
+    """Whether the threads share this conv's output positions (and, on few positions, its
+    output channels: `channel_parts`): a cached single run of output channels (a weight-cache
+    slot) with at least SHARED_MACS multiply-adds, or a depthwise conv (one input channel a
+    group, no slot: `conv_depthwise`) with SHARED_DEPTHWISE_MACS."""
     if workers <= 1:
         return False
     if slot >= 0:
