@@ -108,11 +108,11 @@ def gmacs(m: int, k: int, n: int, repeat: int, seed: int = 0) -> tuple[float, fl
     pack_matrix(b, 0, k, n, False, packed)
     out = np.empty(m * n, np.float32)
     scratch = rows_scratch()
-    mac_rows(x, 0, packed, 0, m, k, n, 0, n, bias, 0, 0, out, 0, scratch)  # compile or load
+    mac_rows(x, 0, packed, 0, m, k, n, bias, 0, 0, out, 0, scratch)  # compile or load
     best = float("inf")
     for _ in range(repeat):
         cpu = time.thread_time()
-        mac_rows(x, 0, packed, 0, m, k, n, 0, n, bias, 0, 0, out, 0, scratch)
+        mac_rows(x, 0, packed, 0, m, k, n, bias, 0, 0, out, 0, scratch)
         best = min(best, time.thread_time() - cpu)
     return best, m * k * n / best / 1e9
 

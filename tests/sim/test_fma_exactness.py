@@ -196,9 +196,7 @@ def test_mac_rows_is_the_sequential_fp32_sum(rows, inner, outs, seed):
     packed = np.empty(packed_size(outs, inner), np.float32)
     pack_matrix(b.ravel(), 0, inner, outs, False, packed)
     out = np.empty(rows * outs, np.float32)
-    mac_rows(
-        x.ravel(), 0, packed, 0, rows, inner, outs, 0, outs, bias, 0, 0, out, 0, rows_scratch()
-    )
+    mac_rows(x.ravel(), 0, packed, 0, rows, inner, outs, bias, 0, 0, out, 0, rows_scratch())
     want = np.broadcast_to(bias, (rows, outs)).copy()
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(inner):

@@ -21,7 +21,7 @@ from sim_builders import (
     same_on_any_number_of_threads,
 )
 
-from mrvl.isa import TABLE_ACTIVATIONS, Activation
+from mrvl.isa import Activation
 from mrvl.sim.engines.numba import sharing as engine_threads
 
 pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
@@ -42,33 +42,6 @@ def test_fcs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     of rows (the last one short, the last output block narrower than a vector); its output may
     overwrite its input rows."""
     inner = math.ceil(engine_threads.SHARED_MACS / (rows * outs)) + seed % 7
-    assert rows * inner * outs >= engine_threads.SHARED_MACS
-    _same_shared_fc(rows, inner, outs, place, act, seed)
-
-
-@settings(max_examples=8, deadline=None, derandomize=True)
-@given(
-    rows=st.integers(1, 3),
-    outs=st.integers(33, 140),
-    place=st.sampled_from(["apart", "on_input"]),
-    # no table: its 128 KiB and the weights' would not fit a tile's OCM
-    act=st.sampled_from([a for a in Activation if a not in TABLE_ACTIVATIONS]),
-    seed=st.integers(0, 2**16),
-)
-def test_fcs_of_few_rows_the_threads_share_by_outputs_give_the_same_bits(
-    rows, outs, place, act, seed
-):
-    """An fc of at least SHARED_FC_WEIGHTS weights with one to three rows (a classifier's) is
-    cut into runs of whole blocks of outputs (`channel_parts`), the last one with the outputs
-    past the last whole block: each thread computes its run of each row."""
-    inner = math.ceil(engine_threads.SHARED_FC_WEIGHTS / outs) + seed % 7
-    assert engine_threads.channel_parts(1, outs, 16, 2) > 1
-    _same_shared_fc(rows, inner, outs, place, act, seed)
-
-
-def _same_shared_fc(rows, inner, outs, place, act, seed):
-    """An fc of [rows, inner] by [outs, inner] weights, its output apart or over its input
-    (`place`): the same bytes and counts on any number of threads."""
     staging = Staging()
     in_addr = staging.add(f16_data(seed, (rows, inner), True))
     w_addr = staging.add(f16_data(seed + 1, (outs, inner), False))
@@ -76,6 +49,7 @@ def _same_shared_fc(rows, inner, outs, place, act, seed):
     out_addr = in_addr if place == "on_input" else staging.reserve(rows * outs * 2)
     code, fields = activation(staging, act, 0.25, 1.5, outs, seed)
     ins = fc(in_addr, rows, inner, outs, w_addr, out_addr, b_addr=b_addr, **fields)
+    assert rows * inner * outs >= engine_threads.SHARED_MACS
     same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, (rows, outs)))
 
 

@@ -36,7 +36,6 @@ from mrvl.sim.engines.numba.fields import (
 )
 from mrvl.sim.engines.numba.jit import jit
 from mrvl.sim.engines.numba.mac_tiles import (
-    MAC_CHANNELS,
     MAC_PIXELS,
     NARROW,
     blocked_scratch,
@@ -51,7 +50,7 @@ from mrvl.sim.engines.numba.mac_tiles import (
     window_columns,
 )
 from mrvl.sim.engines.numba.numerics import (
-    finish_rows,
+    finish,
     load_bias,
     load_f16,
     load_f16_into,
@@ -63,8 +62,6 @@ from mrvl.sim.engines.numba.sharing import (
     all_computed,
     all_stored,
     apart,
-    channel_parts,
-    channel_run,
     chunk_bounds,
     chunk_size,
     chunk_size_by_work,
@@ -175,10 +172,8 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
 
     A conv with a slot computed by several threads (`workers` > 1, every one calling this)
     is shared by output positions: thread 0 packs the weights and opens it (start_shared),
-    then each thread claims chunks of whole mac_tile calls (a conv on too few positions for
-    MIN_CHUNKS_PER_THREAD chunks a thread: of those and of a run of whole blocks of output
-    channels, `channel_parts`; a depthwise conv: of whole output rows, and every thread
-    converts the weights) until none is left, computing each output in
+    then each thread claims chunks of whole mac_tile calls (a depthwise conv: of whole output
+    rows, and every thread converts the weights) until none is left, computing each output in
     the documented order, so the bits do not depend on who computes what. A thread stores a
     chunk as soon as it is computed, unless the output overlaps bytes the conv reads
     (output_apart): then it stores its chunks once every chunk is computed, so no store
@@ -203,14 +198,12 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
     if workers > 1 and not start_shared(sync, i, worker):
         return -1
     # whole mac_tile calls; a depthwise conv's whole output rows (conv_depthwise)
-    parts = 1  # runs of output channels per chunk of positions
     if raw.size > 0:  # by multiply-adds: MAC_PIXELS positions of every output channel
         tile_macs = MAC_PIXELS * steps * out_channels
         size = chunk_size_by_work(positions, MAC_PIXELS, tile_macs, workers)
-        parts = channel_parts((positions + size - 1) // size, out_channels, MAC_CHANNELS, workers)
     else:
         size = chunk_size(positions, out_cols, workers)
-    chunks = (positions + size - 1) // size * parts
+    chunks = (positions + size - 1) // size
     chunk = claim(sync, i, workers, chunks, 0)
     if chunk >= chunks:
         return end_shared(sync, i, worker, workers, chunks)
@@ -242,51 +235,45 @@ def conv(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
         tables = depthwise_tables(row, w)
     mine = np.empty(chunks, np.int64)  # the chunks this thread took
     taken = 0
-    while chunk < chunks:  # a thread's chunks come in increasing order of positions
-        start, stop = chunk_bounds(chunk // parts, size, positions)
-        lo, hi = channel_run(chunk % parts, parts, out_channels, MAC_CHANNELS)
+    while chunk < chunks:
+        start, stop = chunk_bounds(chunk, size, positions)
         loaded = load_window(row, ocm, x, start, stop, loaded, lut, merged)
-        conv_positions(
-            row, x, w, cached, bias, partial, out, start, stop, lo, hi, merged, scratch, tables
-        )
+        conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged, scratch, tables)
         mine[taken] = chunk
         taken += 1
         if not deferred:
-            conv_store(row, frow, ocm, table, tally, out, slopes, start, stop, lo, hi, direct)
+            conv_store(row, frow, ocm, table, tally, out, slopes, start, stop, direct)
         chunk = claim(sync, i, workers, chunks, taken)
     if deferred:
         if not all_computed(sync, i, taken, chunks):
             return -1
         for k in range(taken):
-            start, stop = chunk_bounds(mine[k] // parts, size, positions)
-            lo, hi = channel_run(mine[k] % parts, parts, out_channels, MAC_CHANNELS)
-            conv_store(row, frow, ocm, table, tally, out, slopes, start, stop, lo, hi, direct)
+            start, stop = chunk_bounds(mine[k], size, positions)
+            conv_store(row, frow, ocm, table, tally, out, slopes, start, stop, direct)
     return all_stored(sync, i, worker, workers, taken, chunks)
 
 
 @jit
-def conv_positions(
-    row, x, w, cached, bias, partial, out, start, stop, lo, hi, merged, scratch, tables
-):
-    """Compute output positions [start, stop) into `out`, from the window `x` (load_window),
-    the slot's packing `cached` if it has one (output channels [lo, hi) only: `channel_run`;
-    `scratch`: its blocked_scratch), else of every output channel from the weights `w` (fp32;
-    a depthwise conv's `tables`: depthwise_tables)."""
+def conv_positions(row, x, w, cached, bias, partial, out, start, stop, merged, scratch, tables):
+    """Compute output positions [start, stop) of every output channel into `out`, from the
+    window `x` (load_window), the slot's packing `cached` if it has one (`scratch`: its
+    blocked_scratch), else the weights `w` (fp32; a depthwise conv's `tables`:
+    depthwise_tables)."""
     kh_count, kw_count = row[CONV_KERNEL], row[CONV_KERNEL + 1]
     out_cols, out_channels = row[CONV_OUT_SHAPE + 2], row[CONV_OUT_SHAPE + 3]
     group_channels = row[CONV_IN_SHAPE + 3] // row[CONV_GROUPS]
     steps = kh_count * kw_count * group_channels
-    if cached.size > 0:  # the packing's blocks of channels [lo, hi)
+    if cached.size > 0:
         conv_run_blocked(
             row,
             x,
-            cached[lo * steps : packed_size(hi, steps)],
+            cached,
             steps,
             bias,
             partial,
             out,
-            lo,
-            hi,
+            0,
+            out_channels,
             0,
             start,
             stop,
@@ -330,24 +317,15 @@ def conv_positions(
 
 
 @jit
-def conv_store(row, frow, ocm, table, tally, out, slopes, start, stop, lo, hi, direct):
-    """Store output channels [lo, hi) of output positions [start, stop) of `out`: the fp32
-    accumulator itself (for the next input-channel block to continue; `direct`: already in
-    place), or finished to f16."""
+def conv_store(row, frow, ocm, table, tally, out, slopes, start, stop, direct):
+    """Store output positions [start, stop) of `out`: the fp32 accumulator itself (for the next
+    input-channel block to continue; `direct`: already in place), or finished to f16."""
     out_channels = row[CONV_OUT_SHAPE + 3]
+    span = out[start * out_channels : stop * out_channels]
     if row[CONV_ACC_OUT] == 1:
-        if direct:
-            return
-        if lo == 0 and hi == out_channels:
-            span = out[start * out_channels : stop * out_channels]
+        if not direct:
             store_f32(ocm, row[CONV_OUT_ADDR] + 4 * start * out_channels, span)
-            return
-        for r in range(start, stop):  # the run of channels, a position at a time
-            at = r * out_channels + lo
-            store_f32(ocm, row[CONV_OUT_ADDR] + 4 * at, out[at : at + hi - lo])
         return
+    addr = row[CONV_OUT_ADDR] + 2 * start * out_channels
     act_a, act_b = frow[CONV_ACT_A], frow[CONV_ACT_B]
-    act, addr = row[CONV_ACT], row[CONV_OUT_ADDR]
-    finish_rows(
-        out, start, stop, out_channels, lo, hi, act, act_a, act_b, slopes, table, ocm, addr, tally
-    )
+    finish(span, row[CONV_ACT], act_a, act_b, slopes, table, ocm, addr, tally)

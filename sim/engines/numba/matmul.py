@@ -50,7 +50,6 @@ from mrvl.sim.engines.numba.mac_tiles import (
 )
 from mrvl.sim.engines.numba.numerics import (
     finish,
-    finish_rows,
     load_bias,
     load_f16,
     load_f16_into,
@@ -63,8 +62,6 @@ from mrvl.sim.engines.numba.sharing import (
     all_computed,
     all_stored,
     apart,
-    channel_parts,
-    channel_run,
     chunk_bounds,
     chunk_size_by_work,
     claim,
@@ -86,30 +83,15 @@ def rows_scratch():
 
 @jit
 def mac_rows(
-    x,
-    x0,
-    packed,
-    first_row,
-    stop_row,
-    inner,
-    outs,
-    o_lo,
-    o_hi,
-    init,
-    init0,
-    init_stride,
-    out,
-    out0,
-    scratch,
+    x, x0, packed, first_row, stop_row, inner, outs, init, init0, init_stride, out, out0, scratch
 ):
     """out[out0 + i * outs + j] = init[init0 + i * init_stride + j] + the sum over k of
-    x[x0 + i * inner + k] * w[j, k] in order of k, for rows i in [first_row, stop_row) and
-    outputs j in [o_lo, o_hi) (o_lo a multiple of MAC_CHANNELS), by mac_tile over the packed
-    weights (pack_weights, steps in order; `pack_matrix`). A whole tile (MAC_PIXELS rows x
-    MAC_CHANNELS outputs; x 2 MAC_CHANNELS by mac_tile_pair while two blocks remain,
-    WIDE_REGISTERS only) goes from init straight to out, and so does a last row alone, by
-    mac_tile_row while ROW_BLOCKS blocks remain, then by mac_tile_one; the edges through a
-    scratch tile (rows past the end repeat the last one). An fc starts every row
+    x[x0 + i * inner + k] * w[j, k] in order of k, for rows i in [first_row, stop_row), by
+    mac_tile over the packed weights (pack_weights, steps in order; `pack_matrix`). A whole
+    tile (MAC_PIXELS rows x MAC_CHANNELS outputs; x 2 MAC_CHANNELS by mac_tile_pair while two
+    blocks remain, WIDE_REGISTERS only) goes from init straight to out, and so does a last
+    row alone, by mac_tile_row while ROW_BLOCKS blocks remain, then by mac_tile_one; the edges
+    through a scratch tile (rows past the end repeat the last one). An fc starts every row
     from its bias (init_stride 0); a bmm from the partial sums it continues (init is out:
     mac_tile loads every accumulator before it stores one)."""
     lengths, at, acc, acc_at, init_at, out_at = scratch
@@ -118,14 +100,14 @@ def mac_rows(
         count = min(MAC_PIXELS, stop_row - first)
         for q in range(MAC_PIXELS):
             at[q] = x0 + (first + min(q, count - 1)) * inner
-        lo = o_lo
-        while lo < o_hi:
-            width = min(MAC_CHANNELS, o_hi - lo)
+        lo = 0
+        while lo < outs:
+            width = min(MAC_CHANNELS, outs - lo)
             w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
             if count == 1 and width == MAC_CHANNELS:  # one row: ROW_BLOCKS blocks, or one
                 init_at[0] = init0 + first * init_stride + lo
                 out_at[0] = out0 + first * outs + lo
-                if o_hi - lo >= ROW_BLOCKS * MAC_CHANNELS:
+                if outs - lo >= ROW_BLOCKS * MAC_CHANNELS:
                     mac_tile_row(x, at, lengths, 1, packed, w_off, init, init_at, out, out_at)
                     lo += ROW_BLOCKS * MAC_CHANNELS
                     continue
@@ -136,7 +118,7 @@ def mac_rows(
                 for q in range(MAC_PIXELS):
                     init_at[q] = init0 + (first + q) * init_stride + lo
                     out_at[q] = out0 + (first + q) * outs + lo
-                if WIDE_REGISTERS and o_hi - lo >= 2 * MAC_CHANNELS:  # two blocks at once
+                if WIDE_REGISTERS and outs - lo >= 2 * MAC_CHANNELS:  # two blocks at once
                     mac_tile_pair(x, at, lengths, 1, packed, w_off, init, init_at, out, out_at)
                     lo += 2 * MAC_CHANNELS
                     continue
@@ -211,8 +193,7 @@ def fc(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
     if workers > 1 and not start_shared(sync, i, worker):
         return -1
     size = chunk_size_by_work(rows, MAC_PIXELS, MAC_PIXELS * inner * outs, workers)
-    parts = channel_parts((rows + size - 1) // size, outs, MAC_CHANNELS, workers)
-    chunks = (rows + size - 1) // size * parts
+    chunks = (rows + size - 1) // size
     chunk = claim(sync, i, workers, chunks, 0)
     if chunk >= chunks:
         return end_shared(sync, i, worker, workers, chunks)
@@ -229,34 +210,31 @@ def fc(row, frow, ocm, lut, table, tally, cache, sync, i, worker, workers):
     scratch = rows_scratch()
     mine = np.empty(chunks, np.int64)
     taken = 0
-    a, b = frow[FC_ACT_A], frow[FC_ACT_B]
-    loaded = 0  # the rows converted (a thread's chunks come in increasing order of rows)
     while chunk < chunks:
-        start, stop = chunk_bounds(chunk // parts, size, rows)
-        lo, hi = channel_run(chunk % parts, parts, outs, MAC_CHANNELS)
-        if stop > loaded:
-            first = max(start, loaded)
-            in_addr = row[FC_IN_ADDR] + 2 * first * inner
-            load_f16_into(ocm, in_addr, x[first * inner : stop * inner], lut)
-            loaded = stop
-        mac_rows(x, 0, cache[1], start, stop, inner, outs, lo, hi, bias, 0, 0, out, 0, scratch)
+        start, stop = chunk_bounds(chunk, size, rows)
+        in_addr = row[FC_IN_ADDR] + 2 * start * inner
+        load_f16_into(ocm, in_addr, x[start * inner : stop * inner], lut)
+        mac_rows(x, 0, cache[1], start, stop, inner, outs, bias, 0, 0, out, 0, scratch)
         mine[taken] = chunk
         taken += 1
         if not deferred:
-            finish_rows(
-                out, start, stop, outs, lo, hi, act, a, b, slopes, table, ocm, out_addr, tally
-            )
+            fc_store(frow, ocm, table, tally, out, slopes, act, out_addr, outs, start, stop)
         chunk = claim(sync, i, workers, chunks, taken)
     if deferred:
         if not all_computed(sync, i, taken, chunks):
             return -1
         for c in range(taken):
-            start, stop = chunk_bounds(mine[c] // parts, size, rows)
-            lo, hi = channel_run(mine[c] % parts, parts, outs, MAC_CHANNELS)
-            finish_rows(
-                out, start, stop, outs, lo, hi, act, a, b, slopes, table, ocm, out_addr, tally
-            )
+            start, stop = chunk_bounds(mine[c], size, rows)
+            fc_store(frow, ocm, table, tally, out, slopes, act, out_addr, outs, start, stop)
     return all_stored(sync, i, worker, workers, taken, chunks)
+
+
+@jit
+def fc_store(frow, ocm, table, tally, out, slopes, act, out_addr, outs, start, stop):
+    """Finish rows [start, stop) of an fc's fp32 results to f16 at their place in OCM."""
+    span = out[start * outs : stop * outs]
+    addr = out_addr + 2 * start * outs
+    finish(span, act, frow[FC_ACT_A], frow[FC_ACT_B], slopes, table, ocm, addr, tally)
 
 
 @jit
@@ -343,8 +321,6 @@ def bmm(row, ocm, lut, tally, sync, i, worker, workers):
                 first,
                 stop,
                 k,
-                n,
-                0,
                 n,
                 out,
                 base,

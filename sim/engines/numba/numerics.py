@@ -458,19 +458,3 @@ def finish(acc, act, a, b, slopes, table, buf, addr, tally):
         for i in range(acc.size):
             acc[i] = activate(acc[i], act, a, b)
     store_f16(buf, addr, acc, tally)
-
-
-@jit
-def finish_rows(acc, first, stop, stride, lo, hi, act, a, b, slopes, table, buf, addr, tally):
-    """finish over columns [lo, hi) of rows [first, stop) of `acc` (rows of `stride` values,
-    stored as they lie at buf[addr:]): one span if the columns are whole rows, else a span a
-    row (a run of a conv's or fc's output channels that one thread computed; PRELU's slopes
-    of those channels)."""
-    if lo == 0 and hi == stride:
-        span = acc[first * stride : stop * stride]
-        finish(span, act, a, b, slopes, table, buf, addr + 2 * first * stride, tally)
-        return
-    run_slopes = slopes[lo:hi] if slopes.size > 0 else slopes
-    for r in range(first, stop):
-        span = acc[r * stride + lo : r * stride + hi]
-        finish(span, act, a, b, run_slopes, table, buf, addr + 2 * (r * stride + lo), tally)

@@ -390,42 +390,10 @@ def chunk_size_by_work(total, unit, unit_macs, workers):
     return (units + chunks - 1) // chunks * unit
 
 
-SHARED_MACS = 1 << 17
-"""The fewest multiply-adds of a conv, fc or bmm that the engine's threads share (`conv`,
-`matmul`); a smaller one costs less on one thread than sharing it does (opening it, claiming
-chunks, waiting for the last: a microsecond or two). A small model's 1x1 convs on a tile's
-few positions (MobileNetV3-Small's 28 x 40 x 240, 0.27 M) take 10-30 us each on one thread,
-beyond their arithmetic, and were 218 of its 258 convs while only convs of 2^19 were shared."""
-SHARED_FC_WEIGHTS = 1 << 16
-"""The fewest weights of an fc (with a weight-cache slot) that the threads share however few
-its rows: a classifier's one row reads each packed fp32 weight once, so its time is that of
-reading them (MobileNetV3-Small's 1024 x 125 pieces, 0.5 MB: 25-30 us), which two cores'
-caches and memory paths share."""
-
-
-@jit
-def channel_parts(position_chunks, channels, unit, workers):
-    """How many runs of output channels each chunk of positions (or rows) of a shared conv or
-    fc is cut into (`channel_run`): 1, unless its positions give fewer than
-    MIN_CHUNKS_PER_THREAD chunks a thread (a conv on a tile's few positions, an fc of one
-    row); then enough runs of whole `unit`s of channels (mac_tile blocks) to make up the
-    difference, no more than there are units."""
-    wanted = MIN_CHUNKS_PER_THREAD * workers
-    if workers <= 1 or position_chunks >= wanted:
-        return 1
-    parts = (wanted + position_chunks - 1) // position_chunks
-    return max(1, min(parts, channels // unit))
-
-
-@jit_inline
-def channel_run(part, parts, channels, unit):
-    """The output channels [lo, hi) of run `part` of `parts` (channel_parts): whole units, the
-    last run taking the channels past the last whole unit too (so no run is narrower than a
-    unit)."""
-    units = channels // unit
-    lo = part * units // parts * unit
-    hi = channels if part == parts - 1 else (part + 1) * units // parts * unit
-    return lo, hi
+SHARED_MACS = 1 << 19
+"""The fewest multiply-adds of a conv whose output positions the engine's threads share
+(`conv`); a smaller one costs less on one thread than sharing it does (opening it, claiming
+chunks, waiting for the last)."""
 
 
 @jit
@@ -445,10 +413,9 @@ points sooner (MobileNetV2's 3x3 pieces of 14 rows are 0.45 M)."""
 
 @jit
 def shared_conv(row, slot, workers):
-    """Whether the threads share this conv's output positions (and, on few positions, its
-    output channels: `channel_parts`): a cached single run of output channels (a weight-cache
-    slot) with at least SHARED_MACS multiply-adds, or a depthwise conv (one input channel a
-    group, no slot: `conv_depthwise`) with SHARED_DEPTHWISE_MACS."""
+    """Whether the threads share this conv's output positions: a cached single run of output
+    channels (a weight-cache slot) with at least SHARED_MACS multiply-adds, or a depthwise
+    conv (one input channel a group, no slot: `conv_depthwise`) with SHARED_DEPTHWISE_MACS."""
     if workers <= 1:
         return False
     if slot >= 0:
@@ -479,14 +446,12 @@ def shared_values(op, row, workers):
 
 @jit
 def shared_product(op, row, slot, workers):
-    """Whether the threads share this fc (with a weight-cache slot) or bmm by blocks of rows
-    (and an fc of few rows by runs of output channels): at least SHARED_MACS multiply-adds (a
-    transformer's fcs and attention products), or an fc of SHARED_FC_WEIGHTS weights."""
+    """Whether the threads share this fc (with a weight-cache slot) or bmm by blocks of rows:
+    at least SHARED_MACS multiply-adds (a transformer's fcs and attention products)."""
     if workers <= 1:
         return False
     if op == OP_FC:
-        weights = row[FC_K] * row[FC_O]
-        return slot >= 0 and (row[FC_N] * weights >= SHARED_MACS or weights >= SHARED_FC_WEIGHTS)
+        return slot >= 0 and row[FC_N] * row[FC_K] * row[FC_O] >= SHARED_MACS
     if op == OP_BMM:
         return row[BMM_BATCH] * row[BMM_M] * row[BMM_K] * row[BMM_N] >= SHARED_MACS
     return False
