@@ -43,6 +43,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::mrvl.sim.SaturationWarning")
 
 
 ACTIVATIONS = st.sampled_from(list(Activation))
+CHAINS = st.sampled_from(["whole", "first", "next", "next_in_place"])
+"""Where a conv stands in its chain of input-channel blocks (`stage_bias_and_partial_sums`)."""
 
 
 @settings(max_examples=12, deadline=None, derandomize=True)
@@ -50,7 +52,7 @@ ACTIVATIONS = st.sampled_from(list(Activation))
     hw=st.tuples(st.integers(9, 12), st.integers(9, 12)),
     shape=st.sampled_from([((3, 3), CONV_CI_BLOCK + 3, 24), ((1, 1), 3 * CONV_CI_BLOCK + 5, 40)]),
     extra_channels=st.integers(0, 16),
-    chain=st.sampled_from(["whole", "first", "next", "next_in_place"]),
+    chain=CHAINS,
     act=ACTIVATIONS,
     seed=st.integers(0, 2**16),
 )
@@ -64,6 +66,34 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     2 and 3 threads, give the same bytes and counts."""
     kernel, channels, out_channels = shape
     out_channels += extra_channels
+    macs = hw[0] * hw[1] * kernel[0] * kernel[1] * channels * out_channels
+    assert macs >= engine_threads.SHARED_MACS
+    _same_shared_conv(hw, kernel, channels, out_channels, chain, act, seed)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(
+    shape=st.sampled_from([(p, k) for p in (1, 7, 13) for k in ((1, 1), (3, 3))]),
+    out_channels=st.integers(17, 90),
+    chain=CHAINS,
+    act=ACTIVATIONS,
+    seed=st.integers(0, 2**16),
+)
+def test_convs_whose_last_tile_is_one_position_give_the_same_bits(
+    shape, out_channels, chain, act, seed
+):
+    """A conv's tile of one output position (a squeeze-and-excite conv's only one, the last
+    of 7 or 13) runs on mac_tile_row and mac_tile_one (`conv_position_blocked`), padding taps
+    and a last block narrower than MAC_CHANNELS included."""
+    positions, kernel = shape
+    channels = 9 + seed % 23  # a table's 128 KiB, weights and sums fit a tile's OCM
+    _same_shared_conv((1, positions), kernel, channels, out_channels, chain, act, seed)
+
+
+def _same_shared_conv(hw, kernel, channels, out_channels, chain, act, seed):
+    """A conv over [1, *hw, channels], padded to keep its size, at its place in a `chain` of
+    input-channel blocks (`stage_bias_and_partial_sums`): the same bytes and counts on any
+    number of threads."""
     in_shape = (1, *hw, channels)
     pad = (kernel[0] // 2, kernel[1] // 2)
     out_shape = (1, *hw, out_channels)
@@ -95,8 +125,6 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
         acc_out=int(acc_out),
         **act_fields,
     )
-    macs = positions * kernel[0] * kernel[1] * channels * out_channels
-    assert macs >= engine_threads.SHARED_MACS
     flat = (out_bytes // 2,)
     same_on_any_number_of_threads(layer_program(staging, [*code, ins], out_addr, flat))
 
@@ -105,7 +133,7 @@ def test_convs_the_threads_share_give_the_same_bits_on_any_number_of_threads(
 @given(
     hw=st.tuples(st.integers(20, 22), st.integers(20, 22)),
     group_outputs=st.sampled_from([1, 2]),
-    chain=st.sampled_from(["whole", "first", "next", "next_in_place"]),
+    chain=CHAINS,
     on_input=st.booleans(),
     act=ACTIVATIONS,
     seed=st.integers(0, 2**16),

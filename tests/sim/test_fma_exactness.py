@@ -178,7 +178,8 @@ def test_the_baseline_cpu_has_no_fma_instruction_and_calls_fmaf():
     seed=st.integers(0, 2**16),
 )
 def test_mac_rows_is_the_sequential_fp32_sum(rows, inner, outs, seed):
-    """The engine's fused tiles (mac_tile, mac_tile_pair, the scratch edges) give every
+    """The engine's fused tiles (mac_tile, mac_tile_pair, a last row's mac_tile_row and
+    mac_tile_one, the scratch edges) give every
     output the bits of the reference's sequential fp32_mac, on f16 bit patterns of every
     kind (a quarter of them specials)."""
     rng = np.random.default_rng(seed)

@@ -216,6 +216,16 @@ def mac_tile_row(typingctx, x, rows, lengths, segments, w, w_off, init, init_at,
     return sig, mac_tile_codegen(1, 1, MAC_CHANNELS, blocks=ROW_BLOCKS)
 
 
+@intrinsic
+def mac_tile_one(typingctx, x, rows, lengths, segments, w, w_off, init, init_at, out, out_at):
+    """mac_tile for one position and one block of MAC_CHANNELS output channels: a last row's
+    blocks past mac_tile_row's (a classifier's 125 outputs a tile: 64 by mac_tile_row, then 3
+    whole blocks and one of 13), which mac_tile would compute MAC_PIXELS times over. rows:
+    int64[segments]; init_at, out_at: int64[1]."""
+    sig = types.void(x, rows, lengths, segments, w, w_off, init, init_at, out, out_at)
+    return sig, mac_tile_codegen(1, 1, MAC_CHANNELS)
+
+
 NARROW_PIXELS = 12
 """Output positions of one `mac_tile_narrow` call."""
 
@@ -460,8 +470,8 @@ def conv_run_blocked(
     positions x 2 MAC_CHANNELS channels per mac_tile_pair call while two whole blocks remain
     (WIDE_REGISTERS only), else x MAC_CHANNELS per mac_tile call (NARROW_PIXELS x LANES per
     mac_tile_narrow call for a run of at most LANES channels; a last block of at most LANES
-    channels by mac_tile_half), with their `packed` weights,
-    reading the inputs in the window `x` in place, segment by segment (conv_segments;
+    channels by mac_tile_half; a tile of one position by conv_position_blocked), with their
+    `packed` weights (from o_lo's block on), reading the inputs in the window `x` in place, segment by segment (conv_segments;
     `merged`: a segment per kernel row, the window having the zero columns of
     window_columns). The window ends with zeros as long as the longest segment, for the taps
     in the padding (load_window). `scratch`: blocked_scratch(row, o_hi - o_lo, merged)."""
@@ -479,6 +489,13 @@ def conv_run_blocked(
     from_partial = partial.size > 0
     for first in range(start, stop, pixels):
         count = min(pixels, stop - first)
+        if count == 1 and not narrow:  # one position: mac_tile_row and mac_tile_one
+            segment_rows(row, first, 1, c_base, zeros, rows, 1, left, padded_width, merged)
+            conv_position_blocked(
+                x, packed, steps, init, from_partial, out, o_lo, o_hi, first, out_channels,
+                scratch,
+            )  # fmt: skip
+            continue
         segment_rows(row, first, count, c_base, zeros, rows, pixels, left, padded_width, merged)
         block = 0
         while block < blocks:
@@ -524,6 +541,41 @@ def conv_run_blocked(
                 for j in range(width):
                     out[at + j] = acc[q * MAC_CHANNELS + j]
             block += 1
+
+
+@jit
+def conv_position_blocked(
+    x, packed, steps, init, from_partial, out, o_lo, o_hi, position, out_channels, scratch
+):
+    """conv_run_blocked's output channels [o_lo, o_hi) of one output `position` (a tile of one
+    position: a squeeze-and-excite conv's only one, the last of 49), whose segments' offsets
+    are in scratch's rows (segment_rows with one pixel): ROW_BLOCKS blocks a mac_tile_row
+    call, then a block a mac_tile_one call, a last block narrower than MAC_CHANNELS through
+    the scratch tile, where mac_tile would compute MAC_PIXELS positions for one."""
+    lengths, rows, acc, acc_at, init_at, out_at = scratch
+    segments = lengths.size
+    base = position * out_channels
+    lo = o_lo
+    while lo < o_hi:
+        w_off = (lo - o_lo) * steps
+        width = min(MAC_CHANNELS, o_hi - lo)
+        if width == MAC_CHANNELS:  # from bias or partial straight to out
+            out_at[0] = base + lo
+            init_at[0] = base + lo if from_partial else lo
+            if o_hi - lo >= ROW_BLOCKS * MAC_CHANNELS:
+                mac_tile_row(x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at)
+                lo += ROW_BLOCKS * MAC_CHANNELS
+                continue
+            mac_tile_one(x, rows, lengths, segments, packed, w_off, init, init_at, out, out_at)
+            lo += MAC_CHANNELS
+            continue
+        at = base + lo if from_partial else lo
+        for j in range(MAC_CHANNELS):
+            acc[j] = init[at + j] if j < width else 0.0
+        mac_tile_one(x, rows, lengths, segments, packed, w_off, acc, acc_at, acc, acc_at)
+        for j in range(width):
+            out[base + lo + j] = acc[j]
+        lo += MAC_CHANNELS
 
 
 NARROW = 8

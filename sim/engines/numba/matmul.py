@@ -41,6 +41,7 @@ from mrvl.sim.engines.numba.mac_tiles import (
     ROW_BLOCKS,
     WIDE_REGISTERS,
     mac_tile,
+    mac_tile_one,
     mac_tile_pair,
     mac_tile_row,
     packed_size,
@@ -89,8 +90,8 @@ def mac_rows(
     mac_tile over the packed weights (pack_weights, steps in order; `pack_matrix`). A whole
     tile (MAC_PIXELS rows x MAC_CHANNELS outputs; x 2 MAC_CHANNELS by mac_tile_pair while two
     blocks remain, WIDE_REGISTERS only) goes from init straight to out, and so does a last
-    row alone by mac_tile_row while ROW_BLOCKS blocks remain; the edges through a scratch tile
-    (rows past the end repeat the last one). An fc starts every row
+    row alone, by mac_tile_row while ROW_BLOCKS blocks remain, then by mac_tile_one; the edges
+    through a scratch tile (rows past the end repeat the last one). An fc starts every row
     from its bias (init_stride 0); a bmm from the partial sums it continues (init is out:
     mac_tile loads every accumulator before it stores one)."""
     lengths, at, acc, acc_at, init_at, out_at = scratch
@@ -103,11 +104,15 @@ def mac_rows(
         while lo < outs:
             width = min(MAC_CHANNELS, outs - lo)
             w_off = lo // MAC_CHANNELS * inner * MAC_CHANNELS
-            if count == 1 and outs - lo >= ROW_BLOCKS * MAC_CHANNELS:  # one row, blocks at once
+            if count == 1 and width == MAC_CHANNELS:  # one row: ROW_BLOCKS blocks, or one
                 init_at[0] = init0 + first * init_stride + lo
                 out_at[0] = out0 + first * outs + lo
-                mac_tile_row(x, at, lengths, 1, packed, w_off, init, init_at, out, out_at)
-                lo += ROW_BLOCKS * MAC_CHANNELS
+                if outs - lo >= ROW_BLOCKS * MAC_CHANNELS:
+                    mac_tile_row(x, at, lengths, 1, packed, w_off, init, init_at, out, out_at)
+                    lo += ROW_BLOCKS * MAC_CHANNELS
+                    continue
+                mac_tile_one(x, at, lengths, 1, packed, w_off, init, init_at, out, out_at)
+                lo += MAC_CHANNELS
                 continue
             if count == MAC_PIXELS and width == MAC_CHANNELS:
                 for q in range(MAC_PIXELS):
@@ -124,7 +129,10 @@ def mac_rows(
                 at_init = init0 + (first + min(q, count - 1)) * init_stride + lo
                 for j in range(MAC_CHANNELS):
                     acc[q * MAC_CHANNELS + j] = init[at_init + j] if j < width else 0.0
-            mac_tile(x, at, lengths, 1, packed, w_off, acc, acc_at, acc, acc_at)
+            if count == 1:  # one position of the tile
+                mac_tile_one(x, at, lengths, 1, packed, w_off, acc, acc_at, acc, acc_at)
+            else:
+                mac_tile(x, at, lengths, 1, packed, w_off, acc, acc_at, acc, acc_at)
             for q in range(count):
                 start = out0 + (first + q) * outs + lo
                 for j in range(width):
