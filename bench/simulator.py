@@ -19,12 +19,11 @@ in the Relax VM. Per model the table gives:
   varies far less than wall time, which counts the time the process waited for a core);
 - `interp`: one run on the reference interpreter;
 - `ORT`: onnxruntime's time for the same model and input (fp32, CPU provider, default threads,
-  best of `--repeat` runs after one warm-up and of `--repeat` more, each next to a warm numba
-  run);
+  best of `--repeat` runs after one warm-up and of `--repeat` more after the warm numba runs:
+  the machine's load may change between; not interleaved with them, as onnxruntime's threads
+  spin after a run and the engine would count them as load);
 - the time the simulator itself took inside the warm numba run (`mrvl.sim.simulator_wall_time`);
-- the ratios numba/ORT (of the bests), `paired` (the median over the warm runs of each one's
-  time over the onnxruntime run next to it: on a shared machine, whose load changes within a
-  run, it says more than a ratio of bests) and interp/numba, whether numba (its first run and every warm one) and
+- the ratios numba/ORT (of the bests) and interp/numba, whether numba (its first run and every warm one) and
   interp gave the same bits, and
   the child's peak resident memory (compile and runs included).
 
@@ -166,6 +165,7 @@ def bench_model(
     session = ort.InferenceSession(
         model.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )
+
     def ort_run() -> float:
         start = time.perf_counter()
         session.run(None, feeds)
@@ -192,13 +192,11 @@ def bench_model(
 
     with use_engine("numba"):
         row["numba_first"], _, numba_out, _ = vm_run()
-        warm, paired = [], []  # each warm run next to an onnxruntime run
-        for _ in range(repeat):
-            ort_times.append(ort_run())
-            warm.append(vm_run())
-            paired.append(warm[-1][0] / ort_times[-1])
+        warm = [vm_run() for _ in range(repeat)]
+    # onnxruntime again after the warm runs, not between them: its pool's threads spin for a
+    # while after a run, which the engine's thread count (sharing.free_cpus) would see as load
+    ort_times += [ort_run() for _ in range(repeat)]
     row["ort"] = min(ort_times)
-    row["paired_median"] = float(np.median(paired))
     row["numba"] = min(w[0] for w in warm)
     row["numba_sim"] = min(w[1] for w in warm)
     row["numba_cpu"] = min(w[3] for w in warm)
@@ -245,7 +243,6 @@ def _format(row: dict) -> str:
         f"{interp:8.2f}" if interp is not None else f"{'-':>8s}",
         f"{row['ort']:7.3f}",
         f"{row['numba'] / row['ort']:9.2f}",
-        f"{row['paired_median']:9.2f}",
         f"{interp / row['numba']:12.0f}" if interp is not None else f"{'-':>12s}",
         f"{'yes' if row.get('same_bits') else ('-' if interp is None else 'NO'):>5s}",
         f"{row['peak_mb']:8.0f}",
@@ -311,7 +308,7 @@ def main(argv=None) -> int:
 
     header = (
         f"{'model':18s} {'instrs':>7s} {'numba 1st':>10s} {'numba':>8s} {'(sim)':>8s} {'(cpu)':>8s} "
-        f"{'interp':>8s} {'ORT':>7s} {'numba/ORT':>9s} {'paired':>9s} {'interp/numba':>12s} {'same':>5s} "
+        f"{'interp':>8s} {'ORT':>7s} {'numba/ORT':>9s} {'interp/numba':>12s} {'same':>5s} "
         f"{'peak MB':>8s}"
     )
     for prefix, wanted in (("idle", args.threads), ("busy", args.contention)):
