@@ -192,6 +192,8 @@ def test_every_tiling_plan_gives_the_same_bits(
 )
 @example(h=14, w=14, c=64, oc=32, s=2, pad=0, tiles=8, pin=False, seed=1)
 @example(h=9, w=11, c=96, oc=20, s=3, pad=1, tiles=1, pin=True, seed=2)
+# a column piece past the input's end (w=1, pad 1, stride 2): its taps are all padding
+@example(h=7, w=1, c=11, oc=35, s=2, pad=1, tiles=8, pin=False, seed=0)
 def test_a_strided_1x1_conv_loads_only_what_it_reads(h, w, c, oc, s, pad, tiles, pin, seed):
     """A 1x1 conv with strides loads only the rows and columns its taps read (DMA strides)
     and runs as a stride-1 conv over them when that is cheaper: the same bits as loading

@@ -109,7 +109,7 @@ class _LowerWindowLayer(LayerLowering):
             deps = [t_in]
             out = outputs.pop(tile, None) or self.output_buffer(op, p)
             piece_pads = list(pads)
-            piece_pads[1] = pads[1] + p.in_col0 - p.ocol0 * sw
+            piece_pads[1] = geometry.piece_pad_left(p)
             common = {
                 "tile": int_attr(tile),
                 "row0": int_attr(p.in_row0),
@@ -224,7 +224,7 @@ class _LowerWindowLayer(LayerLowering):
         n = mrvl.shape_of(op.input)[0]
         _, kh, kw, _ = mrvl.shape_of(op.weight)
         pads = [geometry.pad_top, geometry.pad_left, *list(op.pads.get_values())[2:]]
-        pads[1] = pads[1] + p.in_col0 - p.ocol0 * geometry.sw
+        pads[1] = geometry.piece_pad_left(p)
         props = {
             "tile": int_attr(tile),
             "row0": int_attr(p.in_row0),

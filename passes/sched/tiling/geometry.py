@@ -151,6 +151,16 @@ class WindowLayer:
         """First input column and column count needed for output columns [ocol0, +cols)."""
         return _input_span(ocol0, cols, self.sw, self.pad_left, self.kw, self.dw, self.w)
 
+    def piece_pad_left(self, p: WindowPiece) -> int:
+        """The leading column padding of piece `p` over its window (columns from `in_col0`).
+        A piece whose taps all fall past the input's right end reads a 1-wide dummy window
+        (`_input_span`) to the left of them, which would need a negative padding: its taps
+        are read as leading padding instead, all left of the window (zeros either way)."""
+        pad = self.pad_left + p.in_col0 - p.ocol0 * self.sw
+        if pad >= 0:
+            return pad
+        return (max(p.cols, 1) - 1) * self.sw + (self.kw - 1) * self.dw + 1
+
     def input_channels(self, oc0: int, ocs: int) -> tuple[int, int]:
         """First input channel and channel count that output channels [oc0, oc0 + ocs) read:
         the channels themselves for a pool, their groups' channels for a conv."""
