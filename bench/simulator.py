@@ -23,9 +23,9 @@ in the Relax VM. Per model the table gives:
   the machine's load may change between; not interleaved with them, as onnxruntime's threads
   spin after a run and the engine would count them as load);
 - the time the simulator itself took inside the warm numba run (`mrvl.sim.simulator_wall_time`);
-- the ratios numba/ORT (of the bests) and interp/numba, whether numba (its first run and every warm one) and
-  interp gave the same bits, and
-  the child's peak resident memory (compile and runs included).
+- the ratios numba/ORT (of the bests) and interp/numba, whether numba (its first run and
+  every warm one) and interp gave the same bits, and the child's peak resident memory
+  (compile and runs included).
 
 `--contention` also starts, in each child, a process that loops on one core, and times warm
 runs with the default thread count (`busy`), with one thread (`busy 1t`) and with one thread a

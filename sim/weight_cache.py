@@ -62,9 +62,10 @@ def weight_bytes(ins) -> tuple[int, int]:
 
 def constant_weights(valid: ValidProgram, accesses: list) -> list:
     """Per instruction, for a conv, qconv or fc whose weights are a fixed slice of the
-    constant pool, what they are a copy of; else None. They are when, in program order, the bytes of its weights
-    in its tile's OCM were last written by one `dma` from the constant pool into a dense OCM
-    range (no later write to that tile's OCM touched them) and no instruction writes the pool:
+    constant pool, what they are a copy of; else None. They are when, in program order, the
+    bytes of its weights in its tile's OCM were last written by one `dma` from the constant
+    pool into a dense OCM range (no later write to that tile's OCM touched them) and no
+    instruction writes the pool:
     the pool is the program's own and is loaded before each run, so the weights are the same
     at every run, and the same for every conv with the same copy and offset in it.
     `accesses`: each instruction's (reads, writes) (`mrvl.sim.operands.operands`)."""

@@ -471,9 +471,9 @@ def conv_run_blocked(
     (WIDE_REGISTERS only), else x MAC_CHANNELS per mac_tile call (NARROW_PIXELS x LANES per
     mac_tile_narrow call for a run of at most LANES channels; a last block of at most LANES
     channels by mac_tile_half; a tile of one position by conv_position_blocked), with their
-    `packed` weights (from o_lo's block on), reading the inputs in the window `x` in place, segment by segment (conv_segments;
-    `merged`: a segment per kernel row, the window having the zero columns of
-    window_columns). The window ends with zeros as long as the longest segment, for the taps
+    `packed` weights (from o_lo's block on), reading the inputs in the window `x` in place,
+    segment by segment (conv_segments; `merged`: a segment per kernel row, the window having
+    the zero columns of window_columns). The window ends with zeros as long as the longest segment, for the taps
     in the padding (load_window). `scratch`: blocked_scratch(row, o_hi - o_lo, merged)."""
     out_channels = row[CONV_OUT_SHAPE + 3]
     blocks = packed.size // (steps * MAC_CHANNELS)
