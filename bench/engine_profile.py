@@ -18,8 +18,9 @@ region's validated program and inputs. Then, on one thread:
 
 `--threads 1 2` times the instructions again with each of these thread counts (the engine's
 helper threads join thread 0 as in a run; thread 0's time is counted), and gives per opcode
-each count's time and how many of its instructions the threads share (`shared`): an opcode
-whose time does not fall with more threads runs on thread 0 while the others wait.
+each count's time, and how many of its instructions the other threads run (by tile plan: the
+rows of their tiles; thread 0's waits for them are given apart) or share (a program on one
+tile): an opcode whose time does not fall with more threads runs on thread 0 alone.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections import defaultdict
 
 import numpy as np
 from llvmlite import ir
-from numba import literal_unroll, njit, types
+from numba import njit, types
 from numba.extending import intrinsic
 
 
@@ -49,27 +50,46 @@ def cycle_counter(typingctx):
     return sig, codegen
 
 
-def _timed_loop(kernel_table):
-    """`dispatch.run_program`'s loop as thread 0 runs it (the instructions shared with the
-    other threads, `sharing.shared_work`, as in a run), with each instruction's counter
-    cycles."""
-    from mrvl.sim.engines.numba.sharing import SYNC_WORKERS, shared_work
+def _timed_loop():
+    """`dispatch.run_program`'s loop as thread 0 runs it, with each instruction's counter
+    cycles: by tile plan (`owner`, `need` not empty) thread 0's own rows, its waits for the
+    other threads' rows counted apart (`waited`); else every row, the instructions shared with
+    the other threads (`sharing.shared_work`) as in a run. It releases the GIL, as the
+    engine's `jit` does: the helper threads call into Numba through Python, and would not
+    start until thread 0's loop ended."""
+    from mrvl.sim.engines.numba.dispatch import run_row
+    from mrvl.sim.engines.numba.fields import OP_END
+    from mrvl.sim.engines.numba.sharing import (
+        SYNC_WORKERS,
+        count_row_done,
+        progress_at,
+        shared_work,
+        wait_before,
+    )
 
-    @njit
-    def timed(words, floats, machine, counts, weights, skip, sync, cycles):
+    @njit(nogil=True)
+    def timed(words, floats, machine, counts, weights, skip, sync, owner, need, cycles, waited):
         slots, workers = weights[0], sync[SYNC_WORKERS]
+        planned = owner.shape[0] > 0
         for i in range(words.shape[0]):
-            row, frow = words[i], floats[i]
-            shared = workers > 1 and shared_work(row[0], row, slots[i], workers)
+            op = words[i, 0]
+            if planned and op != OP_END and owner[i] != 0:
+                continue
+            start = cycle_counter()
+            if planned:
+                for u in range(1, workers):
+                    if need[i, u] > 0:
+                        wait_before(sync, progress_at(sync, u), need[i, u], i)
+            waited[i] = cycle_counter() - start
+            if op == OP_END:
+                return i
+            shared = not planned and workers > 1 and shared_work(op, words[i], slots[i], workers)
             together = workers if shared else 1
             start = cycle_counter()
-            status = -1
-            for entry in literal_unroll(kernel_table):
-                if entry[0] == row[0]:
-                    status = entry[1](
-                        i, row, frow, machine, counts[i], weights, skip, sync, 0, together
-                    )
+            status = run_row(i, words, floats, machine, counts, weights, skip, sync, 0, together)
             cycles[i] = cycle_counter() - start
+            if planned:
+                count_row_done(sync, 0)
             if status < 0:
                 return i
         return words.shape[0]
@@ -152,15 +172,16 @@ def _instruction_cycles(valid, inputs, repeat: int, workers: int = 1):
     from mrvl.sim.engines.numba import dispatch, sharing
     from mrvl.sim.engines.numba.int8_weights import qweight_cache
     from mrvl.sim.engines.numba.numerics import F16_TO_F32, F16_TO_F32_BITS
+    from mrvl.sim.thread_plan import ThreadPlan, thread_plan, use_tile_plan
     from mrvl.sim.weight_cache import weight_cache
 
     memory = simulator.new_memory(valid)
     cache = weight_cache(valid, dispatch.PACKING)
     rows = valid if cache.rows is None else cache.rows
     origin = cache.origin if cache.origin is not None else np.arange(len(rows.words))
-    timed = _timed_loop(dispatch.KERNEL_TABLE)
+    timed = _timed_loop()
     qcache = qweight_cache(rows)
-    runs = []
+    runs, waits = [], []
     for _ in range(repeat + 1):  # the first run packs the weight caches
         simulator.load_memory(valid, memory, inputs)
         machine = (
@@ -171,29 +192,42 @@ def _instruction_cycles(valid, inputs, repeat: int, workers: int = 1):
             F16_TO_F32_BITS,
             qcache.arrays,
         )
+        plan = ThreadPlan.none()
+        if workers > 1 and use_tile_plan(rows):
+            caches = [(cache.warm, cache.arrays), (qcache.warm, qcache.arrays)]
+            plan = thread_plan(rows, workers, caches)
         cycles = np.zeros(len(rows.words), np.int64)
+        waited = np.zeros(len(rows.words), np.int64)
         counts = np.zeros((len(rows.words), 2), np.int64)
         sync, skip = dispatch.new_sync(workers, len(rows.words)), cache.skip() | qcache.skip()
         args = (rows.words, rows.floats, machine)
         helpers = [
             sharing._helper_pool(workers - 1).submit(
-                dispatch._run_program, *args, np.zeros_like(counts), cache.arrays, skip, sync, w
+                dispatch._run_program,
+                *(*args, np.zeros_like(counts), cache.arrays, skip, sync, w),
+                *(plan.owner, plan.need),
             )
             for w in range(1, workers)
         ]
         try:
-            timed(*args, counts, cache.arrays, skip, sync, cycles)
+            timed(*args, counts, cache.arrays, skip, sync, plan.owner, plan.need, cycles, waited)
         finally:
-            sharing.abandon(sync)
+            if len(plan.owner) == 0:
+                sharing.abandon(sync)
             for helper in helpers:
                 helper.result()
+            sharing.abandon(sync)
         cache.warm = qcache.warm = True
         runs.append(cycles)
-    shared = [
-        workers > 1 and bool(sharing.shared_work(w[0], w, cache.arrays[0][k], workers))
-        for k, w in enumerate(rows.words)
-    ]
-    return np.array(runs[1:]), [valid.code[o] for o in origin], shared
+        waits.append(waited)
+    if len(plan.owner):
+        shared = [bool(plan.owner[k] != 0) for k in range(len(rows.words))]
+    else:
+        shared = [
+            workers > 1 and bool(sharing.shared_work(w[0], w, cache.arrays[0][k], workers))
+            for k, w in enumerate(rows.words)
+        ]
+    return np.array(runs[1:]), [valid.code[o] for o in origin], shared, np.array(waits[1:])
 
 
 def _macs(ins) -> int:
@@ -242,7 +276,7 @@ def main(argv=None) -> int:
             print(f"== {name} region {index}: {len(valid.code)} instructions")
             phases = _phases(valid, inputs, args.repeat)
             print("  " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in phases.items()))
-            cycles, instructions, _ = _instruction_cycles(valid, inputs, args.repeat)
+            cycles, instructions, _, _ = _instruction_cycles(valid, inputs, args.repeat)
             seconds = cycles.min(axis=0) / hz
             typical = np.median(cycles.sum(axis=1)) / hz
             by_op: dict[str, list] = defaultdict(lambda: [0, 0, 0.0])
@@ -279,25 +313,31 @@ def main(argv=None) -> int:
 
 def _thread_table(valid, inputs, repeat: int, counts: list[int], hz: float, top: int) -> None:
     """Per opcode (and for the `top` costliest kinds), thread 0's summed least times with each
-    of `counts` threads, and how many of its instructions the threads share."""
+    of `counts` threads, and how many of its instructions other threads run or share: by tile
+    plan (a program on several tiles), the rows of the other threads' tiles, which thread 0
+    does not run (`others`), and thread 0's waits for them; else the instructions the threads
+    share (`shared`)."""
     per_count = []
     for workers in counts:
-        cycles, instructions, shared = _instruction_cycles(valid, inputs, repeat, workers)
-        per_count.append((cycles.min(axis=0) / hz, np.median(cycles.sum(axis=1)) / hz, shared))
+        cycles, instructions, shared, waited = _instruction_cycles(valid, inputs, repeat, workers)
+        typical = np.median((cycles + waited).sum(axis=1)) / hz
+        wait = np.median(waited.sum(axis=1)) / hz
+        per_count.append((cycles.min(axis=0) / hz, typical, shared, wait))
     header = " ".join(f"{f'{w}t ms':>9s}" for w in counts)
     print(
         f"  thread 0 with {', '.join(map(str, counts))} threads "
-        f"(runs' medians: {', '.join(f'{m * 1e3:.3f}' for _, m, _ in per_count)} ms)"
+        f"(runs' medians: {', '.join(f'{m * 1e3:.3f}' for _, m, _, _ in per_count)} ms, "
+        f"of which waits {', '.join(f'{w * 1e3:.3f}' for *_, w in per_count)})"
     )
     for label, key in (("opcode", lambda ins: ins.opcode), ("kind", _describe)):
         groups: dict[str, list] = defaultdict(lambda: [0, 0, np.zeros(len(counts))])
         for k, ins in enumerate(instructions):
             entry = groups[key(ins)]
             entry[0] += 1
-            entry[1] += any(shared[k] for _, _, shared in per_count)
-            entry[2] += [seconds[k] for seconds, _, _ in per_count]
+            entry[1] += any(shared[k] for _, _, shared, _ in per_count)
+            entry[2] += [seconds[k] for seconds, *_ in per_count]
         ranked = sorted(groups.items(), key=lambda kv: -kv[1][2][-1])
-        print(f"  {label:10s} {'count':>6s} {'shared':>6s} {header}")
+        print(f"  {label:10s} {'count':>6s} {'shared/others':>6s} {header}")
         for name, (count, shared_count, s) in ranked[: top if label == "kind" else None]:
             cells = " ".join(f"{v * 1e3:9.3f}" for v in s)
             print(f"  {name:10s} {count:6d} {shared_count:6d} {cells}")

@@ -35,18 +35,25 @@ from mrvl.sim.engines.numba.normalization import layernorm, softmax
 from mrvl.sim.engines.numba.numerics import F16_TO_F32, F16_TO_F32_BITS
 from mrvl.sim.engines.numba.reduce import binary, reduce
 from mrvl.sim.engines.numba.sharing import (
+    SYNC_FAULT,
     SYNC_WORKERS,
     _helper_pool,
     abandon,
+    count_row_done,
     new_sync,
+    note_fault,
+    observe,
+    progress_at,
     shared_work,
     shares_any,
     threads,
+    wait_before,
 )
 from mrvl.sim.engines.numba.vector import TABLE_NOT_INTEGER, add, mul, pool, resize, scale
 from mrvl.sim.errors import SimulatorError
 from mrvl.sim.memory import Memory
 from mrvl.sim.stats import RunStats
+from mrvl.sim.thread_plan import ThreadPlan, thread_plan, use_tile_plan
 from mrvl.sim.validate import ValidProgram, describe
 from mrvl.sim.weight_cache import Packing, WeightCache, weight_cache
 
@@ -224,38 +231,81 @@ KERNEL_TABLE = tuple((OPCODE_BY_NAME[name].opcode, kernel) for name, kernel in K
 
 
 @jit
-def run_program(words, floats, machine, counts, weights, skip, sync, worker):
+def run_row(i, words, floats, machine, counts, weights, skip, sync, worker, together):
+    """Row i's kernel, on `together` threads of which this is `worker`: its status."""
+    row, frow, op = words[i], floats[i], words[i, 0]
+    status = STOP
+    for entry in literal_unroll(KERNEL_TABLE):
+        if entry[0] == op:
+            status = entry[1](
+                i, row, frow, machine, counts[i], weights, skip, sync, worker, together
+            )
+    return status
+
+
+@jit
+def run_program(words, floats, machine, counts, weights, skip, sync, worker, owner, need):
     """Every instruction in order; the rows end with the program's first `end`. Returns -1, or
     index * 8 + fault of the instruction that faulted (only resize can: its tables are data).
     counts[i] gets instruction i's (saturated, nans), zeros on entry. `weights` is the weight
     cache's arrays (WeightCache.arrays); `skip[i]` = 1 skips DMA i (WeightCache.skip).
 
     Several threads may run one program together, each calling this with its `worker` index
-    and its own `counts`, and one `sync` array (`sharing.new_sync`): thread 0 runs every
-    instruction, and the others join it in the convs, adds and pools it shares (`shared_work`),
-    taking chunks of their work, and skip the rest. `abandon(sync)` ends the run for all (thread 0 does on a fault)."""
+    and its own `counts`, and one `sync` array (`sharing.new_sync`). With a tile plan
+    (`owner`, `need`: `thread_plan.ThreadPlan`, not empty) each runs its own rows
+    (`run_planned`). Without one, thread 0 runs every instruction, and the others join it in
+    the convs, adds and pools it shares (`shared_work`), taking chunks of their work, and skip
+    the rest; `abandon(sync)` ends the run for all (thread 0 does on a fault)."""
+    if owner.shape[0] > 0:
+        return run_planned(words, floats, machine, counts, weights, skip, sync, worker, owner, need)
     slots = weights[0]
     workers = sync[SYNC_WORKERS]
     for i in range(words.shape[0]):
-        row, frow = words[i], floats[i]
-        op = row[0]
-        shared = workers > 1 and shared_work(op, row, slots[i], workers)  # a call: refcounts
+        op = words[i, 0]
+        shared = workers > 1 and shared_work(op, words[i], slots[i], workers)  # a call: refcounts
         if worker > 0 and not shared:
             if op == OP_END:
                 return -1
             continue
         together = workers if shared else 1  # the threads computing this instruction
-        status = STOP
-        for entry in literal_unroll(KERNEL_TABLE):
-            if entry[0] == op:
-                status = entry[1](
-                    i, row, frow, machine, counts[i], weights, skip, sync, worker, together
-                )
+        status = run_row(i, words, floats, machine, counts, weights, skip, sync, worker, together)
         if status >= 0:
             continue
         if status == STOP:
             return -1
         abandon(sync)
+        return i * 8 + FAULT - status
+    return -1
+
+
+@jit
+def run_planned(words, floats, machine, counts, weights, skip, sync, worker, owner, need):
+    """`run_program` by tile plan: this thread runs the rows it owns (`owner[i] == worker`) in
+    order, each alone, once the rows of the other threads it needs are done (`need[i, u]` of
+    thread u's rows), and counts each one it finishes (`count_row_done`). Thread 0 ends at
+    `end` once every thread's rows are done. A faulting row stops every thread before any later
+    row, and the threads finish the earlier ones (`note_fault`): the first fault in program
+    order is the one reported, as on one thread."""
+    workers = sync[SYNC_WORKERS]
+    for i in range(words.shape[0]):
+        if observe(sync, SYNC_FAULT) < i:
+            return -1
+        op = words[i, 0]
+        if op != OP_END and owner[i] != worker:
+            continue
+        if op != OP_END or worker == 0:
+            for u in range(workers):
+                if need[i, u] > 0 and not wait_before(sync, progress_at(sync, u), need[i, u], i):
+                    return -1
+        if op == OP_END:
+            return -1
+        status = run_row(i, words, floats, machine, counts, weights, skip, sync, 0, 1)
+        if status >= 0:
+            count_row_done(sync, worker)
+            continue
+        if status == STOP:  # no kernel but `end`'s stops a thread that runs it alone
+            return -1
+        note_fault(sync, i)
         return i * 8 + FAULT - status
     return -1
 
@@ -288,14 +338,18 @@ def execute(
     owned = cache.lock.acquire(blocking=False)  # another thread's run may be filling it
     arrays = cache.arrays if owned else WeightCache.none(rows)
     skip = cache.skip() if owned else np.zeros(len(rows.words), np.uint8)
-    if workers > 1 and not shares_any(rows.words, arrays[0], workers):
-        workers = 1  # nothing to share: no helper threads
-    sync = new_sync(workers, len(rows.words))
     qcache = qweight_cache(rows)  # the qconvs' packed weights (int8_weights.py)
     q_owned = qcache.lock.acquire(blocking=False)
     qweights = qcache.arrays if q_owned else QWeightCache.none(rows)
     if q_owned:
         skip = skip | qcache.skip()  # the DMAs of constant qconv weights, once packed
+    plan = ThreadPlan.none()
+    if workers > 1 and use_tile_plan(rows):
+        caches = ((cache, arrays, owned), (qcache, qweights, q_owned))
+        plan = thread_plan(rows, workers, [(c.warm and o, a) for c, a, o in caches])
+    elif workers > 1 and not shares_any(rows.words, arrays[0], workers):
+        workers = 1  # nothing to share: no helper threads
+    sync = new_sync(workers, len(rows.words))
     machine = (memory.ddr, memory.ocm, memory.tables, F16_TO_F32, F16_TO_F32_BITS, qweights)
     args = (rows.words, rows.floats, machine)
     try:
@@ -304,19 +358,21 @@ def execute(
             pool = _helper_pool(workers - 1)
             for worker in range(1, workers):
                 mine = np.zeros_like(counts)
-                joined.append(
-                    (pool.submit(_run_program, *args, mine, arrays, skip, sync, worker), mine)
-                )
+                run = (*args, mine, arrays, skip, sync, worker, plan.owner, plan.need)
+                joined.append((pool.submit(_run_program, *run), mine))
         try:
-            status = _run_program(*args, counts, arrays, skip, sync, 0)
-            if status < 0:
-                cache.warm = owned or cache.warm  # every conv ran: its slot is packed
-                qcache.warm = q_owned or qcache.warm
+            status = _run_program(*args, counts, arrays, skip, sync, 0, plan.owner, plan.need)
         finally:
-            abandon(sync)  # the helpers that wait for thread 0 stop waiting
+            if len(plan.owner) == 0:
+                abandon(sync)  # the helpers that wait for thread 0 stop waiting
             for future, mine in joined:
-                future.result()
+                helper = future.result()  # by tile plan, a helper's row may fault first
+                status = helper if status < 0 or 0 <= helper < status else status
                 counts += mine
+            abandon(sync)
+        if status < 0:
+            cache.warm = owned or cache.warm  # every conv ran: its slot is packed
+            qcache.warm = q_owned or qcache.warm
     finally:
         if owned:
             cache.lock.release()

@@ -1,7 +1,10 @@
 """How the Numba engine's threads share a run: which instructions they share, and how they
-share each one's work.
+share each one's work; and the counters by which they run a program by tile plan.
 
-Thread 0 runs every instruction; the others join it only in the convs, fcs, bmms, softmaxes,
+A program on several tiles runs by tile plan (`mrvl.sim.thread_plan`, `dispatch.run_planned`):
+each thread runs its tiles' rows, counts them done (`count_row_done`) and waits for the other
+threads' rows it needs (`wait_before`); the rest of this module is the run of a program on one
+tile. Thread 0 runs every instruction; the others join it only in the convs, fcs, bmms, softmaxes,
 layernorms, adds and pools, fp16 or int8, large enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
 thread takes the next chunk nobody has taken from a shared atomic counter (`claim`) until none
 is left: a thread that another process keeps off its core simply takes fewer chunks, and one
@@ -87,6 +90,20 @@ def observe(typingctx, sync, index):
         array = context.make_array(signature.args[0])(context, builder, args[0])
         pointer = builder.gep(array.data, [args[1]])
         return builder.load_atomic(pointer, ordering="acquire", align=8)
+
+    return sig, codegen
+
+
+@intrinsic
+def fetch_min(typingctx, sync, index, value):
+    """sync[index] = min(sync[index], value) as one sequentially consistent atomic step."""
+    sig = types.void(sync, index, value)
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        pointer = builder.gep(array.data, [args[1]])
+        builder.atomic_rmw("min", pointer, args[2], "seq_cst")
+        return context.get_dummy_value()
 
     return sig, codegen
 
@@ -198,12 +215,18 @@ def relax(typingctx):
 
 # ---------------------------------------------------------------------------- shared work
 
-SYNC_OPENED, SYNC_ABANDONED, SYNC_FUTEX, SYNC_SLEEPERS, SYNC_WORKERS = 0, 1, 2, 3, 4
+SYNC_OPENED, SYNC_ABANDONED, SYNC_FUTEX, SYNC_SLEEPERS, SYNC_WORKERS, SYNC_FAULT = range(6)
 """A run's `sync` array: the index + 1 of the last instruction thread 0 opened to the others
 (`open_work`), the abandon flag (nonzero: the run is over), the futex word that every
-announcement changes, the count of sleeping threads, the number of threads; then SYNC_COUNTERS
-counters per instruction (`counter`)."""
-SYNC_EXTRA = 5
+announcement changes, the count of sleeping threads, the number of threads, the first row that
+faulted in a run by tile plan (NO_FAULT: none; `run_planned`); then SYNC_COUNTERS counters per
+instruction (`counter`); then each thread's rows done in a run by tile plan, PROGRESS_STRIDE
+apart (`progress_at`)."""
+SYNC_EXTRA = 6
+NO_FAULT = 1 << 62
+PROGRESS_STRIDE = 8
+"""int64s between two threads' progress counters: one cache line each, so that a thread that
+counts its rows does not slow the one that watches the other's."""
 CLAIMED, COMPUTED, STORED = 0, 1, 2
 """An instruction's counters: its chunks claimed (`claim`), computed and stored."""
 SYNC_COUNTERS = 3
@@ -230,9 +253,16 @@ def new_sync(workers: int, rows: int):
     """The `sync` array of a run of `rows` instructions on `workers` threads (SYNC_OPENED)."""
     import numpy as np
 
-    sync = np.zeros(SYNC_EXTRA + SYNC_COUNTERS * rows, np.int64)
+    sync = np.zeros(SYNC_EXTRA + SYNC_COUNTERS * rows + PROGRESS_STRIDE * workers, np.int64)
     sync[SYNC_WORKERS] = workers
+    sync[SYNC_FAULT] = NO_FAULT
     return sync
+
+
+@jit
+def progress_at(sync, worker):
+    """The index in `sync` of thread `worker`'s count of rows done (a run by tile plan)."""
+    return sync.shape[0] - PROGRESS_STRIDE * (sync[SYNC_WORKERS] - worker)
 
 
 @jit
@@ -259,14 +289,20 @@ def abandon(sync):
 
 @jit
 def wait_until(sync, index, target):
+    """Wait until sync[index] >= target (`wait_before`, for any row)."""
+    return wait_before(sync, index, target, NO_FAULT)
+
+
+@jit
+def wait_before(sync, index, target, row):
     """Wait until sync[index] >= target: spin SPINS hints, then YIELDS rounds of hints and a
     yield, then sleep until an announcement (`wake`). False if the run was abandoned
-    meanwhile. A sleeper counts itself before it looks once more, and an announcement changes
-    its value before it reads the count, so none goes unseen (both are sequentially
-    consistent)."""
+    meanwhile, or a row before `row` faulted (a run by tile plan). A sleeper counts itself
+    before it looks once more, and an announcement changes its value before it reads the
+    count, so none goes unseen (both are sequentially consistent)."""
     spins = 0
     while observe(sync, index) < target:
-        if observe(sync, SYNC_ABANDONED) != 0:
+        if observe(sync, SYNC_ABANDONED) != 0 or observe(sync, SYNC_FAULT) < row:
             return False
         if spins < SPINS + YIELDS * YIELD_SPINS:
             spins += 1
@@ -276,10 +312,34 @@ def wait_until(sync, index, target):
             continue
         word = fetch_add(sync, SYNC_FUTEX, 0)
         fetch_add(sync, SYNC_SLEEPERS, 1)
-        if fetch_add(sync, index, 0) < target and observe(sync, SYNC_ABANDONED) == 0:
+        if (
+            fetch_add(sync, index, 0) < target
+            and observe(sync, SYNC_ABANDONED) == 0
+            and observe(sync, SYNC_FAULT) >= row
+        ):
             sleep(sync, SYNC_FUTEX, word, SLEEP_NS)
         fetch_add(sync, SYNC_SLEEPERS, -1)
     return True
+
+
+@jit
+def count_row_done(sync, worker):
+    """Count one more row of thread `worker` done (a run by tile plan), and wake the threads
+    that sleep, if any: a sleeper counts itself before it looks at the count, and this reads
+    the sleepers after it counts (both sequentially consistent), so one of the two sees the
+    other."""
+    fetch_add(sync, progress_at(sync, worker), 1)
+    if fetch_add(sync, SYNC_SLEEPERS, 0) > 0:
+        fetch_add(sync, SYNC_FUTEX, 1)
+        wake_all(sync, SYNC_FUTEX)
+
+
+@jit
+def note_fault(sync, i):
+    """Row i faulted (a run by tile plan): the threads stop before any later row, and finish
+    the earlier ones, so the first fault in program order is the one reported."""
+    fetch_min(sync, SYNC_FAULT, i)
+    wake(sync)
 
 
 @jit
