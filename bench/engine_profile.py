@@ -61,16 +61,18 @@ def _timed_loop():
     from mrvl.sim.engines.numba.fields import OP_END
     from mrvl.sim.engines.numba.sharing import (
         SYNC_WORKERS,
-        count_row_done,
+        count_rows_done,
         progress_at,
         shared_work,
         wait_before,
     )
 
     @njit(nogil=True)
-    def timed(words, floats, machine, counts, weights, skip, sync, owner, need, cycles, waited):
+    def timed(words, floats, machine, counts, weights, skip, sync, plan, cycles, waited):
+        owner, need, announce = plan
         slots, workers = weights[0], sync[SYNC_WORKERS]
         planned = owner.shape[0] > 0
+        done = told = 0
         for i in range(words.shape[0]):
             op = words[i, 0]
             if planned and op != OP_END and owner[i] != 0:
@@ -88,8 +90,10 @@ def _timed_loop():
             start = cycle_counter()
             status = run_row(i, words, floats, machine, counts, weights, skip, sync, 0, together)
             cycles[i] = cycle_counter() - start
-            if planned:
-                count_row_done(sync, 0)
+            done += 1
+            if planned and announce[i]:
+                count_rows_done(sync, 0, done - told)
+                told = done
             if status < 0:
                 return i
         return words.shape[0]
@@ -204,13 +208,12 @@ def _instruction_cycles(valid, inputs, repeat: int, workers: int = 1):
         helpers = [
             sharing._helper_pool(workers - 1).submit(
                 dispatch._run_program,
-                *(*args, np.zeros_like(counts), cache.arrays, skip, sync, w),
-                *(plan.owner, plan.need),
+                *(*args, np.zeros_like(counts), cache.arrays, skip, sync, w, *plan),
             )
             for w in range(1, workers)
         ]
         try:
-            timed(*args, counts, cache.arrays, skip, sync, plan.owner, plan.need, cycles, waited)
+            timed(*args, counts, cache.arrays, skip, sync, tuple(plan), cycles, waited)
         finally:
             if len(plan.owner) == 0:
                 sharing.abandon(sync)

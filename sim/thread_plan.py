@@ -24,7 +24,7 @@ constant pool) writes it, so those convs are ordered like two writes to one plac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,19 +39,20 @@ SLOT_SPACES = ("fp16 slot", "int8 slot")
 """The pseudo-spaces of the two weight caches' slots, one unit a slot."""
 
 
-@dataclass(frozen=True)
-class ThreadPlan:
+class ThreadPlan(NamedTuple):
     """`owner[r]`: the thread that runs row r; `need[r, u]`: how many of thread u's rows must
     be done before row r starts (0: none; a row's own thread's column is 0). The `end` row
-    needs every row of every thread."""
+    needs every row of every thread. `announce[r]`: 1 if another thread's row needs row r
+    done, so that its thread must count its rows done once it is (the others need not)."""
 
     owner: np.ndarray
     need: np.ndarray
+    announce: np.ndarray
 
     @staticmethod
     def none() -> ThreadPlan:
         """No plan: the threads share instructions instead (`sharing`)."""
-        return ThreadPlan(np.zeros(0, np.int64), np.zeros((0, 1), np.int64))
+        return ThreadPlan(np.zeros(0, np.int64), np.zeros((0, 1), np.int64), np.zeros(0, np.uint8))
 
 
 class _Shadow:
@@ -101,21 +102,23 @@ def plan_threads(
     threads: int,
     slots: tuple[np.ndarray, np.ndarray],
     slot_writes: tuple[np.ndarray, np.ndarray],
+    thread_of_tile=None,
 ) -> ThreadPlan:
-    """The plan of `rows` on `threads` threads: tile t's rows on thread t % threads (tile 0's
-    on thread 0). `slots`: per row its fp16 and int8 weight-cache slot (-1: none);
+    """The plan of `rows` on `threads` threads: tile t's rows on thread `thread_of_tile[t]`
+    (default t % threads). `slots`: per row its fp16 and int8 weight-cache slot (-1: none);
     `slot_writes`: per slot whether a run may pack it (write it) rather than only read it."""
     count = len(rows.code)
     owner = np.zeros(count, np.int64)
     need = np.zeros((count, threads), np.int64)
     done = [0] * threads
+    after = np.zeros(count, np.int64)  # per row, its thread's rows done once it is
     shadows: dict = {}
     for r, ins in enumerate(rows.code):
         if ins.opcode == "end":
             need[r] = done
             need[r, 0] = 0
             break
-        thread = ins.tile % threads
+        thread = ins.tile % threads if thread_of_tile is None else int(thread_of_tile[ins.tile])
         owner[r] = thread
         row_slots = (int(slots[0][r]), int(slots[1][r]))
         writes = tuple(
@@ -131,9 +134,14 @@ def plan_threads(
         mine[thread] = 0
         need[r] = mine
         done[thread] += 1
+        after[r] = done[thread]
         for key, lo, hi, is_write in touched:
             shadows[key].record(lo, hi, is_write, thread, done[thread])
-    return ThreadPlan(owner, need)
+    announce = np.zeros(count, np.uint8)
+    for thread in range(threads):
+        needed = np.isin(after, need[:, thread][need[:, thread] > 0])
+        announce[(owner == thread) & needed] = 1
+    return ThreadPlan(owner, need, announce)
 
 
 _plans = PerProgram()

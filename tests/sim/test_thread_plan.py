@@ -65,6 +65,7 @@ def test_a_row_waits_for_the_other_threads_rows_that_touch_its_bytes():
     assert plan.owner[:6].tolist() == [0, 0, 1, 1, 0, 0]
     assert plan.need[:6].tolist() == [[0, 0], [0, 0], [0, 0], [2, 0], [0, 0], [0, 2]]
     assert plan.need[6].tolist() == [0, 2]  # `end`: thread 1's two rows (thread 0's in order)
+    assert plan.announce[:6].tolist() == [0, 1, 0, 1, 0, 0]  # the rows others need done
 
 
 def test_a_shared_weight_slot_orders_its_convs_until_it_is_only_read():

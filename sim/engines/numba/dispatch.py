@@ -39,7 +39,7 @@ from mrvl.sim.engines.numba.sharing import (
     SYNC_WORKERS,
     _helper_pool,
     abandon,
-    count_row_done,
+    count_rows_done,
     new_sync,
     note_fault,
     observe,
@@ -244,7 +244,7 @@ def run_row(i, words, floats, machine, counts, weights, skip, sync, worker, toge
 
 
 @jit
-def run_program(words, floats, machine, counts, weights, skip, sync, worker, owner, need):
+def run_program(words, floats, machine, counts, weights, skip, sync, worker, owner, need, announce):
     """Every instruction in order; the rows end with the program's first `end`. Returns -1, or
     index * 8 + fault of the instruction that faulted (only resize can: its tables are data).
     counts[i] gets instruction i's (saturated, nans), zeros on entry. `weights` is the weight
@@ -252,12 +252,14 @@ def run_program(words, floats, machine, counts, weights, skip, sync, worker, own
 
     Several threads may run one program together, each calling this with its `worker` index
     and its own `counts`, and one `sync` array (`sharing.new_sync`). With a tile plan
-    (`owner`, `need`: `thread_plan.ThreadPlan`, not empty) each runs its own rows
+    (`owner`, `need`, `announce`: `thread_plan.ThreadPlan`, not empty) each runs its own rows
     (`run_planned`). Without one, thread 0 runs every instruction, and the others join it in
     the convs, adds and pools it shares (`shared_work`), taking chunks of their work, and skip
     the rest; `abandon(sync)` ends the run for all (thread 0 does on a fault)."""
     if owner.shape[0] > 0:
-        return run_planned(words, floats, machine, counts, weights, skip, sync, worker, owner, need)
+        return run_planned(
+            words, floats, machine, counts, weights, skip, sync, worker, owner, need, announce
+        )
     slots = weights[0]
     workers = sync[SYNC_WORKERS]
     for i in range(words.shape[0]):
@@ -279,14 +281,16 @@ def run_program(words, floats, machine, counts, weights, skip, sync, worker, own
 
 
 @jit
-def run_planned(words, floats, machine, counts, weights, skip, sync, worker, owner, need):
+def run_planned(words, floats, machine, counts, weights, skip, sync, worker, owner, need, announce):
     """`run_program` by tile plan: this thread runs the rows it owns (`owner[i] == worker`) in
     order, each alone, once the rows of the other threads it needs are done (`need[i, u]` of
-    thread u's rows), and counts each one it finishes (`count_row_done`). Thread 0 ends at
+    thread u's rows), and counts the rows it has done when it finishes one that another
+    thread needs (`announce`, `count_rows_done`). Thread 0 ends at
     `end` once every thread's rows are done. A faulting row stops every thread before any later
     row, and the threads finish the earlier ones (`note_fault`): the first fault in program
     order is the one reported, as on one thread."""
     workers = sync[SYNC_WORKERS]
+    done = told = 0  # this thread's rows done, and counted in sync
     for i in range(words.shape[0]):
         if observe(sync, SYNC_FAULT) < i:
             return -1
@@ -301,7 +305,10 @@ def run_planned(words, floats, machine, counts, weights, skip, sync, worker, own
             return -1
         status = run_row(i, words, floats, machine, counts, weights, skip, sync, 0, 1)
         if status >= 0:
-            count_row_done(sync, worker)
+            done += 1
+            if announce[i]:
+                count_rows_done(sync, worker, done - told)
+                told = done
             continue
         if status == STOP:  # no kernel but `end`'s stops a thread that runs it alone
             return -1
@@ -358,10 +365,10 @@ def execute(
             pool = _helper_pool(workers - 1)
             for worker in range(1, workers):
                 mine = np.zeros_like(counts)
-                run = (*args, mine, arrays, skip, sync, worker, plan.owner, plan.need)
+                run = (*args, mine, arrays, skip, sync, worker, *plan)
                 joined.append((pool.submit(_run_program, *run), mine))
         try:
-            status = _run_program(*args, counts, arrays, skip, sync, 0, plan.owner, plan.need)
+            status = _run_program(*args, counts, arrays, skip, sync, 0, *plan)
         finally:
             if len(plan.owner) == 0:
                 abandon(sync)  # the helpers that wait for thread 0 stop waiting
@@ -378,9 +385,9 @@ def execute(
             cache.lock.release()
         if q_owned:
             qcache.lock.release()
-    if cache.origin is not None:  # rows back to instructions
-        counts, per_row = np.zeros((len(valid.code), 2), np.int64), counts
-        np.add.at(counts, cache.origin, per_row)
+    if cache.origin is not None:  # rows back to instructions (each has rows, in order)
+        firsts = np.flatnonzero(np.diff(cache.origin, prepend=-1))
+        counts = np.add.reduceat(counts, firsts, axis=0)
     if stats is not None:
         stats.saturated[:] = counts[:, 0]
         stats.nans[:] = counts[:, 1]

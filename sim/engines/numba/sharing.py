@@ -2,7 +2,7 @@
 share each one's work; and the counters by which they run a program by tile plan.
 
 A program on several tiles runs by tile plan (`mrvl.sim.thread_plan`, `dispatch.run_planned`):
-each thread runs its tiles' rows, counts them done (`count_row_done`) and waits for the other
+each thread runs its tiles' rows, counts them done (`count_rows_done`) and waits for the other
 threads' rows it needs (`wait_before`); the rest of this module is the run of a program on one
 tile. Thread 0 runs every instruction; the others join it only in the convs, fcs, bmms, softmaxes,
 layernorms, adds and pools, fp16 or int8, large enough to be worth sharing (`shared_work`). Such an instruction is cut into chunks, and each
@@ -323,12 +323,12 @@ def wait_before(sync, index, target, row):
 
 
 @jit
-def count_row_done(sync, worker):
-    """Count one more row of thread `worker` done (a run by tile plan), and wake the threads
-    that sleep, if any: a sleeper counts itself before it looks at the count, and this reads
-    the sleepers after it counts (both sequentially consistent), so one of the two sees the
-    other."""
-    fetch_add(sync, progress_at(sync, worker), 1)
+def count_rows_done(sync, worker, rows):
+    """Count `rows` more rows of thread `worker` done (a run by tile plan), and wake the
+    threads that sleep, if any: a sleeper counts itself before it looks at the count, and this
+    reads the sleepers after it counts (both sequentially consistent), so one of the two sees
+    the other."""
+    fetch_add(sync, progress_at(sync, worker), rows)
     if fetch_add(sync, SYNC_SLEEPERS, 0) > 0:
         fetch_add(sync, SYNC_FUTEX, 1)
         wake_all(sync, SYNC_FUTEX)
