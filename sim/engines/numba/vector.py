@@ -232,23 +232,34 @@ def resize(row, ocm, lut, tally):
     if fault:
         return fault + 2
     x = load_f16(ocm, row[RESIZE_IN_ADDR], n_count * height * width * channels, lut)
+    # A row's taps across (`top`, `bottom`) depend on its input row and the output column
+    # only: each input row the table names is interpolated across once, into `across`, and
+    # every output row is then two_tap of two such rows, one run of out_cols * channels.
+    used = np.zeros(height, np.bool_)
+    for r in range(out_rows):
+        used[np.int64(ytab[r, 0]) - row0] = True
+        used[np.int64(ytab[r, 1]) - row0] = True
+    run = np.uint64(out_cols * channels)
+    across = np.empty((height, out_cols * channels), np.float32)
     out = np.empty(n_count * out_rows * out_cols * channels, np.float32)
     for n in range(n_count):
-        for r in range(out_rows):
-            y0, y1 = np.int64(ytab[r, 0]) - row0, np.int64(ytab[r, 1]) - row0
-            wy0, wy1 = ytab[r, 2], ytab[r, 3]
+        for y in range(height):
+            if not used[y]:
+                continue
+            line = across[y]
             for q in range(out_cols):
                 x0, x1 = np.int64(xtab[q, 0]), np.int64(xtab[q, 1])
                 wx0, wx1 = xtab[q, 2], xtab[q, 3]
-                a0 = ((n * height + y0) * width + x0) * channels
-                a1 = ((n * height + y0) * width + x1) * channels
-                b0 = ((n * height + y1) * width + x0) * channels
-                b1 = ((n * height + y1) * width + x1) * channels
-                base = ((n * out_rows + r) * out_cols + q) * channels
+                a0 = ((n * height + y) * width + x0) * channels
+                a1 = ((n * height + y) * width + x1) * channels
                 for ch in range(channels):
-                    top = two_tap(x[a0 + ch], x[a1 + ch], wx0, wx1)
-                    bottom = two_tap(x[b0 + ch], x[b1 + ch], wx0, wx1)
-                    out[base + ch] = two_tap(top, bottom, wy0, wy1)
+                    line[q * channels + ch] = two_tap(x[a0 + ch], x[a1 + ch], wx0, wx1)
+        for r in range(out_rows):
+            top, bottom = across[np.int64(ytab[r, 0]) - row0], across[np.int64(ytab[r, 1]) - row0]
+            wy0, wy1 = ytab[r, 2], ytab[r, 3]
+            base = np.uint64((n * out_rows + r) * run)
+            for k in range(run):  # unsigned indices: no wraparound test a value
+                out[base + k] = two_tap(top[k], bottom[k], wy0, wy1)
     store_f16(ocm, row[RESIZE_OUT_ADDR], out, tally)
     return 0
 
