@@ -25,7 +25,10 @@ in the Relax VM. Per model the table gives:
 - the time the simulator itself took inside the warm numba run (`mrvl.sim.simulator_wall_time`);
 - the ratios numba/ORT (of the bests) and interp/numba, whether numba (its first run and
   every warm one) and interp gave the same bits, and the child's peak resident memory
-  (compile and runs included).
+  (compile and runs included);
+- `threads`: how many warm simulator runs ran on how many threads by the engine's default
+  (`threads:runs`; `sharing.threads`, which counts the CPUs other runnable tasks leave free
+  at each run's start, so a burst of other work makes some runs one-threaded).
 
 `--contention` also starts, in each child, a process that loops on one core, and times warm
 runs with the default thread count (`busy`), with one thread (`busy 1t`) and with one thread a
@@ -50,12 +53,14 @@ under one thread).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
 import subprocess
 import sys
 import time
+from collections import Counter
 
 import numpy as np
 
@@ -141,6 +146,20 @@ def contention(vm_run, repeat: int) -> dict:
         busy.wait()
 
 
+@contextlib.contextmanager
+def chosen_threads():
+    """The thread counts the engine's default chose (`sharing.threads`: at each run's start,
+    the CPUs that other runnable tasks leave free) for the simulator runs inside, in order."""
+    from mrvl.sim.engines.numba import dispatch
+
+    chosen, choose = [], dispatch.threads
+    dispatch.threads = lambda: chosen.append(choose()) or chosen[-1]
+    try:
+        yield chosen
+    finally:
+        dispatch.threads = choose
+
+
 def bench_model(
     name: str,
     seed: int,
@@ -192,7 +211,9 @@ def bench_model(
 
     with use_engine("numba"):
         row["numba_first"], _, numba_out, _ = vm_run()
-        warm = [vm_run() for _ in range(repeat)]
+        with chosen_threads() as chosen:
+            warm = [vm_run() for _ in range(repeat)]
+    row["threads"] = dict(sorted(Counter(chosen).items()))
     # onnxruntime again after the warm runs, not between them: its pool's threads spin for a
     # while after a run, which the engine's thread count (sharing.free_cpus) would see as load
     ort_times += [ort_run() for _ in range(repeat)]
@@ -246,6 +267,7 @@ def _format(row: dict) -> str:
         f"{interp / row['numba']:12.0f}" if interp is not None else f"{'-':>12s}",
         f"{'yes' if row.get('same_bits') else ('-' if interp is None else 'NO'):>5s}",
         f"{row['peak_mb']:8.0f}",
+        f"{' '.join(f'{t}:{n}' for t, n in row['threads'].items()):>8s}",
     ]
     for prefix in ("idle", "busy"):
         if prefix in row:
@@ -309,7 +331,7 @@ def main(argv=None) -> int:
     header = (
         f"{'model':18s} {'instrs':>7s} {'numba 1st':>10s} {'numba':>8s} {'(sim)':>8s} {'(cpu)':>8s} "
         f"{'interp':>8s} {'ORT':>7s} {'numba/ORT':>9s} {'interp/numba':>12s} {'same':>5s} "
-        f"{'peak MB':>8s}"
+        f"{'peak MB':>8s} {'threads':>8s}"
     )
     for prefix, wanted in (("idle", args.threads), ("busy", args.contention)):
         if wanted:
