@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mrvl.sim.cycles import instruction_cost
 from mrvl.sim.operands import OCM, TABLE, operands
 from mrvl.sim.validate import ValidProgram
 from mrvl.sim.weight_cache import CONSTANT, PerProgram
@@ -147,10 +148,24 @@ def plan_threads(
 _plans = PerProgram()
 
 
+TILE_PLAN_MACS = 1 << 23
+"""The fewest multiply-adds of a program that runs by tile plan (about 0.4 ms of one thread's
+convs): starting the helper threads and meeting them costs a smaller one more than they take
+off it (TC-ResNet8, 1.5 M multiply-adds in 1 ms: 1.45x slower on two threads by plan than on
+one, idle)."""
+
+
 def use_tile_plan(rows: ValidProgram) -> bool:
-    """Whether threads run `rows` by tile plan: its instructions are on two tiles or more
-    (found once per program)."""
-    return _plans.get(rows, "tiles", lambda: len({ins.tile for ins in rows.code}) > 1)
+    """Whether threads run `rows` by tile plan: its instructions are on two tiles or more, and
+    it has TILE_PLAN_MACS multiply-adds (`cycles.instruction_cost`'s count; found once per
+    program)."""
+
+    def worth_it() -> bool:
+        if len({ins.tile for ins in rows.code}) < 2:
+            return False
+        return sum(instruction_cost(ins, rows.target)[1] for ins in rows.code) >= TILE_PLAN_MACS
+
+    return _plans.get(rows, "tiles", worth_it)
 
 
 def thread_plan(rows: ValidProgram, threads: int, caches) -> ThreadPlan:

@@ -20,12 +20,18 @@ from sim_builders import (
 )
 
 from mrvl.isa import DType, IOEntry, MemSpace, Program
-from mrvl.sim import RunStats, SimulatorError, prepare, run
+from mrvl.sim import RunStats, SimulatorError, prepare, run, thread_plan
 from mrvl.sim.engines.numba import dispatch
 from mrvl.sim.engines.numba.sharing import THREADS_ENV
 from mrvl.sim.thread_plan import plan_threads, use_tile_plan
 
 DDR, OCM = MemSpace.DDR, MemSpace.OCM
+
+
+@pytest.fixture(autouse=True)
+def every_program_by_plan(monkeypatch):
+    """The programs here are small: run them by tile plan whatever their multiply-adds."""
+    monkeypatch.setattr(thread_plan, "TILE_PLAN_MACS", 0)
 
 
 def _program(code, *, num_tiles: int, consts: bytes, out_addr: int, out_bytes: int) -> Program:
@@ -129,6 +135,14 @@ def test_any_program_of_moves_between_tiles_gives_program_orders_bytes(moves):
             code.append(copy_bytes(DDR, out + src * BLOCK, DDR, dst * BLOCK, nbytes, tile=tile))
     program = _program(code, num_tiles=4, consts=consts, out_addr=out, out_bytes=9 * BLOCK)
     _same_on_threads(program)
+
+
+def test_only_a_program_on_two_tiles_with_enough_work_runs_by_plan(monkeypatch):
+    """One tile, or fewer than TILE_PLAN_MACS multiply-adds: the threads share instructions."""
+    program = multicast_program(True)
+    assert use_tile_plan(prepare(program))
+    monkeypatch.setattr(thread_plan, "TILE_PLAN_MACS", 1 << 23)
+    assert not use_tile_plan(prepare(program))
 
 
 def test_multicast_loads_give_the_same_bytes_on_any_number_of_threads():
