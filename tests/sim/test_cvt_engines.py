@@ -1,5 +1,6 @@
 """The Numba engine's `cvt` (dma.py: rounded or widened densely, then permuted by gathering
-or scattering, whichever has the longer runs) gives the interpreter's bytes, counts and all:
+or scattering, whichever has the longer runs; f16 -> f32 into a destination apart from the
+source widened a slab at a time straight into place) gives the interpreter's bytes, counts and all:
 every f16 class (NaN payloads, subnormals, infinities) and f32 values beyond the f16 range,
 destinations that overlap the source, and addresses off the element alignment (the
 engine's byte path)."""

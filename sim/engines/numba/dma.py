@@ -324,10 +324,50 @@ def permute(source, shape, perm, out):
 
 
 @jit
+def widen_permuted(ddr, src_addr, shape, perm, out, lut):
+    """out = the fp32 of the dense f16 array of `shape` at ddr[src_addr:], transposed by `perm`
+    (gather_permuted's order), for an `out` apart from the source: each slab of the source's
+    two inner dimensions is widened at once into a scratch array, then written along out's
+    shorter stride. An output's NHWC -> NCHW (256 x 21 a slab) then reads the source once and
+    writes each channel's row in order, where a staged copy, a permutation and a widening
+    passed over the whole tensor three times."""
+    out_shape = np.empty(4, np.int64)
+    for i in range(4):
+        out_shape[i] = shape[perm[i]]
+    out_strides = dense_strides(out_shape)
+    to = np.empty(4, np.int64)  # to[d]: the stride in out of source dimension d
+    for i in range(4):
+        to[perm[i]] = out_strides[i]
+    rows, columns = shape[2], shape[3]
+    scratch = np.empty(rows * columns, np.float32)
+    for i0 in range(shape[0]):
+        for i1 in range(shape[1]):
+            at = src_addr + 2 * (i0 * shape[1] + i1) * rows * columns
+            load_f16_into(ddr, at, scratch, lut)
+            base = i0 * to[0] + i1 * to[1]
+            if to[2] == 1:  # out runs along source dimension 2 (NHWC -> NCHW): dense stores
+                for i3 in range(columns):  # unsigned indices: no wraparound test an element
+                    start, c = np.uint64(base + i3 * to[3]), np.uint64(i3)
+                    for i2 in range(np.uint64(rows)):
+                        out[start + i2] = scratch[i2 * np.uint64(columns) + c]
+            elif to[2] <= to[3]:
+                for i3 in range(columns):
+                    start = base + i3 * to[3]
+                    for i2 in range(rows):
+                        out[start + i2 * to[2]] = scratch[i2 * columns + i3]
+            else:
+                for i2 in range(rows):
+                    start = base + i2 * to[2]
+                    for i3 in range(columns):
+                        out[start + i3 * to[3]] = scratch[i2 * columns + i3]
+
+
+@jit
 def cvt(row, ddr, lut_bits, tally):
     """`cvt`: the source is read whole (converted, or permuted, into a staging array) before
     any destination byte is written, so the two may overlap. F32 -> F16 converts first, then
-    moves halves; F16 -> F32 moves halves, then widens them; the saturation and NaN counts
+    moves halves; F16 -> F32 widens straight into a destination apart from the source
+    (widen_permuted), else moves halves, then widens them; the saturation and NaN counts
     are sums, the same in any order."""
     src_dtype, dst_dtype = row[CVT_SRC_DTYPE], row[CVT_DST_DTYPE]
     shape = row[CVT_SRC_SHAPE : CVT_SRC_SHAPE + 4].astype(np.int64)
@@ -347,7 +387,14 @@ def cvt(row, ddr, lut_bits, tally):
             permute(staged.view(np.uint16), shape, perm, halves)
         return
     if src_dtype == F16 and dst_dtype == F32 and src_addr % 2 == 0 and dst_addr % 4 == 0:
-        halves = ddr[src_addr : src_addr + 2 * count].view(np.uint16).copy()  # an output
+        if src_addr + 2 * count <= dst_addr or dst_addr + 4 * count <= src_addr:
+            out = ddr[dst_addr : dst_addr + 4 * count].view(np.float32)  # an output, apart
+            if identity:
+                load_f16_into(ddr, src_addr, out, lut_bits.view(np.float32))
+            else:
+                widen_permuted(ddr, src_addr, shape, perm, out, lut_bits.view(np.float32))
+            return
+        halves = ddr[src_addr : src_addr + 2 * count].view(np.uint16).copy()  # overlapping
         if not identity:
             moved = np.empty(count, np.uint16)
             permute(halves, shape, perm, moved)
