@@ -153,7 +153,7 @@ def chosen_threads():
     from mrvl.sim.engines.numba import dispatch
 
     chosen, choose = [], dispatch.threads
-    dispatch.threads = lambda: chosen.append(choose()) or chosen[-1]
+    dispatch.threads = lambda alone=False: chosen.append(choose(alone)) or chosen[-1]
     try:
         yield chosen
     finally:

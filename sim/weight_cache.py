@@ -231,15 +231,19 @@ class WeightCache:
     layers get their own, or they would repack each other's.
 
     It also holds what the engine runs, made once per program: `rows`, the program with each
-    multicast `dma` as single-tile ones (`single_tile`), and `origin`, the instruction each
-    row comes from; both None when the program has no multicast and runs its own rows (the
-    cache must not hold the program itself: `_weight_caches` keeps the cache until the
-    program dies). Its per-instruction arrays (slots, `weight_only`) are per row."""
+    multicast `dma` as single-tile ones (`single_tile`), `origin`, the instruction each
+    row comes from, and `firsts`; all None when the program has no multicast and runs its
+    own rows (the cache must not hold the program itself: `_weight_caches` keeps the cache
+    until the program dies). Its per-instruction arrays (slots, `weight_only`) are per row."""
 
     def __init__(self, valid: ValidProgram, packing: Packing):
         self.lock = threading.Lock()
         self.rows, self.origin = single_tile(valid) or (None, None)
+        self.firsts = None
+        """Each instruction's first row (None with `origin`): a run's counts per row are
+        summed back to instructions by np.add.reduceat over them."""
         if self.rows is not None:
+            self.firsts = np.flatnonzero(np.diff(self.origin, prepend=-1))
             valid = self.rows
         table, constant = SlotTable(len(valid.code), np.uint16, np.float32), []
         accesses = [operands(ins) for ins in valid.code]

@@ -302,3 +302,37 @@ def test_the_default_leaves_the_cores_other_tasks_want(monkeypatch, tmp_path):
     monkeypatch.setattr(engine_threads.os, "cpu_count", lambda: 8)
     assert engine_threads.free_cpus(2, _loadavg(tmp_path, 2)) == 2
     assert engine_threads.free_cpus(2, _loadavg(tmp_path, 9)) == 1
+
+
+def test_a_program_no_thread_would_join_counts_no_free_cpu(monkeypatch):
+    """A program that runs on one thread whatever the machine (`runs_alone`: no tile plan,
+    nothing two threads share) does not read the machine's load at each run, and a large one
+    does; the thread variables are checked either way."""
+    from mrvl.sim.engines.numba import dispatch
+
+    monkeypatch.delenv(numba_engine.THREADS_ENV, raising=False)
+    monkeypatch.delenv(engine_threads.WORKERS_ENV, raising=False)
+    reads = []
+    free_cpus = engine_threads.free_cpus
+    monkeypatch.setattr(
+        engine_threads, "free_cpus", lambda cpus: reads.append(cpus) or free_cpus(cpus)
+    )
+    small = prepare(valid_conv_program())
+    assert_same_bytes(run(small, [], engine="interp"), run(small, [], engine="numba"))
+    assert reads == []
+    cache = dispatch.weight_cache(small, dispatch.PACKING)
+    assert dispatch.runs_alone(small if cache.rows is None else cache.rows, cache)
+    staging = Staging()
+    shape = (1, 32, 32, 32)
+    in_addr = staging.add(f16_data(0, shape, True))
+    out_addr = staging.reserve(int(np.prod(shape)) * 2)
+    ins = pool(
+        in_addr, shape, out_addr, shape, kernel=(3, 3), mode=PoolMode.MAX, in_hw=(32, 32),
+        pad=(1, 1), pad_end=(1, 1),
+    )  # fmt: skip
+    large = prepare(layer_program(staging, [ins], out_addr, shape))
+    assert_same_bytes(run(large, [], engine="interp"), run(large, [], engine="numba"))
+    assert len(reads) == 1
+    monkeypatch.setenv(engine_threads.WORKERS_ENV, "none")
+    with pytest.raises(SimulatorInputError, match="MRVL_SIM_WORKERS"):
+        run(small, [], engine="numba")

@@ -55,7 +55,7 @@ from mrvl.sim.memory import Memory
 from mrvl.sim.stats import RunStats
 from mrvl.sim.thread_plan import ThreadPlan, thread_plan, use_tile_plan
 from mrvl.sim.validate import ValidProgram, describe
-from mrvl.sim.weight_cache import Packing, WeightCache, weight_cache
+from mrvl.sim.weight_cache import Packing, PerProgram, WeightCache, weight_cache
 
 STOP = -1
 """A kernel's status: the program ends here for this thread (`end`, or the run abandoned)."""
@@ -321,11 +321,21 @@ def _run_program(*args) -> int:
     """run_program, quiet while it compiles: Numba types the kernel table (a tuple of compiled
     functions) as first-class functions, called through their addresses, and flags that
     feature as experimental at each compile."""
-    if run_program.signatures:
+    if run_program.overloads:  # compiled (`signatures` would hash each one's types: 12 us)
         return run_program(*args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
         return run_program(*args)
+
+
+_alone = PerProgram()
+
+
+def runs_alone(rows: ValidProgram, cache: WeightCache) -> bool:
+    """Whether a run of `rows` (a weight cache's, `cache`) would use one thread whatever the
+    machine: it does not run by tile plan, and two threads would share none of its
+    instructions (`shares_any`; more threads share what two do)."""
+    return not use_tile_plan(rows) and not shares_any(rows.words, cache.arrays[0], 2)
 
 
 def execute(
@@ -337,10 +347,11 @@ def execute(
 ) -> None:
     """Run a validated program on `memory`; `stats` (reset by the caller) gets each
     instruction's counts. `workers`: the threads to run it on (default: `threads()`)."""
-    workers = threads() if workers is None else workers
     cache = weight_cache(valid, PACKING)
     # valid's instructions, a multicast dma as one dma per tile
     rows = valid if cache.rows is None else cache.rows
+    if workers is None:  # no thread joins a program run alone: count no free CPU for it
+        workers = threads(_alone.get(rows, "alone", lambda: runs_alone(rows, cache)))
     counts = np.zeros((len(rows.words), 2), np.int64)
     owned = cache.lock.acquire(blocking=False)  # another thread's run may be filling it
     arrays = cache.arrays if owned else WeightCache.none(rows)
@@ -386,8 +397,7 @@ def execute(
         if q_owned:
             qcache.lock.release()
     if cache.origin is not None:  # rows back to instructions (each has rows, in order)
-        firsts = np.flatnonzero(np.diff(cache.origin, prepend=-1))
-        counts = np.add.reduceat(counts, firsts, axis=0)
+        counts = np.add.reduceat(counts, cache.firsts, axis=0)
     if stats is not None:
         stats.saturated[:] = counts[:, 0]
         stats.nans[:] = counts[:, 1]

@@ -598,16 +598,20 @@ def _positive(name: str, value: str, what: str) -> int:
     return count
 
 
-def threads() -> int:
+def threads(alone: bool = False) -> int:
     """The threads of a run: $MRVL_SIM_THREADS, else the CPUs this process may run on divided
     among the $MRVL_SIM_WORKERS processes that share them, and no more than those of them
-    that other tasks leave free at the start of the run (`free_cpus`; at least one)."""
+    that other tasks leave free at the start of the run (`free_cpus`; at least one). `alone`:
+    the run's program would use one thread anyway; then the variables are still checked, but
+    the free CPUs are not counted (a read of /proc at each run)."""
     value = os.environ.get(THREADS_ENV)
     if value is not None:
         return _positive(THREADS_ENV, value, "threads")
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     workers = os.environ.get(WORKERS_ENV)
     sharing = _positive(WORKERS_ENV, workers, "worker processes") if workers else 1
+    if alone:
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min((cpus or 1) // sharing, free_cpus(cpus or 1)))
 
 
