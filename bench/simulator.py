@@ -19,11 +19,13 @@ in the Relax VM. Per model the table gives:
   varies far less than wall time, which counts the time the process waited for a core);
 - `interp`: one run on the reference interpreter;
 - `ORT`: onnxruntime's time for the same model and input (fp32, CPU provider, default threads,
-  best of `--repeat` runs after one warm-up and of `--repeat` more after the warm numba runs:
-  the machine's load may change between; not interleaved with them, as onnxruntime's threads
-  spin after a run and the engine would count them as load);
+  best of `--repeat` runs after one warm-up). Its runs and the warm numba runs alternate in
+  BLOCKS blocks each, so that both see the same stretches of the machine's load (on a shared
+  host it moves by a third within minutes); each numba block starts ORT_PAUSE seconds after
+  onnxruntime's, as onnxruntime's threads spin for a while after a run and the engine would
+  count them as load;
 - the time the simulator itself took inside the warm numba run (`mrvl.sim.simulator_wall_time`);
-- the ratios numba/ORT (of the bests) and interp/numba, whether numba (its first run and
+- the ratios numba/ORT (of the bests, and `(med)`, of the medians) and interp/numba, whether numba (its first run and
   every warm one) and interp gave the same bits, and the child's peak resident memory
   (compile and runs included);
 - `threads`: how many warm simulator runs ran on how many threads by the engine's default
@@ -66,6 +68,13 @@ import numpy as np
 
 DEFAULT_MODELS = ("resnet50", "squeezenet", "zoo:resnet18", "zoo:mobilenet_v2", "mnist")
 
+
+BLOCKS = 4
+"""Blocks of onnxruntime runs and warm numba runs that alternate (`--repeat` of each in all)."""
+ORT_PAUSE = 0.2
+"""Seconds between onnxruntime's block and the numba one after it: onnxruntime's pool threads
+spin for a while after a run (on this 2-core host, /proc/loadavg still counted one of them
+runnable 50 ms after a run, none after 100 ms)."""
 
 CALIBRATION = 16
 """Seeded calibration inputs of an `--int8` model (as `scripts/zoo_int8.py` quantizes)."""
@@ -191,7 +200,6 @@ def bench_model(
         return time.perf_counter() - start
 
     ort_run()  # warm-up
-    ort_times = [ort_run() for _ in range(repeat)]
 
     mod = mrvl.partition_for_mrvl(mrvl.from_onnx(model), num_tiles=8)
     start = time.perf_counter()
@@ -209,16 +217,19 @@ def bench_model(
         out = result.numpy() if isinstance(result, tvm.runtime.Tensor) else result[0].numpy()
         return seconds, spent.seconds, out, cpu
 
+    ort_times, warm = [], []
     with use_engine("numba"):
         row["numba_first"], _, numba_out, _ = vm_run()
         with chosen_threads() as chosen:
-            warm = [vm_run() for _ in range(repeat)]
+            for block in range(BLOCKS):  # the two alternate, so both meet the same load
+                runs = repeat * (block + 1) // BLOCKS - repeat * block // BLOCKS
+                ort_times += [ort_run() for _ in range(runs)]
+                time.sleep(ORT_PAUSE)
+                warm += [vm_run() for _ in range(runs)]
     row["threads"] = dict(sorted(Counter(chosen).items()))
-    # onnxruntime again after the warm runs, not between them: its pool's threads spin for a
-    # while after a run, which the engine's thread count (sharing.free_cpus) would see as load
-    ort_times += [ort_run() for _ in range(repeat)]
     row["ort"] = min(ort_times)
     row["numba"] = min(w[0] for w in warm)
+    row["ratio_median"] = float(np.median([w[0] for w in warm]) / np.median(ort_times))
     row["numba_sim"] = min(w[1] for w in warm)
     row["numba_cpu"] = min(w[3] for w in warm)
     if idle:
@@ -264,6 +275,7 @@ def _format(row: dict) -> str:
         f"{interp:8.2f}" if interp is not None else f"{'-':>8s}",
         f"{row['ort']:7.3f}",
         f"{row['numba'] / row['ort']:9.2f}",
+        f"{row['ratio_median']:6.2f}",
         f"{interp / row['numba']:12.0f}" if interp is not None else f"{'-':>12s}",
         f"{'yes' if row.get('same_bits') else ('-' if interp is None else 'NO'):>5s}",
         f"{row['peak_mb']:8.0f}",
@@ -330,7 +342,8 @@ def main(argv=None) -> int:
 
     header = (
         f"{'model':18s} {'instrs':>7s} {'numba 1st':>10s} {'numba':>8s} {'(sim)':>8s} {'(cpu)':>8s} "
-        f"{'interp':>8s} {'ORT':>7s} {'numba/ORT':>9s} {'interp/numba':>12s} {'same':>5s} "
+        f"{'interp':>8s} {'ORT':>7s} {'numba/ORT':>9s} {'(med)':>6s} {'interp/numba':>12s} "
+        f"{'same':>5s} "
         f"{'peak MB':>8s} {'threads':>8s}"
     )
     for prefix, wanted in (("idle", args.threads), ("busy", args.contention)):
