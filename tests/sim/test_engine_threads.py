@@ -229,6 +229,19 @@ def test_pools_the_threads_share_give_the_same_bits_on_any_number_of_threads(
     same_on_any_number_of_threads(layer_program(staging, [ins], out_addr, out_shape))
 
 
+def large_pool_program():
+    """A max pool over (1, 32, 32, 32), 3x3: enough outputs that the threads share it."""
+    staging = Staging()
+    shape = (1, 32, 32, 32)
+    in_addr = staging.add(f16_data(0, shape, True))
+    out_addr = staging.reserve(int(np.prod(shape)) * 2)
+    ins = pool(
+        in_addr, shape, out_addr, shape, kernel=(3, 3), mode=PoolMode.MAX, in_hw=(32, 32),
+        pad=(1, 1), pad_end=(1, 1),
+    )  # fmt: skip
+    return prepare(layer_program(staging, [ins], out_addr, shape))
+
+
 def test_helper_threads_start_only_for_a_program_with_work_to_share(monkeypatch):
     """A run on several threads starts its helpers only if it shares an instruction
     (`shares_any`): a small program runs on thread 0 alone, a large pool on all of them, and
@@ -244,15 +257,7 @@ def test_helper_threads_start_only_for_a_program_with_work_to_share(monkeypatch)
     small = prepare(valid_conv_program())
     assert_same_bytes(run(small, [], engine="interp"), run(small, [], engine="numba"))
     assert started == []
-    staging = Staging()
-    shape = (1, 32, 32, 32)
-    in_addr = staging.add(f16_data(0, shape, True))
-    out_addr = staging.reserve(int(np.prod(shape)) * 2)
-    ins = pool(
-        in_addr, shape, out_addr, shape, kernel=(3, 3), mode=PoolMode.MAX, in_hw=(32, 32),
-        pad=(1, 1), pad_end=(1, 1),
-    )  # fmt: skip
-    large = prepare(layer_program(staging, [ins], out_addr, shape))
+    large = large_pool_program()
     assert_same_bytes(run(large, [], engine="interp"), run(large, [], engine="numba"))
     assert started == [2]
 
@@ -322,15 +327,7 @@ def test_a_program_no_thread_would_join_counts_no_free_cpu(monkeypatch):
     assert reads == []
     cache = dispatch.weight_cache(small, dispatch.PACKING)
     assert dispatch.runs_alone(small if cache.rows is None else cache.rows, cache)
-    staging = Staging()
-    shape = (1, 32, 32, 32)
-    in_addr = staging.add(f16_data(0, shape, True))
-    out_addr = staging.reserve(int(np.prod(shape)) * 2)
-    ins = pool(
-        in_addr, shape, out_addr, shape, kernel=(3, 3), mode=PoolMode.MAX, in_hw=(32, 32),
-        pad=(1, 1), pad_end=(1, 1),
-    )  # fmt: skip
-    large = prepare(layer_program(staging, [ins], out_addr, shape))
+    large = large_pool_program()
     assert_same_bytes(run(large, [], engine="interp"), run(large, [], engine="numba"))
     assert len(reads) == 1
     monkeypatch.setenv(engine_threads.WORKERS_ENV, "none")

@@ -290,17 +290,25 @@ def gather_permuted(source, shape, perm, out):
 
 
 @jit
-def scatter_permuted(source, shape, perm, out):
-    """gather_permuted's result, made in the order of `source` (each element read once, in
-    order, and written where the permuted order puts it): an image's NCHW -> NHWC has runs
-    of W this way, against runs of C (3) gathering."""
+def permuted_strides(shape, perm):
+    """Per dimension d of a dense array of 4-d `shape`, the element stride of d in the dense
+    array it becomes when transposed by `perm` (gather_permuted's order)."""
     out_shape = np.empty(4, np.int64)
     for i in range(4):
         out_shape[i] = shape[perm[i]]
     out_strides = dense_strides(out_shape)
-    to = np.empty(4, np.int64)  # to[d]: the stride in out of source dimension d
+    to = np.empty(4, np.int64)
     for i in range(4):
         to[perm[i]] = out_strides[i]
+    return to
+
+
+@jit
+def scatter_permuted(source, shape, perm, out):
+    """gather_permuted's result, made in the order of `source` (each element read once, in
+    order, and written where the permuted order puts it): an image's NCHW -> NHWC has runs
+    of W this way, against runs of C (3) gathering."""
+    to = permuted_strides(shape, perm)  # to[d]: the stride in out of source dimension d
     k = 0
     inner, stride = np.uint64(shape[3]), np.uint64(to[3])
     for i0 in range(shape[0]):
@@ -331,13 +339,7 @@ def widen_permuted(ddr, src_addr, shape, perm, out, lut):
     shorter stride. An output's NHWC -> NCHW (256 x 21 a slab) then reads the source once and
     writes each channel's row in order, where a staged copy, a permutation and a widening
     passed over the whole tensor three times."""
-    out_shape = np.empty(4, np.int64)
-    for i in range(4):
-        out_shape[i] = shape[perm[i]]
-    out_strides = dense_strides(out_shape)
-    to = np.empty(4, np.int64)  # to[d]: the stride in out of source dimension d
-    for i in range(4):
-        to[perm[i]] = out_strides[i]
+    to = permuted_strides(shape, perm)  # to[d]: the stride in out of source dimension d
     rows, columns = shape[2], shape[3]
     scratch = np.empty(rows * columns, np.float32)
     for i0 in range(shape[0]):
