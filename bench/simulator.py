@@ -25,9 +25,9 @@ in the Relax VM. Per model the table gives:
   onnxruntime's, as onnxruntime's threads spin for a while after a run and the engine would
   count them as load;
 - the time the simulator itself took inside the warm numba run (`mrvl.sim.simulator_wall_time`);
-- the ratios numba/ORT (of the bests, and `(med)`, of the medians) and interp/numba, whether numba (its first run and
-  every warm one) and interp gave the same bits, and the child's peak resident memory
-  (compile and runs included);
+- the ratios numba/ORT (of the bests, and `(med)`, of the medians) and interp/numba, whether
+  numba (its first run and every warm one) and interp gave the same bits, and the child's
+  peak resident memory (compile and runs included);
 - `threads`: how many warm simulator runs ran on how many threads by the engine's default
   (`threads:runs`; `sharing.threads`, which counts the CPUs other runnable tasks leave free
   at each run's start, so a burst of other work makes some runs one-threaded).
@@ -343,8 +343,7 @@ def main(argv=None) -> int:
     header = (
         f"{'model':18s} {'instrs':>7s} {'numba 1st':>10s} {'numba':>8s} {'(sim)':>8s} {'(cpu)':>8s} "
         f"{'interp':>8s} {'ORT':>7s} {'numba/ORT':>9s} {'(med)':>6s} {'interp/numba':>12s} "
-        f"{'same':>5s} "
-        f"{'peak MB':>8s} {'threads':>8s}"
+        f"{'same':>5s} {'peak MB':>8s} {'threads':>8s}"
     )
     for prefix, wanted in (("idle", args.threads), ("busy", args.contention)):
         if wanted:
